@@ -1,0 +1,83 @@
+"""The command line, driven through typer's CliRunner and, for start-up, a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES
+from traceview.cli.app import app
+
+runner = CliRunner()
+SMALL = FIXTURES / "triton_mul_1x4096_f32_stack.json.gz"
+
+
+def test_explain_text_at_80_columns():
+    r = runner.invoke(app, ["explain", str(SMALL), "--width", "80"])
+    assert r.exit_code == 0, r.output
+    out = r.output
+    for needle in ("Where the window went", "specialize", "cache_key", "launch_metadata",
+                   "Per call", "Typical call", "mul_kernel", "Hot host functions"):
+        assert needle in out, needle
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_explain_json_has_the_contract_keys():
+    r = runner.invoke(app, ["explain", str(SMALL), "--format", "json"])
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    assert d["schema_version"] == 1
+    for path in ("window.start_ns", "window.end_ns", "window.dur_ns", "device.busy_ns",
+                 "device.idle_ns", "device.kernel_count", "device.kernel_sum_ns",
+                 "device.per_device", "host.categories", "host.functions", "breakdown",
+                 "launches.count", "launches.linked", "launches.by_api", "calls.count",
+                 "calls.source", "calls.api_ns.p50", "calls.kernel_ns.p99",
+                 "calls.launch_latency_ns.mean", "calls.host_overhead_ns.max", "findings"):
+        node = d
+        for part in path.split("."):
+            node = node[part]
+    f = d["host"]["functions"]
+    assert [x["self_ns"] for x in f] == sorted((x["self_ns"] for x in f), reverse=True)
+    assert d["device"]["per_device"][0].keys() >= {"device", "busy_ns", "kernel_count"}
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"", "empty file"),
+    (b"{not json", "not valid JSON"),
+    (b"\x00\x01\x02", "not a JSON trace"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, content, fragment):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    for fmt in ("text", "json"):
+        r = runner.invoke(app, ["explain", str(p), "--format", fmt])
+        assert r.exit_code == 2
+        assert r.stdout == ""
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(p) in lines[0] and fragment in lines[0]
+
+
+def test_missing_file(tmp_path):
+    r = runner.invoke(app, ["explain", str(tmp_path / "nope.json")])
+    assert r.exit_code == 2 and "no such file" in r.stderr
+
+
+def test_bad_window_option():
+    r = runner.invoke(app, ["explain", str(SMALL), "--window", "no_such_range"])
+    assert r.exit_code == 2 and "no user range" in r.stderr
+
+
+def test_help_and_explain_do_not_import_torch_or_triton():
+    code = ("import sys\n"
+            "from traceview.cli.app import app\n"
+            "from typer.testing import CliRunner\n"
+            f"r = CliRunner().invoke(app, ['explain', {str(SMALL)!r}, '--format', 'json'])\n"
+            "assert r.exit_code == 0, r.output\n"
+            "bad = [m for m in ('torch', 'triton') if m in sys.modules]\n"
+            "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traceview import intervals as iv
+
+pairs = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 50)), max_size=30)
+
+
+def _brute(points: list[tuple[int, int]]) -> set[int]:
+    return {t for s, d in points for t in range(s, s + d)}
+
+
+def _arr(points):
+    s = np.asarray([p[0] for p in points], np.int64)
+    e = np.asarray([p[0] + p[1] for p in points], np.int64)
+    return s, e
+
+
+def test_union_merges_overlapping_and_touching():
+    s, e = iv.union(np.array([0, 5, 20, 3]), np.array([5, 9, 30, 4]))
+    assert s.tolist() == [0, 20] and e.tolist() == [9, 30]
+
+
+def test_overlap_exact_sub_microsecond():
+    busy = iv.union(np.array([100, 1000]), np.array([963, 1001]))
+    assert iv.overlap(busy, np.array([0, 500, 999]), np.array([2000, 1000, 1001])).tolist() == [864, 463, 1]
+
+
+def test_subtract_and_intersect():
+    a = (np.array([0, 50]), np.array([40, 100]))
+    b = (np.array([10, 35, 60]), np.array([20, 55, 70]))
+    assert [x.tolist() for x in iv.subtract(a, b)] == [[0, 20, 55, 70], [10, 35, 60, 100]]
+    assert [x.tolist() for x in iv.intersect(a, b)] == [[10, 35, 50, 60], [20, 40, 55, 70]]
+
+
+@given(pairs)
+def test_union_length_is_covered_set(points):
+    u = iv.union(*_arr(points))
+    assert iv.length(u) == len(_brute(points))
+    assert iv.length(u) <= sum(d for _, d in points)
+
+
+@given(pairs, pairs)
+def test_set_algebra_matches_brute_force(a_pts, b_pts):
+    a, b = iv.union(*_arr(a_pts)), iv.union(*_arr(b_pts))
+    A, B = _brute(a_pts), _brute(b_pts)
+    assert iv.length(iv.intersect(a, b)) == len(A & B)
+    assert iv.length(iv.subtract(a, b)) == len(A - B)
+    qs, qe = _arr(b_pts)
+    got = iv.overlap(a, qs, qe).tolist()
+    assert got == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist())]

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import gzip
+import re
+
+import pytest
+
+import traceview
+from traceview.errors import TraceLoadError
+from traceview.model import _to_ns
+
+from conftest import FIXTURES
+
+
+def test_kineto_float_microseconds_to_exact_ns():
+    assert _to_ns(5170286174716.935) == 5170286174716935
+    assert _to_ns(0.832) == 832
+    assert _to_ns("5170286174716.935") == 5170286174716935
+    assert _to_ns(float("nan")) is None and _to_ns("abc") is None
+
+
+def test_every_fixture_timestamp_is_exact():
+    """round(float * 1000) equals the decimal digits read as text, for every ts/dur."""
+    num = re.compile(rb'"(?:ts|dur)": (-?\d+)\.(\d{3})\b')
+    checked = 0
+    for path in sorted(FIXTURES.glob("*.json.gz")):
+        raw = gzip.decompress(path.read_bytes())
+        for whole, frac in num.findall(raw):
+            text_ns = int(whole) * 1000 + (int(frac) if not whole.startswith(b"-") else -int(frac))
+            assert _to_ns(float(whole + b"." + frac)) == text_ns
+            checked += 1
+    assert checked > 10_000
+
+
+def test_plain_gzip_and_bare_array_agree(tb, tmp_path):
+    tb.launched_kernel("k", 1_000, 2_000, 5_000, 863)
+    tb.op("aten::mul", 500, 4_000)
+    a = traceview.analyze(tb.write(tmp_path / "a.json")).to_dict()
+    b = traceview.analyze(tb.write(tmp_path / "b.json.gz", gz=True)).to_dict()
+    c = traceview.analyze(tb.write(tmp_path / "c.json", bare=True)).to_dict()
+    for d in (a, b, c):
+        d["trace"].pop("path"), d["trace"].pop("metadata")
+    assert a == b == c
+
+
+def test_metadata_is_kept(tb, tmp_path):
+    tb.metadata = {"deviceProperties": [{"name": "X"}], "baseTimeNanoseconds": 17,
+                   "traceview": {"op": "mul"}}
+    tb.op("aten::mul", 0, 10)
+    t = traceview.load(tb.write(tmp_path / "m.json"))
+    assert t.metadata["deviceProperties"][0]["name"] == "X"
+    assert t.metadata["baseTimeNanoseconds"] == 17
+    assert t.metadata["traceview"] == {"op": "mul"}
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "empty file"),
+    (b"hello", "not a JSON trace"),
+    (b'{"foo": 1}', "no 'traceEvents'"),
+    (b'{"traceEvents": [', "not valid JSON"),
+    (b"\x1f\x8b\x08\x00garbage", "gzip"),
+])
+def test_unusable_input_raises_one_clear_error(tmp_path, content, problem):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(TraceLoadError, match=problem) as exc:
+        traceview.load(p)
+    assert str(p) in str(exc.value)
+
+
+def test_odd_field_types_fall_back_event_by_event(tmp_path, tb):
+    tb.op("aten::mul", 0, 1_000)
+    tb.raw({"ph": "X", "cat": "cpu_op", "name": 12, "pid": 1.0, "tid": [1], "ts": "2.5", "dur": 1})
+    tb.raw("not an event")
+    t = traceview.load(tb.write(tmp_path / "odd.json"))
+    assert len(t.slices) == 2
+    assert int(t.slices.start[1]) == 2_500
+    assert any(d.code == "event-malformed" and d.count == 1 for d in t.diagnostics)
+
+
+def test_unknown_category_kept_and_reported(tb, tmp_path):
+    tb.op("mystery", 0, 1_000, cat="my_cat")
+    ex = traceview.analyze(tb.write(tmp_path / "u.json"))
+    assert ex.host_categories["other"] == 1_000
+    assert any(d.code == "unknown-category" for d in ex.trace.diagnostics)
+
+
+def test_begin_end_pairs_become_slices(tmp_path, tb):
+    tb.raw({"ph": "B", "cat": "cpu_op", "name": "outer", "pid": 1, "tid": 1, "ts": 1.0})
+    tb.raw({"ph": "B", "cat": "cpu_op", "name": "inner", "pid": 1, "tid": 1, "ts": 2.0})
+    tb.raw({"ph": "E", "pid": 1, "tid": 1, "ts": 3.0})
+    tb.raw({"ph": "E", "pid": 1, "tid": 1, "ts": 5.5})
+    t = traceview.load(tb.write(tmp_path / "be.json"))
+    spans = sorted((t.names[n], int(s), int(e)) for n, s, e in
+                   zip(t.slices.name.tolist(), t.slices.start, t.slices.end))
+    assert spans == [("inner", 2_000, 3_000), ("outer", 1_000, 5_500)]

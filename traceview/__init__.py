@@ -1,0 +1,48 @@
+"""traceview: where a GPU operator's time goes.
+
+Python API::
+
+    import traceview
+    trace = traceview.load("trace.json.gz")          # lanes, slices, links
+    ex = traceview.explain(trace)                    # every analysis, one object
+    ex = traceview.analyze("trace.json.gz")          # both steps
+    ex.to_dict()["calls"]["api_ns"]["p50"]
+
+The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``render``.
+``capture`` stands apart and is the only part that imports torch or triton.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "analyze", "explain", "load", "Options"]
+
+from traceview.options import Options
+
+if TYPE_CHECKING:
+    from os import PathLike
+
+    from traceview.explanation import Explanation
+    from traceview.model import Trace
+
+
+def load(path: str | PathLike[str]) -> Trace:
+    """Read a Chrome/Kineto trace (plain or gzipped) into the trace model."""
+    from traceview.io.decode import decode
+    from traceview.model import build
+
+    return build(decode(path))
+
+
+def explain(trace: Trace, options: Options | None = None) -> Explanation:
+    """Run every analysis over a loaded trace."""
+    from traceview.explanation import explain as _explain
+
+    return _explain(trace, options)
+
+
+def analyze(path: str | PathLike[str], options: Options | None = None) -> Explanation:
+    """``explain(load(path))``."""
+    return explain(load(path), options)

@@ -1,0 +1,105 @@
+"""Device busy and idle: the union of device work across streams, per device and overall.
+
+Device work is ``kernel``, ``gpu_memcpy`` and ``gpu_memset`` slices only; device
+annotations are labels. Busy is the length of the union (concurrent streams count
+once); idle is the window minus busy. The plain sum of kernel durations is reported
+too, labelled as a sum, because that is what ``key_averages`` shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview import intervals
+from traceview.analyses.window import Window
+from traceview.model import DEVICE_WORK_CATS, Trace
+from traceview.stats import Stats, summarize
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    name: str
+    count: int
+    sum_ns: int
+    stats: Stats
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    busy: intervals.Set  # the union, clipped to the window
+    busy_ns: int
+    idle_ns: int
+    kernel_count: int
+    memcpy_count: int
+    memset_count: int
+    work_sum_ns: int  # sum of clipped durations of all device work
+    kernel_sum_ns: int  # sum of clipped kernel durations
+    per_device: list[dict]
+    per_stream: list[dict]
+    kernels: list[KernelStat]  # by name, biggest sum first
+    work_rows: np.ndarray  # device work rows overlapping the window
+
+
+def analyze_device(trace: Trace, window: Window) -> DeviceSummary:
+    s = trace.slices
+    rows = trace.rows_of_cats(DEVICE_WORK_CATS)
+    rows = rows[(s.end[rows] > window.start_ns) & (s.start[rows] < window.end_ns)
+                | ((s.start[rows] == s.end[rows]) & (s.start[rows] >= window.start_ns)
+                   & (s.start[rows] < window.end_ns))]
+    cs = np.maximum(s.start[rows], window.start_ns)
+    ce = np.minimum(s.end[rows], window.end_ns)
+    busy = intervals.union(cs, ce)
+    busy_ns = intervals.length(busy)
+    cat_of = np.asarray([trace.cat_names[c] for c in s.cat[rows].tolist()], dtype=object)
+    is_kernel = cat_of == "kernel"
+    lane_of = s.lane[rows]
+
+    per_device = []
+    devices = sorted({trace.lanes[int(lane)].device for lane in np.unique(lane_of).tolist()},
+                     key=lambda d: (d is None, d))
+    for dev in devices:
+        m = np.asarray([trace.lanes[int(lane)].device == dev for lane in lane_of.tolist()],
+                       dtype=bool)
+        u = intervals.union(cs[m], ce[m])
+        per_device.append({
+            "device": dev,
+            "busy_ns": intervals.length(u),
+            "kernel_count": int((m & is_kernel).sum()),
+            "kernel_sum_ns": int((ce - cs)[m & is_kernel].sum()),
+        })
+    per_stream = []
+    for lane in np.unique(lane_of).tolist():
+        m = lane_of == lane
+        ln = trace.lanes[int(lane)]
+        per_stream.append({
+            "device": ln.device, "stream": ln.stream,
+            "busy_ns": intervals.length(intervals.union(cs[m], ce[m])),
+            "work_count": int(m.sum()),
+        })
+
+    per_stream.sort(key=lambda r: (str(r["device"]), str(r["stream"])))
+    kernels: list[KernelStat] = []
+    if is_kernel.any():
+        knames = s.name[rows][is_kernel]
+        kdur = (ce - cs)[is_kernel]
+        for code in np.unique(knames).tolist():
+            d = kdur[knames == code]
+            kernels.append(KernelStat(trace.names[code], int(d.size), int(d.sum()),
+                                      summarize(d.tolist())))
+        kernels.sort(key=lambda k: (-k.sum_ns, k.name))
+    return DeviceSummary(
+        busy=busy,
+        busy_ns=busy_ns,
+        idle_ns=window.dur_ns - busy_ns,
+        kernel_count=int(is_kernel.sum()),
+        memcpy_count=int((cat_of == "gpu_memcpy").sum()),
+        memset_count=int((cat_of == "gpu_memset").sum()),
+        work_sum_ns=int((ce - cs).sum()),
+        kernel_sum_ns=int((ce - cs)[is_kernel].sum()),
+        per_device=per_device,
+        per_stream=per_stream,
+        kernels=kernels,
+        work_rows=rows,
+    )

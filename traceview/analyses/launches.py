@@ -1,0 +1,94 @@
+"""Launches: which host calls put work on the device, and which thread made them.
+
+A launch is a runtime or driver API slice whose name is in the rules file's
+``launch_apis`` — the driver API ``cuLaunchKernel(Ex)`` that Triton uses included, which
+HTA's launch statistics miss. It links to device work by correlation id (or ac2g flow).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview.analyses.window import Window
+from traceview.model import Lane, Trace
+from traceview.rules import RuleSet
+from traceview.stats import Stats, summarize
+
+
+@dataclass(frozen=True)
+class LaunchSummary:
+    rows: np.ndarray  # launch rows starting inside the window, sorted by start
+    count: int
+    linked: int
+    by_api: dict[str, int]
+    by_kind: dict[str, int]
+    unlinked_work: int  # device work in the window with no launch record
+    latency: Stats  # first device start - launch start, over linked launches
+    thread: Lane | None  # the launching thread
+    threads: dict[int, int]  # host lane index -> launches (all threads)
+
+
+def launch_rows(trace: Trace, rules: RuleSet) -> np.ndarray:
+    apis = rules.all_launch_apis
+    codes = [i for i, n in enumerate(trace.names) if n in apis]
+    api_cats = [i for i, c in enumerate(trace.cat_names) if c in ("cuda_runtime", "cuda_driver")]
+    s = trace.slices
+    m = np.isin(s.name, codes) & np.isin(s.cat, api_cats)
+    return np.flatnonzero(m)
+
+
+def pick_thread(trace: Trace, rules: RuleSet, window: Window, override: str | None) -> Lane | None:
+    """The thread that launched the most device work; else the busiest host thread."""
+    hosts = trace.host_lanes
+    if override:
+        for lane in hosts:
+            if f"{lane.pid}/{lane.tid}" == override:
+                return lane
+        from traceview.errors import UsageError
+        known = ", ".join(f"{ln.pid}/{ln.tid}" for ln in hosts) or "none"
+        raise UsageError(f"--thread {override}: no such host thread (threads: {known})")
+    rows = launch_rows(trace, rules)
+    if rows.size:
+        counts = Counter(trace.slices.lane[rows].tolist())
+        lane = min(counts, key=lambda i: (-counts[i], str(trace.lanes[i].pid),
+                                          str(trace.lanes[i].tid)))
+        return trace.lanes[lane]
+    s = trace.slices
+    best, best_ns = None, 0
+    label_cats = {"user_annotation", "Trace", "overhead"}
+    skip = [i for i, c in enumerate(trace.cat_names) if c in label_cats]
+    for lane in sorted(hosts, key=lambda ln: (str(ln.pid), str(ln.tid))):
+        m = (s.lane == lane.index) & ~np.isin(s.cat, skip)
+        total = int(np.clip(np.minimum(s.end[m], window.end_ns)
+                            - np.maximum(s.start[m], window.start_ns), 0, None).sum())
+        if total > best_ns:
+            best, best_ns = lane, total
+    return best
+
+
+def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane | None,
+                     work_rows: np.ndarray) -> LaunchSummary:
+    s = trace.slices
+    rows = launch_rows(trace, rules)
+    threads = Counter(s.lane[rows].tolist())
+    rows = rows[(s.start[rows] >= window.start_ns) & (s.start[rows] < window.end_ns)]
+    rows = rows[np.lexsort((s.corr[rows], s.end[rows], s.start[rows]))]  # content order
+    names = [trace.names[c] for c in s.name[rows].tolist()]
+    by_api = dict(Counter(names).most_common())
+    by_kind = Counter(rules.launch_kind(n) or "other" for n in names)
+    linked = 0
+    latencies = []
+    for row in rows.tolist():
+        work = trace.launch_to_work.get(row)
+        if work:
+            linked += 1
+            latencies.append(int(s.start[work].min() - s.start[row]))
+    unlinked = sum(1 for r in work_rows.tolist() if r not in trace.work_to_launch)
+    return LaunchSummary(
+        rows=rows, count=int(rows.size), linked=linked, by_api=by_api,
+        by_kind=dict(by_kind), unlinked_work=unlinked, latency=summarize(latencies),
+        thread=thread, threads={int(k): int(v) for k, v in threads.items()},
+    )

@@ -1,0 +1,77 @@
+"""The window: the span of time every other number is a share of.
+
+Default: earliest start to latest end of activity slices (host ops, Python frames,
+runtime/driver calls, device work, and slices of unknown categories). Profiler spans (``Trace``), ``overhead``, device
+annotations and metadata never widen it. ``--window`` narrows it to the span of the
+user ranges whose name matches a regex, or to a time range.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview.errors import UsageError
+from traceview.model import NON_ACTIVITY_CATS, Trace
+
+_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_TIME = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int
+    end_ns: int
+    source: str  # "activity" | "annotation" | "range" | "empty"
+    description: str
+
+    @property
+    def dur_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def parse_time(text: str) -> int:
+    m = _TIME.match(text)
+    if not m:
+        raise UsageError(f"bad time {text!r}: use a number with ns, us, ms or s")
+    value, unit = m.group(1), m.group(2) or "ns"
+    return round(float(value) * _UNITS[unit])
+
+
+def activity_window(trace: Trace) -> Window:
+    rows = trace.rows_of_cats(set(trace.cat_names) - NON_ACTIVITY_CATS)
+    if rows.size == 0:
+        return Window(0, 0, "empty", "no activity events")
+    start = int(trace.slices.start[rows].min())
+    end = int(trace.slices.end[rows].max())
+    return Window(start, end, "activity",
+                  "first to last host or device activity event")
+
+
+def find_window(trace: Trace, spec: str | None) -> Window:
+    base = activity_window(trace)
+    if not spec:
+        return base
+    if ":" in spec and all(not part.strip() or _TIME.match(part) for part in spec.split(":", 1)):
+        lo_txt, hi_txt = spec.split(":", 1)
+        lo = base.start_ns + (parse_time(lo_txt) if lo_txt.strip() else 0)
+        hi = base.start_ns + parse_time(hi_txt) if hi_txt.strip() else base.end_ns
+        lo, hi = max(lo, base.start_ns), min(hi, base.end_ns)
+        if hi <= lo:
+            raise UsageError(f"window {spec!r} is empty within the trace "
+                             f"(trace activity lasts {base.dur_ns} ns)")
+        return Window(lo, hi, "range", f"time range {spec} from the first activity event")
+    try:
+        pattern = re.compile(spec)
+    except re.error as exc:
+        raise UsageError(f"--window {spec!r} is neither a time range nor a regex: {exc}") from None
+    rows = trace.rows_of_cats({"user_annotation"})
+    names = trace.names
+    hits = [r for r in rows.tolist() if pattern.search(names[trace.slices.name[r]])]
+    if not hits:
+        raise UsageError(f"--window {spec!r}: no user range (record_function) matches")
+    idx = np.asarray(hits)
+    return Window(int(trace.slices.start[idx].min()), int(trace.slices.end[idx].max()),
+                  "annotation", f"span of {len(hits)} user range(s) matching {spec!r}")

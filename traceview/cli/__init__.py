@@ -1,0 +1,1 @@
+"""The command line: ``app`` registers one module per command, nothing more."""

@@ -1,0 +1,37 @@
+"""All of traceview's own exceptions, in one place.
+
+Only *unusable* input raises. Problems that still leave an analysable trace become
+named diagnostics carried with the trace (see ``traceview.diagnostics``), never
+exceptions. The CLI turns every ``TraceviewError`` into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+
+class TraceviewError(Exception):
+    """Base class: a problem the user can fix, reported as one line."""
+
+    exit_code = 2
+
+
+class TraceLoadError(TraceviewError):
+    """The file cannot be read as a trace at all (missing, not JSON, no events...)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class UsageError(TraceviewError):
+    """An option value that makes no sense (bad window, bad regex, bad rules file)."""
+
+
+class CaptureError(TraceviewError):
+    """capture cannot run as asked (no GPU, unknown op, bad shape...)."""
+
+
+class CorrectnessError(TraceviewError):
+    """capture's correctness check failed: no timings are written."""
+
+    exit_code = 3

@@ -1,0 +1,100 @@
+"""``explain``: run every analysis over a loaded trace and hold the results together.
+
+This is the object the CLI and the Python API share: ``traceview.analyze(path)``
+returns one; renderers read it; ``to_dict()`` is the stable JSON (``docs/json.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from traceview import intervals
+from traceview.analyses.breakdown import Cell, breakdown
+from traceview.analyses.calls import CallsSummary, analyze_calls
+from traceview.analyses.device import DeviceSummary, analyze_device
+from traceview.analyses.findings import Finding, detect
+from traceview.analyses.host import FunctionStat, HostTimeline, attribute_host, hot_functions
+from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
+from traceview.analyses.window import Window, find_window
+from traceview.model import Trace
+from traceview.options import Options
+from traceview.rules import RuleSet, load_rules
+
+
+@dataclass
+class ThreadSummary:
+    label: str
+    pid: int | str
+    tid: int | str
+    launches: int
+    categories: dict[str, int]
+
+
+@dataclass
+class Explanation:
+    trace: Trace
+    options: Options
+    rules: RuleSet
+    window: Window
+    device: DeviceSummary
+    launches: LaunchSummary
+    timeline: HostTimeline
+    host_categories: dict[str, int]
+    functions: list[FunctionStat]
+    cells: list[Cell]
+    calls: CallsSummary
+    other_threads: list[ThreadSummary]
+    has_python_frames: bool
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from traceview.render.json_report import to_dict
+
+        return to_dict(self)
+
+
+def explain(trace: Trace, options: Options | None = None) -> Explanation:
+    options = options or Options()
+    rules = load_rules(options.rules)
+    window = find_window(trace, options.window)
+    device = analyze_device(trace, window)
+    thread = pick_thread(trace, rules, window, options.thread)
+    launches = analyze_launches(trace, rules, window, thread, device.work_rows)
+    timeline = attribute_host(trace, thread, window, rules)
+    host_categories = timeline.totals()
+    cells = breakdown(timeline, device.busy)
+    calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls)
+    others = []
+    for lane in sorted(trace.host_lanes, key=lambda ln: (str(ln.pid), str(ln.tid))):
+        if thread is not None and lane.index == thread.index:
+            continue
+        tl = attribute_host(trace, lane, window, rules)
+        traced = {c: v for c, v in tl.totals().items() if v and c != "untraced"}
+        if traced:
+            others.append(ThreadSummary(lane.label, lane.pid, lane.tid,
+                                        launches.threads.get(lane.index, 0), traced))
+    has_py = "python_function" in trace.cat_names
+    ex = Explanation(
+        trace=trace, options=options, rules=rules, window=window, device=device,
+        launches=launches, timeline=timeline, host_categories=host_categories,
+        functions=hot_functions(trace, timeline), cells=cells, calls=calls,
+        other_threads=others, has_python_frames=has_py,
+    )
+    ex.findings = detect(ex)
+    _check_identities(ex)
+    return ex
+
+
+def _check_identities(ex: Explanation) -> None:
+    """The contract every output rests on; a failure here is a traceview bug."""
+    w = ex.window.dur_ns
+    cells_total = sum(c.ns for c in ex.cells)
+    busy_col = sum(c.ns for c in ex.cells if c.device == "busy")
+    if ex.timeline.lane is not None and w > 0:
+        if cells_total != w or sum(ex.host_categories.values()) != w:
+            raise AssertionError(f"cells {cells_total} != window {w}")
+        if busy_col != ex.device.busy_ns:
+            raise AssertionError(f"busy column {busy_col} != device busy {ex.device.busy_ns}")
+    if ex.device.busy_ns != intervals.length(ex.device.busy) or ex.device.busy_ns > max(w, 0):
+        raise AssertionError("device busy exceeds the window")

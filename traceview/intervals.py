@@ -1,0 +1,130 @@
+"""Interval arithmetic on sorted int64 arrays: the only place time is added up.
+
+Every total traceview reports is the length of a set of half-open intervals
+``[start, end)`` in integer ns, never a sum of overlapping durations (unless a result
+is explicitly labelled a *sum*). Each algorithm is explained once, here.
+
+A *set* is a pair ``(starts, ends)`` of int64 arrays, sorted, disjoint and non-empty
+intervals (``ends[i] < starts[i+1]``); ``union`` produces one from anything.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Set = tuple[np.ndarray, np.ndarray]
+EMPTY: Set = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def union(starts: np.ndarray, ends: np.ndarray) -> Set:
+    """Merge possibly overlapping intervals into a disjoint sorted set.
+
+    Sort by start; an interval begins a new run when its start lies beyond the
+    running maximum of all previous ends. Touching intervals ([0,5) and [5,9)) merge.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if starts.size == 0:
+        return EMPTY
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new_run = np.empty(s.size, dtype=bool)
+    new_run[0] = True
+    new_run[1:] = s[1:] > run_end[:-1]
+    first = np.flatnonzero(new_run)
+    last = np.append(first[1:] - 1, s.size - 1)
+    return s[first], run_end[last]
+
+
+def length(iv: Set) -> int:
+    """Total length of a disjoint set."""
+    s, e = iv
+    return int((e - s).sum())
+
+
+def clip(iv: Set, lo: int, hi: int) -> Set:
+    """The part of a disjoint set inside ``[lo, hi)``."""
+    s, e = iv
+    s2 = np.maximum(s, lo)
+    e2 = np.minimum(e, hi)
+    keep = e2 > s2
+    return s2[keep], e2[keep]
+
+
+def covered_before(iv: Set, t: np.ndarray | int) -> np.ndarray:
+    """For each time ``t``, how much of the set lies before ``t`` (a step function).
+
+    ``prefix[k]`` is the length of the first ``k`` intervals; the interval that may
+    contain ``t`` is the last one starting at or before it, contributing
+    ``min(t, end) - start``. Vectorised over ``t``; exact integers.
+    """
+    s, e = iv
+    t = np.asarray(t, dtype=np.int64)
+    if s.size == 0:
+        return np.zeros(t.shape, dtype=np.int64)
+    prefix = np.concatenate(([0], np.cumsum(e - s)))
+    k = np.searchsorted(s, t, side="right")  # intervals starting at or before t
+    idx = np.maximum(k - 1, 0)
+    partial = np.clip(np.minimum(t, e[idx]) - s[idx], 0, None)
+    return np.where(k > 0, prefix[idx] + partial, 0)
+
+
+def overlap(iv: Set, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """For each query interval, the length of its intersection with the set."""
+    return covered_before(iv, ends) - covered_before(iv, starts)
+
+
+def intersect(a: Set, b: Set) -> Set:
+    """Intersection of two disjoint sets (each piece of ``a`` clipped by ``b``)."""
+    (as_, ae), (bs, be) = a, b
+    if as_.size == 0 or bs.size == 0:
+        return EMPTY
+    out_s, out_e = [], []
+    i = j = 0
+    as_l, ae_l, bs_l, be_l = as_.tolist(), ae.tolist(), bs.tolist(), be.tolist()
+    while i < len(as_l) and j < len(bs_l):
+        lo = max(as_l[i], bs_l[j])
+        hi = min(ae_l[i], be_l[j])
+        if lo < hi:
+            out_s.append(lo)
+            out_e.append(hi)
+        if ae_l[i] < be_l[j]:
+            i += 1
+        else:
+            j += 1
+    return np.asarray(out_s, np.int64), np.asarray(out_e, np.int64)
+
+
+def subtract(a: Set, b: Set) -> Set:
+    """The part of ``a`` not covered by ``b`` (e.g. device idle = window - busy)."""
+    (as_, ae), (bs, be) = a, b
+    if as_.size == 0 or bs.size == 0:
+        return a
+    out_s, out_e = [], []
+    bs_l, be_l = bs.tolist(), be.tolist()
+    j = 0
+    for s, e in zip(as_.tolist(), ae.tolist()):
+        cur = s
+        while j < len(bs_l) and be_l[j] <= cur:
+            j += 1
+        k = j
+        while k < len(bs_l) and bs_l[k] < e:
+            if bs_l[k] > cur:
+                out_s.append(cur)
+                out_e.append(bs_l[k])
+            cur = max(cur, be_l[k])
+            k += 1
+        if cur < e:
+            out_s.append(cur)
+            out_e.append(e)
+    return np.asarray(out_s, np.int64), np.asarray(out_e, np.int64)
+
+
+def sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` grouped by integer ``codes`` in ``range(n)``."""
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, np.asarray(codes, dtype=np.int64), np.asarray(values, dtype=np.int64))
+    return out

@@ -1,0 +1,1 @@
+"""Decode: bytes on disk -> raw events and metadata. Nothing here knows about GPUs."""

@@ -1,0 +1,1 @@
+"""Renderers: an ``Explanation`` in, text out. One module per format."""

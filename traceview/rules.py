@@ -1,0 +1,118 @@
+"""Host categories: the ordered rule table and how an event gets its category.
+
+The table is data (``traceview/data/default_rules.json``); users prepend their own rules
+with ``--rules FILE`` (same format). A rule names a category and matches on the event
+category and a regular expression searched in the event name. ``subtree`` rules make a
+category stick to everything nested inside the matching event — all of
+``torch.cuda.synchronize`` is ``sync``, everything under Triton's compiler is
+``compile`` — and the *nearest* such ancestor wins, so a launcher build triggered
+inside ``launch_metadata`` on the first call still counts as ``compile``. ``inherit``
+(builtins, stdlib helpers) takes the enclosing event's category.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from traceview.errors import UsageError
+
+INHERIT = "inherit"
+UNTRACED = "untraced"
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Rule:
+    category: str
+    cats: frozenset[str] | None
+    pattern: re.Pattern[str] | None
+    launch_api: bool
+    subtree: bool
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The categories with their descriptions, the ordered rules, and launch API names."""
+
+    categories: dict[str, str]
+    rules: tuple[Rule, ...]
+    launch_apis: dict[str, frozenset[str]]  # kind ("kernel", "graph", ...) -> names
+
+    def launch_kind(self, name: str) -> str | None:
+        for kind, names in self.launch_apis.items():
+            if name in names:
+                return kind
+        return None
+
+    @property
+    def all_launch_apis(self) -> frozenset[str]:
+        return frozenset().union(*self.launch_apis.values())
+
+    def classify(self, cat: str, name: str) -> tuple[str, bool]:
+        """(category, sticks to subtree) for one event; first matching rule wins."""
+        for rule in self.rules:
+            if rule.cats is not None and cat not in rule.cats:
+                continue
+            if rule.launch_api and self.launch_kind(name) is None:
+                continue
+            if rule.pattern is not None and rule.pattern.search(name) is None:
+                continue
+            return rule.category, rule.subtree
+        return OTHER, False
+
+
+def _parse(doc: Any, source: str) -> tuple[dict[str, str], list[Rule], dict[str, list[str]]]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("rules", []), list):
+        raise UsageError(f"{source}: rules file must be a JSON object with a 'rules' list")
+    cats = doc.get("categories", {})
+    if not isinstance(cats, dict):
+        raise UsageError(f"{source}: 'categories' must map ids to descriptions")
+    rules = []
+    for i, r in enumerate(doc.get("rules", [])):
+        if not isinstance(r, dict) or not isinstance(r.get("category"), str):
+            raise UsageError(f"{source}: rule {i} needs a 'category' string")
+        try:
+            pattern = re.compile(r["name"]) if r.get("name") else None
+        except re.error as exc:
+            raise UsageError(f"{source}: rule {i}: bad regular expression: {exc}") from None
+        rc = r.get("cats")
+        rules.append(Rule(
+            category=r["category"],
+            cats=frozenset(rc) if isinstance(rc, list) else None,
+            pattern=pattern,
+            launch_api=bool(r.get("launch_api", False)),
+            subtree=bool(r.get("subtree", False)),
+        ))
+    apis = doc.get("launch_apis", {})
+    return {str(k): str(v) for k, v in cats.items()}, rules, apis
+
+
+def load_rules(extra: str | Path | None = None) -> RuleSet:
+    """The default table, with a user's rules file (if any) matched first."""
+    text = resources.files("traceview.data").joinpath("default_rules.json").read_text()
+    categories, rules, apis = _parse(json.loads(text), "default rules")
+    if extra is not None:
+        try:
+            user_doc = json.loads(Path(extra).read_text())
+        except OSError as exc:
+            raise UsageError(f"{extra}: cannot read rules file: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{extra}: rules file is not valid JSON: {exc}") from None
+        u_cats, u_rules, u_apis = _parse(user_doc, str(extra))
+        categories = {**categories, **u_cats}
+        rules = u_rules + rules
+        for kind, names in u_apis.items():
+            apis[kind] = list(apis.get(kind, [])) + list(names)
+    for rule in rules:
+        if rule.category not in categories and rule.category != INHERIT:
+            raise UsageError(f"rule category {rule.category!r} is not declared in 'categories'")
+    return RuleSet(
+        categories=categories,
+        rules=tuple(rules),
+        launch_apis={k: frozenset(v) for k, v in apis.items()},
+    )

@@ -1,0 +1,47 @@
+"""Summary statistics over per-call samples, in integer ns.
+
+Percentiles use the nearest-rank definition (the smallest sample with at least p% of
+samples at or below it), so every reported percentile is a value that was measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stats:
+    n: int
+    p50: int | None
+    p90: int | None
+    p99: int | None
+    min: int | None
+    max: int | None
+    mean: int | None
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {"n": self.n, "p50": self.p50, "p90": self.p90, "p99": self.p99,
+                "min": self.min, "max": self.max, "mean": self.mean}
+
+
+def percentile(sorted_values: Sequence[int], p: float) -> int:
+    n = len(sorted_values)
+    rank = max(1, math.ceil(p / 100 * n))
+    return int(sorted_values[rank - 1])
+
+
+def summarize(values: Sequence[int | None]) -> Stats:
+    v = sorted(int(x) for x in values if x is not None)
+    if not v:
+        return Stats(0, None, None, None, None, None, None)
+    return Stats(
+        n=len(v),
+        p50=percentile(v, 50),
+        p90=percentile(v, 90),
+        p99=percentile(v, 99),
+        min=v[0],
+        max=v[-1],
+        mean=round(sum(v) / len(v)),
+    )
