@@ -45,7 +45,7 @@ def _header(ex: Explanation) -> RenderableType:
     t.append(f"window {fmt_ns(ex.window.dur_ns)}", style="bold")
     t.append(f"  ({ex.window.description})\n")
     lane = ex.timeline.lane
-    t.append(f"host thread {lane.label if lane else 'none'}")
+    t.append(f"host {lane.label if lane else 'no thread'}")
     if ex.calls.calls:
         t.append(f" · {len(ex.calls.calls)} calls from {ex.calls.source}"
                  + (f" '{ex.calls.pattern}'" if ex.calls.pattern else ""))
@@ -209,24 +209,47 @@ def _functions(ex: Explanation) -> RenderableType | None:
     return table
 
 
-def _notes(ex: Explanation) -> RenderableType | None:
-    if not ex.findings and not ex.trace.diagnostics:
-        return None
-    t = Text()
-    t.append("Findings\n", style="bold")
-    colors = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+VERDICTS = ("host-bound", "device-bound")
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _verdict(ex: Explanation) -> RenderableType | None:
     for f in ex.findings:
-        t.append(f"  {f.severity:<7} ", style=colors.get(f.severity, ""))
-        t.append(f"{f.id}: ", style="bold")
-        t.append(f.message + "\n")
-    for g in ex.trace.diagnostics:
-        t.append(f"  {g.severity:<7} ", style=colors.get(g.severity, ""))
-        t.append(f"input {g.code} ({g.count}): {g.message}\n")
+        if f.id in VERDICTS:
+            return Text(f.message, style="bold")
+    return None
+
+
+def _baseline(ex: Explanation) -> RenderableType | None:
+    cap = ex.trace.metadata.get("traceview")
+    base = cap.get("baseline") if isinstance(cap, dict) else None
+    if not isinstance(base, dict):
+        return None
+    t = Text("unprofiled baseline (same run): ", style="bold")
+    t.append(f"full API p50 {fmt_ns(base.get('full_api_ns_p50'))} (synchronized each call)"
+             f" · amortized submit {fmt_ns(base.get('amortized_submit_ns'))}"
+             f" · device {fmt_ns(base.get('device_ns'))} per op")
     return t
 
 
+def _notes(ex: Explanation) -> RenderableType | None:
+    rows = [(f.severity, f.id, f.message) for f in ex.findings if f.id not in VERDICTS]
+    rows += [(g.severity, f"input:{g.code}", f"{g.count} x {g.message}")
+             for g in ex.trace.diagnostics]
+    if not rows:
+        return None
+    table = Table(title="Findings", title_justify="left", show_header=False, box=None,
+                  pad_edge=False)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("finding", ratio=1)
+    for sev, fid, msg in rows:
+        table.add_row(Text(sev, style=SEVERITY_STYLE.get(sev, "")),
+                      Text.assemble((fid, "bold"), ": ", msg))
+    return table
+
+
 def render_console(ex: Explanation, console: Console) -> None:
-    parts = [_header(ex), _matrix(ex), _device(ex), _calls(ex), _waterfall(ex), _kernels(ex),
+    parts = [_header(ex), _verdict(ex), _baseline(ex), _matrix(ex), _device(ex), _calls(ex), _waterfall(ex), _kernels(ex),
              _functions(ex), _notes(ex)]
     for p in parts:
         if p is not None:
