@@ -1,0 +1,223 @@
+"""``traceview diff``: compare two explain reports with honest uncertainty.
+
+Works on explain JSON dicts (from a trace, analysed now, or from a saved
+``--format json`` file), so both kinds of input take the same path.
+
+Each per-call metric is compared by the difference of medians over warm calls, with a
+bootstrap 95% confidence interval (resampling calls on each side independently,
+``BOOTSTRAP_RESAMPLES`` times, fixed seed so reruns agree). A difference is
+*significant* only when its interval excludes zero; otherwise it is within noise.
+``host.categories.<id>`` compares the per-call median ns of each host category (the
+window totals depend on how many calls were traced); ``device.busy_ns`` compares window
+totals with an interval from resampling per-call device busy time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 2_000
+CONFIDENCE = 0.95
+SEED = 20_261_130
+CALL_METRICS = ("api_ns", "kernel_ns", "launch_latency_ns", "host_overhead_ns", "pre_launch_ns",
+                "launch_api_ns", "sync_ns")
+# Capture metadata fields that must match for a comparison to answer one question.
+SAME_QUESTION = ("op", "impl", "shape", "dtype", "strides", "layout", "scalars")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    metric: str
+    before: int | None
+    after: int | None
+    delta: int | None
+    ci_low: int | None
+    ci_high: int | None
+    significant: bool
+    n_before: int = 0
+    n_after: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "before": self.before, "after": self.after,
+                "delta": self.delta, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "significant": self.significant, "n_before": self.n_before,
+                "n_after": self.n_after}
+
+
+@dataclass
+class Diff:
+    before_path: str
+    after_path: str
+    calls_before: int
+    calls_after: int
+    comparisons: list[Comparison]
+    kernels: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"schema_version": 1, "before": self.before_path, "after": self.after_path,
+                "calls": {"before": self.calls_before, "after": self.calls_after},
+                "comparisons": [c.as_dict() for c in self.comparisons],
+                "kernels": self.kernels, "warnings": self.warnings,
+                "verdict": verdict(self)}
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """An explain dict from a saved JSON report or from a trace analysed now."""
+    from traceview.io.decode import read_bytes
+
+    p = Path(path)
+    raw = read_bytes(p)
+    head = raw.lstrip()[:4096]
+    if head.startswith(b"{") and b'"schema_version"' in head and b'"traceEvents"' not in head:
+        import orjson
+
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and "schema_version" in doc and "calls" in doc:
+            return doc
+    from traceview import analyze
+
+    return analyze(p).to_dict()
+
+
+def _warm(report: dict[str, Any], metric: str) -> np.ndarray:
+    rows = report.get("calls", {}).get("per_call", [])
+    warm = [r for r in rows if not r.get("cold")] or rows
+    vals = [r.get(metric) for r in warm]
+    return np.asarray([v for v in vals if v is not None], dtype=np.int64)
+
+
+def _warm_categories(report: dict[str, Any], cat: str) -> np.ndarray:
+    rows = report.get("calls", {}).get("per_call", [])
+    warm = [r for r in rows if not r.get("cold")] or rows
+    return np.asarray([r.get("categories", {}).get(cat, 0) for r in warm], dtype=np.int64)
+
+
+def _median(v: np.ndarray) -> int:
+    """Lower median (a measured value), like the explain statistics' nearest-rank p50."""
+    s = np.sort(v)
+    return int(s[(s.size + 1) // 2 - 1])
+
+
+def _boot(a: np.ndarray, b: np.ndarray, stat, rng: np.random.Generator) -> tuple[int, int]:
+    ia = rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))
+    ib = rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))
+    d = stat(b[ib]) - stat(a[ia])
+    lo = np.quantile(d, (1 - CONFIDENCE) / 2, method="inverted_cdf")
+    hi = np.quantile(d, 1 - (1 - CONFIDENCE) / 2, method="inverted_cdf")
+    return int(lo), int(hi)
+
+
+def _lower_median_rows(m: np.ndarray) -> np.ndarray:
+    s = np.sort(m, axis=1)
+    return s[:, (m.shape[1] + 1) // 2 - 1]
+
+
+def compare_samples(metric: str, a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> Comparison:
+    if a.size == 0 or b.size == 0:
+        before = _median(a) if a.size else None
+        after = _median(b) if b.size else None
+        delta = after - before if before is not None and after is not None else None
+        return Comparison(metric, before, after, delta, None, None, False, int(a.size), int(b.size))
+    before, after = _median(a), _median(b)
+    lo, hi = _boot(a, b, _lower_median_rows, rng)
+    return Comparison(metric, before, after, after - before, lo, hi, not (lo <= 0 <= hi),
+                      int(a.size), int(b.size))
+
+
+def diff_reports(before: dict[str, Any], after: dict[str, Any], before_path: str = "before",
+                 after_path: str = "after") -> Diff:
+    rng = np.random.default_rng(SEED)
+    comps = []
+    for m in CALL_METRICS:
+        comps.append(compare_samples(f"calls.{m}.p50", _warm(before, m), _warm(after, m), rng))
+    a, b = _warm(before, "device_busy_ns"), _warm(after, "device_busy_ns")
+    busy_b, busy_a = before["device"]["busy_ns"], after["device"]["busy_ns"]
+    if a.size and b.size:
+        # The spread of the difference of per-call busy sums, centred on the window totals'
+        # difference (busy outside calls is taken as fixed).
+        lo, hi = _boot(a, b, lambda m: m.sum(axis=1), rng)
+        shift = (busy_a - busy_b) - int(b.sum() - a.sum())
+        lo, hi = lo + shift, hi + shift
+        comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, int(lo), int(hi),
+                                not (lo <= 0 <= hi), int(a.size), int(b.size)))
+    else:
+        comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, None, None, False))
+    cats = sorted(set(before["host"]["categories"]) | set(after["host"]["categories"]))
+    for cat in cats:
+        a, b = _warm_categories(before, cat), _warm_categories(after, cat)
+        if (a.size and a.any()) or (b.size and b.any()):
+            comps.append(compare_samples(f"host.categories.{cat}", a, b, rng))
+
+    kb = {k["name"]: k for k in before["device"].get("kernels", [])}
+    ka = {k["name"]: k for k in after["device"].get("kernels", [])}
+    kernels = []
+    for name in sorted(set(kb) | set(ka)):
+        x, y = kb.get(name), ka.get(name)
+        status = "added" if x is None else "removed" if y is None else "common"
+        kernels.append({"name": name, "status": status,
+                        "count_before": x["count"] if x else 0, "count_after": y["count"] if y else 0,
+                        "p50_before": x["p50"] if x else None, "p50_after": y["p50"] if y else None})
+    return Diff(before_path, after_path, len(before["calls"].get("per_call", [])),
+                len(after["calls"].get("per_call", [])), comps, kernels,
+                same_question_warnings(before, after))
+
+
+def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    out = []
+    cb, ca = before["trace"].get("capture") or {}, after["trace"].get("capture") or {}
+    for key in SAME_QUESTION:
+        if key in cb or key in ca:
+            if cb.get(key) != ca.get(key):
+                out.append(f"{key} differs: {cb.get(key)!r} vs {ca.get(key)!r}")
+    for key, label in (("device", "device"), ("versions", "software versions"),
+                       ("protocol", "protocol")):
+        x, y = cb.get(key) or {}, ca.get(key) or {}
+        for sub in sorted(set(x) | set(y)):
+            if sub in ("timer",):
+                continue
+            if x.get(sub) != y.get(sub) and (sub in x or sub in y):
+                out.append(f"{label}: {sub} differs: {x.get(sub)!r} vs {y.get(sub)!r}")
+
+    def dev_name(r: dict[str, Any]) -> Any:
+        props = r["trace"].get("metadata", {}).get("deviceProperties")
+        return props[0].get("name") if isinstance(props, list) and props else None
+
+    if not cb and not ca and dev_name(before) != dev_name(after):
+        out.append(f"device differs: {dev_name(before)!r} vs {dev_name(after)!r}")
+    gb = any(f["id"] == "graph-replay" for f in before.get("findings", []))
+    ga = any(f["id"] == "graph-replay" for f in after.get("findings", []))
+    if gb != ga:
+        eager, graph = ("after", "before") if gb else ("before", "after")
+        out.append(f"{graph} is CUDA graph replay but {eager} is eager: a graph-replay gain does "
+                   "not show the eager launch cost")
+    pb = bool(before["trace"].get("python_frames"))
+    pa = bool(after["trace"].get("python_frames"))
+    if pb != pa:
+        out.append("only one side was profiled with with_stack (Python tracing), which inflates "
+                   "host time")
+    return out
+
+
+def verdict(d: Diff) -> str:
+    api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
+    if api.before is None or api.after is None:
+        return "no per-call samples on one side: no verdict"
+    from traceview.render._format import fmt_ns
+
+    if not api.significant:
+        return (f"no significant change in per-call API time (p50 {fmt_ns(api.before)} -> "
+                f"{fmt_ns(api.after)}; 95% CI of the difference [{fmt_ns(api.ci_low)}, "
+                f"{fmt_ns(api.ci_high)}] covers zero)")
+    ratio = api.after / api.before if api.before else float("inf")
+    word = "faster" if api.delta < 0 else "slower"
+    return (f"after is {abs(1 - ratio):.0%} {word} per call: API p50 {fmt_ns(api.before)} -> "
+            f"{fmt_ns(api.after)} (difference {fmt_ns(api.delta)}, 95% CI [{fmt_ns(api.ci_low)}, "
+            f"{fmt_ns(api.ci_high)}]; {d.calls_before} vs {d.calls_after} calls)")
