@@ -43,6 +43,10 @@ KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead"
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
                             "cuda_driver", "user_annotation", "gpu_user_annotation"})
 NO_ID = -1
+# No profiler trace spans an hour (it would be tens of GB): a longer slice is a corrupt
+# record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
+# cannot poison totals.
+ABSURD_DUR_NS = 3_600 * 10**9
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,9 @@ def build(decoded: Decoded) -> Trace:
             if dur < 0:
                 b.counts["negative-dur"] += 1
                 continue
+            if dur > ABSURD_DUR_NS or abs(start) > 2**62:
+                b.counts["absurd-dur"] += 1
+                continue
             b.add(ev, start, start + dur)
         elif ph in ("s", "t", "f"):
             ts = _to_ns(ev.ts)
@@ -309,6 +316,9 @@ def build(decoded: Decoded) -> Trace:
         corr=np.asarray(b.corr, dtype=np.int64),
         args=b.args,
     )
+    slices, dups = _dedupe(slices)
+    if dups:
+        b.counts["duplicate"] += dups
     _fill_corr_from_flows(b, slices, lanes)
     launch_to_work, work_to_launch = _link(slices, cat_names, names)
 
@@ -316,6 +326,8 @@ def build(decoded: Decoded) -> Trace:
         "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
         "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
         "negative-dur": ("warning", "events with a negative duration were dropped"),
+        "absurd-dur": ("warning", "events lasting over an hour (corrupt records) were dropped"),
+        "duplicate": ("warning", "exact duplicate events were dropped"),
         "unclosed-begin": ("warning", "'B' events without a matching 'E' were dropped"),
         "unknown-phase": ("warning", "events with an unknown 'ph' were ignored"),
         "other-phase": ("info", "counter/async/object events were ignored"),
@@ -339,6 +351,23 @@ def build(decoded: Decoded) -> Trace:
         instant_count=instants,
         decoded_bytes=decoded.decoded_bytes,
     )
+
+
+def _dedupe(slices: Slices) -> tuple[Slices, int]:
+    """Drop exact duplicates (same category, name, lane, start, end and correlation)."""
+    n = len(slices)
+    if n < 2:
+        return slices, 0
+    keys = np.stack([slices.cat.astype(np.int64), slices.name.astype(np.int64),
+                     slices.lane.astype(np.int64), slices.start, slices.end, slices.corr], axis=1)
+    _, first = np.unique(keys, axis=0, return_index=True)
+    if first.size == n:
+        return slices, 0
+    keep = np.sort(first)
+    remap = {int(old): new for new, old in enumerate(keep.tolist())}
+    args = {remap[r]: a for r, a in slices.args.items() if r in remap}
+    return Slices(slices.cat[keep], slices.name[keep], slices.lane[keep], slices.start[keep],
+                  slices.end[keep], slices.corr[keep], args), n - int(first.size)
 
 
 def _fill_corr_from_flows(b: _Builder, slices: Slices, lanes: list[Lane]) -> None:

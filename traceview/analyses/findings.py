@@ -30,7 +30,7 @@ UNSYNC_TAIL_NS = 1_000
 # measures the host, not the kernel.
 RANGE_IDLE_BUSY_SHARE = 0.5
 # The first call counts as a slow cold path when it is this many times the warm median.
-COLD_FIRST_CALL_RATIO = 3.0
+COLD_FIRST_CALL_RATIO = 5.0
 # Host-bound when the device is idle for at least this share of a typical call.
 HOST_BOUND_IDLE_SHARE = 0.5
 # Profiler overhead inside one call above this share of the warm median is reported.
@@ -244,6 +244,21 @@ def _no_python_frames(ex: Explanation) -> list[Finding]:
 
 def _input_problems(ex: Explanation) -> list[Finding]:
     out = []
+    if ex.window.dur_ns <= 0:
+        out.append(Finding(
+            "no-activity", "warning",
+            "the trace holds no host or device activity with a duration (metadata or instants "
+            "only): there is nothing to attribute", {"slices": len(ex.trace.slices)}))
+    elif ex.device.work_rows.size == 0:
+        out.append(Finding(
+            "no-device-work", "info",
+            "no device work (kernels, copies, sets) in the window: a CPU-only trace, or the "
+            "profiler ran without the CUDA activity", {}))
+    if ex.timeline.lane is None and ex.window.dur_ns > 0:
+        out.append(Finding(
+            "no-host-events", "warning",
+            "no host thread with events: all host time is untraced; launch latency and "
+            "per-call host costs are unknown", {}))
     if ex.timeline.non_nested:
         out.append(Finding(
             "overlapping-host-slices", "warning",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from traceview.cli import capture_cmd, explain_cmd
+from traceview.cli import capture_cmd, diff_cmd, explain_cmd
 
 app = typer.Typer(
     name="traceview",
@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("explain")(explain_cmd.explain)
+app.command("diff")(diff_cmd.diff)
 app.command("capture")(capture_cmd.capture)
 
 

@@ -15,6 +15,7 @@ from traceview.cli._common import run_guarded
 class Format(str, enum.Enum):
     text = "text"
     json = "json"
+    md = "md"
 
 
 def explain(
@@ -33,6 +34,9 @@ def explain(
         help="PID/TID of the host thread to attribute (default: the launching thread).")] = None,
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
+    figure: Annotated[Path | None, typer.Option(
+        help="With --format md: also write an SVG picture of a typical call here and "
+             "reference it from the markdown.")] = None,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
 
@@ -47,6 +51,16 @@ def explain(
             from traceview.render.json_report import render_json
 
             sys.stdout.buffer.write(render_json(ex))
+        elif format is Format.md:
+            from traceview.render.markdown import render_markdown
+
+            ref = None
+            if figure is not None:
+                from traceview.render.figure import write_figure
+
+                write_figure(ex, figure)
+                ref = figure.name
+            sys.stdout.write(render_markdown(ex, figure=ref))
         else:
             from rich.console import Console
 

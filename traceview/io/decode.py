@@ -76,8 +76,18 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     if raw[:2] == GZIP_MAGIC:
         try:
             return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceLoadError(p, f"corrupt or truncated gzip data ({exc})") from None
+        except EOFError:
+            # a gzip stream cut short (killed writer): keep what inflates; the JSON
+            # recovery below then keeps every complete event
+            try:
+                partial = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+            except zlib.error as exc:
+                raise TraceLoadError(p, f"corrupt gzip data ({exc})") from None
+            if not partial:
+                raise TraceLoadError(p, "truncated gzip data with nothing readable") from None
+            return partial
+        except (OSError, zlib.error) as exc:
+            raise TraceLoadError(p, f"corrupt gzip data ({exc})") from None
     return raw
 
 
@@ -93,6 +103,14 @@ def decode(path: str | os.PathLike[str]) -> Decoded:
         raise TraceLoadError(p, "not a JSON trace (expected '{' or '[' at the start)")
     problems: list[tuple[str, int, str]] = []
     metadata: dict[str, Any] = {}
+    if not _complete(body):
+        recovered = _recover_truncated(body)
+        if recovered is None:
+            raise TraceLoadError(p, "not valid JSON, and no complete event could be recovered")
+        body, lost = recovered
+        problems.append(("truncated", 1, f"the file ends mid-JSON (a killed writer?): kept every "
+                         f"complete event before the cut, dropped the last {lost} of "
+                         f"{len(data)} bytes"))
     if body[:1] == b"[":
         events_raw: bytes | msgspec.Raw = body
     else:
@@ -109,6 +127,10 @@ def decode(path: str | os.PathLike[str]) -> Decoded:
             except msgspec.DecodeError:  # pragma: no cover - already validated above
                 problems.append(("metadata-undecodable", 1, f"top-level key {key!r}"))
     events = _decode_events(p, events_raw, problems)
+    if not events and not metadata:
+        if problems and problems[0][0] == "truncated":
+            raise TraceLoadError(p, "truncated before the first complete event")
+        raise TraceLoadError(p, "the trace holds no events")
     return Decoded(
         path=str(p),
         events=events,
@@ -117,6 +139,54 @@ def decode(path: str | os.PathLike[str]) -> Decoded:
         compressed_bytes=compressed,
         decoded_bytes=len(data),
     )
+
+
+_RAW_DECODER = msgspec.json.Decoder(msgspec.Raw)
+MAX_RECOVERY_ATTEMPTS = 64
+
+
+def _complete(body: bytes) -> bool:
+    """Whether the text is one whole JSON value (cheap: no objects are built)."""
+    try:
+        _RAW_DECODER.decode(body)
+    except msgspec.DecodeError as exc:
+        return "truncated" not in str(exc)  # other errors are reported by the real decode
+    return True
+
+
+def _recover_truncated(body: bytes) -> tuple[bytes, int] | None:
+    """Cut a truncated trace after its last complete event and close the brackets.
+
+    Try the last ``}`` before the cut, then the one before it (a ``}`` may close a nested
+    ``args`` object of the half-written event), until the text decodes.
+    """
+    if body[:1] == b"[":
+        start, closer = 0, b"]"
+    else:
+        key = body.find(b'"traceEvents"')
+        start = body.find(b"[", key) if key >= 0 else -1
+        closer = b"]}"
+        if start < 0:
+            return None
+    end = len(body)
+    for _ in range(MAX_RECOVERY_ATTEMPTS):
+        pos = body.rfind(b"}", start, end)
+        if pos < 0:
+            candidate = body[: start + 1] + closer
+            return (candidate, len(body) - start - 1) if _complete_ok(candidate) else None
+        candidate = body[: pos + 1] + closer
+        if _complete_ok(candidate):
+            return candidate, len(body) - pos - 1
+        end = pos
+    return None
+
+
+def _complete_ok(text: bytes) -> bool:
+    try:
+        _RAW_DECODER.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def _decode_events(

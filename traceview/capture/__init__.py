@@ -1,0 +1,36 @@
+"""traceview capture: a reproducible measurement harness around pointwise GPU ops.
+
+The seed's three measurements and five traps, automated: correctness against float64
+before speed, inputs outside timed regions, the cold path apart from the warm one, an
+unprofiled baseline beside every trace, and all of it recorded in the trace itself.
+
+This package is the only part of traceview that imports torch or triton, and it does
+so lazily: importing ``traceview.capture`` (config, op table) costs nothing; torch is
+imported when a capture runs. Entry points: :func:`run_capture` and :func:`run_sweep`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from traceview.capture.config import CaptureConfig, parse_shapes, parse_sweep
+
+if TYPE_CHECKING:
+    from traceview.capture.protocol import CaptureResult
+    from traceview.capture.sweep import SweepResult
+
+__all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture", "run_sweep"]
+
+
+def run_capture(config: CaptureConfig) -> CaptureResult:
+    """Run the protocol once; see :mod:`traceview.capture.protocol`."""
+    from traceview.capture.protocol import run_capture as _run
+
+    return _run(config)
+
+
+def run_sweep(config: CaptureConfig, sizes: list[int], **kwargs: Any) -> SweepResult:
+    """Run the protocol over sizes; see :mod:`traceview.capture.sweep`."""
+    from traceview.capture.sweep import run_sweep as _run
+
+    return _run(config, sizes, **kwargs)

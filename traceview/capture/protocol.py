@@ -1,0 +1,142 @@
+"""The capture protocol: the seed's careful measurement, one step after another.
+
+:func:`run_capture` is the whole of it; each step is a call into a module that owns one
+idea (inputs, correctness, baseline, profiling, metadata, tracefile). The order matters
+and is recorded in the metadata (``metadata.STEPS``):
+
+1. validate and estimate memory; 2. prepare inputs; 3. cold call, profiled alone;
+4. correctness of that output against float64 (exit 3, nothing written, on failure);
+5. warm-up (and the CUDA graph in graph mode); 6. unprofiled baseline;
+7. profiled warm calls; 8. metadata and atomic publication of both traces.
+
+The baseline runs before the profiled calls, so the profiler's perturbation shows as the
+difference between the trace's per-call API time and the baseline's full-API time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from traceview.capture import baseline as baseline_mod
+from traceview.capture import correctness, metadata, profiling, tracefile
+from traceview.capture import device as device_mod
+from traceview.capture.config import CaptureConfig
+from traceview.capture.graphs import capture_graph
+from traceview.capture.impls import build_impl, on_streams
+from traceview.capture.inputs import make_inputs
+from traceview.errors import CaptureError
+
+
+@dataclass
+class CaptureResult:
+    """What a capture wrote: the warm trace, the cold trace, and the metadata in both."""
+
+    path: Path
+    cold_path: Path
+    metadata: dict[str, Any]
+
+
+def run_capture(config: CaptureConfig) -> CaptureResult:
+    """Run the protocol for ``config`` and publish ``<out>`` and ``<stem>.cold.<ext>``.
+
+    Raises CaptureError (cannot run as asked) or CorrectnessError (wrong output); in
+    both cases nothing is written.
+    """
+    config.validate()
+    out = config.out_path
+    tracefile.check_out_path(out)
+    cold_out = tracefile.cold_path(out)
+
+    with (
+        device_mod.fresh_compile_caches(config),
+        tempfile.TemporaryDirectory(prefix="traceview-raw-") as raw_dir,
+        contextlib.ExitStack() as stack,
+        tracefile.Publisher() as publisher,
+    ):
+        dev = device_mod.open_device(config)
+        device_mod.check_memory(dev, config)
+        try:
+            meta = _measure(config, dev, Path(raw_dir), stack, cold_out.name)
+        except Exception as exc:
+            if not _is_oom(dev.torch, exc):
+                raise
+            raise CaptureError(
+                f"out of {config.device} memory for shape {config.shape_label} {config.dtype}: "
+                f"{str(exc).strip().splitlines()[0]}"
+            ) from None
+        publisher.stage_trace(out, tracefile.embed(Path(raw_dir) / "warm.json", meta))
+        publisher.stage_trace(
+            cold_out,
+            tracefile.embed(Path(raw_dir) / "cold.json", metadata.for_cold(meta, out.name)),
+        )
+        publisher.commit()
+    return CaptureResult(path=out, cold_path=cold_out, metadata=meta)
+
+
+def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
+             stack: contextlib.ExitStack, cold_name: str) -> dict[str, Any]:
+    """Steps 2-7; returns the metadata block. Raw profiler exports go to ``raw_dir``."""
+    torch = dev.torch
+    inputs = make_inputs(torch, config, dev.torch_device)
+    impl = build_impl(config, dev, inputs, stack)
+    what = f"--impl {config.impl} {config.op}"
+
+    # 3. cold call, then 4. correctness of its output, before any timing is kept.
+    cold_wall, cold_output = profiling.profile_cold(
+        dev, impl.call, config.stack and config.impl != "inductor", config.record_shapes,
+        raw_dir / "cold.json",
+    )
+    checked = correctness.check(torch, config, inputs, cold_output)
+    out_bytes = cold_output.numel() * cold_output.element_size()
+    del cold_output
+
+    call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
+
+    # 5. warm-up.
+    for _ in range(config.warmup):
+        call()
+        dev.sync()
+
+    replay: Any | None = None
+    if config.mode == "graph":
+        graph = capture_graph(torch, impl.call, config.graph_ops, what)
+        graph.replay()
+        dev.sync()
+        correctness.check(torch, config, inputs, graph.outputs[-1])
+        replay = graph.replay
+
+    # 6. unprofiled baseline.
+    base = baseline_mod.measure(dev, call, config.baseline_n, out_bytes, what, replay=replay)
+
+    # 7. profiled warm calls.
+    profiling.profile_warm(
+        dev, replay if replay is not None else call, config.iters, config.sync == "each",
+        config.stack, config.record_shapes, raw_dir / "warm.json",
+    )
+
+    return metadata.build(
+        config,
+        device_info=dev.info(),
+        torch=torch,
+        inputs=inputs.describe(),
+        impl_detail=impl.detail,
+        correctness=checked,
+        baseline=base,
+        cold={
+            "wall_ns": int(cold_wall),
+            "trace": cold_name,
+            "with_stack": config.stack and config.impl != "inductor",
+            "fresh_caches": True,
+        },
+    )
+
+
+def _is_oom(torch: Any, exc: BaseException) -> bool:
+    """CUDA's OutOfMemoryError, or the CPU allocator's plain RuntimeError."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)

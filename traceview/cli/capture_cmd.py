@@ -1,0 +1,148 @@
+"""``traceview capture``: measure one pointwise op carefully and write a trace explain reads.
+
+Only option parsing and printing live here; the protocol is ``traceview.capture``.
+Choices are plain strings validated by ``CaptureConfig`` so that every bad value is one
+line on stderr and exit 2 through ``run_guarded`` (typer's own choice errors print a
+usage box); a failed correctness check is exit 3. Nothing heavy is imported at module
+level: torch and triton load only when a capture actually runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traceview.cli._common import run_guarded
+
+
+def _opt(help: str, panel: str, *names: str, **kw: object) -> typer.models.OptionInfo:
+    return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
+
+
+_RUN, _PROTO, _OUT = "Run", "Protocol", "Output"
+H_OP = "Op: add sub mul div neg abs relu sigmoid silu gelu exp."
+H_IMPL = ("triton (the project's kernel) | torch (eager ATen) | inductor (torch.compile) | "
+          "flag_gems.")
+H_SHAPE = ("Shape, e.g. 1x4096 or 2**12; two comma-separated shapes broadcast "
+           "(16x4096,4096).")
+H_DTYPE = "float32 float16 bfloat16 float64 int32 int64 (or f32, f16, bf16...)."
+H_LAYOUT = "contiguous | transposed | strided: real non-contiguous inputs."
+H_SCALAR = "Binary ops: the tensor-scalar form, with this scalar."
+H_DEVICE = "cuda | cpu (cpu: --impl torch, or --impl triton through Triton's interpreter)."
+H_MODE = "eager | graph (profile CUDA graph replays; not eager results)."
+H_SYNC = "each: synchronize inside every call range | end: once after the loop."
+H_WARMUP = "Warm-up calls before the baseline and the trace."
+H_ITERS = "Profiled calls (call_0 .. call_N-1)."
+H_BASELINE_N = "Calls per unprofiled baseline figure."
+H_STACK = "Python frames in the trace (default: on for ops of 65536 elements or fewer)."
+H_SHAPES = "Record op input shapes."
+H_GRAPH_OPS = "With --mode graph: ops captured per graph (one call = one replay)."
+H_STREAMS = "Run each call's op once on each of N CUDA streams (kernels overlap)."
+H_SEED = "Seed for the random inputs."
+H_SWEEP = "numel=START..STOP[:FACTOR]: one capture per size (FACTOR defaults to 4), then a table."
+H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
+          "(default: traceview-<op>-<impl>-<shape>-<dtype>-<mode>.json.gz)")
+
+
+def capture(
+    op: Annotated[str, _opt(H_OP, _RUN)],
+    impl: Annotated[str, _opt(H_IMPL, _RUN)] = "triton",
+    shape: Annotated[str, _opt(H_SHAPE, _RUN)] = "1x4096",
+    dtype: Annotated[str, _opt(H_DTYPE, _RUN)] = "float32",
+    layout: Annotated[str, _opt(H_LAYOUT, _RUN)] = "contiguous",
+    scalar: Annotated[str | None, _opt(H_SCALAR, _RUN)] = None,
+    device: Annotated[str, _opt(H_DEVICE, _RUN)] = "cuda",
+    mode: Annotated[str, _opt(H_MODE, _PROTO)] = "eager",
+    sync: Annotated[str, _opt(H_SYNC, _PROTO)] = "each",
+    warmup: Annotated[int, _opt(H_WARMUP, _PROTO)] = 10,
+    iters: Annotated[int, _opt(H_ITERS, _PROTO)] = 30,
+    baseline_n: Annotated[int, _opt(H_BASELINE_N, _PROTO, "--baseline-n")] = 200,
+    with_stack: Annotated[bool | None, _opt(H_STACK, _PROTO, "--with-stack/--no-with-stack",
+                                            show_default=False)] = None,
+    record_shapes: Annotated[bool, _opt(H_SHAPES, _PROTO,
+                                        "--record-shapes/--no-record-shapes")] = True,
+    graph_ops: Annotated[int, _opt(H_GRAPH_OPS, _PROTO, "--graph-ops")] = 1,
+    streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
+    seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
+    sweep: Annotated[str | None, _opt(H_SWEEP, _OUT)] = None,
+    out: Annotated[Path | None, _opt(H_OUT_, _OUT, show_default=False)] = None,
+) -> None:
+    """Capture a reproducible trace of one pointwise op: correctness first, cold path apart,
+    unprofiled baseline beside the profiled calls, all metadata inside the trace."""
+    options = dict(locals())
+    run_guarded(lambda: _capture(**options))
+
+
+def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warmup, iters,
+             baseline_n, with_stack, record_shapes, graph_ops, streams, seed, sweep, out) -> None:
+    from rich.console import Console
+
+    from traceview.capture import config as cfg
+    from traceview.capture.ops import canonical_dtype
+
+    sizes = cfg.parse_sweep(sweep) if sweep is not None else None
+    config = cfg.CaptureConfig(
+        op=op.strip().lower(), impl=impl, shapes=cfg.parse_shapes(shape),
+        dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
+        device=device, mode=mode, sync=sync, warmup=warmup, iters=iters,
+        baseline_n=baseline_n, with_stack=with_stack, record_shapes=record_shapes,
+        graph_ops=graph_ops, streams=streams, seed=seed,
+        out=None if sizes is not None else out, argv=_argv(),
+    ).validate()
+    console = Console()
+    if sizes is not None:
+        _sweep(console, config, sizes, out)
+        return
+
+    from traceview.capture.protocol import run_capture
+    from traceview.capture.summary import analyze_trace, render_capture
+
+    with Console(stderr=True).status(f"capturing {config.op} ({config.impl}, "
+                                     f"{config.shape_label} {config.dtype}, {config.mode}) "
+                                     f"on {config.device}..."):
+        result = run_capture(config)
+    analysis, why_not = analyze_trace(result.path)
+    render_capture(console, result.metadata, result.path, result.cold_path, analysis, why_not)
+
+
+def _sweep(console, config, sizes, folder) -> None:
+    from rich.markup import escape
+
+    from traceview.capture.summary import fmt_ns, render_sweep
+    from traceview.capture.sweep import preflight, run_sweep
+
+    folder = preflight(config, sizes, folder)
+    console.print(f"[dim]sweep {config.op} ({config.impl}, {config.dtype}, {config.mode}): "
+                  f"{len(sizes)} sizes {sizes[0]}..{sizes[-1]}[/]")
+
+    def progress(row):
+        if "error" in row:
+            console.print(f"  numel {row['numel']}: [red]{escape(row['error'])}[/]")
+        else:
+            console.print(f"  numel {row['numel']}: kernel {fmt_ns(row['kernel_ns'])}, "
+                          f"full API {fmt_ns(row['full_api_ns'])}")
+
+    render_sweep(console, config, run_sweep(config, sizes, folder=folder, on_row=progress))
+
+
+def _argv() -> tuple[str, ...]:
+    """This process's command line, with the program spelled as a user would type it.
+
+    Inside a test runner (no ``capture`` in argv) it returns () so the metadata falls back
+    to the fully resolved reproducer line instead of the runner's own argv.
+    """
+    argv = list(sys.argv)
+    if "capture" not in argv[1:]:
+        return ()
+    prog = os.path.basename(argv[0])
+    if prog == "__main__.py":
+        argv[:1] = ["python", "-m", "traceview"]
+    elif prog == "app.py":
+        argv[:1] = ["python", "-m", "traceview.cli.app"]
+    else:
+        argv[0] = prog
+    return tuple(argv)

@@ -1,0 +1,44 @@
+"""``traceview diff BEFORE AFTER``: what changed between two traces or explain reports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traceview.cli._common import run_guarded
+from traceview.cli.explain_cmd import Format
+
+
+def diff(
+    before: Annotated[Path, typer.Argument(help="Trace or explain JSON (the baseline).",
+                                           show_default=False)],
+    after: Annotated[Path, typer.Argument(help="Trace or explain JSON (the change).",
+                                          show_default=False)],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
+) -> None:
+    """Compare two runs: per-call medians with bootstrap confidence intervals."""
+
+    def body() -> None:
+        from traceview.compare import diff_reports, load_report
+
+        d = diff_reports(load_report(before), load_report(after), str(before), str(after))
+        if format is Format.json:
+            import orjson
+
+            sys.stdout.buffer.write(orjson.dumps(d.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        elif format is Format.md:
+            from traceview.render.diff_report import render_diff_markdown
+
+            sys.stdout.write(render_diff_markdown(d))
+        else:
+            from rich.console import Console
+
+            from traceview.render.diff_report import render_diff_console
+
+            render_diff_console(d, Console(width=width, highlight=False))
+
+    run_guarded(body)
