@@ -7,7 +7,7 @@ import pytest
 
 import traceview
 from traceview.errors import TraceLoadError
-from traceview.model import _to_ns
+from traceview.io.decode import value_to_ns as _to_ns
 
 from conftest import FIXTURES
 

@@ -81,10 +81,45 @@ def load_report(path: str | Path) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and "schema_version" in doc and "calls" in doc:
+            problem = _report_problem(doc)
+            if problem:
+                from traceview.errors import TraceLoadError
+
+                raise TraceLoadError(p, f"not a usable explain report: {problem}")
             return doc
     from traceview import analyze
 
     return analyze(p).to_dict()
+
+
+def _report_problem(doc: dict[str, Any]) -> str | None:
+    """What makes a saved JSON report unusable for ``diff`` (an edited or foreign file)."""
+    def node(path: str) -> Any:
+        cur: Any = doc
+        for part in path.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        return cur
+
+    def is_int(v: Any) -> bool:  # what numpy's int64 holds
+        return isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63
+
+    for path, ok in (("trace", lambda v: isinstance(v, dict)),
+                     ("device.busy_ns", is_int),
+                     ("device.kernels", lambda v: isinstance(v, list)
+                      and all(isinstance(k, dict) and isinstance(k.get("name"), str)
+                              and is_int(k.get("count")) and "p50" in k for k in v)),
+                     ("host.categories", lambda v: isinstance(v, dict)),
+                     ("calls.per_call", lambda v: isinstance(v, list)
+                      and all(isinstance(r, dict) and isinstance(r.get("categories", {}), dict)
+                              and all(r.get(m) is None or is_int(r.get(m))
+                                      for m in (*CALL_METRICS, "device_busy_ns"))
+                              and all(is_int(x) for x in r.get("categories", {}).values())
+                              for r in v)),
+                     ("findings", lambda v: isinstance(v, list)
+                      and all(isinstance(f, dict) and "id" in f for f in v))):
+        if not ok(node(path)):
+            return f"'{path}' is missing or of the wrong type"
+    return None
 
 
 def _warm(report: dict[str, Any], metric: str) -> np.ndarray:
@@ -172,7 +207,10 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any], before_path: str
 
 def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     out = []
-    cb, ca = before["trace"].get("capture") or {}, after["trace"].get("capture") or {}
+    from traceview.metadata import clean_capture
+
+    cb = clean_capture(before["trace"].get("capture"))[0] or {}
+    ca = clean_capture(after["trace"].get("capture"))[0] or {}
     for key in SAME_QUESTION:
         if key in cb or key in ca:
             if cb.get(key) != ca.get(key):
@@ -187,8 +225,10 @@ def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> lis
                 out.append(f"{label}: {sub} differs: {x.get(sub)!r} vs {y.get(sub)!r}")
 
     def dev_name(r: dict[str, Any]) -> Any:
-        props = r["trace"].get("metadata", {}).get("deviceProperties")
-        return props[0].get("name") if isinstance(props, list) and props else None
+        meta = r["trace"].get("metadata")
+        props = meta.get("deviceProperties") if isinstance(meta, dict) else None
+        return props[0].get("name") if isinstance(props, list) and props \
+            and isinstance(props[0], dict) else None
 
     if not cb and not ca and dev_name(before) != dev_name(after):
         out.append(f"device differs: {dev_name(before)!r} vs {dev_name(after)!r}")

@@ -17,6 +17,7 @@ from traceview.analyses.findings import Finding, detect
 from traceview.analyses.host import FunctionStat, HostTimeline, attribute_host, hot_functions
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.window import Window, find_window
+from traceview.metadata import clean_metadata
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
@@ -56,6 +57,9 @@ class Explanation:
 
 def explain(trace: Trace, options: Options | None = None) -> Explanation:
     options = options or Options()
+    malformed = clean_metadata(trace.metadata)  # idempotent: a second explain adds nothing
+    if malformed is not None:
+        trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)

@@ -9,23 +9,22 @@
 * **links** — launch API slice -> device work slices, by ``args.correlation``, falling
   back to ``ac2g`` flow ids when a side lacks the correlation argument.
 
-Timestamps become integer ns once, here: Kineto writes microseconds as floats with
-three decimals, and ``round(us * 1000)`` recovers the exact ns for every timestamp below
-2**53 ns (104 days): the float's error is under half a ns and the product rounds to the
-integer. String timestamps are parsed as decimals, exactly.
+Timestamps arrive as integer ns from the decoder (``traceview.io.decode``, which
+explains how Kineto's microsecond floats convert exactly). Here slices that cannot be
+placed on a timeline are dropped and counted: no start, negative or absurd durations,
+exact duplicates.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
 
 from traceview.diagnostics import Diagnostic
-from traceview.io.decode import Decoded, RawEvent, decode_args
+from traceview.io.decode import ARGS_KEPT_CATS, MISSING, Decoded, LazyArgs, decode_args
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -39,9 +38,6 @@ ACTIVITY_CATS = frozenset({
 })
 KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead",
                               "python_function", ""}
-# Slices whose args are decoded and kept (the rest are dropped after decoding ts/dur).
-ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
-                            "cuda_driver", "user_annotation", "gpu_user_annotation"})
 NO_ID = -1
 # No profiler trace spans an hour (it would be tens of GB): a longer slice is a corrupt
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
@@ -79,7 +75,7 @@ class Slices:
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
     corr: np.ndarray  # int64 correlation id, NO_ID when absent
-    args: dict[int, dict[str, Any]]  # row -> decoded args, for ARGS_KEPT_CATS only
+    args: LazyArgs  # row -> decoded args (on access), for ARGS_KEPT_CATS only
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
@@ -141,201 +137,222 @@ class Trace:
         return [lane for lane in self.lanes if lane.kind == "host"]
 
 
-def _to_ns(value: float | str | None) -> int | None:
-    """Microseconds (float, int or decimal string) to integer ns; None if unusable."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            d = Decimal(value.strip())
-        except InvalidOperation:
-            return None
-        if not d.is_finite():
-            return None
-        return int((d * 1000).to_integral_value())
-    if value != value or value in (float("inf"), float("-inf")):
-        return None
-    return round(value * 1000)
+INT64 = 2**63
 
 
 def _as_int(value: Any) -> int:
+    """An id as an int64 (NO_ID when absent, not integral, or out of range)."""
     if isinstance(value, bool):
         return NO_ID
     if isinstance(value, int):
-        return value
+        return value if -INT64 <= value < INT64 else NO_ID
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return _as_int(int(value))
     if isinstance(value, str):
         try:
-            return int(value)
+            return _as_int(int(value))
         except ValueError:
             return NO_ID
     return NO_ID
 
 
-class _Builder:
-    def __init__(self) -> None:
-        self.cat_codes: dict[str, int] = {}
-        self.name_codes: dict[str, int] = {}
-        self.lane_codes: dict[tuple, int] = {}
-        self.lanes: list[Lane] = []
-        self.cat: list[int] = []
-        self.name: list[int] = []
-        self.lane: list[int] = []
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.corr: list[int] = []
-        self.args: dict[int, dict[str, Any]] = {}
-        self.counts: dict[str, int] = defaultdict(int)
-        self.thread_names: dict[tuple, str] = {}
-        # flow id by (lane key, ts ns, phase) for the correlation fallback
-        self.flow_start: dict[tuple, int] = {}
-        self.flow_end: dict[tuple, int] = {}
-        self.unknown_cats: dict[str, int] = defaultdict(int)
+def norm_id(value: Any) -> int | str:
+    """A pid/tid as written, made comparable and JSON-safe: integers (or integer text)
+    within int64 become ints, anything else its text. So "100" and 100 are one thread."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            return value
+    if isinstance(value, int):
+        return value if -INT64 <= value < INT64 else str(value)
+    return str(value)
 
-    def code(self, table: dict[str, int], key: str) -> int:
-        c = table.get(key)
-        if c is None:
-            c = table[key] = len(table)
-        return c
 
-    def lane_for(self, ev: RawEvent, args: dict[str, Any] | None) -> int:
-        if ev.cat in DEVICE_CATS:
-            dev = _as_int(args.get("device")) if args else NO_ID
-            stream = _as_int(args.get("stream")) if args else NO_ID
-            dev = dev if dev != NO_ID else _as_int(ev.pid)
-            stream = stream if stream != NO_ID else _as_int(ev.tid)
-            key: tuple = ("device", dev, stream)
-        else:
-            key = ("host", ev.pid, ev.tid)
-        idx = self.lane_codes.get(key)
-        if idx is None:
-            idx = self.lane_codes[key] = len(self.lanes)
-            if key[0] == "device":
-                self.lanes.append(Lane(idx, "device", ev.pid, ev.tid, key[1], key[2]))
-            else:
-                self.lanes.append(Lane(idx, "host", ev.pid, ev.tid))
-        return idx
-
-    def add(self, ev: RawEvent, start: int, end: int) -> None:
-        keep_args = ev.cat in ARGS_KEPT_CATS
-        args = decode_args(ev.args) if keep_args else None
-        row = len(self.start)
-        self.cat.append(self.code(self.cat_codes, ev.cat))
-        self.name.append(self.code(self.name_codes, ev.name))
-        self.lane.append(self.lane_for(ev, args))
-        self.start.append(start)
-        self.end.append(end)
-        self.corr.append(_as_int(args.get("correlation", NO_ID)) if args else NO_ID)
-        if args:
-            self.args[row] = args
-        if ev.cat not in KNOWN_CATS:
-            self.unknown_cats[ev.cat] += 1
+_MESSAGES = {
+    "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
+    "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
+    "negative-dur": ("warning", "events with a negative duration were dropped"),
+    "absurd-dur": ("warning", "events lasting over an hour (corrupt records) were dropped"),
+    "duplicate": ("warning", "exact duplicate events were dropped"),
+    "unclosed-begin": ("warning", "'B' events without a matching 'E' were dropped"),
+    "unknown-phase": ("warning", "events with an unknown 'ph' were ignored"),
+    "other-phase": ("info", "counter/async/object events were ignored"),
+}
 
 
 def build(decoded: Decoded) -> Trace:
-    """Turn decoded events into lanes, slices and links."""
-    b = _Builder()
-    diags: list[Diagnostic] = [
-        Diagnostic(code, "warning", count, desc) for code, count, desc in decoded.problems
-    ]
-    open_b: dict[tuple, list[tuple[RawEvent, int]]] = defaultdict(list)
+    """Turn decoded columns into lanes, slices and links (vectorised over X events)."""
+    x = decoded.x
+    counts: dict[str, int] = defaultdict(int)
+    names = list(decoded.names)
+    name_code = {n: i for i, n in enumerate(names)}
+
+    # -- the rarer phases, in file order: B/E pairs become slices; flows, names, instants
+    extra: list[tuple[str, str, Any, Any, int, int, bytes]] = []  # cat, name, pid, tid, s, e, args
+    open_b: dict[tuple, list[tuple[Any, int]]] = defaultdict(list)
+    flow_start: dict[tuple, int] = {}
+    flow_end: dict[tuple, int] = {}
+    thread_names: dict[tuple, str] = {}
     instants = 0
-    for ev in decoded.events:
+    # B/E pair up in time order (ends before begins at one instant), not file order
+    others = sorted(decoded.others, key=lambda o: (
+        0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0,
+        0 if o[0].ph == "E" else 1))
+    for ev, ts in others:
         ph = ev.ph
-        if ph == "X":
-            start = _to_ns(ev.ts)
-            if start is None:
-                b.counts["missing-ts"] += 1
-                continue
-            dur = _to_ns(ev.dur)
-            if dur is None:
-                b.counts["missing-dur"] += 1
-                dur = 0
-            if dur < 0:
-                b.counts["negative-dur"] += 1
-                continue
-            if dur > ABSURD_DUR_NS or abs(start) > 2**62:
-                b.counts["absurd-dur"] += 1
-                continue
-            b.add(ev, start, start + dur)
-        elif ph in ("s", "t", "f"):
-            ts = _to_ns(ev.ts)
+        if ph in ("s", "t", "f"):
             fid = _as_int(ev.id)
-            if ts is None or fid == NO_ID:
-                continue
-            if ph == "s":
-                b.flow_start[(ev.pid, ev.tid, ts)] = fid
-            elif ph == "f":
-                b.flow_end[(ev.pid, ev.tid, ts)] = fid
+            if ts is not None and fid != NO_ID:
+                key = (norm_id(ev.pid), norm_id(ev.tid), ts)
+                (flow_start if ph == "s" else flow_end if ph == "f" else {})[key] = fid
         elif ph == "B":
-            ts = _to_ns(ev.ts)
             if ts is not None:
-                open_b[(ev.pid, ev.tid)].append((ev, ts))
+                open_b[(norm_id(ev.pid), norm_id(ev.tid))].append((ev, ts))
         elif ph == "E":
-            ts = _to_ns(ev.ts)
-            stack = open_b.get((ev.pid, ev.tid))
+            stack = open_b.get((norm_id(ev.pid), norm_id(ev.tid)))
             if ts is not None and stack:
                 bev, bts = stack.pop()
                 if ts >= bts:
-                    b.add(bev, bts, ts)
+                    extra.append((bev.cat, bev.name, bev.pid, bev.tid, bts, ts, bytes(bev.args)))
         elif ph == "M":
             if ev.name in ("thread_name", "process_name"):
                 nm = decode_args(ev.args).get("name")
                 if isinstance(nm, str):
-                    b.thread_names[(ev.name, ev.pid, ev.tid)] = nm
+                    thread_names[(ev.name, norm_id(ev.pid), norm_id(ev.tid))] = nm
         elif ph in ("i", "I", "R", "n"):
             instants += 1
         elif ph in ("C", "b", "e", "N", "O", "D"):
-            b.counts["other-phase"] += 1
-        else:
-            b.counts["unknown-phase"] += 1
+            counts["other-phase"] += 1
+        elif ph != "X":
+            counts["unknown-phase"] += 1
     unclosed = sum(len(v) for v in open_b.values())
     if unclosed:
-        b.counts["unclosed-begin"] += unclosed
+        counts["unclosed-begin"] += unclosed
 
-    cat_names = [""] * len(b.cat_codes)
-    for k, v in b.cat_codes.items():
-        cat_names[v] = k
-    names = [""] * len(b.name_codes)
-    for k, v in b.name_codes.items():
-        names[v] = k
-    lanes = []
-    for lane in b.lanes:
-        if lane.kind == "host":
-            nm = b.thread_names.get(("thread_name", lane.pid, lane.tid), "")
-            lanes.append(Lane(lane.index, lane.kind, lane.pid, lane.tid, name=nm))
-        else:
-            lanes.append(lane)
+    # -- X columns plus the B/E slices
+    keys = list(decoded.keys)
+    key_of_row = x.key.astype(np.int64)
+    start = x.ts
+    dur = x.dur
+    corr, stream, device = x.corr, x.stream, x.device
+    name_of_row = x.name.astype(np.int64)
+    args = x.args
+    if extra:
+        key_index = {k: i for i, k in enumerate(keys)}
+        ek, en, es, ed = [], [], [], []
+        extra_args: dict[int, bytes] = {}
+        base = key_of_row.size
+        for i, (cat, nm, pid, tid, s, e, a) in enumerate(extra):
+            k = ("X", cat, pid, tid)
+            if k not in key_index:
+                key_index[k] = len(keys)
+                keys.append(k)
+            if nm not in name_code:
+                name_code[nm] = len(names)
+                names.append(nm)
+            ek.append(key_index[k]), en.append(name_code[nm]), es.append(s), ed.append(e - s)
+            if a and cat in ARGS_KEPT_CATS:
+                extra_args[base + i] = a
+        key_of_row = np.concatenate([key_of_row, np.asarray(ek, np.int64)])
+        name_of_row = np.concatenate([name_of_row, np.asarray(en, np.int64)])
+        start = np.concatenate([start, np.asarray(es, np.int64)])
+        dur = np.concatenate([dur, np.asarray(ed, np.int64)])
+        link = [decode_args(extra_args.get(base + i, b"")) for i in range(len(extra))]
+        corr = np.concatenate([corr, [_as_int(d.get("correlation")) for d in link]])
+        stream = np.concatenate([stream, [_as_int(d.get("stream")) for d in link]])
+        device = np.concatenate([device, [_as_int(d.get("device")) for d in link]])
+        args = args.with_items(extra_args)
+
+    # -- validity: drop what cannot be placed on a timeline, count each reason
+    missing_ts = start == MISSING
+    missing_dur = (dur == MISSING) & ~missing_ts
+    dur = np.where(dur == MISSING, 0, dur)
+    negative = (dur < 0) & ~missing_ts
+    absurd = (dur > ABSURD_DUR_NS) & ~missing_ts
+    huge = (np.abs(np.where(missing_ts, 0, start)) > 2**62)
+    for code, m in (("missing-ts", missing_ts), ("missing-dur", missing_dur),
+                    ("negative-dur", negative), ("absurd-dur", absurd | huge)):
+        if m.any():
+            counts[code] += int(m.sum())
+    keep = ~(missing_ts | negative | absurd | huge)
+
+    # -- categories and lanes, per key (host lanes) or per row (device lanes)
+    cat_names: list[str] = []
+    cat_index: dict[str, int] = {}
+    key_cat = np.empty(len(keys), np.int32)
+    key_device = np.zeros(len(keys), bool)
+    unknown: dict[str, int] = defaultdict(int)
+    for i, (_, cat, _, _) in enumerate(keys):
+        if cat not in cat_index:
+            cat_index[cat] = len(cat_names)
+            cat_names.append(cat)
+        key_cat[i] = cat_index[cat]
+        key_device[i] = cat in DEVICE_CATS
+    cat_of_row = key_cat[key_of_row]
+    for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True)):
+        if cat_names[c] not in KNOWN_CATS:
+            unknown[cat_names[c]] += int(n)
+
+    lanes: list[Lane] = []
+    lane_index: dict[tuple, int] = {}
+
+    def lane_for(key: tuple) -> int:
+        idx = lane_index.get(key)
+        if idx is None:
+            idx = lane_index[key] = len(lanes)
+            if key[0] == "device":
+                lanes.append(Lane(idx, "device", key[3], key[4], key[1], key[2]))
+            else:
+                nm = thread_names.get(("thread_name", key[1], key[2]), "")
+                lanes.append(Lane(idx, "host", key[1], key[2], name=nm))
+        return idx
+
+    lane_of_row = np.empty(key_of_row.size, np.int32)
+    host_rows = ~key_device[key_of_row]
+    host_lut = np.full(len(keys), -1, np.int32)
+    for i, (_, _, pid, tid) in enumerate(keys):
+        if not key_device[i]:
+            host_lut[i] = lane_for(("host", norm_id(pid), norm_id(tid)))
+    lane_of_row[host_rows] = host_lut[key_of_row[host_rows]]
+    dev_rows = np.flatnonzero(~host_rows)
+    if dev_rows.size:
+        key_pid = np.asarray([_as_int(k[2]) for k in keys], np.int64)
+        key_tid = np.asarray([_as_int(k[3]) for k in keys], np.int64)
+        kr = key_of_row[dev_rows]
+        d = np.where(device[dev_rows] >= 0, device[dev_rows], key_pid[kr])
+        s = np.where(stream[dev_rows] >= 0, stream[dev_rows], key_tid[kr])
+        pairs, inverse = np.unique(np.stack([d, s]), axis=1, return_inverse=True)
+        codes = np.asarray([lane_for(("device", a, b, a, b)) for a, b in pairs.T.tolist()],
+                           np.int32)
+        lane_of_row[dev_rows] = codes[inverse.ravel()]
+
+    rows = np.flatnonzero(keep)
+    remap = _renumber(args, rows)
     slices = Slices(
-        cat=np.asarray(b.cat, dtype=np.int32),
-        name=np.asarray(b.name, dtype=np.int32),
-        lane=np.asarray(b.lane, dtype=np.int32),
-        start=np.asarray(b.start, dtype=np.int64),
-        end=np.asarray(b.end, dtype=np.int64),
-        corr=np.asarray(b.corr, dtype=np.int64),
-        args=b.args,
+        cat=cat_of_row[rows].astype(np.int32),
+        name=name_of_row[rows].astype(np.int32),
+        lane=lane_of_row[rows],
+        start=start[rows],
+        end=start[rows] + dur[rows],
+        corr=np.asarray(corr, np.int64)[rows],
+        args=args.subset(remap) if rows.size != key_of_row.size else args,
     )
     slices, dups = _dedupe(slices)
     if dups:
-        b.counts["duplicate"] += dups
-    _fill_corr_from_flows(b, slices, lanes)
-    launch_to_work, work_to_launch = _link(slices, cat_names, names)
+        counts["duplicate"] += dups
+    _fill_corr_from_flows(flow_start, flow_end, slices, lanes, cat_names)
+    launch_to_work, work_to_launch = _link(slices, cat_names)
 
-    messages = {
-        "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
-        "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
-        "negative-dur": ("warning", "events with a negative duration were dropped"),
-        "absurd-dur": ("warning", "events lasting over an hour (corrupt records) were dropped"),
-        "duplicate": ("warning", "exact duplicate events were dropped"),
-        "unclosed-begin": ("warning", "'B' events without a matching 'E' were dropped"),
-        "unknown-phase": ("warning", "events with an unknown 'ph' were ignored"),
-        "other-phase": ("info", "counter/async/object events were ignored"),
-    }
-    for code, count in b.counts.items():
-        sev, msg = messages[code]
+    diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in decoded.problems]
+    for code, count in counts.items():
+        sev, msg = _MESSAGES[code]
         diags.append(Diagnostic(code, sev, count, msg))
-    for cat, count in sorted(b.unknown_cats.items()):
+    for cat, count in sorted(unknown.items()):
         diags.append(Diagnostic("unknown-category", "info", count,
                                 f"events of unknown category {cat!r} kept as host work ('other')"))
     return Trace(
@@ -353,37 +370,59 @@ def build(decoded: Decoded) -> Trace:
     )
 
 
+def _renumber(args: LazyArgs, kept: np.ndarray) -> dict[int, int]:
+    """Old row -> new row for the rows with args, given the sorted kept old rows."""
+    if not len(args):
+        return {}
+    old = np.fromiter(args, np.int64, len(args))
+    pos = np.searchsorted(kept, old)
+    ok = pos < kept.size
+    ok[ok] = kept[pos[ok]] == old[ok]
+    return dict(zip(old[ok].tolist(), pos[ok].tolist()))
+
+
 def _dedupe(slices: Slices) -> tuple[Slices, int]:
     """Drop exact duplicates (same category, name, lane, start, end and correlation)."""
     n = len(slices)
     if n < 2:
         return slices, 0
-    keys = np.stack([slices.cat.astype(np.int64), slices.name.astype(np.int64),
-                     slices.lane.astype(np.int64), slices.start, slices.end, slices.corr], axis=1)
-    _, first = np.unique(keys, axis=0, return_index=True)
-    if first.size == n:
+    # Cheap screen: a duplicate shares (start, end) with the row sorted next to it.
+    order = np.lexsort((slices.end, slices.start))
+    s, e = slices.start[order], slices.end[order]
+    same = (s[1:] == s[:-1]) & (e[1:] == e[:-1])
+    if not same.any():
         return slices, 0
+    suspects = np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
+    keys = np.stack([slices.cat[suspects].astype(np.int64), slices.name[suspects].astype(np.int64),
+                     slices.lane[suspects].astype(np.int64), slices.start[suspects],
+                     slices.end[suspects], slices.corr[suspects]], axis=1)
+    _, first = np.unique(keys, axis=0, return_index=True)
+    if first.size == suspects.size:
+        return slices, 0
+    drop = np.setdiff1d(suspects, suspects[first])
+    first = np.setdiff1d(np.arange(n), drop)
     keep = np.sort(first)
-    remap = {int(old): new for new, old in enumerate(keep.tolist())}
-    args = {remap[r]: a for r, a in slices.args.items() if r in remap}
+    args = slices.args.subset(_renumber(slices.args, keep))
     return Slices(slices.cat[keep], slices.name[keep], slices.lane[keep], slices.start[keep],
                   slices.end[keep], slices.corr[keep], args), n - int(first.size)
 
 
-def _fill_corr_from_flows(b: _Builder, slices: Slices, lanes: list[Lane]) -> None:
+def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
+                          lanes: list[Lane], cat_names: list[str]) -> None:
     """Where a launch or kernel lacks ``args.correlation``, take the ac2g flow id."""
-    if not (b.flow_start or b.flow_end):
+    if not (flow_start or flow_end):
         return
-    missing = np.flatnonzero(slices.corr == NO_ID)
-    for row in missing.tolist():
+    linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
+                or c in ("cuda_runtime", "cuda_driver")]
+    for row in np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable)).tolist():
         lane = lanes[int(slices.lane[row])]
         key = (lane.pid, lane.tid, int(slices.start[row]))
-        fid = b.flow_end.get(key) if lane.kind == "device" else b.flow_start.get(key)
+        fid = flow_end.get(key) if lane.kind == "device" else flow_start.get(key)
         if fid is not None:
             slices.corr[row] = fid
 
 
-def _link(slices: Slices, cat_names: list[str], names: list[str]) -> tuple[dict, dict]:
+def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:
     """Launch -> device work by correlation id (one launch may own many kernels: graphs)."""
     work_codes = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS]
     host_codes = [i for i, c in enumerate(cat_names) if c in ("cuda_runtime", "cuda_driver")]

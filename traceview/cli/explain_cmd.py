@@ -1,4 +1,9 @@
-"""``traceview explain TRACE``: the breakdown of one trace, as text, JSON or markdown."""
+"""``traceview explain TRACE``: the breakdown of one trace, as text, JSON or markdown.
+
+Several files, or a directory, are ranks: each is analysed in its own process and the
+ranks are compared (``traceview.ranks``, rendered by ``traceview.render.ranks_report``).
+One plain file keeps the single-trace output.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +24,10 @@ class Format(str, enum.Enum):
 
 
 def explain(
-    trace: Annotated[Path, typer.Argument(help="Chrome/Kineto trace (.json or .json.gz)",
-                                          show_default=False)],
+    trace: Annotated[list[Path], typer.Argument(
+        help="Chrome/Kineto trace (.json or .json.gz). Several files, or a directory (its "
+             "*.json and *.json.gz files), are ranks: a row each and a combined view.",
+        show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: Annotated[str | None, typer.Option(
         help="Narrow the window: a regex over record_function names, or START:END "
@@ -37,8 +44,14 @@ def explain(
     figure: Annotated[Path | None, typer.Option(
         help="With --format md: also write an SVG picture of a typical call here and "
              "reference it from the markdown.")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", help="With several traces: worker processes "
+                             "(default: one per trace, at most one per CPU).")] = None,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
+    if len(trace) != 1 or trace[0].is_dir():
+        return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs)
+    trace = trace[0]
 
     def body() -> None:
         from traceview import analyze
@@ -67,5 +80,45 @@ def explain(
             from traceview.render.console import render_console
 
             render_console(ex, Console(width=width, highlight=False))
+
+    run_guarded(body)
+
+
+def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls: str | None,
+                   rules: Path | None, thread: str | None, width: int | None,
+                   figure: Path | None, jobs: int | None) -> None:
+    """Many traces: exit 0 when at least one rank was analysed (the failures are listed
+    in the report and on stderr), 2 when none was."""
+
+    def body() -> None:
+        from traceview.errors import UsageError
+        from traceview.options import Options
+        from traceview.ranks import analyze_ranks
+
+        if figure is not None:
+            raise UsageError("--figure needs a single trace")
+        if jobs is not None and jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        report = analyze_ranks(paths, Options(window=window, calls=calls,
+                                              rules=str(rules) if rules else None,
+                                              thread=thread), jobs=jobs)
+        for r in report.failed:
+            print(f"traceview: error: rank {r.rank}: {r.error}", file=sys.stderr)
+        if not report.ok:
+            raise typer.Exit(2)
+        if format is Format.json:
+            from traceview.render.ranks_report import render_ranks_json
+
+            sys.stdout.buffer.write(render_ranks_json(report))
+        elif format is Format.md:
+            from traceview.render.ranks_report import render_ranks_markdown
+
+            sys.stdout.write(render_ranks_markdown(report))
+        else:
+            from rich.console import Console
+
+            from traceview.render.ranks_report import render_ranks_console
+
+            render_ranks_console(report, Console(width=width, highlight=False))
 
     run_guarded(body)

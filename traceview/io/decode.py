@@ -1,36 +1,86 @@
-"""Read a Chrome/Kineto trace file into raw events plus its top-level metadata.
+"""Read a Chrome/Kineto trace file into columns of raw events plus its metadata.
 
 Accepts what ``torch.profiler`` writes (``export_chrome_trace``,
-``tensorboard_trace_handler``), plain or gzipped: a JSON object with ``traceEvents``
-and metadata keys, or a bare array of events. Like Perfetto's JSON tokenizer, every
-top-level key other than ``traceEvents`` is kept as metadata (``deviceProperties``,
-``baseTimeNanoseconds``, ``distributedInfo``, capture's ``traceview`` key, ...).
+``tensorboard_trace_handler``), plain or gzipped (by content, not by name), as a JSON
+object with ``traceEvents`` and metadata keys, or a bare array of events. Like
+Perfetto's JSON tokenizer, every top-level key other than ``traceEvents`` is kept as
+metadata (``deviceProperties``, ``baseTimeNanoseconds``, capture's ``traceview``, ...).
 
-The fast path decodes events into typed ``msgspec`` structs and leaves ``args`` as raw
-JSON bytes, decoded later only for the few events whose arguments matter (kernels,
-launches, ops). Events whose fields have unexpected types fall back to a generic
-decode, one event at a time, so one odd event never costs the whole file.
-See ``docs/json-decoder.md`` for the measurement behind the choice of msgspec.
+**Streaming.** The file is read (and gunzipped) in pieces; the event array is cut at
+event boundaries into chunks of about ``PIECE`` bytes; each chunk is decoded by msgspec
+into typed structs and turned into columns at once, then dropped. So neither the whole
+decompressed text nor one Python object per event is ever held: a 450 MB trace decodes
+in about 3 s with a peak of about 250 MB (``docs/json-decoder.md``, ``docs/performance.md``).
+
+**Exact time.** ``ts``/``dur`` are microseconds with three decimals. Below 2**43 us
+(101 days of clock) the float split ``floor(x)*1000 + rint((x - floor(x))*1000)`` recovers
+the exact ns (``round(x*1000)`` does not everywhere: between 2**42 us and 2**52 ns the
+product lands on a half-integer grid). A chunk with a timestamp at or above 2**43 us is
+decoded again with ``ts`` as raw text and parsed as a decimal, exactly.
+
+**Damage.** A file cut short (a killed writer; a gzip stream cut short too) keeps every
+complete event before the cut and records a ``truncated`` problem. A chunk whose fields
+have unexpected types is decoded again permissively, one event at a time, so one odd
+event never costs the whole file. Only input with nothing usable raises
+``TraceLoadError``.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
+import re
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import msgspec.structs
+import numpy as np
 
 from traceview.errors import TraceLoadError
 
 GZIP_MAGIC = b"\x1f\x8b"
+PIECE = 8 << 20  # bytes of decompressed text per decoded chunk
+MAX_UNSPLIT = 256 << 20  # a buffer this large with no decodable event boundary is not JSON
+MAX_SPLIT_TRIES = 16  # event-boundary candidates tried per piece before reading more
+MAX_RECOVERY_ATTEMPTS = 64
+EXACT_FLOAT_LIMIT_US = float(2**43)
+MISSING = np.iinfo(np.int64).min  # "no usable ts/dur"
+NAN = float("nan")
+_WS = b" \t\r\n"
+_TE_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+# Event categories whose args the model reads (kept as raw bytes, decoded on access).
+ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
+                            "cuda_driver", "user_annotation", "gpu_user_annotation"})
 
 
-class RawEvent(msgspec.Struct, gc=False):
-    """One trace event as written; ``args`` stays undecoded JSON until needed."""
+class FastEvent(msgspec.Struct, gc=False):
+    """One event as Kineto writes it; ``args`` stays raw JSON until needed."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = NAN
+    dur: float = NAN
+    id: int | str | None = None
+    bp: str = ""
+    args: msgspec.Raw = msgspec.Raw(b"")
+
+
+class ExactEvent(FastEvent, gc=False):
+    """The same, with ``ts`` as its JSON number text (for clocks past 2**43 us)."""
+
+    ts: msgspec.Raw = msgspec.Raw(b"")  # type: ignore[assignment]
+
+
+class LooseEvent(msgspec.Struct, gc=False):
+    """Permissive fallback: numbers may be strings or null."""
 
     ph: str = ""
     cat: str = ""
@@ -44,180 +94,496 @@ class RawEvent(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw(b"")
 
 
+class LinkArgs(msgspec.Struct, gc=False):
+    """The args the model needs at build time; all other keys are skipped by the parser."""
+
+    correlation: int | None = None
+    stream: int | None = None
+    device: int | None = None
+
+
+_KEY = attrgetter("ph", "cat", "pid", "tid")
+_NAME = attrgetter("name")
+_TS = attrgetter("ts")
+_DUR = attrgetter("dur")
+_FAST = msgspec.json.Decoder(list[FastEvent])
+_EXACT = msgspec.json.Decoder(list[ExactEvent])
+_LOOSE = msgspec.json.Decoder(list[LooseEvent])
+_LINK = msgspec.json.Decoder(LinkArgs)
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ANY = msgspec.json.Decoder()
+_RAW = msgspec.json.Decoder(msgspec.Raw)
+
+
+class LazyArgs(Mapping):
+    """Row -> decoded ``args`` dict, decoded on first access from the kept raw bytes."""
+
+    def __init__(self, raw: dict[int, bytes] | None = None) -> None:
+        self._raw: dict[int, bytes] = raw or {}
+        self._cache: dict[int, dict[str, Any]] = {}
+
+    def __getitem__(self, row: int) -> dict[str, Any]:
+        hit = self._cache.get(row)
+        if hit is None:
+            hit = self._cache[row] = decode_args(self._raw[row])
+        return hit
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def subset(self, rows: dict[int, int]) -> LazyArgs:
+        """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
+        return LazyArgs({rows[r]: b for r, b in self._raw.items() if r in rows})
+
+    def with_items(self, extra: dict[int, bytes]) -> LazyArgs:
+        out = LazyArgs(dict(self._raw))
+        out._raw.update(extra)
+        return out
+
+
+@dataclass
+class Columns:
+    """Complete ('X') events as columns, in file order. ``key`` codes index ``keys``,
+    tuples ``(ph, cat, pid, tid)``; ``name`` codes index ``names``."""
+
+    key: np.ndarray
+    name: np.ndarray
+    ts: np.ndarray  # int64 ns, MISSING where absent or unusable
+    dur: np.ndarray  # int64 ns, MISSING where absent
+    corr: np.ndarray  # int64, -1 when absent
+    stream: np.ndarray  # int64, -1 when absent
+    device: np.ndarray  # int64, -1 when absent
+    args: LazyArgs
+
+
 @dataclass
 class Decoded:
-    """What the file held: events, metadata, and problems met while decoding."""
+    """What the file held: X events as columns, the rarer phases as events, metadata,
+    and problems met while decoding (turned into diagnostics by the model)."""
 
     path: str
-    events: list[RawEvent]
+    keys: list[tuple[str, str, int | str, int | str]]
+    names: list[str]
+    x: Columns
+    others: list[tuple[LooseEvent, int | None]]  # (event, ts ns) for every non-X event
     metadata: dict[str, Any]
     problems: list[tuple[str, int, str]] = field(default_factory=list)
-    # (code, count, description) — turned into diagnostics by the model builder.
     compressed_bytes: int = 0
     decoded_bytes: int = 0
 
 
-_EVENTS_DECODER = msgspec.json.Decoder(list[RawEvent])
-_TOP_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_ANY_DECODER = msgspec.json.Decoder()
+# ------------------------------------------------------------------------ reading
+
+
+def _pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
+    """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip).
+
+    A gzip stream cut short yields what inflates and stops (the JSON layer then keeps
+    every complete event); corrupt gzip data raises ``TraceLoadError``.
+    """
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator owns it
+    except FileNotFoundError:
+        raise TraceLoadError(path, "no such file") from None
+    except IsADirectoryError:
+        raise TraceLoadError(path, "is a directory, not a trace file") from None
+    except OSError as exc:
+        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        magic = f.read(2)
+        f.seek(0)
+        if magic != GZIP_MAGIC:
+            while b := f.read(PIECE):
+                counter[0] += len(b)
+                yield b
+            return
+        d = zlib.decompressobj(31)
+        whole_member = False
+        while c := f.read(1 << 20):
+            while c:
+                try:
+                    out = d.decompress(c, PIECE)
+                except zlib.error as exc:
+                    raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
+                if out:
+                    counter[0] += len(out)
+                    yield out
+                if d.eof:  # end of one gzip member; another may follow
+                    whole_member = True
+                    c = d.unused_data
+                    if c and c[:2] != GZIP_MAGIC:
+                        return  # trailing garbage after the stream: ignore
+                    d = zlib.decompressobj(31)
+                else:
+                    c = d.unconsumed_tail
+        out = d.flush()
+        if out:
+            counter[0] += len(out)
+            yield out
+        if counter[0] == 0 and not whole_member:
+            raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
+    except OSError as exc:
+        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        f.close()
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by content, not by name)."""
-    p = Path(path)
+    """The whole decompressed text (small files only: reports, tests)."""
+    return b"".join(_pieces(Path(path), [0]))
+
+
+def _complete(text: bytes | bytearray | memoryview) -> bool:
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise TraceLoadError(p, "no such file") from None
-    except IsADirectoryError:
-        raise TraceLoadError(p, "is a directory, not a trace file") from None
-    except OSError as exc:
-        raise TraceLoadError(p, f"cannot read: {exc.strerror or exc}") from None
-    if raw[:2] == GZIP_MAGIC:
-        try:
-            return gzip.decompress(raw)
-        except EOFError:
-            # a gzip stream cut short (killed writer): keep what inflates; the JSON
-            # recovery below then keeps every complete event
-            try:
-                partial = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
-            except zlib.error as exc:
-                raise TraceLoadError(p, f"corrupt gzip data ({exc})") from None
-            if not partial:
-                raise TraceLoadError(p, "truncated gzip data with nothing readable") from None
-            return partial
-        except (OSError, zlib.error) as exc:
-            raise TraceLoadError(p, f"corrupt gzip data ({exc})") from None
-    return raw
-
-
-def decode(path: str | os.PathLike[str]) -> Decoded:
-    """Decode a trace file; raise ``TraceLoadError`` only when nothing usable is there."""
-    p = Path(path)
-    data = read_bytes(p)
-    compressed = p.stat().st_size
-    body = data.lstrip()
-    if not body:
-        raise TraceLoadError(p, "empty file")
-    if body[:1] not in (b"{", b"["):
-        raise TraceLoadError(p, "not a JSON trace (expected '{' or '[' at the start)")
-    problems: list[tuple[str, int, str]] = []
-    metadata: dict[str, Any] = {}
-    if not _complete(body):
-        recovered = _recover_truncated(body)
-        if recovered is None:
-            raise TraceLoadError(p, "not valid JSON, and no complete event could be recovered")
-        body, lost = recovered
-        problems.append(("truncated", 1, f"the file ends mid-JSON (a killed writer?): kept every "
-                         f"complete event before the cut, dropped the last {lost} of "
-                         f"{len(data)} bytes"))
-    if body[:1] == b"[":
-        events_raw: bytes | msgspec.Raw = body
-    else:
-        try:
-            top = _TOP_DECODER.decode(body)
-        except msgspec.DecodeError as exc:
-            raise TraceLoadError(p, f"not valid JSON ({exc})") from None
-        if "traceEvents" not in top:
-            raise TraceLoadError(p, "JSON object has no 'traceEvents' list: not a Chrome trace")
-        events_raw = top.pop("traceEvents")
-        for key, value in top.items():
-            try:
-                metadata[key] = _ANY_DECODER.decode(value)
-            except msgspec.DecodeError:  # pragma: no cover - already validated above
-                problems.append(("metadata-undecodable", 1, f"top-level key {key!r}"))
-    events = _decode_events(p, events_raw, problems)
-    if not events and not metadata:
-        if problems and problems[0][0] == "truncated":
-            raise TraceLoadError(p, "truncated before the first complete event")
-        raise TraceLoadError(p, "the trace holds no events")
-    return Decoded(
-        path=str(p),
-        events=events,
-        metadata=metadata,
-        problems=problems,
-        compressed_bytes=compressed,
-        decoded_bytes=len(data),
-    )
-
-
-_RAW_DECODER = msgspec.json.Decoder(msgspec.Raw)
-MAX_RECOVERY_ATTEMPTS = 64
-
-
-def _complete(body: bytes) -> bool:
-    """Whether the text is one whole JSON value (cheap: no objects are built)."""
-    try:
-        _RAW_DECODER.decode(body)
-    except msgspec.DecodeError as exc:
-        return "truncated" not in str(exc)  # other errors are reported by the real decode
-    return True
-
-
-def _recover_truncated(body: bytes) -> tuple[bytes, int] | None:
-    """Cut a truncated trace after its last complete event and close the brackets.
-
-    Try the last ``}`` before the cut, then the one before it (a ``}`` may close a nested
-    ``args`` object of the half-written event), until the text decodes.
-    """
-    if body[:1] == b"[":
-        start, closer = 0, b"]"
-    else:
-        key = body.find(b'"traceEvents"')
-        start = body.find(b"[", key) if key >= 0 else -1
-        closer = b"]}"
-        if start < 0:
-            return None
-    end = len(body)
-    for _ in range(MAX_RECOVERY_ATTEMPTS):
-        pos = body.rfind(b"}", start, end)
-        if pos < 0:
-            candidate = body[: start + 1] + closer
-            return (candidate, len(body) - start - 1) if _complete_ok(candidate) else None
-        candidate = body[: pos + 1] + closer
-        if _complete_ok(candidate):
-            return candidate, len(body) - pos - 1
-        end = pos
-    return None
-
-
-def _complete_ok(text: bytes) -> bool:
-    try:
-        _RAW_DECODER.decode(text)
+        _RAW.decode(text)
     except msgspec.DecodeError:
         return False
     return True
 
 
-def _decode_events(
-    p: Path, raw: bytes | msgspec.Raw, problems: list[tuple[str, int, str]]
-) -> list[RawEvent]:
+# ------------------------------------------------------------------------ splitting
+
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _is_cut(message: str, text: bytes | bytearray) -> bool:
+    """Whether a decode error means the text stops early. msgspec says "truncated",
+    except for a number cut after its '.', 'e' or '-', which it reports as malformed at
+    the text's last byte."""
+    if "truncated" in message:
+        return True
+    m = _BYTE.search(message)
+    return (m is not None and int(m.group(1)) >= len(text) - 1
+            and text[-1:] in (b"-", b".", b"e", b"E", b"+"))
+
+
+class _Splitter:
+    """Cuts the event array into chunks of whole events as text arrives.
+
+    The buffer always starts with ``[``. After each piece, the last ``}`` followed by
+    ``,`` becomes ``}]`` and the buffer up to there must decode as a JSON array; a cut
+    inside a string or a nested object leaves it invalid, so the previous candidate is
+    tried. The split is therefore always at an event boundary, whatever the layout.
+    """
+
+    def __init__(self, path: Path, decode_chunk) -> None:
+        self.path = path
+        self.decode_chunk = decode_chunk  # bytes-like '[...]' -> None (consumes events)
+        self.buf = bytearray()
+        self.meta_raw: list[bytes] = []
+        self.truncated = False
+        self.truncated_bytes = 0
+
+    def header(self, piece: bytes) -> bool:
+        """Accumulate until the start of the event array; True once found."""
+        self.buf += piece
+        s = bytes(self.buf[:64]).lstrip(_WS)
+        if not s:
+            return False
+        if s[:1] == b"[":
+            self.buf = bytearray(self.buf.lstrip(_WS))
+            return True
+        if s[:1] != b"{":
+            raise TraceLoadError(self.path, "not a JSON trace (expected '{' or '[' at the start)")
+        start = 0
+        while (m := _TE_RE.search(self.buf, start)) is not None:
+            head = bytes(self.buf[: m.start()]) + b'"traceEvents":0}'
+            if _complete(head):  # a top-level key iff the header closes into an object
+                self.meta_raw.append(head)
+                self.buf = bytearray(b"[") + self.buf[m.end():]
+                return True
+            start = m.end()
+        return False
+
+    def feed(self, piece: bytes) -> None:
+        self.buf += piece
+        hi = len(self.buf)
+        for _ in range(MAX_SPLIT_TRIES):
+            j = self.buf.rfind(b"}", 0, hi)
+            if j < 0:
+                break
+            k = j + 1
+            n = len(self.buf)
+            while k < n and self.buf[k] in _WS:
+                k += 1
+            if k >= n or self.buf[k] != 44:  # not followed by ','
+                hi = j
+                continue
+            self.buf[k] = 93  # ',' -> ']'
+            view = memoryview(self.buf)[: k + 1]
+            try:
+                self.decode_chunk(view)
+            except msgspec.DecodeError:  # cut inside a string or nested object
+                self.buf[k] = 44
+                hi = j
+                continue
+            finally:
+                view.release()
+            self.buf = bytearray(b"[") + self.buf[k + 1:]
+            return
+        if len(self.buf) > MAX_UNSPLIT:
+            raise TraceLoadError(self.path, "not valid JSON: no event boundary in "
+                                 f"{MAX_UNSPLIT >> 20} MB of the event array")
+
+    def finish(self) -> None:
+        """The end of input: the last events, ``]`` and the trailer (or a cut)."""
+        buf = self.buf
+        hi = len(buf)
+        for _ in range(MAX_RECOVERY_ATTEMPTS):
+            j = buf.rfind(b"]", 0, hi)
+            if j < 0:
+                break
+            trailer = bytes(buf[j + 1:]).strip(_WS)
+            tail_meta = None
+            cut_tail = False
+            if trailer[:1] == b",":
+                tail_meta = b"{" + trailer[1:]
+                try:
+                    _RAW.decode(tail_meta)
+                except msgspec.DecodeError as exc:
+                    if not _is_cut(str(exc), tail_meta):
+                        hi = j
+                        continue
+                    cut_tail = True  # the file stops inside the metadata after the events
+            elif trailer not in (b"", b"}"):
+                hi = j
+                continue
+            try:
+                self.decode_chunk(bytes(buf[: j + 1]))
+            except msgspec.DecodeError:
+                hi = j
+                continue
+            if cut_tail:
+                self.truncated = True
+                self.truncated_bytes = len(trailer)
+            elif tail_meta:
+                self.meta_raw.append(tail_meta)
+            return
+        self._recover()
+
+    def _recover(self) -> None:
+        """The text stops mid-event: keep every complete event before the cut.
+
+        Only a cut counts: text that is wrong before its end is not valid JSON.
+        """
+        buf = self.buf
+        try:
+            _RAW.decode(bytes(buf))
+        except msgspec.DecodeError as exc:
+            if not _is_cut(str(exc), buf):
+                raise TraceLoadError(self.path, f"not valid JSON ({exc})") from None
+        end = len(buf)
+        for _ in range(MAX_RECOVERY_ATTEMPTS):
+            pos = buf.rfind(b"}", 0, end)
+            candidate = bytes(buf[: pos + 1]) + b"]" if pos >= 0 else b"[]"
+            try:
+                self.decode_chunk(candidate)
+            except msgspec.DecodeError:
+                pass
+            else:
+                self.truncated = True
+                self.truncated_bytes = len(buf) - (pos + 1 if pos >= 0 else 1)
+                return
+            if pos < 0:
+                break
+            end = pos
+        raise TraceLoadError(self.path, "not valid JSON, and no complete event could be recovered")
+
+
+# ------------------------------------------------------------------------ columns
+
+
+def _split_ns(x: np.ndarray) -> np.ndarray:
+    """Float us -> exact int64 ns below 2**43 us; MISSING where NaN/inf."""
+    ok = np.isfinite(x)
+    safe = np.where(ok, x, 0.0)
+    w = np.floor(safe)
+    ns = w.astype(np.int64) * 1000 + np.rint((safe - w) * 1000.0).astype(np.int64)
+    return np.where(ok, ns, MISSING)
+
+
+def text_to_ns(text: bytes | str) -> int | None:
+    """A JSON number text in us -> exact int ns (None if not a finite number)."""
     try:
-        return _EVENTS_DECODER.decode(raw)
-    except msgspec.ValidationError:
-        pass  # valid JSON, but some event has unexpected field types: go one by one
-    except msgspec.DecodeError as exc:
-        raise TraceLoadError(p, f"not valid JSON ({exc})") from None
-    try:
-        items = _ANY_DECODER.decode(raw)
-    except msgspec.DecodeError as exc:  # pragma: no cover - same text decoded above
-        raise TraceLoadError(p, f"not valid JSON ({exc})") from None
-    if not isinstance(items, list):
-        raise TraceLoadError(p, "'traceEvents' is not a list")
-    events: list[RawEvent] = []
-    bad = 0
-    for item in items:
-        ev = _coerce(item)
-        if ev is None:
-            bad += 1
+        d = Decimal(text.decode() if isinstance(text, bytes) else text.strip())
+        if not d.is_finite() or abs(d) >= 2**62 // 1000:
+            return None
+        return int((d * 1000).to_integral_value())
+    except (ArithmeticError, ValueError, UnicodeDecodeError):  # InvalidOperation, Overflow
+        return None
+
+
+def value_to_ns(value: float | str | bytes | None) -> int | None:
+    """One loosely typed us value -> int ns (exact for text; float split for floats)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (str, bytes)):
+        return text_to_ns(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    if abs(value) >= 2**62 / 1000:
+        return None
+    return int(_split_ns(np.asarray([float(value)]))[0])
+
+
+class _Codes(dict):
+    """value -> dense code, assigned on first sight (``map(codes.__getitem__, values)``
+    runs in C; only new values call back into Python)."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+
+class _Collector:
+    """Turns decoded chunks into columns as they arrive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.keys: dict[tuple, int] = _Codes()
+        self.names: dict[str, int] = _Codes()
+        self.key_parts: list[np.ndarray] = []
+        self.name_parts: list[np.ndarray] = []
+        self.ts_parts: list[np.ndarray] = []
+        self.dur_parts: list[np.ndarray] = []
+        self.link_rows: list[int] = []
+        self.link_vals: list[tuple[int, int, int]] = []
+        self.args_raw: dict[int, bytes] = {}
+        self.others: list[tuple[LooseEvent, int | None]] = []
+        self.rows = 0
+        self.malformed = 0
+
+
+    def chunk(self, text: bytes) -> None:
+        try:
+            events = _FAST.decode(text)
+        except msgspec.ValidationError:
+            self._loose(bytes(text))  # a copy: the events kept must not pin the buffer
+            return
+        if not events:
+            return
+        ts = np.fromiter(map(_TS, events), np.float64, len(events))
+        if np.nanmax(np.abs(ts), initial=0.0) >= EXACT_FLOAT_LIMIT_US:
+            exact = _EXACT.decode(text)
+            ts_ns = np.asarray([_or_missing(text_to_ns(bytes(e.ts)) if e.ts else None)
+                                for e in exact], dtype=np.int64)
         else:
-            events.append(ev)
-    if bad:
-        problems.append(("event-malformed", bad, "events that are not objects or have unusable fields"))
-    return events
+            ts_ns = _split_ns(ts)
+        dur = np.fromiter(map(_DUR, events), np.float64, len(events))
+        self._add(events, ts_ns, _split_ns(np.clip(dur, -2**61 / 1000, 2**61 / 1000)))
+
+    def _add(self, events: list, ts_ns: np.ndarray, dur_ns: np.ndarray) -> None:
+        n = len(events)
+        kc = np.fromiter(map(self.keys.__getitem__, map(_KEY, events)), np.int32, n)
+        is_x_lut = np.fromiter((k[0] == "X" for k in self.keys), np.bool_, len(self.keys))
+        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
+                               np.bool_, len(self.keys))
+        is_x = is_x_lut[kc]
+        for i in np.flatnonzero(~is_x).tolist():
+            e = events[i]
+            v = int(ts_ns[i])
+            self.others.append((_loose_of(e), None if v == MISSING else v))
+        xi = np.flatnonzero(is_x)
+        if xi.size == 0:
+            return
+        if xi.size != len(events):
+            events = [events[i] for i in xi.tolist()]
+            kc, ts_ns, dur_ns = kc[xi], ts_ns[xi], dur_ns[xi]
+        self.key_parts.append(kc)
+        self.name_parts.append(np.fromiter(map(self.names.__getitem__, map(_NAME, events)),
+                                           np.int32, len(events)))
+        self.ts_parts.append(ts_ns)
+        self.dur_parts.append(dur_ns)
+        base = self.rows
+        for i in np.flatnonzero(keep_lut[kc]).tolist():
+            raw = events[i].args
+            if not raw:
+                continue
+            b = bytes(raw)
+            self.args_raw[base + i] = b
+            try:
+                la = _LINK.decode(b)
+                vals = (la.correlation, la.stream, la.device)
+            except msgspec.ValidationError:
+                d = decode_args(b)
+                vals = tuple(_int_or_none(d.get(k)) for k in ("correlation", "stream", "device"))
+            except msgspec.DecodeError:
+                continue
+            if vals != (None, None, None):
+                self.link_rows.append(base + i)
+                self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
+                                            for v in vals))
+        self.rows += len(events)
+
+    def _loose(self, text: bytes) -> None:
+        """A chunk with unexpected field types: permissive structs, then event by event."""
+        try:
+            events = _LOOSE.decode(text)
+        except msgspec.ValidationError:
+            items = _ANY.decode(text)
+            events = []
+            for item in items if isinstance(items, list) else []:
+                ev = _coerce(item)
+                if ev is None:
+                    self.malformed += 1
+                else:
+                    events.append(ev)
+        if not events:
+            return
+        ts_ns = np.asarray([_or_missing(value_to_ns(e.ts)) for e in events], dtype=np.int64)
+        dur_ns = np.asarray([_or_missing(value_to_ns(e.dur)) for e in events], dtype=np.int64)
+        self._add(events, ts_ns, dur_ns)
+
+    def columns(self) -> Columns:
+        def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        n = self.rows
+        corr = np.full(n, -1, np.int64)
+        stream = np.full(n, -1, np.int64)
+        device = np.full(n, -1, np.int64)
+        if self.link_rows:
+            rows = np.asarray(self.link_rows, np.int64)
+            vals = np.asarray(self.link_vals, np.int64)
+            corr[rows], stream[rows], device[rows] = vals[:, 0], vals[:, 1], vals[:, 2]
+        return Columns(cat(self.key_parts, np.int32), cat(self.name_parts, np.int32),
+                       cat(self.ts_parts, np.int64), cat(self.dur_parts, np.int64),
+                       corr, stream, device, LazyArgs(self.args_raw))
 
 
-def _coerce(item: Any) -> RawEvent | None:
+def _or_missing(v: int | None) -> int:
+    return MISSING if v is None or abs(v) > 2**62 else v
+
+
+def _int_or_none(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _loose_of(e: Any) -> LooseEvent:
+    """A kept (non-X) event, detached from the decode buffer."""
+    if isinstance(e, LooseEvent):
+        return msgspec.structs.replace(e, args=msgspec.Raw(bytes(e.args)))
+    ts = e.ts if not isinstance(e.ts, msgspec.Raw) else bytes(e.ts).decode()
+    return LooseEvent(ph=e.ph, cat=e.cat, name=e.name, pid=e.pid, tid=e.tid,
+                      ts=None if ts != ts else ts, dur=None if e.dur != e.dur else e.dur,
+                      id=e.id, bp=e.bp, args=msgspec.Raw(bytes(e.args)))
+
+
+def _coerce(item: Any) -> LooseEvent | None:
     """Best-effort conversion of one generically decoded event."""
     if not isinstance(item, dict):
         return None
@@ -239,32 +605,109 @@ def _coerce(item: Any) -> RawEvent | None:
             return None
         if isinstance(v, (int, float)):
             return float(v)
-        if isinstance(v, str):
-            return v
-        return None
+        return v if isinstance(v, str) else None
 
     args = item.get("args")
     fid = item.get("id")
-    return RawEvent(
-        ph=text(item.get("ph")),
-        cat=text(item.get("cat")),
-        name=text(item.get("name")),
-        pid=ident(item.get("pid", 0)),
-        tid=ident(item.get("tid", 0)),
-        ts=num(item.get("ts")),
-        dur=num(item.get("dur")),
-        id=ident(fid) if fid is not None else None,
-        bp=text(item.get("bp")),
+    return LooseEvent(
+        ph=text(item.get("ph")), cat=text(item.get("cat")), name=text(item.get("name")),
+        pid=ident(item.get("pid", 0)), tid=ident(item.get("tid", 0)),
+        ts=num(item.get("ts")), dur=num(item.get("dur")),
+        id=ident(fid) if fid is not None else None, bp=text(item.get("bp")),
         args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else msgspec.Raw(b""),
     )
 
 
-def decode_args(raw: msgspec.Raw) -> dict[str, Any]:
-    """Decode an event's ``args`` when it is needed; ``{}`` when absent or unusable."""
+def decode_args(raw: bytes | msgspec.Raw) -> dict[str, Any]:
+    """Decode an event's ``args``; ``{}`` when absent or unusable."""
     if not raw:
         return {}
     try:
-        value = _ANY_DECODER.decode(raw)
+        value = _ANY.decode(raw)
     except msgspec.DecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+# ------------------------------------------------------------------------ entry point
+
+
+def decode(path: str | os.PathLike[str], progress=None) -> Decoded:
+    """Decode a trace file; raise ``TraceLoadError`` only when nothing usable is there.
+
+    ``progress``, if given, is called with the count of decompressed bytes so far.
+    """
+    p = Path(path)
+    try:
+        compressed = p.stat().st_size
+    except FileNotFoundError:
+        raise TraceLoadError(p, "no such file") from None
+    except OSError as exc:
+        raise TraceLoadError(p, f"cannot read: {exc.strerror or exc}") from None
+    if p.is_dir():
+        raise TraceLoadError(p, "is a directory, not a trace file")
+    from traceview.io.memory import check_memory
+
+    check_memory(p, compressed)
+    counter = [0]
+    collector = _Collector(p)
+    splitter = _Splitter(p, collector.chunk)
+    pieces = _pieces(p, counter)
+    started = False
+    for piece in pieces:
+        if not started:
+            started = splitter.header(piece)
+            if started:
+                splitter.feed(b"")
+        else:
+            splitter.feed(piece)
+        if progress is not None:
+            progress(counter[0])
+    if not started:
+        head = bytes(splitter.buf).strip(_WS)
+        if not head:
+            raise TraceLoadError(p, "empty file")
+        if head[:1] not in (b"{", b"["):
+            raise TraceLoadError(p, "not a JSON trace (expected '{' or '[' at the start)")
+        if _complete(head):
+            raise TraceLoadError(p, "JSON object has no 'traceEvents' list: not a Chrome trace")
+        if b'"traceEvents"' not in head:
+            raise TraceLoadError(p, "not valid JSON, and no 'traceEvents' list before the end")
+        raise TraceLoadError(p, "not valid JSON")
+    splitter.finish()
+
+    problems: list[tuple[str, int, str]] = []
+    if splitter.truncated:
+        problems.append(("truncated", 1, "the file ends mid-JSON (a killed writer?): kept every "
+                         f"complete event before the cut, dropped the last "
+                         f"{splitter.truncated_bytes} of {counter[0]} bytes"))
+    if collector.malformed:
+        problems.append(("event-malformed", collector.malformed,
+                         "events that are not objects or have unusable fields"))
+    metadata: dict[str, Any] = {}
+    for raw in splitter.meta_raw:
+        try:
+            top = _TOP.decode(raw)
+        except msgspec.DecodeError:
+            continue
+        for key, value in top.items():
+            if key == "traceEvents":
+                continue
+            try:
+                metadata[key] = _ANY.decode(value)
+            except msgspec.DecodeError:
+                problems.append(("metadata-undecodable", 1, f"top-level key {key!r}"))
+    x = collector.columns()
+    if x.key.size == 0 and not collector.others and not metadata:
+        if splitter.truncated:
+            raise TraceLoadError(p, "truncated before the first complete event")
+        raise TraceLoadError(p, "the trace holds no events")
+    keys = [None] * len(collector.keys)
+    for k, v in collector.keys.items():
+        keys[v] = k
+    names = [""] * len(collector.names)
+    for k, v in collector.names.items():
+        names[v] = k
+    return Decoded(path=str(p), keys=keys, names=names, x=x, others=collector.others,
+                   metadata=metadata, problems=problems, compressed_bytes=compressed,
+                   decoded_bytes=counter[0])

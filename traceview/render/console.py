@@ -188,7 +188,9 @@ def _kernels(ex: Explanation) -> RenderableType | None:
     for col in ("count", "sum", "p50", "max"):
         table.add_column(col, justify="right")
     for k in ks:
-        table.add_row(k.name, str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50), fmt_ns(k.stats.max))
+        # Text, not str: a kernel named like rich markup ('[/]') must print as written
+        table.add_row(Text(k.name), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
+                      fmt_ns(k.stats.max))
     return table
 
 
@@ -204,7 +206,7 @@ def _functions(ex: Explanation) -> RenderableType | None:
     table.add_column("per call", justify="right")
     table.add_column("count", justify="right")
     for f in fs:
-        table.add_row(f.name, Text(f.category, style=_style(f.category)), fmt_ns(f.self_ns),
+        table.add_row(Text(f.name), Text(f.category, style=_style(f.category)), fmt_ns(f.self_ns),
                       fmt_ns(f.self_ns // n), str(f.count))
     return table
 

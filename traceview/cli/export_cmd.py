@@ -1,0 +1,57 @@
+"""``traceview export TRACE... --parquet OUT``: normalised tables for SQL and dataframes.
+
+Exit 0 when at least one trace was exported (the others are listed on stderr), 2 when
+none was (nothing is written then). Schema: ``docs/export.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traceview.cli._common import run_guarded
+
+
+def export(
+    traces: Annotated[list[Path], typer.Argument(
+        help="Trace files, or directories (their *.json and *.json.gz files); each is a rank.",
+        show_default=False, metavar="TRACE")],
+    parquet: Annotated[Path, typer.Option(
+        "--parquet", help="Output directory (created): slices.parquet, calls.parquet, "
+                          "summary.parquet.", show_default=False)],
+    window: Annotated[str | None, typer.Option(
+        help="Narrow the window (as for explain): a regex over record_function names, "
+             "or START:END.")] = None,
+    calls: Annotated[str | None, typer.Option(
+        help="Regex selecting the record_function ranges that are calls.")] = None,
+    rules: Annotated[Path | None, typer.Option(
+        help="JSON file of category rules matched before the defaults.")] = None,
+    thread: Annotated[str | None, typer.Option(
+        help="PID/TID of the host thread to attribute (default: the launching thread).")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", help="Worker processes (default: one per trace, at most one per CPU).")
+    ] = None,
+) -> None:
+    """Write the normalised tables (slices, calls, summary) of traces as Parquet files."""
+
+    def body() -> None:
+        from traceview.errors import UsageError
+        from traceview.export import TABLES, export_parquet
+        from traceview.options import Options
+
+        if jobs is not None and jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        result = export_parquet(traces, parquet, Options(window=window, calls=calls,
+                                                         rules=str(rules) if rules else None,
+                                                         thread=thread), jobs=jobs)
+        for t in result.failed:
+            print(f"traceview: error: rank {t.rank}: {t.error}", file=sys.stderr)
+        if not result.ok:
+            raise typer.Exit(2)
+        for name in TABLES:
+            print(f"{parquet / (name + '.parquet')}: {result.rows[name]} rows")
+
+    run_guarded(body)

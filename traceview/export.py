@@ -1,0 +1,297 @@
+"""Normalised tables of one or many traces, for SQL and dataframes (``traceview export``).
+
+Three tables, each one Parquet file in the output directory (schema: ``docs/export.md``):
+
+* ``slices`` — one row per duration event of each trace (every slice of the model, not
+  only those in the window), with its lane, times in ns, correlation id and, for host
+  slices overlapping the window, the host category that owns its time;
+* ``calls`` — one row per call, every per-call metric and one ``host_<category>_ns``
+  column per host category (the numbers of ``calls.per_call`` in the explain JSON);
+* ``summary`` — one row per trace: window, device busy/idle, launches, calls, the warm
+  p50 of each per-call metric, the verdict; a file that could not be analysed has a row
+  with only ``path``, ``rank`` and ``error``.
+
+Every table has ``path`` (the file as given) and ``rank`` (``distributedInfo.rank`` when
+the trace has it, else the file's position: ``traceview.ranks``). Traces are analysed in
+worker processes like ``traceview explain DIR``; each worker sends back polars frames.
+Files are written to a temporary name in the output directory and renamed over the
+target, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from traceview.analyses.calls import METRICS
+from traceview.errors import TraceviewError, UsageError
+from traceview.model import NO_ID
+from traceview.options import Options
+from traceview.ranks import (
+    error_line,
+    expand_paths,
+    metadata_rank,
+    parallel_map,
+    worker_died_line,
+)
+
+if TYPE_CHECKING:
+    from traceview.explanation import Explanation
+
+TABLES = ("slices", "calls", "summary")
+VERDICTS = ("host-bound", "device-bound")
+
+SLICES_SCHEMA: dict[str, Any] = {
+    "path": pl.String, "rank": pl.Int64, "slice": pl.Int64, "lane_kind": pl.String,
+    "pid": pl.Int64, "tid": pl.Int64, "thread": pl.String, "device": pl.Int64,
+    "stream": pl.Int64, "category": pl.String, "name": pl.String, "start_ns": pl.Int64,
+    "end_ns": pl.Int64, "dur_ns": pl.Int64, "correlation": pl.Int64,
+    "host_category": pl.String, "host_self_ns": pl.Int64,
+}
+CALLS_SCHEMA: dict[str, Any] = {
+    "path": pl.String, "rank": pl.Int64, "index": pl.Int64, "name": pl.String,
+    "start_ns": pl.Int64, "end_ns": pl.Int64, "cold": pl.Boolean, "launches": pl.Int64,
+    "kernels": pl.Int64, **{m: pl.Int64 for m in METRICS},
+}
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "path": pl.String, "rank": pl.Int64, "rank_source": pl.String, "error": pl.String,
+    "slices": pl.Int64, "window_start_ns": pl.Int64, "window_end_ns": pl.Int64,
+    "window_ns": pl.Int64, "window_source": pl.String, "busy_ns": pl.Int64,
+    "idle_ns": pl.Int64, "busy_share": pl.Float64, "kernel_count": pl.Int64,
+    "kernel_sum_ns": pl.Int64, "launches": pl.Int64, "launches_linked": pl.Int64,
+    "calls": pl.Int64, "warm_calls": pl.Int64,
+    **{f"{m}_p50": pl.Int64 for m in METRICS},
+    "verdict": pl.String, "host_pid": pl.Int64, "host_tid": pl.Int64,
+    "host_thread": pl.String, "findings": pl.List(pl.String),
+}
+
+
+def category_column(category: str) -> str:
+    return f"host_{category}_ns"
+
+
+def _int_or_none(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _nullable(values: np.ndarray, missing: int) -> pl.Series:
+    """An Int64 series with ``missing`` as null."""
+    s = pl.Series(values.astype(np.int64, copy=False))
+    return s.set(pl.Series(values == missing), None) if (values == missing).any() else s
+
+
+def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
+    """One row per slice of the trace; host categories from each host thread's sweep."""
+    from traceview.analyses.host import attribute_host
+
+    trace = ex.trace
+    s = trace.slices
+    n = len(s)
+    lanes = trace.lanes
+    # host category code (index into the timeline's categories) and owned ns, per slice
+    host_cat = np.full(n, -1, dtype=np.int64)
+    host_self = np.full(n, -1, dtype=np.int64)
+    categories = list(ex.timeline.categories)
+    attributed = ex.timeline.lane.index if ex.timeline.lane is not None else None
+    for lane in lanes:
+        if lane.kind != "host":
+            continue
+        tl = ex.timeline if lane.index == attributed else attribute_host(trace, lane, ex.window, ex.rules)
+        if tl.rows.size == 0:
+            continue
+        if list(tl.categories) != categories:  # same rules: never; kept honest anyway
+            remap = np.asarray([categories.index(c) if c in categories else -1
+                                for c in tl.categories], dtype=np.int64)
+        else:
+            remap = None
+        own = s.lane[tl.rows] == lane.index  # overlaid profiler slices belong to their lane
+        rows = tl.rows[own]
+        codes = tl.row_cat[own].astype(np.int64)
+        host_cat[rows] = remap[codes] if remap is not None else codes
+        host_self[rows] = tl.self_ns[own]
+
+    def lane_col(values: list[Any], dtype: Any) -> pl.Series:
+        return pl.Series(values, dtype=dtype).gather(s.lane)
+
+    cat_names = pl.Series(list(trace.cat_names), dtype=pl.String)
+    names = pl.Series(list(trace.names), dtype=pl.String)
+    host_names = pl.Series([*categories, None], dtype=pl.String)
+    df = pl.DataFrame({
+        "path": pl.repeat(path, n, dtype=pl.String, eager=True),
+        "rank": pl.repeat(rank, n, dtype=pl.Int64, eager=True),
+        "slice": np.arange(n, dtype=np.int64),
+        "lane_kind": lane_col([ln.kind for ln in lanes], pl.String),
+        "pid": lane_col([_int_or_none(ln.pid) for ln in lanes], pl.Int64),
+        "tid": lane_col([_int_or_none(ln.tid) for ln in lanes], pl.Int64),
+        "thread": lane_col([ln.label for ln in lanes], pl.String),
+        "device": lane_col([ln.device for ln in lanes], pl.Int64),
+        "stream": lane_col([ln.stream for ln in lanes], pl.Int64),
+        "category": cat_names.gather(s.cat),
+        "name": names.gather(s.name),
+        "start_ns": s.start.astype(np.int64, copy=False),
+        "end_ns": s.end.astype(np.int64, copy=False),
+        "dur_ns": (s.end - s.start).astype(np.int64, copy=False),
+        "correlation": _nullable(s.corr, NO_ID),
+        "host_category": host_names.gather(np.where(host_cat < 0, len(categories), host_cat)),
+        "host_self_ns": _nullable(host_self, -1),
+    }, schema=SLICES_SCHEMA)
+    return df
+
+
+def calls_frame(report: dict[str, Any], path: str, rank: int,
+                categories: Sequence[str]) -> pl.DataFrame:
+    """One row per call, from the explain dict's ``calls.per_call``."""
+    schema = {**CALLS_SCHEMA, **{category_column(c): pl.Int64 for c in categories}}
+    rows = []
+    for c in report["calls"]["per_call"]:
+        row = {k: c.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
+        row.update({category_column(k): c["categories"].get(k, 0) for k in categories})
+        rows.append({"path": path, "rank": rank, **row})
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def summary_row(report: dict[str, Any], path: str, rank: int, rank_source: str) -> dict[str, Any]:
+    w, d, ln, c = report["window"], report["device"], report["launches"], report["calls"]
+    thread = report["host"]["thread"] or {}
+    return {
+        "path": path, "rank": rank, "rank_source": rank_source, "error": None,
+        "slices": report["trace"]["slices"],
+        "window_start_ns": w["start_ns"], "window_end_ns": w["end_ns"], "window_ns": w["dur_ns"],
+        "window_source": w["source"], "busy_ns": d["busy_ns"], "idle_ns": d["idle_ns"],
+        "busy_share": d["busy_ns"] / w["dur_ns"] if w["dur_ns"] > 0 else None,
+        "kernel_count": d["kernel_count"], "kernel_sum_ns": d["kernel_sum_ns"],
+        "launches": ln["count"], "launches_linked": ln["linked"],
+        "calls": c["count"], "warm_calls": c["warm_count"],
+        **{f"{m}_p50": c[m]["p50"] for m in METRICS},
+        "verdict": next((f["id"] for f in report["findings"] if f["id"] in VERDICTS), None),
+        "host_pid": _int_or_none(thread.get("pid")), "host_tid": _int_or_none(thread.get("tid")),
+        "host_thread": thread.get("label"),
+        "findings": [f["id"] for f in report["findings"]],
+    }
+
+
+def _failed_row(path: str, rank: int, error: str) -> dict[str, Any]:
+    row: dict[str, Any] = {k: None for k in SUMMARY_SCHEMA}
+    row.update(path=path, rank=rank, rank_source="order", error=error)
+    return row
+
+
+@dataclass
+class TraceTables:
+    path: str
+    rank: int
+    rank_source: str
+    summary: dict[str, Any]
+    slices: pl.DataFrame | None = None
+    calls: pl.DataFrame | None = None
+    error: str | None = None
+
+
+def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
+    """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
+    index, path = item
+    try:
+        from traceview import analyze
+
+        ex = analyze(path, options)
+        report = ex.to_dict()
+        r = metadata_rank(report["trace"]["metadata"])
+        rank, source = (index, "order") if r is None else (r, "distributedInfo")
+        return TraceTables(
+            path, rank, source, summary_row(report, path, rank, source),
+            slices=slices_frame(ex, path, rank),
+            calls=calls_frame(report, path, rank, ex.timeline.categories),
+        )
+    except Exception as exc:  # one trace's failure must not stop the others
+        if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
+            raise
+        line = error_line(exc)
+        return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
+
+
+def _worker_died(item: tuple[int, str]) -> TraceTables:
+    index, path = item
+    line = worker_died_line(path)
+    return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    traces: list[TraceTables]
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows written
+
+    @property
+    def failed(self) -> list[TraceTables]:
+        return [t for t in self.traces if t.error is not None]
+
+    @property
+    def ok(self) -> list[TraceTables]:
+        return [t for t in self.traces if t.error is None]
+
+
+def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
+    """Write to a temporary file beside ``path``, then rename over it."""
+    from traceview.render.atomic import replace_atomic
+
+    replace_atomic(path, lambda tmp: df.write_parquet(tmp))
+
+
+def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
+                 jobs: int | None = None) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:
+    """Analyse every trace (in parallel) and concatenate the tables, in file order."""
+    from traceview.rules import load_rules
+
+    options = options or Options()
+    load_rules(options.rules)  # a bad rules file is one usage error, not one per trace
+    files = expand_paths(paths)
+    if not files:
+        raise UsageError("no trace files given")
+    traces = parallel_map(partial(trace_tables, options=options),
+                          [(i, str(f)) for i, f in enumerate(files)], jobs, crashed=_worker_died)
+    ok = [t for t in traces if t.error is None]
+    tables = {
+        "slices": pl.concat([t.slices for t in ok], how="vertical") if ok
+        else pl.DataFrame(schema=SLICES_SCHEMA),
+        "calls": pl.concat([t.calls for t in ok], how="diagonal") if ok
+        else pl.DataFrame(schema=CALLS_SCHEMA),
+        "summary": pl.DataFrame([t.summary for t in traces], schema=SUMMARY_SCHEMA,
+                                orient="row"),
+    }
+    return traces, tables
+
+
+def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                   options: Options | None = None, jobs: int | None = None) -> ExportResult:
+    """Write ``slices.parquet``, ``calls.parquet`` and ``summary.parquet`` into ``out``.
+
+    Nothing is written when no trace could be analysed.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory")
+    traces, tables = build_tables(paths, options, jobs)
+    result = ExportResult(out, traces)
+    if not result.ok:
+        return result
+    out.mkdir(parents=True, exist_ok=True)
+    for name in TABLES:
+        write_parquet_atomic(tables[name], out / f"{name}.parquet")
+        result.rows[name] = tables[name].height
+    return result

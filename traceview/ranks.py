@@ -1,0 +1,385 @@
+"""Many traces at once: one per rank, analysed in parallel, then compared.
+
+``traceview explain DIR`` or ``traceview explain A B C`` lands here (one plain file keeps
+the single-trace path). The steps, none of which print:
+
+* :func:`expand_paths` — a directory stands for its trace files (``*.json``,
+  ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), sorted by name with numbers
+  compared as numbers (``rank2`` before ``rank10``); files given by name are taken as
+  they are. The same file named twice is analysed once.
+* :func:`analyze_ranks` — each file is analysed in its own worker process
+  (``ProcessPoolExecutor``, ``min(files, os.cpu_count())`` workers, or ``jobs``). A worker
+  sends back ``Explanation.to_dict()`` (plain data, cheap to pickle), never the objects.
+  A file that cannot be analysed becomes that rank's one-line error; the others still run.
+* the **rank** of a file is ``distributedInfo.rank`` from the trace's metadata when it is
+  an integer, else the file's position in the list (``rank_source`` says which).
+* :func:`combine` — medians across ranks and the straggler rule (below).
+
+**Stragglers.** For each metric in :data:`STRAGGLER_METRICS` over the ranks that have a
+value, with ``m`` the median and ``MAD`` the median absolute deviation from ``m``, a rank
+stands out when ``|x - m| > STRAGGLER_MAD_K * MAD`` **and** ``|x - m| >=
+STRAGGLER_MIN_RELATIVE * |m|``. The MAD test is robust: one or two slow ranks cannot drag
+the median or the MAD toward themselves, as they would a mean and a standard deviation.
+The relative floor keeps out differences too small to matter when the ranks agree very
+closely (with identical ranks the MAD is 0, and any difference at all would pass the
+first test). Fewer than :data:`STRAGGLER_MIN_RANKS` ranks with a value: no rule applies
+(with two ranks, neither is "the odd one"). The per-call API p50 counts only when it is
+*above* the median (a straggler is slow; an unusually fast rank is not one); the device
+busy share counts both ways (a starved device and an overloaded one both mark a rank
+that does not do what the others do). ``docs/ranks.md`` has the reasoning.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from traceview.errors import TraceviewError, UsageError
+from traceview.options import Options
+
+# A directory stands for the files in it whose names end so (not recursive).
+TRACE_SUFFIXES = (".json", ".json.gz")
+# A rank stands out when it is more than this many median absolute deviations from the
+# median across ranks ...
+STRAGGLER_MAD_K = 3.0
+# ... and at least this far from the median, relative to it.
+STRAGGLER_MIN_RELATIVE = 0.10
+# The rule needs this many ranks with a value.
+STRAGGLER_MIN_RANKS = 3
+# metric -> which side counts: "above", "below" or "both".
+STRAGGLER_METRICS = {
+    "device_busy_share": "both",
+    "api_p50_ns": "above",
+}
+# Rounding of the shares written to JSON.
+SHARE_DIGITS = 6
+INF = float("inf")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _natural_key(name: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def is_trace_name(name: str) -> bool:
+    return name.endswith(TRACE_SUFFIXES)
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files and directories -> the list of trace files, in rank order.
+
+    A directory with no trace file is a usage error (it is almost always a wrong path).
+    """
+    out: list[Path] = []
+    seen: set[str] = set()
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files = sorted((c for c in p.iterdir() if c.is_file() and is_trace_name(c.name)),
+                           key=lambda c: _natural_key(c.name))
+            if not files:
+                raise UsageError(f"{p}: no trace files in this directory "
+                                 f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
+        else:
+            files = [p]
+        for f in files:
+            key = os.path.realpath(f)
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out
+
+
+def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
+    """``distributedInfo.rank`` when it is a non-negative integer (or integer string)."""
+    info = (metadata or {}).get("distributedInfo")
+    if not isinstance(info, dict):
+        return None
+    r = info.get("rank")
+    if isinstance(r, bool):
+        return None
+    if isinstance(r, int):
+        return r if r >= 0 else None
+    if isinstance(r, float) and r.is_integer() and r >= 0:
+        return int(r)
+    if isinstance(r, str) and r.strip().isdigit():
+        return int(r.strip())
+    return None
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line the CLI would print for this exception (without the prefix)."""
+    if isinstance(exc, TraceviewError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "out of memory while reading the trace"
+    return f"internal error (a traceview bug): {type(exc).__name__}: {exc}"
+
+
+def _explain_dict(path: str, options: Options) -> dict[str, Any]:
+    """Worker: analyse one file; an error becomes ``{"error": line}``."""
+    try:
+        from traceview import analyze
+
+        return analyze(path, options).to_dict()
+    except Exception as exc:  # one rank's failure must not stop the others
+        if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
+            raise
+        return {"error": error_line(exc)}
+
+
+def worker_count(n_items: int, jobs: int | None = None) -> int:
+    if n_items <= 0:
+        return 0
+    limit = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    return max(1, min(n_items, limit))
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None,
+                 crashed: Callable[[T], R] | None = None) -> list[R]:
+    """``[fn(x) for x in items]`` in worker processes; results in input order.
+
+    One worker (one item, or ``jobs=1``) runs in this process: no pool to start. Workers
+    come from the ``forkserver`` start method where there is one: forking a process that
+    already runs threads (polars, BLAS) can deadlock the child.
+
+    A worker that dies (killed for memory, a crash in native code) breaks the whole pool,
+    and the items still in flight cannot tell which one did it. Those items are run again
+    one at a time, each in a fresh process; an item whose own process dies again gets
+    ``crashed(item)`` (without ``crashed``, the error propagates).
+    """
+    n = worker_count(len(items), jobs)
+    if n <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures.process import BrokenProcessPool
+
+    results: dict[int, R] = {}
+    broken: list[int] = []
+    with _pool(n) as pool:
+        futures = [pool.submit(fn, x) for x in items]
+        for i, fut in enumerate(futures):
+            try:
+                results[i] = fut.result()
+            except BrokenProcessPool:
+                broken.append(i)
+    for i in broken:
+        try:
+            with _pool(1) as pool:
+                results[i] = pool.submit(fn, items[i]).result()
+        except BrokenProcessPool:
+            if crashed is None:
+                raise
+            results[i] = crashed(items[i])
+    return [results[i] for i in range(len(items))]
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def worker_died_line(path: str) -> str:
+    return f"{path}: the worker process analysing it died (killed, most likely for memory)"
+
+
+def _worker_died(path: str) -> dict[str, Any]:
+    return {"error": worker_died_line(path)}
+
+
+@dataclass
+class RankResult:
+    index: int  # position in the file list
+    path: str
+    rank: int
+    rank_source: str  # "distributedInfo" | "order"
+    report: dict[str, Any] | None  # Explanation.to_dict(), None when it failed
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None
+
+    def metric(self, name: str) -> float | int | None:
+        return rank_metrics(self.report).get(name) if self.report else None
+
+
+@dataclass
+class Outlier:
+    metric: str
+    value: float | int
+    median: float
+    mad: float
+    relative: float  # (value - median) / |median|; inf when the median is 0
+    direction: str  # "above" | "below"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "value": self.value, "median": _num(self.median),
+                "mad": _num(self.mad),
+                "relative": None if self.relative in (INF, -INF) else _round(self.relative),
+                "direction": self.direction}
+
+
+@dataclass
+class RanksReport:
+    ranks: list[RankResult]
+    metrics: dict[str, dict[str, Any]]  # metric -> {n, median, mad, min, max}
+    stragglers: dict[int, list[Outlier]]  # index in ``ranks`` -> why it stands out
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[RankResult]:
+        return [r for r in self.ranks if r.ok]
+
+    @property
+    def failed(self) -> list[RankResult]:
+        return [r for r in self.ranks if not r.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        from traceview.render.json_report import SCHEMA_VERSION
+
+        ranks = []
+        for r in self.ranks:
+            if r.ok:
+                ranks.append({**r.report, "rank": r.rank, "rank_source": r.rank_source})
+            else:
+                ranks.append({"rank": r.rank, "rank_source": r.rank_source,
+                              "trace": {"path": r.path}, "error": r.error})
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "ranks": ranks,
+            "combined": {
+                "count": len(self.ranks),
+                "ok": len(self.ok),
+                "failed": [{"rank": r.rank, "path": r.path, "error": r.error}
+                           for r in self.failed],
+                "rule": {"mad_k": STRAGGLER_MAD_K, "min_relative": STRAGGLER_MIN_RELATIVE,
+                         "min_ranks": STRAGGLER_MIN_RANKS, "metrics": dict(STRAGGLER_METRICS)},
+                "metrics": self.metrics,
+                "stragglers": [
+                    {"rank": self.ranks[i].rank, "path": self.ranks[i].path,
+                     "reasons": [o.as_dict() for o in why]}
+                    for i, why in sorted(self.stragglers.items())
+                ],
+                "warnings": self.warnings,
+            },
+        }
+
+
+def _round(x: float) -> float:
+    return x if x in (INF, -INF) else round(x, SHARE_DIGITS)
+
+
+def _num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else _round(x)
+
+
+def rank_metrics(report: dict[str, Any] | None) -> dict[str, Any]:
+    """The per-rank numbers of the summary table, from one explain dict."""
+    if not report:
+        return {}
+    w = report["window"]["dur_ns"]
+    busy = report["device"]["busy_ns"]
+    calls = report["calls"]
+    verdict = next((f["id"] for f in report["findings"]
+                    if f["id"] in ("host-bound", "device-bound")), None)
+    return {
+        "window_ns": w,
+        "busy_ns": busy,
+        "device_busy_share": _round(busy / w) if w > 0 else None,
+        "calls": calls["count"],
+        "api_p50_ns": calls["api_ns"]["p50"],
+        "kernel_p50_ns": calls["kernel_ns"]["p50"],
+        "host_overhead_p50_ns": calls["host_overhead_ns"]["p50"],
+        "verdict": verdict,
+    }
+
+
+def _median(values: Sequence[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    mid = n // 2
+    return float(v[mid]) if n % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def outliers(values: Sequence[float], side: str = "both") -> tuple[dict[str, Any], dict[int, Outlier]]:
+    """The straggler rule over one metric: summary, and position -> outlier."""
+    if not values:
+        return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}
+    m = _median(values)
+    mad = _median([abs(x - m) for x in values])
+    summary = {"n": len(values), "median": _num(m), "mad": _num(mad),
+               "min": min(values), "max": max(values)}
+    found: dict[int, Outlier] = {}
+    if len(values) < STRAGGLER_MIN_RANKS:
+        return summary, found
+    for i, x in enumerate(values):
+        dev = x - m
+        if abs(dev) <= STRAGGLER_MAD_K * mad or abs(dev) < STRAGGLER_MIN_RELATIVE * abs(m):
+            continue
+        direction = "above" if dev > 0 else "below"
+        if side != "both" and direction != side:
+            continue
+        rel = dev / abs(m) if m else (INF if dev > 0 else -INF)
+        found[i] = Outlier("", x, m, mad, rel, direction)
+    return summary, found
+
+
+def combine(ranks: list[RankResult]) -> RanksReport:
+    """Medians across ranks, the straggler rule, and warnings (duplicate ranks)."""
+    metrics: dict[str, dict[str, Any]] = {}
+    stragglers: dict[int, list[Outlier]] = {}
+    for name, side in STRAGGLER_METRICS.items():
+        have = [(i, r.metric(name)) for i, r in enumerate(ranks)]
+        have = [(i, v) for i, v in have if v is not None]
+        summary, found = outliers([v for _, v in have], side)
+        metrics[name] = summary
+        for pos, o in found.items():
+            o.metric = name
+            stragglers.setdefault(have[pos][0], []).append(o)
+    warnings = []
+    seen: dict[int, str] = {}
+    for r in ranks:
+        if r.rank in seen:
+            warnings.append(f"rank {r.rank} appears twice ({seen[r.rank]} and {r.path})")
+        else:
+            seen[r.rank] = r.path
+    return RanksReport(ranks, metrics, stragglers, warnings)
+
+
+def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
+                  jobs: int | None = None) -> RanksReport:
+    """Analyse each trace file as a rank (in parallel) and compare them.
+
+    ``paths`` may hold directories (see :func:`expand_paths`). Bad rules files fail here,
+    once, rather than in every worker.
+    """
+    from traceview.rules import load_rules
+
+    options = options or Options()
+    load_rules(options.rules)  # a usage error for all ranks: say it once
+    files = expand_paths(paths)
+    if not files:
+        raise UsageError("no trace files given")
+    reports = parallel_map(partial(_explain_dict, options=options), [str(f) for f in files],
+                           jobs, crashed=_worker_died)
+    results = []
+    for i, (f, rep) in enumerate(zip(files, reports)):
+        if "error" in rep:
+            results.append(RankResult(i, str(f), i, "order", None, rep["error"]))
+            continue
+        r = metadata_rank(rep["trace"]["metadata"])
+        results.append(RankResult(i, str(f), i if r is None else r,
+                                  "order" if r is None else "distributedInfo", rep))
+    results.sort(key=lambda r: (r.rank, r.index))
+    return combine(results)

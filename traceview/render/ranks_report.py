@@ -1,0 +1,147 @@
+"""Many ranks: a summary row per rank and the combined view (medians, stragglers).
+
+Reads a :class:`traceview.ranks.RanksReport`; text (rich), JSON and GitHub markdown.
+The JSON is ``{"schema_version": 1, "ranks": [...], "combined": {...}}``: each rank is
+the single-trace explain JSON (``docs/json.md``) plus ``rank`` and ``rank_source``, or
+``{rank, rank_source, trace: {path}, error}`` for a file that could not be analysed
+(``docs/ranks.md``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from traceview.render._format import fmt_ns
+
+if TYPE_CHECKING:
+    from traceview.ranks import Outlier, RankResult, RanksReport
+
+METRIC_NAMES = {"device_busy_share": "device busy share", "api_p50_ns": "call API p50"}
+# rank, file, window, device busy share, calls, and the per-call p50s (warm calls).
+COLUMNS = ("rank", "file", "window", "busy", "calls", "API p50", "kernel p50", "overhead p50",
+           "verdict")
+
+
+def _file(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _short(name: str) -> str:
+    """The file name less its trace suffix, for the narrow text table."""
+    for suffix in (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"
+
+
+def _value(metric: str, v: Any) -> str:
+    if v is None:
+        return "-"
+    return _pct(v) if metric.endswith("_share") else fmt_ns(round(v))
+
+
+def _relative(o: Outlier) -> str:
+    if o.relative in (float("inf"), float("-inf")):
+        return "median 0"
+    return f"{100 * o.relative:+.0f}%"
+
+
+def reason_text(o: Outlier) -> str:
+    return (f"{METRIC_NAMES.get(o.metric, o.metric)} {_value(o.metric, o.value)} vs median "
+            f"{_value(o.metric, o.median)} ({_relative(o)}, MAD {_value(o.metric, o.mad)})")
+
+
+def _row(r: RankResult) -> list[str]:
+    from traceview.ranks import rank_metrics
+
+    if not r.ok:
+        return [str(r.rank), _file(r.path), "-", "-", "-", "-", "-", "-", "error"]
+    m = rank_metrics(r.report)
+    return [str(r.rank), _file(r.path), fmt_ns(m["window_ns"]), _pct(m["device_busy_share"]),
+            str(m["calls"]), fmt_ns(m["api_p50_ns"]), fmt_ns(m["kernel_p50_ns"]),
+            fmt_ns(m["host_overhead_p50_ns"]), m["verdict"] or "-"]
+
+
+def _summary_lines(report: RanksReport) -> list[str]:
+    lines = []
+    ok, n = len(report.ok), len(report.ranks)
+    med = report.metrics
+    busy, api = med["device_busy_share"], med["api_p50_ns"]
+    lines.append(f"{ok} of {n} ranks analysed · median device busy {_value('device_busy_share', busy['median'])}"
+                 f" · median call API p50 {_value('api_p50_ns', api['median'])}")
+    from traceview.ranks import STRAGGLER_MAD_K, STRAGGLER_MIN_RANKS, STRAGGLER_MIN_RELATIVE
+
+    if report.stragglers:
+        for i, why in sorted(report.stragglers.items()):
+            r = report.ranks[i]
+            lines.append(f"straggler: rank {r.rank} ({_file(r.path)}): "
+                         + "; ".join(reason_text(o) for o in why))
+    elif max(busy["n"], api["n"]) < STRAGGLER_MIN_RANKS:
+        lines.append(f"no straggler rule: it needs {STRAGGLER_MIN_RANKS} ranks with a value")
+    else:
+        lines.append(f"no stragglers (a rank stands out when more than {STRAGGLER_MAD_K:g} MAD "
+                     f"and {100 * STRAGGLER_MIN_RELATIVE:.0f}% from the median)")
+    for r in report.failed:
+        lines.append(f"failed: rank {r.rank}: {r.error}")
+    lines += [f"warning: {w}" for w in report.warnings]
+    return lines
+
+
+def render_ranks_console(report: RanksReport, console: Console) -> None:
+    # No vertical rules, and every column but the file name kept at its widest cell: nine
+    # columns fit in 80 with the numbers whole; a long file name is cut instead.
+    rows = [_row(r) for r in report.ranks]
+    for cells in rows:
+        cells[1] = _short(cells[1])
+    table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
+    for j, col in enumerate(COLUMNS):
+        if col == "file":
+            table.add_column(col, overflow="ellipsis", max_width=40)
+            continue
+        widest = max([len(r[j]) for r in rows] + [len(w) for w in col.split()])
+        table.add_column(col, justify="left" if col == "verdict" else "right",
+                         no_wrap=True, min_width=widest)
+    for i, (r, cells) in enumerate(zip(report.ranks, rows)):
+        style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers else None)
+        table.add_row(*cells, style=style)
+    console.print(table)
+    console.print()
+    for line in _summary_lines(report):
+        kind = line.split(":", 1)[0]
+        style = {"straggler": "bold yellow", "failed": "bold red", "warning": "yellow"}.get(kind)
+        console.print(Text(line, style=style or ""))
+
+
+def render_ranks_json(report: RanksReport) -> bytes:
+    return orjson.dumps(report.to_dict(),
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def render_ranks_markdown(report: RanksReport) -> str:
+    from traceview.render.markdown import code, esc, table
+
+    rows = []
+    for i, r in enumerate(report.ranks):
+        cells = _row(r)
+        cells[1] = code(cells[1])
+        cells[8] = esc(cells[8])
+        if i in report.stragglers:
+            cells[0] = f"**{cells[0]}**"
+            cells[8] += " · **straggler**"
+        rows.append(cells)
+    out = [f"### traceview: {len(report.ranks)} ranks", "",
+           table(list(COLUMNS), rows, "rl" + "r" * 6 + "l"), "", "**Combined**", ""]
+    out += [f"* {esc(line)}" for line in _summary_lines(report)]
+    return "\n".join(out) + "\n"
