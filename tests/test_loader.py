@@ -97,3 +97,36 @@ def test_begin_end_pairs_become_slices(tmp_path, tb):
     spans = sorted((t.names[n], int(s), int(e)) for n, s, e in
                    zip(t.slices.name.tolist(), t.slices.start, t.slices.end))
     assert spans == [("inner", 2_000, 3_000), ("outer", 1_000, 5_500)]
+
+
+@pytest.mark.parametrize("name", ["triton_mul_1x4096_f32_stack.json.gz", "flag_gems_add_16x4096_bf16.json.gz",
+                                  "two_streams_8192x8192_f16.json.gz"])
+def test_same_json_plain_gzipped_whole_or_streamed(tmp_path, monkeypatch, name):
+    """Streaming in tiny pieces, in one piece, plain or gzipped: the same explain JSON."""
+    from traceview.io import decode as dec
+
+    src = FIXTURES / name
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+
+    def run(path):
+        d = traceview.analyze(path).to_dict()
+        d["trace"].pop("path")
+        return d
+
+    reference = run(src)
+    assert run(plain) == reference
+    monkeypatch.setattr(dec, "PIECE", 997)  # thousands of chunks, cut at odd places
+    assert run(src) == reference and run(plain) == reference
+    monkeypatch.setattr(dec, "PIECE", 1 << 30)  # the whole file as one chunk
+    assert run(src) == reference
+
+
+def test_clock_past_float_precision_is_still_exact(tb, tmp_path):
+    """ts >= 2**43 us (101 days of uptime): floats cannot hold the ns; the text is parsed."""
+    base = 2**43 * 1000 + 1  # ns
+    tb.op("aten::mul", base, 1_001)
+    tb.launched_kernel("k", base + 100, 200, base + 501, 863)
+    t = traceview.load(tb.write(tmp_path / "late.json"))
+    assert sorted(t.slices.start.tolist()) == [base, base + 100, base + 501]
+    assert traceview.explain(t).device.busy_ns == 863

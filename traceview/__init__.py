@@ -22,18 +22,22 @@ __all__ = ["__version__", "analyze", "explain", "load", "Options"]
 from traceview.options import Options
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from os import PathLike
 
     from traceview.explanation import Explanation
     from traceview.model import Trace
 
 
-def load(path: str | PathLike[str]) -> Trace:
-    """Read a Chrome/Kineto trace (plain or gzipped) into the trace model."""
+def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
+    """Read a Chrome/Kineto trace (plain or gzipped) into the trace model.
+
+    ``progress``, if given, is called with the count of decompressed bytes read so far.
+    """
     from traceview.io.decode import decode
     from traceview.model import build
 
-    return build(decode(path))
+    return build(decode(path, progress=progress))
 
 
 def explain(trace: Trace, options: Options | None = None) -> Explanation:

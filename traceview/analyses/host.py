@@ -70,14 +70,14 @@ def host_rows(trace: Trace, lane: Lane, window: Window) -> np.ndarray:
 
 
 def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[str, int],
-                   other: int) -> tuple[list[int], list[bool]]:
+                   other: int) -> tuple[np.ndarray, np.ndarray]:
     """Each row's own rule result: (category code or -1 for inherit, sticks to subtree).
 
     Classified once per distinct (category, name) pair, then spread over the rows.
     """
     s = trace.slices
     if rows.size == 0:
-        return [], []
+        return np.zeros(0, np.int64), np.zeros(0, bool)
     pair = s.cat[rows].astype(np.int64) * (len(trace.names) + 1) + s.name[rows]
     uniq, inverse = np.unique(pair, return_inverse=True)
     codes = np.empty(uniq.size, np.int64)
@@ -88,7 +88,7 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
         codes[k] = code.get(category, other) if category != INHERIT else -1
         subtree[k] = sub
     inverse = inverse.ravel()
-    return codes[inverse].tolist(), subtree[inverse].tolist()
+    return codes[inverse], subtree[inverse]
 
 
 def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleSet, *,
@@ -111,9 +111,8 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     rows, starts, ends = rows[order], starts[order], ends[order]
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else _sweep_nested(
-        starts, ends, np.asarray(own_code, np.int64), np.asarray(own_subtree, bool), w0, w1,
-        untraced, other)
+    fast = None if general else _sweep_nested(starts, ends, own_code, own_subtree, w0, w1,
+                                              untraced, other)
     if fast is not None:
         seg_start, seg_end, seg_cat, seg_pos, row_cat = fast
         return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat, 0)
@@ -130,7 +129,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     non_nested = 0
     resolved_list = [0] * rows.size
     for pos, st, en, oc, sub in zip(range(rows.size), starts.tolist(), ends.tolist(),
-                                    own_code, own_subtree):
+                                    own_code.tolist(), own_subtree.tolist()):
         # the time up to this start belongs to the open slice that started last
         while t < st:
             while stack and stack[-1][0] <= t:
@@ -253,6 +252,7 @@ def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
             cand = table[cc]
             cc = np.where(ends_x[cand] <= at, cand, cc)
         c[climb] = up[0][cc]
+    del up, climb, depth, key, by_key, sorted_key, forced
     # maximal runs of one owner
     change = np.ones(left.size, bool)
     change[1:] = c[1:] != c[:-1]

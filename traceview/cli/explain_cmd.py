@@ -54,12 +54,13 @@ def explain(
     trace = trace[0]
 
     def body() -> None:
-        from traceview import analyze
+        from traceview import explain as run_explain
+        from traceview.cli._progress import load_with_progress
         from traceview.options import Options
 
-        ex = analyze(trace, Options(window=window, calls=calls,
-                                    rules=str(rules) if rules else None,
-                                    thread=thread, top=top))
+        ex = run_explain(load_with_progress(trace),
+                         Options(window=window, calls=calls, rules=str(rules) if rules else None,
+                                 thread=thread, top=top))
         if format is Format.json:
             from traceview.render.json_report import render_json
 
