@@ -32,6 +32,7 @@ import polars as pl
 
 from traceview.analyses.calls import METRICS
 from traceview.errors import TraceviewError, UsageError
+from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
 from traceview.options import Options
 from traceview.ranks import (
@@ -75,19 +76,6 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 
 def category_column(category: str) -> str:
     return f"host_{category}_ns"
-
-
-def _int_or_none(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        try:
-            return int(v)
-        except ValueError:
-            return None
-    return None
 
 
 def _nullable(values: np.ndarray, missing: int) -> pl.Series:
@@ -137,8 +125,8 @@ def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
         "rank": pl.repeat(rank, n, dtype=pl.Int64, eager=True),
         "slice": np.arange(n, dtype=np.int64),
         "lane_kind": lane_col([ln.kind for ln in lanes], pl.String),
-        "pid": lane_col([_int_or_none(ln.pid) for ln in lanes], pl.Int64),
-        "tid": lane_col([_int_or_none(ln.tid) for ln in lanes], pl.Int64),
+        "pid": lane_col([int_or_none(ln.pid) for ln in lanes], pl.Int64),
+        "tid": lane_col([int_or_none(ln.tid) for ln in lanes], pl.Int64),
         "thread": lane_col([ln.label for ln in lanes], pl.String),
         "device": lane_col([ln.device for ln in lanes], pl.Int64),
         "stream": lane_col([ln.stream for ln in lanes], pl.Int64),
@@ -180,7 +168,7 @@ def summary_row(report: dict[str, Any], path: str, rank: int, rank_source: str) 
         "calls": c["count"], "warm_calls": c["warm_count"],
         **{f"{m}_p50": c[m]["p50"] for m in METRICS},
         "verdict": next((f["id"] for f in report["findings"] if f["id"] in VERDICTS), None),
-        "host_pid": _int_or_none(thread.get("pid")), "host_tid": _int_or_none(thread.get("tid")),
+        "host_pid": int_or_none(thread.get("pid")), "host_tid": int_or_none(thread.get("tid")),
         "host_thread": thread.get("label"),
         "findings": [f["id"] for f in report["findings"]],
     }

@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 
 from traceview.diagnostics import Diagnostic
-from traceview.io.decode import ARGS_KEPT_CATS, MISSING, Decoded, LazyArgs, decode_args
+from traceview.io.decode import (
+    ARGS_KEPT_CATS,
+    MISSING,
+    Decoded,
+    LazyArgs,
+    decode_args,
+    int_or_none,
+)
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -142,18 +149,8 @@ INT64 = 2**63
 
 def _as_int(value: Any) -> int:
     """An id as an int64 (NO_ID when absent, not integral, or out of range)."""
-    if isinstance(value, bool):
-        return NO_ID
-    if isinstance(value, int):
-        return value if -INT64 <= value < INT64 else NO_ID
-    if isinstance(value, float) and value.is_integer():
-        return _as_int(int(value))
-    if isinstance(value, str):
-        try:
-            return _as_int(int(value))
-        except ValueError:
-            return NO_ID
-    return NO_ID
+    v = int_or_none(value)
+    return NO_ID if v is None else v
 
 
 def norm_id(value: Any) -> int | str:

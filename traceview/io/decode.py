@@ -509,7 +509,7 @@ class _Collector:
                 vals = (la.correlation, la.stream, la.device)
             except msgspec.ValidationError:
                 d = decode_args(b)
-                vals = tuple(_int_or_none(d.get(k)) for k in ("correlation", "stream", "device"))
+                vals = tuple(int_or_none(d.get(k)) for k in ("correlation", "stream", "device"))
             except msgspec.DecodeError:
                 continue
             if vals != (None, None, None):
@@ -558,18 +558,20 @@ def _or_missing(v: int | None) -> int:
     return MISSING if v is None or abs(v) > 2**62 else v
 
 
-def _int_or_none(v: Any) -> int | None:
+def int_or_none(v: Any) -> int | None:
+    """An id or count as an int within int64 (integral floats and integer text too);
+    None for anything else. The one place ids are coerced."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
     if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str):
+        v = int(v)
+    elif isinstance(v, str):
         try:
-            return int(v)
+            v = int(v.strip())
         except ValueError:
             return None
+    if isinstance(v, int):
+        return v if -2**63 <= v < 2**63 else None
     return None
 
 
