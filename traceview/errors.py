@@ -35,3 +35,9 @@ class CorrectnessError(TraceviewError):
     """capture's correctness check failed: no timings are written."""
 
     exit_code = 3
+
+
+class IdentityError(RuntimeError):
+    """An accounting identity failed (cells != window...): a traceview bug, never the
+    input's fault. Not a ``TraceviewError``: the CLI lets it surface with its traceback
+    so it gets reported, instead of printing numbers that do not add up."""

@@ -18,6 +18,7 @@ from traceview.analyses.host import FunctionStat, HostTimeline, attribute_host, 
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.window import Window, find_window
 from traceview.metadata import clean_metadata
+from traceview.errors import IdentityError
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
@@ -97,8 +98,8 @@ def _check_identities(ex: Explanation) -> None:
     busy_col = sum(c.ns for c in ex.cells if c.device == "busy")
     if ex.timeline.lane is not None and w > 0:
         if cells_total != w or sum(ex.host_categories.values()) != w:
-            raise AssertionError(f"cells {cells_total} != window {w}")
+            raise IdentityError(f"cells {cells_total} != window {w}")
         if busy_col != ex.device.busy_ns:
-            raise AssertionError(f"busy column {busy_col} != device busy {ex.device.busy_ns}")
+            raise IdentityError(f"busy column {busy_col} != device busy {ex.device.busy_ns}")
     if ex.device.busy_ns != intervals.length(ex.device.busy) or ex.device.busy_ns > max(w, 0):
-        raise AssertionError("device busy exceeds the window")
+        raise IdentityError("device busy exceeds the window")
