@@ -79,10 +79,10 @@ if [[ -f "$OUT/fixtures/triton_mul_1x4096_f32_stack.cold.json.gz" ]]; then
 fi
 
 # -- baseline vs independent timing (same process) ---------------------------------------
-run check_baseline 150 bash -o pipefail -c "$PY tools/check_baseline.py | tee $OUT/check_baseline.txt"
+run check_baseline 200 bash -o pipefail -c "$PY tools/check_baseline.py | tee $OUT/check_baseline.txt"
 
 # -- sweep: kernel vs full API vs host gap, crossover ---------------------------------------
-run sweep_sigmoid_triton 240 bash -o pipefail -c "$PY -m traceview capture --op sigmoid --sweep 'numel=2**8..2**24' \
+run sweep_sigmoid_triton 240 bash -o pipefail -c "$PY -m traceview capture --op sigmoid --sweep 'numel=2**8..2**28' \
   --iters 20 --out $OUT/sweep_sigmoid_triton | tee $OUT/sweep_sigmoid_triton.txt"
 
 # -- error paths on a real GPU: one line, exit 2, nothing written ---------------------------
@@ -97,7 +97,7 @@ cap triton_sigmoid_64x4096_bf16_strided  --op sigmoid --shape 64x4096 --dtype bf
 cap triton_add_16x4096_bcast    --op add --shape 16x4096,4096
 cap triton_mul_scalar_1x4096_f32 --op mul --scalar 2.5
 cap torch_mul_graph             --op mul --impl torch --mode graph --iters 100
-run sweep_sigmoid_torch 150 bash -o pipefail -c "$PY -m traceview capture --op sigmoid --impl torch --sweep 'numel=2**8..2**24' \
+run sweep_sigmoid_torch 150 bash -o pipefail -c "$PY -m traceview capture --op sigmoid --impl torch --sweep 'numel=2**8..2**28' \
   --iters 20 --out $OUT/sweep_sigmoid_torch | tee $OUT/sweep_sigmoid_torch.txt"
 DEADLINE_S=$((DEADLINE_S + 60))
 

@@ -1,7 +1,7 @@
 """The unprofiled baseline: the seed's measurements taken with no profiler attached.
 
 Profiling perturbs what it measures (trap 4), so every capture also times the same call
-without it, in the same process, right before the profiled calls. Three figures, each
+without it, in a fresh process that never starts the profiler (``baseline_child``). Three figures, each
 answering a different question (trap 1 and 2):
 
 * ``full_api_ns_p50`` -- one warmed call, synchronised after each call, timed with

@@ -9,8 +9,9 @@ and is recorded in the metadata (``metadata.STEPS``):
 5. warm-up (and the CUDA graph in graph mode); 6. unprofiled baseline;
 7. profiled warm calls; 8. metadata and atomic publication of both traces.
 
-The baseline runs before the profiled calls, so the profiler's perturbation shows as the
-difference between the trace's per-call API time and the baseline's full-API time.
+The baseline runs in a fresh process that never starts the profiler
+(``baseline_child``), so the profiler's perturbation shows as the difference between the
+trace's per-call API time and the baseline's full-API time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import baseline as baseline_mod
+from traceview.capture import baseline_child
 from traceview.capture import correctness, metadata, profiling, tracefile
 from traceview.capture import device as device_mod
 from traceview.capture.config import CaptureConfig
@@ -109,8 +110,8 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         correctness.check(torch, config, inputs, graph.outputs[-1])
         replay = graph.replay
 
-    # 6. unprofiled baseline.
-    base = baseline_mod.measure(dev, call, config.baseline_n, out_bytes, what, replay=replay)
+    # 6. unprofiled baseline, in a fresh process that never started the profiler.
+    base = baseline_child.measure_in_child(config)
 
     # 7. profiled warm calls.
     profiling.profile_warm(
