@@ -78,12 +78,12 @@ if [[ -f "$OUT/fixtures/triton_mul_1x4096_f32_stack.cold.json.gz" ]]; then
     cp "$OUT/fixtures/triton_mul_1x4096_f32_stack.cold.json.gz" "$OUT/fixtures/triton_mul_cold_stack.json.gz"
 fi
 
-# -- baseline vs independent timing (same process) ---------------------------------------
-run check_baseline 200 bash -o pipefail -c "$PY tools/check_baseline.py | tee $OUT/check_baseline.txt"
+# -- capture's recorded baseline vs an independent plain loop (fresh processes) -------------
+run check_baseline 200 bash -o pipefail -c "$PY tools/check_baseline.py --case triton:mul:1x4096:float32 --case torch:mul:1x4096:float32 | tee $OUT/check_baseline.txt"
 
 # -- sweep: kernel vs full API vs host gap, crossover ---------------------------------------
-run sweep_sigmoid_triton 240 bash -o pipefail -c "$PY -m traceview capture --op sigmoid --sweep 'numel=2**8..2**28' \
-  --iters 20 --out $OUT/sweep_sigmoid_triton | tee $OUT/sweep_sigmoid_triton.txt"
+run sweep_sigmoid_triton 240 bash -o pipefail -c "$PY -m traceview capture --op sigmoid --sweep 'numel=2**8..2**28:16' \
+  --iters 10 --out $OUT/sweep_sigmoid_triton | tee $OUT/sweep_sigmoid_triton.txt"
 
 # -- error paths on a real GPU: one line, exit 2, nothing written ---------------------------
 run "no partial trace on error (expect rc=2, one line)" 60 bash -c \

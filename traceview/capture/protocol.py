@@ -10,7 +10,7 @@ and is recorded in the metadata (``metadata.STEPS``):
 7. profiled warm calls; 8. metadata and atomic publication of both traces.
 
 The baseline runs in a fresh process that never starts the profiler
-(``baseline_child``), so the profiler's perturbation shows as the difference between the
+(``baseline_child``; the median of three such processes), so the profiler's perturbation shows as the difference between the
 trace's per-call API time and the baseline's full-API time.
 """
 
@@ -111,7 +111,7 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         replay = graph.replay
 
     # 6. unprofiled baseline, in a fresh process that never started the profiler.
-    base = baseline_child.measure_in_child(config)
+    base = baseline_child.measure_in_children(config)
 
     # 7. profiled warm calls.
     profiling.profile_warm(
