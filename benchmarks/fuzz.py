@@ -156,8 +156,9 @@ def _value(fdp, kind: str):
     """A field value of the type the fuzzer picks (right type most of the time)."""
     choice = fdp.ConsumeIntInRange(0, 15)
     if kind == "id":
-        return [fdp.ConsumeIntInRange(0, 4), fdp.ConsumeIntInRange(0, 4), str(fdp.ConsumeIntInRange(0, 4)),
-                float(fdp.ConsumeIntInRange(0, 4)), None, True, 2**63 - 1 + fdp.ConsumeIntInRange(0, 2) ** 70,
+        return [fdp.ConsumeIntInRange(0, 4), fdp.ConsumeIntInRange(0, 4),
+                str(fdp.ConsumeIntInRange(0, 4)), float(fdp.ConsumeIntInRange(0, 4)), None, True,
+                2**63 - 1 + fdp.ConsumeIntInRange(0, 2) ** 70,
                 -1, "stream 7", [1], {"a": 1}, 1.5, "", 7, 100, 0][choice]
     # a time in microseconds
     base = fdp.ConsumeIntInRange(0, 20_000) / 1000
@@ -300,7 +301,8 @@ def seeds(folder: Path) -> int:
         # a window of consecutive events small enough to mutate quickly
         for k in range(2):
             i = rng.randrange(max(len(events) - 40, 1))
-            small = {"traceEvents": events[i:i + 40], "deviceProperties": doc.get("deviceProperties")}
+            small = {"traceEvents": events[i:i + 40],
+                     "deviceProperties": doc.get("deviceProperties")}
             data = json.dumps(small).encode()[:MAX_LEN]
             (folder / f"seed-{fx.name}-{k}").write_bytes(data)
             n += 1
@@ -358,7 +360,8 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR,
                     help="work folder: corpus/, crashes/, slow/ go here")
     ap.add_argument("--replay", nargs="+", metavar="FILE", help="re-run saved inputs and exit")
-    ap.add_argument("--report-every", type=float, default=60.0, help="seconds between progress lines")
+    ap.add_argument("--report-every", type=float, default=60.0,
+                    help="seconds between progress lines")
     args, rest = ap.parse_known_args()
     CRASH_DIR, SLOW_DIR = args.dir / "crashes", args.dir / "slow"
     if args.replay:

@@ -177,6 +177,7 @@ _MESSAGES = {
     "absurd-dur": ("warning", "events lasting over an hour (corrupt records) were dropped"),
     "duplicate": ("warning", "exact duplicate events were dropped"),
     "unclosed-begin": ("warning", "'B' events without a matching 'E' were dropped"),
+    "unmatched-end": ("warning", "'E' events without an open 'B' on their thread were ignored"),
     "unknown-phase": ("warning", "events with an unknown 'ph' were ignored"),
     "other-phase": ("info", "counter/async/object events were ignored"),
 }
@@ -196,10 +197,10 @@ def build(decoded: Decoded) -> Trace:
     flow_end: dict[tuple, int] = {}
     thread_names: dict[tuple, str] = {}
     instants = 0
-    # B/E pair up in time order (ends before begins at one instant), not file order
+    # B/E pair up in time order, not file order; events at one instant keep their file
+    # order (a zero-length B/E pair inside an open slice must not close its parent)
     others = sorted(decoded.others, key=lambda o: (
-        0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0,
-        0 if o[0].ph == "E" else 1))
+        0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0))
     for ev, ts in others:
         ph = ev.ph
         if ph in ("s", "t", "f"):
@@ -216,6 +217,8 @@ def build(decoded: Decoded) -> Trace:
                 bev, bts = stack.pop()
                 if ts >= bts:
                     extra.append((bev.cat, bev.name, bev.pid, bev.tid, bts, ts, bytes(bev.args)))
+            elif ts is not None:
+                counts["unmatched-end"] += 1
         elif ph == "M":
             if ev.name in ("thread_name", "process_name"):
                 nm = decode_args(ev.args).get("name")
@@ -346,9 +349,9 @@ def build(decoded: Decoded) -> Trace:
     launch_to_work, work_to_launch = _link(slices, cat_names)
 
     diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in decoded.problems]
-    for code, count in counts.items():
-        sev, msg = _MESSAGES[code]
-        diags.append(Diagnostic(code, sev, count, msg))
+    for code, (sev, msg) in _MESSAGES.items():  # a fixed order, whatever the event order
+        if counts.get(code):
+            diags.append(Diagnostic(code, sev, counts[code], msg))
     for cat, count in sorted(unknown.items()):
         diags.append(Diagnostic("unknown-category", "info", count,
                                 f"events of unknown category {cat!r} kept as host work ('other')"))

@@ -2,10 +2,12 @@
 
 Why a separate process: once ``torch.profiler`` has run with CUDA activities, CUPTI's
 callbacks can stay registered for the rest of the process, so every later launch pays
-for them. A baseline taken after the cold-call profile would then measure a perturbed
-API. The child inherits the parent's environment (so it finds the kernels the parent
-compiled in its fresh cache folder, and ``TRITON_INTERPRET`` on the CPU), rebuilds the
-same seeded inputs and implementation, warms up, measures, and prints one JSON line.
+for them (measured: ``tools/cupti_residue.py``). The children run before the capturing
+process touches the GPU at all, so no profiler or CUDA state of the parent can reach
+them. Each child compiles into its own cache folder (unmeasured warm-up), so the
+parent's cold call stays cold; it
+rebuilds the same seeded inputs and implementation, warms up, measures, and prints one
+JSON line (or ``{"error": ...}`` for a problem the user can fix, such as no GPU).
 
 Run as ``python -m traceview.capture.baseline_child`` with the config as JSON on stdin.
 """
@@ -26,9 +28,10 @@ from traceview.errors import CaptureError
 
 #: Generous: a child that compiles (inductor) or runs the interpreter can take a while.
 CHILD_TIMEOUT_S = 600
-#: Fresh processes measured. One process's median can sit 30-70% off another's on the
-#: H200 machine (12.5 vs 21.5 us for torch.mul 1x4096, same command, seen 2026-11-30),
-#: so the recorded figures are the medians over processes, with each process's kept.
+#: Fresh processes measured. One process's median can sit far from another's on the
+#: H200 machine (torch.mul 1x4096: 12.5 vs 21.5 us; the Triton mul: 57 to 108 us, same
+#: command, 2026-11-30), so the recorded figures are the medians over processes, with
+#: each process's figures kept under ``per_process``.
 BASELINE_PROCESSES = 3
 
 
@@ -46,7 +49,8 @@ def _decode(text: str) -> CaptureConfig:
     return CaptureConfig(**d)
 
 
-def measure_in_children(config: CaptureConfig, procs: int = BASELINE_PROCESSES) -> dict[str, Any]:
+def measure_in_children(config: CaptureConfig, cache_root: Path,
+                        procs: int = BASELINE_PROCESSES) -> dict[str, Any]:
     """The ``baseline`` metadata block: medians over ``procs`` fresh processes.
 
     ``full_api_ns_p50``, ``amortized_submit_ns``, ``amortized_ns``, ``device_ns`` (and
@@ -55,7 +59,7 @@ def measure_in_children(config: CaptureConfig, procs: int = BASELINE_PROCESSES) 
     """
     import statistics
 
-    blocks = [measure_in_child(config) for _ in range(procs)]
+    blocks = [measure_in_child(config, cache_root) for _ in range(procs)]
     key = sorted(range(procs), key=lambda i: blocks[i]["full_api_ns_p50"])[(procs - 1) // 2]
     out = dict(blocks[key])
     for name in ("full_api_ns_p50", "amortized_submit_ns", "amortized_ns", "device_ns",
@@ -71,22 +75,30 @@ def measure_in_children(config: CaptureConfig, procs: int = BASELINE_PROCESSES) 
     return out
 
 
-def measure_in_child(config: CaptureConfig) -> dict[str, Any]:
-    """The ``baseline`` block measured by one fresh interpreter."""
+def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
+    """The ``baseline`` block measured by one fresh interpreter (caches under cache_root)."""
+    env = dict(os.environ)
+    env["TRITON_CACHE_DIR"] = str(cache_root / "triton")
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "inductor")
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "traceview.capture.baseline_child"],
-            input=_encode(config), capture_output=True, text=True, env=dict(os.environ),
+            input=_encode(config), capture_output=True, text=True, env=env,
             timeout=CHILD_TIMEOUT_S, check=False,
         )
     except subprocess.TimeoutExpired:
         raise CaptureError(f"the unprofiled baseline took over {CHILD_TIMEOUT_S} s") from None
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if lines and '"error"' in lines[-1]:
+        raise CaptureError(json.loads(lines[-1])["error"])
     if proc.returncode != 0 or not lines:
         err = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("USDT")]
         raise CaptureError("the unprofiled baseline process failed: "
                            + (err[-1] if err else f"exit code {proc.returncode}"))
-    return json.loads(lines[-1])
+    block = json.loads(lines[-1])
+    if "error" in block:
+        raise CaptureError(block["error"])
+    return block
 
 
 def _child() -> None:
@@ -96,8 +108,15 @@ def _child() -> None:
     from traceview.capture.impls import build_impl, on_streams
     from traceview.capture.inputs import make_inputs
 
+    from traceview.errors import TraceviewError
+
     config = _decode(sys.stdin.read())
-    dev = device_mod.open_device(config)
+    try:
+        dev = device_mod.open_device(config)
+        device_mod.check_memory(dev, config)
+    except TraceviewError as exc:  # no GPU, too large: the parent says it in one line
+        print(json.dumps({"error": str(exc)}), flush=True)
+        sys.exit(2)
     torch = dev.torch
     what = f"--impl {config.impl} {config.op}"
     with contextlib.ExitStack() as stack:

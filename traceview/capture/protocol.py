@@ -10,7 +10,8 @@ and is recorded in the metadata (``metadata.STEPS``):
 7. profiled warm calls; 8. metadata and atomic publication of both traces.
 
 The baseline runs in a fresh process that never starts the profiler
-(``baseline_child``; the median of three such processes), so the profiler's perturbation shows as the difference between the
+(``baseline_child``; the median of three such processes, run before this process
+touches the device), so the profiler's perturbation shows as the difference between the
 trace's per-call API time and the baseline's full-API time.
 """
 
@@ -53,15 +54,18 @@ def run_capture(config: CaptureConfig) -> CaptureResult:
     cold_out = tracefile.cold_path(out)
 
     with (
-        device_mod.fresh_compile_caches(config),
+        device_mod.fresh_compile_caches(config) as cache_root,
         tempfile.TemporaryDirectory(prefix="traceview-raw-") as raw_dir,
         contextlib.ExitStack() as stack,
         tracefile.Publisher() as publisher,
     ):
+        # 6 (first in time). The unprofiled baseline, in fresh processes, before this
+        # process touches the device or the profiler.
+        base = baseline_child.measure_in_children(config, Path(cache_root) / "baseline")
         dev = device_mod.open_device(config)
         device_mod.check_memory(dev, config)
         try:
-            meta = _measure(config, dev, Path(raw_dir), stack, cold_out.name)
+            meta = _measure(config, dev, Path(raw_dir), stack, cold_out.name, base)
         except Exception as exc:
             if not _is_oom(dev.torch, exc):
                 raise
@@ -79,7 +83,7 @@ def run_capture(config: CaptureConfig) -> CaptureResult:
 
 
 def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
-             stack: contextlib.ExitStack, cold_name: str) -> dict[str, Any]:
+             stack: contextlib.ExitStack, cold_name: str, base: dict[str, Any]) -> dict[str, Any]:
     """Steps 2-7; returns the metadata block. Raw profiler exports go to ``raw_dir``."""
     torch = dev.torch
     inputs = make_inputs(torch, config, dev.torch_device)
@@ -110,8 +114,7 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         correctness.check(torch, config, inputs, graph.outputs[-1])
         replay = graph.replay
 
-    # 6. unprofiled baseline, in a fresh process that never started the profiler.
-    base = baseline_child.measure_in_children(config)
+    # 6. the unprofiled baseline was measured first, in fresh processes (run_capture).
 
     # 7. profiled warm calls.
     profiling.profile_warm(

@@ -58,6 +58,11 @@ def explain(
         from traceview.cli._progress import load_with_progress
         from traceview.options import Options
 
+        if figure is not None and _same_file(figure, trace):
+            from traceview.errors import UsageError
+
+            raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
+                             "to its input")
         ex = run_explain(load_with_progress(trace),
                          Options(window=window, calls=calls, rules=str(rules) if rules else None,
                                  thread=thread, top=top))
@@ -83,6 +88,13 @@ def explain(
             render_console(ex, Console(width=width, highlight=False))
 
     run_guarded(body)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
 
 
 def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls: str | None,

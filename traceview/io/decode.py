@@ -276,15 +276,21 @@ class _Splitter:
         self.meta_raw: list[bytes] = []
         self.truncated = False
         self.truncated_bytes = 0
+        self.offset = 0  # file bytes before the text that follows buf's leading '['
+        self.first_error: str | None = None
 
     def header(self, piece: bytes) -> bool:
         """Accumulate until the start of the event array; True once found."""
         self.buf += piece
+        if self.buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark
+            del self.buf[:3]
         s = bytes(self.buf[:64]).lstrip(_WS)
         if not s:
             return False
         if s[:1] == b"[":
-            self.buf = bytearray(self.buf.lstrip(_WS))
+            stripped = self.buf.lstrip(_WS)
+            self.offset = len(self.buf) - len(stripped) + 1
+            self.buf = bytearray(stripped)
             return True
         if s[:1] != b"{":
             raise TraceLoadError(self.path, "not a JSON trace (expected '{' or '[' at the start)")
@@ -293,6 +299,7 @@ class _Splitter:
             head = bytes(self.buf[: m.start()]) + b'"traceEvents":0}'
             if _complete(head):  # a top-level key iff the header closes into an object
                 self.meta_raw.append(head)
+                self.offset = m.end()
                 self.buf = bytearray(b"[") + self.buf[m.end():]
                 return True
             start = m.end()
@@ -322,6 +329,7 @@ class _Splitter:
                 continue
             finally:
                 view.release()
+            self.offset += k
             self.buf = bytearray(b"[") + self.buf[k + 1:]
             return
         if len(self.buf) > MAX_UNSPLIT:
@@ -329,7 +337,13 @@ class _Splitter:
                                  f"{MAX_UNSPLIT >> 20} MB of the event array")
 
     def finish(self) -> None:
-        """The end of input: the last events, ``]`` and the trailer (or a cut)."""
+        """The end of input: the last events, ``]`` and the trailer (or a cut).
+
+        NUL bytes at the end (a killed writer on a file the filesystem had already
+        zero-filled) are dropped first.
+        """
+        while self.buf[-1:] in (b"\x00", b" ", b"\n", b"\r", b"\t"):
+            del self.buf[-1:]
         buf = self.buf
         hi = len(buf)
         for _ in range(MAX_RECOVERY_ATTEMPTS):
@@ -353,7 +367,8 @@ class _Splitter:
                 continue
             try:
                 self.decode_chunk(bytes(buf[: j + 1]))
-            except msgspec.DecodeError:
+            except msgspec.DecodeError as exc:
+                self.first_error = self.first_error or self._where(exc)
                 hi = j
                 continue
             if cut_tail:
@@ -363,6 +378,15 @@ class _Splitter:
                 self.meta_raw.append(tail_meta)
             return
         self._recover()
+
+    def _where(self, exc: Exception) -> str:
+        """msgspec's message with its byte offset made relative to the file's text."""
+        msg = str(exc)
+        m = _BYTE.search(msg)
+        if m is None:
+            return msg
+        return msg.replace(m.group(0), f"(near byte {self.offset + int(m.group(1)) - 1} "
+                                        "of the decompressed text)")
 
     def _recover(self) -> None:
         """The text stops mid-event: keep every complete event before the cut.
@@ -374,7 +398,8 @@ class _Splitter:
             _RAW.decode(bytes(buf))
         except msgspec.DecodeError as exc:
             if not _is_cut(str(exc), buf):
-                raise TraceLoadError(self.path, f"not valid JSON ({exc})") from None
+                why = self.first_error or self._where(exc)
+                raise TraceLoadError(self.path, f"not valid JSON ({why})") from None
         end = len(buf)
         for _ in range(MAX_RECOVERY_ATTEMPTS):
             pos = buf.rfind(b"}", 0, end)
