@@ -253,11 +253,11 @@ def verdict(d: Diff) -> str:
     from traceview.render._format import fmt_ns
 
     if not api.significant:
-        return (f"no significant change in per-call API time (p50 {fmt_ns(api.before)} -> "
+        return (f"no significant change in per-call API time (p50 {fmt_ns(api.before)} → "
                 f"{fmt_ns(api.after)}; 95% CI of the difference [{fmt_ns(api.ci_low)}, "
                 f"{fmt_ns(api.ci_high)}] covers zero)")
     ratio = api.after / api.before if api.before else float("inf")
     word = "faster" if api.delta < 0 else "slower"
-    return (f"after is {abs(1 - ratio):.0%} {word} per call: API p50 {fmt_ns(api.before)} -> "
+    return (f"after is {abs(1 - ratio):.0%} {word} per call: API p50 {fmt_ns(api.before)} → "
             f"{fmt_ns(api.after)} (difference {fmt_ns(api.delta)}, 95% CI [{fmt_ns(api.ci_low)}, "
             f"{fmt_ns(api.ci_high)}]; {d.calls_before} vs {d.calls_after} calls)")

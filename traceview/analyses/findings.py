@@ -212,15 +212,22 @@ def _perturbation(ex: Explanation) -> list[Finding]:
                      f"call #{worst.index}")
         evidence["spike_calls"] = [c.index for c in spikes]
     cap = ex.trace.metadata.get("traceview")
-    base = (cap or {}).get("baseline", {}) if isinstance(cap, dict) else {}
-    unprof = base.get("full_api_ns_p50") if isinstance(base, dict) else None
-    if unprof and warm_p50 and (ex.trace.metadata.get("traceview") or {}).get(
-            "protocol", {}).get("mode", "eager") == "eager":
+    cap = cap if isinstance(cap, dict) else {}
+    base = cap.get("baseline") if isinstance(cap.get("baseline"), dict) else {}
+    proto = cap.get("protocol") if isinstance(cap.get("protocol"), dict) else {}
+    # Compare like with like: a call that synchronizes with the synchronized full-API
+    # figure, a call that only submits (--sync end) with the amortized submit time; never
+    # a cold call (cold twins) and never graph replays.
+    like = ("amortized_submit_ns", "unprofiled amortized submit") if proto.get("sync") == "end" \
+        else ("full_api_ns_p50", "unprofiled")
+    unprof = base.get(like[0])
+    if (unprof and warm_p50 and ex.calls.warm_count and proto.get("mode", "eager") == "eager"
+            and cap.get("kind", "warm") != "cold"):
         ratio = warm_p50 / unprof
-        notes.append(f"profiled call p50 {fmt_ns(warm_p50)} vs unprofiled {fmt_ns(unprof)} "
+        notes.append(f"profiled call p50 {fmt_ns(warm_p50)} vs {like[1]} {fmt_ns(unprof)} "
                      f"({ratio:.2f}x)")
         evidence.update({"profiled_api_ns_p50": warm_p50, "unprofiled_api_ns_p50": unprof,
-                         "ratio": round(ratio, 3)})
+                         "unprofiled_figure": like[0], "ratio": round(ratio, 3)})
     if notes:
         out.append(Finding("profiler-perturbation", "warning" if spikes or ex.has_python_frames
                            else "info", "the profiler perturbs what it measures: " + "; ".join(notes)
