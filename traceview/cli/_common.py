@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -28,3 +30,20 @@ def run_guarded(body: Callable[[], None]) -> None:
         raise typer.Exit(2) from None
     except BrokenPipeError:  # `traceview explain ... | head`
         raise typer.Exit(0) from None
+
+
+# Analysis options shared by several commands, defined once (typer ``Annotated`` aliases).
+WindowOpt = Annotated[str | None, typer.Option(
+    "--window", help="Narrow the window: a regex over record_function names, or START:END "
+                     "(e.g. 1ms:5ms) from the first event.")]
+CallsOpt = Annotated[str | None, typer.Option(
+    "--calls", help="Regex selecting the record_function ranges that are calls "
+                    "(default: the most repeated numbered name).")]
+RulesOpt = Annotated[Path | None, typer.Option(
+    "--rules", help="JSON file of category rules matched before the defaults.")]
+ThreadOpt = Annotated[str | None, typer.Option(
+    "--thread", help="PID/TID of the host thread to attribute (default: the launching "
+                     "thread).")]
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", help="With several traces: worker processes (default: one per trace, "
+                         "at most one per CPU).")]

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded
+from traceview.cli._common import CallsOpt, JobsOpt, RulesOpt, ThreadOpt, WindowOpt, run_guarded
 
 
 class Format(str, enum.Enum):
@@ -29,24 +29,16 @@ def explain(
              "*.json and *.json.gz files), are ranks: a row each and a combined view.",
         show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-    window: Annotated[str | None, typer.Option(
-        help="Narrow the window: a regex over record_function names, or START:END "
-             "(e.g. 1ms:5ms) from the first event.")] = None,
-    calls: Annotated[str | None, typer.Option(
-        help="Regex selecting the record_function ranges that are calls "
-             "(default: the most repeated numbered name).")] = None,
-    rules: Annotated[Path | None, typer.Option(
-        help="JSON file of category rules matched before the defaults.")] = None,
-    thread: Annotated[str | None, typer.Option(
-        help="PID/TID of the host thread to attribute (default: the launching thread).")] = None,
+    window: WindowOpt = None,
+    calls: CallsOpt = None,
+    rules: RulesOpt = None,
+    thread: ThreadOpt = None,
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
     figure: Annotated[Path | None, typer.Option(
         help="With --format md: also write an SVG picture of a typical call here and "
              "reference it from the markdown.")] = None,
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", help="With several traces: worker processes "
-                             "(default: one per trace, at most one per CPU).")] = None,
+    jobs: JobsOpt = None,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
     if len(trace) != 1 or trace[0].is_dir():

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded
+from traceview.cli._common import CallsOpt, JobsOpt, RulesOpt, ThreadOpt, WindowOpt, run_guarded
 
 
 def export(
@@ -22,18 +22,11 @@ def export(
     parquet: Annotated[Path, typer.Option(
         "--parquet", help="Output directory (created): slices.parquet, calls.parquet, "
                           "summary.parquet.", show_default=False)],
-    window: Annotated[str | None, typer.Option(
-        help="Narrow the window (as for explain): a regex over record_function names, "
-             "or START:END.")] = None,
-    calls: Annotated[str | None, typer.Option(
-        help="Regex selecting the record_function ranges that are calls.")] = None,
-    rules: Annotated[Path | None, typer.Option(
-        help="JSON file of category rules matched before the defaults.")] = None,
-    thread: Annotated[str | None, typer.Option(
-        help="PID/TID of the host thread to attribute (default: the launching thread).")] = None,
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", help="Worker processes (default: one per trace, at most one per CPU).")
-    ] = None,
+    window: WindowOpt = None,
+    calls: CallsOpt = None,
+    rules: RulesOpt = None,
+    thread: ThreadOpt = None,
+    jobs: JobsOpt = None,
 ) -> None:
     """Write the normalised tables (slices, calls, summary) of traces as Parquet files."""
 
