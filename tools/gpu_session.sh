@@ -6,9 +6,10 @@
 #   OUT=/tmp/out bash tools/gpu_session.sh
 #
 # traceview is not installed there: it runs as `python3 -m traceview` with PYTHONPATH=.
-# explain needs polars/msgspec/orjson; if wheels were carried in .whl/, they are installed
-# first (no network). Budget: about 8 minutes; steps past DEADLINE_S are skipped so the
-# archives are always written. Everything ends up in at most 3 files under $OUT:
+# explain needs msgspec and orjson, which the GPU image lacks: install the carried wheels
+# first (see below). With the 3-process baseline each capture takes ~20-80 s: the core
+# fixtures and check_baseline fill ~8 minutes; steps past DEADLINE_S are skipped so the
+# archives are always written (run the rest in a second call). Everything ends up in at most 3 files under $OUT:
 #   fixtures.tar  fixtures/*.json.gz (+ .cold twins) and fixtures/README.md
 #   sweeps.tar    sweep_sigmoid_{triton,torch}/ (per-size traces, sweep.json, sweep.md)
 #   logs.tar      log.txt (every command, its output, rc, seconds), explain/*.txt,
@@ -53,11 +54,9 @@ log "# traceview GPU session $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 run nvidia-smi 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 run versions 60 "$PY" -c "import sys, torch, triton; print(sys.version); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, torch.cuda.get_device_name())"
 run flag_gems 60 "$PY" -c "import flag_gems; print('flag_gems', flag_gems.__version__)"
-if [[ -d .whl ]]; then  # explain's dependencies (and FlagGems, if a wheel was carried)
-    pkgs=(polars msgspec orjson)
-    compgen -G ".whl/flag_gems*" >/dev/null && pkgs+=(flag_gems)
-    run wheels 120 "$PY" -m pip install -q --no-index --find-links .whl "${pkgs[@]}"
-fi
+# Wheels the GPU image lacks (msgspec, orjson; flag_gems, sqlalchemy, greenlet for
+# --impl flag_gems) are installed by the caller before this script, as the device README
+# says: pip install --no-index --no-deps --target /tmp/site .whl/*.whl; PYTHONPATH=/tmp/site
 
 # -- fixtures (names match fixtures/; each capture is a fresh process: a real cold path) --
 # The literal default: triton mul 1x4096 float32 eager; with_stack is on (auto).
