@@ -96,7 +96,6 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         raw_dir / "cold.json",
     )
     checked = correctness.check(torch, config, inputs, cold_output)
-    out_bytes = cold_output.numel() * cold_output.element_size()
     del cold_output
 
     call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)

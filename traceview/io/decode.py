@@ -32,7 +32,7 @@ import re
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
