@@ -103,7 +103,7 @@ def test_begin_end_pairs_become_slices(tmp_path, tb):
                                   "two_streams_8192x8192_f16.json.gz"])
 def test_same_json_plain_gzipped_whole_or_streamed(tmp_path, monkeypatch, name):
     """Streaming in tiny pieces, in one piece, plain or gzipped: the same explain JSON."""
-    from traceview.io import decode as dec
+    from traceview.io import pieces as dec
 
     src = FIXTURES / name
     plain = tmp_path / "plain.json"

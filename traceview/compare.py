@@ -68,7 +68,7 @@ class Diff:
 
 def load_report(path: str | Path) -> dict[str, Any]:
     """An explain dict from a saved JSON report or from a trace analysed now."""
-    from traceview.io.decode import read_bytes
+    from traceview.io.pieces import read_bytes
 
     p = Path(path)
     raw = read_bytes(p)

@@ -91,12 +91,14 @@ def _annotation_calls(trace: Trace, window: Window, regex: str | None) -> tuple[
         return [], None
     durs = s.end[rows] - s.start[rows]
 
-    def rank(item: tuple[str, int]) -> tuple[int, int]:
+    def rank(item: tuple[str, int]) -> tuple[int, int, str]:
+        # most repeated, then the innermost (shortest median); then by name, so that the
+        # choice never depends on the order of events in the file
         key, n = item
         med = int(np.median([d for d, k in zip(durs.tolist(), keys) if k == key]))
-        return (n, -med)
+        return (-n, med, key)
 
-    best, _ = max(counts.items(), key=rank)
+    best, _ = min(counts.items(), key=rank)
     return [r for r, k in zip(rows.tolist(), keys) if k == best], best
 
 

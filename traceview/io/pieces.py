@@ -1,0 +1,77 @@
+"""Read a trace file's text in pieces: plain or gzip (by content, not by name).
+
+A gzip stream cut short (a killed writer) yields what inflates and stops, so the JSON
+layer can keep every complete event; corrupt gzip data is one ``TraceLoadError``.
+Several gzip members are read one after another; garbage after the last is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from traceview.errors import TraceLoadError
+
+GZIP_MAGIC = b"\x1f\x8b"
+PIECE = 8 << 20  # bytes of decompressed text per piece (and so per decoded chunk)
+
+
+
+def pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
+    """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip).
+
+    A gzip stream cut short yields what inflates and stops (the JSON layer then keeps
+    every complete event); corrupt gzip data raises ``TraceLoadError``.
+    """
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator owns it
+    except FileNotFoundError:
+        raise TraceLoadError(path, "no such file") from None
+    except IsADirectoryError:
+        raise TraceLoadError(path, "is a directory, not a trace file") from None
+    except OSError as exc:
+        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        magic = f.read(2)
+        f.seek(0)
+        if magic != GZIP_MAGIC:
+            while b := f.read(PIECE):
+                counter[0] += len(b)
+                yield b
+            return
+        d = zlib.decompressobj(31)
+        whole_member = False
+        while c := f.read(1 << 20):
+            while c:
+                try:
+                    out = d.decompress(c, PIECE)
+                except zlib.error as exc:
+                    raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
+                if out:
+                    counter[0] += len(out)
+                    yield out
+                if d.eof:  # end of one gzip member; another may follow
+                    whole_member = True
+                    c = d.unused_data
+                    if c and c[:2] != GZIP_MAGIC:
+                        return  # trailing garbage after the stream: ignore
+                    d = zlib.decompressobj(31)
+                else:
+                    c = d.unconsumed_tail
+        out = d.flush()
+        if out:
+            counter[0] += len(out)
+            yield out
+        if counter[0] == 0 and not whole_member:
+            raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
+    except OSError as exc:
+        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        f.close()
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The whole decompressed text (small files only: reports, tests)."""
+    return b"".join(pieces(Path(path), [0]))

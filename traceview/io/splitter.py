@@ -1,0 +1,202 @@
+"""Cut a trace's event array into chunks of whole events as its text arrives.
+
+The chunks are decoded by the caller; this module only finds event boundaries, keeps
+the top-level keys around ``traceEvents`` as metadata text, and, at the end, recovers a
+text that was cut short (keeping every complete event) or reports it as invalid JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+
+from traceview.errors import TraceLoadError
+
+MAX_UNSPLIT = 256 << 20  # a buffer this large with no decodable event boundary is not JSON
+MAX_SPLIT_TRIES = 16  # event-boundary candidates tried per piece before reading more
+MAX_RECOVERY_ATTEMPTS = 64
+_WS = b" \t\r\n"
+_TE_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+_RAW = msgspec.json.Decoder(msgspec.Raw)
+
+
+def _complete(text: bytes | bytearray | memoryview) -> bool:
+    try:
+        _RAW.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _is_cut(message: str, text: bytes | bytearray) -> bool:
+    """Whether a decode error means the text stops early. msgspec says "truncated",
+    except for a number cut after its '.', 'e' or '-', which it reports as malformed at
+    the text's last byte."""
+    if "truncated" in message:
+        return True
+    m = _BYTE.search(message)
+    return (m is not None and int(m.group(1)) >= len(text) - 1
+            and text[-1:] in (b"-", b".", b"e", b"E", b"+"))
+
+
+class Splitter:
+    """Cuts the event array into chunks of whole events as text arrives.
+
+    The buffer always starts with ``[``. After each piece, the last ``}`` followed by
+    ``,`` becomes ``}]`` and the buffer up to there must decode as a JSON array; a cut
+    inside a string or a nested object leaves it invalid, so the previous candidate is
+    tried. The split is therefore always at an event boundary, whatever the layout.
+    """
+
+    def __init__(self, path: Path, decode_chunk) -> None:
+        self.path = path
+        self.decode_chunk = decode_chunk  # bytes-like '[...]' -> None (consumes events)
+        self.buf = bytearray()
+        self.meta_raw: list[bytes] = []
+        self.truncated = False
+        self.truncated_bytes = 0
+        self.offset = 0  # file bytes before the text that follows buf's leading '['
+        self.first_error: str | None = None
+
+    def header(self, piece: bytes) -> bool:
+        """Accumulate until the start of the event array; True once found."""
+        self.buf += piece
+        if self.buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark
+            del self.buf[:3]
+        s = bytes(self.buf[:64]).lstrip(_WS)
+        if not s:
+            return False
+        if s[:1] == b"[":
+            stripped = self.buf.lstrip(_WS)
+            self.offset = len(self.buf) - len(stripped) + 1
+            self.buf = bytearray(stripped)
+            return True
+        if s[:1] != b"{":
+            raise TraceLoadError(self.path, "not a JSON trace (expected '{' or '[' at the start)")
+        start = 0
+        while (m := _TE_RE.search(self.buf, start)) is not None:
+            head = bytes(self.buf[: m.start()]) + b'"traceEvents":0}'
+            if _complete(head):  # a top-level key iff the header closes into an object
+                self.meta_raw.append(head)
+                self.offset = m.end()
+                self.buf = bytearray(b"[") + self.buf[m.end():]
+                return True
+            start = m.end()
+        return False
+
+    def feed(self, piece: bytes) -> None:
+        self.buf += piece
+        hi = len(self.buf)
+        for _ in range(MAX_SPLIT_TRIES):
+            j = self.buf.rfind(b"}", 0, hi)
+            if j < 0:
+                break
+            k = j + 1
+            n = len(self.buf)
+            while k < n and self.buf[k] in _WS:
+                k += 1
+            if k >= n or self.buf[k] != 44:  # not followed by ','
+                hi = j
+                continue
+            self.buf[k] = 93  # ',' -> ']'
+            view = memoryview(self.buf)[: k + 1]
+            try:
+                self.decode_chunk(view)
+            except msgspec.DecodeError:  # cut inside a string or nested object
+                self.buf[k] = 44
+                hi = j
+                continue
+            finally:
+                view.release()
+            self.offset += k
+            self.buf = bytearray(b"[") + self.buf[k + 1:]
+            return
+        if len(self.buf) > MAX_UNSPLIT:
+            raise TraceLoadError(self.path, "not valid JSON: no event boundary in "
+                                 f"{MAX_UNSPLIT >> 20} MB of the event array")
+
+    def finish(self) -> None:
+        """The end of input: the last events, ``]`` and the trailer (or a cut).
+
+        NUL bytes at the end (a killed writer on a file the filesystem had already
+        zero-filled) are dropped first.
+        """
+        while self.buf[-1:] in (b"\x00", b" ", b"\n", b"\r", b"\t"):
+            del self.buf[-1:]
+        buf = self.buf
+        hi = len(buf)
+        for _ in range(MAX_RECOVERY_ATTEMPTS):
+            j = buf.rfind(b"]", 0, hi)
+            if j < 0:
+                break
+            trailer = bytes(buf[j + 1:]).strip(_WS)
+            tail_meta = None
+            cut_tail = False
+            if trailer[:1] == b",":
+                tail_meta = b"{" + trailer[1:]
+                try:
+                    _RAW.decode(tail_meta)
+                except msgspec.DecodeError as exc:
+                    if not _is_cut(str(exc), tail_meta):
+                        hi = j
+                        continue
+                    cut_tail = True  # the file stops inside the metadata after the events
+            elif trailer not in (b"", b"}"):
+                hi = j
+                continue
+            try:
+                self.decode_chunk(bytes(buf[: j + 1]))
+            except msgspec.DecodeError as exc:
+                self.first_error = self.first_error or self._where(exc)
+                hi = j
+                continue
+            if cut_tail:
+                self.truncated = True
+                self.truncated_bytes = len(trailer)
+            elif tail_meta:
+                self.meta_raw.append(tail_meta)
+            return
+        self._recover()
+
+    def _where(self, exc: Exception) -> str:
+        """msgspec's message with its byte offset made relative to the file's text."""
+        msg = str(exc)
+        m = _BYTE.search(msg)
+        if m is None:
+            return msg
+        return msg.replace(m.group(0), f"(near byte {self.offset + int(m.group(1)) - 1} "
+                                        "of the decompressed text)")
+
+    def _recover(self) -> None:
+        """The text stops mid-event: keep every complete event before the cut.
+
+        Only a cut counts: text that is wrong before its end is not valid JSON.
+        """
+        buf = self.buf
+        try:
+            _RAW.decode(bytes(buf))
+        except msgspec.DecodeError as exc:
+            if not _is_cut(str(exc), buf):
+                why = self.first_error or self._where(exc)
+                raise TraceLoadError(self.path, f"not valid JSON ({why})") from None
+        end = len(buf)
+        for _ in range(MAX_RECOVERY_ATTEMPTS):
+            pos = buf.rfind(b"}", 0, end)
+            candidate = bytes(buf[: pos + 1]) + b"]" if pos >= 0 else b"[]"
+            try:
+                self.decode_chunk(candidate)
+            except msgspec.DecodeError:
+                pass
+            else:
+                self.truncated = True
+                self.truncated_bytes = len(buf) - (pos + 1 if pos >= 0 else 1)
+                return
+            if pos < 0:
+                break
+            end = pos
+        raise TraceLoadError(self.path, "not valid JSON, and no complete event could be recovered")
