@@ -32,6 +32,15 @@ def run_guarded(body: Callable[[], None]) -> None:
         raise typer.Exit(0) from None
 
 
+def analysis_options(window: str | None, calls: str | None, rules: Path | None,
+                     thread: str | None, **more: object):
+    """The ``Options`` the shared flags below stand for."""
+    from traceview.options import Options
+
+    return Options(window=window, calls=calls, rules=str(rules) if rules else None,
+                   thread=thread, **more)
+
+
 # Analysis options shared by several commands, defined once (typer ``Annotated`` aliases).
 WindowOpt = Annotated[str | None, typer.Option(
     "--window", help="Narrow the window: a regex over record_function names, or START:END "

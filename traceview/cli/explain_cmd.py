@@ -14,7 +14,15 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import CallsOpt, JobsOpt, RulesOpt, ThreadOpt, WindowOpt, run_guarded
+from traceview.cli._common import (
+    CallsOpt,
+    JobsOpt,
+    RulesOpt,
+    ThreadOpt,
+    WindowOpt,
+    analysis_options,
+    run_guarded,
+)
 
 
 class Format(str, enum.Enum):
@@ -48,7 +56,6 @@ def explain(
     def body() -> None:
         from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
-        from traceview.options import Options
 
         if figure is not None and _same_file(figure, trace):
             from traceview.errors import UsageError
@@ -56,8 +63,7 @@ def explain(
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
         ex = run_explain(load_with_progress(trace),
-                         Options(window=window, calls=calls, rules=str(rules) if rules else None,
-                                 thread=thread, top=top))
+                         analysis_options(window, calls, rules, thread, top=top))
         if format is Format.json:
             from traceview.render.json_report import render_json
 
@@ -97,16 +103,13 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
 
     def body() -> None:
         from traceview.errors import UsageError
-        from traceview.options import Options
         from traceview.ranks import analyze_ranks
 
         if figure is not None:
             raise UsageError("--figure needs a single trace")
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
-        report = analyze_ranks(paths, Options(window=window, calls=calls,
-                                              rules=str(rules) if rules else None,
-                                              thread=thread), jobs=jobs)
+        report = analyze_ranks(paths, analysis_options(window, calls, rules, thread), jobs=jobs)
         for r in report.failed:
             print(f"traceview: error: rank {r.rank}: {r.error}", file=sys.stderr)
         if not report.ok:

@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import CallsOpt, JobsOpt, RulesOpt, ThreadOpt, WindowOpt, run_guarded
+from traceview.cli._common import (
+    CallsOpt,
+    JobsOpt,
+    RulesOpt,
+    ThreadOpt,
+    WindowOpt,
+    analysis_options,
+    run_guarded,
+)
 
 
 def export(
@@ -33,13 +41,11 @@ def export(
     def body() -> None:
         from traceview.errors import UsageError
         from traceview.export import TABLES, export_parquet
-        from traceview.options import Options
 
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
-        result = export_parquet(traces, parquet, Options(window=window, calls=calls,
-                                                         rules=str(rules) if rules else None,
-                                                         thread=thread), jobs=jobs)
+        result = export_parquet(traces, parquet, analysis_options(window, calls, rules, thread),
+                                jobs=jobs)
         for t in result.failed:
             print(f"traceview: error: rank {t.rank}: {t.error}", file=sys.stderr)
         if not result.ok:
