@@ -207,7 +207,10 @@ def build(decoded: Decoded) -> Trace:
             fid = _as_int(ev.id)
             if ts is not None and fid != NO_ID:
                 key = (norm_id(ev.pid), norm_id(ev.tid), ts)
-                (flow_start if ph == "s" else flow_end if ph == "f" else {})[key] = fid
+                if ph == "s":
+                    flow_start[key] = fid
+                elif ph == "f":
+                    flow_end[key] = fid  # 't' (flow step) links nothing here
         elif ph == "B":
             if ts is not None:
                 open_b[(norm_id(ev.pid), norm_id(ev.tid))].append((ev, ts))

@@ -42,7 +42,7 @@ import numpy as np
 
 from traceview.errors import TraceLoadError
 from traceview.io.pieces import pieces
-from traceview.io.splitter import _WS, Splitter, _complete
+from traceview.io.splitter import Splitter
 
 EXACT_FLOAT_LIMIT_US = float(2**43)
 MISSING = np.iinfo(np.int64).min  # "no usable ts/dur"
@@ -430,27 +430,10 @@ def decode(path: str | os.PathLike[str], progress=None) -> Decoded:
     collector = _Collector(p)
     splitter = Splitter(p, collector.chunk)
     text = pieces(p, counter)
-    started = False
     for piece in text:
-        if not started:
-            started = splitter.header(piece)
-            if started:
-                splitter.feed(b"")
-        else:
-            splitter.feed(piece)
+        splitter.push(piece)
         if progress is not None:
             progress(counter[0])
-    if not started:
-        head = bytes(splitter.buf).strip(_WS)
-        if not head:
-            raise TraceLoadError(p, "empty file")
-        if head[:1] not in (b"{", b"["):
-            raise TraceLoadError(p, "not a JSON trace (expected '{' or '[' at the start)")
-        if _complete(head):
-            raise TraceLoadError(p, "JSON object has no 'traceEvents' list: not a Chrome trace")
-        if b'"traceEvents"' not in head:
-            raise TraceLoadError(p, "not valid JSON, and no 'traceEvents' list before the end")
-        raise TraceLoadError(p, "not valid JSON")
     splitter.finish()
 
     problems: list[tuple[str, int, str]] = []

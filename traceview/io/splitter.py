@@ -62,6 +62,15 @@ class Splitter:
         self.truncated_bytes = 0
         self.offset = 0  # file bytes before the text that follows buf's leading '['
         self.first_error: str | None = None
+        self.started = False  # the event array has been found
+
+    def push(self, piece: bytes) -> None:
+        """The next piece of text: header until the event array starts, then events."""
+        if self.started:
+            self.feed(piece)
+        elif self.header(piece):
+            self.started = True
+            self.feed(b"")
 
     def header(self, piece: bytes) -> bool:
         """Accumulate until the start of the event array; True once found."""
@@ -124,8 +133,11 @@ class Splitter:
         """The end of input: the last events, ``]`` and the trailer (or a cut).
 
         NUL bytes at the end (a killed writer on a file the filesystem had already
-        zero-filled) are dropped first.
+        zero-filled) are dropped first. Text that never reached an event array is not a
+        trace: say why in one line.
         """
+        if not self.started:
+            self._no_event_array()
         while self.buf[-1:] in (b"\x00", b" ", b"\n", b"\r", b"\t"):
             del self.buf[-1:]
         buf = self.buf
@@ -162,6 +174,20 @@ class Splitter:
                 self.meta_raw.append(tail_meta)
             return
         self._recover()
+
+    def _no_event_array(self) -> None:
+        head = bytes(self.buf).strip(_WS)
+        if not head:
+            raise TraceLoadError(self.path, "empty file")
+        if head[:1] not in (b"{", b"["):
+            raise TraceLoadError(self.path, "not a JSON trace (expected '{' or '[' at the start)")
+        if _complete(head):
+            raise TraceLoadError(self.path,
+                                 "JSON object has no 'traceEvents' list: not a Chrome trace")
+        if b'"traceEvents"' not in head:
+            raise TraceLoadError(self.path,
+                                 "not valid JSON, and no 'traceEvents' list before the end")
+        raise TraceLoadError(self.path, "not valid JSON")
 
     def _where(self, exc: Exception) -> str:
         """msgspec's message with its byte offset made relative to the file's text."""
