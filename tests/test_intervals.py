@@ -52,3 +52,31 @@ def test_set_algebra_matches_brute_force(a_pts, b_pts):
     qs, qe = _arr(b_pts)
     got = iv.overlap(a, qs, qe).tolist()
     assert got == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist())]
+
+
+@given(pairs, st.lists(st.integers(1, 40), max_size=30), st.integers(0, 30))
+def test_overlap_pairs_on_a_partition_matches_brute_force(a_pts, widths, t0):
+    a = iv.union(*_arr(a_pts))
+    A = _brute(a_pts)
+    edges = np.cumsum([t0] + widths)  # a partition of [t0, t0 + sum(widths))
+    qs, qe = edges[:-1], edges[1:]
+    q, ns = iv.overlap_pairs(a, qs, qe)
+    assert (ns > 0).all()
+    got = np.zeros(qs.size, np.int64)
+    np.add.at(got, q, ns)
+    assert got.tolist() == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist())]
+    assert q.size <= qs.size + a[0].size
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 5), st.integers(0, 3)), max_size=60))
+def test_start_order_is_lexsort(rows):
+    a = np.asarray(rows, np.int64).reshape(-1, 3)
+    got = iv.start_order(a[:, 0], lambda sub: (a[sub, 2], -a[sub, 1]))
+    assert got.tolist() == np.lexsort((a[:, 2], -a[:, 1], a[:, 0])).tolist()
+
+
+@given(st.lists(st.integers(-5, 30), max_size=40), st.lists(st.integers(-5, 30), max_size=40),
+       st.sampled_from(["left", "right"]))
+def test_rank_sorted_is_searchsorted(a, q, side):
+    a, q = np.sort(np.asarray(a, np.int64)), np.sort(np.asarray(q, np.int64))
+    assert iv.rank_sorted(a, q, side).tolist() == np.searchsorted(a, q, side).tolist()

@@ -130,3 +130,48 @@ def test_clock_past_float_precision_is_still_exact(tb, tmp_path):
     t = traceview.load(tb.write(tmp_path / "late.json"))
     assert sorted(t.slices.start.tolist()) == [base, base + 100, base + 501]
     assert traceview.explain(t).device.busy_ns == 863
+
+
+@pytest.fixture(params=["isal", "zlib"])
+def inflate_backend(request, monkeypatch):
+    """Run a test with each gzip backend (ISA-L when installed, and the standard zlib)."""
+    import zlib
+
+    from traceview.io import pieces
+
+    if request.param == "zlib":
+        monkeypatch.setattr(pieces, "inflate", zlib)
+        monkeypatch.setattr(pieces, "INFLATE_ERRORS", (zlib.error,))
+    elif pieces.inflate is zlib:
+        pytest.skip("isal is not installed")
+    return request.param
+
+
+def test_gzip_members_garbage_and_cuts_with_each_backend(tmp_path, tb, inflate_backend):
+    """Several gzip members read as one text, garbage after the stream is ignored, a cut
+    stream keeps what inflated, corrupt data is one clear error: with either backend."""
+    for i in range(40):
+        tb.op(f"aten::op{i}", i * 2_000, 1_000)
+    text = (tb.write(tmp_path / "t.json")).read_bytes()
+
+    def slices(data: bytes, name: str) -> int:
+        p = tmp_path / name
+        p.write_bytes(data)
+        return len(traceview.load(p).slices)
+
+    whole = slices(gzip.compress(text, mtime=0), "whole.json.gz")
+    assert whole == 40
+    half = len(text) // 2
+    two = gzip.compress(text[:half], mtime=0) + gzip.compress(text[half:], mtime=0)
+    assert slices(two, "members.json.gz") == whole
+    assert slices(gzip.compress(text, mtime=0) + b"\x00\x00garbage", "trail.json.gz") == whole
+    z = gzip.compress(text, mtime=0)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(z[: len(z) * 3 // 4])
+    t = traceview.load(cut)
+    assert 0 < len(t.slices) < whole
+    assert any(d.code == "truncated" for d in t.diagnostics)
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(z[:20] + bytes(b ^ 0x5A for b in z[20:60]) + z[60:])
+    with pytest.raises(TraceLoadError, match="gzip"):
+        traceview.load(bad)

@@ -14,7 +14,13 @@ from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.findings import Finding, detect
-from traceview.analyses.host import FunctionStat, HostTimeline, attribute_host, hot_functions
+from traceview.analyses.host import (
+    FunctionStat,
+    HostTimeline,
+    attribute_host,
+    host_rows_by_lane,
+    hot_functions,
+)
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.window import Window, find_window
 from traceview.metadata import clean_metadata
@@ -66,15 +72,17 @@ def explain(trace: Trace, options: Options | None = None) -> Explanation:
     device = analyze_device(trace, window)
     thread = pick_thread(trace, rules, window, options.thread)
     launches = analyze_launches(trace, rules, window, thread, device.work_rows)
-    timeline = attribute_host(trace, thread, window, rules)
+    by_lane = host_rows_by_lane(trace, window)
+    timeline = attribute_host(trace, thread, window, rules,
+                              rows=None if thread is None else by_lane[thread.index])
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
     calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls)
     others = []
     for lane in sorted(trace.host_lanes, key=lambda ln: (str(ln.pid), str(ln.tid))):
-        if thread is not None and lane.index == thread.index:
+        if thread is not None and lane.index == thread.index or by_lane[lane.index].size == 0:
             continue
-        tl = attribute_host(trace, lane, window, rules)
+        tl = attribute_host(trace, lane, window, rules, rows=by_lane[lane.index])
         traced = {c: v for c, v in tl.totals().items() if v and c != "untraced"}
         if traced:
             others.append(ThreadSummary(lane.label, lane.pid, lane.tid,

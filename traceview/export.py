@@ -86,7 +86,7 @@ def _nullable(values: np.ndarray, missing: int) -> pl.Series:
 
 def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
     """One row per slice of the trace; host categories from each host thread's sweep."""
-    from traceview.analyses.host import attribute_host
+    from traceview.analyses.host import attribute_host, host_rows_by_lane
 
     trace = ex.trace
     s = trace.slices
@@ -97,10 +97,16 @@ def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
     host_self = np.full(n, -1, dtype=np.int64)
     categories = list(ex.timeline.categories)
     attributed = ex.timeline.lane.index if ex.timeline.lane is not None else None
+    by_lane = host_rows_by_lane(trace, ex.window)
     for lane in lanes:
         if lane.kind != "host":
             continue
-        tl = ex.timeline if lane.index == attributed else attribute_host(trace, lane, ex.window, ex.rules)
+        if lane.index == attributed:
+            tl = ex.timeline
+        elif by_lane[lane.index].size == 0:
+            continue
+        else:
+            tl = attribute_host(trace, lane, ex.window, ex.rules, rows=by_lane[lane.index])
         if tl.rows.size == 0:
             continue
         if list(tl.categories) != categories:  # same rules: never; kept honest anyway

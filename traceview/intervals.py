@@ -10,6 +10,8 @@ intervals (``ends[i] < starts[i+1]``); ``union`` produces one from anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 Set = tuple[np.ndarray, np.ndarray]
@@ -37,6 +39,37 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Set:
     first = np.flatnonzero(new_run)
     last = np.append(first[1:] - 1, s.size - 1)
     return s[first], run_end[last]
+
+
+def start_order(starts: np.ndarray,
+                ties: Callable[[np.ndarray], tuple[np.ndarray, ...]] | None = None) -> np.ndarray:
+    """Indices that sort by start (stably), ties broken by ``np.lexsort(ties(idx))``.
+
+    The same as ``np.lexsort(ties(all) + (starts,))``, for a fraction of the time on
+    trace data: events arrive nearly sorted by start and rarely share one, so a stable
+    sort (adaptive: it finds the sorted runs) does most of the work and only the rows
+    that tie are lexsorted. ``ties`` gets the tied rows' indices and returns their
+    secondary keys, least significant first (np.lexsort's convention).
+    """
+    order = np.argsort(starts, kind="stable")
+    if ties is None:
+        return order
+    st = starts[order]
+    tie = st[1:] == st[:-1]
+    if tie.any():
+        pos = np.flatnonzero(np.append(tie, False) | np.append(False, tie))
+        sub = order[pos]
+        order[pos] = sub[np.lexsort(ties(sub) + (starts[sub],))]
+    return order
+
+
+def rank_sorted(a: np.ndarray, q: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(a, q, side)`` when ``q`` is sorted too: one merge of the two
+    sorted runs (a stable sort finds them), instead of a binary search per query."""
+    both = np.concatenate((q, a) if side == "left" else (a, q))
+    merged = np.argsort(both, kind="stable")
+    is_q = merged < q.size if side == "left" else merged >= a.size
+    return np.flatnonzero(is_q) - np.arange(q.size)
 
 
 def length(iv: Set) -> int:
@@ -75,6 +108,31 @@ def covered_before(iv: Set, t: np.ndarray | int) -> np.ndarray:
 def overlap(iv: Set, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """For each query interval, the length of its intersection with the set."""
     return covered_before(iv, ends) - covered_before(iv, starts)
+
+
+def overlap_pairs(iv: Set, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (query, length) pair where a query meets the set, for sorted disjoint
+    queries (a partition of the window, say): ``overlap`` without touching the queries
+    that meet nothing.
+
+    The queries meeting set interval ``k`` form one run of indices, from the first query
+    ending after it starts to the last one starting before it ends (two binary searches
+    per set interval). With both sides sorted and disjoint there are at most
+    ``len(queries) + len(set)`` pairs, each of positive length.
+    """
+    s, e = iv
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if s.size == 0 or starts.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lo = np.searchsorted(ends, s, side="right")
+    hi = np.searchsorted(starts, e, side="left")
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    k = np.repeat(np.arange(s.size), counts)
+    q = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts - lo, counts)
+    length = np.minimum(ends[q], e[k]) - np.maximum(starts[q], s[k])
+    return q, length
 
 
 def intersect(a: Set, b: Set) -> Set:

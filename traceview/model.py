@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview import intervals
 from traceview.diagnostics import Diagnostic
 from traceview.io.decode import (
     ARGS_KEPT_CATS,
@@ -239,11 +240,11 @@ def build(decoded: Decoded) -> Trace:
 
     # -- X columns plus the B/E slices
     keys = list(decoded.keys)
-    key_of_row = x.key.astype(np.int64)
+    key_of_row = x.key  # int32 codes index the per-key tables directly
     start = x.ts
     dur = x.dur
     corr, stream, device = x.corr, x.stream, x.device
-    name_of_row = x.name.astype(np.int64)
+    name_of_row = x.name
     args = x.args
     if extra:
         key_index = {k: i for i, k in enumerate(keys)}
@@ -261,8 +262,8 @@ def build(decoded: Decoded) -> Trace:
             ek.append(key_index[k]), en.append(name_code[nm]), es.append(s), ed.append(e - s)
             if a and cat in ARGS_KEPT_CATS:
                 extra_args[base + i] = a
-        key_of_row = np.concatenate([key_of_row, np.asarray(ek, np.int64)])
-        name_of_row = np.concatenate([name_of_row, np.asarray(en, np.int64)])
+        key_of_row = np.concatenate([key_of_row, np.asarray(ek, np.int32)])
+        name_of_row = np.concatenate([name_of_row, np.asarray(en, np.int32)])
         start = np.concatenate([start, np.asarray(es, np.int64)])
         dur = np.concatenate([dur, np.asarray(ed, np.int64)])
         link = [decode_args(extra_args.get(base + i, b"")) for i in range(len(extra))]
@@ -273,11 +274,13 @@ def build(decoded: Decoded) -> Trace:
 
     # -- validity: drop what cannot be placed on a timeline, count each reason
     missing_ts = start == MISSING
-    missing_dur = (dur == MISSING) & ~missing_ts
-    dur = np.where(dur == MISSING, 0, dur)
+    no_dur = dur == MISSING
+    missing_dur = no_dur & ~missing_ts
+    if no_dur.any():
+        dur = np.where(no_dur, 0, dur)
     negative = (dur < 0) & ~missing_ts
     absurd = (dur > ABSURD_DUR_NS) & ~missing_ts
-    huge = (np.abs(np.where(missing_ts, 0, start)) > 2**62)
+    huge = ((start > 2**62) | (start < -2**62)) & ~missing_ts
     for code, m in (("missing-ts", missing_ts), ("missing-dur", missing_dur),
                     ("negative-dur", negative), ("absurd-dur", absurd | huge)):
         if m.any():
@@ -334,17 +337,21 @@ def build(decoded: Decoded) -> Trace:
                            np.int32)
         lane_of_row[dev_rows] = codes[inverse.ravel()]
 
-    rows = np.flatnonzero(keep)
-    remap = _renumber(args, rows)
-    slices = Slices(
-        cat=cat_of_row[rows].astype(np.int32),
-        name=name_of_row[rows].astype(np.int32),
-        lane=lane_of_row[rows],
-        start=start[rows],
-        end=start[rows] + dur[rows],
-        corr=np.asarray(corr, np.int64)[rows],
-        args=args.subset(remap) if rows.size != key_of_row.size else args,
-    )
+    corr = np.asarray(corr, np.int64)
+    if keep.all():  # the usual case: no copies
+        slices = Slices(cat=cat_of_row.astype(np.int32, copy=False), name=name_of_row,
+                        lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
+    else:
+        rows = np.flatnonzero(keep)
+        slices = Slices(
+            cat=cat_of_row[rows].astype(np.int32, copy=False),
+            name=name_of_row[rows].astype(np.int32, copy=False),
+            lane=lane_of_row[rows],
+            start=start[rows],
+            end=start[rows] + dur[rows],
+            corr=corr[rows],
+            args=args.subset(_renumber(args, rows)),
+        )
     slices, dups = _dedupe(slices)
     if dups:
         counts["duplicate"] += dups
@@ -390,7 +397,7 @@ def _dedupe(slices: Slices) -> tuple[Slices, int]:
     if n < 2:
         return slices, 0
     # Cheap screen: a duplicate shares (start, end) with the row sorted next to it.
-    order = np.lexsort((slices.end, slices.start))
+    order = intervals.start_order(slices.start, lambda sub: (slices.end[sub],))
     s, e = slices.start[order], slices.end[order]
     same = (s[1:] == s[:-1]) & (e[1:] == e[:-1])
     if not same.any():
@@ -417,7 +424,10 @@ def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
         return
     linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
                 or c in ("cuda_runtime", "cuda_driver")]
-    for row in np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable)).tolist():
+    missing = np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable))
+    if missing.size:
+        slices.corr = slices.corr.copy()  # it may be the decoder's column
+    for row in missing.tolist():
         lane = lanes[int(slices.lane[row])]
         key = (lane.pid, lane.tid, int(slices.start[row]))
         fid = flow_end.get(key) if lane.kind == "device" else flow_start.get(key)

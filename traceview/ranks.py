@@ -128,6 +128,9 @@ def _explain_dict(path: str, options: Options) -> dict[str, Any]:
     """Worker: analyse one file; an error becomes ``{"error": line}``."""
     try:
         from traceview import analyze
+        from traceview.io.allocator import keep_freed_memory
+
+        keep_freed_memory()  # a pool process of traceview's own
 
         return analyze(path, options).to_dict()
     except Exception as exc:  # one rank's failure must not stop the others

@@ -1,8 +1,10 @@
 """The breakdown matrix: host category x device state, cells summing to the window.
 
 Each host segment (one owner, one category) is split by the device busy set into its
-busy and idle parts with ``intervals.overlap``. So the cells sum exactly to the window,
-the busy column sums exactly to device busy, and no overlapping intervals are added.
+busy and idle parts with ``intervals.overlap_pairs`` (segments are sorted and
+disjoint, so only the segments that meet device work are visited). So the cells sum
+exactly to the window, the busy column sums exactly to device busy, and no
+overlapping intervals are added.
 The idle column is the answer to "what was the host doing while the device waited".
 """
 
@@ -22,11 +24,10 @@ class Cell:
 
 
 def breakdown(timeline: HostTimeline, busy: intervals.Set) -> list[Cell]:
-    b = intervals.overlap(busy, timeline.seg_start, timeline.seg_end)
-    lengths = timeline.seg_end - timeline.seg_start
+    seg, busy_ns = intervals.overlap_pairs(busy, timeline.seg_start, timeline.seg_end)
     n = len(timeline.categories)
-    busy_by = intervals.sum_by(timeline.seg_cat, b, n)
-    all_by = intervals.sum_by(timeline.seg_cat, lengths, n)
+    busy_by = intervals.sum_by(timeline.seg_cat[seg], busy_ns, n)
+    all_by = intervals.sum_by(timeline.seg_cat, timeline.seg_end - timeline.seg_start, n)
     cells = []
     for i, cat in enumerate(timeline.categories):
         busy_ns = int(busy_by[i])

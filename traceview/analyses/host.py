@@ -24,6 +24,9 @@ from traceview.analyses.window import Window
 from traceview.model import DEVICE_CATS, Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
 
+# hot_functions offsets each function's times past the previous one's: only while that
+# stays within int64 (functions x window length); otherwise it unions one by one
+UNION_OFFSET_LIMIT = 2**62
 LABEL_CATS = frozenset({"user_annotation", "Trace"}) | DEVICE_CATS
 OVERLAY_CATS = frozenset({"overhead"})
 
@@ -37,11 +40,18 @@ class HostTimeline:
     seg_start: np.ndarray
     seg_end: np.ndarray
     seg_cat: np.ndarray  # int code per segment
-    seg_owner: np.ndarray  # slice row owning the segment, -1 for untraced
+    seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
     rows: np.ndarray  # slice rows swept (clipped to the window)
     row_cat: np.ndarray  # resolved category code per swept row (aligned with rows)
     self_ns: np.ndarray  # owned ns per swept row (aligned with rows)
     non_nested: int  # slices that overlapped their parent without nesting
+
+    @property
+    def seg_owner(self) -> np.ndarray:
+        """Slice row owning each segment, -1 for untraced."""
+        if self.rows.size == 0:
+            return np.full(self.seg_pos.size, -1, np.int64)
+        return np.where(self.seg_pos >= 0, self.rows[np.maximum(self.seg_pos, 0)], -1)
 
     def totals(self) -> dict[str, int]:
         ns = intervals.sum_by(self.seg_cat, self.seg_end - self.seg_start, len(self.categories))
@@ -58,15 +68,43 @@ def category_ids(rules: RuleSet) -> list[str]:
     return ids + [OTHER, UNTRACED]
 
 
+def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
+    """Every host lane's rows (see ``host_rows``), in one pass over the slices."""
+    s = trace.slices
+    ncat = len(trace.cat_names)
+    is_label = np.zeros(ncat + 1, bool)
+    is_label[[i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]] = True
+    is_overlay = np.zeros(ncat + 1, bool)
+    is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
+    live = (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
+    overlay = np.flatnonzero(live & is_overlay[s.cat])
+    own = np.flatnonzero(live & ~(is_label | is_overlay)[s.cat])
+    lane_of = s.lane[own]
+    if len(trace.lanes) < 2**15:
+        lane_of = lane_of.astype(np.int16)  # a radix sort
+    order = np.argsort(lane_of, kind="stable")
+    by_lane = own[order]
+    bounds = np.searchsorted(lane_of[order], np.arange(len(trace.lanes) + 1))
+    out = {}
+    for lane in trace.host_lanes:
+        rows = by_lane[bounds[lane.index]:bounds[lane.index + 1]]
+        if overlay.size:
+            rows = np.sort(np.concatenate([rows, overlay]))
+        out[lane.index] = rows
+    return out
+
+
 def host_rows(trace: Trace, lane: Lane, window: Window) -> np.ndarray:
     """Rows of the thread's own slices plus overlaid profiler overhead, in the window."""
+    return host_rows_by_lane(trace, window)[lane.index]
+
+
+def sweep_order(trace: Trace, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Positions of ``rows`` by start, then longest first, then category and name (so
+    identical spans are ordered by content, not by file order)."""
     s = trace.slices
-    label = [i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]
-    overlay = [i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]
-    own = (s.lane == lane.index) & ~np.isin(s.cat, label)
-    m = own | np.isin(s.cat, overlay)
-    m &= (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
-    return np.flatnonzero(m)
+    return intervals.start_order(starts, lambda sub: (
+        trace.name_rank[s.name[rows[sub]]], trace.cat_rank[s.cat[rows[sub]]], -ends[sub]))
 
 
 def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[str, int],
@@ -78,12 +116,23 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
     s = trace.slices
     if rows.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, bool)
-    pair = s.cat[rows].astype(np.int64) * (len(trace.names) + 1) + s.name[rows]
-    uniq, inverse = np.unique(pair, return_inverse=True)
-    codes = np.empty(uniq.size, np.int64)
+    width = len(trace.names) + 1
+    pair = s.cat[rows].astype(np.int64) * width + s.name[rows]
+    size = (len(trace.cat_names) + 1) * width
+    if size <= max(1 << 22, 4 * rows.size):  # a dense table: no sort
+        seen = np.zeros(size, bool)
+        seen[pair] = True
+        uniq = np.flatnonzero(seen)
+        del seen
+        lut = np.empty(size, np.int32)
+        lut[uniq] = np.arange(uniq.size, dtype=np.int32)
+        inverse = lut[pair]
+    else:
+        uniq, inverse = np.unique(pair, return_inverse=True)
+    codes = np.empty(uniq.size, np.int8 if len(code) < 127 else np.int32)
     subtree = np.empty(uniq.size, bool)
     for k, p in enumerate(uniq.tolist()):
-        cat, name = divmod(p, len(trace.names) + 1)
+        cat, name = divmod(p, width)
         category, sub = rules.classify(trace.cat_names[cat], trace.names[name])
         codes[k] = code.get(category, other) if category != INHERIT else -1
         subtree[k] = sub
@@ -92,23 +141,25 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
 
 
 def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleSet, *,
-                   general: bool = False) -> HostTimeline:
+                   general: bool = False, rows: np.ndarray | None = None) -> HostTimeline:
     """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep,
-    which also handles slices that overlap without nesting; tests compare the two)."""
+    which also handles slices that overlap without nesting; tests compare the two).
+    ``rows``: the lane's rows from ``host_rows_by_lane``, when already computed."""
     cats = category_ids(rules)
     code = {c: i for i, c in enumerate(cats)}
     untraced, other = code[UNTRACED], code[OTHER]
     w0, w1 = window.start_ns, window.end_ns
     if lane is None or window.dur_ns <= 0:
         rows = np.zeros(0, np.int64)
-    else:
+    elif rows is None:
         rows = host_rows(trace, lane, window)
     s = trace.slices
     starts = np.maximum(s.start[rows], w0)
     ends = np.minimum(s.end[rows], w1)
     # start, then longest first; identical spans ordered by content, not file order
-    order = np.lexsort((trace.name_rank[s.name[rows]], trace.cat_rank[s.cat[rows]], -ends, starts))
+    order = sweep_order(trace, rows, starts, ends)
     rows, starts, ends = rows[order], starts[order], ends[order]
+    del order
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
     fast = None if general else _sweep_nested(starts, ends, own_code, own_subtree, w0, w1,
@@ -181,11 +232,11 @@ def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
               non_nested) -> HostTimeline:
     owned = seg_pos >= 0
     self_ns = intervals.sum_by(seg_pos[owned], (seg_end - seg_start)[owned], rows.size)
-    seg_owner = np.where(owned, rows[np.maximum(seg_pos, 0)] if rows.size else -1, -1)
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
-        seg_cat=seg_cat.astype(np.int32), seg_owner=seg_owner.astype(np.int64),
-        rows=rows, row_cat=row_cat.astype(np.int32), self_ns=self_ns, non_nested=non_nested,
+        seg_cat=seg_cat.astype(np.int32, copy=False), seg_pos=seg_pos.astype(np.int32, copy=False),
+        rows=rows, row_cat=row_cat.astype(np.int32, copy=False), self_ns=self_ns,
+        non_nested=non_nested,
     )
 
 
@@ -193,75 +244,84 @@ def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
                   w0: int, w1: int, untraced: int, other: int):
     """The sweep's result computed with array operations, when slices nest properly.
 
-    Slices are sorted by start, longest first. Then the depth of slice i is how many
-    earlier slices are still open at its start; its parent is the last earlier slice one
-    level up; and the slices nest properly exactly when every slice ends within its
-    parent (checked; otherwise ``None`` and the caller runs the general sweep). Categories
-    resolve level by level. The owner of each piece between consecutive boundaries is the
-    last slice started by then, climbed up its ancestors (binary lifting) until one is
-    still open. Same answers as the loop: tests compare both.
+    Slices are sorted by start, longest first. The depth of slice i is how many earlier
+    slices are still open at its start; its parent is the last earlier slice one level
+    up; and the slices nest properly exactly when every slice ends within its parent
+    (checked; otherwise ``None`` and the caller runs the general sweep). Categories
+    resolve level by level.
+
+    The owner (the deepest open slice) only changes at a boundary. At a time where
+    slices start, it is the last of them. At a time where slices only end, it is the
+    parent of the outermost of them (the first in sweep order): nesting means every
+    other open slice there is one of its ancestors. So the owner of each piece comes
+    from the boundaries' own entries, one merge of three sorted lists, no search. Same
+    answers as the loop: tests compare both.
     """
     n = starts.size
     if n == 0:
         return None
-    depth = np.arange(n) - np.searchsorted(np.sort(ends), starts, side="right")
-    key = depth * (n + 1) + np.arange(n)
-    by_key = np.argsort(key, kind="stable")
-    sorted_key = key[by_key]
-    parent = np.full(n, -1, np.int64)
-    deep = np.flatnonzero(depth > 0)
+    idx = np.int32 if n < 2**31 - 1 else np.int64
+    by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
+    sorted_ends = ends[by_end]
+    depth = np.arange(n, dtype=np.int64)
+    depth -= intervals.rank_sorted(sorted_ends, starts, side="right")
+    max_depth = int(depth.max())
+    narrow = depth.astype(np.int16) if max_depth < 2**15 else depth
+    by_depth = np.argsort(narrow, kind="stable").astype(idx, copy=False)  # radix sort
+    level_bounds = np.searchsorted(narrow[by_depth], np.arange(max_depth + 2))
+    del narrow
+    parent = np.full(n, -1, idx)
+    deep = by_depth[level_bounds[1]:]
     if deep.size:
-        pos = np.searchsorted(sorted_key, (depth[deep] - 1) * (n + 1) + deep) - 1
-        cand = by_key[np.maximum(pos, 0)]
+        key = depth[by_depth] * (n + 1)
+        key += by_depth  # sorted: by depth, then position
+        pos = intervals.rank_sorted(key, (depth[deep] - 1) * (n + 1) + deep) - 1
+        del key
+        cand = by_depth[np.maximum(pos, 0)]
         if (pos < 0).any() or (depth[cand] != depth[deep] - 1).any():
             return None
         if (ends[deep] > ends[cand]).any():
             return None  # a slice outlives its parent: not nested
         parent[deep] = cand
+        del pos, cand
+    del depth
     # categories, one depth level at a time
-    resolved = np.empty(n, np.int64)
-    forced = np.full(n, -1, np.int64)
-    level_bounds = np.searchsorted(depth[by_key], np.arange(int(depth.max()) + 2))
-    for d in range(int(depth.max()) + 1):
-        idx = by_key[level_bounds[d]:level_bounds[d + 1]]
-        oc, sub = own[idx], subtree[idx]
+    resolved = np.empty(n, np.int32)
+    forced = np.full(n, -1, np.int32)
+    for d in range(max_depth + 1):
+        lv = by_depth[level_bounds[d]:level_bounds[d + 1]]
+        oc, sub = own[lv], subtree[lv]
         if d == 0:
-            fp = np.full(idx.size, -1, np.int64)
-            cp = np.full(idx.size, other, np.int64)
+            fp = np.full(lv.size, -1, np.int32)
+            cp = np.full(lv.size, other, np.int32)
         else:
-            p = parent[idx]
+            p = parent[lv]
             fp, cp = forced[p], resolved[p]
-        resolved[idx] = np.where(sub, oc, np.where(fp != -1, fp, np.where(oc == -1, cp, oc)))
-        forced[idx] = np.where(sub, oc, fp)
-    # owners of the pieces between boundaries
-    bounds = np.sort(np.concatenate([starts, ends, [w0, w1]]))
-    bounds = bounds[np.append(True, bounds[1:] != bounds[:-1])]  # (np.unique hashes: slower)
-    bounds = bounds[(bounds >= w0) & (bounds <= w1)]
-    left = bounds[:-1]
-    c = np.searchsorted(starts, left, side="right") - 1
-    big = np.iinfo(np.int64).max
-    ends_x = np.append(ends, big)  # index n: "no slice", never ends
-    up = [np.append(np.where(parent < 0, n, parent), n)]
-    for _ in range(int(depth.max()).bit_length()):
-        up.append(up[-1][up[-1]])
-    c = np.where(c < 0, n, c)
-    climb = np.flatnonzero(ends_x[c] <= left)  # the last slice started is already over
-    if climb.size:
-        cc, at = c[climb], left[climb]
-        for table in reversed(up):
-            cand = table[cc]
-            cc = np.where(ends_x[cand] <= at, cand, cc)
-        c[climb] = up[0][cc]
-    del up, climb, depth, key, by_key, sorted_key, forced
-    # maximal runs of one owner
-    change = np.ones(left.size, bool)
-    change[1:] = c[1:] != c[:-1]
-    run = np.flatnonzero(change)
-    seg_start = left[run]
-    seg_end = np.append(left[run[1:]], bounds[-1])
-    owner = c[run]
-    seg_pos = np.where(owner == n, -1, owner)
-    seg_cat = np.where(owner == n, untraced, resolved[np.minimum(owner, n - 1)])
+        resolved[lv] = np.where(sub, oc, np.where(fp != -1, fp, np.where(oc == -1, cp, oc)))
+        forced[lv] = np.where(sub, oc, fp)
+    del forced, by_depth, deep
+    # each boundary's owner (n: untraced), then one merge of the three sorted lists
+    last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
+    first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
+    end_owner = parent[by_end[first_end]]
+    end_owner[end_owner < 0] = n
+    times = np.concatenate(([w0], sorted_ends[first_end], starts[last_start]))
+    owners = np.concatenate((np.asarray([n], idx), end_owner, last_start))
+    del by_end, sorted_ends, first_end, end_owner, last_start, parent
+    merged = np.argsort(times, kind="stable")  # a start after an end at the same time
+    times, owners = times[merged], owners[merged]
+    del merged
+    keep = np.append(times[1:] != times[:-1], True)  # the last entry at each time
+    keep &= times < w1
+    times, owners = times[keep], owners[keep]
+    change = np.append(True, owners[1:] != owners[:-1])  # maximal runs of one owner
+    seg_start = times[change]
+    owner = owners[change]
+    del times, owners, keep, change
+    seg_end = np.append(seg_start[1:], w1)
+    untraced_seg = owner == n
+    seg_pos = np.where(untraced_seg, -1, owner)
+    seg_cat = np.where(untraced_seg, untraced, resolved[np.minimum(owner, n - 1)])
     return seg_start, seg_end, seg_cat, seg_pos, resolved
 
 
@@ -275,26 +335,55 @@ class FunctionStat:
 
 
 def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
-    """Host functions (Python frames, ops, API calls) by self time, biggest first."""
-    if timeline.rows.size == 0:
+    """Host functions (Python frames, ops, API calls) by self time, biggest first.
+
+    Grouped by name with array operations: the swept rows are in start order, so after
+    a stable sort by name each group is too, and the union of a group's intervals is a
+    running maximum of ends that restarts at each group (made to restart by offsetting
+    each group's times past the previous group's; the per-group loop is kept for
+    windows too long for that offset).
+    """
+    rows = timeline.rows
+    if rows.size == 0:
         return []
     s = trace.slices
-    names = s.name[timeline.rows]
+    names = s.name[rows]
+    narrow = names.astype(np.uint16) if len(trace.names) <= 1 << 16 else names
+    order = np.argsort(narrow, kind="stable")  # a radix sort for up to 65536 names
+    del narrow
+    names = names[order]
+    first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
+    codes = names[first]
+    count = np.diff(np.append(first, rows.size))
+    group = np.repeat(np.arange(first.size), count)
+    del names
+    own_ns = timeline.self_ns[order]
+    self_ns = intervals.sum_by(group, own_ns, first.size)
+    # the category holding most of the function's self time (+1 each: a tie-break that
+    # still names a category for functions with no self time)
+    ncat = len(timeline.categories)
+    own_ns += 1
+    by_cat = intervals.sum_by(group * ncat + timeline.row_cat[order], own_ns, first.size * ncat)
+    category = np.argmax(by_cat.reshape(first.size, ncat), axis=1)
+    del own_ns
+    # union of each function's intervals, times relative to the window's start
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
-    starts = np.maximum(s.start[timeline.rows], w0)
-    ends = np.minimum(s.end[timeline.rows], w1)
-    order = np.argsort(names, kind="stable")
-    names_sorted = names[order]
-    bounds = np.flatnonzero(np.diff(names_sorted)) + 1
-    groups = np.split(order, bounds)
-    out = []
-    for g in groups:
-        code = int(names[g[0]])
-        self_ns = int(timeline.self_ns[g].sum())
-        total = intervals.length(intervals.union(starts[g], ends[g]))
-        cats = intervals.sum_by(timeline.row_cat[g], timeline.self_ns[g] + 1,
-                                len(timeline.categories))
-        category = timeline.categories[int(np.argmax(cats))]
-        out.append(FunctionStat(trace.names[code], category, self_ns, total, int(g.size)))
+    by_name = rows[order]
+    starts = np.maximum(s.start[by_name], w0) - w0
+    ends = np.minimum(s.end[by_name], w1) - w0
+    del by_name
+    span = w1 - w0 + 1
+    if first.size * span < UNION_OFFSET_LIMIT:
+        offset = group * span
+        prev = np.maximum.accumulate(ends + offset)
+        prev = np.append(-1, prev[:-1]) - offset  # < 0 at each group's first row
+        total = intervals.sum_by(group, np.maximum(ends - np.maximum(starts, prev), 0),
+                                 first.size)
+    else:
+        total = np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
+                            for a, b in zip(first.tolist(), (first + count).tolist())], np.int64)
+    out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
+           for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
+                                        total.tolist(), count.tolist())]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
     return out

@@ -41,4 +41,4 @@ def diff(
 
             render_diff_console(d, Console(width=width, highlight=False))
 
-    run_guarded(body)
+    run_guarded(body, reads_traces=True)

@@ -85,7 +85,7 @@ def explain(
 
             render_console(ex, Console(width=width, highlight=False))
 
-    run_guarded(body)
+    run_guarded(body, reads_traces=True)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -129,4 +129,4 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
 
             render_ranks_console(report, Console(width=width, highlight=False))
 
-    run_guarded(body)
+    run_guarded(body, reads_traces=True)

@@ -53,4 +53,4 @@ def export(
         for name in TABLES:
             print(f"{parquet / (name + '.parquet')}: {result.rows[name]} rows")
 
-    run_guarded(body)
+    run_guarded(body, reads_traces=True)

@@ -264,17 +264,16 @@ class _Collector:
         xi = np.flatnonzero(is_x)
         if xi.size == 0:
             return
-        if xi.size != len(events):
-            events = [events[i] for i in xi.tolist()]
-            kc, ts_ns, dur_ns = kc[xi], ts_ns[xi], dur_ns[xi]
+        nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
+        if xi.size != n:  # filter the columns, not the events (a new list costs more)
+            kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
         self.key_parts.append(kc)
-        self.name_parts.append(np.fromiter(map(self.names.__getitem__, map(_NAME, events)),
-                                           np.int32, len(events)))
+        self.name_parts.append(nc)
         self.ts_parts.append(ts_ns)
         self.dur_parts.append(dur_ns)
         base = self.rows
         for i in np.flatnonzero(keep_lut[kc]).tolist():
-            raw = events[i].args
+            raw = events[int(xi[i])].args
             if not raw:
                 continue
             b = bytes(raw)
@@ -291,7 +290,7 @@ class _Collector:
                 self.link_rows.append(base + i)
                 self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
                                             for v in vals))
-        self.rows += len(events)
+        self.rows += xi.size
 
     def _loose(self, text: bytes) -> None:
         """A chunk with unexpected field types: permissive structs, then event by event."""

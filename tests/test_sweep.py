@@ -1,0 +1,150 @@
+"""The array sweep and the loop sweep agree, and so do hot functions' two union paths.
+
+``attribute_host`` computes owners with array operations when slices nest properly
+and with a stack loop otherwise (``general=True`` forces the loop). Random nested
+trees (identical spans, shared starts and ends, touching siblings, subtree and inherit
+rules) and random non-nested sets must give the same timeline either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traceview
+from traceview.analyses import host
+from traceview.analyses.window import find_window
+from traceview.options import Options
+from traceview.rules import load_rules
+from tracebuilder import TraceBuilder
+
+# names that hit a subtree rule, an inherit rule, plain rules and no rule
+NAMES = [
+    ("python_function", "torch/cuda/__init__.py(1): synchronize"),  # sync, subtree
+    ("python_function", "<built-in method foo>"),  # inherit
+    ("python_function", "triton/runtime/jit.py(1): run"),  # dispatch
+    ("python_function", "user.py(3): f"),  # user
+    ("python_function", "triton/runtime/jit.py(2): compute_cache_key"),  # cache_key, subtree
+    ("cpu_op", "aten::mul"),  # dispatch
+    ("cuda_runtime", "cudaLaunchKernel"),  # launch, subtree
+    ("weird", "mystery"),  # other
+]
+FIELDS = ("seg_start", "seg_end", "seg_cat", "seg_pos", "rows", "row_cat", "self_ns")
+
+# walk time forward: each step waits `gap` ns then opens a slice, or closes the last
+# open one (a gap of 0 gives shared starts and ends, identical spans, touching siblings)
+steps = st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(0, len(NAMES) - 1)),
+                 min_size=1, max_size=60)
+
+
+def _nested(tb: TraceBuilder, plan) -> None:
+    t = 1_000
+    stack: list[tuple[int, int]] = []
+    for i, (gap, opening, name) in enumerate(plan + [(0, False, 0)] * len(plan)):
+        t += gap
+        if opening or i == 0:
+            stack.append((t, name))
+        elif stack:
+            start, nm = stack.pop()
+            t = max(t, start + 1)
+            cat, label = NAMES[nm]
+            tb.op(label, start, t - start, cat=cat)
+
+
+def _timelines(path, ran=None):
+    trace = traceview.load(path)
+    window = find_window(trace, Options().window)
+    rules = load_rules(None)
+    lane = max(trace.host_lanes, key=lambda ln: int((trace.slices.lane == ln.index).sum()))
+    sweep = host._sweep_nested
+
+    def spy(*args):
+        out = sweep(*args)
+        if ran is not None:
+            ran.append(out is not None)
+        return out
+
+    host._sweep_nested = spy
+    try:
+        fast = host.attribute_host(trace, lane, window, rules)
+    finally:
+        host._sweep_nested = sweep
+    loop = host.attribute_host(trace, lane, window, rules, general=True)
+    return trace, fast, loop
+
+
+def _same(a, b) -> None:
+    for f in FIELDS:
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert np.array_equal(a.seg_owner, b.seg_owner)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps)
+def test_array_sweep_equals_loop_on_nested_slices(tmp_path, plan):
+    tb = TraceBuilder()
+    _nested(tb, plan)
+    ran: list[bool] = []
+    trace, fast, loop = _timelines(tb.write(tmp_path / "t.json"), ran)
+    assert loop.non_nested == 0 and ran == [True]  # the array path ran, and agrees
+    _same(fast, loop)
+    assert int((fast.seg_end - fast.seg_start).sum()) == int(fast.seg_end[-1] - fast.seg_start[0])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30), st.integers(0, len(NAMES) - 1)),
+                min_size=1, max_size=25))
+def test_array_sweep_equals_loop_on_any_slices(tmp_path, spans):
+    """Overlapping without nesting: the array sweep must decline, the answer is the loop's."""
+    tb = TraceBuilder()
+    for start, dur, nm in spans:
+        cat, label = NAMES[nm]
+        tb.op(label, start * 100, dur * 100, cat=cat)
+    _, fast, loop = _timelines(tb.write(tmp_path / "t.json"))
+    _same(fast, loop)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30), st.integers(0, len(NAMES) - 1)),
+                min_size=1, max_size=25))
+def test_hot_functions_union_paths_agree(tmp_path, spans):
+    tb = TraceBuilder()
+    for start, dur, nm in spans:
+        cat, label = NAMES[nm]
+        tb.op(label, start * 100, dur * 100, cat=cat)
+    trace, fast, _ = _timelines(tb.write(tmp_path / "t.json"))
+    got = host.hot_functions(trace, fast)
+    limit = host.UNION_OFFSET_LIMIT
+    host.UNION_OFFSET_LIMIT = 0  # force the per-function loop
+    try:
+        assert host.hot_functions(trace, fast) == got
+    finally:
+        host.UNION_OFFSET_LIMIT = limit
+    # and against the definition: a function's total is the union of its intervals
+    s = trace.slices
+    for f in got:
+        rows = [r for r in fast.rows.tolist() if trace.names[int(s.name[r])] == f.name]
+        covered = set()
+        for r in rows:
+            covered.update(range(int(s.start[r]), int(s.end[r])))
+        assert f.total_ns == len(covered) and f.count == len(rows)
+        assert f.self_ns == int(sum(fast.self_ns[fast.rows.tolist().index(r)] for r in rows))
+
+
+def test_nested_fixture_takes_the_array_path():
+    """The real with_stack fixture nests properly: the array sweep is what runs on it."""
+    from conftest import FIXTURES
+
+    ran: list[bool] = []
+    trace, fast, loop = _timelines(FIXTURES / "triton_mul_1x4096_f32_stack.json.gz", ran)
+    assert ran == [True] and fast.rows.size > 1000
+    _same(fast, loop)
+
+
+@pytest.fixture(autouse=True)
+def _restore_limit():
+    limit = host.UNION_OFFSET_LIMIT
+    yield
+    host.UNION_OFFSET_LIMIT = limit
