@@ -59,18 +59,18 @@ def independent_child(case: str, device: str, n: int) -> None:
     print(json.dumps({"p50": int(statistics.median_low(samples))}), flush=True)
 
 
-def captured_p50(case: str, device: str, n: int, work: str) -> int:
+def captured_p50(case: str, device: str, n: int, work: str) -> tuple[int, list[int]]:
     impl_name, op, shape, dtype = case.split(":")
     out = os.path.join(work, "c.json.gz")
     subprocess.run([sys.executable, "-m", "traceview", "capture", "--op", op, "--impl", impl_name,
                     "--shape", shape, "--dtype", dtype, "--device", device, "--iters", "5",
                     "--no-with-stack", "--baseline-n", str(n), "--out", out],
                    check=True, capture_output=True)
-    meta = json.loads(gzip.decompress(open(out, "rb").read()))["traceview"]
-    return int(meta["baseline"]["full_api_ns_p50"])
+    base = json.loads(gzip.decompress(open(out, "rb").read()))["traceview"]["baseline"]
+    return int(base["full_api_ns_p50"]), [p["full_api_ns_p50"] for p in base.get("per_process", [])]
 
 
-def independent_p50(case: str, device: str, n: int, procs: int = 3) -> int:
+def independent_p50(case: str, device: str, n: int, procs: int = 3) -> tuple[int, list[int]]:
     """Median over ``procs`` fresh processes (as capture does: process medians vary)."""
     values = []
     for _ in range(procs):
@@ -78,7 +78,7 @@ def independent_p50(case: str, device: str, n: int, procs: int = 3) -> int:
                                "--n", str(n)], check=True, capture_output=True, text=True)
         values.append(json.loads([ln for ln in proc.stdout.splitlines()
                                   if ln.startswith("{")][-1])["p50"])
-    return int(statistics.median_low(values))
+    return int(statistics.median_low(values)), values
 
 
 def main() -> int:
@@ -97,16 +97,22 @@ def main() -> int:
     print(f"{'case':34} {'capture p50':>12} {'plain p50':>12} {'ratio':>7}")
     with tempfile.TemporaryDirectory() as work:
         for case in args.case or DEFAULT_CASES:
-            cap, ind = [], []
-            for _ in range(args.rounds):
-                cap.append(captured_p50(case, args.device, args.n, work))
-                ind.append(independent_p50(case, args.device, args.n))
+            cap, ind, cap_procs, ind_procs = [], [], [], []
+            for r in range(args.rounds):  # alternate which goes first: no order effect
+                if r % 2 == 0:
+                    c1, cp = captured_p50(case, args.device, args.n, work)
+                    i1, ip = independent_p50(case, args.device, args.n)
+                else:
+                    i1, ip = independent_p50(case, args.device, args.n)
+                    c1, cp = captured_p50(case, args.device, args.n, work)
+                cap.append(c1), ind.append(i1), cap_procs.extend(cp), ind_procs.extend(ip)
             c, i = statistics.median(cap), statistics.median(ind)
             ratio = c / i
             ok = abs(ratio - 1) <= args.tolerance
             failed |= not ok
             print(f"{case:34} {c:>9.0f} ns {i:>9.0f} ns {ratio:7.3f} {'ok' if ok else 'FAIL'}"
-                  f"   (rounds: capture {cap}, plain {ind})", flush=True)
+                  f"   (rounds: capture {cap}, plain {ind}; per process: capture {cap_procs}, "
+                  f"plain {ind_procs})", flush=True)
     print("all within" if not failed else "NOT all within",
           f"{args.tolerance:.0%} (capture's recorded baseline vs a plain perf_counter_ns + "
           "synchronize loop in a fresh process)")

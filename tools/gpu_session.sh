@@ -4,6 +4,7 @@
 # output. Run from the repository root on the GPU machine, with $OUT an empty folder:
 #
 #   OUT=/tmp/out bash tools/gpu_session.sh
+#   OUT=/tmp/out ONLY="check_baseline sweep_sigmoid_torch" bash tools/gpu_session.sh
 #
 # traceview is not installed there: it runs as `python3 -m traceview` with PYTHONPATH=.
 # explain needs msgspec and orjson, which the GPU image lacks: install the carried wheels
@@ -30,6 +31,9 @@ log() { printf '%s\n' "$*" | tee -a "$LOG"; }
 # run NAME TIMEOUT CMD...: log the command, its output, exit code and duration.
 run() {
     local name="$1" limit="$2"; shift 2
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]]; then
+        return 0  # ONLY="name ...": run just those steps
+    fi
     if (( SECONDS > DEADLINE_S )); then
         log "### SKIPPED (deadline ${DEADLINE_S}s reached): $name"
         FAILED+=("$name(skipped)")
