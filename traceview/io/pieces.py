@@ -49,38 +49,70 @@ def pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
                 counter[0] += len(b)
                 yield b
             return
-        d = inflate.decompressobj(31)
-        whole_member = False
-        while c := f.read(1 << 20):
-            while c:
-                try:
-                    out = d.decompress(c, PIECE)
-                except INFLATE_ERRORS as exc:
-                    raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
-                if out:
-                    counter[0] += len(out)
-                    yield out
-                if d.eof:  # end of one gzip member; another may follow
-                    whole_member = True
-                    c = d.unused_data
-                    if c and c[:2] != GZIP_MAGIC:
-                        return  # trailing garbage after the stream: ignore
-                    d = inflate.decompressobj(31)
-                else:
-                    c = d.unconsumed_tail
-        try:
-            out = d.flush()
-        except INFLATE_ERRORS:
-            out = b""  # a stream cut short: what inflated is already out
-        if out:
-            counter[0] += len(out)
-            yield out
-        if counter[0] == 0 and not whole_member:
-            raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
+        yield from _gunzip(path, f, counter)
     except OSError as exc:
         raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
     finally:
         f.close()
+
+
+def _inflate_member(path: Path, f, start: int, skip: int, counter: list[int]) -> Iterator[bytes]:
+    """A cut stream's last member again, with zlib, from file offset ``start``: the text
+    past its first ``skip`` bytes. ISA-L keeps the end of a member it has not seen the end
+    of, and a stream cut short never gets there; zlib hands out all it can inflate."""
+    f.seek(start)
+    d = zlib.decompressobj(31)
+    while (c := f.read(1 << 20)) and not d.eof:
+        while c:
+            try:
+                out = d.decompress(c, PIECE)
+            except zlib.error as exc:
+                raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
+            if skip:
+                drop = min(skip, len(out))
+                out, skip = out[drop:], skip - drop
+            if out:
+                counter[0] += len(out)
+                yield out
+            c = b"" if d.eof else d.unconsumed_tail
+
+
+def _gunzip(path: Path, f, counter: list[int]) -> Iterator[bytes]:
+    """Every gzip member in turn; garbage after the last is ignored."""
+    d = inflate.decompressobj(31)
+    whole_member = False
+    read = 0  # file offset after the last read
+    start = 0  # file offset of the current member
+    inflated = 0  # text out of the current member so far
+    while c := f.read(1 << 20):
+        read += len(c)
+        while c:
+            try:
+                out = d.decompress(c, PIECE)
+            except INFLATE_ERRORS as exc:
+                raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
+            if out:
+                counter[0] += len(out)
+                inflated += len(out)
+                yield out
+            if d.eof:  # end of one gzip member; another may follow
+                whole_member = True
+                c = d.unused_data
+                if c and c[:2] != GZIP_MAGIC:
+                    return  # trailing garbage after the stream: ignore
+                d = inflate.decompressobj(31)
+                start, inflated = read - len(c), 0
+            else:
+                c = d.unconsumed_tail
+    if inflate is not zlib and read > start:  # cut inside a member: what ISA-L held back
+        yield from _inflate_member(path, f, start, inflated, counter)
+    else:
+        out = d.flush()
+        if out:
+            counter[0] += len(out)
+            yield out
+    if counter[0] == 0 and not whole_member:
+        raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
