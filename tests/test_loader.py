@@ -192,7 +192,10 @@ def test_a_cut_gzip_gives_the_same_text_with_either_backend(tmp_path, tb, monkey
     text = tb.write(tmp_path / "t.json").read_bytes()
     half = len(text) // 3
     z = gzip.compress(text[:half], mtime=0) + gzip.compress(text[half:], mtime=0)
-    for frac in [k / 150 for k in range(1, 150)]:  # (ISA-L held back bytes at ~1 cut in 5)
+    cases = [(frac, piece) for frac in [k / 150 for k in range(1, 150)]  # ISA-L held back
+             for piece in (pieces.PIECE, 1000)]  # bytes at ~1 cut in 5; small pieces too
+    for frac, piece in cases:
+        monkeypatch.setattr(pieces, "PIECE", piece)
         p = tmp_path / "cut.json.gz"
         p.write_bytes(z[: int(len(z) * frac)])
 
@@ -207,7 +210,7 @@ def test_a_cut_gzip_gives_the_same_text_with_either_backend(tmp_path, tb, monkey
             m.setattr(pieces, "inflate", zlib)
             m.setattr(pieces, "INFLATE_ERRORS", (zlib.error,))
             zlib_text = read()
-        assert isal_text == zlib_text, frac
+        assert isal_text == zlib_text, (frac, piece)
         assert isal_text is None or text.startswith(isal_text)
         if frac >= 0.45:
             assert len(isal_text) > half

@@ -102,8 +102,11 @@ def test_array_sweep_equals_loop_on_any_slices(tmp_path, spans):
     for start, dur, nm in spans:
         cat, label = NAMES[nm]
         tb.op(label, start * 100, dur * 100, cat=cat)
-    _, fast, loop = _timelines(tb.write(tmp_path / "t.json"))
+    ran: list[bool] = []
+    _, fast, loop = _timelines(tb.write(tmp_path / "t.json"), ran)
     _same(fast, loop)
+    if loop.non_nested:
+        assert ran == [False]  # the array sweep declined
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -128,9 +128,6 @@ def _explain_dict(path: str, options: Options) -> dict[str, Any]:
     """Worker: analyse one file; an error becomes ``{"error": line}``."""
     try:
         from traceview import analyze
-        from traceview.io.allocator import keep_freed_memory
-
-        keep_freed_memory()  # a pool process of traceview's own
 
         return analyze(path, options).to_dict()
     except Exception as exc:  # one rank's failure must not stop the others
@@ -189,7 +186,10 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    from traceview.io.allocator import keep_freed_memory
+
+    # pool processes are traceview's own: keep freed memory for reuse there, as the CLI does
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=keep_freed_memory)
 
 
 def worker_died_line(path: str) -> str:

@@ -1,15 +1,18 @@
-"""Keep freed memory in the process for reuse (glibc only; the CLI opts in).
+"""Keep freed memory in the process for reuse (glibc only; traceview's own processes opt in).
 
 Analysing a big trace allocates and frees many arrays of tens of MB. By default glibc
 returns such blocks to the kernel when they are freed (they are ``mmap``-ed, and its
 adaptive threshold still trims the heap often), so the next array of that size is
 fresh memory again, and the kernel zero-fills it page by page on first touch. On the
-benchmark VM that costs about 8 us per 4 KB page: 150,000 faults, a fifth of the run,
-for a 450 MB trace. Two ``mallopt`` settings keep freed blocks up to 32 MB in the heap
-and stop the heap from shrinking, so later arrays reuse pages already mapped: about a
-quarter of the faults and ~0.4 s less on that trace, for ~10 MB more peak RSS
-(docs/performance.md). The process ends when the command does, so nothing is held for
-long. ``TRACEVIEW_KEEP_FREED_MEMORY=0`` turns it off (to measure the difference).
+benchmark VM that costs about 8 us per 4 KB page (before this and the other memory
+changes: 206,000 faults and 1.6-1.9 s of system time in a 6.5 s run on a 450 MB trace).
+Two ``mallopt`` settings keep freed blocks up to 32 MB in the heap and stop the heap
+from shrinking, so later arrays reuse pages already mapped: on that trace, 49,000
+faults against 73,000 and 3.91 s against 4.34 s (medians of 5 alternating runs), for
+3 MB more peak RSS (docs/performance.md). Only traceview's own processes opt in (the CLI, and the pool
+processes that analyse ranks), never a library caller's; they end when the command
+does, so nothing is held for long. ``TRACEVIEW_KEEP_FREED_MEMORY=0`` turns it off (to
+measure the difference).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from traceview.errors import TraceLoadError
 
-try:  # ISA-L inflates gzip about twice as fast as zlib (docs/performance.md); same API
+try:  # ISA-L inflates gzip about twice as fast as zlib (docs/performance.md); the same
+    # API, except that on a stream cut short it holds back the end (see _gunzip)
     from isal import isal_zlib as inflate
 
     INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, inflate.error)
@@ -62,10 +63,14 @@ def _inflate_member(path: Path, f, start: int, skip: int, counter: list[int]) ->
     of, and a stream cut short never gets there; zlib hands out all it can inflate."""
     f.seek(start)
     d = zlib.decompressobj(31)
-    while (c := f.read(1 << 20)) and not d.eof:
-        while c:
+    flushed = False
+    while not flushed:
+        c = b"" if d.eof else f.read(1 << 20)
+        if not c:  # the end of the file: what zlib still holds
+            c, flushed = None, True
+        while c is None or c:
             try:
-                out = d.decompress(c, PIECE)
+                out = d.flush() if c is None else d.decompress(c, PIECE)
             except zlib.error as exc:
                 raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
             if skip:
@@ -74,7 +79,7 @@ def _inflate_member(path: Path, f, start: int, skip: int, counter: list[int]) ->
             if out:
                 counter[0] += len(out)
                 yield out
-            c = b"" if d.eof else d.unconsumed_tail
+            c = b"" if c is None or d.eof else d.unconsumed_tail
 
 
 def _gunzip(path: Path, f, counter: list[int]) -> Iterator[bytes]:

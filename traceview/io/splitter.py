@@ -138,7 +138,7 @@ class Splitter:
             finally:
                 view.release()
             self.offset += k
-            tail = bytes(buf[k + 1:n])  # the start of the next event: short
+            tail = bytes(buf[k + 1:n])  # the start of the next event: usually short
             buf[0] = 91  # '['
             buf[1:1 + len(tail)] = tail
             self.used = 1 + len(tail)
