@@ -4,12 +4,11 @@ import gzip
 import re
 
 import pytest
+from conftest import FIXTURES
 
 import traceview
 from traceview.errors import TraceLoadError
 from traceview.io.decode import value_to_ns as _to_ns
-
-from conftest import FIXTURES
 
 
 def test_kineto_float_microseconds_to_exact_ns():
@@ -199,7 +198,7 @@ def test_a_cut_gzip_gives_the_same_text_with_either_backend(tmp_path, tb, monkey
         p = tmp_path / "cut.json.gz"
         p.write_bytes(z[: int(len(z) * frac)])
 
-        def read() -> bytes | None:
+        def read(p=p) -> bytes | None:
             try:
                 return pieces.read_bytes(p)
             except TraceLoadError:  # nothing inflatable yet (a cut inside the header)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tracebuilder import TraceBuilder
 
 import traceview
 from traceview.analyses import host
 from traceview.analyses.window import find_window
 from traceview.options import Options
 from traceview.rules import load_rules
-from tracebuilder import TraceBuilder
 
 # names that hit a subtree rule, an inherit rule, plain rules and no rule
 NAMES = [
@@ -87,7 +87,7 @@ def test_array_sweep_equals_loop_on_nested_slices(tmp_path, plan):
     tb = TraceBuilder()
     _nested(tb, plan)
     ran: list[bool] = []
-    trace, fast, loop = _timelines(tb.write(tmp_path / "t.json"), ran)
+    _, fast, loop = _timelines(tb.write(tmp_path / "t.json"), ran)
     assert loop.non_nested == 0 and ran == [True]  # the array path ran, and agrees
     _same(fast, loop)
     assert int((fast.seg_end - fast.seg_start).sum()) == int(fast.seg_end[-1] - fast.seg_start[0])
@@ -141,7 +141,7 @@ def test_nested_fixture_takes_the_array_path():
     from conftest import FIXTURES
 
     ran: list[bool] = []
-    trace, fast, loop = _timelines(FIXTURES / "triton_mul_1x4096_f32_stack.json.gz", ran)
+    _, fast, loop = _timelines(FIXTURES / "triton_mul_1x4096_f32_stack.json.gz", ran)
     assert ran == [True] and fast.rows.size > 1000
     _same(fast, loop)
 

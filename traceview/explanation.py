@@ -23,8 +23,8 @@ from traceview.analyses.host import (
 )
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.window import Window, find_window
-from traceview.metadata import clean_metadata
 from traceview.errors import IdentityError
+from traceview.metadata import clean_metadata
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules

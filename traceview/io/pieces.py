@@ -27,7 +27,6 @@ GZIP_MAGIC = b"\x1f\x8b"
 PIECE = 8 << 20  # bytes of decompressed text per piece (and so per decoded chunk)
 
 
-
 def pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
     """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip).
 
