@@ -81,3 +81,17 @@ def test_help_and_explain_do_not_import_torch_or_triton():
             "print(bad)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "md"])
+def test_a_closed_pipe_is_exit_0_and_silent(fmt):
+    """`traceview explain T | head -1`: the reader has what it wanted; no error, rc 0."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "traceview", "explain",
+           str(FIXTURES / "triton_mul_1x4096_f32_stack.json.gz"), "--format", fmt]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # the reader is gone before the report is written (a `head` that
+    err = p.stderr.read()  # already has its lines): every write meets a closed pipe
+    assert p.wait(timeout=120) == 0 and err == b""

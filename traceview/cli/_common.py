@@ -26,6 +26,7 @@ def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None
         keep_freed_memory()
     try:
         body()
+        sys.stdout.flush()  # a closed pipe shows here, not at exit (where it would be rc 1)
     except TraceviewError as exc:
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
@@ -34,8 +35,23 @@ def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None
     except MemoryError:
         print("traceview: error: out of memory while reading the trace", file=sys.stderr)
         raise typer.Exit(2) from None
-    except BrokenPipeError:  # `traceview explain ... | head`
+    except BrokenPipeError:  # `traceview explain ... | head`: the reader has what it wanted
+        # the interpreter flushes stdout again at exit; point it at /dev/null first
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0) from None
+
+
+def stdout_console(width: int | None):
+    """The terminal report's console. A closed pipe (``| head``) reaches ``run_guarded``,
+    which exits 0, instead of rich's own handler, which exits 1."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(width=width, highlight=False)
 
 
 def analysis_options(window: str | None, calls: str | None, rules: Path | None,

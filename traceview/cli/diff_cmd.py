@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded
+from traceview.cli._common import run_guarded, stdout_console
 from traceview.cli.explain_cmd import Format
 
 
@@ -35,10 +35,8 @@ def diff(
 
             sys.stdout.write(render_diff_markdown(d))
         else:
-            from rich.console import Console
-
             from traceview.render.diff_report import render_diff_console
 
-            render_diff_console(d, Console(width=width, highlight=False))
+            render_diff_console(d, stdout_console(width))
 
     run_guarded(body, reads_traces=True)

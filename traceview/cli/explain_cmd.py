@@ -22,6 +22,7 @@ from traceview.cli._common import (
     WindowOpt,
     analysis_options,
     run_guarded,
+    stdout_console,
 )
 
 
@@ -79,11 +80,9 @@ def explain(
                 ref = figure.name
             sys.stdout.write(render_markdown(ex, figure=ref))
         else:
-            from rich.console import Console
-
             from traceview.render.console import render_console
 
-            render_console(ex, Console(width=width, highlight=False))
+            render_console(ex, stdout_console(width))
 
     run_guarded(body, reads_traces=True)
 
@@ -123,10 +122,8 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
 
             sys.stdout.write(render_ranks_markdown(report))
         else:
-            from rich.console import Console
-
             from traceview.render.ranks_report import render_ranks_console
 
-            render_ranks_console(report, Console(width=width, highlight=False))
+            render_ranks_console(report, stdout_console(width))
 
     run_guarded(body, reads_traces=True)
