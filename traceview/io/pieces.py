@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from traceview.errors import TraceLoadError
@@ -49,74 +49,63 @@ def pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
                 counter[0] += len(b)
                 yield b
             return
-        yield from _gunzip(path, f, counter)
+        whole_member = yield from _gunzip(path, f, counter)
+        if counter[0] == 0 and not whole_member:
+            raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
     except OSError as exc:
         raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
     finally:
         f.close()
 
 
-def _inflate_member(path: Path, f, start: int, skip: int, counter: list[int]) -> Iterator[bytes]:
-    """A cut stream's last member again, with zlib, from file offset ``start``: the text
-    past its first ``skip`` bytes. ISA-L keeps the end of a member it has not seen the end
-    of, and a stream cut short never gets there; zlib hands out all it can inflate."""
-    f.seek(start)
-    d = zlib.decompressobj(31)
-    flushed = False
-    while not flushed:
-        c = b"" if d.eof else f.read(1 << 20)
-        if not c:  # the end of the file: what zlib still holds
-            c, flushed = None, True
-        while c is None or c:
-            try:
-                out = d.flush() if c is None else d.decompress(c, PIECE)
-            except zlib.error as exc:
-                raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
-            if skip:
-                drop = min(skip, len(out))
-                out, skip = out[drop:], skip - drop
-            if out:
-                counter[0] += len(out)
-                yield out
-            c = b"" if c is None or d.eof else d.unconsumed_tail
-
-
-def _gunzip(path: Path, f, counter: list[int]) -> Iterator[bytes]:
-    """Every gzip member in turn; garbage after the last is ignored."""
-    d = inflate.decompressobj(31)
+def _gunzip(path: Path, f, counter: list[int], codec=None, errors=None,
+            skip: int = 0) -> Generator[bytes, None, bool]:
+    """Every gzip member in turn, from ``f``'s position; garbage after the last is
+    ignored; the first ``skip`` bytes of text are dropped. ``codec``: the inflate module
+    (ISA-L's when installed). Returns whether a whole member was read."""
+    codec = codec or inflate
+    errors = errors or INFLATE_ERRORS
+    d = codec.decompressobj(31)
     whole_member = False
-    read = 0  # file offset after the last read
-    start = 0  # file offset of the current member
+    origin = f.tell()
+    read = 0  # bytes read from origin
+    start = 0  # where the current member starts, from origin
     inflated = 0  # text out of the current member so far
     while c := f.read(1 << 20):
         read += len(c)
         while c:
             try:
                 out = d.decompress(c, PIECE)
-            except INFLATE_ERRORS as exc:
+            except errors as exc:
                 raise TraceLoadError(path, f"corrupt gzip data ({exc})") from None
+            inflated += len(out)
+            if skip:
+                drop = min(skip, len(out))
+                out, skip = out[drop:], skip - drop
             if out:
                 counter[0] += len(out)
-                inflated += len(out)
                 yield out
             if d.eof:  # end of one gzip member; another may follow
                 whole_member = True
                 c = d.unused_data
                 if c and c[:2] != GZIP_MAGIC:
-                    return  # trailing garbage after the stream: ignore
-                d = inflate.decompressobj(31)
+                    return True  # trailing garbage after the stream: ignore
+                d = codec.decompressobj(31)
                 start, inflated = read - len(c), 0
             else:
                 c = d.unconsumed_tail
-    if inflate is not zlib and read > start:  # cut inside a member: what ISA-L held back
-        yield from _inflate_member(path, f, start, inflated, counter)
-    else:
-        out = d.flush()
-        if out:
-            counter[0] += len(out)
-            yield out
-    if counter[0] == 0 and not whole_member:
-        raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
+    if codec is not zlib and read > start:
+        # Cut inside a member. ISA-L keeps the end of a member it has not seen the end
+        # of, and a stream cut short never gets there: inflate that member again with
+        # zlib, which hands out all it can, past the text already given.
+        f.seek(origin + start)
+        again = yield from _gunzip(path, f, counter, zlib, (zlib.error,), skip=inflated)
+        return whole_member or again
+    out = d.flush()[skip:]
+    if out:
+        counter[0] += len(out)
+        yield out
+    return whole_member
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
