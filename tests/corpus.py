@@ -220,20 +220,20 @@ def cut_fixture(name: str, where: Callable[[Layout], int], *, gz: bool = False,
     return write, reference
 
 
-def _inside_name(ly: Layout, frac: float) -> int:
+def _inside(ly: Layout, frac: float, key: bytes, into: int) -> int:
+    """A text offset ``into`` bytes past ``key`` in the event at ``frac`` of the trace."""
     j = int(len(ly.events) * frac)
     start = ly.ends[j - 1] if j else len(ly.head)
-    text = ly.text[start:ly.ends[j]]
-    k = text.find(b'"name": "')
-    return start + k + len(b'"name": "') + 2
+    k = ly.text[start:ly.ends[j]].find(key)
+    return start + k + len(key) + into
+
+
+def _inside_name(ly: Layout, frac: float) -> int:
+    return _inside(ly, frac, b'"name": "', 2)
 
 
 def _inside_number(ly: Layout, frac: float) -> int:
-    j = int(len(ly.events) * frac)
-    start = ly.ends[j - 1] if j else len(ly.head)
-    text = ly.text[start:ly.ends[j]]
-    k = text.find(b'"ts": ')
-    return start + k + len(b'"ts": ') + 5
+    return _inside(ly, frac, b'"ts": ', 5)
 
 
 # -- synthetic traces with known answers ------------------------------------------------------

@@ -9,7 +9,6 @@ rules) and random non-nested sets must give the same timeline either way.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tracebuilder import TraceBuilder
@@ -37,6 +36,18 @@ FIELDS = ("seg_start", "seg_end", "seg_cat", "seg_pos", "rows", "row_cat", "self
 # open one (a gap of 0 gives shared starts and ends, identical spans, touching siblings)
 steps = st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(0, len(NAMES) - 1)),
                  min_size=1, max_size=60)
+
+# any spans at all (overlapping without nesting too): (start, dur, name) in 100 ns units
+spans = st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30), st.integers(0, len(NAMES) - 1)),
+                 min_size=1, max_size=25)
+
+
+def _spans(plan) -> TraceBuilder:
+    tb = TraceBuilder()
+    for start, dur, nm in plan:
+        cat, label = NAMES[nm]
+        tb.op(label, start * 100, dur * 100, cat=cat)
+    return tb
 
 
 def _nested(tb: TraceBuilder, plan) -> None:
@@ -94,14 +105,10 @@ def test_array_sweep_equals_loop_on_nested_slices(tmp_path, plan):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30), st.integers(0, len(NAMES) - 1)),
-                min_size=1, max_size=25))
-def test_array_sweep_equals_loop_on_any_slices(tmp_path, spans):
+@given(spans)
+def test_array_sweep_equals_loop_on_any_slices(tmp_path, plan):
     """Overlapping without nesting: the array sweep must decline, the answer is the loop's."""
-    tb = TraceBuilder()
-    for start, dur, nm in spans:
-        cat, label = NAMES[nm]
-        tb.op(label, start * 100, dur * 100, cat=cat)
+    tb = _spans(plan)
     ran: list[bool] = []
     _, fast, loop = _timelines(tb.write(tmp_path / "t.json"), ran)
     _same(fast, loop)
@@ -110,13 +117,9 @@ def test_array_sweep_equals_loop_on_any_slices(tmp_path, spans):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 30), st.integers(0, len(NAMES) - 1)),
-                min_size=1, max_size=25))
-def test_hot_functions_union_paths_agree(tmp_path, spans):
-    tb = TraceBuilder()
-    for start, dur, nm in spans:
-        cat, label = NAMES[nm]
-        tb.op(label, start * 100, dur * 100, cat=cat)
+@given(spans)
+def test_hot_functions_union_paths_agree(tmp_path, plan):
+    tb = _spans(plan)
     trace, fast, _ = _timelines(tb.write(tmp_path / "t.json"))
     got = host.hot_functions(trace, fast)
     limit = host.UNION_OFFSET_LIMIT
@@ -144,10 +147,3 @@ def test_nested_fixture_takes_the_array_path():
     _, fast, loop = _timelines(FIXTURES / "triton_mul_1x4096_f32_stack.json.gz", ran)
     assert ran == [True] and fast.rows.size > 1000
     _same(fast, loop)
-
-
-@pytest.fixture(autouse=True)
-def _restore_limit():
-    limit = host.UNION_OFFSET_LIMIT
-    yield
-    host.UNION_OFFSET_LIMIT = limit
