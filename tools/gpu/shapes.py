@@ -90,7 +90,10 @@ elif SHAPE in ("model_schedule", "model_schedule_cold"):  # compiled model, Prof
         for _ in range(3):
             cm(inp)
         torch.cuda.synchronize()
-    sched = schedule(wait=0, warmup=0, active=4) if cold else schedule(wait=1, warmup=1, active=5)
+    # repeat=1: with the default repeat=0 a new cycle starts after the last step and, on
+    # exit, its empty export overwrites the trace (seen in session 1 for the cold run)
+    sched = (schedule(wait=0, warmup=0, active=4, repeat=1) if cold
+             else schedule(wait=1, warmup=1, active=5, repeat=1))
     with profile(activities=ACT, schedule=sched, with_stack=False,
                  on_trace_ready=lambda p: p.export_chrome_trace(OUT)) as prof:
         for step in range(4 if cold else 7):
