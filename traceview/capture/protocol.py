@@ -4,15 +4,20 @@
 idea (inputs, correctness, baseline, profiling, metadata, tracefile). The order matters
 and is recorded in the metadata (``metadata.STEPS``):
 
-1. validate and estimate memory; 2. prepare inputs; 3. cold call, profiled alone;
-4. correctness of that output against float64 (exit 3, nothing written, on failure);
-5. warm-up (and the CUDA graph in graph mode); 6. unprofiled baseline;
-7. profiled warm calls; 8. metadata and atomic publication of both traces.
+1. validate and estimate memory; then, before anything else runs, correctness first,
+isolated: the op runs once on the seeded inputs in a fresh child process and is compared
+with float64 there (``failure.check_isolated``); a wrong result, a crash or a hang stops
+everything with one report (exit 3, 2 for a hang) before any timing or profiling runs;
+2. prepare inputs;
+3. cold call, profiled alone; 4. correctness of that output against float64 again (the
+output the trace's cold call really gave); 5. warm-up (and the CUDA graph in graph
+mode); 6. unprofiled baseline; 7. profiled warm calls; 8. metadata and atomic
+publication of both traces.
 
 The baseline runs in a fresh process that never starts the profiler
-(``baseline_child``; the median of three such processes, run before this process
-touches the device), so the profiler's perturbation shows as the difference between the
-trace's per-call API time and the baseline's full-API time.
+(``baseline_child``; the median of three such processes, run after the isolated check
+and before this process touches the device), so the profiler's perturbation shows as
+the difference between the trace's per-call API time and the baseline's full-API time.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from traceview.capture import baseline_child
-from traceview.capture import correctness, metadata, profiling, tracefile
+from traceview.capture import correctness, failure, metadata, profiling, tracefile
 from traceview.capture import device as device_mod
 from traceview.capture.config import CaptureConfig
 from traceview.capture.graphs import capture_graph
@@ -45,8 +50,9 @@ class CaptureResult:
 def run_capture(config: CaptureConfig) -> CaptureResult:
     """Run the protocol for ``config`` and publish ``<out>`` and ``<stem>.cold.<ext>``.
 
-    Raises CaptureError (cannot run as asked) or CorrectnessError (wrong output); in
-    both cases nothing is written.
+    Raises CaptureError (cannot run as asked), CorrectnessError (wrong output, or the
+    op crashed; ``.report`` says what) or KernelHangError (it never returned); in every
+    case nothing is written.
     """
     config.validate()
     out = config.out_path
@@ -59,13 +65,16 @@ def run_capture(config: CaptureConfig) -> CaptureResult:
         contextlib.ExitStack() as stack,
         tracefile.Publisher() as publisher,
     ):
-        # 6 (first in time). The unprofiled baseline, in fresh processes, before this
+        # 0. Correctness first, in a fresh process: nothing is timed before it passes.
+        first = failure.check_isolated(config, Path(cache_root) / "check", config.timeout_s)
+        # 6 (next in time). The unprofiled baseline, in fresh processes, before this
         # process touches the device or the profiler.
         base = baseline_child.measure_in_children(config, Path(cache_root) / "baseline")
         dev = device_mod.open_device(config)
         device_mod.check_memory(dev, config)
         try:
             meta = _measure(config, dev, Path(raw_dir), stack, cold_out.name, base)
+            meta["correctness"]["isolated_check"] = _isolated_summary(first)
         except Exception as exc:
             if not _is_oom(dev.torch, exc):
                 raise
@@ -136,6 +145,13 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
             "fresh_caches": True,
         },
     )
+
+
+def _isolated_summary(first: dict[str, Any]) -> dict[str, Any]:
+    """What the isolated first check found, for the metadata's correctness block."""
+    c = first.get("comparison") or {}
+    return {"process": "fresh child, before any baseline or profiling", "passed": True,
+            "max_abs_err": c.get("max_abs_err"), "max_rel_err": c.get("max_rel_err")}
 
 
 def _is_oom(torch: Any, exc: BaseException) -> bool:
