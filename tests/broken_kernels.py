@@ -10,14 +10,26 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
 
 
 def _count() -> None:
+    """One line per call: ``pid program``, the program being ``isolation.py`` (the
+    isolated check), ``baseline_child.py`` or the capturing process's own."""
     path = os.environ.get("BROKEN_CALLS")
     if path:
         with open(path, "a") as f:
-            f.write(f"{os.getpid()}\n")
+            f.write(f"{os.getpid()} {os.path.basename(sys.argv[0])}\n")
+
+
+def _dump(*tensors) -> None:
+    """Save what the op got and gave to ``$BROKEN_DUMP``, for an independent recount."""
+    path = os.environ.get("BROKEN_DUMP")
+    if path:
+        import torch
+
+        torch.save([t.clone() for t in tensors], path)
 
 
 def mul_flat_broadcast(a, b):
@@ -35,7 +47,9 @@ def mul_flat_broadcast(a, b):
         n *= d
     flat = b.contiguous().reshape(-1)
     idx = torch.arange(n, device=b.device) % max(flat.numel(), 1)
-    return a.expand(shape) * flat[idx].reshape(shape)
+    out = a.expand(shape) * flat[idx].reshape(shape)
+    _dump(a, b, out)
+    return out
 
 
 def mul_garbage(a, b):
@@ -68,6 +82,26 @@ def mul_hangs(a, b):
     _count()
     while True:
         time.sleep(0.05)
+
+
+def mul_segfault_on_transposed(a, b):
+    """Right, except that a first operand whose last dim is not unit-stride kills the
+    process (as an out-of-bounds read on the device can)."""
+    import torch
+
+    if isinstance(a, torch.Tensor) and a.dim() >= 2 and a.stride(-1) != 1:
+        ctypes.string_at(0)
+    return a * b
+
+
+def mul_hangs_on_scalar(a, b):
+    """Right, except that a Python scalar operand never returns."""
+    import torch
+
+    if not isinstance(b, torch.Tensor):
+        while True:
+            time.sleep(0.05)
+    return a * b
 
 
 # -- entries for traceview.capture.isolation.run_child's own tests --------------------------

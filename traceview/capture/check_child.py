@@ -50,7 +50,7 @@ def check_variants(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
             result = _run_one(config, dev, inputs, emit)
         except TraceviewError:
             raise  # cannot run at all (FlagGems missing...): one line from the parent
-        except Exception as exc:  # noqa: BLE001 (the impl refused these operands)
+        except Exception as exc:  # the impl refused these operands
             if not _device_healthy(dev):
                 raise  # the context is gone: end here, the parent goes on in a new process
             frames = [f"{f.filename}:{f.lineno} in {f.name}"

@@ -28,7 +28,10 @@ CHECK_ENTRY = "traceview.capture.check_child:check"
 #: Default seconds the isolated check may go without an answer before it is a hang. It
 #: covers importing torch, building the inputs and compiling the kernel (Inductor can
 #: take a minute), so a real hang costs this long to detect: ``--timeout`` changes it.
-DEFAULT_TIMEOUT_S = 180.0
+DEFAULT_TIMEOUT_S = 120.0
+#: Seconds the child may take to import torch, open the device and build the inputs (it
+#: reports the operands when done; the op's own ``timeout_s`` starts there).
+STARTUP_S = 300.0
 SCHEMA = 1
 
 
@@ -47,7 +50,8 @@ def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
         env = {"TRITON_CACHE_DIR": str(cache_root / "triton"),
                "TORCHINDUCTOR_CACHE_DIR": str(cache_root / "inductor")}
     outcome = isolation.run_child(CHECK_ENTRY, {"config": _encode(config)}, timeout_s,
-                                  env=env, locate=config.device == "cuda")
+                                  env=env, locate=config.device == "cuda",
+                                  startup_s=max(timeout_s, STARTUP_S))
     if outcome.status == "ok":
         return outcome.value or {}
     if outcome.status == "error":
@@ -59,14 +63,23 @@ def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
     raise cls(headline(rep), report=rep)
 
 
-def report(config: CaptureConfig, outcome: isolation.Outcome) -> dict[str, Any]:
-    """The failure report as plain JSON-able data (schema in docs/capture.md)."""
-    value = outcome.value or {}
-    operands = value.get("operands") or next(
-        (r["operands"] for r in reversed(outcome.records) if "operands" in r), None)
-    rep: dict[str, Any] = {
+def from_comparison(config: CaptureConfig, torch: Any, inputs: Any, comparison: dict[str, Any],
+                    found_by: str) -> CorrectnessError:
+    """The same report for a wrong output found in the capturing process itself (the
+    cold call, or a graph replay) after the isolated check passed: an implementation
+    whose result changes between processes or between eager and graph."""
+    from traceview.capture.check_child import describe_operands
+
+    rep = _base(config, "wrong", describe_operands(torch, inputs.args), found_by)
+    rep["comparison"] = comparison
+    return CorrectnessError(headline(rep), report=rep)
+
+
+def _base(config: CaptureConfig, verdict: str, operands: Any, found_by: str) -> dict[str, Any]:
+    return {
         "traceview_check": SCHEMA,
-        "verdict": outcome.status,  # wrong | crashed | timeout
+        "verdict": verdict,  # wrong | crashed | timeout
+        "found_by": found_by,
         "op": config.op, "impl": config.impl, "device": config.device,
         "dtype": config.dtype, "layout": config.layout, "seed": config.seed,
         "shapes": [list(s) for s in config.shapes], "scalar": config.scalar,
@@ -74,6 +87,14 @@ def report(config: CaptureConfig, outcome: isolation.Outcome) -> dict[str, Any]:
         "reproducer": reproducer(config),
         "written": [],
     }
+
+
+def report(config: CaptureConfig, outcome: isolation.Outcome) -> dict[str, Any]:
+    """The failure report as plain JSON-able data (schema in docs/capture.md)."""
+    value = outcome.value or {}
+    operands = value.get("operands") or next(
+        (r["operands"] for r in reversed(outcome.records) if "operands" in r), None)
+    rep = _base(config, outcome.status, operands, "isolated check (fresh process, first)")
     if outcome.status == "wrong":
         rep["comparison"] = value.get("comparison")
     else:
@@ -154,9 +175,12 @@ def render_text(rep: dict[str, Any]) -> list[str]:
         if crash.get("frame"):
             how = " (located with CUDA_LAUNCH_BLOCKING=1)" if crash.get("located") else ""
             where = "stuck at" if rep["verdict"] == "timeout" else "raised at"
-            add(where, f"{crash['frame']}{how}")
+            add(where, f"{isolation.short_frame(crash['frame'])}{how}")
         if crash.get("first_error") and crash["first_error"] != crash.get("error"):
             add("first", f"without CUDA_LAUNCH_BLOCKING: {crash['first_error']}")
+    if not rep.get("found_by", "").startswith("isolated"):
+        add("found by", f"{rep['found_by']}, after the isolated check passed: the result "
+                        "differs between processes or modes")
     add("reproduce", rep["reproducer"])
     return lines
 

@@ -24,10 +24,12 @@ result. Everything the parent sees is an :class:`Outcome`:
 * ``crashed``: it raised anything else (``error`` is ``Type: message``, ``frame`` the
   Python frame that raised it), or the process died (a signal, an abort, ``exit()``):
   ``error`` says how, ``frame`` comes from :mod:`faulthandler`'s dump of the Python stack.
-* ``timeout``: nothing came back for ``timeout_s`` seconds (counted from the start and
-  again from every ``emit``, so a long sequence of quick steps is not a hang); the child
-  is sent SIGUSR1 first, so ``frame``/``stack`` say where it was stuck, then killed with
-  its whole process group.
+* ``timeout``: nothing came back for ``timeout_s`` seconds, counted from every ``emit``
+  (so a long sequence of quick steps is not a hang); before the first ``emit`` the
+  child has ``startup_s`` instead (default: ``timeout_s``), so that importing torch on a
+  busy machine is not mistaken for a hung kernel when the entry emits once it is ready.
+  The child is sent SIGUSR1 first, so ``frame``/``stack`` say where it was stuck, then
+  killed with its whole process group.
 
 ``locate=True`` (for CUDA work) re-runs a crashed child once with
 ``CUDA_LAUNCH_BLOCKING=1``: kernel launches become synchronous, so an asynchronous CUDA
@@ -101,13 +103,15 @@ class Outcome:
 
 
 def run_child(entry: str, payload: dict[str, Any], timeout_s: float, *,
-              env: dict[str, str] | None = None, locate: bool = False) -> Outcome:
+              env: dict[str, str] | None = None, locate: bool = False,
+              startup_s: float | None = None) -> Outcome:
     """Run ``entry(payload, emit)`` in a fresh interpreter; see the module docstring."""
-    outcome = _run_once(entry, payload, timeout_s, env)
+    startup = timeout_s if startup_s is None else startup_s
+    outcome = _run_once(entry, payload, timeout_s, env, startup)
     if not (locate and outcome.status == "crashed"):
         return outcome
     blocking = {**(env or {}), "CUDA_LAUNCH_BLOCKING": "1"}
-    again = _run_once(entry, payload, timeout_s, blocking)
+    again = _run_once(entry, payload, timeout_s, blocking, startup)
     if again.status in ("ok", "wrong"):  # did not reproduce synchronously: keep the first
         return outcome
     return _replace(again, located=True, first_error=outcome.error)
@@ -120,7 +124,7 @@ def _replace(o: Outcome, **changes: Any) -> Outcome:
 
 
 def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
-              env: dict[str, str] | None) -> Outcome:
+              env: dict[str, str] | None, startup_s: float) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="traceview-child-") as tmp:
         result = Path(tmp) / "result.jsonl"
         stack_file = Path(tmp) / "stack.txt"
@@ -138,7 +142,7 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
                 proc.stdin.close()  # type: ignore[union-attr]
             except BrokenPipeError:  # died before reading: reported as a crash below
                 pass
-            timed_out = _wait(proc, result, timeout_s, stack_file)
+            timed_out = _wait(proc, result, timeout_s, startup_s, stack_file)
             wall = time.monotonic_ns() - t0
             err.seek(0)
             stderr = [ln.rstrip() for ln in err.read().splitlines() if ln.strip()]
@@ -146,8 +150,9 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
         stack_text = stack_file.read_text(errors="replace") if stack_file.exists() else ""
     records = tuple(r["record"] for r in lines if "record" in r)
     final = next((r for r in reversed(lines) if "return" in r or "raised" in r), None)
-    common = dict(records=records, returncode=proc.returncode, wall_ns=wall,
-                  stderr_tail=tuple(stderr[-STDERR_TAIL:]), timeout_s=timeout_s)
+    common: dict[str, Any] = {
+        "records": records, "returncode": proc.returncode, "wall_ns": wall,
+        "stderr_tail": tuple(stderr[-STDERR_TAIL:]), "timeout_s": timeout_s}
     if timed_out:
         stack = _faulthandler_stack(stack_text)
         return Outcome("timeout", error=f"no answer within {timeout_s:g} s",
@@ -174,9 +179,10 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
                    frame=culprit(stack), stack=tuple(stack), **common)
 
 
-def _wait(proc: subprocess.Popen, result: Path, timeout_s: float, stack_file: Path) -> bool:
+def _wait(proc: subprocess.Popen, result: Path, timeout_s: float, startup_s: float,
+          stack_file: Path) -> bool:
     """Wait for the child; True when it was killed for giving no sign of life in time."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + startup_s
     size = 0
     while proc.poll() is None:
         now_size = result.stat().st_size
@@ -245,6 +251,14 @@ def culprit(stack: list[str]) -> str | None:
         if not any(m in frame for m in _MACHINERY):
             return frame
     return stack[-1] if stack else None
+
+
+def short_frame(frame: str) -> str:
+    """``.../flag_gems/ops/mul.py:40 in mul`` for ``/long/path/flag_gems/ops/mul.py:40 in
+    mul``: the last three path components, enough to find the file."""
+    path, sep, rest = frame.partition(":")
+    parts = path.split("/")
+    return ("/".join(["..."] + parts[-3:]) if len(parts) > 4 else path) + sep + rest
 
 
 def _last_error_line(stderr: list[str]) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from traceview.capture import isolation
 from traceview.capture.config import CaptureConfig
+from traceview.capture.failure import STARTUP_S
 
 #: The output shape used when ``--shape`` is not given: rank 4, every dim > 1, small
 #: enough for Triton's CPU interpreter.
@@ -138,7 +139,8 @@ def check_layouts(config: CaptureConfig, timeout_s: float,
     while pending:
         payload = {"config": encoded, "indices": pending,
                    "variants": [{"operands": list(todo[i].operands)} for i in pending]}
-        outcome = isolation.run_child(CHILD_ENTRY, payload, timeout_s, env=env)
+        outcome = isolation.run_child(CHILD_ENTRY, payload, timeout_s, env=env,
+                                      startup_s=max(timeout_s, STARTUP_S))
         if outcome.status == "error":
             raise CaptureError(outcome.error or "the layout check could not run")
         started = None
@@ -146,7 +148,7 @@ def check_layouts(config: CaptureConfig, timeout_s: float,
         for rec in outcome.records:
             if "done" in rec:
                 i = rec["done"]
-                rows[i] = _row(todo[i].name, rec)
+                rows[i] = _row(todo[i].name, {"operands": operands, **rec})
                 started = None
             elif "start" in rec:
                 started, operands = rec["start"], None
@@ -159,7 +161,8 @@ def check_layouts(config: CaptureConfig, timeout_s: float,
         if outcome.status == "crashed" and locate:  # again alone, launches synchronous
             alone = {"config": encoded, "indices": [started],
                      "variants": [{"operands": list(todo[started].operands)}]}
-            again = isolation.run_child(CHILD_ENTRY, alone, timeout_s, env=env, locate=True)
+            again = isolation.run_child(CHILD_ENTRY, alone, timeout_s, env=env, locate=True,
+                                        startup_s=max(timeout_s, STARTUP_S))
             if again.located:
                 outcome = again
         rows[started] = Row(todo[started].name, outcome.status, operands or
@@ -258,6 +261,6 @@ def _detail(r: Row, out_of_range_text: Any) -> str:
             else "values in range: wrong elements read"
         return (f"{c['wrong']:,} of {c['total']:,} wrong; worst at {tuple(w['index'])}: got "
                 f"{fmt(w['got'])}, expected {fmt(w['expected'])}; {hint}")
-    where = f" at {r.frame}" if r.frame else ""
+    where = f" at {isolation.short_frame(r.frame)}" if r.frame else ""
     how = " (CUDA_LAUNCH_BLOCKING=1)" if r.located else ""
     return f"{r.error}{where}{how}"

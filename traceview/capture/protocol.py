@@ -28,14 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import baseline_child
-from traceview.capture import correctness, failure, metadata, profiling, tracefile
+from traceview.capture import baseline_child, correctness, failure, metadata, profiling, tracefile
 from traceview.capture import device as device_mod
 from traceview.capture.config import CaptureConfig
 from traceview.capture.graphs import capture_graph
 from traceview.capture.impls import build_impl, on_streams
 from traceview.capture.inputs import make_inputs
-from traceview.errors import CaptureError
+from traceview.errors import CaptureError, CorrectnessError
 
 
 @dataclass
@@ -104,7 +103,11 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         dev, impl.call, config.stack and config.impl != "inductor", config.record_shapes,
         raw_dir / "cold.json",
     )
-    checked = correctness.check(torch, config, inputs, cold_output)
+    try:
+        checked = correctness.check(torch, config, inputs, cold_output)
+    except CorrectnessError as exc:
+        raise failure.from_comparison(config, torch, inputs, exc.report or {},
+                                      "the capturing process's cold call") from None
     del cold_output
 
     call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
@@ -119,7 +122,11 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         graph = capture_graph(torch, impl.call, config.graph_ops, what)
         graph.replay()
         dev.sync()
-        correctness.check(torch, config, inputs, graph.outputs[-1])
+        try:
+            correctness.check(torch, config, inputs, graph.outputs[-1])
+        except CorrectnessError as exc:
+            raise failure.from_comparison(config, torch, inputs, exc.report or {},
+                                          "a CUDA graph replay") from None
         replay = graph.replay
 
     # 6. the unprofiled baseline was measured first, in fresh processes (run_capture).

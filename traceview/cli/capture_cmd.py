@@ -78,7 +78,7 @@ def capture(
     graph_ops: Annotated[int, _opt(H_GRAPH_OPS, _PROTO, "--graph-ops")] = 1,
     streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
-    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 180.0,
+    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
     check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
     format: Annotated[str, _opt(H_FORMAT, _OUT, "--format")] = "text",
     sweep: Annotated[str | None, _opt(H_SWEEP, _OUT)] = None,
