@@ -142,7 +142,11 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
                 proc.stdin.close()  # type: ignore[union-attr]
             except BrokenPipeError:  # died before reading: reported as a crash below
                 pass
-            timed_out = _wait(proc, result, timeout_s, startup_s, stack_file)
+            try:
+                timed_out = _wait(proc, result, timeout_s, startup_s, stack_file)
+            except BaseException:  # Ctrl-C or the tool itself killed: take the child along
+                _kill_group(proc)
+                raise
             wall = time.monotonic_ns() - t0
             err.seek(0)
             stderr = [ln.rstrip() for ln in err.read().splitlines() if ln.strip()]
@@ -208,11 +212,15 @@ def _stop(proc: subprocess.Popen, stack_file: Path) -> None:
                 break
             size = now
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the child's own session: only its processes
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child's own session: only its processes
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -271,7 +279,19 @@ def _last_error_line(stderr: list[str]) -> str | None:
 
 
 # -- the child ----------------------------------------------------------------------------
+def _die_with_parent() -> None:
+    """Linux: be killed when the parent dies, so that a hung child never outlives a tool
+    that was itself interrupted or killed (the child runs in its own session)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(entry: str, result_path: str) -> None:
+    _die_with_parent()
     stack_path = os.environ.get("TRACEVIEW_CHILD_STACK")
     if stack_path:
         stack_file = open(stack_path, "w")  # noqa: SIM115 (kept open for faulthandler)

@@ -161,10 +161,11 @@ def check_layouts(config: CaptureConfig, timeout_s: float,
         if outcome.status == "crashed" and locate:  # again alone, launches synchronous
             alone = {"config": encoded, "indices": [started],
                      "variants": [{"operands": list(todo[started].operands)}]}
-            again = isolation.run_child(CHILD_ENTRY, alone, timeout_s, env=env, locate=True,
+            blocking = {**(env or {}), "CUDA_LAUNCH_BLOCKING": "1"}
+            again = isolation.run_child(CHILD_ENTRY, alone, timeout_s, env=blocking,
                                         startup_s=max(timeout_s, STARTUP_S))
-            if again.located:
-                outcome = again
+            if again.status == "crashed":
+                outcome = dataclasses.replace(again, located=True, first_error=outcome.error)
         rows[started] = Row(todo[started].name, outcome.status, operands or
                             _declared(todo[started]), error=outcome.error,
                             frame=outcome.frame, located=outcome.located)
