@@ -212,9 +212,12 @@ def test_contiguous_same_shape_passes_and_the_check_runs_first(tmp_path, child_e
     """The broadcast-broken kernel is right on equal shapes: the capture goes on, and the
     first process to run the op is the isolated check, then the baseline processes."""
     r, written = run_capture(tmp_path, "--impl", "broken_kernels:mul_flat_broadcast",
-                             "--shape", "4x8")
+                             "--shape", "4x8", "--format", "json")
     assert r.exit_code == 0, r.output
     assert written == ["t.cold.json.gz", "t.json.gz"]
+    printed = json.loads(r.stdout)
+    assert printed["trace"] == str(tmp_path / "t.json.gz")
+    assert printed["traceview"]["correctness"]["isolated_check"]["passed"] is True
     programs = []
     for pid, prog in calls(child_env):
         if (pid, prog) not in programs:
@@ -263,6 +266,16 @@ def test_a_hang_is_killed_after_the_timeout_exit_2(tmp_path, child_env):
                for ln in lines), r.stderr
 
 
+def test_a_sweep_stops_at_the_first_wrong_size_with_the_report(tmp_path, child_env):
+    folder = tmp_path / "sw"
+    r = runner.invoke(app, ["capture", "--op", "mul", "--impl", "broken_kernels:mul_garbage",
+                            "--sweep", "numel=2**4..2**6", *FAST, "--out", str(folder)])
+    assert r.exit_code == 3, r.output
+    assert "(broken_kernels:mul_garbage, float32, cpu) gives wrong values: 2 of 16" in r.stderr
+    assert "--shape 16 --dtype float32" in r.stderr  # the reproducer names the failing size
+    assert not folder.exists() and len(calls(child_env)) == 1
+
+
 def test_impl_that_cannot_be_imported_is_one_line_exit_2(tmp_path, child_env):
     r, written = run_capture(tmp_path, "--impl", "broken_kernels:no_such_fn", "--shape", "8")
     assert r.exit_code == 2 and written == []
@@ -275,6 +288,7 @@ def test_impl_that_cannot_be_imported_is_one_line_exit_2(tmp_path, child_env):
     (["--timeout", "0"], "--timeout must be > 0"),
     (["--check-layouts", "--out", "x.json"], "--check-layouts writes nothing"),
     (["--format", "yaml"], "--format must be text or json"),
+    (["--format", "json", "--sweep", "numel=4..16"], "writes sweep.json"),
 ])
 def test_new_flags_validate_in_one_line(tmp_path, args, fragment):
     r = runner.invoke(app, ["capture", "--op", "mul", "--device", "cpu", *args])

@@ -120,11 +120,7 @@ def _eager_meta(torch: Any, fn: Any, args: tuple[Any, ...]) -> tuple[tuple, Any]
         if a.dim() == 0 and a.device.type == "cpu":
             return torch.empty((), dtype=a.dtype)
         return torch.empty(a.shape, dtype=a.dtype, device="meta")
-    metas = [meta(a) for a in args]
-    if all(isinstance(m, torch.Tensor) and m.device.type == "cpu" for m in metas) \
-            and any(isinstance(a, torch.Tensor) and a.device.type != "cpu" for a in args):
-        metas = [m.to("meta") for m in metas]
-    out = fn(*metas)
+    out = fn(*(meta(a) for a in args))
     return tuple(out.shape), out.dtype
 
 

@@ -54,7 +54,7 @@ import sysconfig
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +88,13 @@ class Outcome:
     timeout_s: float | None = None
     located: bool = False
     first_error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
         return self.status != "ok"
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extra"}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["records"] = list(self.records)
         d["stack"] = list(self.stack)
         d["stderr_tail"] = list(self.stderr_tail)
@@ -112,15 +111,9 @@ def run_child(entry: str, payload: dict[str, Any], timeout_s: float, *,
         return outcome
     blocking = {**(env or {}), "CUDA_LAUNCH_BLOCKING": "1"}
     again = _run_once(entry, payload, timeout_s, blocking, startup)
-    if again.status in ("ok", "wrong"):  # did not reproduce synchronously: keep the first
+    if again.status != "crashed":  # did not crash again synchronously: keep the first
         return outcome
-    return _replace(again, located=True, first_error=outcome.error)
-
-
-def _replace(o: Outcome, **changes: Any) -> Outcome:
-    from dataclasses import replace
-
-    return replace(o, **changes)
+    return replace(again, located=True, first_error=outcome.error)
 
 
 def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,

@@ -101,6 +101,9 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
 
     if format not in ("text", "json"):
         raise CaptureError(f"--format must be text or json; got {format!r}")
+    if format == "json" and sweep is not None and not check_layouts:
+        raise CaptureError("--format json with --sweep: the sweep writes sweep.json into its "
+                           "folder already")
     if check_layouts and (sweep is not None or out is not None):
         raise CaptureError("--check-layouts writes nothing and times nothing: drop "
                            + ("--sweep" if sweep is not None else "--out"))
