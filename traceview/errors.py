@@ -32,9 +32,21 @@ class CaptureError(TraceviewError):
 
 
 class CorrectnessError(TraceviewError):
-    """capture's correctness check failed: no timings are written."""
+    """capture's correctness check failed (wrong values, or the kernel crashed): no
+    timings are written. ``report`` is the structured failure report when there is one
+    (``traceview.capture.failure``); the message is its first line."""
 
     exit_code = 3
+
+    def __init__(self, message: str, report: dict | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class KernelHangError(CorrectnessError):
+    """The op under test did not return within capture's timeout (it was killed)."""
+
+    exit_code = 2
 
 
 class IdentityError(RuntimeError):

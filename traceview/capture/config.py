@@ -55,6 +55,7 @@ class CaptureConfig:
     graph_ops: int = 1
     streams: int = 1
     seed: int = 0
+    timeout_s: float = 120.0  # the isolated correctness check: seconds the op may take
     out: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
 
@@ -93,8 +94,9 @@ class CaptureConfig:
         return "x".join(str(d) for d in self.out_shape)
 
     def default_out(self) -> Path:
+        impl = self.impl.replace(":", ".")  # a module:function impl
         return Path(
-            f"traceview-{self.op}-{self.impl}-{self.shape_label}-"
+            f"traceview-{self.op}-{impl}-{self.shape_label}-"
             f"{ops.DTYPE_SHORT[self.dtype]}-{self.mode}.json.gz"
         )
 
@@ -135,7 +137,8 @@ class CaptureConfig:
     def validate(self) -> CaptureConfig:
         """Check every combination that cannot work; return self (resolved) or raise."""
         spec = ops.get_op(self.op)
-        _one_of("impl", self.impl, IMPLS)
+        if not is_callable_impl(self.impl):
+            _one_of("impl", self.impl, IMPLS)
         _one_of("layout", self.layout, LAYOUTS)
         _one_of("device", self.device, DEVICES)
         _one_of("mode", self.mode, MODES)
@@ -173,8 +176,10 @@ class CaptureConfig:
             raise CaptureError(f"--streams takes 1 to 4, got {self.streams}")
         if self.graph_ops != 1 and self.mode != "graph":
             raise CaptureError("--graph-ops only applies with --mode graph")
+        if not self.timeout_s > 0:
+            raise CaptureError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
         if self.device == "cpu":
-            if self.impl not in ("torch", "triton"):
+            if self.impl not in ("torch", "triton") and not is_callable_impl(self.impl):
                 raise CaptureError(
                     f"--impl {self.impl} needs --device cuda; on the CPU use --impl torch "
                     "or --impl triton (Triton's interpreter)"
@@ -188,9 +193,20 @@ class CaptureConfig:
         return self
 
 
+_CALLABLE_IMPL = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def is_callable_impl(impl: str) -> bool:
+    """``--impl package.module:function``: a user's implementation of the op, called
+    like the ATen op (``function(a, b)``, ``function(a, 2.5)``, ``function(a)``)."""
+    return bool(_CALLABLE_IMPL.match(impl))
+
+
 def _one_of(flag: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise CaptureError(f"--{flag} must be one of {', '.join(allowed)}; got {value!r}")
+        extra = " or package.module:function" if flag == "impl" else ""
+        raise CaptureError(
+            f"--{flag} must be one of {', '.join(allowed)}{extra}; got {value!r}")
 
 
 def _finite(x: float) -> bool:

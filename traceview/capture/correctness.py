@@ -8,6 +8,7 @@ or the comparison of speeds compares different operations.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from traceview.capture import ops
@@ -16,54 +17,136 @@ from traceview.capture.inputs import Inputs
 from traceview.errors import CorrectnessError
 
 
-def expected_output(torch: Any, config: CaptureConfig, inputs: Inputs) -> tuple[tuple, Any]:
-    """(shape, dtype) eager PyTorch would return, computed on the meta device (no data)."""
-    fn = config.spec.torch_fn(torch)
-    meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in inputs.tensors]
-    args = (meta[0], inputs.scalar) if inputs.scalar is not None else tuple(meta)
-    out = fn(*args)
-    return tuple(out.shape), out.dtype
-
-
 def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[str, Any]:
-    """The ``correctness`` metadata block, or CorrectnessError (exit 3) on any mismatch."""
+    """The ``correctness`` metadata block, or CorrectnessError (exit 3) on any mismatch;
+    its ``report`` is the :func:`compare` result (``failure.from_comparison`` turns it
+    into the full failure report)."""
     label = f"{config.impl} {config.op} {config.dtype}"
-    shape, dtype = expected_output(torch, config, inputs)
-    if tuple(out.shape) != shape or out.dtype != dtype:
+    found = compare(torch, config.spec.torch_fn(torch), inputs.args, out)
+    if found["mismatch"]:
         raise CorrectnessError(
-            f"correctness check failed for {label}: output is {tuple(out.shape)} {out.dtype}, "
-            f"eager PyTorch gives {shape} {dtype}; no timings written"
+            f"correctness check failed for {label}: {found['mismatch']}; no timings written",
+            report=found)
+    block = {k: found[k] for k in ("reference", "tolerance", "max_abs_err", "max_rel_err",
+                                   "passed", "out_dtype", "out_shape", "out_strides")}
+    if not found["passed"]:
+        w, rtol, atol = found["worst"], *found["tolerance"].values()
+        raise CorrectnessError(
+            f"correctness check failed for {label}: max abs error {fmt(found['max_abs_err'])} "
+            f"(max rel {fmt(found['max_rel_err'])}) exceeds rtol={rtol:g} atol={atol:g}; worst "
+            f"element {tuple(w['index'])}: got {fmt(w['got'])}, expected {fmt(w['expected'])}; "
+            "no timings written", report=found
         )
+    return block
+
+
+def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any) -> dict[str, Any]:
+    """Everything the float64 comparison of ``out`` with ``fn(*args)`` can say.
+
+    ``fn`` is the ATen op, ``args`` the inputs exactly as the implementation got them
+    (tensors and scalars). Returns plain JSON-able values:
+
+    * ``passed``; ``wrong`` elements of ``total``; ``max_abs_err``, ``max_rel_err``
+      (relative only where the reference is larger than atol);
+    * ``worst`` and ``first`` wrong element: ``{index, got, expected, abs_err}``;
+    * ``nonfinite``: NaN/inf where the reference is finite;
+    * ``out_of_range``: outputs outside anything the op gives on these inputs (the
+      reference's range widened by its own span on each side, or non-finite): a kernel
+      that reads the wrong *in-bounds* element still lands inside it, garbage from memory
+      outside the operands usually does not, so these suggest an out-of-bounds read;
+    * ``wrong_per_dim``: for each output dimension, how many of its indices hold a wrong
+      element (a broadcast bug on dim 1 shows as "15 of 16": index 0 is right);
+    * the expected and actual output shape/dtype; a mismatch there is ``mismatch``.
+    """
+    shape, dtype = _eager_meta(torch, fn, args)
     out_dtype = str(dtype).removeprefix("torch.")
-    rtol, atol = ops.tolerance(out_dtype)
-    fn = config.spec.torch_fn(torch)
-    ref_args = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in inputs.args)
-    ref = fn(*ref_args)
+    rtol, atol = ops.tolerance(out_dtype) if out_dtype in ops.TOLERANCES else (0.0, 0.0)
+    base = {
+        "reference": "float64",
+        "tolerance": {"rtol": rtol, "atol": atol},
+        "out_dtype": str(out.dtype).removeprefix("torch."),
+        "out_shape": list(out.shape),
+        "out_strides": list(out.stride()),
+        "expected_shape": list(shape),
+        "expected_dtype": out_dtype,
+    }
+    if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
+        return {**base, "passed": False, "max_abs_err": None, "max_rel_err": None,
+                "total": int(out.numel()), "wrong": None,
+                "mismatch": (f"output is {tuple(out.shape)} {base['out_dtype']}, eager PyTorch "
+                             f"gives {tuple(shape)} {out_dtype}")}
+    ref = fn(*(a.double() if isinstance(a, torch.Tensor) else a for a in args))
     got = out.double()
     diff = (got - ref).abs()
     finite = torch.isfinite(ref)
-    bad = ~(diff <= atol + rtol * ref.abs()) & finite | (torch.isfinite(got) != finite)
+    bad = (~(diff <= atol + rtol * ref.abs()) & finite) | (torch.isfinite(got) != finite)
     max_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
-    # Relative error only where it means something: outputs larger than atol.
     sized = finite & (ref.abs() > atol)
     max_rel = float((diff[sized] / ref[sized].abs()).max()) if bool(sized.any()) else 0.0
-    passed = not bool(bad.any())
-    block = {
-        "reference": "float64",
-        "tolerance": {"rtol": rtol, "atol": atol},
-        "max_abs_err": max_abs,
-        "max_rel_err": max_rel,
-        "passed": passed,
-        "out_dtype": out_dtype,
-        "out_shape": list(shape),
-        "out_strides": list(out.stride()),
-    }
-    if not passed:
-        idx = tuple(int(i) for i in bad.nonzero()[0].tolist())
-        raise CorrectnessError(
-            f"correctness check failed for {label}: max abs error {max_abs:.3g} "
-            f"(max rel {max_rel:.3g}) exceeds rtol={rtol:g} atol={atol:g}; first bad element "
-            f"{idx}: got {float(got[idx]):.6g}, expected {float(ref[idx]):.6g}; "
-            "no timings written"
-        )
-    return block
+    wrong = int(bad.sum())
+    found = {**base, "passed": wrong == 0, "max_abs_err": _num(max_abs),
+             "max_rel_err": _num(max_rel), "total": int(out.numel()), "wrong": wrong,
+             "mismatch": None}
+    if wrong == 0:
+        return found
+    score = torch.where(bad, diff.nan_to_num(nan=float("inf")), torch.full_like(diff, -1.0))
+    flat_worst = int(score.reshape(-1).argmax())
+    flat_first = int(bad.reshape(-1).nonzero()[0])
+    found["worst"] = _element(got, ref, flat_worst)
+    found["first"] = _element(got, ref, flat_first)
+    found["nonfinite"] = int((~torch.isfinite(got) & finite).sum())
+    if bool(finite.any()):
+        lo, hi = float(ref[finite].min()), float(ref[finite].max())
+        span = max(hi - lo, atol, 1.0)
+        outside = ((got < lo - span) | (got > hi + span) | ~torch.isfinite(got)) & finite
+        found["out_of_range"] = int(outside.sum())
+        found["reference_range"] = [lo, hi]
+    else:
+        found["out_of_range"], found["reference_range"] = 0, None
+    found["wrong_per_dim"] = [
+        [int(bad.any(dim=[d for d in range(bad.dim()) if d != k]).sum()) if bad.dim() > 1
+         else int(bad.sum()), int(bad.shape[k])]
+        for k in range(bad.dim())
+    ]
+    return found
+
+
+def _eager_meta(torch: Any, fn: Any, args: tuple[Any, ...]) -> tuple[tuple, Any]:
+    """(shape, dtype) eager PyTorch returns for ``args`` (meta tensors, no data; 0-dim CPU
+    tensors stay CPU tensors so that mixed-device promotion behaves as in eager)."""
+    def meta(a: Any) -> Any:
+        if not isinstance(a, torch.Tensor):
+            return a
+        if a.dim() == 0 and a.device.type == "cpu":
+            return torch.empty((), dtype=a.dtype)
+        return torch.empty(a.shape, dtype=a.dtype, device="meta")
+    out = fn(*(meta(a) for a in args))
+    return tuple(out.shape), out.dtype
+
+
+def _element(got: Any, ref: Any, flat: int) -> dict[str, Any]:
+    index = [int(i) for i in _unravel(flat, tuple(got.shape))]
+    g, e = float(got.reshape(-1)[flat]), float(ref.reshape(-1)[flat])
+    return {"index": index, "got": _num(g), "expected": _num(e), "abs_err": _num(abs(g - e))}
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    out = []
+    for size in reversed(shape):
+        out.append(flat % size)
+        flat //= size
+    return list(reversed(out))
+
+
+def fmt(x: float | str | None) -> str:
+    """A compared value for people: 4 significant digits; nan/inf as they are."""
+    return "n/a" if x is None else x if isinstance(x, str) else f"{x:.4g}"
+
+
+def _num(x: float) -> float | str:
+    """JSON has no NaN or infinity: those become the strings ``nan``, ``inf``, ``-inf``."""
+    if math.isnan(x):
+        return "nan"
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    return x

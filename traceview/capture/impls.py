@@ -39,6 +39,8 @@ class Impl:
 def build_impl(config: CaptureConfig, device: Device, inputs: Inputs,
                stack: contextlib.ExitStack) -> Impl:
     """Dispatch on ``config.impl``; unavailable implementations raise CaptureError."""
+    if ":" in config.impl:
+        return _callable_impl(config, device, inputs, stack)
     builders = {
         "torch": _torch_impl,
         "triton": _triton_impl,
@@ -116,6 +118,25 @@ def _flag_gems_impl(config, device, inputs, stack) -> Impl:
     fn = config.spec.torch_fn(device.torch)
     args = inputs.args
     return Impl("flag_gems", lambda: fn(*args), {"entry": "flag_gems.use_gems() + ATen dispatch"})
+
+
+def _callable_impl(config, device, inputs, stack) -> Impl:
+    """``--impl package.module:function``: the user's function, called as the ATen op
+    would be. The working directory is importable, as with ``python -m``."""
+    import importlib
+    import os
+
+    module, _, name = config.impl.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise CaptureError(f"--impl {config.impl}: cannot import {module!r}: {exc}") from None
+    except AttributeError:
+        raise CaptureError(f"--impl {config.impl}: {module!r} has no {name!r}") from None
+    args = inputs.args
+    return Impl(config.impl, lambda: fn(*args), {"entry": config.impl})
 
 
 def on_streams(device: Device, call: Callable[[], Any], n: int) -> Callable[[], Any]:

@@ -23,10 +23,13 @@ SCHEMA = 1
 #: The protocol's steps, in the order the harness performs them.
 STEPS = (
     "validate options and estimate memory before allocating",
+    ("correctness first, isolated: one call on the seeded inputs in a fresh child process, "
+     "compared with float64 there, under a timeout; a wrong result, crash or hang stops "
+     "everything (exit 3, 2 for a hang) before any baseline or profiling"),
     "prepare seeded random inputs (never zeros) outside every timed region",
     ("cold call: first call on a fresh specialization (empty compile caches, new kernel "
      "object), profiled alone as cold_call_0 and timed (wall, includes profiler)"),
-    ("correctness: cold output vs float64 reference of the same op, tolerance by dtype, "
+    ("correctness again: cold output vs float64 reference of the same op, tolerance by dtype, "
      "shape and dtype vs eager PyTorch; stop with exit 3 on failure"),
     "warm-up calls, synchronized",
     "graph mode only: capture the calls into a CUDA graph and check the replayed output",

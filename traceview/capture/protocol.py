@@ -4,15 +4,20 @@
 idea (inputs, correctness, baseline, profiling, metadata, tracefile). The order matters
 and is recorded in the metadata (``metadata.STEPS``):
 
-1. validate and estimate memory; 2. prepare inputs; 3. cold call, profiled alone;
-4. correctness of that output against float64 (exit 3, nothing written, on failure);
-5. warm-up (and the CUDA graph in graph mode); 6. unprofiled baseline;
-7. profiled warm calls; 8. metadata and atomic publication of both traces.
+1. validate and estimate memory; then, before anything else runs, correctness first,
+isolated: the op runs once on the seeded inputs in a fresh child process and is compared
+with float64 there (``failure.check_isolated``); a wrong result, a crash or a hang stops
+everything with one report (exit 3, 2 for a hang) before any timing or profiling runs;
+2. prepare inputs;
+3. cold call, profiled alone; 4. correctness of that output against float64 again (the
+output the trace's cold call really gave); 5. warm-up (and the CUDA graph in graph
+mode); 6. unprofiled baseline; 7. profiled warm calls; 8. metadata and atomic
+publication of both traces.
 
 The baseline runs in a fresh process that never starts the profiler
-(``baseline_child``; the median of three such processes, run before this process
-touches the device), so the profiler's perturbation shows as the difference between the
-trace's per-call API time and the baseline's full-API time.
+(``baseline_child``; the median of three such processes, run after the isolated check
+and before this process touches the device), so the profiler's perturbation shows as
+the difference between the trace's per-call API time and the baseline's full-API time.
 """
 
 from __future__ import annotations
@@ -23,14 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import baseline_child
-from traceview.capture import correctness, metadata, profiling, tracefile
+from traceview.capture import baseline_child, correctness, failure, metadata, profiling, tracefile
 from traceview.capture import device as device_mod
 from traceview.capture.config import CaptureConfig
 from traceview.capture.graphs import capture_graph
 from traceview.capture.impls import build_impl, on_streams
 from traceview.capture.inputs import make_inputs
-from traceview.errors import CaptureError
+from traceview.errors import CaptureError, CorrectnessError
 
 
 @dataclass
@@ -45,8 +49,9 @@ class CaptureResult:
 def run_capture(config: CaptureConfig) -> CaptureResult:
     """Run the protocol for ``config`` and publish ``<out>`` and ``<stem>.cold.<ext>``.
 
-    Raises CaptureError (cannot run as asked) or CorrectnessError (wrong output); in
-    both cases nothing is written.
+    Raises CaptureError (cannot run as asked), CorrectnessError (wrong output, or the
+    op crashed; ``.report`` says what) or KernelHangError (it never returned); in every
+    case nothing is written.
     """
     config.validate()
     out = config.out_path
@@ -59,13 +64,16 @@ def run_capture(config: CaptureConfig) -> CaptureResult:
         contextlib.ExitStack() as stack,
         tracefile.Publisher() as publisher,
     ):
-        # 6 (first in time). The unprofiled baseline, in fresh processes, before this
+        # 0. Correctness first, in a fresh process: nothing is timed before it passes.
+        first = failure.check_isolated(config, Path(cache_root) / "check", config.timeout_s)
+        # 6 (next in time). The unprofiled baseline, in fresh processes, before this
         # process touches the device or the profiler.
         base = baseline_child.measure_in_children(config, Path(cache_root) / "baseline")
         dev = device_mod.open_device(config)
         device_mod.check_memory(dev, config)
         try:
             meta = _measure(config, dev, Path(raw_dir), stack, cold_out.name, base)
+            meta["correctness"]["isolated_check"] = _isolated_summary(first)
         except Exception as exc:
             if not _is_oom(dev.torch, exc):
                 raise
@@ -95,7 +103,11 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         dev, impl.call, config.stack and config.impl != "inductor", config.record_shapes,
         raw_dir / "cold.json",
     )
-    checked = correctness.check(torch, config, inputs, cold_output)
+    try:
+        checked = correctness.check(torch, config, inputs, cold_output)
+    except CorrectnessError as exc:
+        raise failure.from_comparison(config, torch, inputs, exc.report or {},
+                                      "the capturing process's cold call") from None
     del cold_output
 
     call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
@@ -110,7 +122,11 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         graph = capture_graph(torch, impl.call, config.graph_ops, what)
         graph.replay()
         dev.sync()
-        correctness.check(torch, config, inputs, graph.outputs[-1])
+        try:
+            correctness.check(torch, config, inputs, graph.outputs[-1])
+        except CorrectnessError as exc:
+            raise failure.from_comparison(config, torch, inputs, exc.report or {},
+                                          "a CUDA graph replay") from None
         replay = graph.replay
 
     # 6. the unprofiled baseline was measured first, in fresh processes (run_capture).
@@ -136,6 +152,13 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
             "fresh_caches": True,
         },
     )
+
+
+def _isolated_summary(first: dict[str, Any]) -> dict[str, Any]:
+    """What the isolated first check found, for the metadata's correctness block."""
+    c = first.get("comparison") or {}
+    return {"process": "fresh child, before any baseline or profiling", "passed": True,
+            "max_abs_err": c.get("max_abs_err"), "max_rel_err": c.get("max_rel_err")}
 
 
 def _is_oom(torch: Any, exc: BaseException) -> bool:

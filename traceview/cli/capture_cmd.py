@@ -3,12 +3,16 @@
 Only option parsing and printing live here; the protocol is ``traceview.capture``.
 Choices are plain strings validated by ``CaptureConfig`` so that every bad value is one
 line on stderr and exit 2 through ``run_guarded`` (typer's own choice errors print a
-usage box); a failed correctness check is exit 3. Nothing heavy is imported at module
-level: torch and triton load only when a capture actually runs.
+usage box). A failed correctness check (wrong values, or the op crashed) is exit 3 and
+a hang past ``--timeout`` exit 2, each with the one failure report of
+``traceview.capture.failure`` on stderr (``--format json``: that report as JSON on
+stdout). Nothing heavy is imported at module level: torch and triton load only when a
+capture actually runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -26,7 +30,7 @@ def _opt(help: str, panel: str, *names: str, **kw: object) -> typer.models.Optio
 _RUN, _PROTO, _OUT = "Run", "Protocol", "Output"
 H_OP = "Op: add sub mul div neg abs relu sigmoid silu gelu exp."
 H_IMPL = ("triton (the project's kernel) | torch (eager ATen) | inductor (torch.compile) | "
-          "flag_gems.")
+          "flag_gems | package.module:function (your implementation, called like the op).")
 H_SHAPE = ("Shape, e.g. 1x4096 or 2**12; two comma-separated shapes broadcast "
            "(16x4096,4096).")
 H_DTYPE = "float32 float16 bfloat16 float64 int32 int64 (or f32, f16, bf16...)."
@@ -43,6 +47,12 @@ H_SHAPES = "Record op input shapes."
 H_GRAPH_OPS = "With --mode graph: ops captured per graph (one call = one replay)."
 H_STREAMS = "Run each call's op once on each of N CUDA streams (kernels overlap)."
 H_SEED = "Seed for the random inputs."
+H_TIMEOUT = ("Seconds the isolated correctness check may go without an answer before the "
+             "op counts as hung (exit 2).")
+H_CHECK_LAYOUTS = ("Only check correctness, no timing, over the layouts a model passes "
+                   "(transposed, strided, sliced, broadcast on each axis, scalar, 0-dim); "
+                   "prints a table. Default shape 4x8x16x32.")
+H_FORMAT = "text | json: the failure report, the --check-layouts table, or the capture summary."
 H_SWEEP = "numel=START..STOP[:FACTOR]: one capture per size (FACTOR defaults to 4), then a table."
 H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
           "(default: traceview-<op>-<impl>-<shape>-<dtype>-<mode>.json.gz)")
@@ -51,7 +61,7 @@ H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
 def capture(
     op: Annotated[str, _opt(H_OP, _RUN)],
     impl: Annotated[str, _opt(H_IMPL, _RUN)] = "triton",
-    shape: Annotated[str, _opt(H_SHAPE, _RUN)] = "1x4096",
+    shape: Annotated[str | None, _opt(H_SHAPE, _RUN, show_default="1x4096")] = None,
     dtype: Annotated[str, _opt(H_DTYPE, _RUN)] = "float32",
     layout: Annotated[str, _opt(H_LAYOUT, _RUN)] = "contiguous",
     scalar: Annotated[str | None, _opt(H_SCALAR, _RUN)] = None,
@@ -68,6 +78,9 @@ def capture(
     graph_ops: Annotated[int, _opt(H_GRAPH_OPS, _PROTO, "--graph-ops")] = 1,
     streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
+    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
+    check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
+    format: Annotated[str, _opt(H_FORMAT, _OUT, "--format")] = "text",
     sweep: Annotated[str | None, _opt(H_SWEEP, _OUT)] = None,
     out: Annotated[Path | None, _opt(H_OUT_, _OUT, show_default=False)] = None,
 ) -> None:
@@ -78,25 +91,51 @@ def capture(
 
 
 def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warmup, iters,
-             baseline_n, with_stack, record_shapes, graph_ops, streams, seed, sweep, out) -> None:
+             baseline_n, with_stack, record_shapes, graph_ops, streams, seed, timeout,
+             check_layouts, format, sweep, out) -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
     from traceview.capture.ops import canonical_dtype
+    from traceview.errors import CaptureError, CorrectnessError
 
+    if format not in ("text", "json"):
+        raise CaptureError(f"--format must be text or json; got {format!r}")
+    if format == "json" and sweep is not None and not check_layouts:
+        raise CaptureError("--format json with --sweep: the sweep writes sweep.json into its "
+                           "folder already")
+    if check_layouts and (sweep is not None or out is not None):
+        raise CaptureError("--check-layouts writes nothing and times nothing: drop "
+                           + ("--sweep" if sweep is not None else "--out"))
+    if shape is None:
+        from traceview.capture.layouts import DEFAULT_SHAPE
+
+        shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts else "1x4096"
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
     config = cfg.CaptureConfig(
         op=op.strip().lower(), impl=impl, shapes=cfg.parse_shapes(shape),
         dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
         device=device, mode=mode, sync=sync, warmup=warmup, iters=iters,
         baseline_n=baseline_n, with_stack=with_stack, record_shapes=record_shapes,
-        graph_ops=graph_ops, streams=streams, seed=seed,
+        graph_ops=graph_ops, streams=streams, seed=seed, timeout_s=timeout,
         out=None if sizes is not None else out, argv=_argv(),
     ).validate()
     console = Console()
-    if sizes is not None:
-        _sweep(console, config, sizes, out)
-        return
+    try:
+        if check_layouts:
+            _check_layouts(console, config, format)
+        elif sizes is not None:
+            _sweep(console, config, sizes, out)
+        else:
+            _one(console, config, format)
+    except CorrectnessError as exc:
+        if exc.report is None:
+            raise
+        _failure(exc, format)
+
+
+def _one(console, config, format) -> None:
+    from rich.console import Console
 
     from traceview.capture.protocol import run_capture
     from traceview.capture.summary import analyze_trace, render_capture
@@ -105,8 +144,42 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
                                      f"{config.shape_label} {config.dtype}, {config.mode}) "
                                      f"on {config.device}..."):
         result = run_capture(config)
+    if format == "json":
+        print(json.dumps({"trace": str(result.path), "cold_trace": str(result.cold_path),
+                          "traceview": result.metadata}, indent=2))
+        return
     analysis, why_not = analyze_trace(result.path)
     render_capture(console, result.metadata, result.path, result.cold_path, analysis, why_not)
+
+
+def _failure(exc, format) -> None:
+    """The one failure report: text on stderr, or JSON on stdout; then the exit code."""
+    from traceview.capture.failure import render_text
+
+    lines = render_text(exc.report)
+    if format == "json":
+        print(json.dumps(exc.report, indent=2))
+        print(f"traceview: error: {lines[0]}", file=sys.stderr)
+    else:
+        print("traceview: error: " + "\n".join(lines), file=sys.stderr)
+    raise typer.Exit(exc.exit_code)
+
+
+def _check_layouts(console, config, format) -> None:
+    from rich.console import Console
+
+    from traceview.capture import layouts
+
+    with Console(stderr=True).status(f"checking {config.op} ({config.impl}, {config.dtype}) "
+                                     f"over layouts on {config.device}..."):
+        rows = layouts.check_layouts(config, config.timeout_s)
+    if format == "json":
+        print(layouts.to_json(config, rows))
+    else:
+        layouts.render(console, config, rows)
+    code = layouts.exit_code(rows)
+    if code:
+        raise typer.Exit(code)
 
 
 def _sweep(console, config, sizes, folder) -> None:

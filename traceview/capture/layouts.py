@@ -1,0 +1,267 @@
+"""``capture --check-layouts``: the correctness check alone, over the operand layouts a
+real model hands the op, with no timing.
+
+A pointwise kernel that is right on two contiguous tensors of one shape can still be
+wrong on what models actually pass: transposed views (attention's ``q.transpose(1, 2)``),
+slices with a storage offset, every-other-element views, broadcast on one axis (rotary
+embeddings: ``(B, H, S, D) * (B, 1, S, D)``), a bias of lower rank, a stride-0 expanded
+view, a Python scalar, a 0-dim tensor (on the device, or on the CPU as
+``x * torch.tensor(0.5)`` gives). Each variant is one operand list; all run in one child
+process (:mod:`traceview.capture.check_child`), and a crash or hang ends that process
+only: the variant is marked and the rest go on in a new one. Torch-free on this side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from traceview.capture import isolation
+from traceview.capture.config import CaptureConfig
+from traceview.capture.failure import STARTUP_S
+
+#: The output shape used when ``--shape`` is not given: rank 4, every dim > 1, small
+#: enough for Triton's CPU interpreter.
+DEFAULT_SHAPE = (4, 8, 16, 32)
+#: The scalar used by the scalar-operand variant (an int for integer dtypes).
+SCALAR_FLOAT, SCALAR_INT = 2.5, 3
+CHILD_ENTRY = "traceview.capture.check_child:check_variants"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    operands: tuple[dict[str, Any], ...]
+
+
+def variants(config: CaptureConfig) -> list[Variant]:
+    """The layouts checked for ``config``'s op on its output shape (``config.out_shape``).
+
+    Variants a shape cannot express (a transposed view needs the last two dims > 1,
+    broadcast on an axis needs that axis > 1) are left out rather than faked.
+    """
+    shape = tuple(config.out_shape)
+    rank = len(shape)
+    c = _tensor(shape, "contiguous")
+    can_t = rank >= 2 and min(shape[-2:]) > 1
+    out: list[Variant] = [Variant("contiguous", (c,) * config.spec.arity)]
+    if config.spec.arity == 1:
+        if can_t:
+            out.append(Variant("transposed view", (_tensor(shape, "transposed"),)))
+        if shape[-1] > 1:
+            out.append(Variant("strided (every other element)", (_tensor(shape, "strided"),)))
+        out.append(Variant("sliced (storage offset)", (_tensor(shape, "offset"),)))
+        if shape[0] > 1:
+            base = (1,) + shape[1:]
+            out.append(Variant("expanded (stride 0 on dim 0)", (_expand(shape, base),)))
+        out.append(Variant("0-dim tensor", ({"zero_dim": "device"},)))
+        return out
+
+    if can_t:
+        out.append(Variant("lhs transposed view", (_tensor(shape, "transposed"), c)))
+        out.append(Variant("both transposed", (_tensor(shape, "transposed"),) * 2))
+    if shape[-1] > 1:
+        out.append(Variant("lhs strided (every other element)", (_tensor(shape, "strided"), c)))
+    out.append(Variant("lhs sliced (storage offset)", (_tensor(shape, "offset"), c)))
+    for k in range(rank):
+        if shape[k] > 1:
+            one = shape[:k] + (1,) + shape[k + 1:]
+            out.append(Variant(f"rhs broadcast on dim {k} ({_x(one)})", (c, _tensor(one, "contiguous"))))
+    for k in range(rank):
+        if shape[k] > 1:
+            one = shape[:k] + (1,) + shape[k + 1:]
+            out.append(Variant(f"lhs broadcast on dim {k} ({_x(one)})", (_tensor(one, "contiguous"), c)))
+    if rank >= 2:
+        out.append(Variant(f"rhs of lower rank ({_x(shape[1:])})", (c, _tensor(shape[1:], "contiguous"))))
+    if rank >= 3:
+        out.append(Variant(f"rhs last dim only ({shape[-1]})", (c, _tensor(shape[-1:], "contiguous"))))
+    axis = 1 if rank >= 3 else 0
+    if can_t and shape[axis] > 1:
+        one = shape[:axis] + (1,) + shape[axis + 1:]
+        out.append(Variant(f"lhs transposed, rhs broadcast on dim {axis} ({_x(one)})",
+                           (_tensor(shape, "transposed"), _tensor(one, "contiguous"))))
+    if shape[axis] > 1:
+        base = shape[:axis] + (1,) + shape[axis + 1:]
+        out.append(Variant(f"rhs expanded (stride 0 on dim {axis})", (c, _expand(shape, base))))
+    scalar = SCALAR_FLOAT if config.dtype.startswith(("float", "bfloat")) else SCALAR_INT
+    out.append(Variant(f"scalar operand ({scalar})", (c, {"scalar": scalar})))
+    out.append(Variant("0-dim tensor operand", (c, {"zero_dim": "device"})))
+    if config.device == "cuda":
+        out.append(Variant("0-dim CPU tensor operand", (c, {"zero_dim": "cpu"})))
+    return out
+
+
+def _tensor(shape: tuple[int, ...], layout: str) -> dict[str, Any]:
+    return {"shape": list(shape), "layout": layout}
+
+
+def _expand(shape: tuple[int, ...], base: tuple[int, ...]) -> dict[str, Any]:
+    return {"shape": list(shape), "layout": "expand", "base": list(base)}
+
+
+def _x(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) or "()"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One variant's verdict: ``pass``, ``wrong``, ``raised`` (the impl refused these
+    operands with an exception, the device still usable), ``crashed`` or ``timeout``."""
+
+    name: str
+    status: str
+    operands: list[dict[str, Any]] | None
+    comparison: dict[str, Any] | None = None
+    error: str | None = None
+    frame: str | None = None
+    located: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def check_layouts(config: CaptureConfig, timeout_s: float,
+                  env: dict[str, str] | None = None) -> list[Row]:
+    """Run every variant; returns one :class:`Row` per variant, in order.
+
+    Raises CaptureError when the check cannot run at all (no GPU, FlagGems missing).
+    """
+    from traceview.capture.baseline_child import _encode
+    from traceview.errors import CaptureError
+
+    todo = variants(config)
+    rows: dict[int, Row] = {}
+    pending = list(range(len(todo)))
+    encoded = _encode(config)
+    locate = config.device == "cuda"
+    while pending:
+        payload = {"config": encoded, "indices": pending,
+                   "variants": [{"operands": list(todo[i].operands)} for i in pending]}
+        outcome = isolation.run_child(CHILD_ENTRY, payload, timeout_s, env=env,
+                                      startup_s=max(timeout_s, STARTUP_S))
+        if outcome.status == "error":
+            raise CaptureError(outcome.error or "the layout check could not run")
+        started = None
+        operands = None
+        for rec in outcome.records:
+            if "done" in rec:
+                i = rec["done"]
+                rows[i] = _row(todo[i].name, {"operands": operands, **rec})
+                started = None
+            elif "start" in rec:
+                started, operands = rec["start"], None
+            elif "operands" in rec:
+                operands = rec["operands"]
+        if outcome.status in ("ok", "wrong"):
+            break
+        if started is None:  # died before the first variant (an import, no device...)
+            raise CaptureError(f"the layout check process failed: {outcome.error}")
+        if outcome.status == "crashed" and locate:  # again alone, launches synchronous
+            alone = {"config": encoded, "indices": [started],
+                     "variants": [{"operands": list(todo[started].operands)}]}
+            blocking = {**(env or {}), "CUDA_LAUNCH_BLOCKING": "1"}
+            again = isolation.run_child(CHILD_ENTRY, alone, timeout_s, env=blocking,
+                                        startup_s=max(timeout_s, STARTUP_S))
+            if again.status == "crashed":
+                outcome = dataclasses.replace(again, located=True, first_error=outcome.error)
+        rows[started] = Row(todo[started].name, outcome.status, operands or
+                            _declared(todo[started]), error=outcome.error,
+                            frame=outcome.frame, located=outcome.located)
+        pending = [i for i in pending if i > started and i not in rows]
+    return [rows[i] for i in range(len(todo)) if i in rows]
+
+
+def _row(name: str, rec: dict[str, Any]) -> Row:
+    status = rec.get("status")
+    if status == "raised":
+        frame = isolation.culprit(rec.get("stack") or [])
+        return Row(name, "raised", rec.get("operands"), error=rec.get("error"), frame=frame)
+    return Row(name, "pass" if status == "ok" else "wrong", rec.get("operands"),
+               comparison=rec.get("comparison"))
+
+
+def _declared(v: Variant) -> list[dict[str, Any]]:
+    """What the spec asked for, when the child died before describing the operands."""
+    return [dict(o) for o in v.operands]
+
+
+def exit_code(rows: list[Row]) -> int:
+    """0 all pass; 2 when a variant hung (killed at the timeout); else 3 on any failure."""
+    if any(r.status == "timeout" for r in rows):
+        return 2
+    return 0 if all(r.status == "pass" for r in rows) else 3
+
+
+def to_json(config: CaptureConfig, rows: list[Row]) -> str:
+    return json.dumps({
+        "traceview_check_layouts": 1, "op": config.op, "impl": config.impl,
+        "dtype": config.dtype, "device": config.device, "shape": list(config.out_shape),
+        "rows": [r.to_dict() for r in rows],
+        "passed": sum(r.status == "pass" for r in rows), "total": len(rows),
+    }, indent=2)
+
+
+#: How each status reads in the table.
+STATUS_TEXT = {"pass": "pass", "wrong": "WRONG", "raised": "RAISED", "crashed": "CRASH",
+               "timeout": "HANG"}
+
+
+def render(console: Any, config: CaptureConfig, rows: list[Row]) -> None:
+    """The table: one row per layout, what each operand was, and the verdict with the
+    worst error, the exception or the crash."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from traceview.capture.failure import out_of_range_text
+
+    passed = sum(r.status == "pass" for r in rows)
+    title = (f"{config.op} | {config.impl} | {config.dtype} | {config.device} | output "
+             f"{_x(tuple(config.out_shape))}: {passed} of {len(rows)} layouts pass "
+             "(float64 reference, no timing)")
+    table = Table(title=escape(title), title_justify="left", header_style="bold")
+    table.add_column("layout")
+    table.add_column("operands", style="dim")
+    table.add_column("result")
+    table.add_column("detail")
+    for r in rows:
+        ops_text = "\n".join(short_operand(o) for o in r.operands or [])
+        status = STATUS_TEXT.get(r.status, r.status)
+        style = "green" if r.status == "pass" else "bold red"
+        table.add_row(escape(r.name), escape(ops_text), f"[{style}]{status}[/]",
+                      escape(_detail(r, out_of_range_text)))
+    console.print(table)
+
+
+def short_operand(op: dict[str, Any]) -> str:
+    """``4x8x16x32 (4096,512,1,16)``, ``+4096`` for a storage offset, ``cpu`` when on the
+    CPU beside a device tensor; a scalar is its value."""
+    if op.get("kind") == "scalar" or "scalar" in op:
+        return f"scalar {op.get('value', op.get('scalar'))}"
+    if "strides" not in op:
+        return f"{_x(tuple(op.get('shape') or ()))} {op.get('layout', '')}".strip()
+    text = f"{_x(tuple(op['shape']))} ({','.join(map(str, op['strides']))})"
+    if op.get("storage_offset"):
+        text += f" +{op['storage_offset']}"
+    return text
+
+
+def _detail(r: Row, out_of_range_text: Any) -> str:
+    from traceview.capture.correctness import fmt
+
+    if r.status == "pass":
+        c = r.comparison or {}
+        return f"max abs err {fmt(c.get('max_abs_err'))}"
+    if r.status == "wrong":
+        c = r.comparison or {}
+        if c.get("mismatch") or not c.get("worst"):
+            return str(c.get("mismatch"))
+        w = c["worst"]
+        hint = "out-of-range values: likely an out-of-bounds read" if c.get("out_of_range") \
+            else "values in range: wrong elements read"
+        return (f"{c['wrong']:,} of {c['total']:,} wrong; worst at {tuple(w['index'])}: got "
+                f"{fmt(w['got'])}, expected {fmt(w['expected'])}; {hint}")
+    where = f" at {isolation.short_frame(r.frame)}" if r.frame else ""
+    how = " (CUDA_LAUNCH_BLOCKING=1)" if r.located else ""
+    return f"{r.error}{where}{how}"
