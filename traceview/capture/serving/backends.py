@@ -1,0 +1,94 @@
+"""The op backend under the model, entered once per child process, outside timed regions.
+
+* ``eager``: plain torch.
+* ``flag_gems``: ``flag_gems.use_gems(exclude=[...])`` for the whole process: FlagGems'
+  Triton ops replace ATen's CUDA kernels. ``use_gems(include=[op])`` (FlagGems 5.0.2's
+  ``only_enable`` underneath) enables one op at a time for the bisect. Op names are
+  FlagGems' function names (``mul``, ``rms_norm``, ``to_copy``...), the unit both its
+  include and exclude lists take.
+* ``compile``: transformers' documented recipe, a static KV cache and ``torch.compile``
+  of ``model.forward`` (prefill and decode each compile once, in the warm-up).
+
+``--env`` and ``--python`` variants need nothing here: they change the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+from traceview.capture.serving.spec import Variant
+from traceview.errors import CaptureError
+
+FLAG_GEMS_MISSING = ("the flag_gems backend needs FlagGems importable in the variant's "
+                     "Python (pip install flag_gems)")
+
+
+def import_flag_gems() -> Any:
+    try:
+        import flag_gems
+    except ImportError:
+        raise CaptureError(FLAG_GEMS_MISSING) from None
+    return flag_gems
+
+
+def enter(variant: Variant, torch: Any, model: Any, gen_config: Any,
+          stack: contextlib.ExitStack, include: Iterable[str] | None = None) -> dict[str, Any]:
+    """Switch the backend on for the rest of ``stack``; return what to record about it.
+
+    ``include`` (flag_gems only) enables just those ops, for the bisect.
+    """
+    if variant.backend == "eager":
+        return {"backend": "eager"}
+    if variant.backend == "flag_gems":
+        gems = import_flag_gems()
+        if include is not None:
+            stack.enter_context(gems.use_gems(include=list(include)))
+        else:
+            stack.enter_context(gems.use_gems(exclude=list(variant.exclude_ops)))
+        try:
+            registered = len(gems.all_registered_ops())
+        except Exception:  # noqa: BLE001  (a count for the record only)
+            registered = None
+        return {"backend": "flag_gems", "entry": "flag_gems.use_gems()",
+                "excluded_ops": list(variant.exclude_ops),
+                "included_ops": None if include is None else list(include),
+                "registered_ops": registered}
+    if variant.backend == "compile":
+        gen_config.cache_implementation = "static"
+        original = model.forward
+        model.forward = torch.compile(original, dynamic=False)
+        stack.callback(setattr, model, "forward", original)
+        return {"backend": "compile",
+                "entry": "torch.compile(model.forward, dynamic=False) + static KV cache"}
+    raise CaptureError(f"unknown backend {variant.backend!r}")
+
+
+def flag_gems_units(hit_ops: Iterable[str]) -> list[str]:
+    """FlagGems ops (function names) that would replace an ATen op the model calls.
+
+    ``hit_ops`` are ATen overload names as a dispatch mode sees them
+    (``aten::mul.Tensor``, ``aten::_to_copy``). FlagGems registers keys such as
+    ``mul.Tensor`` or ``_to_copy``; ``all_registered_keys()`` and ``all_registered_ops()``
+    list them side by side once ``use_gems()`` is entered.
+    """
+    gems = import_flag_gems()
+    with gems.use_gems():
+        keys = list(gems.all_registered_keys())
+        names = list(gems.all_registered_ops())
+    return match_units(hit_ops, zip(keys, names, strict=False))
+
+
+def match_units(hit_ops: Iterable[str], registry: Iterable[tuple[str, str]]) -> list[str]:
+    """The registry's unit names whose key is one of ``hit_ops``, sorted, once each.
+
+    A key matches ``aten::KEY``, or ``aten::KEY.default`` for an op's default overload.
+    """
+    hits = set()
+    for op in hit_ops:
+        name = op.removeprefix("aten::")
+        hits.add(name)
+        if name.endswith(".default"):
+            hits.add(name.removesuffix(".default"))
+    return sorted({unit for key, unit in registry if key in hits})
