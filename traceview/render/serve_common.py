@@ -16,7 +16,7 @@ FIGURE_LABELS = {
 }
 
 
-def ns(value: float | int | None) -> str:
+def ns(value: float | None) -> str:
     """850 ns, 51.2 us, 12.3 ms, 1.52 s; signed values keep their sign."""
     if value is None:
         return "-"

@@ -77,8 +77,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     diag = [(v, v.get("diagnosis")) for v in doc["variants"]]
     if any(d and "decode" in d for _, d in diag):
         lines += ["", "Profiled decode step (traceview explain over the decode ranges):", "",
-                  "| side | step p50 | device busy | host overhead p50 | launches/step | "
-                  "top host categories per step |",
+                  ("| side | step p50 | device busy | host overhead p50 | launches/step | "
+                  "top host categories per step |"),
                   "| --- | ---: | ---: | ---: | ---: | --- |"]
         for v, d in diag:
             if not d or "decode" not in d:

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.serving import backends, correctness, engine, model as model_mod
+from traceview.capture.serving import backends, correctness, engine
+from traceview.capture.serving import model as model_mod
 from traceview.capture.serving.arrivals import prompts
 from traceview.capture.serving.spec import (
     ModelSpec,

@@ -61,4 +61,4 @@ def profile_steps(torch: Any, model: Any, batch: list[list[int]], steps: int,
                                                     strict=False)]}
 
 
-__all__ = ["profile_steps", "generation_config"]
+__all__ = ["generation_config", "profile_steps"]

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from traceview import __version__
-from traceview.capture.serving import arrivals, launch as launch_mod, metrics
+from traceview.capture.serving import arrivals, metrics
+from traceview.capture.serving import launch as launch_mod
 from traceview.capture.serving.bisect import bisect
 from traceview.capture.serving.diagnosis import diagnose
 from traceview.capture.serving.spec import ServeSpec, Variant, model_to_dict
