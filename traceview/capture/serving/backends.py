@@ -65,19 +65,24 @@ def enter(variant: Variant, torch: Any, model: Any, gen_config: Any,
     raise CaptureError(f"unknown backend {variant.backend!r}")
 
 
-def flag_gems_units(hit_ops: Iterable[str]) -> list[str]:
-    """FlagGems ops (function names) that would replace an ATen op the model calls.
+def flag_gems_units(hit_ops: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(FlagGems ops the model is seen to call, every other FlagGems op), sorted.
 
     ``hit_ops`` are ATen overload names as a dispatch mode sees them
     (``aten::mul.Tensor``, ``aten::_to_copy``). FlagGems registers keys such as
     ``mul.Tensor`` or ``_to_copy``; ``all_registered_keys()`` and ``all_registered_ops()``
-    list them side by side once ``use_gems()`` is entered.
+    list them side by side once ``use_gems()`` is entered. The dispatch mode sees some
+    composite ops undecomposed (``aten::linear`` rather than ``aten::mm``), so the ops it
+    does not name are tested too, after the named ones: an op the model never reaches
+    passes in one quick forward.
     """
     gems = import_flag_gems()
     with gems.use_gems():
-        keys = list(gems.all_registered_keys())
-        names = list(gems.all_registered_ops())
-    return match_units(hit_ops, zip(keys, names, strict=False))
+        registry = list(zip(gems.all_registered_keys(), gems.all_registered_ops(),
+                            strict=False))
+    called = match_units(hit_ops, registry)
+    rest = sorted({unit for _, unit in registry} - set(called))
+    return called, rest
 
 
 def match_units(hit_ops: Iterable[str], registry: Iterable[tuple[str, str]]) -> list[str]:

@@ -31,6 +31,7 @@ class BisectResult:
     children: int
     incomplete: str | None = None
     aten_ops: list[str] = field(default_factory=list)
+    called: list[str] = field(default_factory=list)
 
     @property
     def culprits(self) -> list[str]:
@@ -39,7 +40,7 @@ class BisectResult:
     def to_dict(self) -> dict[str, Any]:
         return {"candidates": self.candidates, "tested": self.rows, "culprits": self.culprits,
                 "children": self.children, "incomplete": self.incomplete,
-                "aten_ops": self.aten_ops}
+                "aten_ops": self.aten_ops, "called": self.called}
 
 
 def verdict(row: dict[str, Any]) -> str:
@@ -51,6 +52,7 @@ def verdict(row: dict[str, Any]) -> str:
 def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> BisectResult:
     candidates: list[str] | None = None
     aten: list[str] = []
+    called: list[str] = []
     rows: list[dict[str, Any]] = []
     children = 0
     start = 0
@@ -64,6 +66,7 @@ def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> Bis
             if "candidates" in line:
                 candidates = list(line["candidates"])
                 aten = list(line.get("aten_ops") or [])
+                called = list(line.get("called") or [])
             elif "testing" in line:
                 announced = line["testing"]
             elif "op" in line:
@@ -71,16 +74,16 @@ def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> Bis
                 announced = None
         if candidates is None:
             return BisectResult([], rows, children,
-                                f"the op list could not be made: {out.failure}", aten)
+                                f"the op list could not be made: {out.failure}", aten, called)
         if announced is not None:  # died inside this op without reporting it
             rows.append({"op": announced, "crashed": True, "phase": "process died",
                          "error": out.failure or "no message", "verdict": "crashed"})
         start = len(rows)
         if start >= len(candidates):
-            return BisectResult(candidates, rows, children, None, aten)
+            return BisectResult(candidates, rows, children, None, aten, called)
         if out.result is None and len(rows) == before:
             return BisectResult(candidates, rows, children,
                                 f"the bisect process failed before op {start}: {out.failure}",
-                                aten)
+                                aten, called)
     return BisectResult(candidates or [], rows, children,
-                        f"stopped after {MAX_CHILDREN} processes", aten)
+                        f"stopped after {MAX_CHILDREN} processes", aten, called)

@@ -39,6 +39,9 @@ from traceview.capture.serving.spec import (
 from traceview.errors import TraceviewError
 
 Emit = Callable[[dict[str, Any]], None]
+#: Greedy steps per op in the bisect: enough to run the decode path, few enough for
+#: hundreds of ops.
+BISECT_STEPS = 4
 
 
 def environment(torch: Any, spec: ModelSpec) -> dict[str, Any]:
@@ -120,13 +123,14 @@ def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from traceview.capture.serving.opcalls import aten_ops
 
     torch, model, spec, workload, variant = _setup(task)
-    steps = int(task["check_steps"])
+    steps = min(int(task["check_steps"]), BISECT_STEPS)
     batch = _check_batch(workload, spec.vocab)
     units = task.get("candidates")
     if units is None:
         hit = aten_ops(torch, model, batch)
-        units = [u for u in backends.flag_gems_units(hit) if u not in variant.exclude_ops]
-        emit({"candidates": units, "aten_ops": hit})
+        called, rest = backends.flag_gems_units(hit)
+        units = [u for u in called + rest if u not in variant.exclude_ops]
+        emit({"candidates": units, "called": called, "aten_ops": hit})
     ref = correctness.reference(torch, model, batch, steps)
     tested = []
     for unit in units[int(task.get("start", 0)):]:

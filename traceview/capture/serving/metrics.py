@@ -90,12 +90,12 @@ class RepetitionFigures:
     latencies: dict[str, dict[str, int | None]]  # "ttft" -> {"p50": ..., "p90", "p99", ...}
 
     @property
-    def output_tokens_per_s(self) -> float:
-        return self.output_tokens * 1e9 / self.wall_ns
+    def output_tokens_per_s(self) -> float | None:
+        return self.output_tokens * 1e9 / self.wall_ns if self.wall_ns else None
 
     @property
-    def requests_per_s(self) -> float:
-        return self.requests * 1e9 / self.wall_ns
+    def requests_per_s(self) -> float | None:
+        return self.requests * 1e9 / self.wall_ns if self.wall_ns else None
 
     def figure(self, name: str) -> int | None:
         """``"wall"`` or ``"ttft_p50"``-style names, integer ns (the A/B's units)."""
