@@ -94,8 +94,10 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
            warmup_batches, rounds, alpha, order_seed, check_steps, profile_steps, fmt, out,
            trace_dir) -> None:
     import json
+    import time
 
     from rich.console import Console
+    from rich.markup import escape
 
     from traceview.capture.serving import spec as sp
     from traceview.capture.serving.runner import run_serve
@@ -122,12 +124,18 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     if b is not None and rounds < 2:
         raise UsageError("an A/B needs --rounds 2 or more (6 for a 95% interval)")
     err = Console(stderr=True, highlight=False)
-    doc = run_serve(spec, log=lambda s: err.print(f"[dim]{s}[/]"), trace_dir=trace_dir,
-                    argv=_argv())
+    t0 = time.monotonic()
+
+    def log(line: str) -> None:
+        err.print(f"[dim]\\[{time.monotonic() - t0:6.1f} s] {escape(line)}[/]")
+
+    def save(doc: dict) -> None:
+        if out is not None:
+            _write_atomically(out, json.dumps(doc, indent=1) + "\n")
+
+    doc = run_serve(spec, log=log, trace_dir=trace_dir, argv=_argv(), on_stage=save)
     text = json.dumps(doc, indent=1)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+    save(doc)
     if fmt == "json":
         sys.stdout.write(text + "\n")
     elif fmt == "md":
@@ -143,6 +151,14 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
         sys.stdout.flush()
         print(f"traceview: error: {doc['stopped']}", file=sys.stderr)
         raise typer.Exit(3)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` whole: a reader (or a time limit) never sees half a document."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _argv() -> list[str]:

@@ -129,8 +129,9 @@ def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
     if units is None:
         hit = aten_ops(torch, model, batch)
         called, rest = backends.flag_gems_units(hit)
-        units = [u for u in called + rest if u not in variant.exclude_ops]
-        emit({"candidates": units, "called": called, "aten_ops": hit})
+        units = [u for u in called if u not in variant.exclude_ops]
+        emit({"candidates": units, "called": called, "not_called": len(rest),
+              "aten_ops": hit})
     ref = correctness.reference(torch, model, batch, steps)
     tested = []
     for unit in units[int(task.get("start", 0)):]:

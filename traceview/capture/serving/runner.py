@@ -183,8 +183,14 @@ def ab_block(spec: ServeSpec, reps_a: list[dict[str, Any]],
 
 def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
               log: Log = lambda s: None, trace_dir: Path | None = None,
-              argv: list[str] | None = None) -> dict[str, Any]:
-    """The whole protocol; returns the JSON document (docs/serving.md)."""
+              argv: list[str] | None = None,
+              on_stage: Callable[[dict[str, Any]], None] = lambda d: None) -> dict[str, Any]:
+    """The whole protocol; returns the JSON document (docs/serving.md).
+
+    ``on_stage(doc)`` is called after every stage (each check, each repetition, each
+    diagnosis) with the document so far, ``complete`` false until the end: a run cut
+    short by a time limit still leaves what it measured.
+    """
     launch = launch or launch_mod.in_subprocess
     doc: dict[str, Any] = {
         "schema": SCHEMA, "tool_version": __version__,
@@ -198,7 +204,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                      "warmup": f"{spec.workload.warmup_batches} untimed batch(es) of "
                                f"{spec.workload.batch_size} per process, own prompts",
                      "definitions": DEFINITIONS},
-        "variants": [], "ab": None, "measured": False, "stopped": None,
+        "variants": [], "ab": None, "measured": False, "stopped": None, "complete": False,
     }
     final: list[Variant] = []
     for v in spec.variants:
@@ -207,12 +213,14 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
                                     correctness=block, repetitions=[], summary=None,
                                     diagnosis=None, environment=None))
+        on_stage(doc)
         if not ok:
             culprits = (block.get("bisect") or {}).get("culprits") or []
             doc["stopped"] = (f"{v.label} ({v.describe()}) failed the correctness check"
                               + (f"; culprit op(s): {', '.join(culprits)}: rerun with "
                                  f"--exclude-ops {','.join(culprits)} (or --exclude-failing)"
                                  if culprits else ""))
+            doc["complete"] = True
             return doc
     spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
 
@@ -227,6 +235,8 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         assert v is not None
         log(f"round {rnd + 1}/{spec.rounds}: {side} ({v.describe()})")
         reps[side].append(measure_once(spec, v, launch, rnd, position))
+        doc["variants"][0 if side == "A" else 1]["repetitions"] = reps[side]
+        on_stage(doc)
     for entry, side in zip(doc["variants"], ("A", "B"), strict=False):
         entry["repetitions"] = reps[side]
         entry["summary"] = summarize(reps[side])
@@ -234,6 +244,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     if spec.b is not None:
         doc["ab"] = ab_block(spec, reps["A"], reps["B"])
     doc["measured"] = True
+    on_stage(doc)
 
     if spec.profile_steps:
         folder = trace_dir or Path(tempfile.mkdtemp(prefix="traceview-serve-"))
@@ -245,7 +256,10 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                                  trace_path=str(path)))
             if out.result is None:
                 entry["diagnosis"] = {"error": f"the profiled run failed: {out.failure}"}
+                on_stage(doc)
                 continue
             entry["diagnosis"] = dict(diagnose(str(path), spec.profile_steps),
                                       profiled_step_wall_ns=out.result.get("step_wall_ns"))
+            on_stage(doc)
+    doc["complete"] = True
     return doc
