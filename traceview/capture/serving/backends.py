@@ -6,8 +6,11 @@
   ``only_enable`` underneath) enables one op at a time for the bisect. Op names are
   FlagGems' function names (``mul``, ``rms_norm``, ``to_copy``...), the unit both its
   include and exclude lists take.
-* ``compile``: transformers' documented recipe, a static KV cache and ``torch.compile``
-  of ``model.forward`` (prefill and decode each compile once, in the warm-up).
+* ``compile``: transformers' own path, a static KV cache and a ``CompileConfig``:
+  ``generate`` compiles the decode step (``torch.compile``, inductor, "reduce-overhead":
+  CUDA graphs on a GPU) in the warm-up; the prefill stays eager, so for this backend the
+  first-step logits check is eager against eager and the greedy tokens check the
+  compiled decode.
 
 ``--env`` and ``--python`` variants need nothing here: they change the process.
 """
@@ -56,13 +59,25 @@ def enter(variant: Variant, torch: Any, model: Any, gen_config: Any,
                 "included_ops": None if include is None else list(include),
                 "registered_ops": registered}
     if variant.backend == "compile":
+        from transformers.generation.configuration_utils import CompileConfig
+
         gen_config.cache_implementation = "static"
-        original = model.forward
-        model.forward = torch.compile(original, dynamic=False)
-        stack.callback(setattr, model, "forward", original)
+        gen_config.compile_config = CompileConfig()
+        gen_config.compile_config._compile_all_devices = True  # CPU too (tests, --device cpu)
         return {"backend": "compile",
-                "entry": "torch.compile(model.forward, dynamic=False) + static KV cache"}
+                "entry": "generate(cache_implementation='static', compile_config="
+                         "CompileConfig()): transformers compiles the decode step "
+                         "(torch.compile, inductor, mode reduce-overhead); prefill stays eager"}
     raise CaptureError(f"unknown backend {variant.backend!r}")
+
+
+def same_generation(probe: Any, target: Any) -> Any:
+    """Carry what :func:`enter` set on one GenerationConfig over to another."""
+    for name in ("cache_implementation", "compile_config"):
+        value = getattr(probe, name, None)
+        if value is not None:
+            setattr(target, name, value)
+    return target
 
 
 def flag_gems_units(hit_ops: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -161,10 +161,7 @@ def task_profile(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
         detail = backends.enter(variant, torch, model, probe, stack)
 
         def gen_for(n: int) -> Any:
-            g = model_mod.generation_config(n)
-            if getattr(probe, "cache_implementation", None):
-                g.cache_implementation = probe.cache_implementation
-            return g
+            return backends.same_generation(probe, model_mod.generation_config(n))
 
         out = profile_steps(torch, model, batch, int(task["profile_steps"]), gen_for,
                             Path(task["trace_path"]))
