@@ -13,14 +13,14 @@ LOG=$OUT/log.txt
 W=/tmp/serve14; rm -rf "$W"; mkdir -p "$W"
 echo "### versions t=$SECONDS" >>"$LOG"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1
-python3 -c "import sys,torch,transformers,triton,flag_gems; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'triton', triton.__version__, 'flag_gems', flag_gems.__version__)" >>"$LOG" 2>&1
+# (the software versions are in serve.json: variants[].environment, as each child saw them)
 
 echo "### serve t=$SECONDS" | tee -a "$LOG"
-timeout -k 5 190 python3 -m traceview serve --backend eager --vs flag_gems --exclude-failing \
+timeout -k 5 205 python3 -m traceview serve --backend eager --vs flag_gems --exclude-failing \
   --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --intermediate 2816 --vocab 32000 \
   --dtype bfloat16 --device cuda --seed 0 \
   --requests 16 --prompt-len 128 --output-len 32 --batch-size 8 --arrival offline \
-  --rounds 6 --check-steps 16 --profile-steps 8 \
+  --rounds 6 --check-steps 16 --profile-steps 8 --child-timeout 90 \
   --trace-dir "$W" --out "$OUT/serve.json" --format md >"$W/serve.md" 2>"$W/serve.err"
 echo "--- serve rc=$? t=$SECONDS" | tee -a "$LOG"
 grep -v '^USDT' "$W/serve.err" | tail -80 >>"$LOG"
@@ -29,7 +29,7 @@ echo "### markdown" >>"$LOG"; cat "$W/serve.md" >>"$LOG"
 for f in "$W"/serve-*-decode.json.gz; do
   [ -e "$f" ] || continue
   echo "### explain $f t=$SECONDS" >>"$LOG"
-  timeout -k 2 12 python3 -m traceview explain "$f" --window 'decode_\d+' --calls 'decode_\d+' \
+  timeout -k 2 10 python3 -m traceview explain "$f" --window 'decode_\d+' --calls 'decode_\d+' \
     2>&1 | head -70 >>"$LOG"
 done
 ls -la "$W" >>"$LOG" 2>&1

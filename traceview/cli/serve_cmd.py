@@ -81,6 +81,8 @@ def serve(
     trace_dir: Annotated[Path | None, _opt("Folder for the profiled decode traces "
                                            "(default: a new temporary folder).", _OUT,
                                            "--trace-dir")] = None,
+    child_timeout: Annotated[float, _opt("Seconds one child process may take.", _PROTO,
+                                         "--child-timeout")] = 600.0,
 ) -> None:
     """Serve a generation workload (transformers, random-weight Llama) on a backend, or
     A/B two backends: correctness first, throughput, TTFT, TPOT, a profiled decode step."""
@@ -92,13 +94,14 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
            exclude_failing, layers, hidden, heads, kv_heads, intermediate, vocab, dtype,
            device, seed, requests, prompt_len, output_len, batch_size, arrival, rate,
            warmup_batches, rounds, alpha, order_seed, check_steps, profile_steps, fmt, out,
-           trace_dir) -> None:
+           trace_dir, child_timeout) -> None:
     import json
     import time
 
     from rich.console import Console
     from rich.markup import escape
 
+    from traceview.capture.serving import launch as launch_mod
     from traceview.capture.serving import spec as sp
     from traceview.capture.serving.runner import run_serve
     from traceview.errors import UsageError
@@ -121,6 +124,8 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
         a=a, b=b, rounds=rounds, alpha=alpha, order_seed=order_seed, check_steps=check_steps,
         profile_steps=profile_steps, exclude_failing=exclude_failing,
     ).validate()
+    if not child_timeout > 0:
+        raise UsageError("--child-timeout must be positive")
     if b is not None and rounds < 2:
         raise UsageError("an A/B needs --rounds 2 or more (6 for a 95% interval)")
     err = Console(stderr=True, highlight=False)
@@ -133,7 +138,11 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
         if out is not None:
             _write_atomically(out, json.dumps(doc, indent=1) + "\n")
 
-    doc = run_serve(spec, log=log, trace_dir=trace_dir, argv=_argv(), on_stage=save)
+    def launch(variant, task):
+        return launch_mod.in_subprocess(variant, task, timeout_s=child_timeout)
+
+    doc = run_serve(spec, launch=launch, log=log, trace_dir=trace_dir, argv=_argv(),
+                    on_stage=save)
     text = json.dumps(doc, indent=1)
     save(doc)
     if fmt == "json":

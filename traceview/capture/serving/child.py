@@ -41,7 +41,7 @@ from traceview.errors import TraceviewError
 Emit = Callable[[dict[str, Any]], None]
 #: Greedy steps per op in the bisect: enough to run the decode path, few enough for
 #: hundreds of ops.
-BISECT_STEPS = 4
+BISECT_STEPS = 2
 
 
 def environment(torch: Any, spec: ModelSpec) -> dict[str, Any]:
@@ -189,6 +189,11 @@ def main() -> None:
         print(json.dumps(line), flush=True)
 
     run_task(task, emit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: after a CUDA fault it can hang on the dead context, and
+    # everything this process owes the parent is already on stdout (or on disk).
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ from typing import Any
 
 from traceview.capture.serving.spec import Variant
 
-#: Generous: a child imports torch + transformers (+ FlagGems), builds the model and may
-#: compile (torch.compile, Triton).
+#: Default limit per child: it imports torch + transformers (+ FlagGems), builds the
+#: model and may compile (torch.compile, Triton). ``--child-timeout`` changes it.
 CHILD_TIMEOUT_S = 600
 CHILD_MODULE = "traceview.capture.serving.child"
 #: The folder that holds the ``traceview`` package this process runs.
@@ -49,7 +49,7 @@ class Outcome:
             if "error" in line and len(line) == 1:
                 return str(line["error"])
         if self.returncode is None:
-            return f"the process ran past {CHILD_TIMEOUT_S} s and was stopped"
+            return "the process ran past its time limit (--child-timeout) and was stopped"
         tail = self.stderr_tail or "no message"
         return f"the process exited with status {self.returncode}: {tail}"
 
@@ -70,12 +70,13 @@ def _stderr_tail(text: str) -> str:
     return (errors[-1] if errors else lines[-1] if lines else "")[:300]
 
 
-def in_subprocess(variant: Variant, task: dict[str, Any]) -> Outcome:
+def in_subprocess(variant: Variant, task: dict[str, Any],
+                  timeout_s: float = CHILD_TIMEOUT_S) -> Outcome:
     """Run ``task`` in a fresh process of ``variant``."""
     argv, env = command(variant)
     try:
         proc = subprocess.run(argv, input=json.dumps(task), capture_output=True, text=True,
-                              env=env, timeout=CHILD_TIMEOUT_S, check=False)
+                              env=env, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         return Outcome(_json_lines(out), None, "")
