@@ -224,3 +224,26 @@ def test_cli_rejects_bad_options_in_one_line():
     assert r.exit_code == 2 and "needs --rate" in r.output
     r = CliRunner().invoke(app, ["serve", "--vs", "flag_gems", "--rounds", "1"])
     assert r.exit_code == 2 and "--rounds 2 or more" in r.output
+
+
+def test_cli_json_and_text_outputs(monkeypatch, tmp_path):
+    """The command's own output paths (children run in this process here)."""
+    from typer.testing import CliRunner
+
+    from traceview.capture.serving import launch as launch_mod
+    from traceview.cli.app import app
+
+    monkeypatch.setattr(launch_mod, "in_subprocess",
+                        lambda v, t, timeout_s=0: launch_mod.in_this_process(v, t))
+    args = ["serve", *TINY_ARGS, "--requests", "3", "--prompt-len", "8", "--output-len", "3",
+            "--batch-size", "2", "--rounds", "1", "--profile-steps", "0", "--check-steps", "2"]
+    out = tmp_path / "doc.json"
+    r = CliRunner().invoke(app, [*args, "--format", "json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc == json.loads(out.read_text()) and doc["complete"] and doc["measured"]
+    assert doc["schema"] == "traceview.serve/1"
+    rep = doc["variants"][0]["repetitions"][0]
+    assert rep["figures"]["output_tokens"] == 9 and len(rep["requests"]) == 3
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0 and "output tokens/s" in r.stdout and "TPOT p99" in r.stdout
