@@ -99,7 +99,7 @@ def result_sentence(doc: dict[str, Any]) -> str:
     variants = doc["variants"]
     env = variants[0].get("environment") or {}
     head = (f"transformers {env.get('transformers')} generate() (greedy, KV cache, static "
-            f"batching), {doc['model']['params'] / 1e6:.0f} M-param Llama-style random "
+            f"batching), {doc['model']['params'] / 1e6:.3g} M-param Llama-style random "
             f"weights, {doc['model']['dtype']} on {(env.get('device') or {}).get('name')}; "
             f"{workload_line(doc)}")
     if doc.get("ab") is None:
@@ -121,7 +121,8 @@ def result_sentence(doc: dict[str, Any]) -> str:
                     f"{rate(b['summary']['output_tokens_per_s'])} tok/s")
         else:
             vals = f"{ns(row['a_median_ns'])} -> {ns(row['b_median_ns'])}"
-        ci = ("no interval" if row["ci_low_ns"] is None else
+        ci = (f"{ab['rounds']} rounds give no {pct(1 - ab['alpha'])} interval"
+              if row["ci_low_ns"] is None else
               f"{signed_ns(row['ci_low_ns'])}..{signed_ns(row['ci_high_ns'])} at "
               f"{pct(row['confidence'])}")
         parts.append(f"{label} {vals} ({row['verdict']}; "

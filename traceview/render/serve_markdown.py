@@ -91,4 +91,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
                          f"{pct(dec['device_busy_share'])} | "
                          f"{ns((dec.get('step_host_overhead_ns') or {}).get('p50'))} | "
                          f"{dec['launches_per_step']} | {esc(cats)} |")
+        for v, d in diag:
+            if not d or "decode" not in d:
+                continue
+            ops = ", ".join(f"`{esc(o['name'].removeprefix('aten::'))}` "
+                            f"{ns(o['total_ns_per_step'])} (x{o['calls_per_step']:g})"
+                            for o in d["decode"]["host_ops_per_step"][:8])
+            lines.append(f"\n{v['label']} host time per decode step by op (inclusive): {ops}")
+            lines.append(f"(trace: `{esc(d['trace'])}`; `{esc(d['explain_command'])}`)")
     return "\n".join(lines) + "\n"
