@@ -59,10 +59,13 @@ def environment(torch: Any, spec: ModelSpec) -> dict[str, Any]:
             return None
 
     dev: dict[str, Any] = {"kind": spec.device}
-    if spec.device == "cuda" and torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        dev.update(name=p.name, memory_bytes=int(p.total_memory),
-                   capability=f"{p.major}.{p.minor}")
+    if spec.device == "cuda":
+        try:  # after a CUDA fault (a crashed backend) the context may refuse even this
+            p = torch.cuda.get_device_properties(0)
+            dev.update(name=p.name, memory_bytes=int(p.total_memory),
+                       capability=f"{p.major}.{p.minor}")
+        except Exception as exc:  # noqa: BLE001  (a record, not the result)
+            dev.update(name=None, error=f"{type(exc).__name__}: {exc}"[:200])
     else:
         dev.update(name=platform.processor() or platform.machine())
     return {"python": platform.python_version(), "executable": sys.executable,
