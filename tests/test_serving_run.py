@@ -177,21 +177,26 @@ def test_failing_backend_is_bisected_and_culprits_named(fake_gems):
     c = doc["variants"][0]["correctness"]
     assert c["check"]["status"] == "crashed" and "illegal memory access" in c["check"]["error"]
     verdicts = {r["op"]: r["verdict"] for r in c["bisect"]["tested"]}
-    assert verdicts == {"neg": "crashed", "rsqrt": "ok", "silu": "wrong"}
-    assert c["bisect"]["culprits"] == ["neg", "silu"] and c["bisect"]["children"] == 2
-    assert not doc["measured"] and "--exclude-ops neg,silu" in doc["stopped"]
+    assert verdicts == {"mean": "wrong", "neg": "crashed", "rsqrt": "ok", "silu": "wrong"}
+    nan = next(r for r in c["bisect"]["tested"] if r["op"] == "mean")
+    assert nan["logits_ratio"] is None  # NaN logits: no distance, and valid JSON
+    assert c["bisect"]["culprits"] == ["mean", "neg", "silu"] and c["bisect"]["children"] == 2
+    assert not doc["measured"] and "--exclude-ops mean,neg,silu" in doc["stopped"]
+    json.dumps(doc, allow_nan=False)
 
     excluded = run_serve(ServeSpec(model=TINY, workload=w,
                                    a=Variant("A", backend="flag_gems", exclude_ops=("neg",)),
-                                   b=Variant("B", backend="flag_gems", exclude_ops=("neg", "silu")),
+                                   b=Variant("B", backend="flag_gems",
+                                             exclude_ops=("mean", "neg", "silu")),
                                    rounds=2, check_steps=3, profile_steps=0,
                                    exclude_failing=True).validate(),
                          launch=launch.in_this_process)
     a, b = excluded["variants"]
     assert a["correctness"]["check"]["status"] == "wrong"
-    assert [r["op"] for r in a["correctness"]["bisect"]["tested"]] == ["rsqrt", "silu"]
-    assert a["exclude_ops"] == ["neg", "silu"] and a["correctness"]["recheck"]["status"] == \
-        "passed"
+    assert a["correctness"]["check"]["logits"]["finite"] is False
+    assert [r["op"] for r in a["correctness"]["bisect"]["tested"]] == ["mean", "rsqrt", "silu"]
+    assert a["exclude_ops"] == ["neg", "mean", "silu"]
+    assert a["correctness"]["recheck"]["status"] == "passed"
     assert b["correctness"]["check"]["status"] == "passed" and "bisect" not in b["correctness"]
     assert excluded["measured"] and excluded["ab"]["rounds"] == 2
 
@@ -208,10 +213,10 @@ def test_cli_in_fresh_processes_reports_the_culprit(tmp_path):
          "--profile-steps", "0", "--format", "md", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 3, proc.stderr
-    assert "culprit op(s): neg, silu" in proc.stderr
+    assert "culprit op(s): mean, neg, silu" in proc.stderr
     assert "Serving result, if measured: not measured" in proc.stdout
     doc = json.loads(out.read_text())
-    assert doc["variants"][0]["correctness"]["bisect"]["culprits"] == ["neg", "silu"]
+    assert doc["variants"][0]["correctness"]["bisect"]["culprits"] == ["mean", "neg", "silu"]
     assert doc["variants"][0]["env"] == {"PYTHONPATH": str(FAKE_GEMS)}
 
 

@@ -79,9 +79,12 @@ def correctness_line(block: dict[str, Any]) -> str:
     if status == "crashed":
         return f"CRASHED in {c.get('phase')}: {c.get('error')}"
     lg, tk = c["logits"], c["tokens"]
-    head = (f"{'passed' if status == 'passed' else 'FAILED'}: first-step logits max |diff| "
-            f"{lg['max_abs_diff']:.3g} = {lg['ratio']:.2g} x max |logit| (tolerance "
-            f"{lg['tolerance']:g}), top-1 agree {lg['top1_agree']}/{lg['rows']}; ")
+    if lg["ratio"] is None:
+        dist = "not finite" if not lg["finite"] else "undefined (reference logits all 0)"
+    else:
+        dist = f"max |diff| {lg['max_abs_diff']:.3g} = {lg['ratio']:.2g} x max |logit|"
+    head = (f"{'passed' if status == 'passed' else 'FAILED'}: first-step logits {dist} "
+            f"(tolerance {lg['tolerance']:g}), top-1 agree {lg['top1_agree']}/{lg['rows']}; ")
     if tk["earliest_divergence"] is None:
         head += f"greedy tokens identical for {tk['steps']} steps"
     else:

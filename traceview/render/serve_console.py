@@ -54,7 +54,8 @@ def _bisect(console: Console, b: dict[str, Any]) -> None:
         if r["verdict"] == "ok":
             continue
         detail = (f"{r.get('phase')}: {r.get('error')}" if r["crashed"]
-                  else f"logits {r.get('logits_ratio', 0):.2g} x max |logit|")
+                  else "logits not finite" if r.get("logits_ratio") is None
+                  else f"logits {r['logits_ratio']:.2g} x max |logit|")
         t.add_row(escape(r["op"]), r["verdict"], escape(str(detail)))
     ok = sum(1 for r in b["tested"] if r["verdict"] == "ok")
     t.caption = f"{ok} ops passed alone; culprits: {', '.join(b['culprits']) or 'none'}"

@@ -6,6 +6,7 @@
 
 * ``neg`` raises the error a CUDA illegal memory access gives (a crash);
 * ``silu`` is wrong by a factor of 1.5 (wrong results);
+* ``mean`` (``mean.dim``, RMSNorm's) returns NaN (wrong, and not finite);
 * ``rsqrt`` is right (computed another way).
 """
 
@@ -24,11 +25,16 @@ def silu(x):
     return x * torch.sigmoid(x) * 1.5
 
 
+def mean(x, dim=None, keepdim=False, dtype=None):
+    shape = torch.ops.aten.sum.dim_IntList(x, dim, keepdim).shape
+    return torch.full(shape, float("nan"), dtype=x.dtype)
+
+
 def rsqrt(x):
     return torch.reciprocal(torch.sqrt(x))
 
 
-_FULL_CONFIG = (("neg", neg), ("silu", silu), ("rsqrt", rsqrt))
+_FULL_CONFIG = (("neg", neg), ("silu", silu), ("mean.dim", mean), ("rsqrt", rsqrt))
 _registered: list[tuple[str, object]] | None = None
 
 
