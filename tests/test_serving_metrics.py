@@ -146,3 +146,31 @@ def test_param_count_matches_a_hand_count():
     head = 16
     per_layer = (64 * 4 * head + 2 * 64 * 2 * head + 4 * head * 64) + 3 * 64 * 128 + 2 * 64
     assert m.params == 2 * 512 * 64 + 2 * per_layer + 64
+
+
+def test_ab_block_pairs_rounds_and_gives_the_exact_interval():
+    """Six rounds at alpha 0.05: k = 1, so the interval runs from the smallest to the
+    largest Walsh average, i.e. min(d) .. max(d), at confidence 1 - 2/64."""
+    from traceview.capture.serving.runner import ab_block
+
+    def rep(wall, tpot, digest="x"):
+        lat = {name: {p: tpot for p in metrics.PERCENTILES} for name in metrics.LATENCIES}
+        return {"figures": {"wall_ns": wall, "latency_ns": lat}, "tokens_sha256": digest}
+
+    a_wall = [1000, 1100, 900, 1050, 980, 1010]
+    b_wall = [1200, 1290, 1150, 1230, 1200, 1220]
+    a = [rep(w, 10) for w in a_wall]
+    b = [rep(w, 10 + i, "y" if i == 5 else "x") for i, w in enumerate(b_wall)]
+    spec = ServeSpec(ModelSpec(), Workload(), Variant("A"), Variant("B", backend="flag_gems"))
+    out = ab_block(spec, a, b)
+    wall = out["figures"]["wall"]
+    d = [y - x for x, y in zip(a_wall, b_wall, strict=True)]  # 200 190 250 180 220 210
+    assert wall["diffs"] == d
+    assert (wall["ci_low_ns"], wall["ci_high_ns"]) == (min(d), max(d))
+    assert wall["confidence"] == 1 - 2 / 64 and wall["verdict"] == "B slower"
+    walsh = sorted((d[i] + d[j]) / 2 for i in range(6) for j in range(i, 6))
+    assert len(walsh) == 21 and wall["estimate_ns"] == walsh[10]  # the middle one
+    assert wall["b_slower_rounds"] == 6 and wall["b_faster_rounds"] == 0
+    tpot = out["figures"]["tpot_p50"]
+    assert tpot["diffs"] == [0, 1, 2, 3, 4, 5] and tpot["verdict"] == "cannot tell"
+    assert out["same_tokens"] is False  # one B repetition generated other tokens

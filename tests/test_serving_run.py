@@ -208,16 +208,19 @@ def test_cli_in_fresh_processes_reports_the_culprit(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-m", "traceview", "serve", *TINY_ARGS, "--backend", "flag_gems",
-         "--env", f"PYTHONPATH={FAKE_GEMS}", "--requests", "2", "--prompt-len", "8",
-         "--output-len", "3", "--batch-size", "2", "--check-steps", "2", "--rounds", "1",
-         "--profile-steps", "0", "--format", "md", "--out", str(out)],
+         "--exclude-ops", "neg", "--env", f"PYTHONPATH={FAKE_GEMS}", "--requests", "2",
+         "--prompt-len", "8", "--output-len", "3", "--batch-size", "2", "--check-steps", "2",
+         "--rounds", "1", "--profile-steps", "0", "--format", "md", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 3, proc.stderr
-    assert "culprit op(s): mean, neg, silu" in proc.stderr
+    assert "culprit op(s): mean, silu: rerun with --exclude-ops mean,silu" in proc.stderr
     assert "Serving result, if measured: not measured" in proc.stdout
     doc = json.loads(out.read_text())
-    assert doc["variants"][0]["correctness"]["bisect"]["culprits"] == ["mean", "neg", "silu"]
+    c = doc["variants"][0]["correctness"]
+    assert c["check"]["backend_detail"]["excluded_ops"] == ["neg"]
+    assert c["bisect"]["culprits"] == ["mean", "silu"] and c["bisect"]["children"] == 1
     assert doc["variants"][0]["env"] == {"PYTHONPATH": str(FAKE_GEMS)}
+    assert doc["complete"] and not doc["measured"]
 
 
 def test_cli_rejects_bad_options_in_one_line():
