@@ -6,6 +6,8 @@ then ``testing``/result lines, stopping at a crash; one dies mid-op without a wo
 
 from __future__ import annotations
 
+import sys
+
 from traceview.capture.serving.bisect import bisect
 from traceview.capture.serving.launch import Outcome
 from traceview.capture.serving.spec import Variant
@@ -71,3 +73,15 @@ def test_a_child_that_cannot_list_ops_is_reported_not_looped():
     r = bisect(Variant("B", backend="flag_gems"), {}, launch)
     assert r.children == 1 and r.culprits == []
     assert "could not be made: the flag_gems backend needs FlagGems" in r.incomplete
+
+
+def test_a_variant_decides_its_interpreter_and_environment(monkeypatch):
+    from traceview.capture.serving.launch import TRACEVIEW_ROOT, command
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    argv, env = command(Variant("B", env={"FOO": "1"}, python="/opt/py/bin/python3"))
+    assert argv == ["/opt/py/bin/python3", "-m", "traceview.capture.serving.child"]
+    assert env["FOO"] == "1" and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/elsewhere"]
+    argv, env = command(Variant("A", env={"PYTHONPATH": "/fake"}))
+    assert argv[0] == sys.executable and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/fake"]
+    assert "FOO" not in env
