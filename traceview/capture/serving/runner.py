@@ -181,6 +181,21 @@ def ab_block(spec: ServeSpec, reps_a: list[dict[str, Any]],
                                "row is their verdict (B faster = higher throughput)"}
 
 
+def _fill(doc: dict[str, Any], spec: ServeSpec, reps: dict[str, list[dict[str, Any]]]) -> None:
+    """Repetitions, summaries and the A/B over the rounds both sides have finished."""
+    for entry, side in zip(doc["variants"], ("A", "B"), strict=False):
+        entry["repetitions"] = reps[side]
+        if reps[side]:
+            entry["summary"] = summarize(reps[side])
+            entry["environment"] = reps[side][0]["environment"]
+    if spec.b is not None:
+        done = {r["round"] for r in reps["A"]} & {r["round"] for r in reps["B"]}
+        if done:
+            pick = {side: sorted((r for r in reps[side] if r["round"] in done),
+                                 key=lambda r: r["round"]) for side in ("A", "B")}
+            doc["ab"] = ab_block(spec, pick["A"], pick["B"])
+
+
 def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
               log: Log = lambda s: None, trace_dir: Path | None = None,
               argv: list[str] | None = None,
@@ -235,14 +250,8 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         assert v is not None
         log(f"round {rnd + 1}/{spec.rounds}: {side} ({v.describe()})")
         reps[side].append(measure_once(spec, v, launch, rnd, position))
-        doc["variants"][0 if side == "A" else 1]["repetitions"] = reps[side]
+        _fill(doc, spec, reps)  # a run cut short still has its summaries so far
         on_stage(doc)
-    for entry, side in zip(doc["variants"], ("A", "B"), strict=False):
-        entry["repetitions"] = reps[side]
-        entry["summary"] = summarize(reps[side])
-        entry["environment"] = reps[side][0]["environment"]
-    if spec.b is not None:
-        doc["ab"] = ab_block(spec, reps["A"], reps["B"])
     doc["measured"] = True
     on_stage(doc)
 
