@@ -1,0 +1,87 @@
+"""The bisect's parent loop over child processes, with scripted children (no torch).
+
+Each scripted child prints what a real one would: the candidate list (first child only),
+then ``testing``/result lines, stopping at a crash; one dies mid-op without a word.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from traceview.capture.serving.bisect import bisect
+from traceview.capture.serving.launch import Outcome
+from traceview.capture.serving.spec import Variant
+
+OPS = ["add", "mul", "rms_norm", "silu", "softmax"]
+
+
+def scripted(behaviour):
+    """behaviour[op] in ok / wrong / crash / die; returns (launcher, tasks seen)."""
+    tasks = []
+
+    def launch(variant, task):
+        tasks.append(task)
+        lines = []
+        if task["candidates"] is None:
+            lines.append({"candidates": OPS, "called": OPS, "not_called": 7, "aten_ops": []})
+        tested = []
+        for op in OPS[task["start"]:]:
+            lines.append({"testing": op})
+            b = behaviour.get(op, "ok")
+            if b == "die":
+                return Outcome(lines, -11, "Segmentation fault")
+            row = {"op": op, "crashed": b == "crash"}
+            if b == "crash":
+                row.update(phase="greedy decode", error="RuntimeError: CUDA error: an "
+                                                        "illegal memory access was encountered")
+            else:
+                row.update(logits_ratio=0.5 if b == "wrong" else 0.001, passed=b == "ok",
+                           earliest_divergence=None)
+            lines.append(row)
+            tested.append(row)
+            if b == "crash":
+                break
+        lines.append({"result": {"tested": tested}})
+        return Outcome(lines, 0, "")
+
+    return launch, tasks
+
+
+def test_crashes_restart_a_child_after_the_culprit_and_name_it():
+    launch, tasks = scripted({"mul": "crash", "silu": "wrong", "softmax": "die"})
+    r = bisect(Variant("B", backend="flag_gems"), {"x": 1}, launch)
+    assert [t["start"] for t in tasks] == [0, 2]  # resumes after the crash; wrong goes on
+    assert tasks[1]["candidates"] == OPS  # later children get the list, do not redo it
+    assert {row["op"]: row["verdict"] for row in r.rows} == {
+        "add": "ok", "mul": "crashed", "rms_norm": "ok", "silu": "wrong", "softmax": "crashed"}
+    assert r.culprits == ["mul", "silu", "softmax"]
+    died = r.rows[-1]
+    assert died["phase"] == "process died" and "status -11: Segmentation fault" in died["error"]
+    assert r.children == 2 and r.incomplete is None and r.not_called == 7
+
+
+def test_a_clean_backend_gives_no_culprit_in_one_child():
+    launch, _tasks = scripted({})
+    r = bisect(Variant("B", backend="flag_gems"), {}, launch)
+    assert r.culprits == [] and r.children == 1 and len(r.rows) == len(OPS)
+
+
+def test_a_child_that_cannot_list_ops_is_reported_not_looped():
+    def launch(variant, task):
+        return Outcome([{"error": "the flag_gems backend needs FlagGems"}], 0, "")
+
+    r = bisect(Variant("B", backend="flag_gems"), {}, launch)
+    assert r.children == 1 and r.culprits == []
+    assert "could not be made: the flag_gems backend needs FlagGems" in r.incomplete
+
+
+def test_a_variant_decides_its_interpreter_and_environment(monkeypatch):
+    from traceview.capture.serving.launch import TRACEVIEW_ROOT, command
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    argv, env = command(Variant("B", env={"FOO": "1"}, python="/opt/py/bin/python3"))
+    assert argv == ["/opt/py/bin/python3", "-m", "traceview.capture.serving.child"]
+    assert env["FOO"] == "1" and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/elsewhere"]
+    argv, env = command(Variant("A", env={"PYTHONPATH": "/fake"}))
+    assert argv[0] == sys.executable and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/fake"]
+    assert "FOO" not in env

@@ -1,0 +1,203 @@
+"""The fresh process behind every serving task: ``python -m traceview.capture.serving.child``.
+
+It reads one task as JSON on stdin and prints JSON lines on stdout, the last one being
+``{"result": ...}`` or ``{"error": "one line"}``. Tasks:
+
+* ``check``: correctness of the variant's backend against torch eager (:mod:`.correctness`);
+* ``measure``: warm up, then one measured pass of the workload (:mod:`.engine`);
+* ``bisect``: list the backend's ops the model calls (``{"candidates": [...]}``), then
+  enable them one at a time from ``start``, printing ``{"testing": op}`` before and
+  ``{"op": ..., ...}`` after each, so a process that dies mid-op still names it;
+* ``profile``: one profiled prefill + decode steps (:mod:`.profile`).
+
+:func:`run_task` is the same thing without the process, for tests and for callers that
+already are a fresh process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from traceview.capture.serving import backends, correctness, engine
+from traceview.capture.serving import model as model_mod
+from traceview.capture.serving.arrivals import prompts
+from traceview.capture.serving.spec import (
+    ModelSpec,
+    Variant,
+    Workload,
+    model_from_dict,
+    workload_from_dict,
+)
+from traceview.errors import TraceviewError
+
+Emit = Callable[[dict[str, Any]], None]
+#: Greedy steps per op in the bisect: enough to run the decode path, few enough for
+#: hundreds of ops.
+BISECT_STEPS = 2
+
+
+def environment(torch: Any, spec: ModelSpec) -> dict[str, Any]:
+    """Versions and device, as this process sees them."""
+    import importlib.metadata as md
+
+    def version(name: str) -> str | None:
+        mod = sys.modules.get(name)
+        v = getattr(mod, "__version__", None)
+        if v:
+            return str(v)
+        try:
+            return md.version(name.replace("_", "-"))
+        except md.PackageNotFoundError:
+            return None
+
+    dev: dict[str, Any] = {"kind": spec.device}
+    if spec.device == "cuda":
+        try:  # after a CUDA fault (a crashed backend) the context may refuse even this
+            p = torch.cuda.get_device_properties(0)
+            dev.update(name=p.name, memory_bytes=int(p.total_memory),
+                       capability=f"{p.major}.{p.minor}")
+        except Exception as exc:  # noqa: BLE001  (a record, not the result)
+            dev.update(name=None, error=f"{type(exc).__name__}: {exc}"[:200])
+    else:
+        dev.update(name=platform.processor() or platform.machine())
+    return {"python": platform.python_version(), "executable": sys.executable,
+            "torch": torch.__version__, "transformers": version("transformers"),
+            "triton": version("triton"), "flag_gems": version("flag_gems"),
+            "cuda": getattr(torch.version, "cuda", None), "device": dev}
+
+
+def _setup(task: dict[str, Any]) -> tuple[Any, Any, ModelSpec, Workload, Variant]:
+    spec = model_from_dict(task["model"])
+    workload = workload_from_dict(task["workload"])
+    variant = Variant.from_dict(task["variant"])
+    if spec.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise TraceviewError("--device cuda but torch sees no CUDA device here "
+                                 "(use --device cpu)")
+    positions = workload.prompt_len + max(workload.output_len, task.get("check_steps", 0),
+                                          task.get("profile_steps", 0) + 1) + 8
+    torch, model = model_mod.build_model(spec, positions)
+    return torch, model, spec, workload, variant
+
+
+def _check_batch(workload: Workload, vocab: int) -> list[list[int]]:
+    return prompts(workload, vocab)[: min(workload.batch_size, workload.requests)]
+
+
+def task_check(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    torch, model, spec, workload, variant = _setup(task)
+    steps = int(task["check_steps"])
+    batch = _check_batch(workload, spec.vocab)
+    ref = correctness.reference(torch, model, batch, steps)
+    out = correctness.compare(torch, model, batch, steps, ref, variant, spec.dtype)
+    out["reference_tokens_sha256"] = engine.tokens_digest(ref["tokens"])
+    return dict(out, environment=environment(torch, spec))
+
+
+def task_measure(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    t_start = time.perf_counter_ns()
+    torch, model, spec, workload, variant = _setup(task)
+    gen = model_mod.generation_config(workload.output_len)
+    with contextlib.ExitStack() as stack:
+        detail = backends.enter(variant, torch, model, gen, stack)
+        t_warm = time.perf_counter_ns()
+        warm_calls = engine.warm_up(torch, model, workload, gen, spec.vocab)
+        t_measure = time.perf_counter_ns()
+        run = engine.run_workload(torch, model, workload, gen, spec.vocab)
+    run.update(backend_detail=detail, warmup_calls=warm_calls,
+               setup_ns=t_warm - t_start, warmup_ns=t_measure - t_warm,
+               env_seen={k: os.environ.get(k) for k in variant.env},
+               environment=environment(torch, spec), pid=os.getpid())
+    return run
+
+
+def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """One op at a time; stops at the first crash (the CUDA context is gone after one)."""
+    from traceview.capture.serving.opcalls import aten_ops
+
+    torch, model, spec, workload, variant = _setup(task)
+    steps = min(int(task["check_steps"]), BISECT_STEPS)
+    batch = _check_batch(workload, spec.vocab)
+    units = task.get("candidates")
+    if units is None:
+        hit = aten_ops(torch, model, batch)
+        called, rest = backends.flag_gems_units(hit)
+        units = [u for u in called if u not in variant.exclude_ops]
+        emit({"candidates": units, "called": called, "not_called": len(rest),
+              "aten_ops": hit})
+    ref = correctness.reference(torch, model, batch, steps)
+    tested = []
+    for unit in units[int(task.get("start", 0)):]:
+        emit({"testing": unit})
+        out = correctness.compare(torch, model, batch, steps, ref, variant, spec.dtype,
+                                  include=[unit])
+        row = {"op": unit, "crashed": out["crashed"]}
+        if out["crashed"]:
+            row.update(phase=out["phase"], error=out["error"])
+        else:
+            row.update(logits_ratio=out["logits"]["ratio"], passed=out["logits"]["passed"],
+                       earliest_divergence=out["tokens"]["earliest_divergence"])
+        emit(row)
+        tested.append(row)
+        if out["crashed"]:
+            break
+    return {"tested": tested}
+
+
+def task_profile(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from traceview.capture.serving.profile import profile_steps
+
+    torch, model, spec, workload, variant = _setup(task)
+    batch = _check_batch(workload, spec.vocab)
+    with contextlib.ExitStack() as stack:
+        probe = model_mod.generation_config(2)
+        detail = backends.enter(variant, torch, model, probe, stack)
+
+        def gen_for(n: int) -> Any:
+            return backends.same_generation(probe, model_mod.generation_config(n))
+
+        out = profile_steps(torch, model, batch, int(task["profile_steps"]), gen_for,
+                            Path(task["trace_path"]))
+    return dict(out, backend_detail=detail, environment=environment(torch, spec))
+
+
+TASKS = {"check": task_check, "measure": task_measure, "bisect": task_bisect,
+         "profile": task_profile}
+
+
+def run_task(task: dict[str, Any], emit: Emit) -> None:
+    """Run one task, emitting its lines; the last is ``result`` or ``error``."""
+    try:
+        result = TASKS[task["task"]](task, emit)
+    except TraceviewError as exc:
+        emit({"error": str(exc)})
+        return
+    emit({"result": result})
+
+
+def main() -> None:
+    task = json.loads(sys.stdin.read())
+
+    def emit(line: dict[str, Any]) -> None:
+        print(json.dumps(line), flush=True)
+
+    run_task(task, emit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: after a CUDA fault it can hang on the dead context, and
+    # everything this process owes the parent is already on stdout (or on disk).
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

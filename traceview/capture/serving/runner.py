@@ -1,0 +1,274 @@
+"""The protocol of ``traceview serve``, in the parent process (never imports torch).
+
+1. **Correctness** per variant, in a fresh child: the backend against torch eager
+   (skipped for plain eager, which is the reference). A crash or wrong logits on the
+   flag_gems backend starts the **bisect** (:mod:`.bisect`); with ``exclude_failing`` the
+   culprits are excluded and the check runs again, otherwise the run stops (exit 3)
+   with the culprits named.
+2. **Repetitions**: ``rounds`` fresh processes per variant, each warming up and then
+   measuring one pass of the workload. With two variants the processes are interleaved
+   by round (``traceview.paired.interleaved_order``: AB BA AB ..., or a seeded order) so
+   slow machine drift cancels in each round's difference.
+3. **A/B**: per figure (wall, standing for both throughputs, and TTFT/TPOT/E2E p50, p90,
+   p99), ``traceview.paired.compare`` over the rounds: Hodges-Lehmann estimate, exact
+   signed-rank interval, verdict.
+4. **Diagnosis** per variant: one more fresh child profiles a prefill and decode steps;
+   explain summarises it (:mod:`.diagnosis`).
+
+The repetition loop is deliberately plain so it can later share ``traceview ab``'s runner.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import statistics
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from traceview import __version__
+from traceview.capture.serving import arrivals, metrics
+from traceview.capture.serving import launch as launch_mod
+from traceview.capture.serving.bisect import bisect
+from traceview.capture.serving.diagnosis import diagnose
+from traceview.capture.serving.spec import ServeSpec, Variant, model_to_dict
+from traceview.errors import CaptureError
+from traceview.paired import compare, interleaved_order
+
+SCHEMA = "traceview.serve/1"
+Log = Callable[[str], None]
+
+ENGINE = ("Hugging Face transformers generate(): greedy, KV cache (DynamicCache; static "
+          "for the compile backend), static batching")
+DEFINITIONS = {
+    "ttft_ns": "first_token_ns - arrival_ns",
+    "tpot_ns": "(last_token_ns - first_token_ns) // (tokens - 1)",
+    "e2e_ns": "ttft_ns + (tokens - 1) * tpot_ns (= last_token_ns - arrival_ns - "
+              "e2e_rounding_ns)",
+    "e2e_rounding_ns": "(last_token_ns - first_token_ns) % (tokens - 1), below 1 ns per token",
+    "wall_ns": "max(last_token_ns) over requests (the first arrival is time 0)",
+    "output_tokens_per_s": "output_tokens * 1e9 / wall_ns",
+    "requests_per_s": "requests * 1e9 / wall_ns",
+    "percentiles": "nearest rank over the requests of one repetition",
+    "clock": "time.perf_counter_ns in the child; token k's time is when generate() handed "
+             "it to the streamer as tokens.cpu()",
+}
+LEGITIMATE_DIVERGENCE = (
+    "greedy tokens diverge although the first-step logits are within tolerance: with "
+    "random weights the logits are near-uniform, so {dtype} rounding differences between "
+    "two correct backends can flip an argmax, and every later token follows the flip")
+
+
+def base_task(spec: ServeSpec) -> dict[str, Any]:
+    return {"model": asdict(spec.model), "workload": asdict(spec.workload),
+            "check_steps": spec.check_steps, "profile_steps": spec.profile_steps}
+
+
+def _status(out: launch_mod.Outcome) -> tuple[str, dict[str, Any]]:
+    r = out.result
+    if r is None:
+        for line in out.lines:
+            if set(line) == {"error"}:  # a setup problem the user can fix (no FlagGems...)
+                raise CaptureError(str(line["error"]))
+        return "crashed", {"crashed": True, "phase": "process died", "error": out.failure}
+    if r["crashed"]:
+        return "crashed", r
+    return ("passed" if r["logits"]["passed"] else "wrong"), r
+
+
+def check(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher) -> dict[str, Any]:
+    """The correctness block of one variant (without bisect)."""
+    if variant.is_plain_eager:
+        return {"status": "reference", "note": "torch eager in this environment is the "
+                                               "reference"}
+    out = launch(variant, dict(base_task(spec), task="check", variant=variant.to_dict()))
+    status, r = _status(out)
+    block = dict(r, status=status, exclude_ops=list(variant.exclude_ops))
+    block.pop("environment", None)
+    tokens = r.get("tokens") or {}
+    if status == "passed" and tokens.get("earliest_divergence") is not None:
+        block["note"] = LEGITIMATE_DIVERGENCE.format(dtype=spec.model.dtype)
+    return block
+
+
+def resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
+            log: Log) -> tuple[Variant, dict[str, Any], bool]:
+    """(variant to measure, correctness block, ok)."""
+    log(f"correctness: {variant.label} ({variant.describe()}) vs torch eager")
+    block: dict[str, Any] = {"check": check(spec, variant, launch)}
+    status = block["check"]["status"]
+    if status in ("passed", "reference"):
+        return variant, block, True
+    if variant.backend != "flag_gems":
+        return variant, block, False
+    log(f"{variant.label}: {status}; bisecting the backend's ops one at a time")
+    result = bisect(variant, dict(base_task(spec), variant=variant.to_dict()), launch)
+    block["bisect"] = result.to_dict()
+    if not (spec.exclude_failing and result.culprits and result.incomplete is None):
+        return variant, block, False
+    fixed = replace(variant, exclude_ops=variant.exclude_ops + tuple(result.culprits))
+    log(f"{variant.label}: excluding {', '.join(result.culprits)} and checking again")
+    block["excluded_after_bisect"] = result.culprits
+    block["recheck"] = check(spec, fixed, launch)
+    return fixed, block, block["recheck"]["status"] == "passed"
+
+
+def measure_once(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
+                 rnd: int, position: int) -> dict[str, Any]:
+    out = launch(variant, dict(base_task(spec), task="measure", variant=variant.to_dict()))
+    if out.result is None:
+        raise CaptureError(f"{variant.label} ({variant.describe()}), round {rnd}: "
+                           f"{out.failure}")
+    raw = out.result
+    timings = metrics.timings_from_raw(raw["requests"])
+    figs = metrics.figures(timings)
+    return {"round": rnd, "position": position, "pid": raw.get("pid"),
+            "figures": figs.to_dict(), "requests": [t.to_dict() for t in timings],
+            "batches": raw["batches"], "tokens_sha256": raw["tokens_sha256"],
+            "setup_ns": raw["setup_ns"], "warmup_ns": raw["warmup_ns"],
+            "warmup_calls": raw["warmup_calls"], "env_seen": raw["env_seen"],
+            "backend_detail": raw["backend_detail"], "environment": raw["environment"]}
+
+
+def _median(values: list[Any]) -> Any:
+    if not values or any(v is None for v in values):
+        return None
+    if all(isinstance(v, int) for v in values):
+        return round(statistics.median(values))  # the A/B's median too, to the nearest ns
+    return float(statistics.median(values))
+
+
+def summarize(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over repetitions of each per-repetition figure (integer ns rounded to 1 ns)."""
+    figs = [r["figures"] for r in reps]
+    out: dict[str, Any] = {"repetitions": len(reps)}
+    for key in ("wall_ns", "output_tokens_per_s", "requests_per_s", "output_tokens", "requests"):
+        out[key] = _median([f[key] for f in figs])
+    out["latency_ns"] = {
+        lat: {p: _median([f["latency_ns"][lat][p] for f in figs]) for p in metrics.PERCENTILES}
+        for lat in metrics.LATENCIES}
+    return out
+
+
+def ab_block(spec: ServeSpec, reps_a: list[dict[str, Any]],
+             reps_b: list[dict[str, Any]]) -> dict[str, Any]:
+    def fig(rep: dict[str, Any], name: str) -> int:
+        f = rep["figures"]
+        if name == "wall":
+            return int(f["wall_ns"])
+        lat, _, pct = name.rpartition("_")
+        return int(f["latency_ns"][lat][pct])
+
+    rows = {}
+    for name in metrics.AB_FIGURES:
+        c = compare([fig(r, name) for r in reps_a], [fig(r, name) for r in reps_b],
+                    alpha=spec.alpha)
+        rows[name] = {"a": list(c.a), "b": list(c.b), "diffs": list(c.diffs),
+                      "estimate_ns": c.estimate_ns, "ci_low_ns": c.ci_low_ns,
+                      "ci_high_ns": c.ci_high_ns, "confidence": c.confidence,
+                      "relative": c.relative, "b_faster_rounds": c.b_faster_rounds,
+                      "b_slower_rounds": c.b_slower_rounds,
+                      "min_detectable_ns": c.min_detectable_ns,
+                      "a_median_ns": c.a_median_ns, "b_median_ns": c.b_median_ns,
+                      "verdict": c.verdict}
+    digests = {r["tokens_sha256"] for r in reps_a} | {r["tokens_sha256"] for r in reps_b}
+    return {"a": spec.a.label, "b": spec.b.label if spec.b else None, "alpha": spec.alpha,
+            "rounds": len(reps_a), "figures": rows, "same_tokens": len(digests) == 1,
+            "throughput_note": "every repetition generates the same requests and tokens, "
+                               "so both throughputs are fixed counts over wall: the wall "
+                               "row is their verdict (B faster = higher throughput)"}
+
+
+def _fill(doc: dict[str, Any], spec: ServeSpec, reps: dict[str, list[dict[str, Any]]]) -> None:
+    """Repetitions, summaries and the A/B over the rounds both sides have finished."""
+    for entry, side in zip(doc["variants"], ("A", "B"), strict=False):
+        entry["repetitions"] = reps[side]
+        if reps[side]:
+            entry["summary"] = summarize(reps[side])
+            entry["environment"] = reps[side][0]["environment"]
+    if spec.b is not None:
+        done = {r["round"] for r in reps["A"]} & {r["round"] for r in reps["B"]}
+        if done:
+            pick = {side: sorted((r for r in reps[side] if r["round"] in done),
+                                 key=lambda r: r["round"]) for side in ("A", "B")}
+            doc["ab"] = ab_block(spec, pick["A"], pick["B"])
+
+
+def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
+              log: Log = lambda s: None, trace_dir: Path | None = None,
+              argv: list[str] | None = None,
+              on_stage: Callable[[dict[str, Any]], None] = lambda d: None) -> dict[str, Any]:
+    """The whole protocol; returns the JSON document (docs/serving.md).
+
+    ``on_stage(doc)`` is called after every stage (each check, each repetition, each
+    diagnosis) with the document so far, ``complete`` false until the end: a run cut
+    short by a time limit still leaves what it measured.
+    """
+    launch = launch or launch_mod.in_subprocess
+    doc: dict[str, Any] = {
+        "schema": SCHEMA, "tool_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": argv, "model": model_to_dict(spec.model),
+        "workload": dict(asdict(spec.workload), engine=ENGINE,
+                         arrival_offsets_ns=arrivals.arrival_offsets_ns(spec.workload)),
+        "protocol": {"rounds": spec.rounds, "alpha": spec.alpha, "order_seed": spec.order_seed,
+                     "check_steps": spec.check_steps, "profile_steps": spec.profile_steps,
+                     "fresh_process_per_repetition": True,
+                     "warmup": f"{spec.workload.warmup_batches} untimed batch(es) of "
+                               f"{spec.workload.batch_size} per process, own prompts",
+                     "definitions": DEFINITIONS},
+        "variants": [], "ab": None, "measured": False, "stopped": None, "complete": False,
+    }
+    final: list[Variant] = []
+    for v in spec.variants:
+        fixed, block, ok = resolve(spec, v, launch, log)
+        final.append(fixed)
+        doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
+                                    correctness=block, repetitions=[], summary=None,
+                                    diagnosis=None, environment=None))
+        on_stage(doc)
+        if not ok:
+            culprits = (block.get("bisect") or {}).get("culprits") or []
+            doc["stopped"] = (f"{v.label} ({v.describe()}) failed the correctness check"
+                              + (f"; culprit op(s): {', '.join(culprits)}: rerun with "
+                                 f"--exclude-ops {','.join(culprits)} (or --exclude-failing)"
+                                 if culprits else ""))
+            doc["complete"] = True
+            return doc
+    spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
+
+    if spec.b is None:
+        order = [(r, "A") for r in range(spec.rounds)]
+    else:
+        order = interleaved_order(spec.rounds, spec.order_seed)
+    doc["protocol"]["order"] = [[r, side] for r, side in order]
+    reps: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    for position, (rnd, side) in enumerate(order):
+        v = spec.a if side == "A" else spec.b
+        assert v is not None
+        log(f"round {rnd + 1}/{spec.rounds}: {side} ({v.describe()})")
+        reps[side].append(measure_once(spec, v, launch, rnd, position))
+        _fill(doc, spec, reps)  # a run cut short still has its summaries so far
+        on_stage(doc)
+    doc["measured"] = True
+    on_stage(doc)
+
+    if spec.profile_steps:
+        folder = trace_dir or Path(tempfile.mkdtemp(prefix="traceview-serve-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry, v in zip(doc["variants"], spec.variants, strict=True):
+            log(f"profiling {spec.profile_steps} decode steps: {v.label} ({v.describe()})")
+            path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
+            out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
+                                 trace_path=str(path)))
+            if out.result is None:
+                entry["diagnosis"] = {"error": f"the profiled run failed: {out.failure}"}
+                on_stage(doc)
+                continue
+            entry["diagnosis"] = dict(diagnose(str(path), spec.profile_steps),
+                                      profiled_step_wall_ns=out.result.get("step_wall_ns"))
+            on_stage(doc)
+    doc["complete"] = True
+    return doc

@@ -1,0 +1,140 @@
+"""What the serving renderers share: number formats, row labels and the one-line result.
+
+Everything reads the ``traceview serve`` JSON document (docs/serving.md), so the terminal,
+markdown and any later renderer say the same thing from the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FIGURE_LABELS = {
+    "wall": "wall (both throughputs)",
+    "ttft_p50": "TTFT p50", "ttft_p90": "TTFT p90", "ttft_p99": "TTFT p99",
+    "tpot_p50": "TPOT p50", "tpot_p90": "TPOT p90", "tpot_p99": "TPOT p99",
+    "e2e_p50": "E2E p50", "e2e_p90": "E2E p90", "e2e_p99": "E2E p99",
+}
+
+
+def ns(value: float | None) -> str:
+    """850 ns, 51.2 us, 12.3 ms, 1.52 s; signed values keep their sign."""
+    if value is None:
+        return "-"
+    v = float(value)
+    a = abs(v)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if a >= scale:
+            return f"{v / scale:.3g} {unit}" if a < 100 * scale else f"{v / scale:.0f} {unit}"
+    return f"{v:.0f} ns"
+
+
+def signed_ns(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return ("+" if value > 0 else "") + ns(value)
+
+
+def pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%"
+
+
+def rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def workload_line(doc: dict[str, Any]) -> str:
+    w = doc["workload"]
+    arrival = "offline (all at once)" if w["arrival"] == "offline" else \
+        f"Poisson at {w['rate']:g} req/s (seed {w['seed']})"
+    return (f"{w['requests']} requests x ({w['prompt_len']} prompt + {w['output_len']} output "
+            f"tokens), batch {w['batch_size']}, {arrival}; warm-up "
+            f"{w['warmup_batches']} batch(es) excluded")
+
+
+def model_line(doc: dict[str, Any]) -> str:
+    m = doc["model"]
+    return (f"Llama-style, random weights (seed {m['seed']}): {m['layers']} layers, hidden "
+            f"{m['hidden']}, {m['heads']}/{m['kv_heads']} heads, MLP {m['intermediate']}, "
+            f"vocab {m['vocab']}; {m['params'] / 1e6:.1f} M params, "
+            f"{m['bytes'] / 2**20:.0f} MiB {m['dtype']} on {m['device']}")
+
+
+def versions_line(env: dict[str, Any] | None) -> str:
+    if not env:
+        return "versions not recorded"
+    parts = [f"{k} {env[k]}" for k in ("torch", "transformers", "triton", "flag_gems", "python")
+             if env.get(k)]
+    dev = (env.get("device") or {}).get("name")
+    return ", ".join(parts) + (f"; {dev}" if dev else "")
+
+
+def correctness_line(block: dict[str, Any]) -> str:
+    """One line per variant's correctness block."""
+    c = block.get("recheck") or block["check"]
+    status = c["status"]
+    if status == "reference":
+        return "reference (torch eager)"
+    if status == "crashed":
+        return f"CRASHED in {c.get('phase')}: {c.get('error')}"
+    lg, tk = c["logits"], c["tokens"]
+    if lg["ratio"] is None:
+        dist = "not finite" if not lg["finite"] else "undefined (reference logits all 0)"
+    else:
+        dist = f"max |diff| {lg['max_abs_diff']:.3g} = {lg['ratio']:.2g} x max |logit|"
+    head = (f"{'passed' if status == 'passed' else 'FAILED'}: first-step logits {dist} "
+            f"(tolerance {lg['tolerance']:g}), top-1 agree {lg['top1_agree']}/{lg['rows']}; ")
+    if tk["earliest_divergence"] is None:
+        head += f"greedy tokens identical for {tk['steps']} steps"
+    else:
+        head += (f"greedy tokens identical in {tk['identical_rows']}/{tk['rows']} requests, "
+                 f"first divergence at step {tk['earliest_divergence']}")
+    if block.get("excluded_after_bisect"):
+        head += f" (after excluding {', '.join(block['excluded_after_bisect'])})"
+    return head
+
+
+def result_sentence(doc: dict[str, Any]) -> str:
+    """The seed template's "Serving result, if measured:" line."""
+    if not doc.get("measured"):
+        return f"not measured: {doc.get('stopped') or 'no repetitions'}"
+    variants = doc["variants"]
+    env = variants[0].get("environment") or {}
+    head = (f"transformers {env.get('transformers')} generate() (greedy, KV cache, static "
+            f"batching), {doc['model']['params'] / 1e6:.3g} M-param Llama-style random "
+            f"weights, {doc['model']['dtype']} on {(env.get('device') or {}).get('name')}; "
+            f"{workload_line(doc)}")
+    if doc.get("ab") is None:
+        s = variants[0]["summary"]
+        lat = s["latency_ns"]
+        return (f"{head}. {variants[0]['description']}, median of {s['repetitions']} fresh "
+                f"processes: {rate(s['output_tokens_per_s'])} output tok/s, "
+                f"{rate(s['requests_per_s'])} req/s, TTFT p50 {ns(lat['ttft']['p50'])}, "
+                f"TPOT p50 {ns(lat['tpot']['p50'])}, E2E p50 {ns(lat['e2e']['p50'])}.")
+    ab = doc["ab"]
+    a, b = variants
+    f = ab["figures"]
+    parts = []
+    for key, label in (("wall", "output throughput"), ("tpot_p50", "TPOT p50"),
+                       ("ttft_p50", "TTFT p50")):
+        row = f[key]
+        if key == "wall":
+            vals = (f"{rate(a['summary']['output_tokens_per_s'])} -> "
+                    f"{rate(b['summary']['output_tokens_per_s'])} tok/s")
+        else:
+            vals = f"{ns(row['a_median_ns'])} -> {ns(row['b_median_ns'])}"
+        ci = (f"{ab['rounds']} rounds give no {pct(1 - ab['alpha'])} interval"
+              if row["ci_low_ns"] is None else
+              f"{signed_ns(row['ci_low_ns'])}..{signed_ns(row['ci_high_ns'])} at "
+              f"{pct(row['confidence'])}")
+        parts.append(f"{label} {vals} ({row['verdict']}; "
+                     f"{'wall ' if key == 'wall' else ''}B-A {signed_ns(row['estimate_ns'])}, "
+                     f"{ci})")
+    out = (f"{head}. A = {a['description']}, B = {b['description']}, {ab['rounds']} "
+           f"interleaved fresh-process rounds: " + "; ".join(parts) + ".")
+    busy = [((v.get("diagnosis") or {}).get("decode") or {}).get("device_busy_share")
+            for v in variants]
+    if all(x is not None for x in busy):
+        out += f" Device busy during decode (profiled): {pct(busy[0])} -> {pct(busy[1])}."
+    return out

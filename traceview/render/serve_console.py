@@ -1,0 +1,126 @@
+"""``traceview serve`` in the terminal: the run, correctness, figures, the A/B, the diagnosis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from traceview.render.serve_common import (
+    FIGURE_LABELS,
+    correctness_line,
+    model_line,
+    ns,
+    pct,
+    rate,
+    signed_ns,
+    versions_line,
+    workload_line,
+)
+
+
+def render_console(console: Console, doc: dict[str, Any]) -> None:
+    p = console.print
+    p(f"[bold]model[/] {escape(model_line(doc))}")
+    p(f"[bold]workload[/] {escape(workload_line(doc))}")
+    p(f"[bold]engine[/] {escape(doc['workload']['engine'])}")
+    for v in doc["variants"]:
+        p(f"[bold]{v['label']}[/] {escape(v['description'])}: "
+          f"{escape(versions_line(v.get('environment')))}")
+        p(f"  correctness: {escape(correctness_line(v['correctness']))}")
+        note = (v["correctness"].get("recheck") or v["correctness"]["check"]).get("note")
+        if note:
+            p(f"  [yellow]note:[/] {escape(note)}")
+        if v["correctness"].get("bisect"):
+            _bisect(console, v["correctness"]["bisect"])
+    if doc.get("stopped"):
+        p(f"[red]stopped:[/] {escape(doc['stopped'])}")
+        return
+    _figures(console, doc)
+    if doc.get("ab"):
+        _ab(console, doc)
+    for v in doc["variants"]:
+        _diagnosis(console, v)
+
+
+def _bisect(console: Console, b: dict[str, Any]) -> None:
+    t = Table(title=f"bisect: {len(b['candidates'])} ops the model calls, enabled one at a "
+                    f"time ({b['children']} processes)", title_justify="left")
+    for col in ("op", "verdict", "detail"):
+        t.add_column(col)
+    for r in b["tested"]:
+        if r["verdict"] == "ok":
+            continue
+        detail = (f"{r.get('phase')}: {r.get('error')}" if r["crashed"]
+                  else "logits not finite" if r.get("logits_ratio") is None
+                  else f"logits {r['logits_ratio']:.2g} x max |logit|")
+        t.add_row(escape(r["op"]), r["verdict"], escape(str(detail)))
+    ok = sum(1 for r in b["tested"] if r["verdict"] == "ok")
+    t.caption = f"{ok} ops passed alone; culprits: {', '.join(b['culprits']) or 'none'}"
+    if b.get("incomplete"):
+        t.caption += f"; incomplete: {b['incomplete']}"
+    console.print(t)
+
+
+def _figures(console: Console, doc: dict[str, Any]) -> None:
+    t = Table(title="median over fresh-process repetitions (per repetition: percentiles "
+                    "over its requests)", title_justify="left")
+    t.add_column("figure")
+    for v in doc["variants"]:
+        t.add_column(f"{v['label']}: {v['backend']}", justify="right")
+    sums = [v["summary"] for v in doc["variants"]]
+    t.add_row("repetitions", *[str(s["repetitions"]) for s in sums])
+    t.add_row("output tokens/s", *[rate(s["output_tokens_per_s"]) for s in sums])
+    t.add_row("requests/s", *[rate(s["requests_per_s"]) for s in sums])
+    t.add_row("wall", *[ns(s["wall_ns"]) for s in sums])
+    for lat, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
+        for p in ("p50", "p90", "p99"):
+            t.add_row(f"{label} {p}", *[ns(s["latency_ns"][lat][p]) for s in sums])
+    console.print(t)
+
+
+def _ab(console: Console, doc: dict[str, Any]) -> None:
+    ab = doc["ab"]
+    t = Table(title=f"A/B: B - A over {ab['rounds']} interleaved rounds (Hodges-Lehmann, "
+                    f"exact signed-rank interval)", title_justify="left")
+    for col in ("figure", "A median", "B median", "B - A", "interval", "B/A", "B faster",
+                "verdict"):
+        t.add_column(col, justify="left" if col in ("figure", "verdict") else "right")
+    for key, row in ab["figures"].items():
+        ci = ("-" if row["ci_low_ns"] is None else
+              f"{signed_ns(row['ci_low_ns'])} .. {signed_ns(row['ci_high_ns'])} "
+              f"({pct(row['confidence'])})")
+        t.add_row(FIGURE_LABELS.get(key, key), ns(row["a_median_ns"]), ns(row["b_median_ns"]),
+                  signed_ns(row["estimate_ns"]), ci, pct(row["relative"], signed=True),
+                  f"{row['b_faster_rounds']}/{ab['rounds']}", row["verdict"])
+    t.caption = (ab["throughput_note"] + ("; both sides generated identical tokens"
+                                          if ab["same_tokens"] else
+                                          "; the sides generated different tokens"))
+    console.print(t)
+
+
+def _diagnosis(console: Console, v: dict[str, Any]) -> None:
+    d = v.get("diagnosis")
+    if not d:
+        return
+    if "error" in d:
+        console.print(f"[yellow]diagnosis {v['label']}:[/] {escape(d['error'])}")
+        return
+    dec = d["decode"]
+    step = dec.get("step_ns") or {}
+    over = dec.get("step_host_overhead_ns") or {}
+    console.print(
+        f"[bold]decode step, {v['label']} {escape(v['backend'])}[/] (profiled, "
+        f"{dec['steps']} steps): step p50 {ns(step.get('p50'))}, device busy "
+        f"{pct(dec['device_busy_share'])} of the decode window, host overhead p50 "
+        f"{ns(over.get('p50'))}, {dec['launches_per_step']} launches per step; prefill "
+        f"device busy {pct((d.get('prefill') or {}).get('device_busy_share'))}")
+    cats = ", ".join(f"{k} {ns(val)}" for k, val in
+                     list(dec["host_categories_per_step_ns"].items())[:5])
+    console.print(f"  host per step: {escape(cats)}")
+    ops = ", ".join(f"{o['name'].removeprefix('aten::')} {ns(o['total_ns_per_step'])} "
+                    f"(x{o['calls_per_step']:g})" for o in dec["host_ops_per_step"][:8])
+    console.print(f"  ops per step (host, inclusive): {escape(ops)}")
+    console.print(f"  [dim]trace: {escape(d['trace'])}[/]", soft_wrap=True)
