@@ -17,7 +17,7 @@ from pathlib import Path
 from traceview.capture import ops, tracefile
 from traceview.errors import CaptureError
 
-IMPLS = ("triton", "torch", "inductor", "flag_gems")
+IMPLS = ("triton", "torch", "inductor", "flag_gems", "fn")
 LAYOUTS = ("contiguous", "transposed", "strided")
 DEVICES = ("cuda", "cpu")
 MODES = ("eager", "graph")
@@ -55,6 +55,11 @@ class CaptureConfig:
     graph_ops: int = 1
     streams: int = 1
     seed: int = 0
+    #: The user's callable (``--fn pkg.module:function``; ``impl`` is then ``"fn"``), their
+    #: input builder (``--inputs``) and reference (``--ref``): see ``capture.usercode``.
+    fn: str | None = None
+    inputs_fn: str | None = None
+    ref: str | None = None
     out: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
 
@@ -126,6 +131,11 @@ class CaptureConfig:
             parts += ["--graph-ops", str(self.graph_ops)]
         if self.streams != 1:
             parts += ["--streams", str(self.streams)]
+        for flag, value in (("--fn", self.fn), ("--inputs", self.inputs_fn), ("--ref", self.ref)):
+            if value:
+                parts += [flag, value]
+        if self.fn:
+            del parts[4:6]  # --impl fn is implied by --fn
         return shlex.join(parts)
 
     def with_(self, **changes: object) -> CaptureConfig:
@@ -141,6 +151,7 @@ class CaptureConfig:
         _one_of("mode", self.mode, MODES)
         _one_of("sync", self.sync, SYNCS)
         ops.check_dtype(spec, self.dtype)
+        _check_user_code(self)
         if spec.arity == 1 and (len(self.shapes) > 1 or self.scalar is not None):
             raise CaptureError(f"op {self.op!r} is unary: give one shape and no --scalar")
         if len(self.shapes) > 2:
@@ -174,7 +185,7 @@ class CaptureConfig:
         if self.graph_ops != 1 and self.mode != "graph":
             raise CaptureError("--graph-ops only applies with --mode graph")
         if self.device == "cpu":
-            if self.impl not in ("torch", "triton"):
+            if self.impl not in ("torch", "triton", "fn"):
                 raise CaptureError(
                     f"--impl {self.impl} needs --device cuda; on the CPU use --impl torch "
                     "or --impl triton (Triton's interpreter)"
@@ -186,6 +197,18 @@ class CaptureConfig:
         if self.streams != 1 and self.mode == "graph":
             raise CaptureError("--streams with --mode graph is not supported; use eager")
         return self
+
+
+def _check_user_code(config: CaptureConfig) -> None:
+    """``--fn`` and ``--impl fn`` go together; every callable is ``pkg.module:function``."""
+    from traceview.capture.usercode import check_spec
+
+    if (config.impl == "fn") != (config.fn is not None):
+        raise CaptureError("--fn pkg.module:function names the callable; do not combine it "
+                           "with --impl" if config.fn else "--impl fn needs --fn pkg.module:function")
+    for flag, value in (("fn", config.fn), ("inputs", config.inputs_fn), ("ref", config.ref)):
+        if value is not None:
+            check_spec(flag, value)
 
 
 def _one_of(flag: str, value: str, allowed: tuple[str, ...]) -> None:

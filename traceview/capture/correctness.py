@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.capture import ops
+from traceview.capture import ops, usercode
 from traceview.capture.config import CaptureConfig
 from traceview.capture.inputs import Inputs
 from traceview.errors import CorrectnessError
@@ -19,16 +19,19 @@ from traceview.errors import CorrectnessError
 def expected_output(torch: Any, config: CaptureConfig, inputs: Inputs) -> tuple[tuple, Any]:
     """(shape, dtype) eager PyTorch would return, computed on the meta device (no data)."""
     fn = config.spec.torch_fn(torch)
-    meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in inputs.tensors]
-    args = (meta[0], inputs.scalar) if inputs.scalar is not None else tuple(meta)
+    args = tuple(torch.empty(a.shape, dtype=a.dtype, device="meta")
+                 if isinstance(a, torch.Tensor) else a for a in inputs.args)
     out = fn(*args)
     return tuple(out.shape), out.dtype
 
 
 def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[str, Any]:
     """The ``correctness`` metadata block, or CorrectnessError (exit 3) on any mismatch."""
-    label = f"{config.impl} {config.op} {config.dtype}"
-    shape, dtype = expected_output(torch, config, inputs)
+    label = f"{config.fn or config.impl} {config.op} {config.dtype}"
+    ref, ref_name = usercode.reference(torch, config, inputs)
+    # With a user --ref the op's promotion rules may not apply: its shape is the contract.
+    shape, dtype = (tuple(ref.shape), out.dtype) if config.ref else \
+        expected_output(torch, config, inputs)
     if tuple(out.shape) != shape or out.dtype != dtype:
         raise CorrectnessError(
             f"correctness check failed for {label}: output is {tuple(out.shape)} {out.dtype}, "
@@ -36,9 +39,6 @@ def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[s
         )
     out_dtype = str(dtype).removeprefix("torch.")
     rtol, atol = ops.tolerance(out_dtype)
-    fn = config.spec.torch_fn(torch)
-    ref_args = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in inputs.args)
-    ref = fn(*ref_args)
     got = out.double()
     diff = (got - ref).abs()
     finite = torch.isfinite(ref)
@@ -49,7 +49,7 @@ def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[s
     max_rel = float((diff[sized] / ref[sized].abs()).max()) if bool(sized.any()) else 0.0
     passed = not bool(bad.any())
     block = {
-        "reference": "float64",
+        "reference": ref_name,
         "tolerance": {"rtol": rtol, "atol": atol},
         "max_abs_err": max_abs,
         "max_rel_err": max_rel,

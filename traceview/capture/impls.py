@@ -44,6 +44,7 @@ def build_impl(config: CaptureConfig, device: Device, inputs: Inputs,
         "triton": _triton_impl,
         "inductor": _inductor_impl,
         "flag_gems": _flag_gems_impl,
+        "fn": _user_impl,
     }
     return builders[config.impl](config, device, inputs, stack)
 
@@ -116,6 +117,15 @@ def _flag_gems_impl(config, device, inputs, stack) -> Impl:
     fn = config.spec.torch_fn(device.torch)
     args = inputs.args
     return Impl("flag_gems", lambda: fn(*args), {"entry": "flag_gems.use_gems() + ATen dispatch"})
+
+
+def _user_impl(config, device, inputs, stack) -> Impl:
+    """The user's callable (``--fn``) on the prepared arguments; see ``capture.usercode``."""
+    from traceview.capture.usercode import load_callable
+
+    fn = load_callable("fn", config.fn)
+    args = inputs.args
+    return Impl("fn", lambda: fn(*args), {"entry": config.fn})
 
 
 def on_streams(device: Device, call: Callable[[], Any], n: int) -> Callable[[], Any]:

@@ -44,13 +44,18 @@ H_GRAPH_OPS = "With --mode graph: ops captured per graph (one call = one replay)
 H_STREAMS = "Run each call's op once on each of N CUDA streams (kernels overlap)."
 H_SEED = "Seed for the random inputs."
 H_SWEEP = "numel=START..STOP[:FACTOR]: one capture per size (FACTOR defaults to 4), then a table."
+H_FN = ("Your callable, pkg.module:function: called with the op's inputs, checked against "
+        "the op's float64 reference (or --ref), measured like an --impl.")
+H_INPUTS = "pkg.module:function(device) -> tuple of arguments for --fn (default: from --op/--shape)."
+H_REF = "pkg.module:function: the reference, called on the inputs upcast to float64."
 H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
           "(default: traceview-<op>-<impl>-<shape>-<dtype>-<mode>.json.gz)")
 
 
 def capture(
     op: Annotated[str, _opt(H_OP, _RUN)],
-    impl: Annotated[str, _opt(H_IMPL, _RUN)] = "triton",
+    impl: Annotated[str | None, _opt(H_IMPL + " (default: triton)", _RUN,
+                                     show_default=False)] = None,
     shape: Annotated[str, _opt(H_SHAPE, _RUN)] = "1x4096",
     dtype: Annotated[str, _opt(H_DTYPE, _RUN)] = "float32",
     layout: Annotated[str, _opt(H_LAYOUT, _RUN)] = "contiguous",
@@ -68,6 +73,9 @@ def capture(
     graph_ops: Annotated[int, _opt(H_GRAPH_OPS, _PROTO, "--graph-ops")] = 1,
     streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
+    fn: Annotated[str | None, _opt(H_FN, _RUN, show_default=False)] = None,
+    inputs: Annotated[str | None, _opt(H_INPUTS, _RUN, show_default=False)] = None,
+    ref: Annotated[str | None, _opt(H_REF, _RUN, show_default=False)] = None,
     sweep: Annotated[str | None, _opt(H_SWEEP, _OUT)] = None,
     out: Annotated[Path | None, _opt(H_OUT_, _OUT, show_default=False)] = None,
 ) -> None:
@@ -78,19 +86,22 @@ def capture(
 
 
 def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warmup, iters,
-             baseline_n, with_stack, record_shapes, graph_ops, streams, seed, sweep, out) -> None:
+             baseline_n, with_stack, record_shapes, graph_ops, streams, seed, sweep, out,
+             fn=None, inputs=None, ref=None) -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
     from traceview.capture.ops import canonical_dtype
 
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
+    if impl is None:
+        impl = "fn" if fn else "triton"
     config = cfg.CaptureConfig(
         op=op.strip().lower(), impl=impl, shapes=cfg.parse_shapes(shape),
         dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
         device=device, mode=mode, sync=sync, warmup=warmup, iters=iters,
         baseline_n=baseline_n, with_stack=with_stack, record_shapes=record_shapes,
-        graph_ops=graph_ops, streams=streams, seed=seed,
+        graph_ops=graph_ops, streams=streams, seed=seed, fn=fn, inputs_fn=inputs, ref=ref,
         out=None if sizes is not None else out, argv=_argv(),
     ).validate()
     console = Console()
