@@ -110,9 +110,9 @@ def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = 
     for key in set(fb) | set(fa):
         x, y = fb.get(key), fa.get(key)
         if x is None:
-            status = "appeared" if complete_b else "appeared (or below before's list)"
+            status = "new" if complete_b else "new*"
         elif y is None:
-            status = "gone" if complete_a else "gone (or below after's list)"
+            status = "gone" if complete_a else "gone*"
         else:
             status = "moved"
         inc_b = x.inclusive_ns_per_call if x else 0.0
@@ -141,6 +141,9 @@ def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = 
     return {
         "source": "host.functions of each profiled trace: window totals / calls in the "
                   "window; names without line numbers",
+        "status_note": "new/gone: in one trace's function list only; * that list is cut to "
+                       "its top functions by self time, so the function may be below the "
+                       "cut rather than absent",
         "complete": {"before": complete_b, "after": complete_a},
         "functions": rows[:top],
         "families": families[:top],

@@ -272,8 +272,12 @@ def _us(ns: float) -> str:
 
 
 def verdict_line(c: PairedComparison | None, rounds: int,
-                 data: str = "unprofiled, synchronized each call") -> str:
-    """One line that names its data: "B faster by 9.8 us per call (95% CI [...]; ...)"."""
+                 data: str = "unprofiled, synchronized each call",
+                 names: tuple[str, str] = ("A", "B")) -> str:
+    """One line that names its data: "B faster by 9.8 us per call (95% CI [...]; ...)".
+
+    ``names`` relabels the sides (``diff`` says before/after)."""
+    a_name, b_name = names
     if c is None:
         return f"cannot tell: no full-call figure on both sides in every round ({data})"
     if c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
@@ -283,16 +287,16 @@ def verdict_line(c: PairedComparison | None, rounds: int,
     if c.verdict == "cannot tell":
         mdd = "" if c.min_detectable_ns is None else \
             f"; these rounds could detect about {_us(c.min_detectable_ns)}"
-        return (f"cannot tell: B - A = {_us(c.estimate_ns)} per call (95% CI "
-                f"[{_us(c.ci_low_ns)}, {_us(c.ci_high_ns)}] covers zero; B faster in "
+        return (f"cannot tell: {b_name} - {a_name} = {_us(c.estimate_ns)} per call (95% CI "
+                f"[{_us(c.ci_low_ns)}, {_us(c.ci_high_ns)}] covers zero; {b_name} faster in "
                 f"{c.b_faster_rounds} of {c.rounds} rounds{mdd}; {data})")
     if c.verdict == "B faster":
         lo, hi = -c.ci_high_ns, -c.ci_low_ns
     else:
         lo, hi = c.ci_low_ns, c.ci_high_ns
     pct = "" if c.relative is None else \
-        f" ({abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of A)"
-    return (f"{c.verdict} by {_us(abs(c.estimate_ns))} per call{pct} (95% CI "
+        f" ({abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name})"
+    return (f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} (95% CI "
             f"[{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})")
 
 
