@@ -113,10 +113,14 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
         raise CaptureError(f"--out {out} is a folder; give a file name")
 
     def config_for(side_impl, side_fn):
-        the_fn = side_fn or fn
-        the_impl = side_impl or impl or ("fn" if the_fn else "triton")
-        if side_impl and not side_fn and side_impl != "fn":
-            the_fn = None  # --b-impl torch replaces a shared --fn on that side
+        # The most specific wins: a side's --X-fn, then its --X-impl (which replaces a
+        # shared --fn on that side), then the shared --fn / --impl.
+        if side_fn:
+            the_fn, the_impl = side_fn, "fn"
+        elif side_impl:
+            the_fn, the_impl = (fn if side_impl == "fn" else None), side_impl
+        else:
+            the_fn, the_impl = fn, impl or ("fn" if fn else "triton")
         return cfg.CaptureConfig(
             op=op.strip().lower(), impl=the_impl, shapes=cfg.parse_shapes(shape),
             dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
