@@ -20,6 +20,8 @@ Torch-free at import: the callables load only when a capture runs.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +43,9 @@ def load_callable(flag: str, spec: str) -> Callable[..., Any]:
     """Import ``spec``'s module and return the callable, or one line saying what failed."""
     check_spec(flag, spec)
     module_name, _, attr = spec.partition(":")
+    # The current folder, as `python -m` would have it (the console script does not).
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or the user's module failing at import
