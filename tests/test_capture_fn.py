@@ -113,3 +113,23 @@ def test_python_api_captures_a_live_callable(tmp_path):
         traceview.capture(lambda x, y: x + y + 1, a, b, reference=torch.add,
                           out=tmp_path / "bad.json.gz", warmup=1, iters=2, baseline_n=5)
     assert not (tmp_path / "bad.json.gz").exists()
+
+
+def test_examples_triton_kernel_through_the_interpreter(tmp_path):
+    """The docs' hand-written Triton kernel, on the CPU through Triton's interpreter (a
+    fresh process: TRITON_INTERPRET must be set before triton is imported)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "tk.json.gz"
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(root))
+    r = subprocess.run([sys.executable, "-m", "traceview", "capture", "--op", "add", "--fn",
+                        "examples.triton_add:add", "--shape", "4x256", "--dtype", "bf16",
+                        *FAST, "--out", str(out)], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = _meta(out)
+    assert m["impl_detail"]["entry"] == "examples.triton_add:add"
+    assert m["correctness"]["passed"] is True and m["dtype"] == "bfloat16"
