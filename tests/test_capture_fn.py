@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
-from traceview.cli.app import app  # noqa: E402
+from traceview.cli.app import app
 
 pytestmark = pytest.mark.capture
 FAST = ["--device", "cpu", "--iters", "4", "--warmup", "2", "--baseline-n", "10"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "analyze", "capture", "explain", "load", "Options"]
+__all__ = ["Options", "__version__", "analyze", "capture", "explain", "load"]
 
 from traceview.options import Options
 

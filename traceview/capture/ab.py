@@ -335,6 +335,16 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    protocol)
 
 
-__all__ = ["Side", "ProcessRun", "run_process", "run_interleaved", "paired_figures",
-           "capture_side", "analyze", "run_capture_ab", "ABResult", "verdict_line",
-           "TraceviewError"]
+__all__ = [
+    "ABResult",
+    "ProcessRun",
+    "Side",
+    "TraceviewError",
+    "analyze",
+    "capture_side",
+    "paired_figures",
+    "run_capture_ab",
+    "run_interleaved",
+    "run_process",
+    "verdict_line",
+]

@@ -62,7 +62,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
     name = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
     out = Path(out)
     tracefile.check_out_path(out)
-    call = lambda: fn(*inputs)  # noqa: E731
+    call = lambda: fn(*inputs)
     with tempfile.TemporaryDirectory(prefix="traceview-raw-") as raw, \
             tracefile.Publisher() as publisher:
         raw_dir = Path(raw)
@@ -104,8 +104,8 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
             "correctness": checked, "baseline": base,
             "cold": {"wall_ns": int(cold_wall), "trace": tracefile.cold_path(out).name,
                      "with_stack": with_stack, "fresh_caches": False},
-            "notes": ["Python API: inputs, caches and the unprofiled baseline are this "
-                      "process's own (not fresh processes)"],
+            "notes": [("Python API: inputs, caches and the unprofiled baseline are this "
+                       "process's own (not fresh processes)")],
         }
         meta = {k: v for k, v in meta.items() if v is not None}
         publisher.stage_trace(out, tracefile.embed(raw_dir / "warm.json", meta))

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +48,7 @@ def load_callable(flag: str, spec: str) -> Callable[..., Any]:
         sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module_name)
-    except Exception as exc:  # ImportError, or the user's module failing at import
+    except Exception as exc:  # noqa: BLE001 -- the user's module may raise anything at import
         raise CaptureError(f"--{flag} {spec}: cannot import {module_name!r}: "
                            f"{type(exc).__name__}: {exc}") from None
     for part in attr.split("."):

@@ -152,8 +152,8 @@ def verdict_line(d: Diff) -> str:
 
 def render_diff_markdown(d: Diff) -> str:
     parts = ["### traceview diff: before / after",
-             f"before: {code(d.before_path)} ({d.calls_before} calls) · after: "
-             f"{code(d.after_path)} ({d.calls_after} calls)"]
+             (f"before: {code(d.before_path)} ({d.calls_before} calls) · after: "
+              f"{code(d.after_path)} ({d.calls_after} calls)")]
     for w in d.warnings:
         parts.append(f"> **warning:** {esc(w)}")
     u = d.unprofiled

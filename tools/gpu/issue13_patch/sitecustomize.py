@@ -26,7 +26,7 @@ def _chain() -> None:
         if os.path.dirname(path) != here and os.path.isfile(path):
             with open(path) as f:
                 code = compile(f.read(), path, "exec")
-            exec(code, {"__name__": "sitecustomize_chained", "__file__": path})
+            exec(code, {"__name__": "sitecustomize_chained", "__file__": path})  # noqa: S102
             return
 
 
