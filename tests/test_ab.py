@@ -183,3 +183,39 @@ def test_ab_cli_wrong_side_is_exit_3_and_bad_env_exit_2(tmp_path, monkeypatch):
     assert r.exit_code == 3 and "side B, round 1: correctness check failed" in r.output
     r = CliRunner().invoke(app, [*base, "--a-env", "NOEQUALS"])
     assert r.exit_code == 2 and "NAME=VALUE" in r.output
+
+
+def test_the_parent_side_does_not_import_torch():
+    import subprocess
+
+    code = ("import sys, traceview.capture.ab, traceview.cli.ab_cmd, traceview.render.ab_report, "
+            "traceview.unprofiled, traceview.codepath; "
+            "sys.exit('torch' in sys.modules or 'triton' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.capture
+def test_ab_trace_dir_then_diff_with_the_saved_result(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from traceview.cli.app import app
+
+    (tmp_path / "abfn.py").write_text(USER_FN)
+    monkeypatch.chdir(tmp_path)
+    out, traces = tmp_path / "ab.json", tmp_path / "traces"
+    r = CliRunner().invoke(app, [
+        "ab", "--op", "add", "--fn", "abfn:add", "--shape", "4x64", "--device", "cpu",
+        "--warmup", "1", "--baseline-n", "5", "--rounds", "1", "--a-name", "before",
+        "--b-name", "after", "--b-env", "AB_TEST_SPIN_NS=20000", "--out", str(out),
+        "--trace-dir", str(traces), "--width", "80"])
+    assert r.exit_code == 0, r.output
+    assert "cannot tell: 1 rounds are too few" in r.stdout
+    doc = json.loads(out.read_text())
+    before, after = doc["sides"]["A"]["trace"], doc["sides"]["B"]["trace"]
+    assert Path(before).name == "before.json.gz" and Path(after).exists()
+    r = CliRunner().invoke(app, ["diff", before, after, "--ab", str(out), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["unprofiled"]["paired"] is True
+    assert d["unprofiled"]["figures"][0]["before_ns"] == doc["comparisons"]["full_api_ns_p50"]["a_ns"]
+    assert d["verdict"].startswith("cannot tell: 1 rounds are too few")
+    assert d["code_path"]["functions"]  # both traces have Python frames

@@ -300,10 +300,43 @@ def verdict_line(c: PairedComparison | None, rounds: int,
             f"[{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})")
 
 
+def profiled_trace(side: Side, config: Any, out: Path,
+                   timeout_s: float = PROCESS_TIMEOUT_S) -> Path:
+    """One profiled ``traceview capture`` of ``config`` in ``side``'s process setting.
+
+    For diagnosis after the rounds (``ab --trace-dir``): the same interpreter,
+    environment and import path as the side's measured processes; capture's own
+    protocol (fresh caches, correctness, baseline, profiled calls) writes ``out``.
+    """
+    import shlex
+
+    argv = [*shlex.split(config.reproducer)[2:], "--out", str(out)]
+    env = child_env(side)
+    for key in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+        env.pop(key, None)  # capture makes its own fresh caches
+    where = f"side {side.label}, profiled trace"
+    try:
+        proc = subprocess.run([side.python, "-m", "traceview", "capture", *argv], env=env,
+                              cwd=side.cwd, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise CaptureError(f"{where}: took over {timeout_s:g} s") from None
+    except OSError as exc:
+        raise CaptureError(f"{where}: cannot start {side.python!r}: {exc.strerror}") from None
+    if proc.returncode != 0:
+        err = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("USDT")]
+        raise CaptureError(f"{where}: " + (err[-1] if err else f"exit code {proc.returncode}"))
+    return out
+
+
 def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | None = None,
                    sides: Mapping[str, Mapping[str, Any]] | None = None,
-                   on_run: Callable[[ProcessRun], None] | None = None) -> ABResult:
-    """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``."""
+                   on_run: Callable[[ProcessRun], None] | None = None,
+                   trace_dir: Path | None = None) -> ABResult:
+    """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
+
+    ``trace_dir``: after the rounds, one profiled capture per side there
+    (``<name>.json.gz``), recorded as ``sides[label]["trace"]``."""
     sides = sides or {}
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
         made = {}
@@ -313,6 +346,13 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                                        env=opts.get("env"), path=opts.get("path", ()),
                                        cache_root=root)
         runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run)
+    traces: dict[str, str] = {}
+    if trace_dir is not None:
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        for label, config in (("A", config_a), ("B", config_b)):
+            name = (sides.get(label, {}).get("name") or label).replace("/", "_")
+            traces[label] = str(profiled_trace(made[label], config,
+                                               trace_dir / f"{name}.json.gz"))
     described = {}
     for label, config in (("A", config_a), ("B", config_b)):
         opts = sides.get(label, {})
@@ -321,6 +361,8 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         d["env"] = dict(opts.get("env") or {})  # what the user set, not the cache folders
         d.update(name=opts.get("name") or label, impl=config.impl, fn=config.fn,
                  reproducer=config.reproducer)
+        if label in traces:
+            d["trace"] = traces[label]
         described[label] = d
     protocol = {
         "op": config_a.op, "shape": list(config_a.out_shape), "dtype": config_a.dtype,

@@ -76,6 +76,9 @@ def ab(
     format: Annotated[Format, _o("Output format.", _OUT, "--format", "-f")] = Format.text,
     out: Annotated[Path | None, _o("Also save the JSON result here (diff --ab reads it).",
                                    _OUT, show_default=False)] = None,
+    trace_dir: Annotated[Path | None, _o("After the rounds, one profiled capture per side "
+                                         "into this folder (diagnosis; traceview diff).",
+                                         _OUT, show_default=False)] = None,
     width: Annotated[int | None, _o("Terminal width for text output.", _OUT)] = None,
 ) -> None:
     """A/B two variants of one call: interleaved fresh processes, unprofiled, paired
@@ -99,7 +102,7 @@ def parse_env(items: list[str] | None, flag: str) -> dict[str, str]:
 
 def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
         inputs, ref, rounds, order_seed, a_impl, b_impl, a_fn, b_fn, a_python, b_python, a_env,
-        b_env, a_path, b_path, a_name, b_name, format, out, width) -> None:
+        b_env, a_path, b_path, a_name, b_name, format, out, width, trace_dir=None) -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
@@ -148,7 +151,10 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
         err.print(f"[dim]{run.index + 1}/{total} round {run.round + 1} {run.side}: full call "
                   f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
 
-    result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress)
+    if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
+        raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
+    result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
+                            trace_dir=trace_dir)
     doc = result.as_dict()
     if out is not None:
         import orjson

@@ -109,6 +109,10 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
         t.add_row(*row)
     console.print(t)
     console.print(Text(doc["verdict"], style="bold"))
+    traces = [s.get("trace") for s in doc["sides"].values()]
+    if all(traces):
+        console.print(Text(f"profiled traces (diagnosis, not speed): {traces[0]} {traces[1]}; "
+                           f"traceview diff {traces[0]} {traces[1]} --ab <this result>"))
     console.print(Text("B - A < 0: B faster. 95% CI: exact Wilcoxon signed-rank interval ("
                        + _confidence(doc) + "); detectable: the smallest shift these rounds "
                        "could tell from zero on this machine.", style="grey50"))
