@@ -200,7 +200,8 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
         full_env.setdefault("TRITON_INTERPRET", "1")
     return Side(label=label, entry=("-m", "traceview.capture.ab_child"),
                 config=json.loads(_encode(config)), python=python or sys.executable,
-                env=full_env, path=tuple(str(p) for p in path), cwd=os.getcwd())
+                env=full_env, path=tuple(str(Path(p).resolve()) for p in path),
+                cwd=os.getcwd())
 
 
 @dataclass(frozen=True)

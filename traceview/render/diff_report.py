@@ -60,13 +60,14 @@ def _share(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}" if x >= 0.1 else f"{x:.1%}"
 
 
-def unprofiled_rows(u: dict[str, Any]) -> list[list[str]]:
+def unprofiled_rows(u: dict[str, Any], sep: str = "\n") -> list[list[str]]:
+    """One row per figure; the per-process values one per line (``sep``)."""
     rows = []
     for f in u["figures"]:
         ci = "-" if f["ci_low_ns"] is None else \
             f"[{_signed(f['ci_low_ns'])}, {_signed(f['ci_high_ns'])}]"
-        rows.append([f["label"], " ".join(fmt_ns(x) for x in f["before_ns"]),
-                     " ".join(fmt_ns(x) for x in f["after_ns"]), _signed(f["estimate_ns"]), ci])
+        rows.append([f["label"], sep.join(fmt_ns(x) for x in f["before_ns"]),
+                     sep.join(fmt_ns(x) for x in f["after_ns"]), _signed(f["estimate_ns"]), ci])
     return rows
 
 
@@ -120,7 +121,7 @@ def render_diff_console(d: Diff, console: Console) -> None:
                            "or diff --ab): no speed verdict", style="yellow"))
     else:
         console.print(_table(f"unprofiled: the speed verdict ({u['source']})",
-                             UNPROFILED_HEADER, unprofiled_rows(u), (0, 14, 14, 10, 12)))
+                             UNPROFILED_HEADER, unprofiled_rows(u), (0, 11, 11, 10, 12)))
     t = _table(PROFILED_TITLE, ["metric (profiled)", "before", "after", "change", "95% CI", ""],
                [], (0, 8, 8, 13, 12, 5))
     for c in d.comparisons:
@@ -161,7 +162,8 @@ def render_diff_markdown(d: Diff) -> str:
         parts.append("**Unprofiled:** no unprofiled figures on both sides: no speed verdict")
     else:
         parts.append(f"**Unprofiled: the speed verdict** ({esc(u['source'])})")
-        parts.append(table(UNPROFILED_HEADER, [[esc(c) for c in r] for r in unprofiled_rows(u)],
+        parts.append(table(UNPROFILED_HEADER,
+                           [[esc(c) for c in r] for r in unprofiled_rows(u, ", ")],
                            "lrrrr"))
     rows = [[esc(metric_label(c.metric)), fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c),
              "**yes**" if c.significant else "within noise"] for c in d.comparisons]
