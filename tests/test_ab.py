@@ -163,7 +163,7 @@ def test_ab_cli_finds_an_env_var_delay_with_the_right_sign(tmp_path, monkeypatch
     assert c["diff_ns"] == [y - x for x, y in zip(a_proc, b_proc, strict=True)]
     assert c["verdict"] == "B slower" and c["b_slower_rounds"] >= 5
     assert c["ci_low_ns"] <= delay * 1.03 and c["ci_high_ns"] >= delay * 0.97, c
-    assert doc["verdict"].startswith("B slower by ") and "unprofiled" in doc["verdict"]
+    assert doc["verdict"].startswith("B (after) slower by ") and "unprofiled" in doc["verdict"]
     assert doc["sides"]["B"]["correctness"]["passed"] is True
     assert doc["sides"]["B"]["env"] == {"AB_TEST_SPIN_NS": str(5000 + delay)}
     order = [side for _, side in doc["run_order"]]

@@ -220,7 +220,10 @@ class ABResult:
         return self.comparisons.get(FIGURES[0])
 
     def verdict(self) -> str:
-        return verdict_line(self.judged, self.rounds)
+        """The one-line verdict; sides named ``B (patched)`` when they have names."""
+        names = tuple(f"{k} ({v['name']})" if v.get("name") and v["name"] != k else k
+                      for k, v in sorted(self.sides.items()))
+        return verdict_line(self.judged, self.rounds, names=names)  # type: ignore[arg-type]
 
     def as_dict(self) -> dict[str, Any]:
         per_side: dict[str, Any] = {}
@@ -296,9 +299,9 @@ def verdict_line(c: PairedComparison | None, rounds: int,
     else:
         lo, hi = c.ci_low_ns, c.ci_high_ns
     pct = "" if c.relative is None else \
-        f" ({abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name})"
-    return (f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} (95% CI "
-            f"[{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})")
+        f", {abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name}"
+    return (f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} "
+            f"(95% CI [{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})")
 
 
 def profiled_trace(side: Side, config: Any, out: Path,
