@@ -1,6 +1,6 @@
 """Deliberately broken implementations of ``mul`` for capture's correctness tests.
 
-Used as ``--impl broken_kernels:NAME`` (this folder on PYTHONPATH). Each call appends
+Used as ``--fn broken_kernels:NAME`` (this folder on PYTHONPATH). Each call appends
 this process's id to ``$BROKEN_CALLS`` (when set), so a test can count how many
 processes ran the op and how often: the isolated check must be the only one.
 Also the entries for the child runner's own tests (``entry_*``).

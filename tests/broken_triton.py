@@ -1,6 +1,6 @@
 """A user's Triton ``mul`` that is right on same-shape inputs and wrong on broadcast.
 
-``--impl broken_triton:mul`` with ``TRITON_INTERPRET=1`` (Triton's CPU interpreter) and
+``--fn broken_triton:mul`` with ``TRITON_INTERPRET=1`` (Triton's CPU interpreter) and
 this folder on PYTHONPATH. The bug: the second operand is read at the flat output index
 modulo its own size, ignoring its strides, which is right only when it broadcasts over
 leading dimensions (a bias), and wrong for ``(B, H, S, D) * (B, 1, S, D)``.

@@ -161,7 +161,7 @@ def test_wrong_on_broadcast_is_named_with_operands_and_worst_element(tmp_path, c
                                                                      monkeypatch):
     dump = tmp_path / "dump.pt"
     monkeypatch.setenv("BROKEN_DUMP", str(dump))
-    r, written = run_capture(tmp_path, "--impl", "broken_kernels:mul_flat_broadcast",
+    r, written = run_capture(tmp_path, "--fn", "broken_kernels:mul_flat_broadcast",
                              "--shape", "4x3x8,4x1x8", "--format", "json")
     assert r.exit_code == 3, r.output
     assert written == []
@@ -170,7 +170,7 @@ def test_wrong_on_broadcast_is_named_with_operands_and_worst_element(tmp_path, c
     assert rep["verdict"] == "wrong" and rep["found_by"].startswith("isolated check")
     assert [(o["shape"], o["strides"], o["contiguous"]) for o in rep["operands"]] == \
         [([4, 3, 8], [24, 8, 1], True), ([4, 1, 8], [8, 8, 1], True)]
-    assert rep["reproducer"] == ("traceview capture --op mul --impl "
+    assert rep["reproducer"] == ("traceview capture --op mul --fn "
                                  "broken_kernels:mul_flat_broadcast --shape 4x3x8,4x1x8 "
                                  "--dtype float32 --device cpu")
     # an independent recount from what the op really got and gave
@@ -189,7 +189,7 @@ def test_wrong_on_broadcast_is_named_with_operands_and_worst_element(tmp_path, c
 
 
 def test_text_report_is_one_place_no_traceback(tmp_path, child_env):
-    r, written = run_capture(tmp_path, "--impl", "broken_kernels:mul_garbage",
+    r, written = run_capture(tmp_path, "--fn", "broken_kernels:mul_garbage",
                              "--shape", "4x3x8,4x1x8")
     assert r.exit_code == 3 and written == [] and r.stdout == ""
     lines = r.stderr.splitlines()
@@ -203,7 +203,7 @@ def test_text_report_is_one_place_no_traceback(tmp_path, child_env):
     assert "index (0, 0, 3): got 1.5e+20" in text  # first bad element, flat index 3
     assert "got nan" in text  # worst: flat index 7 is (0, 0, 7)
     assert "2 values lie far outside" in text and "out-of-bounds read" in text
-    assert "reproduce  traceview capture --op mul --impl broken_kernels:mul_garbage" in text
+    assert "reproduce  traceview capture --op mul --fn broken_kernels:mul_garbage" in text
     assert "Traceback" not in r.output
     assert len(calls(child_env)) == 1
 
@@ -211,7 +211,7 @@ def test_text_report_is_one_place_no_traceback(tmp_path, child_env):
 def test_contiguous_same_shape_passes_and_the_check_runs_first(tmp_path, child_env):
     """The broadcast-broken kernel is right on equal shapes: the capture goes on, and the
     first process to run the op is the isolated check, then the baseline processes."""
-    r, written = run_capture(tmp_path, "--impl", "broken_kernels:mul_flat_broadcast",
+    r, written = run_capture(tmp_path, "--fn", "broken_kernels:mul_flat_broadcast",
                              "--shape", "4x8", "--format", "json")
     assert r.exit_code == 0, r.output
     assert written == ["t.cold.json.gz", "t.json.gz"]
@@ -238,7 +238,7 @@ def test_contiguous_same_shape_passes_and_the_check_runs_first(tmp_path, child_e
     ("mul_segfault", "the process was killed by SIGSEGV", "mul_segfault", "ctypes.string_at(0)"),
 ])
 def test_a_crash_is_named_with_the_frame(tmp_path, child_env, impl, error, func, needle):
-    r, written = run_capture(tmp_path, "--impl", f"broken_kernels:{impl}", "--shape", "8x8")
+    r, written = run_capture(tmp_path, "--fn", f"broken_kernels:{impl}", "--shape", "8x8")
     assert r.exit_code == 3, r.output
     assert written == [] and len(calls(child_env)) == 1
     lines = r.stderr.splitlines()
@@ -253,7 +253,7 @@ def test_a_crash_is_named_with_the_frame(tmp_path, child_env, impl, error, func,
 
 def test_a_hang_is_killed_after_the_timeout_exit_2(tmp_path, child_env):
     t0 = time.monotonic()
-    r, written = run_capture(tmp_path, "--impl", "broken_kernels:mul_hangs", "--shape", "8x8",
+    r, written = run_capture(tmp_path, "--fn", "broken_kernels:mul_hangs", "--shape", "8x8",
                              "--timeout", "3")
     assert r.exit_code == 2, r.output
     assert time.monotonic() - t0 < 3 + isolation.DUMP_GRACE_S + 10
@@ -268,7 +268,7 @@ def test_a_hang_is_killed_after_the_timeout_exit_2(tmp_path, child_env):
 
 def test_a_sweep_stops_at_the_first_wrong_size_with_the_report(tmp_path, child_env):
     folder = tmp_path / "sw"
-    r = runner.invoke(app, ["capture", "--op", "mul", "--impl", "broken_kernels:mul_garbage",
+    r = runner.invoke(app, ["capture", "--op", "mul", "--fn", "broken_kernels:mul_garbage",
                             "--sweep", "numel=2**4..2**6", *FAST, "--out", str(folder)])
     assert r.exit_code == 3, r.output
     assert "(broken_kernels:mul_garbage, float32, cpu) gives wrong values: 2 of 16" in r.stderr
@@ -277,10 +277,10 @@ def test_a_sweep_stops_at_the_first_wrong_size_with_the_report(tmp_path, child_e
 
 
 def test_impl_that_cannot_be_imported_is_one_line_exit_2(tmp_path, child_env):
-    r, written = run_capture(tmp_path, "--impl", "broken_kernels:no_such_fn", "--shape", "8")
+    r, written = run_capture(tmp_path, "--fn", "broken_kernels:no_such_fn", "--shape", "8")
     assert r.exit_code == 2 and written == []
-    assert r.stderr.strip() == ("traceview: error: --impl broken_kernels:no_such_fn: "
-                                "'broken_kernels' has no 'no_such_fn'")
+    assert r.stderr.strip() == ("traceview: error: --fn broken_kernels:no_such_fn: "
+                                "'broken_kernels' has no attribute 'no_such_fn'")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -317,7 +317,7 @@ def test_variants_cover_what_a_model_passes():
 
 
 def run_layouts(tmp_path, impl, *more, env=None):
-    argv = ["traceview", "capture", "--op", "mul", "--impl", impl, "--device", "cpu",
+    argv = ["traceview", "capture", "--op", "mul", "--fn", impl, "--device", "cpu",
             "--check-layouts", "--shape", "4x6x8", "--format", "json", *more]
     code = f"import sys\nfrom traceview.cli.app import main\nsys.argv = {argv!r}\nmain()\n"
     env = {**os.environ, **(env or {}),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "analyze", "explain", "load", "Options"]
+__all__ = ["Options", "__version__", "analyze", "capture", "explain", "load"]
 
 from traceview.options import Options
 
@@ -50,3 +50,15 @@ def explain(trace: Trace, options: Options | None = None) -> Explanation:
 def analyze(path: str | PathLike[str], options: Options | None = None) -> Explanation:
     """``explain(load(path))``."""
     return explain(load(path), options)
+
+
+
+def __getattr__(name: str) -> object:
+    """``traceview.capture`` is the capture package, which is also callable:
+    ``traceview.capture(fn, *inputs, reference=...)`` (see ``traceview.capture.api``).
+    Imported on first use (the package itself is torch-free)."""
+    if name == "capture":
+        import importlib
+
+        return importlib.import_module("traceview.capture")
+    raise AttributeError(f"module 'traceview' has no attribute {name!r}")

@@ -57,12 +57,19 @@ class Diff:
     comparisons: list[Comparison]
     kernels: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
+    #: The speed verdict's data (``traceview.unprofiled``), None when a side has none.
+    unprofiled: dict[str, Any] | None = None
+    #: Functions and families that changed between the profiled traces (``codepath``).
+    code_path: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"schema_version": 1, "before": self.before_path, "after": self.after_path,
+        return {"schema_version": 2, "before": self.before_path, "after": self.after_path,
                 "calls": {"before": self.calls_before, "after": self.calls_after},
+                "unprofiled": self.unprofiled,
                 "comparisons": [c.as_dict() for c in self.comparisons],
+                "code_path": self.code_path,
                 "kernels": self.kernels, "warnings": self.warnings,
+                "agreement": agreement(self),
                 "verdict": verdict(self)}
 
 
@@ -168,7 +175,11 @@ def compare_samples(metric: str, a: np.ndarray, b: np.ndarray, rng: np.random.Ge
 
 
 def diff_reports(before: dict[str, Any], after: dict[str, Any], before_path: str = "before",
-                 after_path: str = "after") -> Diff:
+                 after_path: str = "after", ab: dict[str, Any] | None = None) -> Diff:
+    """``ab``: a saved ``traceview ab`` result, the unprofiled data to lead with."""
+    from traceview.codepath import code_path_changes
+    from traceview.unprofiled import from_ab, from_captures
+
     rng = np.random.default_rng(SEED)
     comps = []
     for m in CALL_METRICS:
@@ -202,7 +213,9 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any], before_path: str
                         "p50_before": x["p50"] if x else None, "p50_after": y["p50"] if y else None})
     return Diff(before_path, after_path, len(before["calls"].get("per_call", [])),
                 len(after["calls"].get("per_call", [])), comps, kernels,
-                same_question_warnings(before, after))
+                same_question_warnings(before, after),
+                unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
+                code_path=code_path_changes(before, after))
 
 
 def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -246,18 +259,58 @@ def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> lis
     return out
 
 
-def verdict(d: Diff) -> str:
+def profiled_line(d: Diff) -> str:
+    """The profiled per-call API comparison, worded as diagnosis: never faster/slower."""
     api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
     if api.before is None or api.after is None:
-        return "no per-call samples on one side: no verdict"
+        return "no per-call samples on one side"
     from traceview.render._format import fmt_ns
 
+    ci = f"95% CI [{fmt_ns(api.ci_low)}, {fmt_ns(api.ci_high)}]"
+    ratio = f" ({(api.after - api.before) / api.before:+.0%})" if api.before else ""
+    what = "differs" if api.significant else "does not differ beyond noise"
+    return (f"the profiled per-call API time {what}: p50 {fmt_ns(api.before)} -> "
+            f"{fmt_ns(api.after)}{ratio}, {ci}; {d.calls_before} vs {d.calls_after} calls")
+
+
+def agreement(d: Diff) -> str | None:
+    """How the profiled difference relates to the unprofiled verdict (None: nothing to say).
+
+    ``disagree``: the profiled calls differ significantly in the opposite direction of
+    the unprofiled verdict; ``profiled only``: they differ while the unprofiled figures
+    cannot tell.
+    """
+    api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
+    if d.unprofiled is None or api.delta is None:
+        return None
+    word = d.unprofiled["figures"][0]["verdict"]
     if not api.significant:
-        return (f"no significant change in per-call API time (p50 {fmt_ns(api.before)} → "
-                f"{fmt_ns(api.after)}; 95% CI of the difference [{fmt_ns(api.ci_low)}, "
-                f"{fmt_ns(api.ci_high)}] covers zero)")
-    ratio = api.after / api.before if api.before else float("inf")
-    word = "faster" if api.delta < 0 else "slower"
-    return (f"after is {abs(1 - ratio):.0%} {word} per call: API p50 {fmt_ns(api.before)} → "
-            f"{fmt_ns(api.after)} (difference {fmt_ns(api.delta)}, 95% CI [{fmt_ns(api.ci_low)}, "
-            f"{fmt_ns(api.ci_high)}]; {d.calls_before} vs {d.calls_after} calls)")
+        return "agree" if word == "cannot tell" else "profiled shows no difference"
+    profiled = "after slower" if api.delta > 0 else "after faster"
+    if word == "cannot tell":
+        return "profiled only"
+    return "agree" if word == profiled else "disagree"
+
+
+def verdict(d: Diff) -> str:
+    """Speed from unprofiled figures only; the profiled calls are named as diagnosis."""
+    api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
+    if d.unprofiled is None:
+        if api.before is None or api.after is None:
+            return "no per-call samples on one side and no unprofiled figures: no verdict"
+        return ("no speed verdict: unprofiled figures are missing on a side (capture "
+                "metadata or diff --ab); " + profiled_line(d) + " -- profiling perturbs "
+                "what it measures, so this diagnoses, it does not judge speed")
+    line = d.unprofiled["line"]
+    how = agreement(d)
+    if how in ("disagree", "profiled only"):
+        note = ""
+        speed = (d.code_path or {}).get("machine_speed") or {}
+        if speed.get("uniform"):
+            note = (f"; unchanged functions all moved by about x{speed['factor']:.2f}: "
+                    "the profiled runs ran at different machine speeds")
+        lead = ("The profiled calls disagree" if how == "disagree" else
+                "The profiled calls show a difference the unprofiled figures do not")
+        line += (f". {lead}: " + profiled_line(d) + note
+                 + " (profiled figures diagnose; they do not judge speed)")
+    return line

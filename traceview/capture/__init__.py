@@ -11,6 +11,8 @@ imported when a capture runs. Entry points: :func:`run_capture` and :func:`run_s
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from traceview.capture.config import CaptureConfig, parse_shapes, parse_sweep
@@ -20,6 +22,19 @@ if TYPE_CHECKING:
     from traceview.capture.sweep import SweepResult
 
 __all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture", "run_sweep"]
+
+
+class _CallablePackage(types.ModuleType):
+    """Lets ``traceview.capture(fn, *inputs, reference=...)`` call the Python API while
+    ``traceview.capture`` stays the package (``traceview.capture.api.capture``)."""
+
+    def __call__(self, fn: Any, *inputs: Any, reference: Any = None, **options: Any) -> Any:
+        from traceview.capture.api import capture as _capture
+
+        return _capture(fn, *inputs, reference=reference, **options)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
 
 
 def run_capture(config: CaptureConfig) -> CaptureResult:

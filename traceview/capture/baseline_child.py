@@ -101,29 +101,33 @@ def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     return block
 
 
-def _child() -> None:
+def measure_here(config: CaptureConfig, check: bool = False) -> dict[str, Any]:
+    """The ``baseline`` block measured in this process: warm-up, then ``baseline.measure``.
+
+    ``check`` also compares the first output with the reference (``correctness`` key) and
+    records ``versions``: what ``traceview ab``'s children report. Raises TraceviewError
+    for a problem the user can fix (no GPU, too large, wrong output).
+    """
     from traceview.capture import baseline as baseline_mod
     from traceview.capture import device as device_mod
     from traceview.capture.graphs import capture_graph
     from traceview.capture.impls import build_impl, on_streams
     from traceview.capture.inputs import make_inputs
 
-    from traceview.errors import TraceviewError
-
-    config = _decode(sys.stdin.read())
-    try:
-        dev = device_mod.open_device(config)
-        device_mod.check_memory(dev, config)
-    except TraceviewError as exc:  # no GPU, too large: the parent says it in one line
-        print(json.dumps({"error": str(exc)}), flush=True)
-        sys.exit(2)
+    dev = device_mod.open_device(config)
+    device_mod.check_memory(dev, config)
     torch = dev.torch
     what = f"--impl {config.impl} {config.op}"
+    checked = None
     with contextlib.ExitStack() as stack:
         inputs = make_inputs(torch, config, dev.torch_device)
         impl = build_impl(config, dev, inputs, stack)
         first = impl.call()
         dev.sync()
+        if check:
+            from traceview.capture import correctness
+
+            checked = correctness.check(torch, config, inputs, first)
         out_bytes = first.numel() * first.element_size()
         del first
         call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
@@ -137,6 +141,24 @@ def _child() -> None:
             dev.sync()
             replay = graph.replay
         block = baseline_mod.measure(dev, call, config.baseline_n, out_bytes, what, replay=replay)
+    if check:
+        from traceview.capture.metadata import versions
+
+        block["correctness"] = checked
+        block["versions"] = versions(torch)
+        block["device"] = dev.info()
+    return block
+
+
+def _child() -> None:
+    from traceview.errors import TraceviewError
+
+    config = _decode(sys.stdin.read())
+    try:
+        block = measure_here(config)
+    except TraceviewError as exc:  # no GPU, too large: the parent says it in one line
+        print(json.dumps({"error": str(exc)}), flush=True)
+        sys.exit(2)
     print(json.dumps(block), flush=True)
 
 

@@ -64,7 +64,7 @@ def check_variants(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
 
 
 def _run_one(config: CaptureConfig, dev: Any, inputs: Any, emit: Any) -> dict[str, Any]:
-    from traceview.capture.correctness import compare
+    from traceview.capture.correctness import compare_config
     from traceview.capture.impls import build_impl
 
     torch = dev.torch
@@ -78,7 +78,7 @@ def _run_one(config: CaptureConfig, dev: Any, inputs: Any, emit: Any) -> dict[st
         return {"status": "wrong", "operands": operands,
                 "comparison": {"passed": False,
                                "mismatch": f"the call returned {type(out).__name__}, not a tensor"}}
-    found = compare(torch, config.spec.torch_fn(torch), inputs.args, out)
+    found = compare_config(torch, config, inputs.args, out)
     dev.sync()
     return {"status": "ok" if found["passed"] else "wrong", "operands": operands,
             "comparison": found}

@@ -17,7 +17,7 @@ from pathlib import Path
 from traceview.capture import ops, tracefile
 from traceview.errors import CaptureError
 
-IMPLS = ("triton", "torch", "inductor", "flag_gems")
+IMPLS = ("triton", "torch", "inductor", "flag_gems", "fn")
 LAYOUTS = ("contiguous", "transposed", "strided")
 DEVICES = ("cuda", "cpu")
 MODES = ("eager", "graph")
@@ -56,6 +56,11 @@ class CaptureConfig:
     streams: int = 1
     seed: int = 0
     timeout_s: float = 120.0  # the isolated correctness check: seconds the op may take
+    #: The user's callable (``--fn pkg.module:function``; ``impl`` is then ``"fn"``), their
+    #: input builder (``--inputs``) and reference (``--ref``): see ``capture.usercode``.
+    fn: str | None = None
+    inputs_fn: str | None = None
+    ref: str | None = None
     out: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
 
@@ -90,11 +95,16 @@ class CaptureConfig:
         return self.numel <= AUTO_STACK_MAX_NUMEL and not self.interpreted
 
     @property
+    def impl_label(self) -> str:
+        """What runs, for people: the user's callable (``--fn``) or the ``--impl`` name."""
+        return self.fn or self.impl
+
+    @property
     def shape_label(self) -> str:
         return "x".join(str(d) for d in self.out_shape)
 
     def default_out(self) -> Path:
-        impl = self.impl.replace(":", ".")  # a module:function impl
+        impl = self.impl if self.fn is None else self.fn.replace(":", ".")
         return Path(
             f"traceview-{self.op}-{impl}-{self.shape_label}-"
             f"{ops.DTYPE_SHORT[self.dtype]}-{self.mode}.json.gz"
@@ -128,6 +138,11 @@ class CaptureConfig:
             parts += ["--graph-ops", str(self.graph_ops)]
         if self.streams != 1:
             parts += ["--streams", str(self.streams)]
+        for flag, value in (("--fn", self.fn), ("--inputs", self.inputs_fn), ("--ref", self.ref)):
+            if value:
+                parts += [flag, value]
+        if self.fn:
+            del parts[4:6]  # --impl fn is implied by --fn
         return shlex.join(parts)
 
     def with_(self, **changes: object) -> CaptureConfig:
@@ -137,13 +152,16 @@ class CaptureConfig:
     def validate(self) -> CaptureConfig:
         """Check every combination that cannot work; return self (resolved) or raise."""
         spec = ops.get_op(self.op)
-        if not is_callable_impl(self.impl):
-            _one_of("impl", self.impl, IMPLS)
+        if ":" in self.impl:
+            raise CaptureError(f"--impl {self.impl}: a callable is named with --fn "
+                               "pkg.module:function")
+        _one_of("impl", self.impl, IMPLS)
         _one_of("layout", self.layout, LAYOUTS)
         _one_of("device", self.device, DEVICES)
         _one_of("mode", self.mode, MODES)
         _one_of("sync", self.sync, SYNCS)
         ops.check_dtype(spec, self.dtype)
+        _check_user_code(self)
         if spec.arity == 1 and (len(self.shapes) > 1 or self.scalar is not None):
             raise CaptureError(f"op {self.op!r} is unary: give one shape and no --scalar")
         if len(self.shapes) > 2:
@@ -179,7 +197,7 @@ class CaptureConfig:
         if not self.timeout_s > 0:
             raise CaptureError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
         if self.device == "cpu":
-            if self.impl not in ("torch", "triton") and not is_callable_impl(self.impl):
+            if self.impl not in ("torch", "triton", "fn"):
                 raise CaptureError(
                     f"--impl {self.impl} needs --device cuda; on the CPU use --impl torch "
                     "or --impl triton (Triton's interpreter)"
@@ -193,13 +211,16 @@ class CaptureConfig:
         return self
 
 
-_CALLABLE_IMPL = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+def _check_user_code(config: CaptureConfig) -> None:
+    """``--fn`` and ``--impl fn`` go together; every callable is ``pkg.module:function``."""
+    from traceview.capture.usercode import check_spec
 
-
-def is_callable_impl(impl: str) -> bool:
-    """``--impl package.module:function``: a user's implementation of the op, called
-    like the ATen op (``function(a, b)``, ``function(a, 2.5)``, ``function(a)``)."""
-    return bool(_CALLABLE_IMPL.match(impl))
+    if (config.impl == "fn") != (config.fn is not None):
+        raise CaptureError("--fn pkg.module:function names the callable; do not combine it "
+                           "with --impl" if config.fn else "--impl fn needs --fn pkg.module:function")
+    for flag, value in (("fn", config.fn), ("inputs", config.inputs_fn), ("ref", config.ref)):
+        if value is not None:
+            check_spec(flag, value)
 
 
 def _one_of(flag: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from traceview.capture import ops
+from traceview.capture import ops, usercode
 from traceview.capture.config import CaptureConfig
 from traceview.capture.inputs import Inputs
 from traceview.errors import CorrectnessError
@@ -21,8 +21,8 @@ def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[s
     """The ``correctness`` metadata block, or CorrectnessError (exit 3) on any mismatch;
     its ``report`` is the :func:`compare` result (``failure.from_comparison`` turns it
     into the full failure report)."""
-    label = f"{config.impl} {config.op} {config.dtype}"
-    found = compare(torch, config.spec.torch_fn(torch), inputs.args, out)
+    label = f"{config.fn or config.impl} {config.op} {config.dtype}"
+    found = compare_config(torch, config, inputs.args, out)
     if found["mismatch"]:
         raise CorrectnessError(
             f"correctness check failed for {label}: {found['mismatch']}; no timings written",
@@ -40,11 +40,24 @@ def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[s
     return block
 
 
-def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any) -> dict[str, Any]:
+def compare_config(torch: Any, config: CaptureConfig, args: tuple[Any, ...],
+                   out: Any) -> dict[str, Any]:
+    """:func:`compare` for a capture: the op's ATen, or the user's ``--ref`` as reference."""
+    fn = config.spec.torch_fn(torch)
+    if config.ref:
+        return compare(torch, None, args, out, reference=usercode.load_callable("ref", config.ref),
+                       reference_name=f"float64 via --ref {config.ref}")
+    return compare(torch, fn, args, out)
+
+
+def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any, *,
+            reference: Any = None, reference_name: str = "float64") -> dict[str, Any]:
     """Everything the float64 comparison of ``out`` with ``fn(*args)`` can say.
 
     ``fn`` is the ATen op, ``args`` the inputs exactly as the implementation got them
-    (tensors and scalars). Returns plain JSON-able values:
+    (tensors and scalars). A user ``reference`` (called on the float64 inputs) replaces
+    ``fn`` as the reference; its output's shape is then the contract (the op's promotion
+    rules may not apply), and ``fn`` may be None. Returns plain JSON-able values:
 
     * ``passed``; ``wrong`` elements of ``total``; ``max_abs_err``, ``max_rel_err``
       (relative only where the reference is larger than atol);
@@ -58,11 +71,17 @@ def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any) -> dict[str, A
       element (a broadcast bug on dim 1 shows as "15 of 16": index 0 is right);
     * the expected and actual output shape/dtype; a mismatch there is ``mismatch``.
     """
-    shape, dtype = _eager_meta(torch, fn, args)
+    args64 = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in args)
+    ref = None
+    if reference is not None:
+        ref = reference(*args64).double()
+        shape, dtype = tuple(ref.shape), out.dtype
+    else:
+        shape, dtype = _eager_meta(torch, fn, args)
     out_dtype = str(dtype).removeprefix("torch.")
     rtol, atol = ops.tolerance(out_dtype) if out_dtype in ops.TOLERANCES else (0.0, 0.0)
     base = {
-        "reference": "float64",
+        "reference": reference_name,
         "tolerance": {"rtol": rtol, "atol": atol},
         "out_dtype": str(out.dtype).removeprefix("torch."),
         "out_shape": list(out.shape),
@@ -75,7 +94,8 @@ def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any) -> dict[str, A
                 "total": int(out.numel()), "wrong": None,
                 "mismatch": (f"output is {tuple(out.shape)} {base['out_dtype']}, eager PyTorch "
                              f"gives {tuple(shape)} {out_dtype}")}
-    ref = fn(*(a.double() if isinstance(a, torch.Tensor) else a for a in args))
+    if ref is None:
+        ref = fn(*args64)
     got = out.double()
     diff = (got - ref).abs()
     finite = torch.isfinite(ref)

@@ -36,22 +36,24 @@ SCHEMA = 1
 
 
 def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
-                   timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+                   timeout_s: float = DEFAULT_TIMEOUT_S, *, python: str | None = None,
+                   env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the correctness check in a fresh process; return its result when it passes.
 
     ``cache_root`` gives the child its own Triton/Inductor caches (so the capture's cold
-    call stays cold). Raises CaptureError (cannot run: no GPU, FlagGems missing),
+    call stays cold); ``python`` and ``env`` run it as another process setting would
+    (``traceview ab`` checks each side in its own interpreter and environment). Raises CaptureError (cannot run: no GPU, FlagGems missing),
     CorrectnessError (wrong values or a crash, with ``.report``) or KernelHangError.
     """
     from traceview.capture.baseline_child import _encode
 
-    env = None
+    env = dict(env or {})
     if cache_root is not None:
-        env = {"TRITON_CACHE_DIR": str(cache_root / "triton"),
-               "TORCHINDUCTOR_CACHE_DIR": str(cache_root / "inductor")}
+        env.update({"TRITON_CACHE_DIR": str(cache_root / "triton"),
+                    "TORCHINDUCTOR_CACHE_DIR": str(cache_root / "inductor")})
     outcome = isolation.run_child(CHECK_ENTRY, {"config": _encode(config)}, timeout_s,
-                                  env=env, locate=config.device == "cuda",
-                                  startup_s=max(timeout_s, STARTUP_S))
+                                  env=env or None, locate=config.device == "cuda",
+                                  startup_s=max(timeout_s, STARTUP_S), python=python)
     if outcome.status == "ok":
         return outcome.value or {}
     if outcome.status == "error":
@@ -80,7 +82,7 @@ def _base(config: CaptureConfig, verdict: str, operands: Any, found_by: str) -> 
         "traceview_check": SCHEMA,
         "verdict": verdict,  # wrong | crashed | timeout
         "found_by": found_by,
-        "op": config.op, "impl": config.impl, "device": config.device,
+        "op": config.op, "impl": config.impl_label, "device": config.device,
         "dtype": config.dtype, "layout": config.layout, "seed": config.seed,
         "shapes": [list(s) for s in config.shapes], "scalar": config.scalar,
         "operands": operands,
@@ -111,7 +113,11 @@ def report(config: CaptureConfig, outcome: isolation.Outcome) -> dict[str, Any]:
 def reproducer(config: CaptureConfig) -> str:
     """The shortest ``traceview capture`` line with the same inputs and implementation:
     only the options that change what runs (defaults left out)."""
-    parts = ["traceview", "capture", "--op", config.op, "--impl", config.impl,
+    who = ["--fn", config.fn] if config.fn else ["--impl", config.impl]
+    for flag, value in (("--inputs", config.inputs_fn), ("--ref", config.ref)):
+        if value:
+            who += [flag, value]
+    parts = ["traceview", "capture", "--op", config.op, *who,
              "--shape", ",".join("x".join(map(str, s)) for s in config.shapes),
              "--dtype", config.dtype]
     if config.layout != "contiguous":

@@ -39,13 +39,12 @@ class Impl:
 def build_impl(config: CaptureConfig, device: Device, inputs: Inputs,
                stack: contextlib.ExitStack) -> Impl:
     """Dispatch on ``config.impl``; unavailable implementations raise CaptureError."""
-    if ":" in config.impl:
-        return _callable_impl(config, device, inputs, stack)
     builders = {
         "torch": _torch_impl,
         "triton": _triton_impl,
         "inductor": _inductor_impl,
         "flag_gems": _flag_gems_impl,
+        "fn": _user_impl,
     }
     return builders[config.impl](config, device, inputs, stack)
 
@@ -120,23 +119,13 @@ def _flag_gems_impl(config, device, inputs, stack) -> Impl:
     return Impl("flag_gems", lambda: fn(*args), {"entry": "flag_gems.use_gems() + ATen dispatch"})
 
 
-def _callable_impl(config, device, inputs, stack) -> Impl:
-    """``--impl package.module:function``: the user's function, called as the ATen op
-    would be. The working directory is importable, as with ``python -m``."""
-    import importlib
-    import os
+def _user_impl(config, device, inputs, stack) -> Impl:
+    """The user's callable (``--fn``) on the prepared arguments; see ``capture.usercode``."""
+    from traceview.capture.usercode import load_callable
 
-    module, _, name = config.impl.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        fn = getattr(importlib.import_module(module), name)
-    except ImportError as exc:
-        raise CaptureError(f"--impl {config.impl}: cannot import {module!r}: {exc}") from None
-    except AttributeError:
-        raise CaptureError(f"--impl {config.impl}: {module!r} has no {name!r}") from None
+    fn = load_callable("fn", config.fn)
     args = inputs.args
-    return Impl(config.impl, lambda: fn(*args), {"entry": config.impl})
+    return Impl("fn", lambda: fn(*args), {"entry": config.fn})
 
 
 def on_streams(device: Device, call: Callable[[], Any], n: int) -> Callable[[], Any]:

@@ -39,7 +39,12 @@ class Inputs:
 
 
 def make_inputs(torch: Any, config: CaptureConfig, device: Any) -> Inputs:
-    """Build the inputs for ``config`` on ``device`` from ``config.seed``."""
+    """Build the inputs for ``config`` on ``device`` from ``config.seed`` (or ``--inputs``)."""
+    if config.inputs_fn:
+        from traceview.capture.usercode import user_inputs
+
+        torch.manual_seed(config.seed)
+        return user_inputs(torch, config.inputs_fn, device)
     gen = torch.Generator(device=device)
     gen.manual_seed(config.seed)
     dtype = getattr(torch, config.dtype)

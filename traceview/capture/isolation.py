@@ -103,21 +103,23 @@ class Outcome:
 
 def run_child(entry: str, payload: dict[str, Any], timeout_s: float, *,
               env: dict[str, str] | None = None, locate: bool = False,
-              startup_s: float | None = None) -> Outcome:
-    """Run ``entry(payload, emit)`` in a fresh interpreter; see the module docstring."""
+              startup_s: float | None = None, python: str | None = None) -> Outcome:
+    """Run ``entry(payload, emit)`` in a fresh interpreter (``python``, default this one;
+    ``env`` is laid over this process's environment); see the module docstring."""
     startup = timeout_s if startup_s is None else startup_s
-    outcome = _run_once(entry, payload, timeout_s, env, startup)
+    python = python or sys.executable
+    outcome = _run_once(entry, payload, timeout_s, env, startup, python)
     if not (locate and outcome.status == "crashed"):
         return outcome
     blocking = {**(env or {}), "CUDA_LAUNCH_BLOCKING": "1"}
-    again = _run_once(entry, payload, timeout_s, blocking, startup)
+    again = _run_once(entry, payload, timeout_s, blocking, startup, python)
     if again.status != "crashed":  # did not crash again synchronously: keep the first
         return outcome
     return replace(again, located=True, first_error=outcome.error)
 
 
 def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
-              env: dict[str, str] | None, startup_s: float) -> Outcome:
+              env: dict[str, str] | None, startup_s: float, python: str) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="traceview-child-") as tmp:
         result = Path(tmp) / "result.jsonl"
         stack_file = Path(tmp) / "stack.txt"
@@ -126,7 +128,7 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
         with open(Path(tmp) / "stderr.txt", "w+") as err:
             t0 = time.monotonic_ns()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "traceview.capture.isolation", entry, str(result)],
+                [python, "-m", "traceview.capture.isolation", entry, str(result)],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=child_env,
                 start_new_session=True, text=True,
             )

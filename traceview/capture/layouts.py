@@ -196,7 +196,7 @@ def exit_code(rows: list[Row]) -> int:
 
 def to_json(config: CaptureConfig, rows: list[Row]) -> str:
     return json.dumps({
-        "traceview_check_layouts": 1, "op": config.op, "impl": config.impl,
+        "traceview_check_layouts": 1, "op": config.op, "impl": config.impl_label,
         "dtype": config.dtype, "device": config.device, "shape": list(config.out_shape),
         "rows": [r.to_dict() for r in rows],
         "passed": sum(r.status == "pass" for r in rows), "total": len(rows),
@@ -217,7 +217,7 @@ def render(console: Any, config: CaptureConfig, rows: list[Row]) -> None:
     from traceview.capture.failure import out_of_range_text
 
     passed = sum(r.status == "pass" for r in rows)
-    title = (f"{config.op} | {config.impl} | {config.dtype} | {config.device} | output "
+    title = (f"{config.op} | {config.impl_label} | {config.dtype} | {config.device} | output "
              f"{_x(tuple(config.out_shape))}: {passed} of {len(rows)} layouts pass "
              "(float64 reference, no timing)")
     table = Table(title=escape(title), title_justify="left", header_style="bold")

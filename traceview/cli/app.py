@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from traceview.cli import capture_cmd, diff_cmd, explain_cmd, export_cmd, serve_cmd
+from traceview.cli import ab_cmd, capture_cmd, diff_cmd, explain_cmd, export_cmd, serve_cmd
 
 app = typer.Typer(
     name="traceview",
@@ -22,6 +22,7 @@ app.command("diff")(diff_cmd.diff)
 app.command("capture")(capture_cmd.capture)
 app.command("export")(export_cmd.export)
 app.command("serve")(serve_cmd.serve)
+app.command("ab")(ab_cmd.ab)
 
 
 def main() -> None:

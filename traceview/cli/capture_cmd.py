@@ -54,13 +54,18 @@ H_CHECK_LAYOUTS = ("Only check correctness, no timing, over the layouts a model 
                    "prints a table. Default shape 4x8x16x32.")
 H_FORMAT = "text | json: the failure report, the --check-layouts table, or the capture summary."
 H_SWEEP = "numel=START..STOP[:FACTOR]: one capture per size (FACTOR defaults to 4), then a table."
+H_FN = ("Your callable, pkg.module:function: called with the op's inputs, checked against "
+        "the op's float64 reference (or --ref), measured like an --impl.")
+H_INPUTS = "pkg.module:function(device) -> tuple of arguments for --fn (default: from --op/--shape)."
+H_REF = "pkg.module:function: the reference, called on the inputs upcast to float64."
 H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
           "(default: traceview-<op>-<impl>-<shape>-<dtype>-<mode>.json.gz)")
 
 
 def capture(
     op: Annotated[str, _opt(H_OP, _RUN)],
-    impl: Annotated[str, _opt(H_IMPL, _RUN)] = "triton",
+    impl: Annotated[str | None, _opt(H_IMPL + " (default: triton)", _RUN,
+                                     show_default=False)] = None,
     shape: Annotated[str | None, _opt(H_SHAPE, _RUN, show_default="1x4096")] = None,
     dtype: Annotated[str, _opt(H_DTYPE, _RUN)] = "float32",
     layout: Annotated[str, _opt(H_LAYOUT, _RUN)] = "contiguous",
@@ -81,6 +86,9 @@ def capture(
     timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
     check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
     format: Annotated[str, _opt(H_FORMAT, _OUT, "--format")] = "text",
+    fn: Annotated[str | None, _opt(H_FN, _RUN, show_default=False)] = None,
+    inputs: Annotated[str | None, _opt(H_INPUTS, _RUN, show_default=False)] = None,
+    ref: Annotated[str | None, _opt(H_REF, _RUN, show_default=False)] = None,
     sweep: Annotated[str | None, _opt(H_SWEEP, _OUT)] = None,
     out: Annotated[Path | None, _opt(H_OUT_, _OUT, show_default=False)] = None,
 ) -> None:
@@ -92,7 +100,7 @@ def capture(
 
 def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warmup, iters,
              baseline_n, with_stack, record_shapes, graph_ops, streams, seed, timeout,
-             check_layouts, format, sweep, out) -> None:
+             check_layouts, format, sweep, out, fn=None, inputs=None, ref=None) -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
@@ -112,12 +120,15 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
 
         shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts else "1x4096"
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
+    if impl is None:
+        impl = "fn" if fn else "triton"
     config = cfg.CaptureConfig(
         op=op.strip().lower(), impl=impl, shapes=cfg.parse_shapes(shape),
         dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
         device=device, mode=mode, sync=sync, warmup=warmup, iters=iters,
         baseline_n=baseline_n, with_stack=with_stack, record_shapes=record_shapes,
         graph_ops=graph_ops, streams=streams, seed=seed, timeout_s=timeout,
+        fn=fn, inputs_fn=inputs, ref=ref,
         out=None if sizes is not None else out, argv=_argv(),
     ).validate()
     console = Console()

@@ -19,13 +19,21 @@ def diff(
                                           show_default=False)],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
+    ab: Annotated[Path | None, typer.Option(
+        "--ab", help="A saved 'traceview ab --out' result (A = before, B = after): the "
+                     "unprofiled, interleaved data the speed verdict rests on.",
+        show_default=False)] = None,
 ) -> None:
-    """Compare two runs: per-call medians with bootstrap confidence intervals."""
+    """Compare two runs: unprofiled speed first (capture metadata or --ab), then the
+    profiled calls as diagnosis, then what changed in the code path."""
 
     def body() -> None:
         from traceview.compare import diff_reports, load_report
+        from traceview.unprofiled import load_ab
 
-        d = diff_reports(load_report(before), load_report(after), str(before), str(after))
+        saved_ab = load_ab(ab) if ab is not None else None
+        d = diff_reports(load_report(before), load_report(after), str(before), str(after),
+                         ab=saved_ab)
         if format is Format.json:
             import orjson
 

@@ -1,14 +1,25 @@
-"""Rendering a ``Diff``: terminal table, and markdown for a PR description."""
+"""Rendering a ``Diff``: terminal tables, and markdown for a PR description.
+
+Three tables, in the order a reader should trust them: the unprofiled figures (the
+speed verdict rests on these), the profiled per-call figures (titled as diagnosis),
+and the code-path changes. Readable at 80 columns: metric names in full, wrapping.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from traceview.compare import Diff
-from traceview.render._format import fmt_ns
+from traceview.render._format import METRIC_LABELS, fmt_ns
 from traceview.render.markdown import code, esc, table
+
+PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
+                  "bootstrap CI)")
 
 
 def _ci(c) -> str:
@@ -25,20 +36,109 @@ def _change(c) -> str:
     return f"{sign}{fmt_ns(c.delta)}{pct}"
 
 
+def metric_label(metric: str) -> str:
+    """``calls.launch_api_ns.p50`` -> ``launch API per call (p50)``, in full."""
+    if metric.startswith("calls."):
+        key = metric.split(".")[1]
+        return f"{METRIC_LABELS.get(key, key)} per call (p50)"
+    if metric.startswith("host.categories."):
+        return f"host time in {metric.split('.', 2)[2]} per call (p50)"
+    if metric == "device.busy_ns":
+        return "device busy in the window (total)"
+    return metric
+
+
+def _ns(x: float | None) -> str:
+    return "-" if x is None else fmt_ns(round(x))
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else ("+" if x > 0 else "") + fmt_ns(round(x))
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}" if x >= 0.1 else f"{x:.1%}"
+
+
+def unprofiled_rows(u: dict[str, Any], sep: str = "\n") -> list[list[str]]:
+    """One row per figure; the per-process values one per line (``sep``)."""
+    rows = []
+    for f in u["figures"]:
+        ci = "-" if f["ci_low_ns"] is None else \
+            f"[{_signed(f['ci_low_ns'])}, {_signed(f['ci_high_ns'])}]"
+        rows.append([f["label"], sep.join(fmt_ns(x) for x in f["before_ns"]),
+                     sep.join(fmt_ns(x) for x in f["after_ns"]), _signed(f["estimate_ns"]), ci])
+    return rows
+
+
+UNPROFILED_HEADER = ["figure (unprofiled)", "before, per process", "after, per process",
+                     "after - before", "95% CI"]
+CODE_HEADER = ["function (per call, inclusive)", "status", "before", "after", "change",
+               "share of call"]
+FAMILY_HEADER = ["module family (self time per call)", "before", "after", "change"]
+
+
+def short_function(key: str) -> str:
+    """An absolute path (a generated-code cache) shown by its file name only."""
+    path, sep, rest = key.partition(": ")
+    if sep and path.startswith("/"):
+        return ".../" + path.rsplit("/", 1)[-1] + sep + rest
+    return key
+
+
+def code_rows(cp: dict[str, Any]) -> list[list[str]]:
+    return [[short_function(r["function"]), r["status"], _ns(r["before_inclusive_ns_per_call"]),
+             _ns(r["after_inclusive_ns_per_call"]), _signed(r["change_inclusive_ns_per_call"]),
+             f"{_share(r['before_share'])} -> {_share(r['after_share'])}"]
+            for r in cp["functions"]]
+
+
+def family_rows(cp: dict[str, Any]) -> list[list[str]]:
+    return [[r["family"], _ns(r["before_self_ns_per_call"]), _ns(r["after_self_ns_per_call"]),
+             _signed(r["change_self_ns_per_call"])] for r in cp["families"]]
+
+
+def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[int, ...]
+           ) -> Table:
+    """A table whose first column wraps and whose number columns have fixed widths."""
+    t = Table(title=title, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+    for i, (col, w) in enumerate(zip(header, widths, strict=True)):
+        t.add_column(col, width=w or None, ratio=None if w else 1,
+                     justify="left" if i == 0 else "right", overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def render_diff_console(d: Diff, console: Console) -> None:
     console.print(Text(f"before {d.before_path} ({d.calls_before} calls)\n"
                        f"after  {d.after_path} ({d.calls_after} calls)"))
     for w in d.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
-    t = Table(title="before -> after (medians over warm calls; 95% bootstrap CI)",
-              title_justify="left", pad_edge=False)
-    for col, j in (("metric", "left"), ("before", "right"), ("after", "right"),
-                   ("change", "right"), ("95% CI", "right"), ("", "left")):
-        t.add_column(col, justify=j)
+    u = d.unprofiled
+    if u is None:
+        console.print(Text("unprofiled: no unprofiled figures on both sides (capture metadata "
+                           "or diff --ab): no speed verdict", style="yellow"))
+    else:
+        console.print(_table(f"unprofiled: the speed verdict ({u['source']})",
+                             UNPROFILED_HEADER, unprofiled_rows(u), (0, 11, 11, 10, 12)))
+    t = _table(PROFILED_TITLE, ["metric (profiled)", "before", "after", "change", "95% CI", ""],
+               [], (0, 8, 8, 13, 12, 5))
     for c in d.comparisons:
-        mark = Text("significant", style="bold") if c.significant else Text("noise", style="grey50")
-        t.add_row(c.metric, fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c), mark)
+        mark = Text("diff", style="bold") if c.significant else Text("noise", style="grey50")
+        t.add_row(metric_label(c.metric), fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c),
+                  mark)
     console.print(t)
+    cp = d.code_path
+    if cp and cp["functions"]:
+        console.print(_table("code path: what changed between the profiled traces (per call)",
+                             CODE_HEADER, code_rows(cp), (0, 6, 8, 8, 8, 11)))
+        if any(r["status"].endswith("*") for r in cp["functions"]):
+            console.print(Text(cp["status_note"], style="grey50"))
+        console.print(_table("module families", FAMILY_HEADER, family_rows(cp), (0, 9, 9, 9)))
+        speed = cp.get("machine_speed") or {}
+        if speed.get("note"):
+            console.print(Text("note: " + speed["note"], style="yellow"))
     changed = [k for k in d.kernels if k["status"] != "common"]
     for k in changed:
         console.print(f"kernel {k['status']}: {k['name']}")
@@ -53,14 +153,34 @@ def verdict_line(d: Diff) -> str:
 
 def render_diff_markdown(d: Diff) -> str:
     parts = ["### traceview diff: before / after",
-             f"before: {code(d.before_path)} ({d.calls_before} calls) · after: "
-             f"{code(d.after_path)} ({d.calls_after} calls)"]
+             (f"before: {code(d.before_path)} ({d.calls_before} calls) · after: "
+              f"{code(d.after_path)} ({d.calls_after} calls)")]
     for w in d.warnings:
         parts.append(f"> **warning:** {esc(w)}")
-    rows = [[code(c.metric), fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c),
+    u = d.unprofiled
+    if u is None:
+        parts.append("**Unprofiled:** no unprofiled figures on both sides: no speed verdict")
+    else:
+        parts.append(f"**Unprofiled: the speed verdict** ({esc(u['source'])})")
+        parts.append(table(UNPROFILED_HEADER,
+                           [[esc(c) for c in r] for r in unprofiled_rows(u, ", ")],
+                           "lrrrr"))
+    rows = [[esc(metric_label(c.metric)), fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c),
              "**yes**" if c.significant else "within noise"] for c in d.comparisons]
-    parts.append(table(["metric", "before", "after", "change", "95% CI", "significant"], rows,
-                       "lrrrrl"))
+    parts.append(f"**{esc(PROFILED_TITLE[0].upper() + PROFILED_TITLE[1:])}**")
+    parts.append(table(["metric (profiled)", "before", "after", "change", "95% CI",
+                        "beyond noise"], rows, "lrrrrl"))
+    cp = d.code_path
+    if cp and cp["functions"]:
+        parts.append("**Code path: what changed between the profiled traces** (per call)")
+        parts.append(table(CODE_HEADER, [[code(r[0])] + r[1:] for r in code_rows(cp)],
+                           "llrrrr"))
+        if any(r["status"].endswith("*") for r in cp["functions"]):
+            parts.append(f"<sub>{esc(cp['status_note'])}</sub>")
+        parts.append(table(FAMILY_HEADER, [[esc(r[0])] + r[1:] for r in family_rows(cp)]))
+        speed = cp.get("machine_speed") or {}
+        if speed.get("note"):
+            parts.append(f"> **note:** {esc(speed['note'])}")
     ks = [k for k in d.kernels]
     if ks:
         krows = [[code(k["name"]), k["status"], str(k["count_before"]), str(k["count_after"]),
@@ -69,6 +189,6 @@ def render_diff_markdown(d: Diff) -> str:
                      + table(["kernel", "status", "count before", "count after", "p50 before",
                               "p50 after"], krows) + "\n\n</details>")
     parts.append(f"**Verdict:** {esc(verdict_line(d))}")
-    parts.append("<sub>traceview diff: medians of warm calls; bootstrap 95% CI of the difference; "
-                 "'within noise' when the interval covers zero</sub>")
+    parts.append("<sub>traceview diff: speed from unprofiled figures only; profiled medians of "
+                 "warm calls with a bootstrap 95% CI diagnose</sub>")
     return "\n\n".join(parts) + "\n"

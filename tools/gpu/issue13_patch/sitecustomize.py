@@ -1,0 +1,53 @@
+"""issue 13's known before/after: cache FlagGems' type promotion on the pointwise hot path.
+
+On side B's import path only (``traceview ab --b-path tools/gpu/issue13_patch``), and
+active only with ``TV13_PATCH=1``. FlagGems 5.0.2's ``PointwiseDynamicFunction`` calls
+``flag_gems.utils.type_utils.type_promotion`` (a thin wrapper of
+``torch._prims_common.elementwise_dtypes``, ~10-30 us of Python per call) on every
+call to find the output dtype (``flag_gems/utils/pointwise_dynamic.py`` line 1506). The
+result depends only on the argument dtypes, whether each tensor is 0-dim, the Python
+scalar types, and the promotion kind, so it can be cached on exactly that key. The
+answer (fewer microseconds of host work per ``add``) is known independently of any
+traceview figure: the cached path skips the call entirely.
+
+Python imports ``sitecustomize`` at start-up from the first folder on ``sys.path`` that
+has one, so this one chains to the next one found, if any, to leave the machine's own
+start-up as it was.
+"""
+
+import os
+import sys
+
+
+def _chain() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder in sys.path:
+        path = os.path.join(os.path.abspath(folder or "."), "sitecustomize.py")
+        if os.path.dirname(path) != here and os.path.isfile(path):
+            with open(path) as f:
+                code = compile(f.read(), path, "exec")
+            exec(code, {"__name__": "sitecustomize_chained", "__file__": path})  # noqa: S102
+            return
+
+
+def _patch() -> None:
+    import torch
+    from flag_gems.utils import pointwise_dynamic
+
+    original = pointwise_dynamic.type_promotion
+    cache: dict = {}
+
+    def cached_type_promotion(*args, type_promotion):
+        key = (type_promotion,) + tuple(
+            (a.dtype, a.dim() == 0) if isinstance(a, torch.Tensor) else type(a) for a in args)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = original(*args, type_promotion=type_promotion)
+        return hit
+
+    pointwise_dynamic.type_promotion = cached_type_promotion
+
+
+_chain()
+if os.environ.get("TV13_PATCH") == "1":
+    _patch()

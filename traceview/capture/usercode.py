@@ -1,0 +1,97 @@
+"""The user's own code in a capture: ``--fn``, ``--inputs`` and ``--ref`` callables.
+
+A Triton kernel author, or someone testing a patched library, measures *their* callable
+under the same protocol as the built-in implementations. Each is named as
+``pkg.module:function`` (``module:Class.method`` works too) and imported in every process
+that runs the call, so it must be importable there: from the current folder, from
+``PYTHONPATH``, or from an extra import path (``traceview ab --a-path``).
+
+* ``--fn`` is called with the op's positional arguments (the inputs built from
+  ``--op/--shape/--dtype/--layout``, or what ``--inputs`` returns) and returns the
+  output tensor.
+* ``--inputs`` is called with one argument, the ``torch.device`` to build on, and
+  returns the tuple of positional arguments (tensors and Python scalars).
+* ``--ref`` is called with the same arguments upcast to float64 and returns the
+  expected output; without it the op's own ATen function in float64 is the reference.
+
+Torch-free at import: the callables load only when a capture runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from traceview.capture.inputs import Inputs
+from traceview.errors import CaptureError
+
+SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_spec(flag: str, spec: str) -> None:
+    """``pkg.module:function`` or one line naming the flag (no import yet)."""
+    if not SPEC.match(spec):
+        raise CaptureError(f"--{flag} {spec!r}: use pkg.module:function, e.g. mykernels:add")
+
+
+def load_callable(flag: str, spec: str) -> Callable[..., Any]:
+    """Import ``spec``'s module and return the callable, or one line saying what failed."""
+    check_spec(flag, spec)
+    module_name, _, attr = spec.partition(":")
+    # The current folder, as `python -m` would have it (the console script does not).
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 -- the user's module may raise anything at import
+        raise CaptureError(f"--{flag} {spec}: cannot import {module_name!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise CaptureError(f"--{flag} {spec}: {module_name!r} has no attribute {attr!r}")
+    if not callable(obj):
+        raise CaptureError(f"--{flag} {spec}: {attr!r} is not callable")
+    return obj
+
+
+@dataclass
+class UserInputs(Inputs):
+    """What ``--inputs`` returned, kept as the exact positional arguments."""
+
+    positional: tuple[Any, ...] = ()
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return self.positional
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["scalars"] = [a for a in self.positional if isinstance(a, (int, float))]
+        d["inputs_fn"] = True
+        return d
+
+
+def user_inputs(torch: Any, spec: str, device: Any) -> UserInputs:
+    make = load_callable("inputs", spec)
+    args = make(device)
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not tensors:
+        raise CaptureError(f"--inputs {spec} returned no tensors; return a tuple of arguments")
+    return UserInputs(tensors=tensors, scalar=None, positional=tuple(args))
+
+
+def reference(torch: Any, config: Any, inputs: Inputs) -> tuple[Any, str]:
+    """(float64 expected output, what it is) for the inputs: ``--ref`` or the op's ATen."""
+    args64 = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in inputs.args)
+    if config.ref:
+        out = load_callable("ref", config.ref)(*args64)
+        return out.double(), f"float64 via --ref {config.ref}"
+    return config.spec.torch_fn(torch)(*args64), "float64"

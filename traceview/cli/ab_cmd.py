@@ -1,0 +1,176 @@
+"""``traceview ab``: two variants of the same call, interleaved in fresh processes.
+
+Option parsing and printing only; the runner is ``traceview.capture.ab`` (torch-free:
+the children import torch). Options shared by both sides are capture's; ``--a-X`` /
+``--b-X`` override one side. Bad values are one line and exit 2; a side whose output is
+wrong is exit 3.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli.explain_cmd import Format
+
+_RUN, _SIDES, _OUT = "Run (both sides)", "Per side", "Output"
+
+
+def _o(help: str, panel: str, *names: str, **kw: object):
+    return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
+
+
+Str = str | None
+Many = list[str] | None
+
+
+def ab(
+    op: Annotated[str, _o("Op: add sub mul div neg abs relu sigmoid silu gelu exp.", _RUN)],
+    impl: Annotated[Str, _o("triton | torch | inductor | flag_gems (default: triton).", _RUN,
+                            show_default=False)] = None,
+    shape: Annotated[str, _o("Shape, e.g. 16x4096; two comma-separated shapes broadcast.",
+                             _RUN)] = "1x4096",
+    dtype: Annotated[str, _o("float32 float16 bfloat16 ... (or f32, bf16...).", _RUN)] = "float32",
+    layout: Annotated[str, _o("contiguous | transposed | strided.", _RUN)] = "contiguous",
+    scalar: Annotated[Str, _o("Binary ops: the tensor-scalar form.", _RUN)] = None,
+    device: Annotated[str, _o("cuda | cpu.", _RUN)] = "cuda",
+    mode: Annotated[str, _o("eager | graph.", _RUN)] = "eager",
+    warmup: Annotated[int, _o("Warm-up calls in each process.", _RUN)] = 10,
+    baseline_n: Annotated[int, _o("Calls per figure in each process.", _RUN,
+                                  "--baseline-n")] = 200,
+    seed: Annotated[int, _o("Seed for the random inputs.", _RUN)] = 0,
+    fn: Annotated[Str, _o("Your callable pkg.module:function, for both sides.", _RUN,
+                          show_default=False)] = None,
+    inputs: Annotated[Str, _o("pkg.module:function(device) -> arguments.", _RUN,
+                              show_default=False)] = None,
+    ref: Annotated[Str, _o("pkg.module:function: float64 reference.", _RUN,
+                           show_default=False)] = None,
+    rounds: Annotated[int, _o("Rounds: one fresh process per side each.", _RUN)] = 10,
+    order_seed: Annotated[int | None, _o("Random order per round from this seed (default: "
+                                         "balanced AB BA AB ...).", _RUN,
+                                         show_default=False)] = None,
+    a_impl: Annotated[Str, _o("Side A's --impl.", _SIDES, show_default=False)] = None,
+    b_impl: Annotated[Str, _o("Side B's --impl.", _SIDES, show_default=False)] = None,
+    a_fn: Annotated[Str, _o("Side A's --fn.", _SIDES, show_default=False)] = None,
+    b_fn: Annotated[Str, _o("Side B's --fn.", _SIDES, show_default=False)] = None,
+    a_python: Annotated[Str, _o("Side A's interpreter (another venv).", _SIDES,
+                                show_default=False)] = None,
+    b_python: Annotated[Str, _o("Side B's interpreter (another venv).", _SIDES,
+                                show_default=False)] = None,
+    a_env: Annotated[Many, _o("K=V for side A's processes (repeat).", _SIDES,
+                              show_default=False)] = None,
+    b_env: Annotated[Many, _o("K=V for side B's processes (repeat).", _SIDES,
+                              show_default=False)] = None,
+    a_path: Annotated[Many, _o("Folder put first on side A's import path (repeat).", _SIDES,
+                               show_default=False)] = None,
+    b_path: Annotated[Many, _o("Folder put first on side B's import path (repeat).", _SIDES,
+                               show_default=False)] = None,
+    a_name: Annotated[Str, _o("A label for side A (e.g. before).", _SIDES,
+                              show_default=False)] = None,
+    b_name: Annotated[Str, _o("A label for side B (e.g. after).", _SIDES,
+                              show_default=False)] = None,
+    format: Annotated[Format, _o("Output format.", _OUT, "--format", "-f")] = Format.text,
+    out: Annotated[Path | None, _o("Also save the JSON result here (diff --ab reads it).",
+                                   _OUT, show_default=False)] = None,
+    trace_dir: Annotated[Path | None, _o("After the rounds, one profiled capture per side "
+                                         "into this folder (diagnosis; traceview diff).",
+                                         _OUT, show_default=False)] = None,
+    width: Annotated[int | None, _o("Terminal width for text output.", _OUT)] = None,
+) -> None:
+    """A/B two variants of one call: interleaved fresh processes, unprofiled, paired
+    difference with an exact confidence interval, and a verdict that says when it cannot
+    tell."""
+    options = dict(locals())
+    run_guarded(lambda: _ab(**options))
+
+
+def parse_env(items: list[str] | None, flag: str) -> dict[str, str]:
+    out = {}
+    for item in items or ():
+        key, eq, value = item.partition("=")
+        if not eq or not key or not key.replace("_", "a").isalnum():
+            from traceview.errors import UsageError
+
+            raise UsageError(f"{flag} {item!r}: use NAME=VALUE")
+        out[key] = value
+    return out
+
+
+def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
+        inputs, ref, rounds, order_seed, a_impl, b_impl, a_fn, b_fn, a_python, b_python, a_env,
+        b_env, a_path, b_path, a_name, b_name, format, out, width, trace_dir=None) -> None:
+    from rich.console import Console
+
+    from traceview.capture import config as cfg
+    from traceview.capture.ab import run_capture_ab
+    from traceview.capture.ops import canonical_dtype
+    from traceview.errors import CaptureError
+
+    if rounds < 1 or rounds > 200:
+        raise CaptureError(f"--rounds takes 1 to 200, got {rounds}")
+    if out is not None and out.exists() and out.is_dir():
+        raise CaptureError(f"--out {out} is a folder; give a file name")
+
+    def config_for(side_impl, side_fn):
+        # The most specific wins: a side's --X-fn, then its --X-impl (which replaces a
+        # shared --fn on that side), then the shared --fn / --impl.
+        if side_fn:
+            the_fn, the_impl = side_fn, "fn"
+        elif side_impl:
+            the_fn, the_impl = (fn if side_impl == "fn" else None), side_impl
+        else:
+            the_fn, the_impl = fn, impl or ("fn" if fn else "triton")
+        return cfg.CaptureConfig(
+            op=op.strip().lower(), impl=the_impl, shapes=cfg.parse_shapes(shape),
+            dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
+            device=device, mode=mode, warmup=warmup, baseline_n=baseline_n, seed=seed,
+            fn=the_fn, inputs_fn=inputs, ref=ref).validate()
+
+    ca, cb = config_for(a_impl, a_fn), config_for(b_impl, b_fn)
+    sides = {
+        "A": {"python": a_python, "env": parse_env(a_env, "--a-env"), "path": a_path or (),
+              "name": a_name},
+        "B": {"python": b_python, "env": parse_env(b_env, "--b-env"), "path": b_path or (),
+              "name": b_name},
+    }
+    for label in ("A", "B"):
+        for folder in sides[label]["path"]:
+            if not Path(folder).is_dir():
+                raise CaptureError(f"--{label.lower()}-path {folder}: no such folder")
+    err = Console(stderr=True, highlight=False)
+    total = 2 * rounds
+
+    def progress(run) -> None:
+        ms = run.result.get("full_api_ns_p50")
+        from traceview.render._format import fmt_ns
+
+        err.print(f"[dim]{run.index + 1}/{total} round {run.round + 1} {run.side}: full call "
+                  f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
+
+    if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
+        raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
+    result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
+                            trace_dir=trace_dir)
+    doc = result.as_dict()
+    if out is not None:
+        import orjson
+
+        from traceview.render.atomic import write_bytes_atomic
+
+        write_bytes_atomic(out, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    if format is Format.json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    elif format is Format.md:
+        from traceview.render.ab_report import render_ab_markdown
+
+        sys.stdout.write(render_ab_markdown(doc))
+    else:
+        from traceview.render.ab_report import render_ab_console
+
+        render_ab_console(doc, stdout_console(width))

@@ -1,0 +1,183 @@
+"""What changed in the code path between two profiled traces: functions per call.
+
+A before/after diagnosis: which host functions appeared, disappeared or moved most,
+per call, inclusive, and as a share of the call -- and whether the functions that did
+*not* change all moved by about the same factor, which means the two runs ran at
+different machine speeds (then no profiled difference says anything about the code).
+
+:func:`function_figures` is the one place that turns an explain report into per-call
+figures per function. Today it divides the window totals of ``host.functions`` by the
+number of calls in the window (cold call included); when explain reports per-warm-call
+figures (``inclusive_ns_per_call``/``self_ns_per_call``) it uses those instead.
+Function names are keyed without line numbers and object addresses, so a function
+whose line moved between library versions is still the same function.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+#: Rows shown, biggest change first.
+TOP = 12
+#: A common function counts for the machine-speed check when it takes at least this
+#: share of the call on both sides (tiny functions have noisy ratios).
+SPEED_MIN_SHARE = 0.01
+#: Fewest common functions for the machine-speed check.
+SPEED_MIN_FUNCTIONS = 5
+#: "About the same factor": the middle half of the ratios within this of their median,
+#: and the median itself at least this far from 1.
+SPEED_SPREAD, SPEED_MIN_MOVE = 0.15, 0.15
+
+#: A function whose every occurrence lasts longer than this many calls encloses them.
+ENCLOSING = 2
+
+_LINE = re.compile(r"\(\d+\): ")
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def function_key(name: str) -> str:
+    """``torch/_prims_common/__init__.py(1575): elementwise_dtypes`` ->
+    ``torch/_prims_common/__init__.py: elementwise_dtypes``; addresses dropped."""
+    return _ADDR.sub("", _LINE.sub(": ", name))
+
+
+def family(key: str) -> str:
+    """The module family of a function key: the first two folders of its file, or its kind."""
+    if key.startswith("aten::"):
+        return "aten ops"
+    if key.startswith("<built-in"):
+        return "Python built-ins"
+    if key.startswith(("cu", "cuda")) and ":" not in key:
+        return "CUDA API"
+    path = key.split(": ", 1)[0]
+    if "/" not in path:
+        return path
+    parts = path.lstrip("/").split("/")
+    if len(parts) > 2 and "code_cache" in parts:
+        return "generated code (" + parts[-1].split("_")[0] + ")"
+    return "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+
+
+@dataclass(frozen=True)
+class FunctionFigures:
+    inclusive_ns_per_call: float
+    self_ns_per_call: float
+
+
+def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures], bool]:
+    """(per-call figures by function key, whether the list is complete).
+
+    The point where #12's per-warm-call figures plug in: a function entry carrying
+    ``inclusive_ns_per_call`` and ``self_ns_per_call`` is taken as is.
+    """
+    host = report.get("host", {})
+    funcs = host.get("functions") or []
+    calls = max(1, int(report.get("calls", {}).get("count") or 1))
+    call_ns = _call_ns(report)
+    out: dict[str, FunctionFigures] = {}
+    for f in funcs:
+        key = function_key(str(f.get("name", "")))
+        each = f.get("total_ns", 0) / max(1, int(f.get("count") or 1))
+        if call_ns and each > ENCLOSING * call_ns:
+            continue  # the harness loop around all the calls, not part of a call
+        if "inclusive_ns_per_call" in f and "self_ns_per_call" in f:
+            inc, self_ = float(f["inclusive_ns_per_call"]), float(f["self_ns_per_call"])
+        else:
+            inc, self_ = f.get("total_ns", 0) / calls, f.get("self_ns", 0) / calls
+        old = out.get(key)
+        if old is not None:  # same function at two lines: one entry
+            inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
+        out[key] = FunctionFigures(inc, self_)
+    complete = int(host.get("functions_total") or len(funcs)) <= len(funcs)
+    return out, complete
+
+
+def _call_ns(report: dict[str, Any]) -> int | None:
+    api = report.get("calls", {}).get("api_ns") or {}
+    return api.get("p50")
+
+
+def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = TOP
+                      ) -> dict[str, Any]:
+    """The ``code_path`` block of ``diff``: changed functions, families, speed note."""
+    fb, complete_b = function_figures(before)
+    fa, complete_a = function_figures(after)
+    call_b, call_a = _call_ns(before), _call_ns(after)
+    rows = []
+    for key in set(fb) | set(fa):
+        x, y = fb.get(key), fa.get(key)
+        if x is None:
+            status = "new" if complete_b else "new*"
+        elif y is None:
+            status = "gone" if complete_a else "gone*"
+        else:
+            status = "moved"
+        inc_b = x.inclusive_ns_per_call if x else 0.0
+        inc_a = y.inclusive_ns_per_call if y else 0.0
+        rows.append({
+            "function": key, "family": family(key), "status": status,
+            "before_inclusive_ns_per_call": round(inc_b) if x else None,
+            "after_inclusive_ns_per_call": round(inc_a) if y else None,
+            "before_self_ns_per_call": round(x.self_ns_per_call) if x else None,
+            "after_self_ns_per_call": round(y.self_ns_per_call) if y else None,
+            "change_inclusive_ns_per_call": round(inc_a - inc_b),
+            "before_share": inc_b / call_b if x and call_b else None,
+            "after_share": inc_a / call_a if y and call_a else None,
+        })
+    # What appeared or went first (the code path itself changed), then what moved most.
+    rows.sort(key=lambda r: (r["status"] == "moved", -abs(r["change_inclusive_ns_per_call"]),
+                             r["function"]))
+    fam: dict[str, list[float]] = {}
+    for figs, i in ((fb, 0), (fa, 1)):
+        for key, f in figs.items():
+            fam.setdefault(family(key), [0.0, 0.0])[i] += f.self_ns_per_call
+    families = sorted(({"family": k, "before_self_ns_per_call": round(v[0]),
+                        "after_self_ns_per_call": round(v[1]),
+                        "change_self_ns_per_call": round(v[1] - v[0])} for k, v in fam.items()),
+                      key=lambda r: (-abs(r["change_self_ns_per_call"]), r["family"]))
+    return {
+        "source": "host.functions of each profiled trace: window totals / calls in the "
+                  "window; names without line numbers",
+        "status_note": "new/gone: in one trace's function list only; * that list is cut to "
+                       "its top functions by self time, so the function may be below the "
+                       "cut rather than absent",
+        "complete": {"before": complete_b, "after": complete_a},
+        "functions": rows[:top],
+        "families": families[:top],
+        "machine_speed": machine_speed(fb, fa, call_b, call_a),
+    }
+
+
+def machine_speed(fb: dict[str, FunctionFigures], fa: dict[str, FunctionFigures],
+                  call_b: int | None, call_a: int | None) -> dict[str, Any] | None:
+    """When the functions both traces share all moved by about one factor, say so.
+
+    Self time per call of each common function that takes a real share of both calls;
+    the factor is their median after/before ratio. Returns None when there are too few
+    such functions, else ``{factor, q1, q3, functions, uniform, note}``.
+    """
+    if not call_b or not call_a:
+        return None
+    ratios = []
+    for key in set(fb) & set(fa):
+        x, y = fb[key], fa[key]
+        if (x.self_ns_per_call >= SPEED_MIN_SHARE * call_b
+                and y.self_ns_per_call >= SPEED_MIN_SHARE * call_a and x.self_ns_per_call > 0):
+            ratios.append(y.self_ns_per_call / x.self_ns_per_call)
+    if len(ratios) < SPEED_MIN_FUNCTIONS:
+        return None
+    q1, med, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    med = statistics.median(ratios)
+    uniform = (abs(med - 1) >= SPEED_MIN_MOVE and q1 >= med * (1 - SPEED_SPREAD)
+               and q3 <= med * (1 + SPEED_SPREAD))
+    note = None
+    if uniform:
+        note = (f"the functions both traces share moved by about x{med:.2f} (middle half "
+                f"x{q1:.2f} to x{q3:.2f}, {len(ratios)} functions, self time per call): the "
+                "two profiled runs ran at different machine speeds, so their per-call "
+                "differences are not the code's; judge speed by unprofiled, interleaved runs")
+    return {"factor": med, "q1": q1, "q3": q3, "functions": len(ratios), "uniform": uniform,
+            "note": note}

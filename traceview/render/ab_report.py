@@ -1,0 +1,134 @@
+"""Rendering a ``traceview ab`` result (its JSON dict): terminal tables and markdown.
+
+Readable at 80 columns: one table of per-process figures (one row per round), one of
+paired comparisons (one row per figure, names in full, wrapping), then the verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from traceview.capture.ab import FIGURE_LABELS, FIGURES
+from traceview.render._format import fmt_ns
+from traceview.render.markdown import code, esc, table
+
+
+def _ns(x: float | None) -> str:
+    return "-" if x is None else fmt_ns(round(x))
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else ("+" if x > 0 else "") + fmt_ns(round(x))
+
+
+def side_lines(doc: dict[str, Any]) -> list[str]:
+    out = []
+    for label, s in doc["sides"].items():
+        what = f"--fn {s['fn']}" if s.get("fn") else f"--impl {s['impl']}"
+        env = " ".join(f"{k}={v}" for k, v in s.get("env", {}).items()) or "-"
+        path = " ".join(s.get("path") or []) or "-"
+        vers = s.get("versions") or {}
+        ver = ", ".join(f"{k} {v}" for k, v in vers.items() if v)
+        name = f" ({s['name']})" if s.get("name") and s["name"] != label else ""
+        out.append(f"{label}{name}: {what}; env {env}; import path {path}; python "
+                   f"{s['python']}" + (f"; {ver}" if ver else ""))
+    return out
+
+
+def _header(doc: dict[str, Any]) -> str:
+    p = doc["protocol"]
+    shape = "x".join(map(str, p["shape"]))
+    return (f"traceview ab: {p['op']} {shape} {p['dtype']} {p['layout']} on {p['device']} "
+            f"({p['mode']}), {doc['rounds']} rounds, order {doc['order']}; each process: "
+            f"{p['warmup']} warm-up calls, then {p['baseline_n']} calls per figure, "
+            "unprofiled")
+
+
+def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:
+    first = {}
+    for r, side in doc["run_order"]:
+        first.setdefault(r, side)
+    c = doc["comparisons"].get(FIGURES[0])
+    rows = []
+    if c is None:
+        return rows
+    for i, (a, b, d) in enumerate(zip(c["a_ns"], c["b_ns"], c["diff_ns"], strict=True)):
+        order = "AB" if first.get(i + 1) == "A" else "BA"
+        rows.append([str(i + 1), order, fmt_ns(a), fmt_ns(b), _signed(d)])
+    return rows
+
+
+def _comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for key in FIGURES:
+        c = doc["comparisons"].get(key)
+        if c is None:
+            continue
+        ci = "-" if c["ci_low_ns"] is None else \
+            f"[{_signed(c['ci_low_ns'])}, {_signed(c['ci_high_ns'])}]"
+        rows.append([FIGURE_LABELS[key], _ns(c["a_median_ns"]), _ns(c["b_median_ns"]),
+                     _signed(c["estimate_ns"]), ci,
+                     f"{c['b_faster_rounds']} of {c['rounds']}", _ns(c["min_detectable_ns"])])
+    return rows
+
+
+COMPARISON_HEADER = ["figure (unprofiled)", "A median", "B median", "B - A", "95% CI",
+                     "B faster", "smallest detectable"]
+
+
+def _confidence(doc: dict[str, Any]) -> str:
+    c = doc["comparisons"].get(FIGURES[0])
+    if not c or c["confidence"] is None:
+        return "no interval at 95% with this few rounds"
+    return f"exact confidence {c['confidence']:.1%} with {c['rounds']} rounds"
+
+
+def render_ab_console(doc: dict[str, Any], console: Console) -> None:
+    console.print(Text(_header(doc)))
+    for line in side_lines(doc):
+        console.print(Text(line))
+    t = Table(title="per process: full call, synchronized each call (median per process)",
+              title_justify="left", pad_edge=False)
+    for col in ("round", "order", "A", "B", "B - A"):
+        t.add_column(col, justify="right")
+    for row in _per_process_rows(doc):
+        t.add_row(*row)
+    console.print(t)
+    t = Table(title="paired difference B - A over rounds (Hodges-Lehmann, signed-rank CI)",
+              title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+    # Fixed widths that fit 80 columns; names wrap at spaces, numbers never break.
+    widths = (14, 8, 8, 8, 11, 6, 11)
+    for col, w in zip(COMPARISON_HEADER, widths, strict=True):
+        t.add_column(col, width=w, justify="left" if col.startswith("figure") else "right")
+    for row in _comparison_rows(doc):
+        t.add_row(*row)
+    console.print(t)
+    console.print(Text(doc["verdict"], style="bold"))
+    traces = [s.get("trace") for s in doc["sides"].values()]
+    if all(traces):
+        console.print(Text(f"profiled traces (diagnosis, not speed): {traces[0]} {traces[1]}; "
+                           f"traceview diff {traces[0]} {traces[1]} --ab <this result>"))
+    console.print(Text("B - A < 0: B faster. 95% CI: exact Wilcoxon signed-rank interval ("
+                       + _confidence(doc) + "); detectable: the smallest shift these rounds "
+                       "could tell from zero on this machine.", style="grey50"))
+
+
+def render_ab_markdown(doc: dict[str, Any]) -> str:
+    parts = ["### traceview ab", esc(_header(doc))]
+    parts += ["- " + esc(line) for line in side_lines(doc)]
+    parts.append("**Per process** (full call, synchronized each call; median per process)")
+    parts.append(table(["round", "order", "A", "B", "B - A"], _per_process_rows(doc)))
+    parts.append("**Paired difference B - A over rounds** (Hodges-Lehmann estimate, exact "
+                 "Wilcoxon signed-rank interval)")
+    parts.append(table(COMPARISON_HEADER, [[esc(r[0])] + r[1:] for r in _comparison_rows(doc)],
+                       "lrrrrrr"))
+    parts.append(f"<sub>{esc(_confidence(doc))}</sub>")
+    parts.append(f"**Verdict:** {esc(doc['verdict'])}")
+    parts.append(f"<sub>{esc(doc['method'])}; {code('traceview ab --format json')} "
+                 "has every process's figures</sub>")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,149 @@
+"""The unprofiled half of ``diff``: the speed verdict, from figures no profiler touched.
+
+Profiled calls diagnose; unprofiled runs judge speed. Two sources, best first:
+
+* a saved ``traceview ab`` result (``diff --ab``): interleaved rounds of fresh
+  processes, paired per round (``traceview.paired``) -- the trustworthy one;
+* the capture metadata of both traces (``baseline.per_process``: each capture's few
+  fresh processes, one capture after the other): independent samples, compared with
+  the two-sample Hodges-Lehmann shift and its exact Mann-Whitney interval
+  (``traceview.twosample``). Three processes per side admit no 95% interval, so this
+  usually says "too few processes to tell" -- which is the truth.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from traceview.errors import TraceLoadError
+from traceview.paired import PairedComparison
+from traceview.twosample import critical_k, shift
+
+FIGURES = {
+    "full_api_ns_p50": "full call, synchronized each call (median per process)",
+    "amortized_submit_ns": "amortized submit, one sync per batch",
+}
+MATCHED_METHOD = ("Hodges-Lehmann two-sample shift with the exact Mann-Whitney interval "
+                  "over per-process figures (captures, not interleaved)")
+
+
+def _fewest_per_side(alpha: float = 0.05) -> int:
+    n = 1
+    while critical_k(n, n, alpha)[0] == 0:
+        n += 1
+    return n
+
+
+def per_process(report: dict[str, Any], key: str) -> list[int]:
+    """Per-process unprofiled figures from a report's capture metadata (may be empty)."""
+    cap = report.get("trace", {}).get("capture") or {}
+    base = cap.get("baseline") if isinstance(cap, dict) else None
+    if not isinstance(base, dict):
+        return []
+    rows = base.get("per_process")
+    if isinstance(rows, list) and rows:
+        vals = [r.get(key) for r in rows if isinstance(r, dict)]
+        return [int(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    v = base.get(key)
+    return [int(v)] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
+
+
+def from_captures(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+    """The unprofiled block from both traces' capture metadata, or None if a side lacks it."""
+    figures = []
+    for key, label in FIGURES.items():
+        a, b = per_process(before, key), per_process(after, key)
+        if not a or not b:
+            continue
+        s = shift(a, b)
+        figures.append({"figure": key, "label": label, "before_ns": list(s.before),
+                        "after_ns": list(s.after), "estimate_ns": s.estimate_ns,
+                        "ci_low_ns": s.ci_low_ns, "ci_high_ns": s.ci_high_ns,
+                        "confidence": s.confidence, "verdict": s.verdict})
+    if not figures or figures[0]["figure"] != "full_api_ns_p50":
+        return None
+    main = figures[0]
+    return {"source": "capture metadata: each capture's fresh processes, one capture after "
+                      "the other (not interleaved)",
+            "paired": False, "method": MATCHED_METHOD, "figures": figures,
+            "line": _capture_line(main)}
+
+
+def _fmt(ns: float) -> str:
+    from traceview.render._format import fmt_ns
+
+    return fmt_ns(round(ns))
+
+
+def _span(v: list[int]) -> str:
+    return _fmt(v[0]) if min(v) == max(v) else f"{_fmt(min(v))} to {_fmt(max(v))}"
+
+
+def _capture_line(f: dict[str, Any]) -> str:
+    a, b = f["before_ns"], f["after_ns"]
+    data = (f"{len(a)} and {len(b)} fresh processes, unprofiled, synchronized each call, "
+            "one capture after the other")
+    if f["ci_low_ns"] is None:
+        need = _fewest_per_side()
+        return (f"too few processes to tell: {data} (full call {_span(a)} before, "
+                f"{_span(b)} after); a 95% interval needs {need} "
+                "per side, and only interleaved runs cancel machine drift: use traceview ab")
+    lo, hi = f["ci_low_ns"], f["ci_high_ns"]
+    if f["verdict"] == "cannot tell":
+        return (f"cannot tell: after - before = {_fmt(f['estimate_ns'])} per call (95% CI "
+                f"[{_fmt(lo)}, {_fmt(hi)}] covers zero; {data})")
+    word = "faster" if f["verdict"] == "after faster" else "slower"
+    if word == "faster":
+        lo, hi = -hi, -lo
+    return (f"after {word} by {_fmt(abs(f['estimate_ns']))} per call (95% CI [{_fmt(lo)}, "
+            f"{_fmt(hi)}]; {data}: machine drift between the captures can pass for a "
+            "change; traceview ab interleaves)")
+
+
+def load_ab(path: str | Path) -> dict[str, Any]:
+    """A saved ``traceview ab --out`` / ``--format json`` result, checked enough to use."""
+    import orjson
+
+    p = Path(path)
+    try:
+        doc = orjson.loads(p.read_bytes())
+    except OSError as exc:
+        raise TraceLoadError(p, exc.strerror or "cannot read") from None
+    except orjson.JSONDecodeError:
+        raise TraceLoadError(p, "not JSON: expected a saved traceview ab result") from None
+    ok = (isinstance(doc, dict) and doc.get("schema") == "traceview.ab/1"
+          and isinstance(doc.get("comparisons"), dict))
+    c = doc.get("comparisons", {}).get("full_api_ns_p50") if ok else None
+    if not (isinstance(c, dict) and isinstance(c.get("a_ns"), list)
+            and isinstance(c.get("b_ns"), list) and len(c["a_ns"]) == len(c["b_ns"])
+            and all(isinstance(x, int) for x in c["a_ns"] + c["b_ns"])):
+        raise TraceLoadError(p, "not a traceview ab result (schema traceview.ab/1 with "
+                                "comparisons.full_api_ns_p50.a_ns/b_ns)")
+    return doc
+
+
+def from_ab(doc: dict[str, Any]) -> dict[str, Any]:
+    """The unprofiled block from a saved ab result: side A is before, B is after."""
+    from traceview.capture.ab import verdict_line
+    from traceview.paired import compare
+
+    figures = []
+    main: PairedComparison | None = None
+    for key, label in FIGURES.items():
+        c = doc["comparisons"].get(key)
+        if not isinstance(c, dict):
+            continue
+        pc = compare(c["a_ns"], c["b_ns"])  # recomputed: the saved figures are the data
+        main = main or pc
+        figures.append({"figure": key, "label": label, "before_ns": list(pc.a),
+                        "after_ns": list(pc.b), "estimate_ns": pc.estimate_ns,
+                        "ci_low_ns": pc.ci_low_ns, "ci_high_ns": pc.ci_high_ns,
+                        "confidence": pc.confidence,
+                        "verdict": pc.verdict.replace("B ", "after ")})
+    line = verdict_line(main, main.rounds if main else 0, names=("before", "after"),
+                        data="unprofiled, synchronized each call, interleaved rounds of "
+                             "fresh processes (traceview ab)")
+    return {"source": "traceview ab: interleaved rounds of fresh processes, paired per round",
+            "paired": True, "method": doc.get("method"), "figures": figures, "line": line,
+            "sides": {k: v.get("name") for k, v in doc.get("sides", {}).items()}}
