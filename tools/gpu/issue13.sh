@@ -7,14 +7,14 @@
 # plain perf_counter_ns + synchronize loop in alternating fresh processes, no traceview);
 # then one profiled capture per side and `traceview diff --ab` (code-path table); then
 # `capture --fn` and the Python API on the hand-written Triton kernel in examples/.
-# Run from the repo root with $OUT set; about 3-4 minutes (every step is cut at 235 s in
+# Run from the repo root with $OUT set; about 3-4 minutes (every step is cut at 290 s in
 # all; a step with no time left says SKIPPED). Writes $OUT/issue13.txt (all the terminal
 # output) and $OUT/issue13.json (the ab result and the plain loop's pairs).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=.:/tmp/site
 W=$(mktemp -d); LOG=$OUT/issue13.txt; PATCH=tools/gpu/issue13_patch
 TV="python3 -m traceview"
-END=235
+END=290
 step() { local name=$1 lim=$2; shift 2; local left=$((END - SECONDS)); [ $left -lt $lim ] && lim=$left
   [ $lim -lt 5 ] && { echo "### $name SKIPPED (out of time) t=$SECONDS" | tee -a $LOG; return; }
   echo "### $name t=$SECONDS" | tee -a $LOG
@@ -23,10 +23,10 @@ COMMON=(--op add --shape 16x4096 --dtype bf16)
 
 step versions 20 bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv; python3 -c "import sys,torch,triton,flag_gems; print(sys.version.split()[0], torch.__version__, triton.__version__, flag_gems.__version__)"'
 # 1. the A/B: 8 rounds = 16 fresh processes, each 10 warm-up then 200 calls per figure
-step ab 120 $TV ab "${COMMON[@]}" --impl flag_gems --rounds 8 --b-path $PATCH \
+step ab 170 $TV ab "${COMMON[@]}" --impl flag_gems --rounds 8 --b-path $PATCH \
   --b-env TV13_PATCH=1 --a-name unpatched --b-name patched --out $W/ab.json --width 80
 # 2. the independent plain loop, 6 alternating pairs of fresh processes
-step plain_loop 60 bash -c "python3 tools/gpu/issue13_loop.py 6 $PATCH > $W/loop.json; cat $W/loop.json"
+step plain_loop 70 bash -c "python3 tools/gpu/issue13_loop.py 6 $PATCH > $W/loop.json; cat $W/loop.json"
 # 3. one profiled capture per side (with_stack: auto on at 65536 elements)
 step capture_before 40 $TV capture "${COMMON[@]}" --impl flag_gems --out $W/before.json.gz
 step capture_after 40 env TV13_PATCH=1 PYTHONPATH=$PATCH:$PYTHONPATH $TV capture "${COMMON[@]}" \
