@@ -14,7 +14,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=.:/tmp/site
 W=$(mktemp -d); LOG=$OUT/issue13.txt; PATCH=tools/gpu/issue13_patch
 TV="python3 -m traceview"
-END=290
+END=300
 step() { local name=$1 lim=$2; shift 2; local left=$((END - SECONDS)); [ $left -lt $lim ] && lim=$left
   [ $lim -lt 5 ] && { echo "### $name SKIPPED (out of time) t=$SECONDS" | tee -a $LOG; return; }
   echo "### $name t=$SECONDS" | tee -a $LOG
@@ -23,22 +23,13 @@ COMMON=(--op add --shape 16x4096 --dtype bf16)
 
 step versions 20 bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv; python3 -c "import sys,torch,triton,flag_gems; print(sys.version.split()[0], torch.__version__, triton.__version__, flag_gems.__version__)"'
 # 1. the A/B: 8 rounds = 16 fresh processes, each 10 warm-up then 200 calls per figure
-step ab 170 $TV ab "${COMMON[@]}" --impl flag_gems --rounds 8 --b-path $PATCH \
+step ab 200 $TV ab "${COMMON[@]}" --impl flag_gems --rounds 6 --b-path $PATCH \
   --b-env TV13_PATCH=1 --a-name unpatched --b-name patched --out $W/ab.json --width 80
 # 2. the independent plain loop, 6 alternating pairs of fresh processes
-step plain_loop 70 bash -c "python3 tools/gpu/issue13_loop.py 6 $PATCH > $W/loop.json; cat $W/loop.json"
-# 3. one profiled capture per side (with_stack: auto on at 65536 elements)
-step capture_before 40 $TV capture "${COMMON[@]}" --impl flag_gems --out $W/before.json.gz
-step capture_after 40 env TV13_PATCH=1 PYTHONPATH=$PATCH:$PYTHONPATH $TV capture "${COMMON[@]}" \
-  --impl flag_gems --out $W/after.json.gz
-# 4. diff of the two profiled traces, leading with the ab data: CPU-only, in the
-#    background (16 cores) while the GPU runs step 5; its output is appended at the end
-AB=(); [ -s $W/ab.json ] && AB=(--ab $W/ab.json)
-( timeout -k 5 $((END - SECONDS > 10 ? END - SECONDS : 10)) $TV diff $W/before.json.gz \
-    $W/after.json.gz "${AB[@]}" --width 80 > $W/diff.txt 2>&1; echo "--- diff rc=$?" >> $W/diff.txt ) &
-DIFF=$!
+step plain_loop 80 bash -c "python3 tools/gpu/issue13_loop.py 5 $PATCH > $W/loop.json; cat $W/loop.json"
+# (session 2: the profiled captures and their diff did not fit the device time left; the
+#  ab processes take ~14 s each with FlagGems; see the session note)
 # 5. the user's own Triton kernel: CLI, then the Python API
-step capture_fn 35 $TV capture "${COMMON[@]}" --fn examples.triton_add:add --out $W/fn.json.gz
 step python_api 25 python3 -c "
 import torch, traceview
 from examples.triton_add import add
@@ -46,7 +37,7 @@ a = torch.randn(16, 4096, device='cuda', dtype=torch.bfloat16); b = torch.randn_
 m = traceview.capture(add, a, b, reference=torch.add, out='$W/api.json.gz')
 print('api correctness', m['correctness']['passed'], 'max_abs_err', m['correctness']['max_abs_err'])
 print('api full call p50 ns', m['baseline']['full_api_ns_p50'], 'amortized submit ns', m['baseline']['amortized_submit_ns'], 'device ns', m['baseline']['device_ns'])"
-wait $DIFF; echo "### diff (ran in the background) t=$SECONDS" >> $LOG; cat $W/diff.txt >> $LOG
+step capture_fn 60 $TV capture "${COMMON[@]}" --fn examples.triton_add:add --out $W/fn.json.gz
 python3 - "$W" >"$OUT/issue13.json" 2>>$LOG <<'PY'
 import json, os, sys
 w = sys.argv[1]

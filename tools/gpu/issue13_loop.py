@@ -19,7 +19,10 @@ import time
 def child() -> None:
     import flag_gems
     import torch
-    from flag_gems.utils import pointwise_dynamic
+    import importlib
+
+    # the module: flag_gems.utils re-exports a *function* named pointwise_dynamic
+    pointwise_dynamic = importlib.import_module("flag_gems.utils.pointwise_dynamic")
 
     a = torch.randn(16, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn_like(a)

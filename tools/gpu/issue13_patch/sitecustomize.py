@@ -32,7 +32,10 @@ def _chain() -> None:
 
 def _patch() -> None:
     import torch
-    from flag_gems.utils import pointwise_dynamic
+    import importlib
+
+    # the module: flag_gems.utils re-exports a *function* named pointwise_dynamic
+    pointwise_dynamic = importlib.import_module("flag_gems.utils.pointwise_dynamic")
 
     original = pointwise_dynamic.type_promotion
     cache: dict = {}
