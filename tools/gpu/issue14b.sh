@@ -11,11 +11,11 @@ LOG=$OUT/log.txt
 W=/tmp/serve14b; rm -rf "$W"; mkdir -p "$W"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1
 echo "### serve t=$SECONDS" | tee -a "$LOG"
-timeout -k 5 290 python3 -m traceview serve --backend eager --vs flag_gems --vs-exclude-ops mul \
+timeout -k 5 265 python3 -m traceview serve --backend eager --vs flag_gems --vs-exclude-ops mul \
   --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --intermediate 2816 --vocab 32000 \
   --dtype bfloat16 --device cuda --seed 0 \
   --requests 8 --prompt-len 128 --output-len 32 --batch-size 8 --arrival offline \
-  --rounds 6 --check-steps 16 --profile-steps 8 --child-timeout 60 \
+  --rounds 6 --check-steps 8 --profile-steps 4 --child-timeout 60 \
   --trace-dir "$W" --out "$OUT/serve.json" --format md >"$W/serve.md" 2>"$W/serve.err"
 echo "--- serve rc=$? t=$SECONDS" | tee -a "$LOG"
 grep -v '^USDT' "$W/serve.err" | tail -80 >>"$LOG"
