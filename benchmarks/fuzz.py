@@ -69,11 +69,11 @@ TMP = Path(tempfile.mkdtemp(prefix="traceview-fuzz-"))
 def _import_target():
     """Import everything the target touches (inside atheris' instrumentation)."""
     import traceview  # noqa: F401
-    import traceview.compare  # noqa: F401
-    import traceview.explanation  # noqa: F401
+    import traceview.multi.compare  # noqa: F401
     import traceview.render.console  # noqa: F401
-    import traceview.render.json_report  # noqa: F401
     import traceview.render.markdown  # noqa: F401
+    import traceview.report.explanation  # noqa: F401
+    import traceview.report.schema  # noqa: F401
 
 
 class IdentityError(AssertionError):
@@ -108,16 +108,16 @@ def run_one(path: Path) -> str:
     from rich.console import Console
 
     import traceview
-    from traceview.compare import diff_reports
     from traceview.errors import TraceviewError
+    from traceview.multi.compare import diff_reports
     from traceview.render.console import render_console
-    from traceview.render.json_report import render_json
     from traceview.render.markdown import render_markdown
+    from traceview.report.schema import render_json
 
     head = path.read_bytes()[:4096]
     if b'"schema_version"' in head and b'"traceEvents"' not in head:
         # a saved explain report, as `traceview diff` reads it
-        from traceview.compare import load_report
+        from traceview.multi.compare import load_report
 
         try:
             rep = load_report(path)

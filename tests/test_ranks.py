@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import traceview
 from traceview.cli.app import app
-from traceview.ranks import (
+from traceview.multi.ranks import (
     STRAGGLER_MIN_RANKS,
     analyze_ranks,
     expand_paths,
@@ -167,8 +167,8 @@ def test_text_and_markdown(plain_dir):
 def test_single_file_output_is_unchanged():
     """One file: byte for byte what the single-trace renderers give."""
     from traceview.render.console import render_console
-    from traceview.render.json_report import render_json
     from traceview.render.markdown import render_markdown
+    from traceview.report.schema import render_json
 
     ex = traceview.analyze(str(PEER))
     r = runner.invoke(app, ["explain", str(PEER), "--format", "json"])
@@ -251,7 +251,7 @@ def _die_on_three(x: int) -> int:
 
 
 def test_a_worker_that_dies_costs_only_its_own_item():
-    from traceview.ranks import parallel_map
+    from traceview.multi.ranks import parallel_map
 
     got = parallel_map(_die_on_three, [0, 1, 2, 3, 4, 5], jobs=2, crashed=lambda x: -x)
     assert got == [0, 1, 4, -3, 16, 25]

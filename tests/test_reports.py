@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import traceview
 from conftest import FIXTURES
 from traceview.cli.app import app
-from traceview.compare import diff_reports
+from traceview.multi.compare import diff_reports
 from traceview.render.figure import render_svg
 from traceview.render.markdown import MAX_CHARS, render_markdown
 

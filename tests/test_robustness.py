@@ -295,7 +295,7 @@ def test_input_files_are_never_written(tmp_path):
 
 def test_figure_is_written_atomically(tmp_path, monkeypatch):
     """An interrupted write leaves the previous figure whole and no temporary file."""
-    from traceview.render import atomic
+    from traceview import atomic
 
     fig = tmp_path / "call.svg"
     fig.write_text("<svg>old</svg>")

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from os import PathLike
 
-    from traceview.explanation import Explanation
     from traceview.model import Trace
+    from traceview.report.explanation import Explanation
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -42,7 +42,7 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
 def explain(trace: Trace, options: Options | None = None) -> Explanation:
     """Run every analysis over a loaded trace."""
-    from traceview.explanation import explain as _explain
+    from traceview.report.explanation import explain as _explain
 
     return _explain(trace, options)
 

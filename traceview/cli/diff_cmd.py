@@ -23,7 +23,7 @@ def diff(
     """Compare two runs: per-call medians with bootstrap confidence intervals."""
 
     def body() -> None:
-        from traceview.compare import diff_reports, load_report
+        from traceview.multi.compare import diff_reports, load_report
 
         d = diff_reports(load_report(before), load_report(after), str(before), str(after))
         if format is Format.json:

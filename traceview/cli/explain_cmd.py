@@ -1,7 +1,7 @@
 """``traceview explain TRACE``: the breakdown of one trace, as text, JSON or markdown.
 
 Several files, or a directory, are ranks: each is analysed in its own process and the
-ranks are compared (``traceview.ranks``, rendered by ``traceview.render.ranks_report``).
+ranks are compared (``traceview.multi.ranks``, rendered by ``traceview.render.ranks_report``).
 One plain file keeps the single-trace output.
 """
 
@@ -66,7 +66,7 @@ def explain(
         ex = run_explain(load_with_progress(trace),
                          analysis_options(window, calls, rules, thread, top=top))
         if format is Format.json:
-            from traceview.render.json_report import render_json
+            from traceview.report.schema import render_json
 
             sys.stdout.buffer.write(render_json(ex))
         elif format is Format.md:
@@ -102,7 +102,7 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
 
     def body() -> None:
         from traceview.errors import UsageError
-        from traceview.ranks import analyze_ranks
+        from traceview.multi.ranks import analyze_ranks
 
         if figure is not None:
             raise UsageError("--figure needs a single trace")

@@ -40,7 +40,7 @@ def export(
 
     def body() -> None:
         from traceview.errors import UsageError
-        from traceview.export import TABLES, export_parquet
+        from traceview.multi.export import TABLES, export_parquet
 
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")

@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview import intervals
-from traceview.render._format import METRIC_LABELS, fmt_ns, fmt_share
+from traceview.units import METRIC_LABELS, fmt_ns, fmt_share
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Explanation
 
 CATEGORY_STYLE = {
     "launch": "bold magenta", "sync": "red", "specialize": "yellow", "cache_key": "bright_yellow",

@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceview.compare import Diff
-from traceview.render._format import fmt_ns
+from traceview.multi.compare import Diff
 from traceview.render.markdown import code, esc, table
+from traceview.units import fmt_ns
 
 
 def _ci(c) -> str:
@@ -46,7 +46,7 @@ def render_diff_console(d: Diff, console: Console) -> None:
 
 
 def verdict_line(d: Diff) -> str:
-    from traceview.compare import verdict
+    from traceview.multi.compare import verdict
 
     return verdict(d)
 

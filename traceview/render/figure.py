@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
-from traceview.render._format import fmt_ns
-from traceview.render.atomic import write_text_atomic
+from traceview.atomic import write_text_atomic
+from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Explanation
 
 # Hex colours per category (the console uses named terminal colours for the same ids).
 COLOURS = {

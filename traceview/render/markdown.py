@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview import __version__
-from traceview.render._format import METRIC_LABELS, fmt_ns, fmt_share
+from traceview.units import METRIC_LABELS, fmt_ns, fmt_share
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Explanation
 
 MAX_CHARS = 60_000
 MAX_FUNCTION_ROWS = 25

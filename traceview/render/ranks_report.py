@@ -1,6 +1,6 @@
 """Many ranks: a summary row per rank and the combined view (medians, stragglers).
 
-Reads a :class:`traceview.ranks.RanksReport`; text (rich), JSON and GitHub markdown.
+Reads a :class:`traceview.multi.ranks.RanksReport`; text (rich), JSON and GitHub markdown.
 The JSON is ``{"schema_version": 1, "ranks": [...], "combined": {...}}``: each rank is
 the single-trace explain JSON (``docs/json.md``) plus ``rank`` and ``rank_source``, or
 ``{rank, rank_source, trace: {path}, error}`` for a file that could not be analysed
@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceview.render._format import fmt_ns
+from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.ranks import Outlier, RankResult, RanksReport
+    from traceview.multi.ranks import Outlier, RankResult, RanksReport
 
 METRIC_NAMES = {"device_busy_share": "device busy share", "api_p50_ns": "call API p50"}
 # rank, file, window, device busy share, calls, and the per-call p50s (warm calls).
@@ -62,7 +62,7 @@ def reason_text(o: Outlier) -> str:
 
 
 def _row(r: RankResult) -> list[str]:
-    from traceview.ranks import rank_metrics
+    from traceview.multi.ranks import rank_metrics
 
     if not r.ok:
         return [str(r.rank), _file(r.path), "-", "-", "-", "-", "-", "-", "error"]
@@ -79,7 +79,7 @@ def _summary_lines(report: RanksReport) -> list[str]:
     busy, api = med["device_busy_share"], med["api_p50_ns"]
     lines.append(f"{ok} of {n} ranks analysed · median device busy {_value('device_busy_share', busy['median'])}"
                  f" · median call API p50 {_value('api_p50_ns', api['median'])}")
-    from traceview.ranks import STRAGGLER_MAD_K, STRAGGLER_MIN_RANKS, STRAGGLER_MIN_RELATIVE
+    from traceview.multi.ranks import STRAGGLER_MAD_K, STRAGGLER_MIN_RANKS, STRAGGLER_MIN_RELATIVE
 
     if report.stragglers:
         for i, why in sorted(report.stragglers.items()):

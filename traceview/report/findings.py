@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceview.render._format import fmt_ns
+from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Explanation
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 

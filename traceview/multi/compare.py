@@ -250,7 +250,7 @@ def verdict(d: Diff) -> str:
     api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
     if api.before is None or api.after is None:
         return "no per-call samples on one side: no verdict"
-    from traceview.render._format import fmt_ns
+    from traceview.units import fmt_ns
 
     if not api.significant:
         return (f"no significant change in per-call API time (p50 {fmt_ns(api.before)} → "

@@ -249,7 +249,7 @@ class RanksReport:
         return [r for r in self.ranks if not r.ok]
 
     def to_dict(self) -> dict[str, Any]:
-        from traceview.render.json_report import SCHEMA_VERSION
+        from traceview.report.schema import SCHEMA_VERSION
 
         ranks = []
         for r in self.ranks:

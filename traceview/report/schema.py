@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Explanation
 
 SCHEMA_VERSION = 1
 

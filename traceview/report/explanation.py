@@ -13,7 +13,6 @@ from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.device import DeviceSummary, analyze_device
-from traceview.analyses.findings import Finding, detect
 from traceview.analyses.host import (
     FunctionStat,
     HostTimeline,
@@ -27,6 +26,7 @@ from traceview.errors import IdentityError
 from traceview.metadata import clean_metadata
 from traceview.model import Trace
 from traceview.options import Options
+from traceview.report.findings import Finding, detect
 from traceview.rules import RuleSet, load_rules
 
 
@@ -57,7 +57,7 @@ class Explanation:
     findings: list[Finding] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        from traceview.render.json_report import to_dict
+        from traceview.report.schema import to_dict
 
         return to_dict(self)
 

@@ -12,7 +12,7 @@ Three tables, each one Parquet file in the output directory (schema: ``docs/expo
   with only ``path``, ``rank`` and ``error``.
 
 Every table has ``path`` (the file as given) and ``rank`` (``distributedInfo.rank`` when
-the trace has it, else the file's position: ``traceview.ranks``). Traces are analysed in
+the trace has it, else the file's position: ``traceview.multi.ranks``). Traces are analysed in
 worker processes like ``traceview explain DIR``; each worker sends back polars frames.
 Files are written to a temporary name in the output directory and renamed over the
 target, so a reader never sees half a file.
@@ -34,17 +34,17 @@ from traceview.analyses.calls import METRICS
 from traceview.errors import TraceviewError, UsageError
 from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
-from traceview.options import Options
-from traceview.ranks import (
+from traceview.multi.ranks import (
     error_line,
     expand_paths,
     metadata_rank,
     parallel_map,
     worker_died_line,
 )
+from traceview.options import Options
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Explanation
 
 TABLES = ("slices", "calls", "summary")
 VERDICTS = ("host-bound", "device-bound")
@@ -242,7 +242,7 @@ class ExportResult:
 
 def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
     """Write to a temporary file beside ``path``, then rename over it."""
-    from traceview.render.atomic import replace_atomic
+    from traceview.atomic import replace_atomic
 
     replace_atomic(path, lambda tmp: df.write_parquet(tmp))
 
