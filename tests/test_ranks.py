@@ -168,7 +168,7 @@ def test_single_file_output_is_unchanged():
     """One file: byte for byte what the single-trace renderers give."""
     from traceview.render.console import render_console
     from traceview.render.markdown import render_markdown
-    from traceview.report.schema import render_json
+    from traceview.report.schema import to_json as render_json
 
     ex = traceview.analyze(str(PEER))
     r = runner.invoke(app, ["explain", str(PEER), "--format", "json"])
@@ -176,7 +176,7 @@ def test_single_file_output_is_unchanged():
     r = runner.invoke(app, ["explain", str(PEER), "--format", "md"])
     assert r.stdout == render_markdown(ex, figure=None)
     buf = io.StringIO()
-    render_console(ex, Console(file=buf, width=100, highlight=False))
+    render_console(ex, Console(file=buf, width=100, highlight=False, color_system=None))
     r = runner.invoke(app, ["explain", str(PEER), "--width", "100"])
     assert r.stdout == buf.getvalue()
     assert "Ranks (" not in r.stdout

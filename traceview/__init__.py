@@ -4,11 +4,14 @@ Python API::
 
     import traceview
     trace = traceview.load("trace.json.gz")          # lanes, slices, links
-    ex = traceview.explain(trace)                    # every analysis, one object
-    ex = traceview.analyze("trace.json.gz")          # both steps
-    ex.to_dict()["calls"]["api_ns"]["p50"]
+    r = traceview.explain(trace)                     # every analysis: one frozen Report
+    r = traceview.analyze("trace.json.gz")           # both steps
+    r.calls.stats["api_ns"].p50                      # typed attributes
+    r.to_dict()["calls"]["api_ns"]["p50"]            # the JSON (docs/json.md)
 
-The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``render``.
+The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``report``
+(findings, schema) -> ``render`` -> ``cli``; ``multi`` (ranks, diff, export) builds on
+``report``.
 ``capture`` stands apart and is the only part that imports torch or triton.
 """
 
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from os import PathLike
 
     from traceview.model import Trace
-    from traceview.report.explanation import Explanation
+    from traceview.report.model import Report
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -40,13 +43,13 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
     return build(decode(path, progress=progress))
 
 
-def explain(trace: Trace, options: Options | None = None) -> Explanation:
-    """Run every analysis over a loaded trace."""
-    from traceview.report.explanation import explain as _explain
+def explain(trace: Trace, options: Options | None = None) -> Report:
+    """Run every analysis over a loaded trace: the one typed ``Report``."""
+    from traceview.report.build import explain as _explain
 
     return _explain(trace, options)
 
 
-def analyze(path: str | PathLike[str], options: Options | None = None) -> Explanation:
+def analyze(path: str | PathLike[str], options: Options | None = None) -> Report:
     """``explain(load(path))``."""
     return explain(load(path), options)

@@ -45,8 +45,8 @@ def explain(
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
     figure: Annotated[Path | None, typer.Option(
-        help="With --format md: also write an SVG picture of a typical call here and "
-             "reference it from the markdown.")] = None,
+        help="Also write a picture of a typical call here: SVG, or PNG for a .png name "
+             "(needs cairosvg). Markdown mentions it; text and JSON note it on stderr.")] = None,
     jobs: JobsOpt = None,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
@@ -63,26 +63,23 @@ def explain(
 
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
-        ex = run_explain(load_with_progress(trace),
-                         analysis_options(window, calls, rules, thread, top=top))
-        if format is Format.json:
-            from traceview.report.schema import render_json
+        report = run_explain(load_with_progress(trace),
+                             analysis_options(window, calls, rules, thread, top=top))
+        from traceview.render.registry import RenderOptions, renderer
 
-            sys.stdout.buffer.write(render_json(ex))
-        elif format is Format.md:
-            from traceview.render.markdown import render_markdown
+        ref = None
+        if figure is not None:
+            from traceview.render.figure import write_figure
 
-            ref = None
-            if figure is not None:
-                from traceview.render.figure import write_figure
-
-                write_figure(ex, figure)
-                ref = figure.name
-            sys.stdout.write(render_markdown(ex, figure=ref))
-        else:
-            from traceview.render.console import render_console
-
-            render_console(ex, stdout_console(width))
+            write_figure(report, figure)
+            ref = figure.name
+            if format is not Format.md:  # markdown mentions it itself; stdout stays clean
+                print(f"traceview: figure written to {figure}", file=sys.stderr)
+        out = renderer(format.value).render(report, RenderOptions(
+            width=width or stdout_console(None).width, top=top,
+            color=format is Format.text and sys.stdout.isatty(), figure=ref))
+        sys.stdout.write(out)
+        sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)
 

@@ -44,10 +44,10 @@ from traceview.multi.ranks import (
 from traceview.options import Options
 
 if TYPE_CHECKING:
-    from traceview.report.explanation import Explanation
+    from traceview.report.explanation import Analysis
+    from traceview.report.model import Report
 
 TABLES = ("slices", "calls", "summary")
-VERDICTS = ("host-bound", "device-bound")
 
 SLICES_SCHEMA: dict[str, Any] = {
     "path": pl.String, "rank": pl.Int64, "slice": pl.Int64, "lane_kind": pl.String,
@@ -84,7 +84,7 @@ def _nullable(values: np.ndarray, missing: int) -> pl.Series:
     return s.set(pl.Series(values == missing), None) if (values == missing).any() else s
 
 
-def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
+def slices_frame(ex: Analysis, path: str, rank: int) -> pl.DataFrame:
     """One row per slice of the trace; host categories from each host thread's sweep."""
     from traceview.analyses.host import attribute_host, host_rows_by_lane
 
@@ -148,35 +148,39 @@ def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
     return df
 
 
-def calls_frame(report: dict[str, Any], path: str, rank: int,
+def calls_frame(report: Report, path: str, rank: int,
                 categories: Sequence[str]) -> pl.DataFrame:
-    """One row per call, from the explain dict's ``calls.per_call``."""
+    """One row per call, from the report's ``calls.per_call``."""
     schema = {**CALLS_SCHEMA, **{category_column(c): pl.Int64 for c in categories}}
     rows = []
-    for c in report["calls"]["per_call"]:
-        row = {k: c.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
-        row.update({category_column(k): c["categories"].get(k, 0) for k in categories})
+    for c in report.calls.per_call:
+        fields = {"index": c.index, "name": c.name, "start_ns": c.start_ns, "end_ns": c.end_ns,
+                  "cold": c.cold, "launches": c.launches, "kernels": c.kernels, **c.metrics}
+        row = {k: fields.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
+        row.update({category_column(k): c.categories.get(k, 0) for k in categories})
         rows.append({"path": path, "rank": rank, **row})
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-def summary_row(report: dict[str, Any], path: str, rank: int, rank_source: str) -> dict[str, Any]:
-    w, d, ln, c = report["window"], report["device"], report["launches"], report["calls"]
-    thread = report["host"]["thread"] or {}
+def summary_row(report: Report, path: str, rank: int, rank_source: str) -> dict[str, Any]:
+    w, d, ln, c = report.window, report.device, report.launches, report.calls
+    thread = report.host.thread
+    verdict = report.verdict
     return {
         "path": path, "rank": rank, "rank_source": rank_source, "error": None,
-        "slices": report["trace"]["slices"],
-        "window_start_ns": w["start_ns"], "window_end_ns": w["end_ns"], "window_ns": w["dur_ns"],
-        "window_source": w["source"], "busy_ns": d["busy_ns"], "idle_ns": d["idle_ns"],
-        "busy_share": d["busy_ns"] / w["dur_ns"] if w["dur_ns"] > 0 else None,
-        "kernel_count": d["kernel_count"], "kernel_sum_ns": d["kernel_sum_ns"],
-        "launches": ln["count"], "launches_linked": ln["linked"],
-        "calls": c["count"], "warm_calls": c["warm_count"],
-        **{f"{m}_p50": c[m]["p50"] for m in METRICS},
-        "verdict": next((f["id"] for f in report["findings"] if f["id"] in VERDICTS), None),
-        "host_pid": int_or_none(thread.get("pid")), "host_tid": int_or_none(thread.get("tid")),
-        "host_thread": thread.get("label"),
-        "findings": [f["id"] for f in report["findings"]],
+        "slices": report.trace.slices,
+        "window_start_ns": w.start_ns, "window_end_ns": w.end_ns, "window_ns": w.dur_ns,
+        "window_source": w.source, "busy_ns": d.busy_ns, "idle_ns": d.idle_ns,
+        "busy_share": d.busy_ns / w.dur_ns if w.dur_ns > 0 else None,
+        "kernel_count": d.kernel_count, "kernel_sum_ns": d.kernel_sum_ns,
+        "launches": ln.count, "launches_linked": ln.linked,
+        "calls": c.count, "warm_calls": c.warm_count,
+        **{f"{m}_p50": c.stats[m].p50 for m in METRICS},
+        "verdict": None if verdict is None else verdict.id,
+        "host_pid": None if thread is None else int_or_none(thread.pid),
+        "host_tid": None if thread is None else int_or_none(thread.tid),
+        "host_thread": None if thread is None else thread.label,
+        "findings": [f.id for f in report.findings],
     }
 
 
@@ -201,11 +205,13 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
     index, path = item
     try:
-        from traceview import analyze
+        from traceview import load
+        from traceview.report.build import build_report
+        from traceview.report.explanation import analyze_trace
 
-        ex = analyze(path, options)
-        report = ex.to_dict()
-        r = metadata_rank(report["trace"]["metadata"])
+        ex = analyze_trace(load(path), options)
+        report = build_report(ex)
+        r = metadata_rank(report.trace.metadata)
         rank, source = (index, "order") if r is None else (r, "distributedInfo")
         return TraceTables(
             path, rank, source, summary_row(report, path, rank, source),

@@ -38,10 +38,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from traceview.errors import TraceviewError, UsageError
 from traceview.options import Options
+from traceview.stats import midpoint_median as median
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report
 
 # A directory stands for the files in it whose names end so (not recursive).
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -124,16 +128,16 @@ def error_line(exc: BaseException) -> str:
     return f"internal error (a traceview bug): {type(exc).__name__}: {exc}"
 
 
-def _explain_dict(path: str, options: Options) -> dict[str, Any]:
-    """Worker: analyse one file; an error becomes ``{"error": line}``."""
+def _explain_report(path: str, options: Options) -> Report | str:
+    """Worker: analyse one file; an error becomes its one line."""
     try:
         from traceview import analyze
 
-        return analyze(path, options).to_dict()
+        return analyze(path, options)
     except Exception as exc:  # one rank's failure must not stop the others
         if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
             raise
-        return {"error": error_line(exc)}
+        return error_line(exc)
 
 
 def worker_count(n_items: int, jobs: int | None = None) -> int:
@@ -197,7 +201,7 @@ def worker_died_line(path: str) -> str:
 
 
 def _worker_died(path: str) -> dict[str, Any]:
-    return {"error": worker_died_line(path)}
+    return worker_died_line(path)
 
 
 @dataclass
@@ -206,7 +210,7 @@ class RankResult:
     path: str
     rank: int
     rank_source: str  # "distributedInfo" | "order"
-    report: dict[str, Any] | None  # Explanation.to_dict(), None when it failed
+    report: Report | None  # None when it failed
     error: str | None = None
 
     @property
@@ -254,7 +258,7 @@ class RanksReport:
         ranks = []
         for r in self.ranks:
             if r.ok:
-                ranks.append({**r.report, "rank": r.rank, "rank_source": r.rank_source})
+                ranks.append({**r.report.to_dict(), "rank": r.rank, "rank_source": r.rank_source})
             else:
                 ranks.append({"rank": r.rank, "rank_source": r.rank_source,
                               "trace": {"path": r.path}, "error": r.error})
@@ -287,40 +291,32 @@ def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else _round(x)
 
 
-def rank_metrics(report: dict[str, Any] | None) -> dict[str, Any]:
-    """The per-rank numbers of the summary table, from one explain dict."""
+def rank_metrics(report: Report | None) -> dict[str, Any]:
+    """The per-rank numbers of the summary table, from one report."""
     if not report:
         return {}
-    w = report["window"]["dur_ns"]
-    busy = report["device"]["busy_ns"]
-    calls = report["calls"]
-    verdict = next((f["id"] for f in report["findings"]
-                    if f["id"] in ("host-bound", "device-bound")), None)
+    w = report.window.dur_ns
+    busy = report.device.busy_ns
+    calls = report.calls
+    verdict = report.verdict
     return {
         "window_ns": w,
         "busy_ns": busy,
         "device_busy_share": _round(busy / w) if w > 0 else None,
-        "calls": calls["count"],
-        "api_p50_ns": calls["api_ns"]["p50"],
-        "kernel_p50_ns": calls["kernel_ns"]["p50"],
-        "host_overhead_p50_ns": calls["host_overhead_ns"]["p50"],
-        "verdict": verdict,
+        "calls": calls.count,
+        "api_p50_ns": calls.stats["api_ns"].p50,
+        "kernel_p50_ns": calls.stats["kernel_ns"].p50,
+        "host_overhead_p50_ns": calls.stats["host_overhead_ns"].p50,
+        "verdict": None if verdict is None else verdict.id,
     }
-
-
-def _median(values: Sequence[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    mid = n // 2
-    return float(v[mid]) if n % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def outliers(values: Sequence[float], side: str = "both") -> tuple[dict[str, Any], dict[int, Outlier]]:
     """The straggler rule over one metric: summary, and position -> outlier."""
     if not values:
         return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}
-    m = _median(values)
-    mad = _median([abs(x - m) for x in values])
+    m = median(values)
+    mad = median([abs(x - m) for x in values])
     summary = {"n": len(values), "median": _num(m), "mad": _num(mad),
                "min": min(values), "max": max(values)}
     found: dict[int, Outlier] = {}
@@ -374,14 +370,14 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
     files = expand_paths(paths)
     if not files:
         raise UsageError("no trace files given")
-    reports = parallel_map(partial(_explain_dict, options=options), [str(f) for f in files],
+    reports = parallel_map(partial(_explain_report, options=options), [str(f) for f in files],
                            jobs, crashed=_worker_died)
     results = []
     for i, (f, rep) in enumerate(zip(files, reports)):
-        if "error" in rep:
-            results.append(RankResult(i, str(f), i, "order", None, rep["error"]))
+        if isinstance(rep, str):
+            results.append(RankResult(i, str(f), i, "order", None, rep))
             continue
-        r = metadata_rank(rep["trace"]["metadata"])
+        r = metadata_rank(rep.trace.metadata)
         results.append(RankResult(i, str(f), i if r is None else r,
                                   "order" if r is None else "distributedInfo", rep))
     results.sort(key=lambda r: (r.rank, r.index))

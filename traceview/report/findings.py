@@ -2,12 +2,15 @@
 
 The seed's five measurement traps, detected from the trace itself, plus profiler
 perturbation and the headline verdict (host-bound or device-bound). Each finding has a
-stable id (a contract: checks and diffs match on it), a severity ("error" > "warning"
-> "info"), a one-line message with the numbers, and evidence for the JSON output.
+stable id from ``traceview.codes.FINDINGS`` (a contract: checks and diffs match on it),
+a severity ("error" > "warning" > "info"), a one-line message with the numbers, and
+evidence for the JSON output.
 
-Detectors are small functions listed in ``DETECTORS``; each reads the finished
-explanation and returns zero or more findings. Every threshold is a named constant
-below, with its reasoning in ``docs/findings.md``.
+Detectors are small functions listed in ``DETECTORS``; each reads the frozen
+``Analysis`` and returns zero or more ``Detected``: the id, the evidence and the raw
+figures the message needs. Detectors never format numbers: ``report.messages`` phrases
+each id from its figures (with the one unit formatter), in ``detect``. Every threshold is
+a named constant below, with its reasoning in ``docs/findings.md``.
 """
 
 from __future__ import annotations
@@ -16,12 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceview.units import fmt_ns
+from traceview.codes import FINDINGS, SEVERITY_ORDER, Severity
+from traceview.report.model import Finding
 
 if TYPE_CHECKING:
-    from traceview.report.explanation import Explanation
-
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+    from traceview.report.explanation import Analysis
 
 # A kernel ending this long after its call's range counts as outliving it. Host and device
 # clocks are aligned by CUPTI to well under a microsecond; 1 us keeps skew out.
@@ -38,66 +40,52 @@ PERTURBATION_CALL_SHARE = 0.25
 
 
 @dataclass(frozen=True)
-class Finding:
+class Detected:
+    """What a detector found: the id, the JSON evidence, the figures of the message."""
+
     id: str
-    severity: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "severity": self.severity, "message": self.message,
-                "evidence": self.evidence}
+    evidence: dict[str, Any]
+    facts: dict[str, Any] = field(default_factory=dict)
+    severity: Severity | None = None  # None: the table's severity
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def _verdict(ex: Explanation) -> list[Finding]:
+def _verdict(ex: Analysis) -> list[Detected]:
     """host-bound / device-bound: the share of a typical call the device sits idle."""
     calls = ex.calls.warm
     if calls:
         api = ex.calls.stats["api_ns"].p50 or 0
         idle = ex.calls.stats["host_overhead_ns"].p50 or 0
         share = idle / api if api else 0.0
-        scope = f"a typical call ({fmt_ns(api)})"
+        scope = ("call", api)
         cats = sorted(((c, s.p50 or 0) for c, s in ex.calls.category_stats.items()),
                       key=lambda kv: -kv[1])
     else:
         w = ex.window.dur_ns
         share = ex.device.idle_ns / w if w else 0.0
-        scope = f"the window ({fmt_ns(w)})"
+        scope = ("window", w)
         cats = sorted(((c, ns) for c, ns in ex.host_categories.items()), key=lambda kv: -kv[1])
     if ex.window.dur_ns <= 0 or (ex.device.busy_ns == 0 and not ex.device.kernel_count):
         return []
     top = [(c, ns) for c, ns in cats if ns > 0][:3]
-    top_txt = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in top)
     evidence = {"device_idle_share": round(share, 4), "top_host_categories": dict(top)}
+    facts = {"share": share, "scope": scope, "top": top}
     if share >= HOST_BOUND_IDLE_SHARE:
-        kernel = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
-        return [Finding("host-bound", "info",
-                        f"host-bound: the device is idle {_pct(share)} of {scope}; kernel "
-                        f"{fmt_ns(kernel)}; host time goes to {top_txt}", evidence)]
-    return [Finding("device-bound", "info",
-                    f"device-bound: the device is busy {_pct(1 - share)} of {scope}; "
-                    "host work is hidden behind device execution", evidence)]
+        facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
+        return [Detected("host-bound", evidence, facts)]
+    return [Detected("device-bound", evidence, facts)]
 
 
-def _unsynchronized(ex: Explanation) -> list[Finding]:
+def _unsynchronized(ex: Analysis) -> list[Detected]:
     calls = [c for c in ex.calls.calls if c.kernel_end_ns is not None]
     late = [(c, c.kernel_end_ns - c.end_ns) for c in calls if c.kernel_end_ns - c.end_ns > UNSYNC_TAIL_NS]
     if not late:
         return []
     worst = max(t for _, t in late)
-    return [Finding(
-        "unsynchronized-range", "warning",
-        f"call ranges measure submission, not completion: in {len(late)} of {len(calls)} calls "
-        f"the device work ended up to {fmt_ns(worst)} after the range",
-        {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst},
-    )]
+    return [Detected("unsynchronized-range",
+                     {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst})]
 
 
-def _range_idle(ex: Explanation) -> list[Finding]:
+def _range_idle(ex: Analysis) -> list[Detected]:
     st = ex.calls.stats
     api, kernel = st["api_ns"].p50, st["kernel_ns"].p50
     if not api or kernel is None:
@@ -105,28 +93,19 @@ def _range_idle(ex: Explanation) -> list[Finding]:
     share = kernel / api
     if share >= RANGE_IDLE_BUSY_SHARE:
         return []
-    return [Finding(
-        "range-includes-idle", "warning",
-        f"each call spans {fmt_ns(api)}, of which the kernel runs {fmt_ns(kernel)} "
-        f"({_pct(share)}); event-based timing of this API would report launch overhead, "
-        "not kernel time",
-        {"api_ns_p50": api, "kernel_ns_p50": kernel, "kernel_share": round(share, 4)},
-    )]
+    return [Detected("range-includes-idle",
+                     {"api_ns_p50": api, "kernel_ns_p50": kernel, "kernel_share": round(share, 4)},
+                     {"share": share})]
 
 
-def _graph_replay(ex: Explanation) -> list[Finding]:
+def _graph_replay(ex: Analysis) -> list[Detected]:
     n = ex.launches.by_kind.get("graph", 0)
     if not n:
         return []
-    return [Finding(
-        "graph-replay", "warning",
-        f"results are CUDA graph replay ({n} graph launches, {ex.device.kernel_count} kernels); "
-        "they do not show eager launch cost",
-        {"graph_launches": n, "kernels": ex.device.kernel_count},
-    )]
+    return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count})]
 
 
-def _cold_path(ex: Explanation) -> list[Finding]:
+def _cold_path(ex: Analysis) -> list[Detected]:
     """Compile/import work in the window, or a first call far above the warm median."""
     cold_ns = ex.host_categories.get("compile", 0) + ex.host_categories.get("import", 0)
     calls = ex.calls
@@ -135,81 +114,77 @@ def _cold_path(ex: Explanation) -> list[Finding]:
     ratio = first.metrics["api_ns"] / warm_p50 if first is not None and warm_p50 else 0.0
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
         return []
-    parts = []
-    if cold_ns:
-        parts.append(f"{fmt_ns(cold_ns)} of compile/import work in the window "
-                     f"({_pct(cold_ns / max(ex.window.dur_ns, 1))})")
+    facts: dict[str, Any] = {"cold_ns": cold_ns, "window_ns": ex.window.dur_ns, "ratio": ratio,
+                             "warm_p50": warm_p50, "warm_count": calls.warm_count,
+                             "first_ns": None, "first_top": [], "profiler_start": False}
     if first is not None:
-        top = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
-        where = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in top)
-        parts.append(f"first call {fmt_ns(first.metrics['api_ns'])}"
-                     + (f" ({ratio:.0f}x the warm median; {where})" if ratio else ""))
-    cause = ""
-    if not cold_ns and first is not None and first.categories.get("profiler", 0) + first.categories.get(
-            "launch", 0) > 0.5 * first.metrics["api_ns"]:
-        cause = ("; mostly profiler start-up (the first profiled launch): profile with a "
-                 "schedule that has warm-up steps")
-    warm = (f"; warm calls without it: p50 {fmt_ns(warm_p50)} over {calls.warm_count}"
-            if warm_p50 else "")
-    return [Finding(
-        "cold-path", "warning",
-        "cold path in the window: " + ", ".join(parts) + cause + warm,
+        facts["first_ns"] = first.metrics["api_ns"]
+        facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
+        facts["profiler_start"] = not cold_ns and first.categories.get(
+            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.metrics["api_ns"]
+    return [Detected(
+        "cold-path",
         {"compile_import_ns": cold_ns,
          "first_call_ns": first.metrics["api_ns"] if first else None,
          "first_call_ratio": round(ratio, 2), "warm_api_ns_p50": warm_p50,
          "cold_calls": calls.cold_indices},
+        facts,
     )]
 
 
-def _reproducer(ex: Explanation) -> list[Finding]:
+# What the reproducer template needs, and the flag that records it.
+REPRODUCER_ITEMS = (
+    ("shapes", "record_shapes=True"), ("dtypes", "record_shapes=True"),
+    ("strides", "record_shapes=True"), ("scalar arguments", "record_shapes=True"),
+    ("device", "a CUDA profiler activity"), ("driver and CUDA versions", "a CUDA profiler activity"),
+    ("framework and compiler versions", "traceview capture"),
+    ("synchronization protocol", "traceview capture"),
+    ("correctness reference", "traceview capture"),
+)
+
+
+def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
     cap = meta.get("traceview") if isinstance(meta.get("traceview"), dict) else {}
     args = [a for r, a in ex.trace.slices.args.items()
             if ex.trace.cat_names[ex.trace.slices.cat[r]] == "cpu_op"]
-    has = lambda key: any(key in a for a in args)  # noqa: E731
-    missing = []
-    checks = [
-        ("shapes", bool(cap.get("shape")) or has("Input Dims"), "record_shapes=True"),
-        ("dtypes", bool(cap.get("dtype")) or has("Input type"), "record_shapes=True"),
-        ("strides", bool(cap.get("strides")) or has("Input Strides"), "record_shapes=True"),
-        ("scalar arguments", "scalars" in cap or has("Concrete Inputs"), "record_shapes=True"),
-        ("device", bool(meta.get("deviceProperties")) or bool(cap.get("device")),
-         "a CUDA profiler activity"),
-        ("driver and CUDA versions", "cuda_driver_version" in meta or bool(cap.get("device")),
-         "a CUDA profiler activity"),
-        ("framework and compiler versions", bool(cap.get("versions")), "traceview capture"),
-        ("synchronization protocol", bool(cap.get("protocol")), "traceview capture"),
-        ("correctness reference", bool(cap.get("correctness")), "traceview capture"),
-    ]
-    for item, ok, how in checks:
-        if not ok:
-            missing.append((item, how))
+
+    def has(key: str) -> bool:
+        return any(key in a for a in args)
+
+    present = {
+        "shapes": bool(cap.get("shape")) or has("Input Dims"),
+        "dtypes": bool(cap.get("dtype")) or has("Input type"),
+        "strides": bool(cap.get("strides")) or has("Input Strides"),
+        "scalar arguments": "scalars" in cap or has("Concrete Inputs"),
+        "device": bool(meta.get("deviceProperties")) or bool(cap.get("device")),
+        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.get("device")),
+        "framework and compiler versions": bool(cap.get("versions")),
+        "synchronization protocol": bool(cap.get("protocol")),
+        "correctness reference": bool(cap.get("correctness")),
+    }
+    missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
     if not missing:
         return []
-    txt = "; ".join(f"{item} (add with {how})" for item, how in missing)
-    return [Finding("reproducer-incomplete", "warning",
-                    f"the trace lacks what a reproducer needs: {txt}",
-                    {"missing": [m for m, _ in missing]})]
+    return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
+                     {"missing": missing})]
 
 
-def _perturbation(ex: Explanation) -> list[Finding]:
-    out = []
-    notes = []
+def _perturbation(ex: Analysis) -> list[Detected]:
+    facts: dict[str, Any] = {"with_stack": ex.has_python_frames}
     evidence: dict[str, Any] = {}
     if ex.has_python_frames:
-        notes.append("Python tracing (with_stack) is on and slows every Python frame")
         evidence["with_stack"] = True
     prof = ex.calls.category_stats.get("profiler")
     if prof and prof.p50:
-        notes.append(f"profiler work inside a typical call {fmt_ns(prof.p50)}")
+        facts["profiler_p50"] = prof.p50
         evidence["profiler_ns_per_call_p50"] = prof.p50
     warm_p50 = ex.calls.stats["api_ns"].p50
     spikes = [c for c in ex.calls.calls
               if warm_p50 and c.categories.get("profiler", 0) > PERTURBATION_CALL_SHARE * warm_p50]
     if spikes:
         worst = max(spikes, key=lambda c: c.categories.get("profiler", 0))
-        notes.append(f"profiler buffer work of {fmt_ns(worst.categories['profiler'])} inside "
-                     f"call #{worst.index}")
+        facts["spike"] = (worst.categories["profiler"], worst.index)
         evidence["spike_calls"] = [c.index for c in spikes]
     cap = ex.trace.metadata.get("traceview")
     cap = cap if isinstance(cap, dict) else {}
@@ -224,75 +199,52 @@ def _perturbation(ex: Explanation) -> list[Finding]:
     if (unprof and warm_p50 and ex.calls.warm_count and proto.get("mode", "eager") == "eager"
             and cap.get("kind", "warm") != "cold"):
         ratio = warm_p50 / unprof
-        notes.append(f"profiled call p50 {fmt_ns(warm_p50)} vs {like[1]} {fmt_ns(unprof)} "
-                     f"({ratio:.2f}x)")
+        facts["baseline"] = (warm_p50, like[1], unprof, ratio)
         evidence.update({"profiled_api_ns_p50": warm_p50, "unprofiled_api_ns_p50": unprof,
                          "unprofiled_figure": like[0], "ratio": round(ratio, 3)})
-    if notes:
-        out.append(Finding("profiler-perturbation", "warning" if spikes or ex.has_python_frames
-                           else "info", "the profiler perturbs what it measures: " + "; ".join(notes)
-                           + ". Compare speed with unprofiled runs; use traces to diagnose.",
-                           evidence))
-    return out
+    if len(facts) == 1 and not ex.has_python_frames:
+        return []
+    return [Detected("profiler-perturbation", evidence, facts,
+                     None if spikes or ex.has_python_frames else "info")]
 
 
-def _no_python_frames(ex: Explanation) -> list[Finding]:
+def _no_python_frames(ex: Analysis) -> list[Detected]:
     if ex.has_python_frames or ex.timeline.lane is None:
         return []
     untraced = ex.host_categories.get("untraced", 0)
-    return [Finding(
-        "no-python-frames", "info",
-        "no Python frames (with_stack off): specialize, cache_key and launch_metadata "
-        f"cannot be told apart; {_pct(untraced / max(ex.window.dur_ns, 1))} of the window is "
-        "untraced host time. Profile with with_stack=True to split it.",
-        {"untraced_ns": untraced},
-    )]
+    return [Detected("no-python-frames", {"untraced_ns": untraced},
+                     {"share": untraced / max(ex.window.dur_ns, 1)})]
 
 
-def _input_problems(ex: Explanation) -> list[Finding]:
+def _input_problems(ex: Analysis) -> list[Detected]:
     out = []
     if ex.window.dur_ns <= 0:
-        out.append(Finding(
-            "no-activity", "warning",
-            "the trace holds no host or device activity with a duration (metadata or instants "
-            "only): there is nothing to attribute", {"slices": len(ex.trace.slices)}))
+        out.append(Detected("no-activity", {"slices": len(ex.trace.slices)}))
     elif ex.device.work_rows.size == 0:
-        out.append(Finding(
-            "no-device-work", "info",
-            "no device work (kernels, copies, sets) in the window: a CPU-only trace, or the "
-            "profiler ran without the CUDA activity", {}))
+        out.append(Detected("no-device-work", {}))
     if ex.timeline.lane is None and ex.window.dur_ns > 0:
-        out.append(Finding(
-            "no-host-events", "warning",
-            "no host thread with events: all host time is untraced; launch latency and "
-            "per-call host costs are unknown", {}))
+        out.append(Detected("no-host-events", {}))
     if ex.timeline.non_nested:
-        out.append(Finding(
-            "overlapping-host-slices", "warning",
-            f"{ex.timeline.non_nested} host slices overlap their parent without nesting "
-            "(profiler corruption); each ns still has one owner: the slice that started last",
-            {"count": ex.timeline.non_nested}))
+        out.append(Detected("overlapping-host-slices", {"count": ex.timeline.non_nested}))
     if ex.launches.unlinked_work:
-        out.append(Finding(
-            "device-work-without-launch", "warning",
-            f"{ex.launches.unlinked_work} device work items have no launch record; their time "
-            "counts as device busy, launch latency unknown",
-            {"count": ex.launches.unlinked_work}))
+        out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work}))
     unlinked = ex.launches.count - ex.launches.linked
     if unlinked:
-        out.append(Finding(
-            "launch-without-device-work", "info",
-            f"{unlinked} of {ex.launches.count} launches have no device record (dropped CUPTI "
-            "records, or work outside the window)", {"count": unlinked}))
+        out.append(Detected("launch-without-device-work", {"count": unlinked},
+                            {"launches": ex.launches.count}))
     return out
 
 
-DETECTORS: list[Callable[[Explanation], list[Finding]]] = [
+DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
     _verdict, _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
     _reproducer, _no_python_frames, _input_problems,
 ]
 
 
-def detect(ex: Explanation) -> list[Finding]:
-    found = [f for d in DETECTORS for f in d(ex)]
+def detect(ex: Analysis) -> list[Finding]:
+    """Every detector's findings, phrased, the most severe first."""
+    from traceview.report.messages import phrase
+
+    found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
+             for det in DETECTORS for d in det(ex)]
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
