@@ -112,7 +112,7 @@ def run_one(path: Path) -> str:
     from traceview.multi.compare import diff_reports
     from traceview.render.console import render_console
     from traceview.render.markdown import render_markdown
-    from traceview.report.schema import render_json
+    from traceview.report.schema import to_json as render_json
 
     head = path.read_bytes()[:4096]
     if b'"schema_version"' in head and b'"traceEvents"' not in head:
@@ -135,7 +135,7 @@ def run_one(path: Path) -> str:
         raise IdentityError("JSON output does not parse back")
     render_markdown(ex)
     render_console(ex, Console(file=io.StringIO(), width=80, force_terminal=True))
-    diff_reports(d, d)
+    diff_reports(ex, ex)
     return "ok"
 
 
@@ -306,9 +306,8 @@ def seeds(folder: Path) -> int:
             data = json.dumps(small).encode()[:MAX_LEN]
             (folder / f"seed-{fx.name}-{k}").write_bytes(data)
             n += 1
-    from tracebuilder import TraceBuilder
-
     import traceview
+    from tracebuilder import TraceBuilder
 
     tb = TraceBuilder()
     corpus._clean_small(tb)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import FIXTURES
 from typer.testing import CliRunner
 
 import traceview
+from conftest import FIXTURES
 from traceview.cli.app import app
 
 runner = CliRunner()

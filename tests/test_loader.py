@@ -4,9 +4,9 @@ import gzip
 import re
 
 import pytest
-from conftest import FIXTURES
 
 import traceview
+from conftest import FIXTURES
 from traceview.errors import TraceLoadError
 from traceview.io.decode import value_to_ns as _to_ns
 

@@ -9,11 +9,11 @@ import shutil
 
 import orjson
 import pytest
-from conftest import FIXTURES
 from rich.console import Console
 from typer.testing import CliRunner
 
 import traceview
+from conftest import FIXTURES
 from traceview.cli.app import app
 from traceview.multi.ranks import (
     STRAGGLER_MIN_RANKS,

@@ -19,15 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import corpus
 import pytest
-from conftest import FIXTURES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from tracebuilder import TraceBuilder
 from typer.testing import CliRunner
 
+import corpus
 import traceview
+from conftest import FIXTURES
+from tracebuilder import TraceBuilder
 from traceview.cli.app import app
 from traceview.errors import TraceviewError
 

@@ -107,7 +107,6 @@ def _child() -> None:
     from traceview.capture.graphs import capture_graph
     from traceview.capture.impls import build_impl, on_streams
     from traceview.capture.inputs import make_inputs
-
     from traceview.errors import TraceviewError
 
     config = _decode(sys.stdin.read())

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import baseline_child
-from traceview.capture import correctness, metadata, profiling, tracefile
+from traceview.capture import baseline_child, correctness, metadata, profiling, tracefile
 from traceview.capture import device as device_mod
 from traceview.capture.config import CaptureConfig
 from traceview.capture.graphs import capture_graph

@@ -170,7 +170,8 @@ def compare_samples(metric: str, a: np.ndarray, b: np.ndarray, rng: np.random.Ge
         before = _median(a) if a.size else None
         after = _median(b) if b.size else None
         delta = after - before if before is not None and after is not None else None
-        return Comparison(metric, before, after, delta, None, None, False, int(a.size), int(b.size))
+        return Comparison(metric, before, after, delta, None, None, significant=False,
+                          n_before=int(a.size), n_after=int(b.size))
     before, after = _median(a), _median(b)
     lo, hi = _boot(a, b, _lower_median_rows, rng)
     return Comparison(metric, before, after, after - before, lo, hi, not (lo <= 0 <= hi),
@@ -194,7 +195,8 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
         comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, int(lo), int(hi),
                                 not (lo <= 0 <= hi), int(a.size), int(b.size)))
     else:
-        comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, None, None, False))
+        comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, None, None,
+                                significant=False))
     cats = sorted(set(before.host.categories) | set(after.host.categories))
     for cat in cats:
         a, b = _warm_categories(before, cat), _warm_categories(after, cat)

@@ -15,9 +15,8 @@ from rich.text import Text
 
 from traceview.render.labels import METRIC_LABELS, display_pattern
 from traceview.render.names import short_kernel
-from traceview.units import fmt_ns, fmt_share, plural
-
 from traceview.report.model import VERDICT_IDS
+from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
