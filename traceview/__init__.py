@@ -37,9 +37,11 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     ``progress``, if given, is called with the count of decompressed bytes read so far.
     """
+    from traceview.foreign import check_foreign
     from traceview.io.decode import decode
     from traceview.model import build
 
+    check_foreign(path)  # Perfetto protobuf, Nsight reports: one line saying what to do
     return build(decode(path, progress=progress))
 
 

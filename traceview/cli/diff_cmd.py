@@ -26,17 +26,11 @@ def diff(
         from traceview.multi.compare import diff_reports, load_report
 
         d = diff_reports(load_report(before), load_report(after), str(before), str(after))
-        if format is Format.json:
-            import orjson
+        from traceview.render.registry import RenderOptions, renderer
 
-            sys.stdout.buffer.write(orjson.dumps(d.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
-        elif format is Format.md:
-            from traceview.render.diff_report import render_diff_markdown
-
-            sys.stdout.write(render_diff_markdown(d))
-        else:
-            from traceview.render.diff_report import render_diff_console
-
-            render_diff_console(d, stdout_console(width))
+        sys.stdout.write(renderer(format.value, "diff").render(
+            d, RenderOptions(width=width or stdout_console(None).width,
+                             color=format is Format.text and sys.stdout.isatty())))
+        sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

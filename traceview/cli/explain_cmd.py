@@ -17,6 +17,7 @@ import typer
 from traceview.cli._common import (
     CallsOpt,
     JobsOpt,
+    RecursiveOpt,
     RulesOpt,
     ThreadOpt,
     WindowOpt,
@@ -35,7 +36,8 @@ class Format(str, enum.Enum):
 def explain(
     trace: Annotated[list[Path], typer.Argument(
         help="Chrome/Kineto trace (.json or .json.gz). Several files, or a directory (its "
-             "*.json and *.json.gz files), are ranks: a row each and a combined view.",
+             "*.json and *.json.gz files, subfolders too), are ranks: a row each and a "
+             "combined view.",
         show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
@@ -48,10 +50,12 @@ def explain(
         help="Also write a picture of a typical call here: SVG, or PNG for a .png name "
              "(needs cairosvg). Markdown mentions it; text and JSON note it on stderr.")] = None,
     jobs: JobsOpt = None,
+    recursive: RecursiveOpt = True,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
     if len(trace) != 1 or trace[0].is_dir():
-        return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs)
+        return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
+                              recursive=recursive)
     trace = trace[0]
 
     def body() -> None:
@@ -93,7 +97,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls: str | None,
                    rules: Path | None, thread: str | None, width: int | None,
-                   figure: Path | None, jobs: int | None) -> None:
+                   figure: Path | None, jobs: int | None, *, recursive: bool) -> None:
     """Many traces: exit 0 when at least one rank was analysed (the failures are listed
     in the report and on stderr), 2 when none was."""
 
@@ -105,22 +109,17 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
             raise UsageError("--figure needs a single trace")
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
-        report = analyze_ranks(paths, analysis_options(window, calls, rules, thread), jobs=jobs)
+        report = analyze_ranks(paths, analysis_options(window, calls, rules, thread), jobs=jobs,
+                               recursive=recursive)
         for r in report.failed:
             print(f"traceview: error: rank {r.rank}: {r.error}", file=sys.stderr)
         if not report.ok:
             raise typer.Exit(2)
-        if format is Format.json:
-            from traceview.render.ranks_report import render_ranks_json
+        from traceview.render.registry import RenderOptions, renderer
 
-            sys.stdout.buffer.write(render_ranks_json(report))
-        elif format is Format.md:
-            from traceview.render.ranks_report import render_ranks_markdown
-
-            sys.stdout.write(render_ranks_markdown(report))
-        else:
-            from traceview.render.ranks_report import render_ranks_console
-
-            render_ranks_console(report, stdout_console(width))
+        sys.stdout.write(renderer(format.value, "ranks").render(
+            report, RenderOptions(width=width or stdout_console(None).width,
+                                  color=format is Format.text and sys.stdout.isatty())))
+        sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

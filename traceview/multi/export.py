@@ -39,6 +39,7 @@ from traceview.multi.ranks import (
     expand_paths,
     metadata_rank,
     parallel_map,
+    raise_if_interrupted,
     worker_died_line,
 )
 from traceview.options import Options
@@ -221,6 +222,7 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     except Exception as exc:  # one trace's failure must not stop the others
         if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
             raise
+        raise_if_interrupted(exc)
         line = error_line(exc)
         return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
 
@@ -254,13 +256,14 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
 
 
 def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
-                 jobs: int | None = None) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:
+                 jobs: int | None = None, *, recursive: bool = True,
+                 ) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:
     """Analyse every trace (in parallel) and concatenate the tables, in file order."""
     from traceview.rules import load_rules
 
     options = options or Options()
     load_rules(options.rules)  # a bad rules file is one usage error, not one per trace
-    files = expand_paths(paths)
+    files = expand_paths(paths, recursive=recursive)
     if not files:
         raise UsageError("no trace files given")
     traces = parallel_map(partial(trace_tables, options=options),
@@ -278,7 +281,8 @@ def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | Non
 
 
 def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
-                   options: Options | None = None, jobs: int | None = None) -> ExportResult:
+                   options: Options | None = None, jobs: int | None = None, *,
+                   recursive: bool = True) -> ExportResult:
     """Write ``slices.parquet``, ``calls.parquet`` and ``summary.parquet`` into ``out``.
 
     Nothing is written when no trace could be analysed.
@@ -286,12 +290,30 @@ def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
-    traces, tables = build_tables(paths, options, jobs)
+    traces, tables = build_tables(paths, options, jobs, recursive=recursive)
     result = ExportResult(out, traces)
     if not result.ok:
         return result
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    for name in TABLES:
-        write_parquet_atomic(tables[name], out / f"{name}.parquet")
-        result.rows[name] = tables[name].height
+    staged: list[Path] = []
+    try:
+        # every table to a temporary file first, then all renamed at once: an interrupt
+        # (Ctrl-C) leaves the previous tables, or no folder, never a mix or half a file
+        for name in TABLES:
+            tmp = out / f".{name}.parquet.tmp"
+            staged.append(tmp)
+            tables[name].write_parquet(tmp)
+            result.rows[name] = tables[name].height
+        for name, tmp in zip(TABLES, staged):
+            os.replace(tmp, out / f"{name}.parquet")
+        staged = []
+    except BaseException:
+        for tmp in staged:
+            tmp.unlink(missing_ok=True)
+        if created:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return result

@@ -77,20 +77,24 @@ def is_trace_name(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def expand_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True) -> list[Path]:
     """Files and directories -> the list of trace files, in rank order.
 
-    A directory with no trace file is a usage error (it is almost always a wrong path).
+    A directory is searched with its subfolders (``recursive=False``: only its own
+    files), in natural order of the path below it. A directory with no trace file is a
+    usage error (it is almost always a wrong path).
     """
     out: list[Path] = []
     seen: set[str] = set()
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files = sorted((c for c in p.iterdir() if c.is_file() and is_trace_name(c.name)),
-                           key=lambda c: _natural_key(c.name))
+            found = p.rglob("*") if recursive else p.iterdir()
+            files = sorted((c for c in found if c.is_file() and is_trace_name(c.name)),
+                           key=lambda c: [_natural_key(part) for part in c.relative_to(p).parts])
             if not files:
-                raise UsageError(f"{p}: no trace files in this directory "
+                where = "this directory or its subfolders" if recursive else "this directory"
+                raise UsageError(f"{p}: no trace files in {where} "
                                  f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
         else:
             files = [p]
@@ -119,6 +123,17 @@ def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
     return None
 
 
+def raise_if_interrupted(exc: BaseException) -> None:
+    """Ctrl-C while a trace was being read can surface as another error raised while the
+    interrupt unwound (``BufferError: memoryview has N exported buffers``): that is the
+    user's interrupt, not a failed trace, so it goes on as ``KeyboardInterrupt``."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        seen = seen.__context__
+
+
 def error_line(exc: BaseException) -> str:
     """The one line the CLI would print for this exception (without the prefix)."""
     if isinstance(exc, TraceviewError):
@@ -137,6 +152,7 @@ def _explain_report(path: str, options: Options) -> Report | str:
     except Exception as exc:  # one rank's failure must not stop the others
         if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
             raise
+        raise_if_interrupted(exc)
         return error_line(exc)
 
 
@@ -357,7 +373,7 @@ def combine(ranks: list[RankResult]) -> RanksReport:
 
 
 def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
-                  jobs: int | None = None) -> RanksReport:
+                  jobs: int | None = None, *, recursive: bool = True) -> RanksReport:
     """Analyse each trace file as a rank (in parallel) and compare them.
 
     ``paths`` may hold directories (see :func:`expand_paths`). Bad rules files fail here,
@@ -367,7 +383,7 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
 
     options = options or Options()
     load_rules(options.rules)  # a usage error for all ranks: say it once
-    files = expand_paths(paths)
+    files = expand_paths(paths, recursive=recursive)
     if not files:
         raise UsageError("no trace files given")
     reports = parallel_map(partial(_explain_report, options=options), [str(f) for f in files],

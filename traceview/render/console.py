@@ -86,10 +86,12 @@ def _device(r: Report) -> RenderableType:
     t.append("device ", style="bold")
     t.append(f"busy {fmt_ns(d.busy_ns)} ({fmt_share(d.busy_ns, w)}), idle {fmt_ns(d.idle_ns)} · "
              f"{plural(d.kernel_count, 'kernel')}")
-    if d.memcpy_count or d.memset_count:
-        t.append(f", {plural(d.memcpy_count, 'copy', 'copies')}, {plural(d.memset_count, 'set')}")
+    others = [plural(n, w, many) for n, w, many in ((d.memcpy_count, "copy", "copies"),
+                                                   (d.memset_count, "set", None)) if n]
+    if others:
+        t.append(", " + ", ".join(others))
         if d.copy_sum_ns is not None:
-            t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets)")
+            t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)")
     t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
     if d.work_sum_ns > d.busy_ns:
         t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")

@@ -34,7 +34,7 @@ def render_diff_console(d: Diff, console: Console) -> None:
               title_justify="left", pad_edge=False)
     for col, j in (("metric", "left"), ("before", "right"), ("after", "right"),
                    ("change", "right"), ("95% CI", "right"), ("", "left")):
-        t.add_column(col, justify=j)
+        t.add_column(col, justify=j, no_wrap=col == "metric")  # metric names whole
     for c in d.comparisons:
         mark = Text("significant", style="bold") if c.significant else Text("noise", style="grey50")
         t.add_row(c.metric, fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c), mark)

@@ -10,7 +10,7 @@ METRIC_LABELS = {
     "pre_launch_ns": "host before launch",
     "launch_api_ns": "launch API",
     "launch_latency_ns": "launch latency",
-    "kernel_ns": "device work (kernels + copies)",
+    "kernel_ns": "device work (kernel+copy)",
     "sync_ns": "sync wait",
     "host_overhead_ns": "host overhead (device idle)",
 }

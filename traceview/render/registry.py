@@ -1,15 +1,17 @@
-"""Renderers behind one protocol, chosen by name: a ``Report`` in, a document out.
+"""Renderers behind one protocol, chosen by name: a report in, a document out.
 
-Every output format of ``traceview explain`` is a ``Renderer`` in ``RENDERERS``; the CLI
-looks the format up here, and later formats register here too. A renderer computes
-nothing the report does not hold (the typical call, the matrix, shares come from it).
+Every output format is a ``Renderer`` registered here under (subject, format): the one
+trace ``Report`` (``explain``), the ranks' ``RanksReport`` (``explain DIR``) and the
+``Diff`` (``diff``). The CLI looks them up with ``renderer(format, subject)``, and later
+formats register here too. A renderer computes nothing its report does not hold (the
+typical call, the matrix, shares come from the report).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from io import StringIO
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
@@ -23,27 +25,35 @@ class RenderOptions:
     figure: str | None = None  # a figure written beside a markdown report, to mention
 
 
+Subject = Literal["report", "ranks", "diff"]
+
+
 class Renderer(Protocol):
     name: str
     binary: bool  # bytes (a PNG) rather than text
 
-    def render(self, report: Report, options: RenderOptions) -> str | bytes: ...
+    def render(self, report: Any, options: RenderOptions) -> str | bytes: ...
+
+
+def _console_text(options: RenderOptions, draw: Any) -> str:
+    """What ``draw(console)`` prints, on a console ``options.width`` wide."""
+    from rich.console import Console
+
+    buf = StringIO()
+    console = Console(width=options.width, file=buf, highlight=False,
+                      color_system="standard" if options.color else None,
+                      force_terminal=options.color, legacy_windows=False)
+    draw(console)
+    return buf.getvalue()
 
 
 class Terminal:
     name, binary = "text", False
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        from rich.console import Console
-
         from traceview.render.console import render_console
 
-        buf = StringIO()
-        console = Console(width=options.width, file=buf, highlight=False,
-                          color_system="standard" if options.color else None,
-                          force_terminal=options.color, legacy_windows=False)
-        render_console(report, console, options.top)
-        return buf.getvalue()
+        return _console_text(options, lambda c: render_console(report, c, options.top))
 
 
 class Json:
@@ -82,8 +92,66 @@ class Png:
         return render_png(report)
 
 
-RENDERERS: dict[str, Renderer] = {r.name: r for r in (Terminal(), Json(), Markdown(), Svg(), Png())}
+class RanksTerminal:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.ranks_report import render_ranks_console
+
+        return _console_text(options, lambda c: render_ranks_console(report, c))
 
 
-def renderer(name: str) -> Renderer:
-    return RENDERERS[name]
+class RanksJson:
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.ranks_report import render_ranks_json
+
+        return render_ranks_json(report).decode()
+
+
+class RanksMarkdown:
+    name, binary = "md", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.ranks_report import render_ranks_markdown
+
+        return render_ranks_markdown(report)
+
+
+class DiffTerminal:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.diff_report import render_diff_console
+
+        return _console_text(options, lambda c: render_diff_console(report, c))
+
+
+class DiffJson:
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        import orjson
+
+        return (orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n").decode()
+
+
+class DiffMarkdown:
+    name, binary = "md", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.diff_report import render_diff_markdown
+
+        return render_diff_markdown(report)
+
+
+RENDERERS: dict[tuple[Subject, str], Renderer] = {
+    **{("report", r.name): r for r in (Terminal(), Json(), Markdown(), Svg(), Png())},
+    **{("ranks", r.name): r for r in (RanksTerminal(), RanksJson(), RanksMarkdown())},
+    **{("diff", r.name): r for r in (DiffTerminal(), DiffJson(), DiffMarkdown())},
+}
+
+
+def renderer(name: str, subject: Subject = "report") -> Renderer:
+    return RENDERERS[(subject, name)]
