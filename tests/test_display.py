@@ -299,3 +299,16 @@ def test_one_call_is_one_call_and_step_patterns_read_as_written(tmp_path):
     out = explain(tb.write(tmp_path / "t.json"), "--width", "100").stdout
     assert "1 call from annotations 'ProfilerStep#N'" in out
     assert "1 calls" not in out and "##" not in out and "1 kernel " in out
+
+
+@pytest.mark.parametrize("call_ns, axis, unit", [
+    (400_000, "%-L", "us"), (3_000_000, "%-S.%L", "ms"), (90_000_000, "%-S.%L", "s")])
+def test_mermaid_axis_never_wraps(tmp_path, call_ns, axis, unit):
+    tb = TraceBuilder()
+    for i in range(3):
+        t = i * 2 * call_ns
+        tb.annotation(f"call_{i}", t, call_ns)
+        tb.launched_kernel("k", t + 1_000, 1_000, t + 3_000, 1_000)
+    chart = explain(tb.write(tmp_path / "t.json"), "--format", "md").stdout
+    chart = chart.split("```mermaid", 1)[1]
+    assert f"axisFormat {axis}\n" in chart and f"axis in {unit}\n" in chart

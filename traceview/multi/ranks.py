@@ -38,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from traceview.errors import TraceviewError, UsageError
 from traceview.options import Options
@@ -225,7 +225,7 @@ class RankResult:
     index: int  # position in the file list
     path: str
     rank: int
-    rank_source: str  # "distributedInfo" | "order"
+    rank_source: Literal["distributedInfo", "order"]
     report: Report | None  # None when it failed
     error: str | None = None
 
@@ -244,7 +244,7 @@ class Outlier:
     median: float
     mad: float
     relative: float  # (value - median) / |median|; inf when the median is 0
-    direction: str  # "above" | "below"
+    direction: Literal["above", "below"]
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "value": self.value, "median": _num(self.median),

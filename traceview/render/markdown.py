@@ -199,8 +199,8 @@ def gantt(r: Report) -> str | None:
     """A Mermaid gantt chart of the typical call: host categories and device work.
 
     Mermaid's finest date unit is the millisecond, so one chart millisecond stands for a
-    microsecond of the call (a millisecond for calls over a second long), and the axis
-    is labelled in that unit. ``displayMode: compact`` keeps each row's bars on one line
+    microsecond of the call (a millisecond for calls over 60 ms), and the axis format
+    is picked so that its labels read in us, ms or s without wrapping. ``displayMode: compact`` keeps each row's bars on one line
     instead of a line per bar.
     """
     t = r.typical_call
@@ -212,7 +212,12 @@ def gantt(r: Report) -> str | None:
     if len(merged) > GANTT_MAX_BARS:  # keep the longest pieces, in time order
         merged = sorted(sorted(merged, key=lambda x: x.start_ns - x.end_ns)[:GANTT_MAX_BARS],
                         key=lambda x: x.start_ns)
-    unit, unit_name = (1_000, "us") if t.axis_end_ns - lo < 1_000_000_000 else (1_000_000, "ms")
+    # (ns per chart millisecond, axis format, unit the axis reads in): ticks must not wrap
+    # (``%L`` is the millisecond part, 0-999; ``%S`` the seconds, 0-59)
+    span = t.end_ns - lo
+    unit, axis, unit_name = ((1_000, "%-L", "us") if span < 1_000_000 else
+                             (1_000, "%-S.%L", "ms") if span < 60_000_000 else
+                             (1_000_000, "%-S.%L", "s"))
 
     def at(ns: int) -> int:  # ns -> the chart's unit
         return round((ns - lo) / unit)
@@ -220,7 +225,7 @@ def gantt(r: Report) -> str | None:
     lines = ["```mermaid", "---", "displayMode: compact", "---", "gantt",
              f"    title Typical call #{call.index} ({fmt_ns(call.metrics['api_ns'])}), "
              f"axis in {unit_name}",
-             "    dateFormat x", "    axisFormat %-L", "    section host"]
+             "    dateFormat x", f"    axisFormat {axis}", "    section host"]
     for i, seg in enumerate(merged):
         a, b = at(seg.start_ns), max(at(seg.end_ns), at(seg.start_ns) + 1)
         lines.append(f"    {seg.category} {fmt_ns(seg.end_ns - seg.start_ns)} :h{i}, {a}, {b}")

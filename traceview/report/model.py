@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 import msgspec
 
+from traceview.analyses.breakdown import DeviceState
+from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
 from traceview.stats import Stats
 
-DeviceState = Literal["busy", "idle"]
-WindowSource = Literal["activity", "annotation", "range", "empty"]
 CallsSource = Literal["annotations", "launches", "none"]
 
 
