@@ -312,3 +312,14 @@ def test_mermaid_axis_never_wraps(tmp_path, call_ns, axis, unit):
     chart = explain(tb.write(tmp_path / "t.json"), "--format", "md").stdout
     chart = chart.split("```mermaid", 1)[1]
     assert f"axisFormat {axis}\n" in chart and f"axis in {unit}\n" in chart
+
+
+def test_json_starting_with_a_newline_is_not_taken_for_perfetto(tmp_path):
+    """0x0a opens a Perfetto trace, and is also a newline before a JSON document."""
+    text = (FIXTURES / "torch_mul_1x4096_f32.json.gz").read_bytes()
+    import gzip
+
+    p = tmp_path / "t.json"
+    p.write_bytes(b"\n\n" + gzip.decompress(text))
+    r = explain(p, "--format", "json")
+    assert r.exit_code == 0, r.output

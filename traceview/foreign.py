@@ -37,6 +37,8 @@ def _looks_like_perfetto(head: bytes) -> bool:
     whitespace, never a control byte."""
     if len(head) < 4 or head[0] != 0x0A:
         return False
+    if head.lstrip(b" \t\r\n")[:1] in (b"{", b"[", b""):  # JSON after a blank line
+        return False
     i, length, shift = 1, 0, 0
     while i < len(head) and head[i] & 0x80:  # varint
         length |= (head[i] & 0x7F) << shift

@@ -172,7 +172,7 @@ def summary_row(report: Report, path: str, rank: int, rank_source: str) -> dict[
         "slices": report.trace.slices,
         "window_start_ns": w.start_ns, "window_end_ns": w.end_ns, "window_ns": w.dur_ns,
         "window_source": w.source, "busy_ns": d.busy_ns, "idle_ns": d.idle_ns,
-        "busy_share": d.busy_ns / w.dur_ns if w.dur_ns > 0 else None,
+        "busy_share": report.busy_share,
         "kernel_count": d.kernel_count, "kernel_sum_ns": d.kernel_sum_ns,
         "launches": ln.count, "launches_linked": ln.linked,
         "calls": c.count, "warm_calls": c.warm_count,

@@ -311,14 +311,13 @@ def rank_metrics(report: Report | None) -> dict[str, Any]:
     """The per-rank numbers of the summary table, from one report."""
     if not report:
         return {}
-    w = report.window.dur_ns
-    busy = report.device.busy_ns
     calls = report.calls
     verdict = report.verdict
+    share = report.busy_share
     return {
-        "window_ns": w,
-        "busy_ns": busy,
-        "device_busy_share": _round(busy / w) if w > 0 else None,
+        "window_ns": report.window.dur_ns,
+        "busy_ns": report.device.busy_ns,
+        "device_busy_share": None if share is None else _round(share),
         "calls": calls.count,
         "api_p50_ns": calls.stats["api_ns"].p50,
         "kernel_p50_ns": calls.stats["kernel_ns"].p50,

@@ -252,6 +252,12 @@ class Report:
         return sorted(rows, key=lambda r: -r.total_ns)
 
     @property
+    def busy_share(self) -> float | None:
+        """Device busy / window, unrounded (``None`` for an empty window)."""
+        w = self.window.dur_ns
+        return self.device.busy_ns / w if w > 0 else None
+
+    @property
     def verdict(self) -> Finding | None:
         return next((f for f in self.findings if f.id in VERDICT_IDS), None)
 
