@@ -323,3 +323,14 @@ def test_json_starting_with_a_newline_is_not_taken_for_perfetto(tmp_path):
     p.write_bytes(b"\n\n" + gzip.decompress(text))
     r = explain(p, "--format", "json")
     assert r.exit_code == 0, r.output
+
+
+def test_svg_without_calls_draws_the_window_totals(tmp_path):
+    tb = TraceBuilder()
+    tb.op("aten::a", 0, 3_000)
+    tb.op("aten::b", 3_000, 1_000)
+    fig = tmp_path / "w.svg"
+    r = explain(tb.write(tmp_path / "t.json"), "--figure", fig)
+    assert r.exit_code == 0, r.output
+    svg = fig.read_text()
+    assert "stacked totals, not a timeline" in svg and "dispatch 4 us" in svg

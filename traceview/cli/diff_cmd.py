@@ -30,7 +30,8 @@ def diff(
 
         sys.stdout.write(renderer(format.value, "diff").render(
             d, RenderOptions(width=width or stdout_console(None).width,
-                             color=format is Format.text and sys.stdout.isatty())))
+                             color=stdout_console(None).color_system
+                             if format is Format.text else None)))
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

@@ -81,7 +81,8 @@ def explain(
                 print(f"traceview: figure written to {figure}", file=sys.stderr)
         out = renderer(format.value).render(report, RenderOptions(
             width=width or stdout_console(None).width, top=top,
-            color=format is Format.text and sys.stdout.isatty(), figure=ref))
+            color=stdout_console(None).color_system if format is Format.text else None,
+            figure=ref))
         sys.stdout.write(out)
         sys.stdout.flush()
 
@@ -119,7 +120,8 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
 
         sys.stdout.write(renderer(format.value, "ranks").render(
             report, RenderOptions(width=width or stdout_console(None).width,
-                                  color=format is Format.text and sys.stdout.isatty())))
+                                  color=stdout_console(None).color_system
+                                  if format is Format.text else None)))
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

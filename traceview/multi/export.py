@@ -248,13 +248,6 @@ class ExportResult:
         return [t for t in self.traces if t.error is None]
 
 
-def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
-    """Write to a temporary file beside ``path``, then rename over it."""
-    from traceview.atomic import replace_atomic
-
-    replace_atomic(path, lambda tmp: df.write_parquet(tmp))
-
-
 def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
                  jobs: int | None = None, *, recursive: bool = True,
                  ) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class RenderOptions:
     width: int = 80  # terminal columns (text only)
     top: int = 10  # rows of the kernel and function tables (text only)
-    color: bool = False  # ANSI colours (text only)
+    color: str | None = None  # rich colour system ("standard", "256", "truecolor"); text only
     figure: str | None = None  # a figure written beside a markdown report, to mention
 
 
@@ -41,8 +41,8 @@ def _console_text(options: RenderOptions, draw: Any) -> str:
 
     buf = StringIO()
     console = Console(width=options.width, file=buf, highlight=False,
-                      color_system="standard" if options.color else None,
-                      force_terminal=options.color, legacy_windows=False)
+                      color_system=options.color,  # type: ignore[arg-type]
+                      force_terminal=options.color is not None, legacy_windows=False)
     draw(console)
     return buf.getvalue()
 
