@@ -69,11 +69,11 @@ TMP = Path(tempfile.mkdtemp(prefix="traceview-fuzz-"))
 def _import_target():
     """Import everything the target touches (inside atheris' instrumentation)."""
     import traceview  # noqa: F401
-    import traceview.compare  # noqa: F401
-    import traceview.explanation  # noqa: F401
+    import traceview.multi.compare  # noqa: F401
     import traceview.render.console  # noqa: F401
-    import traceview.render.json_report  # noqa: F401
     import traceview.render.markdown  # noqa: F401
+    import traceview.report.explanation  # noqa: F401
+    import traceview.report.schema  # noqa: F401
 
 
 class IdentityError(AssertionError):
@@ -108,16 +108,16 @@ def run_one(path: Path) -> str:
     from rich.console import Console
 
     import traceview
-    from traceview.compare import diff_reports
     from traceview.errors import TraceviewError
+    from traceview.multi.compare import diff_reports
     from traceview.render.console import render_console
-    from traceview.render.json_report import render_json
     from traceview.render.markdown import render_markdown
+    from traceview.report.schema import to_json as render_json
 
     head = path.read_bytes()[:4096]
     if b'"schema_version"' in head and b'"traceEvents"' not in head:
         # a saved explain report, as `traceview diff` reads it
-        from traceview.compare import load_report
+        from traceview.multi.compare import load_report
 
         try:
             rep = load_report(path)
@@ -135,7 +135,7 @@ def run_one(path: Path) -> str:
         raise IdentityError("JSON output does not parse back")
     render_markdown(ex)
     render_console(ex, Console(file=io.StringIO(), width=80, force_terminal=True))
-    diff_reports(d, d)
+    diff_reports(ex, ex)
     return "ok"
 
 
@@ -306,9 +306,8 @@ def seeds(folder: Path) -> int:
             data = json.dumps(small).encode()[:MAX_LEN]
             (folder / f"seed-{fx.name}-{k}").write_bytes(data)
             n += 1
-    from tracebuilder import TraceBuilder
-
     import traceview
+    from tracebuilder import TraceBuilder
 
     tb = TraceBuilder()
     corpus._clean_small(tb)

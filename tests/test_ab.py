@@ -211,7 +211,7 @@ def test_the_parent_side_does_not_import_torch():
     import subprocess
 
     code = ("import sys, traceview.capture.ab, traceview.cli.ab_cmd, traceview.render.ab_report, "
-            "traceview.unprofiled, traceview.codepath; "
+            "traceview.multi.unprofiled, traceview.multi.codepath; "
             "sys.exit('torch' in sys.modules or 'triton' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import FIXTURES
 from typer.testing import CliRunner
 
 import traceview
+from conftest import FIXTURES
 from traceview.cli.app import app
 
 runner = CliRunner()
@@ -184,7 +184,7 @@ def test_rewrite_is_atomic_and_leaves_no_temp_files(tmp_path):
 
 
 def test_python_api_in_process_and_pool_agree(traces):
-    from traceview.export import build_tables
+    from traceview.multi.export import build_tables
 
     _, one = build_tables(traces, jobs=1)
     _, two = build_tables(traces, jobs=2)

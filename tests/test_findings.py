@@ -9,7 +9,7 @@ import pytest
 
 import traceview
 from conftest import FIXTURES
-from traceview.analyses import findings as F
+from traceview.report import findings as F
 
 WARM = sorted(p for p in FIXTURES.glob("*.json.gz") if ".cold." not in p.name)
 

@@ -4,9 +4,9 @@ import gzip
 import re
 
 import pytest
-from conftest import FIXTURES
 
 import traceview
+from conftest import FIXTURES
 from traceview.errors import TraceLoadError
 from traceview.io.decode import value_to_ns as _to_ns
 
@@ -83,8 +83,8 @@ def test_odd_field_types_fall_back_event_by_event(tmp_path, tb):
 def test_unknown_category_kept_and_reported(tb, tmp_path):
     tb.op("mystery", 0, 1_000, cat="my_cat")
     ex = traceview.analyze(tb.write(tmp_path / "u.json"))
-    assert ex.host_categories["other"] == 1_000
-    assert any(d.code == "unknown-category" for d in ex.trace.diagnostics)
+    assert ex.host.categories["other"] == 1_000
+    assert any(d.code == "unknown-category" for d in ex.diagnostics)
 
 
 def test_begin_end_pairs_become_slices(tmp_path, tb):

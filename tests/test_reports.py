@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import traceview
 from conftest import FIXTURES
 from traceview.cli.app import app
-from traceview.compare import diff_reports
+from traceview.multi.compare import diff_reports
 from traceview.render.figure import render_svg
 from traceview.render.markdown import MAX_CHARS, render_markdown
 
@@ -103,12 +103,15 @@ def test_explain_md_with_figure_via_cli(tmp_path):
     r = CliRunner().invoke(app, ["explain", str(_by("torch_mul_1x4096_f32.json")), "--format", "md",
                                  "--figure", str(fig)])
     assert r.exit_code == 0, r.output
-    assert "![typical call](call.svg)" in r.stdout and fig.read_text().startswith("<svg")
+    # GitHub cannot show a local file: the markdown says where the figure is and how to
+    # upload it, and links nothing
+    assert "`call.svg`" in r.stdout and "drag it into the comment box" in r.stdout
+    assert "![" not in r.stdout and fig.read_text().startswith("<svg")
 
 
 def test_diff_triton_vs_torch_has_the_right_sign(explained):
-    a = explained[_by("triton_mul_1x4096_f32.json").name].to_dict()
-    b = explained[_by("torch_mul_1x4096_f32.json").name].to_dict()
+    a = explained[_by("triton_mul_1x4096_f32.json").name]
+    b = explained[_by("torch_mul_1x4096_f32.json").name]
     d = diff_reports(a, b).as_dict()
     api = next(c for c in d["comparisons"] if c["metric"] == "calls.api_ns.p50")
     assert api["delta"] == api["after"] - api["before"] < 0  # torch.mul's call is cheaper
@@ -121,7 +124,7 @@ def test_diff_triton_vs_torch_has_the_right_sign(explained):
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
 def test_diff_against_itself_is_all_noise(explained, path):
-    r = explained[path.name].to_dict()
+    r = explained[path.name]
     d = diff_reports(r, r).as_dict()
     assert not [c["metric"] for c in d["comparisons"] if c["significant"]]
     assert all(c["delta"] in (0, None) for c in d["comparisons"])
@@ -145,8 +148,8 @@ def test_diff_cli_accepts_saved_json_and_traces(tmp_path):
 
 
 def test_diff_warns_when_graph_meets_eager(explained):
-    a = explained[_by("triton_mul_1x4096_f32.json").name].to_dict()
-    b = explained[_by("graph").name].to_dict()
+    a = explained[_by("triton_mul_1x4096_f32.json").name]
+    b = explained[_by("graph").name]
     d = diff_reports(a, b)
     assert any("graph replay" in w for w in d.warnings)
 

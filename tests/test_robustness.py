@@ -19,15 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import corpus
 import pytest
-from conftest import FIXTURES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from tracebuilder import TraceBuilder
 from typer.testing import CliRunner
 
+import corpus
 import traceview
+from conftest import FIXTURES
+from tracebuilder import TraceBuilder
 from traceview.cli.app import app
 from traceview.errors import TraceviewError
 
@@ -295,7 +295,7 @@ def test_input_files_are_never_written(tmp_path):
 
 def test_figure_is_written_atomically(tmp_path, monkeypatch):
     """An interrupted write leaves the previous figure whole and no temporary file."""
-    from traceview.render import atomic
+    from traceview import atomic
 
     fig = tmp_path / "call.svg"
     fig.write_text("<svg>old</svg>")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tracebuilder import TraceBuilder
 
 import traceview
+from tracebuilder import TraceBuilder
 from traceview.analyses import host
 from traceview.analyses.window import find_window
 from traceview.options import Options

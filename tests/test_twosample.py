@@ -1,4 +1,4 @@
-"""traceview.twosample against brute force: arrangements enumerated, the test inverted."""
+"""traceview.multi.twosample against brute force: arrangements enumerated, the test inverted."""
 
 import itertools
 import random
@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from traceview import twosample
+from traceview.multi import twosample
 
 
 def _brute_u_counts(m, n):

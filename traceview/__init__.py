@@ -4,11 +4,14 @@ Python API::
 
     import traceview
     trace = traceview.load("trace.json.gz")          # lanes, slices, links
-    ex = traceview.explain(trace)                    # every analysis, one object
-    ex = traceview.analyze("trace.json.gz")          # both steps
-    ex.to_dict()["calls"]["api_ns"]["p50"]
+    r = traceview.explain(trace)                     # every analysis: one frozen Report
+    r = traceview.analyze("trace.json.gz")           # both steps
+    r.calls.stats["api_ns"].p50                      # typed attributes
+    r.to_dict()["calls"]["api_ns"]["p50"]            # the JSON (docs/json.md)
 
-The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``render``.
+The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``report``
+(findings, schema) -> ``render`` -> ``cli``; ``multi`` (ranks, diff, export) builds on
+``report``.
 ``capture`` stands apart and is the only part that imports torch or triton.
 """
 
@@ -25,8 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from os import PathLike
 
-    from traceview.explanation import Explanation
     from traceview.model import Trace
+    from traceview.report.model import Report
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -34,20 +37,22 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     ``progress``, if given, is called with the count of decompressed bytes read so far.
     """
+    from traceview.foreign import check_foreign
     from traceview.io.decode import decode
     from traceview.model import build
 
+    check_foreign(path)  # Perfetto protobuf, Nsight reports: one line saying what to do
     return build(decode(path, progress=progress))
 
 
-def explain(trace: Trace, options: Options | None = None) -> Explanation:
-    """Run every analysis over a loaded trace."""
-    from traceview.explanation import explain as _explain
+def explain(trace: Trace, options: Options | None = None) -> Report:
+    """Run every analysis over a loaded trace: the one typed ``Report``."""
+    from traceview.report.build import explain as _explain
 
     return _explain(trace, options)
 
 
-def analyze(path: str | PathLike[str], options: Options | None = None) -> Explanation:
+def analyze(path: str | PathLike[str], options: Options | None = None) -> Report:
     """``explain(load(path))``."""
     return explain(load(path), options)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from traceview.codes import Severity
+
 
 @dataclass(frozen=True)
 class Diagnostic:
     code: str
-    severity: str  # "info" | "warning" | "error"
+    severity: Severity
     count: int
     message: str
 

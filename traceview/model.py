@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -53,12 +53,15 @@ NO_ID = -1
 ABSURD_DUR_NS = 3_600 * 10**9
 
 
+LaneKind = Literal["host", "device"]
+
+
 @dataclass(frozen=True)
 class Lane:
     """A row of the timeline: a host thread or a device stream."""
 
     index: int
-    kind: str  # "host" | "device"
+    kind: LaneKind
     pid: int | str
     tid: int | str
     device: int | None = None

@@ -40,7 +40,7 @@ if SHAPE == "loop_sync":  # for i in range(20): f(); sync  -- no ranges, with_st
         triton_mul(x, y)
     torch.cuda.synchronize()
     with profile(activities=ACT, with_stack=True) as prof:
-        for i in range(20):
+        for _i in range(20):
             triton_mul(x, y)
             torch.cuda.synchronize()
     prof.export_chrome_trace(OUT)
@@ -50,14 +50,14 @@ elif SHAPE == "loop_two_ops":  # two ops per iteration, no sync, no ranges, with
         torch.mul(x, y)
     torch.cuda.synchronize()
     with profile(activities=ACT, with_stack=True) as prof:
-        for i in range(40):
+        for _i in range(40):
             triton_mul(x, y)
             torch.mul(x, y)
         torch.cuda.synchronize()
     prof.export_chrome_trace(OUT)
 elif SHAPE == "loop_cold":  # cold Triton compile inside the loop: 11 calls, with_stack
     with profile(activities=ACT, with_stack=True) as prof:
-        for i in range(11):
+        for _i in range(11):
             triton_mul(x, y)
             torch.cuda.synchronize()
     prof.export_chrome_trace(OUT)
@@ -75,7 +75,7 @@ elif SHAPE in ("user_inductor", "user_inductor_stack"):  # user ranges + Inducto
 elif SHAPE == "compile_cold":  # torch.compile cold start, no user ranges
     f = torch.compile(lambda a, b: torch.nn.functional.gelu(a * b) + a)
     with profile(activities=ACT, with_stack=False) as prof:
-        for i in range(5):
+        for _i in range(5):
             f(x, y)
             torch.cuda.synchronize()
     prof.export_chrome_trace(OUT)
@@ -96,7 +96,7 @@ elif SHAPE in ("model_schedule", "model_schedule_cold"):  # compiled model, Prof
              else schedule(wait=1, warmup=1, active=5, repeat=1))
     with profile(activities=ACT, schedule=sched, with_stack=False,
                  on_trace_ready=lambda p: p.export_chrome_trace(OUT)) as prof:
-        for step in range(4 if cold else 7):
+        for _step in range(4 if cold else 7):
             cm(inp)
             torch.cuda.synchronize()
             prof.step()

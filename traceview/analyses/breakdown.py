@@ -11,15 +11,18 @@ The idle column is the answer to "what was the host doing while the device waite
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from traceview import intervals
 from traceview.analyses.host import HostTimeline
+
+DeviceState = Literal["busy", "idle"]
 
 
 @dataclass(frozen=True)
 class Cell:
     host: str
-    device: str  # "busy" | "idle"
+    device: DeviceState
     ns: int
 
 

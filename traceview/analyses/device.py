@@ -36,6 +36,7 @@ class DeviceSummary:
     memset_count: int
     work_sum_ns: int  # sum of clipped durations of all device work
     kernel_sum_ns: int  # sum of clipped kernel durations
+    copy_sum_ns: int  # sum of clipped memcpy + memset durations
     per_device: list[dict]
     per_stream: list[dict]
     kernels: list[KernelStat]  # by name, biggest sum first
@@ -63,11 +64,15 @@ def analyze_device(trace: Trace, window: Window) -> DeviceSummary:
         m = np.asarray([trace.lanes[int(lane)].device == dev for lane in lane_of.tolist()],
                        dtype=bool)
         u = intervals.union(cs[m], ce[m])
+        mk, mc = m & is_kernel, m & ~is_kernel
         per_device.append({
             "device": dev,
             "busy_ns": intervals.length(u),
-            "kernel_count": int((m & is_kernel).sum()),
-            "kernel_sum_ns": int((ce - cs)[m & is_kernel].sum()),
+            "kernel_count": int(mk.sum()),
+            "kernel_sum_ns": int((ce - cs)[mk].sum()),
+            "kernel_busy_ns": intervals.length(intervals.union(cs[mk], ce[mk])),
+            "copy_count": int(mc.sum()),
+            "copy_sum_ns": int((ce - cs)[mc].sum()),
         })
     per_stream = []
     for lane in np.unique(lane_of).tolist():
@@ -98,6 +103,7 @@ def analyze_device(trace: Trace, window: Window) -> DeviceSummary:
         memset_count=int((cat_of == "gpu_memset").sum()),
         work_sum_ns=int((ce - cs).sum()),
         kernel_sum_ns=int((ce - cs)[is_kernel].sum()),
+        copy_sum_ns=int((ce - cs)[~is_kernel].sum()),
         per_device=per_device,
         per_stream=per_stream,
         kernels=kernels,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -20,11 +21,14 @@ _UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _TIME = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")
 
 
+WindowSource = Literal["activity", "annotation", "range", "empty"]
+
+
 @dataclass(frozen=True)
 class Window:
     start_ns: int
     end_ns: int
-    source: str  # "activity" | "annotation" | "range" | "empty"
+    source: WindowSource
     description: str
 
     @property

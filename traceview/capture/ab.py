@@ -271,7 +271,7 @@ def analyze(runs: Sequence[ProcessRun], sides: dict[str, dict[str, Any]], rounds
 
 
 def _us(ns: float) -> str:
-    from traceview.render._format import fmt_ns
+    from traceview.units import fmt_ns
 
     return fmt_ns(round(ns))
 

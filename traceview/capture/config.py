@@ -213,14 +213,22 @@ class CaptureConfig:
 
 def _check_user_code(config: CaptureConfig) -> None:
     """``--fn`` and ``--impl fn`` go together; every callable is ``pkg.module:function``."""
-    from traceview.capture.usercode import check_spec
-
     if (config.impl == "fn") != (config.fn is not None):
         raise CaptureError("--fn pkg.module:function names the callable; do not combine it "
                            "with --impl" if config.fn else "--impl fn needs --fn pkg.module:function")
     for flag, value in (("fn", config.fn), ("inputs", config.inputs_fn), ("ref", config.ref)):
         if value is not None:
             check_spec(flag, value)
+
+
+_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_spec(flag: str, spec: str) -> None:
+    """``pkg.module:function`` or one line naming the flag (no import yet; the callable
+    loads in ``capture.usercode`` only when a capture runs)."""
+    if not _SPEC.match(spec):
+        raise CaptureError(f"--{flag} {spec!r}: use pkg.module:function, e.g. mykernels:add")
 
 
 def _one_of(flag: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -1,4 +1,6 @@
-"""What capture prints: explain's headline numbers beside the unprofiled baseline.
+"""All of capture's text: the capture summary, the sweep table and its markdown page.
+
+The capture summary puts explain's headline numbers beside the unprofiled baseline.
 
 Putting the trace's per-call figures next to the same call measured without the
 profiler makes the profiler's own perturbation visible at a glance (trap 4). explain is
@@ -9,49 +11,32 @@ still printed and the trace is still on disk for a later ``traceview explain``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from traceview.units import fmt_ns  # the one unit formatter (capture_cmd uses it from here)
 
-def analyze_trace(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """(explain's JSON dict, None) or (None, why not)."""
+if TYPE_CHECKING:
+    from traceview.report.model import Report
+
+
+def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
+    """(explain's report, None) or (None, why not)."""
     try:
         from traceview import analyze  # the explain half; may not be installed/landed
     except Exception as exc:  # noqa: BLE001  (ImportError, or a missing optional dependency)
         return None, f"explain unavailable ({type(exc).__name__}: {exc})"
     try:
-        return analyze(path).to_dict(), None
+        return analyze(path), None
     except Exception as exc:  # noqa: BLE001  (explain's problem must not lose a capture)
         return None, f"explain failed on {path.name} ({type(exc).__name__}: {exc})"
 
 
-def get(d: dict[str, Any] | None, dotted: str) -> Any:
-    """``get(d, "calls.api_ns.p50")``, None where any level is missing."""
-    cur: Any = d
-    for key in dotted.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            return None
-        cur = cur[key]
-    return cur
-
-
-def fmt_ns(ns: float | None) -> str:
-    """Human time for an integer-ns figure: ``850 ns``, ``51.2 us``, ``812.3 ms``."""
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            digits = 1 if abs(ns) < 100 * scale else 0
-            return f"{ns / scale:.{digits}f} {unit}"
-    return f"{ns:.0f} ns"
-
-
 def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Path,
-                   analysis: dict[str, Any] | None, why_not: str | None) -> None:
+                   analysis: Report | None, why_not: str | None) -> None:
     """The short summary table, the notes, and the paths written."""
     base = meta["baseline"]
     proto = meta["protocol"]
@@ -81,30 +66,30 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
                       f"unprofiled, {proto['graph_ops']} op(s) per replay, sync each")
 
     if analysis is not None:
-        calls = get(analysis, "calls.count")
-        api = get(analysis, "calls.api_ns.p50")
+        st = analysis.calls.stats
+        calls = analysis.calls.count
+        api = st["api_ns"].p50
         table.add_section()
         table.add_row("trace: calls", str(calls) if calls is not None else "-",
                       f"profiled, sync {proto['sync']}, "
                       f"stack {'on' if proto['with_stack'] else 'off'}")
         table.add_row("trace: call API p50", fmt_ns(api), _perturbation(api, base, proto))
-        table.add_row("trace: kernel p50", fmt_ns(get(analysis, "calls.kernel_ns.p50")),
-                      "device kernels per call")
+        table.add_row("trace: kernel p50", fmt_ns(st["kernel_ns"].p50),
+                      "device work per call")
         table.add_row("trace: host overhead p50",
-                      fmt_ns(get(analysis, "calls.host_overhead_ns.p50")), "call minus kernel")
+                      fmt_ns(st["host_overhead_ns"].p50), "call minus kernel")
         table.add_row("trace: device busy / window",
-                      f"{fmt_ns(get(analysis, 'device.busy_ns'))} / "
-                      f"{fmt_ns(get(analysis, 'window.dur_ns'))}",
-                      f"kernel sum {fmt_ns(get(analysis, 'device.kernel_sum_ns'))}")
+                      f"{fmt_ns(analysis.device.busy_ns)} / "
+                      f"{fmt_ns(analysis.window.dur_ns)}",
+                      f"kernel sum {fmt_ns(analysis.device.kernel_sum_ns)}")
     console.print(table)
 
     for note in meta.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(note)}")
     if analysis is not None:
-        for finding in (analysis.get("findings") or [])[:5]:
-            console.print(f"[bold]{escape(str(finding.get('severity', '')))}[/] "
-                          f"{escape(str(finding.get('id', '')))}: "
-                          f"{escape(str(finding.get('message', '')))}")
+        for finding in analysis.findings[:5]:
+            console.print(f"[bold]{escape(finding.severity)}[/] {escape(finding.id)}: "
+                          f"{escape(finding.message)}")
     elif why_not:
         console.print(f"[dim]{escape(why_not)}; baseline shown only[/]")
     console.print(f"trace: {escape(str(trace))}", highlight=False, soft_wrap=True)
@@ -130,8 +115,6 @@ def _perturbation(api: float | None, base: dict[str, Any], proto: dict[str, Any]
 
 def render_sweep(console: Console, config: Any, result: Any) -> None:
     """The #4812-style table: numel, kernel, full API, host gap, device, crossover."""
-    from traceview.capture.sweep import crossover_sentence
-
     table = Table(title=f"{config.op} | {config.impl} | {config.dtype} | {config.mode}",
                   title_justify="left")
     for col in ("numel", "kernel p50", "full API p50", "host gap", "device (graph)", "crossover"):
@@ -148,3 +131,43 @@ def render_sweep(console: Console, config: Any, result: Any) -> None:
     console.print(f"traces: {escape(str(result.folder))}/", highlight=False)
     for f in result.files:
         console.print(f"summary: {escape(str(f))}", highlight=False)
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The sweep as a markdown page ready to paste into an issue."""
+    dev = (summary.get("device_info") or {}).get("name") or summary["device"]
+    vers = summary.get("versions") or {}
+    lines = [
+        f"# {summary['op']} ({summary['impl']}, {summary['dtype']}, {summary['mode']}) on {dev}",
+        "",
+        (f"torch {vers.get('torch')}, triton {vers.get('triton')}, "
+         f"python {vers.get('python')}, flag_gems {vers.get('flag_gems')}"),
+        "",
+        f"Command: `{summary['command']}`",
+        "",
+        "| numel | kernel p50 | full API p50 | host gap | device (graph) | submit |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in summary["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['numel']} | error: {r['error']} | | | | |")
+            continue
+        mark = " <- crossover" if r["numel"] == summary["crossover_numel"] else ""
+        lines.append(
+            f"| {r['numel']} | {fmt_ns(r['kernel_ns'])} | {fmt_ns(r['full_api_ns'])} | "
+            f"{fmt_ns(r['host_gap_ns'])}{mark} | {fmt_ns(r['device_ns'])} | "
+            f"{fmt_ns(r['amortized_submit_ns'])} |"
+        )
+    lines += ["", crossover_sentence(summary["crossover_numel"], summary["fixed_host_gap_ns"]), ""]
+    lines += [f"- **{k}**: {v}" for k, v in summary["definitions"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def crossover_sentence(crossover: int | None, fixed_gap_ns: int | None) -> str:
+    if fixed_gap_ns is None:
+        return "No host gap measured (no device kernel time on this device)."
+    gap = f"fixed host gap about {fmt_ns(fixed_gap_ns)}"
+    if crossover is None:
+        return f"No crossover in this range: the kernel never hides the host cost ({gap})."
+    return (f"Crossover at numel {crossover}: from there the kernel takes at least as long "
+            f"as the host gap ({gap}).")

@@ -11,7 +11,6 @@ gap, i.e. where the kernel starts to hide the host cost.
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +19,10 @@ from typing import Any
 from traceview.capture import ops
 from traceview.capture.config import CaptureConfig
 from traceview.capture.protocol import run_capture
-from traceview.capture.summary import analyze_trace, fmt_ns, get
+from traceview.capture.summary import analyze_trace, markdown
 from traceview.capture.tracefile import Publisher
 from traceview.errors import CaptureError
+from traceview.stats import median
 
 DEFINITIONS = {
     "kernel_ns": "device kernel time per call, median over profiled calls (explain's "
@@ -125,7 +125,7 @@ def run_sweep(config: CaptureConfig, sizes: list[int], folder: Path | None = Non
 def _row(n: int, meta: dict[str, Any], path: Path, folder: Path) -> dict[str, Any]:
     base = meta["baseline"]
     analysis, why_not = analyze_trace(path)
-    trace_kernel = get(analysis, "calls.kernel_ns.p50")
+    trace_kernel = None if analysis is None else analysis.calls.stats["kernel_ns"].p50
     kernel = trace_kernel if trace_kernel is not None else base.get("device_ns")
     full = base["full_api_ns_p50"]
     return {
@@ -137,7 +137,7 @@ def _row(n: int, meta: dict[str, Any], path: Path, folder: Path) -> dict[str, An
         "full_api_ns": full,
         "amortized_submit_ns": base["amortized_submit_ns"],
         "host_gap_ns": None if kernel is None else int(full - kernel),
-        "trace_api_ns": get(analysis, "calls.api_ns.p50"),
+        "trace_api_ns": None if analysis is None else analysis.calls.stats["api_ns"].p50,
         "trace": str(path.relative_to(folder)) if path.is_relative_to(folder) else str(path),
         "cold_wall_ns": meta["cold"]["wall_ns"],
         "explain": None if analysis is not None else why_not,
@@ -148,45 +148,5 @@ def _crossover(rows: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     ok = [r for r in rows if r.get("kernel_ns") is not None]
     crossover = next((r["numel"] for r in ok if r["kernel_ns"] >= r["host_gap_ns"]), None)
     below = [r["host_gap_ns"] for r in ok if crossover is None or r["numel"] < crossover]
-    fixed = int(statistics.median_low(below)) if below else None
+    fixed = int(median(below)) if below else None
     return crossover, fixed
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    """The sweep as a markdown page ready to paste into an issue."""
-    dev = (summary.get("device_info") or {}).get("name") or summary["device"]
-    vers = summary.get("versions") or {}
-    lines = [
-        f"# {summary['op']} ({summary['impl']}, {summary['dtype']}, {summary['mode']}) on {dev}",
-        "",
-        (f"torch {vers.get('torch')}, triton {vers.get('triton')}, "
-         f"python {vers.get('python')}, flag_gems {vers.get('flag_gems')}"),
-        "",
-        f"Command: `{summary['command']}`",
-        "",
-        "| numel | kernel p50 | full API p50 | host gap | device (graph) | submit |",
-        "|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in summary["rows"]:
-        if "error" in r:
-            lines.append(f"| {r['numel']} | error: {r['error']} | | | | |")
-            continue
-        mark = " <- crossover" if r["numel"] == summary["crossover_numel"] else ""
-        lines.append(
-            f"| {r['numel']} | {fmt_ns(r['kernel_ns'])} | {fmt_ns(r['full_api_ns'])} | "
-            f"{fmt_ns(r['host_gap_ns'])}{mark} | {fmt_ns(r['device_ns'])} | "
-            f"{fmt_ns(r['amortized_submit_ns'])} |"
-        )
-    lines += ["", crossover_sentence(summary["crossover_numel"], summary["fixed_host_gap_ns"]), ""]
-    lines += [f"- **{k}**: {v}" for k, v in summary["definitions"].items()]
-    return "\n".join(lines) + "\n"
-
-
-def crossover_sentence(crossover: int | None, fixed_gap_ns: int | None) -> str:
-    if fixed_gap_ns is None:
-        return "No host gap measured (no device kernel time on this device)."
-    gap = f"fixed host gap about {fmt_ns(fixed_gap_ns)}"
-    if crossover is None:
-        return f"No crossover in this range: the kernel never hides the host cost ({gap})."
-    return (f"Crossover at numel {crossover}: from there the kernel takes at least as long "
-            f"as the host gap ({gap}).")

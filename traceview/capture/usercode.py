@@ -21,22 +21,14 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from traceview.capture.config import check_spec
 from traceview.capture.inputs import Inputs
 from traceview.errors import CaptureError
-
-SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-def check_spec(flag: str, spec: str) -> None:
-    """``pkg.module:function`` or one line naming the flag (no import yet)."""
-    if not SPEC.match(spec):
-        raise CaptureError(f"--{flag} {spec!r}: use pkg.module:function, e.g. mykernels:add")
 
 
 def load_callable(flag: str, spec: str) -> Callable[..., Any]:

@@ -35,6 +35,9 @@ def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None
     except MemoryError:
         print("traceview: error: out of memory while reading the trace", file=sys.stderr)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:  # Ctrl-C: the shell's convention, 128 + SIGINT
+        print("traceview: interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
     except BrokenPipeError:  # `traceview explain ... | head`: the reader has what it wanted
         # the interpreter flushes stdout again at exit; point it at /dev/null first
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -78,3 +81,5 @@ ThreadOpt = Annotated[str | None, typer.Option(
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", help="With several traces: worker processes (default: one per trace, "
                          "at most one per CPU).")]
+RecursiveOpt = Annotated[bool, typer.Option(
+    "--recursive/--no-recursive", help="Search directories' subfolders for traces too.")]

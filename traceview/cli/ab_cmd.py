@@ -146,7 +146,7 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
 
     def progress(run) -> None:
         ms = run.result.get("full_api_ns_p50")
-        from traceview.render._format import fmt_ns
+        from traceview.units import fmt_ns
 
         err.print(f"[dim]{run.index + 1}/{total} round {run.round + 1} {run.side}: full call "
                   f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
@@ -159,7 +159,7 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
     if out is not None:
         import orjson
 
-        from traceview.render.atomic import write_bytes_atomic
+        from traceview.atomic import write_bytes_atomic
 
         write_bytes_atomic(out, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     if format is Format.json:

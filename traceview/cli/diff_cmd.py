@@ -28,23 +28,18 @@ def diff(
     profiled calls as diagnosis, then what changed in the code path."""
 
     def body() -> None:
-        from traceview.compare import diff_reports, load_report
-        from traceview.unprofiled import load_ab
+        from traceview.multi.compare import diff_reports, load_report
+        from traceview.multi.unprofiled import load_ab
+        from traceview.render.registry import RenderOptions, renderer
 
         saved_ab = load_ab(ab) if ab is not None else None
         d = diff_reports(load_report(before), load_report(after), str(before), str(after),
                          ab=saved_ab)
-        if format is Format.json:
-            import orjson
 
-            sys.stdout.buffer.write(orjson.dumps(d.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
-        elif format is Format.md:
-            from traceview.render.diff_report import render_diff_markdown
-
-            sys.stdout.write(render_diff_markdown(d))
-        else:
-            from traceview.render.diff_report import render_diff_console
-
-            render_diff_console(d, stdout_console(width))
+        sys.stdout.write(renderer(format.value, "diff").render(
+            d, RenderOptions(width=width or stdout_console(None).width,
+                             color=stdout_console(None).color_system
+                             if format is Format.text else None)))
+        sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

@@ -1,7 +1,7 @@
 """``traceview explain TRACE``: the breakdown of one trace, as text, JSON or markdown.
 
 Several files, or a directory, are ranks: each is analysed in its own process and the
-ranks are compared (``traceview.ranks``, rendered by ``traceview.render.ranks_report``).
+ranks are compared (``traceview.multi.ranks``, rendered by ``traceview.render.ranks_report``).
 One plain file keeps the single-trace output.
 """
 
@@ -17,6 +17,7 @@ import typer
 from traceview.cli._common import (
     CallsOpt,
     JobsOpt,
+    RecursiveOpt,
     RulesOpt,
     ThreadOpt,
     WindowOpt,
@@ -35,7 +36,8 @@ class Format(str, enum.Enum):
 def explain(
     trace: Annotated[list[Path], typer.Argument(
         help="Chrome/Kineto trace (.json or .json.gz). Several files, or a directory (its "
-             "*.json and *.json.gz files), are ranks: a row each and a combined view.",
+             "*.json and *.json.gz files, subfolders too), are ranks: a row each and a "
+             "combined view.",
         show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
@@ -45,13 +47,15 @@ def explain(
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
     figure: Annotated[Path | None, typer.Option(
-        help="With --format md: also write an SVG picture of a typical call here and "
-             "reference it from the markdown.")] = None,
+        help="Also write a picture of a typical call here: SVG, or PNG for a .png name "
+             "(needs cairosvg). Markdown mentions it; text and JSON note it on stderr.")] = None,
     jobs: JobsOpt = None,
+    recursive: RecursiveOpt = True,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
     if len(trace) != 1 or trace[0].is_dir():
-        return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs)
+        return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
+                              recursive=recursive)
     trace = trace[0]
 
     def body() -> None:
@@ -63,26 +67,24 @@ def explain(
 
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
-        ex = run_explain(load_with_progress(trace),
-                         analysis_options(window, calls, rules, thread, top=top))
-        if format is Format.json:
-            from traceview.render.json_report import render_json
+        report = run_explain(load_with_progress(trace),
+                             analysis_options(window, calls, rules, thread, top=top))
+        from traceview.render.registry import RenderOptions, renderer
 
-            sys.stdout.buffer.write(render_json(ex))
-        elif format is Format.md:
-            from traceview.render.markdown import render_markdown
+        ref = None
+        if figure is not None:
+            from traceview.render.figure import write_figure
 
-            ref = None
-            if figure is not None:
-                from traceview.render.figure import write_figure
-
-                write_figure(ex, figure)
-                ref = figure.name
-            sys.stdout.write(render_markdown(ex, figure=ref))
-        else:
-            from traceview.render.console import render_console
-
-            render_console(ex, stdout_console(width))
+            write_figure(report, figure)
+            ref = figure.name
+            if format is not Format.md:  # markdown mentions it itself; stdout stays clean
+                print(f"traceview: figure written to {figure}", file=sys.stderr)
+        out = renderer(format.value).render(report, RenderOptions(
+            width=width or stdout_console(None).width, top=top,
+            color=stdout_console(None).color_system if format is Format.text else None,
+            figure=ref))
+        sys.stdout.write(out)
+        sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)
 
@@ -96,34 +98,30 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls: str | None,
                    rules: Path | None, thread: str | None, width: int | None,
-                   figure: Path | None, jobs: int | None) -> None:
+                   figure: Path | None, jobs: int | None, *, recursive: bool) -> None:
     """Many traces: exit 0 when at least one rank was analysed (the failures are listed
     in the report and on stderr), 2 when none was."""
 
     def body() -> None:
         from traceview.errors import UsageError
-        from traceview.ranks import analyze_ranks
+        from traceview.multi.ranks import analyze_ranks
 
         if figure is not None:
             raise UsageError("--figure needs a single trace")
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
-        report = analyze_ranks(paths, analysis_options(window, calls, rules, thread), jobs=jobs)
+        report = analyze_ranks(paths, analysis_options(window, calls, rules, thread), jobs=jobs,
+                               recursive=recursive)
         for r in report.failed:
             print(f"traceview: error: rank {r.rank}: {r.error}", file=sys.stderr)
         if not report.ok:
             raise typer.Exit(2)
-        if format is Format.json:
-            from traceview.render.ranks_report import render_ranks_json
+        from traceview.render.registry import RenderOptions, renderer
 
-            sys.stdout.buffer.write(render_ranks_json(report))
-        elif format is Format.md:
-            from traceview.render.ranks_report import render_ranks_markdown
-
-            sys.stdout.write(render_ranks_markdown(report))
-        else:
-            from traceview.render.ranks_report import render_ranks_console
-
-            render_ranks_console(report, stdout_console(width))
+        sys.stdout.write(renderer(format.value, "ranks").render(
+            report, RenderOptions(width=width or stdout_console(None).width,
+                                  color=stdout_console(None).color_system
+                                  if format is Format.text else None)))
+        sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

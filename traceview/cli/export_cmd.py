@@ -15,6 +15,7 @@ import typer
 from traceview.cli._common import (
     CallsOpt,
     JobsOpt,
+    RecursiveOpt,
     RulesOpt,
     ThreadOpt,
     WindowOpt,
@@ -35,17 +36,18 @@ def export(
     rules: RulesOpt = None,
     thread: ThreadOpt = None,
     jobs: JobsOpt = None,
+    recursive: RecursiveOpt = True,
 ) -> None:
     """Write the normalised tables (slices, calls, summary) of traces as Parquet files."""
 
     def body() -> None:
         from traceview.errors import UsageError
-        from traceview.export import TABLES, export_parquet
+        from traceview.multi.export import TABLES, export_parquet
 
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
         result = export_parquet(traces, parquet, analysis_options(window, calls, rules, thread),
-                                jobs=jobs)
+                                jobs=jobs, recursive=recursive)
         for t in result.failed:
             print(f"traceview: error: rank {t.rank}: {t.error}", file=sys.stderr)
         if not result.ok:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.capture.ab import FIGURE_LABELS, FIGURES
-from traceview.render._format import fmt_ns
+from traceview.units import fmt_ns
 from traceview.render.markdown import code, esc, table
 
 

@@ -13,11 +13,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traceview import intervals
-from traceview.render._format import METRIC_LABELS, fmt_ns, fmt_share
+from traceview.render.labels import METRIC_LABELS, display_pattern
+from traceview.render.names import short_kernel
+from traceview.report.model import VERDICT_IDS
+from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.model import Report
 
 CATEGORY_STYLE = {
     "launch": "bold magenta", "sync": "red", "specialize": "yellow", "cache_key": "bright_yellow",
@@ -38,19 +40,20 @@ def _style(cat: str) -> str:
     return CATEGORY_STYLE.get(cat, "white")
 
 
-def _header(ex: Explanation) -> RenderableType:
+def _header(r: Report) -> RenderableType:
     t = Text()
     t.append("traceview ", style="bold")
-    t.append(ex.trace.path + "\n")
-    t.append(f"window {fmt_ns(ex.window.dur_ns)}", style="bold")
-    t.append(f"  ({ex.window.description})\n")
-    lane = ex.timeline.lane
-    t.append(f"host {lane.label if lane else 'no thread'}")
-    if ex.calls.calls:
-        t.append(f" · {len(ex.calls.calls)} calls from {ex.calls.source}"
-                 + (f" '{ex.calls.pattern}'" if ex.calls.pattern else ""))
-    cap = ex.trace.metadata.get("traceview")
-    if isinstance(cap, dict):
+    t.append(r.trace.path + "\n")
+    t.append(f"window {fmt_ns(r.window.dur_ns)}", style="bold")
+    t.append(f"  ({r.window.description})\n")
+    thread = r.host.thread
+    t.append(f"host {thread.label if thread else 'no thread'}")
+    c = r.calls
+    if c.per_call:
+        t.append(f" · {plural(c.count, 'call')} from {c.source}"
+                 + (f" '{display_pattern(c.pattern)}'" if c.pattern else ""))
+    cap = r.capture
+    if cap:
         proto = cap.get("protocol", {}) or {}
         shape = "x".join(str(x) for x in cap.get("shape", []) or [])
         t.append(f"\ncapture: {cap.get('op')} · {cap.get('impl')} · {shape} {cap.get('dtype')}"
@@ -61,59 +64,70 @@ def _header(ex: Explanation) -> RenderableType:
     return t
 
 
-def _matrix(ex: Explanation) -> RenderableType:
-    w = ex.window.dur_ns
+def _matrix(r: Report) -> RenderableType:
+    w = r.window.dur_ns
     table = Table(title="Where the window went (host category x device state)", title_justify="left",
                   show_footer=True, expand=False, pad_edge=False)
-    table.add_column("host", footer="total")
-    table.add_column("device busy", justify="right", footer=fmt_ns(ex.device.busy_ns))
-    table.add_column("device idle", justify="right", footer=fmt_ns(ex.device.idle_ns))
+    table.add_column("host", footer="total", no_wrap=True)
+    table.add_column("device busy", justify="right", footer=fmt_ns(r.device.busy_ns))
+    table.add_column("device idle", justify="right", footer=fmt_ns(r.device.idle_ns))
     table.add_column("total", justify="right", footer=fmt_ns(w))
     table.add_column("share", justify="right", footer=fmt_share(w, w))
-    by = {}
-    for c in ex.cells:
-        by.setdefault(c.host, {})[c.device] = c.ns
-    rows = sorted(by.items(), key=lambda kv: -(kv[1].get("busy", 0) + kv[1].get("idle", 0)))
-    for cat, v in rows:
-        total = v.get("busy", 0) + v.get("idle", 0)
-        table.add_row(Text(cat, style=_style(cat)), fmt_ns(v.get("busy", 0)),
-                      fmt_ns(v.get("idle", 0)), fmt_ns(total), fmt_share(total, w))
+    for row in r.matrix():
+        table.add_row(Text(row.host, style=_style(row.host)), fmt_ns(row.busy_ns),
+                      fmt_ns(row.idle_ns), fmt_ns(row.total_ns), fmt_share(row.total_ns, w))
     return table
 
 
-def _device(ex: Explanation) -> RenderableType:
-    d = ex.device
-    w = ex.window.dur_ns
+def _device(r: Report) -> RenderableType:
+    d = r.device
+    w = r.window.dur_ns
     t = Text()
     t.append("device ", style="bold")
     t.append(f"busy {fmt_ns(d.busy_ns)} ({fmt_share(d.busy_ns, w)}), idle {fmt_ns(d.idle_ns)} · "
-             f"{d.kernel_count} kernels")
-    if d.memcpy_count or d.memset_count:
-        t.append(f", {d.memcpy_count} copies, {d.memset_count} sets")
+             f"{plural(d.kernel_count, 'kernel')}")
+    others = [plural(n, w, many) for n, w, many in ((d.memcpy_count, "copy", "copies"),
+                                                   (d.memset_count, "set", None)) if n]
+    if others:
+        t.append(", " + ", ".join(others))
+        if d.copy_sum_ns is not None:
+            t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)")
     t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
     if d.work_sum_ns > d.busy_ns:
         t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")
-    ln = ex.launches
+    if len(d.per_device) > 1:
+        for dev in d.per_device:
+            t.append(f"\n  device {dev.device}: busy {fmt_ns(dev.busy_ns)} "
+                     f"({fmt_share(dev.busy_ns, w)}), {plural(dev.kernel_count, 'kernel')} "
+                     f"{fmt_ns(dev.kernel_sum_ns)}")
+            if dev.copy_count:
+                t.append(f", {plural(dev.copy_count, 'copy/set', 'copies/sets')} "
+                         f"{fmt_ns(dev.copy_sum_ns)}")
+    if d.streams_overlap:
+        for s in d.per_stream:
+            t.append(f"\n  device {s.device} stream {s.stream}: busy {fmt_ns(s.busy_ns)} "
+                     f"({fmt_share(s.busy_ns, w)}), {plural(s.work_count, 'work item')}")
+    ln = r.launches
     t.append(f"\nlaunches {ln.count} ({', '.join(f'{k} {v}' for k, v in ln.by_api.items()) or 'none'})"
              f", {ln.linked} linked to device work")
-    if ln.unlinked_work:
-        t.append(f", {ln.unlinked_work} device work items with no launch record")
+    if ln.unlinked_device_work:
+        t.append(f", {ln.unlinked_device_work} device work items with no launch record")
     return t
 
 
-def _calls(ex: Explanation) -> RenderableType | None:
-    c = ex.calls
-    if not c.calls:
+def _calls(r: Report) -> RenderableType | None:
+    c = r.calls
+    if not c.per_call:
         return None
-    cold = f"; cold: #{', #'.join(map(str, c.cold_indices))} shown apart" if c.cold_indices else ""
-    table = Table(title=f"Per call: {c.warm_count} warm of {len(c.calls)}{cold}",
+    cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
+    table = Table(title=f"Per call: {c.warm_count} warm of {c.count}{cold}",
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):
         table.add_column(col, justify="right")
-    if c.cold_indices:
-        table.add_column(f"cold #{c.cold_indices[0]}", justify="right")
-    cold_call = c.calls[c.cold_indices[0]] if c.cold_indices else None
+    if c.cold:
+        table.add_column(f"cold #{c.cold[0]}", justify="right")
+    cold_call = c.per_call[c.cold[0]] if c.cold else None
     for m, label in METRIC_LABELS.items():
         s = c.stats[m]
         if s.n == 0:
@@ -122,7 +136,7 @@ def _calls(ex: Explanation) -> RenderableType | None:
         if cold_call is not None:
             row.append(fmt_ns(cold_call.metrics.get(m)))
         table.add_row(*row)
-    cats = sorted(c.category_stats.items(), key=lambda kv: -(kv[1].p50 or 0))
+    cats = sorted(c.categories.items(), key=lambda kv: -(kv[1].p50 or 0))
     for cat, s in cats:
         row = [Text(f"  host: {cat}", style=_style(cat)), fmt_ns(s.p50), fmt_ns(s.p90),
                fmt_ns(s.min), fmt_ns(s.max)]
@@ -132,99 +146,104 @@ def _calls(ex: Explanation) -> RenderableType | None:
     return table
 
 
-def _waterfall(ex: Explanation) -> RenderableType | None:
+def _legend_lines(items: list[Text], width: int) -> list[Text]:
+    """Legend items laid out in lines no wider than ``width``, never broken inside one."""
+    lines: list[Text] = []
+    cur = Text("  ")
+    for item in items:
+        if cur.cell_len > 2 and cur.cell_len + 2 + item.cell_len > width:
+            lines.append(cur)
+            cur = Text("  ")
+        if cur.cell_len > 2:
+            cur.append("  ")
+        cur.append_text(item)
+    lines.append(cur)
+    return lines
+
+
+def _waterfall(r: Report, width: int) -> RenderableType | None:
     """One typical call (median wall time) as two bars on a shared time axis."""
-    warm = ex.calls.warm
-    if not warm:
+    t = r.typical_call
+    call = r.typical
+    if t is None or call is None:
         return None
-    p50 = ex.calls.stats["api_ns"].p50
-    call = min(warm, key=lambda c: (abs(c.metrics["api_ns"] - (p50 or 0)), c.index))
-    lo = call.start_ns
-    hi = max(call.end_ns, call.kernel_end_ns or 0)
+    bar = max(10, min(BAR_WIDTH, width - 8))
+    lo, hi = t.start_ns, t.axis_end_ns
     span = max(hi - lo, 1)
-    tl = ex.timeline
     host = Text()
     dev = Text()
-    edges = [lo + span * i // BAR_WIDTH for i in range(BAR_WIDTH + 1)]
+    edges = [lo + span * i // bar for i in range(bar + 1)]
     for a, b in zip(edges, edges[1:]):
         b = max(b, a + 1)
-        # the category owning most of this cell
-        m = (tl.seg_end > a) & (tl.seg_start < b)
-        best, best_ns = "untraced", -1
-        for cat_code in set(tl.seg_cat[m].tolist()):
-            sel = m & (tl.seg_cat == cat_code)
-            ns = int((tl.seg_end[sel].clip(None, b) - tl.seg_start[sel].clip(a, None)).sum())
-            if ns > best_ns:
-                best, best_ns = tl.categories[cat_code], ns
-        if a >= call.end_ns:
+        owned: dict[str, int] = {}  # the category owning most of this cell
+        for seg in t.host:
+            if seg.end_ns > a and seg.start_ns < b:
+                owned[seg.category] = owned.get(seg.category, 0) + min(seg.end_ns, b) - max(seg.start_ns, a)
+        best = max(owned, key=lambda k: (owned[k], k)) if owned else "untraced"
+        if a >= t.end_ns:
             host.append(" ")
         else:
             host.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
-        busy = intervals.length(intervals.clip(ex.device.busy, a, b))
+        busy = sum(max(0, min(e, b) - max(s, a)) for s, e in t.device_busy)
         dev.append("K" if busy * 2 >= (b - a) else ("k" if busy else "."),
                    style="reverse bold green" if busy else "grey35")
-    legend = Text("  ")
-    seen = []
+    items = []
     for cat, ns in sorted(call.categories.items(), key=lambda kv: -kv[1]):
-        if ns and cat not in seen:
-            seen.append(cat)
-            legend.append(CATEGORY_GLYPH.get(cat, "?"), style=f"reverse {_style(cat)}")
-            legend.append(f" {cat} {fmt_ns(ns)}  ")
+        if ns:
+            items.append(Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
+                                       f" {cat} {fmt_ns(ns)}"))
+    items.append(Text.assemble(("K", "reverse bold green"), " device busy (k: partly)"))
     title = Text(f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
-                 f", kernel {fmt_ns(call.metrics['kernel_ns'])}", style="bold")
-    legend.append("K", style="reverse bold green")
-    legend.append(" device busy (k: partly)")
-    return Group(title, Text("host   ") + host, Text("device ") + dev,
-                 Text(f"       0{' ' * (BAR_WIDTH - 1 - len(fmt_ns(span)))}{fmt_ns(span)}"),
-                 legend)
+                 f", device work {fmt_ns(call.metrics['kernel_ns'])}", style="bold")
+    end = fmt_ns(span)
+    axis = Text(f"       0{' ' * max(1, bar - 1 - len(end))}{end}")
+    return Group(title, Text("host   ") + host, Text("device ") + dev, axis,
+                 *_legend_lines(items, width))
 
 
-def _kernels(ex: Explanation) -> RenderableType | None:
-    ks = ex.device.kernels[: ex.options.top]
+def _kernels(r: Report, top: int) -> RenderableType | None:
+    ks = r.device.kernels[:top]
     if not ks:
         return None
-    table = Table(title="Top kernels (sum over launches)", title_justify="left", pad_edge=False)
-    table.add_column("kernel", overflow="ellipsis", max_width=40, no_wrap=True)
+    table = Table(title="Top kernels (sum over launches; template arguments dropped, full "
+                        "names in --format json)", title_justify="left", pad_edge=False)
+    table.add_column("kernel", overflow="fold", ratio=1)
     for col in ("count", "sum", "p50", "max"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
     for k in ks:
         # Text, not str: a kernel named like rich markup ('[/]') must print as written
-        table.add_row(Text(k.name), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
-                      fmt_ns(k.stats.max))
+        table.add_row(Text(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns),
+                      fmt_ns(k.stats.p50), fmt_ns(k.stats.max))
     return table
 
 
-def _functions(ex: Explanation) -> RenderableType | None:
-    fs = [f for f in ex.functions if f.self_ns > 0][: ex.options.top]
+def _functions(r: Report, top: int) -> RenderableType | None:
+    fs = [f for f in r.host.functions if f.self_ns > 0][:top]
     if not fs:
         return None
-    n = max(len(ex.calls.calls), 1)
+    n = max(r.calls.count, 1)
     table = Table(title="Hot host functions (self time)", title_justify="left", pad_edge=False)
-    table.add_column("function", overflow="ellipsis", max_width=38, no_wrap=True)
-    table.add_column("category")
-    table.add_column("self", justify="right")
-    table.add_column("per call", justify="right")
-    table.add_column("count", justify="right")
+    table.add_column("function", overflow="fold", ratio=1)
+    table.add_column("category", no_wrap=True)
+    table.add_column("self", justify="right", no_wrap=True)
+    table.add_column("per call", justify="right", no_wrap=True)
+    table.add_column("count", justify="right", no_wrap=True)
     for f in fs:
-        table.add_row(Text(f.name), Text(f.category, style=_style(f.category)), fmt_ns(f.self_ns),
+        table.add_row(Text(short_kernel(f.name) if f.category == "launch" else f.name),
+                      Text(f.category, style=_style(f.category)), fmt_ns(f.self_ns),
                       fmt_ns(f.self_ns // n), str(f.count))
     return table
 
-
-VERDICTS = ("host-bound", "device-bound")
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _verdict(ex: Explanation) -> RenderableType | None:
-    for f in ex.findings:
-        if f.id in VERDICTS:
-            return Text(f.message, style="bold")
-    return None
+def _verdict(r: Report) -> RenderableType | None:
+    v = r.verdict
+    return None if v is None else Text(v.message, style="bold")
 
 
-def _baseline(ex: Explanation) -> RenderableType | None:
-    cap = ex.trace.metadata.get("traceview")
-    base = cap.get("baseline") if isinstance(cap, dict) else None
+def _baseline(r: Report) -> RenderableType | None:
+    base = r.capture.get("baseline")
     if not isinstance(base, dict):
         return None
     t = Text("unprofiled baseline (same run): ", style="bold")
@@ -234,10 +253,10 @@ def _baseline(ex: Explanation) -> RenderableType | None:
     return t
 
 
-def _notes(ex: Explanation) -> RenderableType | None:
-    rows = [(f.severity, f.id, f.message) for f in ex.findings if f.id not in VERDICTS]
+def _notes(r: Report) -> RenderableType | None:
+    rows = [(f.severity, f.id, f.message) for f in r.findings if f.id not in VERDICT_IDS]
     rows += [(g.severity, f"input:{g.code}", f"{g.count} x {g.message}")
-             for g in ex.trace.diagnostics]
+             for g in r.diagnostics]
     if not rows:
         return None
     table = Table(title="Findings", title_justify="left", show_header=False, box=None,
@@ -250,10 +269,14 @@ def _notes(ex: Explanation) -> RenderableType | None:
     return table
 
 
-def render_console(ex: Explanation, console: Console) -> None:
-    parts = [_header(ex), _verdict(ex), _baseline(ex), _matrix(ex), _device(ex), _calls(ex), _waterfall(ex), _kernels(ex),
-             _functions(ex), _notes(ex)]
-    for p in parts:
-        if p is not None:
-            console.print(p)
-            console.print()
+def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
+    """The terminal report's parts, in reading order, for a console ``width`` wide."""
+    parts = [_header(r), _verdict(r), _baseline(r), _matrix(r), _device(r), _calls(r),
+             _waterfall(r, width), _kernels(r, top), _functions(r, top), _notes(r)]
+    return [p for p in parts if p is not None]
+
+
+def render_console(r: Report, console: Console, top: int = 10) -> None:
+    for p in renderables(r, console.width, top):
+        console.print(p)
+        console.print()

@@ -14,9 +14,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceview.compare import Diff
-from traceview.render._format import METRIC_LABELS, fmt_ns
+from traceview.multi.compare import Diff
+from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
+from traceview.units import fmt_ns
 
 PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
                   "bootstrap CI)")
@@ -146,7 +147,7 @@ def render_diff_console(d: Diff, console: Console) -> None:
 
 
 def verdict_line(d: Diff) -> str:
-    from traceview.compare import verdict
+    from traceview.multi.compare import verdict
 
     return verdict(d)
 

@@ -1,7 +1,12 @@
 """An SVG picture of one typical call: host categories on one row, device work on another.
 
 Self-contained SVG (no scripts, no external fonts), so it renders the same in a browser,
-in an image viewer and when attached next to a markdown report (``--figure``).
+in an image viewer and when attached to an issue (``--figure``; ``.png`` too, through the
+optional ``cairosvg``). The axis is the typical call's own range; device work that goes
+on after the call is said in words, not drawn on a longer axis. Each row is drawn per
+pixel column (the category owning most of the column; the share of the column the
+device is busy), with neighbouring equal columns merged, so the file stays small (a few
+KB) whatever the trace, and the legend lists only what is drawn.
 """
 
 from __future__ import annotations
@@ -10,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
-from traceview.render._format import fmt_ns
-from traceview.render.atomic import write_text_atomic
+from traceview.atomic import write_bytes_atomic, write_text_atomic
+from traceview.errors import UsageError
+from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.model import Report
 
 # Hex colours per category (the console uses named terminal colours for the same ids).
 COLOURS = {
@@ -23,69 +29,144 @@ COLOURS = {
     "dispatch": "#1f77b4", "library": "#6baed6", "user": "#2ca02c", "profiler": "#7f7f7f",
     "other": "#c7c7c7", "untraced": "#e6e6e6",
 }
+BUSY = "#2ca02c"
 WIDTH, LEFT, RIGHT = 900, 70, 20
 ROW_H = 28
+CHAR_W = 7.2  # average glyph width of 14px sans-serif, for fitting the title
+FONT = 'font-family="sans-serif"'
 
 
-def typical_call(ex: Explanation):
-    warm = ex.calls.warm
-    if not warm:
-        return None
-    p50 = ex.calls.stats["api_ns"].p50 or 0
-    return min(warm, key=lambda c: (abs(c.metrics["api_ns"] - p50), c.index))
+def _fit(text: str, px: float, char_w: float = CHAR_W) -> str:
+    n = int(px / char_w)
+    return text if len(text) <= n else text[: max(n - 1, 1)] + "…"
 
 
-def render_svg(ex: Explanation) -> str:
-    call = typical_call(ex)
-    if call is None:
-        lo, hi, title = ex.window.start_ns, ex.window.end_ns, "Window"
-    else:
-        lo, hi = call.start_ns, max(call.end_ns, call.kernel_end_ns or 0)
-        title = (f"Typical call #{call.index} ({escape(call.name)}): {fmt_ns(call.metrics['api_ns'])} "
-                 f"wall, kernel {fmt_ns(call.metrics['kernel_ns'])}")
+def _columns(spans: list[tuple[int, int, str]], lo: int, hi: int, n: int) -> list[dict[str, int]]:
+    """ns of each label inside each of ``n`` equal pixel columns of [lo, hi)."""
+    cols: list[dict[str, int]] = [{} for _ in range(n)]
     span = max(hi - lo, 1)
+    for s, e, label in spans:
+        s, e = max(s, lo), min(e, hi)
+        if e <= s:
+            continue
+        first = (s - lo) * n // span
+        last = min((e - 1 - lo) * n // span, n - 1)
+        for i in range(first, last + 1):
+            a = lo + span * i // n
+            b = lo + span * (i + 1) // n
+            ov = min(e, b) - max(s, a)
+            if ov > 0:
+                cols[i][label] = cols[i].get(label, 0) + ov
+    return cols
+
+
+def _runs(values: list[object]) -> list[tuple[int, int, object]]:
+    """Run-length encoding: (first column, column count, value)."""
+    out: list[tuple[int, int, object]] = []
+    for i, v in enumerate(values):
+        if out and out[-1][2] == v:
+            out[-1] = (out[-1][0], out[-1][1] + 1, v)
+        else:
+            out.append((i, 1, v))
+    return out
+
+
+def render_svg(r: Report) -> str:
     inner = WIDTH - LEFT - RIGHT
+    t, call = r.typical_call, r.typical
+    if t is None or call is None:
+        # no calls: the window's host categories stacked by total, device busy share
+        lo, hi = 0, max(r.window.dur_ns, 1)
+        title = f"Window {fmt_ns(r.window.dur_ns)}: host categories by total time, device busy share"
+        host, x = [], 0
+        for cat, ns in sorted(r.host.categories.items(), key=lambda kv: -kv[1]):
+            if ns:
+                host.append((x, x + ns, cat))
+                x += ns
+        busy = [(0, r.device.busy_ns)] if r.device.busy_ns else []
+        note = "stacked totals, not a timeline"
+    else:
+        lo, hi = t.start_ns, t.end_ns
+        title = (f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
+                 f"device work {fmt_ns(call.metrics['kernel_ns'])}")
+        host = [(s.start_ns, s.end_ns, s.category) for s in t.host]
+        busy = list(t.device_busy)
+        note = (f"device work goes on {fmt_ns(t.axis_end_ns - t.end_ns)} after the call ends"
+                if t.axis_end_ns > t.end_ns else "")
+    hcols = _columns(host, lo, hi, inner)
+    dcols = _columns([(s, e, "busy") for s, e in busy], lo, hi, inner)
+    span = max(hi - lo, 1)
+    col_ns = [span * (i + 1) // inner - span * i // inner for i in range(inner)]
+    owner = [max(c, key=lambda k: (c[k], k)) if c else None for c in hcols]
+    # busy share of each column, in quarters (0 = idle, 4 = busy throughout)
+    level = [min(4, round(4 * c.get("busy", 0) / max(col_ns[i], 1))) if c.get("busy") else 0
+             for i, c in enumerate(dcols)]
+    level = [max(lv, 1) if dcols[i] else lv for i, lv in enumerate(level)]
 
-    def x(t: int) -> float:
-        return LEFT + inner * (min(max(t, lo), hi) - lo) / span
-
-    tl = ex.timeline
-    parts = [f'<text x="{LEFT}" y="18" font-size="14" font-family="sans-serif">{title}</text>',
-             f'<text x="8" y="{40 + ROW_H * 0.65:.0f}" font-size="12" font-family="sans-serif">host</text>',
-             f'<text x="8" y="{48 + ROW_H * 1.65:.0f}" font-size="12" font-family="sans-serif">device</text>']
-    m = (tl.seg_end > lo) & (tl.seg_start < hi)
-    used: dict[str, int] = {}
-    for s, e, c in zip(tl.seg_start[m].tolist(), tl.seg_end[m].tolist(), tl.seg_cat[m].tolist()):
-        cat = tl.categories[c]
-        used[cat] = used.get(cat, 0) + min(e, hi) - max(s, lo)
-        x0, x1 = x(s), x(e)
-        parts.append(f'<rect x="{x0:.2f}" y="40" width="{max(x1 - x0, 0.5):.2f}" height="{ROW_H}" '
-                     f'fill="{COLOURS.get(cat, "#999999")}"><title>{escape(cat)} {fmt_ns(e - s)}</title></rect>')
-    bs, be = ex.device.busy
-    dm = (be > lo) & (bs < hi)
-    for s, e in zip(bs[dm].tolist(), be[dm].tolist()):
-        x0, x1 = x(s), x(e)
-        parts.append(f'<rect x="{x0:.2f}" y="{48 + ROW_H}" width="{max(x1 - x0, 1.0):.2f}" '
-                     f'height="{ROW_H}" fill="#2ca02c"><title>device busy {fmt_ns(e - s)}</title></rect>')
+    parts = [f'<text x="{LEFT}" y="18" font-size="14" {FONT}>'
+             f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>',
+             f'<text x="8" y="{40 + ROW_H * 0.65:.0f}" font-size="12" {FONT}>host</text>',
+             f'<text x="8" y="{48 + ROW_H * 1.65:.0f}" font-size="12" {FONT}>device</text>']
+    drawn: dict[str, int] = {}
+    for first, count, cat in _runs(owner):
+        if cat is None:
+            continue
+        ns = sum(hcols[i].get(cat, 0) for i in range(first, first + count))
+        drawn[str(cat)] = drawn.get(str(cat), 0) + ns
+        parts.append(f'<rect x="{LEFT + first}" y="40" width="{count}" height="{ROW_H}" '
+                     f'fill="{COLOURS.get(str(cat), "#999999")}"><title>{escape(str(cat))} '
+                     f'{fmt_ns(ns)}</title></rect>')
+    busy_drawn = 0
+    for first, count, lv in _runs(level):
+        if not lv:
+            continue
+        ns = sum(dcols[i].get("busy", 0) for i in range(first, first + count))
+        busy_drawn += ns
+        parts.append(f'<rect x="{LEFT + first}" y="{48 + ROW_H}" width="{count}" '
+                     f'height="{ROW_H}" fill="{BUSY}" fill-opacity="{int(lv) / 4:g}">'
+                     f'<title>device busy {fmt_ns(ns)}</title></rect>')
     axis_y = 56 + 2 * ROW_H
     parts.append(f'<line x1="{LEFT}" y1="{axis_y}" x2="{WIDTH - RIGHT}" y2="{axis_y}" stroke="#333"/>')
     for i in range(5):
-        t = lo + span * i // 4
-        parts.append(f'<text x="{x(t):.1f}" y="{axis_y + 14}" font-size="11" text-anchor="middle" '
-                     f'font-family="sans-serif">{fmt_ns(t - lo)}</text>')
-    lx, ly = LEFT, axis_y + 34
-    for cat, ns in sorted(used.items(), key=lambda kv: -kv[1]):
-        label = f"{cat} {fmt_ns(ns)}"
-        parts.append(f'<rect x="{lx}" y="{ly - 10}" width="10" height="10" fill="{COLOURS.get(cat, "#999")}"/>'
-                     f'<text x="{lx + 14}" y="{ly}" font-size="11" font-family="sans-serif">{escape(label)}</text>')
-        lx += 24 + 7 * len(label)
-        if lx > WIDTH - 150:
+        tick = span * i // 4
+        parts.append(f'<text x="{LEFT + inner * i / 4:.1f}" y="{axis_y + 14}" font-size="11" '
+                     f'text-anchor="middle" {FONT}>{fmt_ns(tick)}</text>')
+    ly = axis_y + 34
+    if note:
+        parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>{escape(note)}</text>')
+        ly += 18
+    items = [(COLOURS.get(c, "#999999"), f"{c} {fmt_ns(ns)}")
+             for c, ns in sorted(drawn.items(), key=lambda kv: -kv[1])]
+    if busy_drawn:
+        items.append((BUSY, f"device busy {fmt_ns(busy_drawn)} (paler: part of a pixel)"))
+    lx = LEFT
+    for colour, label in items:
+        w = 24 + 6.2 * len(label)
+        if lx > LEFT and lx + w > WIDTH - RIGHT:
             lx, ly = LEFT, ly + 16
+        parts.append(f'<rect x="{lx:.0f}" y="{ly - 10}" width="10" height="10" fill="{colour}"/>'
+                     f'<text x="{lx + 14:.0f}" y="{ly}" font-size="11" {FONT}>{escape(label)}</text>')
+        lx += w
     height = ly + 14
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
             f'viewBox="0 0 {WIDTH} {height}"><rect width="100%" height="100%" fill="white"/>'
             + "".join(parts) + "</svg>\n")
 
 
-def write_figure(ex: Explanation, path: Path) -> None:
-    write_text_atomic(Path(path), render_svg(ex))
+def render_png(r: Report, scale: float = 2.0) -> bytes:
+    """The SVG rasterised by cairosvg (``pip install 'traceview[png]'``)."""
+    try:
+        import cairosvg
+    except (ImportError, OSError) as exc:
+        raise UsageError("a .png figure needs cairosvg (pip install 'traceview[png]'): "
+                         f"{type(exc).__name__}: {exc}; write an .svg instead") from None
+    return cairosvg.svg2png(bytestring=render_svg(r).encode(), scale=scale)
+
+
+def write_figure(r: Report, path: Path) -> None:
+    """``path`` ending in .png gets a PNG, anything else the SVG."""
+    path = Path(path)
+    if path.suffix.lower() == ".png":
+        write_bytes_atomic(path, render_png(r))
+    else:
+        write_text_atomic(path, render_svg(r))

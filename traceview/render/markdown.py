@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from traceview import __version__
-from traceview.render._format import METRIC_LABELS, fmt_ns, fmt_share
+from traceview.render.labels import METRIC_LABELS
+from traceview.render.names import short_kernel
+from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.model import Report
 
 MAX_CHARS = 60_000
 MAX_FUNCTION_ROWS = 25
@@ -55,52 +55,14 @@ def table(header: list[str], rows: list[list[str]], align: str | None = None) ->
     return "\n".join(out)
 
 
-def _capture(ex: Explanation) -> dict[str, Any]:
-    cap = ex.trace.metadata.get("traceview")
-    return cap if isinstance(cap, dict) else {}
-
-
-def _op_args(ex: Explanation) -> dict[str, Any] | None:
-    """Name and args of the aten op that launches the most device work, if any.
-
-    The innermost ``cpu_op`` around each launch on the attributed thread; Triton
-    kernels launched from Python have none (their shapes come from capture's metadata).
-    """
-    s = ex.trace.slices
-    lane = ex.timeline.lane
-    if lane is None or ex.launches.count == 0:
-        return None
-    cpu = ex.trace.cat_code("cpu_op")
-    ops = np.flatnonzero((s.cat == cpu) & (s.lane == lane.index))
-    if ops.size == 0:
-        return None
-    ops = ops[np.argsort(s.start[ops], kind="stable")]
-    o_st, o_en = s.start[ops], s.end[ops]
-    counts: dict[int, int] = {}
-    for row in ex.launches.rows.tolist():
-        ls, le = int(s.start[row]), int(s.end[row])
-        k = int(np.searchsorted(o_st, ls, side="right")) - 1
-        for j in range(k, max(k - 64, -1), -1):  # innermost: latest start that contains it
-            if o_en[j] >= le:
-                counts[int(ops[j])] = counts.get(int(ops[j]), 0) + 1
-                break
-    if not counts:
-        return None
-    by_name: dict[int, list[int]] = {}
-    for row, n in counts.items():
-        by_name.setdefault(int(s.name[row]), []).extend([row] * n)
-    name = max(by_name, key=lambda c: (len(by_name[c]), ex.trace.names[c]))
-    row = by_name[name][0]
-    return {"name": ex.trace.names[name], "launches": len(by_name[name]), **s.args.get(row, {})}
-
-
-def reproducer(ex: Explanation) -> list[tuple[str, str]]:
+def reproducer(r: Report) -> list[tuple[str, str]]:
     """The seed's template, in its order, each field from the trace or 'not recorded'."""
-    cap = _capture(ex)
-    meta = ex.trace.metadata
+    cap = r.capture
+    meta = r.trace.metadata
     proto = cap.get("protocol") or {}
-    op_args = _op_args(ex)
-    kernels = ", ".join(f"{code(k.name)} x{k.count}" for k in ex.device.kernels[:3])
+    op_args = None if r.op is None else {"name": r.op.name, "launches": r.op.launches,
+                                         **r.op.args}
+    kernels = ", ".join(f"{code(short_kernel(k.name))} x{k.count}" for k in r.device.kernels[:3])
 
     if cap.get("op"):
         op = f"{code(cap['op'])} via {code(cap.get('impl'))}"
@@ -150,10 +112,11 @@ def reproducer(ex: Explanation) -> list[tuple[str, str]]:
     else:
         correctness = NOT_RECORDED
 
-    graph = any(f.id == "graph-replay" for f in ex.findings)
+    graph = any(f.id == "graph-replay" for f in r.findings)
     mode = proto.get("mode") or ("graph replay" if graph else "eager (no graph launches seen)")
-    cold = (f"{ex.calls.warm_count} warm calls; cold call(s) #{', #'.join(map(str, ex.calls.cold_indices))}"
-            " reported apart" if ex.calls.cold_indices else f"{ex.calls.warm_count} warm calls")
+    c = r.calls
+    cold = (f"{plural(c.warm_count, 'warm call')}; cold call(s) #{', #'.join(map(str, c.cold))}"
+            " reported apart" if c.cold else plural(c.warm_count, "warm call"))
     if cap.get("cold"):
         cold += f"; cold first call measured apart: {fmt_ns(cap['cold'].get('wall_ns'))}"
     warm_mode = f"{cold}; {esc(mode)}"
@@ -163,15 +126,14 @@ def reproducer(ex: Explanation) -> list[tuple[str, str]]:
                  f"warm-up {esc(proto.get('warmup'))}, {esc(proto.get('iters'))} profiled calls; "
                  f"with_stack {esc(proto.get('with_stack'))}")
     else:
-        timer = (f"torch.profiler trace; {len(ex.calls.calls)} calls from {ex.calls.source}; "
+        timer = (f"torch.profiler trace; {plural(c.count, 'call')} from {c.source}; "
                  f"sync points {NOT_RECORDED}")
 
-    st = ex.calls.stats
+    st = c.stats
     k = st["kernel_ns"]
-    device_result = (f"kernel p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, n={k.n}); device busy "
-                     f"{fmt_ns(ex.device.busy_ns)} of {fmt_ns(ex.window.dur_ns)} window"
-                     if k.n else f"device busy {fmt_ns(ex.device.busy_ns)} of "
-                     f"{fmt_ns(ex.window.dur_ns)} window")
+    busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
+    device_result = (f"device work per call p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
+                     f"n={k.n}); {busy}" if k.n else busy)
     a = st["api_ns"]
     api = (f"profiled call p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
            f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
@@ -181,7 +143,7 @@ def reproducer(ex: Explanation) -> list[tuple[str, str]]:
                 f"amortized submit {fmt_ns(base.get('amortized_submit_ns'))}, device "
                 f"{fmt_ns(base.get('device_ns'))}")
     repro = code(cap["command"]) if cap.get("command") else NOT_RECORDED
-    repro += f"; trace {code(ex.trace.path.rsplit('/', 1)[-1])}"
+    repro += f"; trace {code(r.trace.path.rsplit('/', 1)[-1])}"
     return [
         ("Operation / model", op),
         ("Shape, dtype, strides and scalar arguments", shape),
@@ -196,85 +158,91 @@ def reproducer(ex: Explanation) -> list[tuple[str, str]]:
     ]
 
 
-def _matrix(ex: Explanation) -> str:
-    w = ex.window.dur_ns
-    by: dict[str, dict[str, int]] = {}
-    for c in ex.cells:
-        by.setdefault(c.host, {})[c.device] = c.ns
-    rows = []
-    for cat, v in sorted(by.items(), key=lambda kv: -sum(kv[1].values())):
-        total = sum(v.values())
-        rows.append([code(cat), fmt_ns(v.get("busy", 0)), fmt_ns(v.get("idle", 0)),
-                     fmt_ns(total), fmt_share(total, w)])
-    rows.append(["**total**", f"**{fmt_ns(ex.device.busy_ns)}**", f"**{fmt_ns(ex.device.idle_ns)}**",
+def _matrix(r: Report) -> str:
+    w = r.window.dur_ns
+    rows = [[code(m.host), fmt_ns(m.busy_ns), fmt_ns(m.idle_ns), fmt_ns(m.total_ns),
+             fmt_share(m.total_ns, w)] for m in r.matrix()]
+    rows.append(["**total**", f"**{fmt_ns(r.device.busy_ns)}**", f"**{fmt_ns(r.device.idle_ns)}**",
                  f"**{fmt_ns(w)}**", "**100%**"])
     return table(["host category", "device busy", "device idle", "total", "share"], rows)
 
 
-def _calls(ex: Explanation) -> str:
-    c = ex.calls
+def _devices(r: Report) -> str | None:
+    """Per device (and per stream where streams overlap), copies apart from kernels."""
+    d = r.device
+    w = r.window.dur_ns
+    if len(d.per_device) <= 1 and not d.streams_overlap and not (d.memcpy_count or d.memset_count):
+        return None
+    rows = [[f"device {x.device}", fmt_ns(x.busy_ns), fmt_share(x.busy_ns, w), str(x.kernel_count),
+             fmt_ns(x.kernel_sum_ns), str(x.copy_count or 0), fmt_ns(x.copy_sum_ns or 0)]
+            for x in d.per_device]
+    if d.streams_overlap:
+        rows += [[f"device {s.device} stream {s.stream}", fmt_ns(s.busy_ns),
+                  fmt_share(s.busy_ns, w), "", "", "", ""] for s in d.per_stream]
+    return table(["device", "busy", "share", "kernels", "kernel sum", "copies/sets",
+                  "copy sum"], rows)
+
+
+def _calls(r: Report) -> str:
+    c = r.calls
     rows = []
     for m, label in METRIC_LABELS.items():
         s = c.stats[m]
         if s.n:
             rows.append([label, fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)])
-    for cat, s in sorted(c.category_stats.items(), key=lambda kv: -(kv[1].p50 or 0)):
+    for cat, s in sorted(c.categories.items(), key=lambda kv: -(kv[1].p50 or 0)):
         rows.append([f"host: {code(cat)}", fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)])
     return table(["per call", "p50", "p90", "min", "max"], rows)
 
 
-def gantt(ex: Explanation) -> str | None:
+def gantt(r: Report) -> str | None:
     """A Mermaid gantt chart of the typical call: host categories and device work.
 
-    Mermaid's finest date unit is the millisecond, so the chart's axis counts
-    microseconds of the call as milliseconds (stated in the title).
+    Mermaid's finest date unit is the millisecond, so one chart millisecond stands for a
+    microsecond of the call (a millisecond for calls over 60 ms), and the axis format
+    is picked so that its labels read in us, ms or s without wrapping. ``displayMode: compact`` keeps each row's bars on one line
+    instead of a line per bar.
     """
-    warm = ex.calls.warm
-    if not warm:
+    t = r.typical_call
+    call = r.typical
+    if t is None or call is None:
         return None
-    p50 = ex.calls.stats["api_ns"].p50 or 0
-    call = min(warm, key=lambda c: (abs(c.metrics["api_ns"] - p50), c.index))
-    lo, hi = call.start_ns, call.end_ns
-    tl = ex.timeline
-    m = (tl.seg_end > lo) & (tl.seg_start < hi)
-    segs = [(max(int(s), lo), min(int(e), hi), tl.categories[int(c)])
-            for s, e, c in zip(tl.seg_start[m], tl.seg_end[m], tl.seg_cat[m])]
-    merged: list[list[Any]] = []
-    for s, e, cat in segs:  # merge neighbours of one category
-        if merged and merged[-1][2] == cat and merged[-1][1] == s:
-            merged[-1][1] = e
-        else:
-            merged.append([s, e, cat])
+    lo, hi = t.start_ns, t.end_ns
+    merged = list(t.host)
     if len(merged) > GANTT_MAX_BARS:  # keep the longest pieces, in time order
-        keep = sorted(sorted(merged, key=lambda x: x[0] - x[1])[:GANTT_MAX_BARS], key=lambda x: x[0])
-        merged = keep
-    s_busy, e_busy = ex.device.busy
-    dm = (e_busy > lo) & (s_busy < max(hi, call.kernel_end_ns or hi))
-    dev = [(max(int(s), lo), int(e)) for s, e in zip(s_busy[dm], e_busy[dm])]
+        merged = sorted(sorted(merged, key=lambda x: x.start_ns - x.end_ns)[:GANTT_MAX_BARS],
+                        key=lambda x: x.start_ns)
+    # (ns per chart millisecond, axis format, unit the axis reads in): ticks must not wrap
+    # (``%L`` is the millisecond part, 0-999; ``%S`` the seconds, 0-59)
+    span = t.end_ns - lo
+    unit, axis, unit_name = ((1_000, "%-L", "us") if span < 1_000_000 else
+                             (1_000, "%-S.%L", "ms") if span < 60_000_000 else
+                             (1_000_000, "%-S.%L", "s"))
 
-    def us(t: int) -> int:  # ns -> the chart's unit (1 "ms" = 1 us), at least 1 wide
-        return round((t - lo) / 1_000)
+    def at(ns: int) -> int:  # ns -> the chart's unit
+        return round((ns - lo) / unit)
 
-    lines = ["```mermaid", "gantt",
-             f"    title Typical call #{call.index} ({fmt_ns(call.metrics['api_ns'])}); axis: 1 ms shown = 1 us",
-             "    dateFormat x", "    axisFormat %L", "    section host"]
-    for i, (s, e, cat) in enumerate(merged):
-        a, b = us(s), max(us(e), us(s) + 1)
-        lines.append(f"    {cat} {fmt_ns(e - s)} :h{i}, {a}, {b}")
+    lines = ["```mermaid", "---", "displayMode: compact", "---", "gantt",
+             f"    title Typical call #{call.index} ({fmt_ns(call.metrics['api_ns'])}), "
+             f"axis in {unit_name}",
+             "    dateFormat x", f"    axisFormat {axis}", "    section host"]
+    for i, seg in enumerate(merged):
+        a, b = at(seg.start_ns), max(at(seg.end_ns), at(seg.start_ns) + 1)
+        lines.append(f"    {seg.category} {fmt_ns(seg.end_ns - seg.start_ns)} :h{i}, {a}, {b}")
     lines.append("    section device")
-    if not dev:
-        lines.append(f"    idle :d0, 0, {max(us(hi), 1)}")
-    for i, (s, e) in enumerate(dev[:GANTT_MAX_BARS]):
-        a, b = us(s), max(us(e), us(s) + 1)
+    if not t.device_busy:
+        lines.append(f"    idle :d0, 0, {max(at(hi), 1)}")
+    for i, (s, e) in enumerate(t.device_busy[:GANTT_MAX_BARS]):
+        a, b = at(s), max(at(e), at(s) + 1)
         lines.append(f"    busy {fmt_ns(e - s)} :active, d{i}, {a}, {b}")
     lines.append("```")
     return "\n".join(lines)
 
 
-def _findings(ex: Explanation) -> str:
-    out = [f"- **{f.severity}** `{f.id}`: {esc(f.message)}" for f in ex.findings]
+def _findings(r: Report) -> str:
+    out = [f"- **{f.severity}** `{f.id}`: {esc(f.message)}" for f in r.findings]
     out += [f"- **{g.severity}** `input:{g.code}` ({g.count}): {esc(g.message)}"
-            for g in ex.trace.diagnostics]
+            for g in r.diagnostics]
     return "\n".join(out) if out else "- none"
 
 
@@ -286,52 +254,61 @@ def _more(shown: int, total: int) -> str:
     return f"\n\n_{total - shown} more not shown._" if total > shown else ""
 
 
-def render_markdown(ex: Explanation, figure: str | None = None) -> str:
-    cap = _capture(ex)
+def render_markdown(r: Report, figure: str | None = None) -> str:
+    cap = r.capture
     title = (f"{cap.get('op')} · {cap.get('impl')} · {'x'.join(map(str, cap.get('shape') or []))} "
-             f"{cap.get('dtype')}" if cap.get("op") else ex.trace.path.rsplit("/", 1)[-1])
-    verdict = next((f.message for f in ex.findings if f.id in ("host-bound", "device-bound")), None)
+             f"{cap.get('dtype')}" if cap.get("op") else r.trace.path.rsplit("/", 1)[-1])
+    verdict = r.verdict
+    c = r.calls
     parts = [f"### traceview: {esc(title)}"]
     if verdict:
-        parts.append(f"> **{esc(verdict)}**")
-    parts.append(f"Window {fmt_ns(ex.window.dur_ns)} ({esc(ex.window.description)}); host thread "
-                 f"{esc(ex.timeline.lane.label if ex.timeline.lane else 'none')}; "
-                 f"{len(ex.calls.calls)} calls from {ex.calls.source}.")
-    parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(ex)], "ll"))
+        parts.append(f"> **{esc(verdict.message)}**")
+    thread = r.host.thread
+    parts.append(f"Window {fmt_ns(r.window.dur_ns)} ({esc(r.window.description)}); host "
+                 f"{esc(thread.label if thread else 'thread: none')}; "
+                 f"{plural(c.count, 'call')} from {c.source}.")
+    parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(r)], "ll"))
     parts.append("#### Where the time went (host category x device state; cells sum to the window)")
-    parts.append(_matrix(ex))
-    if ex.calls.calls:
-        cold = f", cold #{', #'.join(map(str, ex.calls.cold_indices))} left out" if ex.calls.cold_indices else ""
-        parts.append(f"#### Per call ({ex.calls.warm_count} warm of {len(ex.calls.calls)}{cold})")
-        parts.append(_calls(ex))
-    g = gantt(ex)
+    parts.append(_matrix(r))
+    devices = _devices(r)
+    if devices:
+        parts.append("#### Devices (busy is the union over streams; copies apart from kernels)")
+        parts.append(devices)
+    if c.per_call:
+        cold = f", cold #{', #'.join(map(str, c.cold))} left out" if c.cold else ""
+        parts.append(f"#### Per call ({c.warm_count} warm of {c.count}{cold})")
+        parts.append(_calls(r))
+    g = gantt(r)
     if g:
         parts.append(g)
     if figure:
-        parts.append(f"![typical call]({figure})")
+        parts.append(f"_Figure of the typical call written to {code(figure)}: GitHub cannot "
+                     "show a local file; drag it into the comment box to upload it there._")
     parts.append("#### Findings")
-    parts.append(_findings(ex))
+    parts.append(_findings(r))
 
-    fs = [f for f in ex.functions if f.self_ns > 0]
-    n = max(len(ex.calls.calls), 1)
+    fs = [f for f in r.host.functions if f.self_ns > 0]
+    n = max(c.count, 1)
     if fs:
         rows = [[code(f.name), code(f.category), fmt_ns(f.self_ns), fmt_ns(f.self_ns // n),
                  fmt_ns(f.total_ns), str(f.count)] for f in fs[:MAX_FUNCTION_ROWS]]
         parts.append(_details("Hot host functions (self time)",
                               table(["function", "category", "self", "self per call", "inclusive",
                                      "count"], rows) + _more(len(rows), len(fs))))
-    ks = ex.device.kernels
+    ks = r.device.kernels
     if ks:
-        rows = [[code(k.name), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
+        rows = [[code(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
                  fmt_ns(k.stats.min), fmt_ns(k.stats.max)] for k in ks[:MAX_KERNEL_ROWS]]
-        parts.append(_details("Kernels", table(["kernel", "count", "sum", "p50", "min", "max"], rows)
+        parts.append(_details("Kernels (template arguments dropped; full names in the JSON)",
+                              table(["kernel", "count", "sum", "p50", "min", "max"], rows)
                               + _more(len(rows), len(ks))))
-    calls = ex.calls.calls
+    calls = c.per_call
     if calls:
-        rows = [[str(c.index), code(c.name), "cold" if c.cold else "", fmt_ns(c.metrics["api_ns"]),
-                 fmt_ns(c.metrics["kernel_ns"]), fmt_ns(c.metrics["launch_latency_ns"]),
-                 fmt_ns(c.metrics["host_overhead_ns"])] for c in calls[:MAX_CALL_ROWS]]
-        parts.append(_details("Every call", table(["#", "range", "", "wall", "kernel",
+        rows = [[str(x.index), code(x.name), "cold" if x.cold else "warm",
+                 fmt_ns(x.metrics["api_ns"]), fmt_ns(x.metrics["kernel_ns"]),
+                 fmt_ns(x.metrics["launch_latency_ns"]), fmt_ns(x.metrics["host_overhead_ns"])]
+                for x in calls[:MAX_CALL_ROWS]]
+        parts.append(_details("Every call", table(["#", "range", "kind", "wall", "device work",
                                                    "launch latency", "host overhead"], rows)
                               + _more(len(rows), len(calls))))
     parts.append(f"<sub>traceview {__version__} · times are integer-ns interval unions: host and "

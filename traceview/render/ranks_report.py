@@ -1,6 +1,6 @@
 """Many ranks: a summary row per rank and the combined view (medians, stragglers).
 
-Reads a :class:`traceview.ranks.RanksReport`; text (rich), JSON and GitHub markdown.
+Reads a :class:`traceview.multi.ranks.RanksReport`; text (rich), JSON and GitHub markdown.
 The JSON is ``{"schema_version": 1, "ranks": [...], "combined": {...}}``: each rank is
 the single-trace explain JSON (``docs/json.md``) plus ``rank`` and ``rank_source``, or
 ``{rank, rank_source, trace: {path}, error}`` for a file that could not be analysed
@@ -9,6 +9,7 @@ the single-trace explain JSON (``docs/json.md``) plus ``rank`` and ``rank_source
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -17,10 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceview.render._format import fmt_ns
+from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.ranks import Outlier, RankResult, RanksReport
+    from traceview.multi.ranks import Outlier, RankResult, RanksReport
 
 METRIC_NAMES = {"device_busy_share": "device busy share", "api_p50_ns": "call API p50"}
 # rank, file, window, device busy share, calls, and the per-call p50s (warm calls).
@@ -38,6 +39,26 @@ def _short(name: str) -> str:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def distinct_names(names: list[str]) -> list[str]:
+    """File names less the prefix and suffix they all share (``…``), so that in a narrow
+    column ``trace_rank0_host1`` and ``trace_rank1_host1`` read ``…rank0…`` and ``…rank1…`` rather
+    than two identical cuts; unchanged for one name or when nothing is shared."""
+    if len(names) < 2:
+        return names
+    pre = len(os.path.commonprefix(names))
+    suf = len(os.path.commonprefix([n[::-1] for n in names]))
+    if pre + suf >= min(len(n) for n in names):  # one name inside another: keep them whole
+        return names
+    # cut at a separator, so the part kept is a word ("…worker0…", not "…0…")
+    seps = "_-./ "
+    pre = max((i + 1 for i, ch in enumerate(names[0][:pre]) if ch in seps), default=0)
+    tail = names[0][len(names[0]) - suf:] if suf else ""
+    suf = len(tail) - min((i for i, ch in enumerate(tail) if ch in seps), default=len(tail))
+    pre = pre if pre > 3 else 0
+    suf = suf if suf > 3 else 0
+    return [("…" if pre else "") + n[pre: len(n) - suf] + ("…" if suf else "") for n in names]
 
 
 def _pct(share: float | None) -> str:
@@ -62,7 +83,7 @@ def reason_text(o: Outlier) -> str:
 
 
 def _row(r: RankResult) -> list[str]:
-    from traceview.ranks import rank_metrics
+    from traceview.multi.ranks import rank_metrics
 
     if not r.ok:
         return [str(r.rank), _file(r.path), "-", "-", "-", "-", "-", "-", "error"]
@@ -79,7 +100,7 @@ def _summary_lines(report: RanksReport) -> list[str]:
     busy, api = med["device_busy_share"], med["api_p50_ns"]
     lines.append(f"{ok} of {n} ranks analysed · median device busy {_value('device_busy_share', busy['median'])}"
                  f" · median call API p50 {_value('api_p50_ns', api['median'])}")
-    from traceview.ranks import STRAGGLER_MAD_K, STRAGGLER_MIN_RANKS, STRAGGLER_MIN_RELATIVE
+    from traceview.multi.ranks import STRAGGLER_MAD_K, STRAGGLER_MIN_RANKS, STRAGGLER_MIN_RELATIVE
 
     if report.stragglers:
         for i, why in sorted(report.stragglers.items()):
@@ -101,17 +122,19 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
     # No vertical rules, and every column but the file name kept at its widest cell: nine
     # columns fit in 80 with the numbers whole; a long file name is cut instead.
     rows = [_row(r) for r in report.ranks]
-    for cells in rows:
-        cells[1] = _short(cells[1])
+    for cells, name in zip(rows, distinct_names([_short(c[1]) for c in rows])):
+        cells[1] = name
     table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
     for j, col in enumerate(COLUMNS):
-        if col == "file":
-            table.add_column(col, overflow="ellipsis", max_width=40)
+        if col == "file":  # wraps rather than cuts: rows must stay tellable apart
+            table.add_column(col, overflow="fold", ratio=1,
+                             min_width=min(12, max(len(r[j]) for r in rows)))
             continue
         widest = max([len(r[j]) for r in rows] + [len(w) for w in col.split()])
-        table.add_column(col, justify="left" if col == "verdict" else "right",
+        # a two-word header on two lines: the column is as wide as its numbers
+        table.add_column(col.replace(" ", "\n"), justify="left" if col == "verdict" else "right",
                          no_wrap=True, min_width=widest)
     for i, (r, cells) in enumerate(zip(report.ranks, rows)):
         style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers else None)

@@ -1,19 +1,18 @@
-"""``explain``: run every analysis over a loaded trace and hold the results together.
+"""Run every analysis over a loaded trace and hold the frozen results with the trace.
 
-This is the object the CLI and the Python API share: ``traceview.analyze(path)``
-returns one; renderers read it; ``to_dict()`` is the stable JSON (``docs/json.md``).
+``Analysis`` is what the detectors (``findings.detect``) and export read, since they need
+the trace itself; ``report.build.build_report`` turns it into the ``Report`` that every
+renderer and consumer reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.device import DeviceSummary, analyze_device
-from traceview.analyses.findings import Finding, detect
 from traceview.analyses.host import (
     FunctionStat,
     HostTimeline,
@@ -30,7 +29,7 @@ from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
 
 
-@dataclass
+@dataclass(frozen=True)
 class ThreadSummary:
     label: str
     pid: int | str
@@ -39,8 +38,8 @@ class ThreadSummary:
     categories: dict[str, int]
 
 
-@dataclass
-class Explanation:
+@dataclass(frozen=True)
+class Analysis:
     trace: Trace
     options: Options
     rules: RuleSet
@@ -54,15 +53,9 @@ class Explanation:
     calls: CallsSummary
     other_threads: list[ThreadSummary]
     has_python_frames: bool
-    findings: list[Finding] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        from traceview.render.json_report import to_dict
-
-        return to_dict(self)
 
 
-def explain(trace: Trace, options: Options | None = None) -> Explanation:
+def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     options = options or Options()
     malformed = clean_metadata(trace.metadata)  # idempotent: a second explain adds nothing
     if malformed is not None:
@@ -88,18 +81,17 @@ def explain(trace: Trace, options: Options | None = None) -> Explanation:
             others.append(ThreadSummary(lane.label, lane.pid, lane.tid,
                                         launches.threads.get(lane.index, 0), traced))
     has_py = "python_function" in trace.cat_names
-    ex = Explanation(
+    ex = Analysis(
         trace=trace, options=options, rules=rules, window=window, device=device,
         launches=launches, timeline=timeline, host_categories=host_categories,
         functions=hot_functions(trace, timeline), cells=cells, calls=calls,
         other_threads=others, has_python_frames=has_py,
     )
-    ex.findings = detect(ex)
     _check_identities(ex)
     return ex
 
 
-def _check_identities(ex: Explanation) -> None:
+def _check_identities(ex: Analysis) -> None:
     """The contract every output rests on; a failure here is a traceview bug."""
     w = ex.window.dur_ns
     cells_total = sum(c.ns for c in ex.cells)

@@ -38,10 +38,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from traceview.errors import TraceviewError, UsageError
 from traceview.options import Options
+from traceview.stats import midpoint_median as median
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report
 
 # A directory stands for the files in it whose names end so (not recursive).
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -73,20 +77,24 @@ def is_trace_name(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def expand_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True) -> list[Path]:
     """Files and directories -> the list of trace files, in rank order.
 
-    A directory with no trace file is a usage error (it is almost always a wrong path).
+    A directory is searched with its subfolders (``recursive=False``: only its own
+    files), in natural order of the path below it. A directory with no trace file is a
+    usage error (it is almost always a wrong path).
     """
     out: list[Path] = []
     seen: set[str] = set()
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files = sorted((c for c in p.iterdir() if c.is_file() and is_trace_name(c.name)),
-                           key=lambda c: _natural_key(c.name))
+            found = p.rglob("*") if recursive else p.iterdir()
+            files = sorted((c for c in found if c.is_file() and is_trace_name(c.name)),
+                           key=lambda c: [_natural_key(part) for part in c.relative_to(p).parts])
             if not files:
-                raise UsageError(f"{p}: no trace files in this directory "
+                where = "this directory or its subfolders" if recursive else "this directory"
+                raise UsageError(f"{p}: no trace files in {where} "
                                  f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
         else:
             files = [p]
@@ -115,6 +123,17 @@ def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
     return None
 
 
+def raise_if_interrupted(exc: BaseException) -> None:
+    """Ctrl-C while a trace was being read can surface as another error raised while the
+    interrupt unwound (``BufferError: memoryview has N exported buffers``): that is the
+    user's interrupt, not a failed trace, so it goes on as ``KeyboardInterrupt``."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        seen = seen.__context__
+
+
 def error_line(exc: BaseException) -> str:
     """The one line the CLI would print for this exception (without the prefix)."""
     if isinstance(exc, TraceviewError):
@@ -124,16 +143,17 @@ def error_line(exc: BaseException) -> str:
     return f"internal error (a traceview bug): {type(exc).__name__}: {exc}"
 
 
-def _explain_dict(path: str, options: Options) -> dict[str, Any]:
-    """Worker: analyse one file; an error becomes ``{"error": line}``."""
+def _explain_report(path: str, options: Options) -> Report | str:
+    """Worker: analyse one file; an error becomes its one line."""
     try:
         from traceview import analyze
 
-        return analyze(path, options).to_dict()
+        return analyze(path, options)
     except Exception as exc:  # one rank's failure must not stop the others
         if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
             raise
-        return {"error": error_line(exc)}
+        raise_if_interrupted(exc)
+        return error_line(exc)
 
 
 def worker_count(n_items: int, jobs: int | None = None) -> int:
@@ -197,7 +217,7 @@ def worker_died_line(path: str) -> str:
 
 
 def _worker_died(path: str) -> dict[str, Any]:
-    return {"error": worker_died_line(path)}
+    return worker_died_line(path)
 
 
 @dataclass
@@ -205,8 +225,8 @@ class RankResult:
     index: int  # position in the file list
     path: str
     rank: int
-    rank_source: str  # "distributedInfo" | "order"
-    report: dict[str, Any] | None  # Explanation.to_dict(), None when it failed
+    rank_source: Literal["distributedInfo", "order"]
+    report: Report | None  # None when it failed
     error: str | None = None
 
     @property
@@ -224,7 +244,7 @@ class Outlier:
     median: float
     mad: float
     relative: float  # (value - median) / |median|; inf when the median is 0
-    direction: str  # "above" | "below"
+    direction: Literal["above", "below"]
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "value": self.value, "median": _num(self.median),
@@ -249,12 +269,12 @@ class RanksReport:
         return [r for r in self.ranks if not r.ok]
 
     def to_dict(self) -> dict[str, Any]:
-        from traceview.render.json_report import SCHEMA_VERSION
+        from traceview.report.schema import SCHEMA_VERSION
 
         ranks = []
         for r in self.ranks:
             if r.ok:
-                ranks.append({**r.report, "rank": r.rank, "rank_source": r.rank_source})
+                ranks.append({**r.report.to_dict(), "rank": r.rank, "rank_source": r.rank_source})
             else:
                 ranks.append({"rank": r.rank, "rank_source": r.rank_source,
                               "trace": {"path": r.path}, "error": r.error})
@@ -287,40 +307,31 @@ def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else _round(x)
 
 
-def rank_metrics(report: dict[str, Any] | None) -> dict[str, Any]:
-    """The per-rank numbers of the summary table, from one explain dict."""
+def rank_metrics(report: Report | None) -> dict[str, Any]:
+    """The per-rank numbers of the summary table, from one report."""
     if not report:
         return {}
-    w = report["window"]["dur_ns"]
-    busy = report["device"]["busy_ns"]
-    calls = report["calls"]
-    verdict = next((f["id"] for f in report["findings"]
-                    if f["id"] in ("host-bound", "device-bound")), None)
+    calls = report.calls
+    verdict = report.verdict
+    share = report.busy_share
     return {
-        "window_ns": w,
-        "busy_ns": busy,
-        "device_busy_share": _round(busy / w) if w > 0 else None,
-        "calls": calls["count"],
-        "api_p50_ns": calls["api_ns"]["p50"],
-        "kernel_p50_ns": calls["kernel_ns"]["p50"],
-        "host_overhead_p50_ns": calls["host_overhead_ns"]["p50"],
-        "verdict": verdict,
+        "window_ns": report.window.dur_ns,
+        "busy_ns": report.device.busy_ns,
+        "device_busy_share": None if share is None else _round(share),
+        "calls": calls.count,
+        "api_p50_ns": calls.stats["api_ns"].p50,
+        "kernel_p50_ns": calls.stats["kernel_ns"].p50,
+        "host_overhead_p50_ns": calls.stats["host_overhead_ns"].p50,
+        "verdict": None if verdict is None else verdict.id,
     }
-
-
-def _median(values: Sequence[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    mid = n // 2
-    return float(v[mid]) if n % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def outliers(values: Sequence[float], side: str = "both") -> tuple[dict[str, Any], dict[int, Outlier]]:
     """The straggler rule over one metric: summary, and position -> outlier."""
     if not values:
         return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}
-    m = _median(values)
-    mad = _median([abs(x - m) for x in values])
+    m = median(values)
+    mad = median([abs(x - m) for x in values])
     summary = {"n": len(values), "median": _num(m), "mad": _num(mad),
                "min": min(values), "max": max(values)}
     found: dict[int, Outlier] = {}
@@ -361,7 +372,7 @@ def combine(ranks: list[RankResult]) -> RanksReport:
 
 
 def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
-                  jobs: int | None = None) -> RanksReport:
+                  jobs: int | None = None, *, recursive: bool = True) -> RanksReport:
     """Analyse each trace file as a rank (in parallel) and compare them.
 
     ``paths`` may hold directories (see :func:`expand_paths`). Bad rules files fail here,
@@ -371,17 +382,17 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
 
     options = options or Options()
     load_rules(options.rules)  # a usage error for all ranks: say it once
-    files = expand_paths(paths)
+    files = expand_paths(paths, recursive=recursive)
     if not files:
         raise UsageError("no trace files given")
-    reports = parallel_map(partial(_explain_dict, options=options), [str(f) for f in files],
+    reports = parallel_map(partial(_explain_report, options=options), [str(f) for f in files],
                            jobs, crashed=_worker_died)
     results = []
     for i, (f, rep) in enumerate(zip(files, reports)):
-        if "error" in rep:
-            results.append(RankResult(i, str(f), i, "order", None, rep["error"]))
+        if isinstance(rep, str):
+            results.append(RankResult(i, str(f), i, "order", None, rep))
             continue
-        r = metadata_rank(rep["trace"]["metadata"])
+        r = metadata_rank(rep.trace.metadata)
         results.append(RankResult(i, str(f), i if r is None else r,
                                   "order" if r is None else "distributedInfo", rep))
     results.sort(key=lambda r: (r.rank, r.index))

@@ -12,7 +12,7 @@ Three tables, each one Parquet file in the output directory (schema: ``docs/expo
   with only ``path``, ``rank`` and ``error``.
 
 Every table has ``path`` (the file as given) and ``rank`` (``distributedInfo.rank`` when
-the trace has it, else the file's position: ``traceview.ranks``). Traces are analysed in
+the trace has it, else the file's position: ``traceview.multi.ranks``). Traces are analysed in
 worker processes like ``traceview explain DIR``; each worker sends back polars frames.
 Files are written to a temporary name in the output directory and renamed over the
 target, so a reader never sees half a file.
@@ -34,20 +34,21 @@ from traceview.analyses.calls import METRICS
 from traceview.errors import TraceviewError, UsageError
 from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
-from traceview.options import Options
-from traceview.ranks import (
+from traceview.multi.ranks import (
     error_line,
     expand_paths,
     metadata_rank,
     parallel_map,
+    raise_if_interrupted,
     worker_died_line,
 )
+from traceview.options import Options
 
 if TYPE_CHECKING:
-    from traceview.explanation import Explanation
+    from traceview.report.explanation import Analysis
+    from traceview.report.model import Report
 
 TABLES = ("slices", "calls", "summary")
-VERDICTS = ("host-bound", "device-bound")
 
 SLICES_SCHEMA: dict[str, Any] = {
     "path": pl.String, "rank": pl.Int64, "slice": pl.Int64, "lane_kind": pl.String,
@@ -84,7 +85,7 @@ def _nullable(values: np.ndarray, missing: int) -> pl.Series:
     return s.set(pl.Series(values == missing), None) if (values == missing).any() else s
 
 
-def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
+def slices_frame(ex: Analysis, path: str, rank: int) -> pl.DataFrame:
     """One row per slice of the trace; host categories from each host thread's sweep."""
     from traceview.analyses.host import attribute_host, host_rows_by_lane
 
@@ -148,35 +149,39 @@ def slices_frame(ex: Explanation, path: str, rank: int) -> pl.DataFrame:
     return df
 
 
-def calls_frame(report: dict[str, Any], path: str, rank: int,
+def calls_frame(report: Report, path: str, rank: int,
                 categories: Sequence[str]) -> pl.DataFrame:
-    """One row per call, from the explain dict's ``calls.per_call``."""
+    """One row per call, from the report's ``calls.per_call``."""
     schema = {**CALLS_SCHEMA, **{category_column(c): pl.Int64 for c in categories}}
     rows = []
-    for c in report["calls"]["per_call"]:
-        row = {k: c.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
-        row.update({category_column(k): c["categories"].get(k, 0) for k in categories})
+    for c in report.calls.per_call:
+        fields = {"index": c.index, "name": c.name, "start_ns": c.start_ns, "end_ns": c.end_ns,
+                  "cold": c.cold, "launches": c.launches, "kernels": c.kernels, **c.metrics}
+        row = {k: fields.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
+        row.update({category_column(k): c.categories.get(k, 0) for k in categories})
         rows.append({"path": path, "rank": rank, **row})
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-def summary_row(report: dict[str, Any], path: str, rank: int, rank_source: str) -> dict[str, Any]:
-    w, d, ln, c = report["window"], report["device"], report["launches"], report["calls"]
-    thread = report["host"]["thread"] or {}
+def summary_row(report: Report, path: str, rank: int, rank_source: str) -> dict[str, Any]:
+    w, d, ln, c = report.window, report.device, report.launches, report.calls
+    thread = report.host.thread
+    verdict = report.verdict
     return {
         "path": path, "rank": rank, "rank_source": rank_source, "error": None,
-        "slices": report["trace"]["slices"],
-        "window_start_ns": w["start_ns"], "window_end_ns": w["end_ns"], "window_ns": w["dur_ns"],
-        "window_source": w["source"], "busy_ns": d["busy_ns"], "idle_ns": d["idle_ns"],
-        "busy_share": d["busy_ns"] / w["dur_ns"] if w["dur_ns"] > 0 else None,
-        "kernel_count": d["kernel_count"], "kernel_sum_ns": d["kernel_sum_ns"],
-        "launches": ln["count"], "launches_linked": ln["linked"],
-        "calls": c["count"], "warm_calls": c["warm_count"],
-        **{f"{m}_p50": c[m]["p50"] for m in METRICS},
-        "verdict": next((f["id"] for f in report["findings"] if f["id"] in VERDICTS), None),
-        "host_pid": int_or_none(thread.get("pid")), "host_tid": int_or_none(thread.get("tid")),
-        "host_thread": thread.get("label"),
-        "findings": [f["id"] for f in report["findings"]],
+        "slices": report.trace.slices,
+        "window_start_ns": w.start_ns, "window_end_ns": w.end_ns, "window_ns": w.dur_ns,
+        "window_source": w.source, "busy_ns": d.busy_ns, "idle_ns": d.idle_ns,
+        "busy_share": report.busy_share,
+        "kernel_count": d.kernel_count, "kernel_sum_ns": d.kernel_sum_ns,
+        "launches": ln.count, "launches_linked": ln.linked,
+        "calls": c.count, "warm_calls": c.warm_count,
+        **{f"{m}_p50": c.stats[m].p50 for m in METRICS},
+        "verdict": None if verdict is None else verdict.id,
+        "host_pid": None if thread is None else int_or_none(thread.pid),
+        "host_tid": None if thread is None else int_or_none(thread.tid),
+        "host_thread": None if thread is None else thread.label,
+        "findings": [f.id for f in report.findings],
     }
 
 
@@ -201,11 +206,13 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
     index, path = item
     try:
-        from traceview import analyze
+        from traceview import load
+        from traceview.report.build import build_report
+        from traceview.report.explanation import analyze_trace
 
-        ex = analyze(path, options)
-        report = ex.to_dict()
-        r = metadata_rank(report["trace"]["metadata"])
+        ex = analyze_trace(load(path), options)
+        report = build_report(ex)
+        r = metadata_rank(report.trace.metadata)
         rank, source = (index, "order") if r is None else (r, "distributedInfo")
         return TraceTables(
             path, rank, source, summary_row(report, path, rank, source),
@@ -215,6 +222,7 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     except Exception as exc:  # one trace's failure must not stop the others
         if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
             raise
+        raise_if_interrupted(exc)
         line = error_line(exc)
         return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
 
@@ -240,21 +248,15 @@ class ExportResult:
         return [t for t in self.traces if t.error is None]
 
 
-def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
-    """Write to a temporary file beside ``path``, then rename over it."""
-    from traceview.render.atomic import replace_atomic
-
-    replace_atomic(path, lambda tmp: df.write_parquet(tmp))
-
-
 def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
-                 jobs: int | None = None) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:
+                 jobs: int | None = None, *, recursive: bool = True,
+                 ) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:
     """Analyse every trace (in parallel) and concatenate the tables, in file order."""
     from traceview.rules import load_rules
 
     options = options or Options()
     load_rules(options.rules)  # a bad rules file is one usage error, not one per trace
-    files = expand_paths(paths)
+    files = expand_paths(paths, recursive=recursive)
     if not files:
         raise UsageError("no trace files given")
     traces = parallel_map(partial(trace_tables, options=options),
@@ -272,7 +274,8 @@ def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | Non
 
 
 def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
-                   options: Options | None = None, jobs: int | None = None) -> ExportResult:
+                   options: Options | None = None, jobs: int | None = None, *,
+                   recursive: bool = True) -> ExportResult:
     """Write ``slices.parquet``, ``calls.parquet`` and ``summary.parquet`` into ``out``.
 
     Nothing is written when no trace could be analysed.
@@ -280,12 +283,30 @@ def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
-    traces, tables = build_tables(paths, options, jobs)
+    traces, tables = build_tables(paths, options, jobs, recursive=recursive)
     result = ExportResult(out, traces)
     if not result.ok:
         return result
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    for name in TABLES:
-        write_parquet_atomic(tables[name], out / f"{name}.parquet")
-        result.rows[name] = tables[name].height
+    staged: list[Path] = []
+    try:
+        # every table to a temporary file first, then all renamed at once: an interrupt
+        # (Ctrl-C) leaves the previous tables, or no folder, never a mix or half a file
+        for name in TABLES:
+            tmp = out / f".{name}.parquet.tmp"
+            staged.append(tmp)
+            tables[name].write_parquet(tmp)
+            result.rows[name] = tables[name].height
+        for name, tmp in zip(TABLES, staged):
+            os.replace(tmp, out / f"{name}.parquet")
+        staged = []
+    except BaseException:
+        for tmp in staged:
+            tmp.unlink(missing_ok=True)
+        if created:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return result

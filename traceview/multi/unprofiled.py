@@ -7,7 +7,7 @@ Profiled calls diagnose; unprofiled runs judge speed. Two sources, best first:
 * the capture metadata of both traces (``baseline.per_process``: each capture's few
   fresh processes, one capture after the other): independent samples, compared with
   the two-sample Hodges-Lehmann shift and its exact Mann-Whitney interval
-  (``traceview.twosample``). Three processes per side admit no 95% interval, so this
+  (``traceview.multi.twosample``). Three processes per side admit no 95% interval, so this
   usually says "too few processes to tell" -- which is the truth.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from traceview.errors import TraceLoadError
 from traceview.paired import PairedComparison
-from traceview.twosample import critical_k, shift
+from traceview.multi.twosample import critical_k, shift
 
 FIGURES = {
     "full_api_ns_p50": "full call, synchronized each call (median per process)",
@@ -71,7 +71,7 @@ def from_captures(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
 
 
 def _fmt(ns: float) -> str:
-    from traceview.render._format import fmt_ns
+    from traceview.units import fmt_ns
 
     return fmt_ns(round(ns))
 

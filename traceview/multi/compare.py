@@ -1,7 +1,8 @@
 """``traceview diff``: compare two explain reports with honest uncertainty.
 
-Works on explain JSON dicts (from a trace, analysed now, or from a saved
-``--format json`` file), so both kinds of input take the same path.
+Works on ``Report`` objects (from a trace, analysed now, or from a saved
+``--format json`` file read back through ``schema.from_dict``), so both kinds of input
+take the same path.
 
 Each per-call metric is compared by the difference of medians over warm calls, with a
 bootstrap 95% confidence interval (resampling calls on each side independently,
@@ -16,9 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from traceview.stats import median
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report
 
 BOOTSTRAP_RESAMPLES = 2_000
 CONFIDENCE = 0.95
@@ -57,7 +63,7 @@ class Diff:
     comparisons: list[Comparison]
     kernels: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
-    #: The speed verdict's data (``traceview.unprofiled``), None when a side has none.
+    #: The speed verdict's data (``traceview.multi.unprofiled``), None when a side has none.
     unprofiled: dict[str, Any] | None = None
     #: Functions and families that changed between the profiled traces (``codepath``).
     code_path: dict[str, Any] | None = None
@@ -73,8 +79,8 @@ class Diff:
                 "verdict": verdict(self)}
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
-    """An explain dict from a saved JSON report or from a trace analysed now."""
+def load_report(path: str | Path) -> Report:
+    """The report of a saved JSON report or of a trace analysed now."""
     from traceview.io.pieces import read_bytes
 
     p = Path(path)
@@ -93,10 +99,18 @@ def load_report(path: str | Path) -> dict[str, Any]:
                 from traceview.errors import TraceLoadError
 
                 raise TraceLoadError(p, f"not a usable explain report: {problem}")
-            return doc
+            from traceview.errors import TraceviewError
+            from traceview.report.schema import from_dict
+
+            try:
+                return from_dict(doc)
+            except TraceviewError as exc:
+                from traceview.errors import TraceLoadError
+
+                raise TraceLoadError(p, f"not a usable explain report: {exc}") from None
     from traceview import analyze
 
-    return analyze(p).to_dict()
+    return analyze(p)
 
 
 def _report_problem(doc: dict[str, Any]) -> str | None:
@@ -129,23 +143,18 @@ def _report_problem(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def _warm(report: dict[str, Any], metric: str) -> np.ndarray:
-    rows = report.get("calls", {}).get("per_call", [])
-    warm = [r for r in rows if not r.get("cold")] or rows
-    vals = [r.get(metric) for r in warm]
+def _warm(report: Report, metric: str) -> np.ndarray:
+    vals = [r.metrics.get(metric) for r in report.calls.warm]
     return np.asarray([v for v in vals if v is not None], dtype=np.int64)
 
 
-def _warm_categories(report: dict[str, Any], cat: str) -> np.ndarray:
-    rows = report.get("calls", {}).get("per_call", [])
-    warm = [r for r in rows if not r.get("cold")] or rows
-    return np.asarray([r.get("categories", {}).get(cat, 0) for r in warm], dtype=np.int64)
+def _warm_categories(report: Report, cat: str) -> np.ndarray:
+    return np.asarray([r.categories.get(cat, 0) for r in report.calls.warm], dtype=np.int64)
 
 
 def _median(v: np.ndarray) -> int:
-    """Lower median (a measured value), like the explain statistics' nearest-rank p50."""
-    s = np.sort(v)
-    return int(s[(s.size + 1) // 2 - 1])
+    """The project's one median (``stats.median``, the nearest-rank p50)."""
+    return int(median(v.tolist()))
 
 
 def _boot(a: np.ndarray, b: np.ndarray, stat, rng: np.random.Generator) -> tuple[int, int]:
@@ -158,6 +167,7 @@ def _boot(a: np.ndarray, b: np.ndarray, stat, rng: np.random.Generator) -> tuple
 
 
 def _lower_median_rows(m: np.ndarray) -> np.ndarray:
+    """``stats.median`` of each row at once (the bootstrap's thousands of resamples)."""
     s = np.sort(m, axis=1)
     return s[:, (m.shape[1] + 1) // 2 - 1]
 
@@ -167,25 +177,26 @@ def compare_samples(metric: str, a: np.ndarray, b: np.ndarray, rng: np.random.Ge
         before = _median(a) if a.size else None
         after = _median(b) if b.size else None
         delta = after - before if before is not None and after is not None else None
-        return Comparison(metric, before, after, delta, None, None, False, int(a.size), int(b.size))
+        return Comparison(metric, before, after, delta, None, None, significant=False,
+                          n_before=int(a.size), n_after=int(b.size))
     before, after = _median(a), _median(b)
     lo, hi = _boot(a, b, _lower_median_rows, rng)
     return Comparison(metric, before, after, after - before, lo, hi, not (lo <= 0 <= hi),
                       int(a.size), int(b.size))
 
 
-def diff_reports(before: dict[str, Any], after: dict[str, Any], before_path: str = "before",
+def diff_reports(before: Report, after: Report, before_path: str = "before",
                  after_path: str = "after", ab: dict[str, Any] | None = None) -> Diff:
     """``ab``: a saved ``traceview ab`` result, the unprofiled data to lead with."""
-    from traceview.codepath import code_path_changes
-    from traceview.unprofiled import from_ab, from_captures
+    from traceview.multi.codepath import code_path_changes
+    from traceview.multi.unprofiled import from_ab, from_captures
 
     rng = np.random.default_rng(SEED)
     comps = []
     for m in CALL_METRICS:
         comps.append(compare_samples(f"calls.{m}.p50", _warm(before, m), _warm(after, m), rng))
     a, b = _warm(before, "device_busy_ns"), _warm(after, "device_busy_ns")
-    busy_b, busy_a = before["device"]["busy_ns"], after["device"]["busy_ns"]
+    busy_b, busy_a = before.device.busy_ns, after.device.busy_ns
     if a.size and b.size:
         # The spread of the difference of per-call busy sums, centred on the window totals'
         # difference (busy outside calls is taken as fixed).
@@ -195,35 +206,38 @@ def diff_reports(before: dict[str, Any], after: dict[str, Any], before_path: str
         comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, int(lo), int(hi),
                                 not (lo <= 0 <= hi), int(a.size), int(b.size)))
     else:
-        comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, None, None, False))
-    cats = sorted(set(before["host"]["categories"]) | set(after["host"]["categories"]))
+        comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, None, None,
+                                significant=False))
+    cats = sorted(set(before.host.categories) | set(after.host.categories))
     for cat in cats:
         a, b = _warm_categories(before, cat), _warm_categories(after, cat)
         if (a.size and a.any()) or (b.size and b.any()):
             comps.append(compare_samples(f"host.categories.{cat}", a, b, rng))
 
-    kb = {k["name"]: k for k in before["device"].get("kernels", [])}
-    ka = {k["name"]: k for k in after["device"].get("kernels", [])}
+    kb = {k.name: k for k in before.device.kernels}
+    ka = {k.name: k for k in after.device.kernels}
     kernels = []
     for name in sorted(set(kb) | set(ka)):
         x, y = kb.get(name), ka.get(name)
         status = "added" if x is None else "removed" if y is None else "common"
         kernels.append({"name": name, "status": status,
-                        "count_before": x["count"] if x else 0, "count_after": y["count"] if y else 0,
-                        "p50_before": x["p50"] if x else None, "p50_after": y["p50"] if y else None})
-    return Diff(before_path, after_path, len(before["calls"].get("per_call", [])),
-                len(after["calls"].get("per_call", [])), comps, kernels,
+                        "count_before": x.count if x else 0, "count_after": y.count if y else 0,
+                        "p50_before": x.stats.p50 if x else None,
+                        "p50_after": y.stats.p50 if y else None})
+    # unprofiled.py and codepath.py still read the JSON form (left for a later change)
+    bd, ad = before.to_dict(), after.to_dict()
+    return Diff(before_path, after_path, before.calls.count, after.calls.count, comps, kernels,
                 same_question_warnings(before, after),
-                unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
-                code_path=code_path_changes(before, after))
+                unprofiled=from_ab(ab) if ab is not None else from_captures(bd, ad),
+                code_path=code_path_changes(bd, ad))
 
 
-def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def same_question_warnings(before: Report, after: Report) -> list[str]:
     out = []
     from traceview.metadata import clean_capture
 
-    cb = clean_capture(before["trace"].get("capture"))[0] or {}
-    ca = clean_capture(after["trace"].get("capture"))[0] or {}
+    cb = clean_capture(before.trace.capture)[0] or {}
+    ca = clean_capture(after.trace.capture)[0] or {}
     for key in SAME_QUESTION:
         if key in cb or key in ca:
             if cb.get(key) != ca.get(key):
@@ -237,22 +251,22 @@ def same_question_warnings(before: dict[str, Any], after: dict[str, Any]) -> lis
             if x.get(sub) != y.get(sub) and (sub in x or sub in y):
                 out.append(f"{label}: {sub} differs: {x.get(sub)!r} vs {y.get(sub)!r}")
 
-    def dev_name(r: dict[str, Any]) -> Any:
-        meta = r["trace"].get("metadata")
+    def dev_name(r: Report) -> Any:
+        meta = r.trace.metadata
         props = meta.get("deviceProperties") if isinstance(meta, dict) else None
         return props[0].get("name") if isinstance(props, list) and props \
             and isinstance(props[0], dict) else None
 
     if not cb and not ca and dev_name(before) != dev_name(after):
         out.append(f"device differs: {dev_name(before)!r} vs {dev_name(after)!r}")
-    gb = any(f["id"] == "graph-replay" for f in before.get("findings", []))
-    ga = any(f["id"] == "graph-replay" for f in after.get("findings", []))
+    gb = any(f.id == "graph-replay" for f in before.findings)
+    ga = any(f.id == "graph-replay" for f in after.findings)
     if gb != ga:
         eager, graph = ("after", "before") if gb else ("before", "after")
         out.append(f"{graph} is CUDA graph replay but {eager} is eager: a graph-replay gain does "
                    "not show the eager launch cost")
-    pb = bool(before["trace"].get("python_frames"))
-    pa = bool(after["trace"].get("python_frames"))
+    pb = before.trace.python_frames
+    pa = after.trace.python_frames
     if pb != pa:
         out.append("only one side was profiled with with_stack (Python tracing), which inflates "
                    "host time")
@@ -264,7 +278,7 @@ def profiled_line(d: Diff) -> str:
     api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
     if api.before is None or api.after is None:
         return "no per-call samples on one side"
-    from traceview.render._format import fmt_ns
+    from traceview.units import fmt_ns
 
     ci = f"95% CI [{fmt_ns(api.ci_low)}, {fmt_ns(api.ci_high)}]"
     ratio = f" ({(api.after - api.before) / api.before:+.0%})" if api.before else ""

@@ -1,0 +1,164 @@
+"""The shape of the code: no import cycles, one table of ids, a JSON that round-trips."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import traceview
+from conftest import FIXTURES
+from traceview.codes import DIAGNOSTICS, FINDINGS
+
+ROOT = Path(__file__).parent.parent
+PKG = ROOT / "traceview"
+FIXTURE_FILES = sorted(FIXTURES.glob("*.json.gz"))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """traceview modules imported by ``path``, lazy ones included, TYPE_CHECKING ones not."""
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for b in node.body for n in ast.walk(b))
+    me = _module_name(path)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            base = node.module
+            if node.level:  # relative
+                pkg = me.split(".")[: len(me.split(".")) - node.level + (path.name == "__init__.py")]
+                base = ".".join([*pkg, node.module])
+            for a in node.names:
+                if f"{base}.{a.name}" in modules:
+                    out.add(f"{base}.{a.name}")
+                elif base in modules:
+                    out.add(base)
+    out.discard(me)
+    # importing a submodule runs its packages' __init__ too, but those hold no imports of
+    # consequence here; only the module edges count
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    files = [p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {_module_name(p) for p in files}
+    return {_module_name(p): _imports(p, modules) for p in files}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if m == "traceview":  # the package's own lazy API functions
+                continue
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (c := visit(m)):
+                return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(_graph())
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_layers_point_down():
+    """analyses never import report/render/cli/multi; report never imports render/cli."""
+    graph = _graph()
+    for mod, deps in graph.items():
+        for dep in deps:
+            if mod.startswith(("traceview.analyses", "traceview.io", "traceview.model",
+                               "traceview.units", "traceview.stats", "traceview.codes")):
+                assert not dep.startswith(("traceview.report", "traceview.render",
+                                           "traceview.cli", "traceview.multi")), (mod, dep)
+            if mod.startswith("traceview.report"):
+                assert not dep.startswith(("traceview.render", "traceview.cli",
+                                           "traceview.multi")), (mod, dep)
+            if mod.startswith("traceview.render"):
+                assert not dep.startswith("traceview.cli"), (mod, dep)
+
+
+def _doc_table(heading: str) -> list[tuple[str, str, str]]:
+    text = (ROOT / "docs" / "findings.md").read_text()
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (\w+) \| (.+?) \|$", section, re.M)
+    return rows
+
+
+def test_docs_list_the_finding_table_exactly():
+    assert _doc_table("## Finding ids") == [(c.id, c.severity, c.meaning)
+                                            for c in FINDINGS.values()]
+
+
+def test_docs_list_the_diagnostic_table_exactly():
+    assert _doc_table("## Diagnostic codes") == [(c.id, c.severity, c.meaning)
+                                                 for c in DIAGNOSTICS.values()]
+
+
+def test_loader_diagnostics_are_in_the_table():
+    from traceview.model import _MESSAGES
+
+    for code, (severity, _) in _MESSAGES.items():
+        assert DIAGNOSTICS[code].severity == severity
+    for path in (PKG / "io" / "decode.py", PKG / "metadata.py", PKG / "model.py"):
+        for code in re.findall(r'(?:append\(\(|Diagnostic\()"([a-z-]+)"', path.read_text()):
+            assert code in DIAGNOSTICS, (path.name, code)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return {p.name: traceview.analyze(p) for p in FIXTURE_FILES}
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+def test_json_round_trips(reports, path):
+    from traceview.report.schema import from_json, to_json
+
+    r = reports[path.name]
+    back = from_json(to_json(r))
+    assert back == r
+    assert to_json(back) == to_json(r)
+    for f in r.findings:
+        assert f.id in FINDINGS
+    for d in r.diagnostics:
+        assert d.code in DIAGNOSTICS
+
+
+def test_from_json_names_the_problem():
+    from traceview.errors import UsageError
+    from traceview.report.schema import from_json
+
+    with pytest.raises(UsageError, match="not an explain report"):
+        from_json(b'{"schema_version": 1, "calls": {}}')

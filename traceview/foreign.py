@@ -1,0 +1,68 @@
+"""Traces traceview does not read, recognised so that the error says what to do instead.
+
+traceview reads Chrome/Kineto JSON (what ``torch.profiler`` writes). Three other formats
+reach it often: Perfetto's protobuf traces, and Nsight Systems' ``.nsys-rep`` / ``.qdrep``
+reports. Each gets one line naming the format and how to get a JSON trace (exit 2).
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+from traceview.errors import TraceLoadError
+
+NSIGHT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb", ".proto")
+TORCH_JSON = ("profile with torch.profiler and save the trace as JSON "
+              "(prof.export_chrome_trace('trace.json') or tensorboard_trace_handler)")
+
+
+def _head(path: Path, n: int = 64) -> bytes:
+    with open(path, "rb") as f:
+        head = f.read(n)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                return g.read(n)
+        except (OSError, EOFError, zlib.error):  # damaged gzip: the loader says so itself
+            return b""
+    return head
+
+
+def _looks_like_perfetto(head: bytes) -> bool:
+    """A Perfetto trace is a ``Trace`` message: field 1 (``packet``), length-delimited,
+    so it starts with byte 0x0a and a varint length; JSON starts with ``{``, ``[`` or
+    whitespace, never a control byte."""
+    if len(head) < 4 or head[0] != 0x0A:
+        return False
+    if head.lstrip(b" \t\r\n")[:1] in (b"{", b"[", b""):  # JSON after a blank line
+        return False
+    i, length, shift = 1, 0, 0
+    while i < len(head) and head[i] & 0x80:  # varint
+        length |= (head[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+    return i < len(head) and i < 6
+
+
+def check_foreign(path: str | Path) -> None:
+    """Raise a ``TraceLoadError`` explaining the format when ``path`` is not JSON we read."""
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith(NSIGHT_SUFFIXES):
+        raise TraceLoadError(p, "an Nsight Systems report, not a Chrome/Kineto JSON trace "
+                                "(nsys export writes SQLite or its own JSON, neither of which "
+                                f"is Kineto's): {TORCH_JSON}")
+    try:
+        head = _head(p)
+    except OSError:
+        return  # the loader reports missing or unreadable files itself
+    if name.endswith(PERFETTO_SUFFIXES) or _looks_like_perfetto(head):
+        raise TraceLoadError(p, "a Perfetto protobuf trace, not a Chrome/Kineto JSON trace: "
+                                "convert it with Perfetto's `traceconv json TRACE OUT.json`, "
+                                f"or {TORCH_JSON}")
+    if head.startswith(b"SQLite format 3"):
+        raise TraceLoadError(p, "an SQLite database (an `nsys export` or Perfetto's trace "
+                                f"processor?), not a Chrome/Kineto JSON trace: {TORCH_JSON}")

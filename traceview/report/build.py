@@ -1,0 +1,142 @@
+"""``explain``: the analyses, then the one ``Report``, built in one step.
+
+``build_report`` copies the frozen analysis results into the report's plain records,
+picks the typical call once (every output that shows "a typical call" shows this one),
+finds the op for the reproducer template, and adds the findings ``detect`` returns and
+the input diagnostics. Nothing is filled in afterwards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from traceview.diagnostics import Diagnostic
+from traceview.model import Trace
+from traceview.options import Options
+from traceview.report import model as m
+from traceview.report.explanation import Analysis, analyze_trace
+from traceview.report.findings import detect
+from traceview.report.schema import SCHEMA_VERSION
+
+
+def explain(trace: Trace, options: Options | None = None) -> m.Report:
+    """Every analysis, the findings and the diagnostics of one trace."""
+    return build_report(analyze_trace(trace, options))
+
+
+def build_report(a: Analysis) -> m.Report:
+    d = a.device
+    lane = a.timeline.lane
+    calls = a.calls
+    calls_info = m.CallsInfo(
+        count=len(calls.calls), source=calls.source, pattern=calls.pattern,
+        warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
+        stats=dict(calls.stats), categories=dict(calls.category_stats),
+        per_call=tuple(m.CallRow(c.index, c.name, c.start_ns, c.end_ns, c.cold, c.launches,
+                                 c.kernels, dict(c.metrics), dict(c.categories))
+                       for c in calls.calls),
+    )
+    return m.Report(
+        schema_version=SCHEMA_VERSION,
+        trace=m.TraceInfo(
+            path=a.trace.path, slices=len(a.trace.slices),
+            metadata={k: v for k, v in a.trace.metadata.items() if k != "traceview"},
+            capture=a.trace.metadata.get("traceview"), python_frames=a.has_python_frames),
+        window=m.WindowInfo(a.window.start_ns, a.window.end_ns, a.window.dur_ns,
+                            a.window.source, a.window.description),
+        device=m.DeviceInfo(
+            busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
+            kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
+            memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
+            per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
+            per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
+            kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
+            copy_sum_ns=d.copy_sum_ns),
+        host=m.HostInfo(
+            thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, lane.label),
+            categories=dict(a.host_categories),
+            category_descriptions=dict(a.rules.categories),
+            functions=tuple(m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count)
+                            for f in a.functions[: a.options.functions_limit]),
+            functions_total=len(a.functions),
+            other_threads=tuple(m.OtherThread(t.pid, t.tid, t.label, t.launches,
+                                              dict(t.categories)) for t in a.other_threads)),
+        breakdown=tuple(m.Cell(c.host, c.device, c.ns) for c in a.cells),
+        launches=m.LaunchesInfo(
+            count=a.launches.count, linked=a.launches.linked, by_api=dict(a.launches.by_api),
+            by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
+            latency_ns=a.launches.latency),
+        calls=calls_info,
+        findings=tuple(detect(a)),
+        diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
+                          for g in a.trace.diagnostics),
+        typical_call=typical_call(a, calls_info),
+        op=op_info(a),
+    )
+
+
+def pick_typical(calls: m.CallsInfo) -> m.CallRow | None:
+    """The warm call whose wall time is nearest the warm p50; the lowest index on a tie."""
+    warm = calls.warm
+    if not warm:
+        return None
+    p50 = calls.stats["api_ns"].p50 or 0
+    return min(warm, key=lambda c: (abs((c.metrics["api_ns"] or 0) - p50), c.index))
+
+
+def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
+    call = pick_typical(calls)
+    if call is None:
+        return None
+    src = a.calls.calls[call.index]
+    lo, hi = call.start_ns, call.end_ns
+    axis_end = max(hi, src.kernel_end_ns or 0)
+    tl = a.timeline
+    sel = (tl.seg_end > lo) & (tl.seg_start < hi)
+    host: list[m.Segment] = []
+    for s, e, c in zip(tl.seg_start[sel].tolist(), tl.seg_end[sel].tolist(),
+                       tl.seg_cat[sel].tolist()):
+        s, e, cat = max(s, lo), min(e, hi), tl.categories[c]
+        if host and host[-1].category == cat and host[-1].end_ns == s:
+            host[-1] = m.Segment(host[-1].start_ns, e, cat)
+        else:
+            host.append(m.Segment(s, e, cat))
+    bs, be = a.device.busy
+    dm = (be > lo) & (bs < axis_end)
+    busy = tuple((max(int(s), lo), min(int(e), axis_end))
+                 for s, e in zip(bs[dm].tolist(), be[dm].tolist()))
+    return m.TypicalCall(call.index, lo, hi, axis_end, tuple(host), busy)
+
+
+def op_info(a: Analysis) -> m.OpInfo | None:
+    """Name and args of the aten op that launches the most device work, if any.
+
+    The innermost ``cpu_op`` around each launch on the attributed thread; Triton
+    kernels launched from Python have none (their shapes come from capture's metadata).
+    """
+    s = a.trace.slices
+    lane = a.timeline.lane
+    if lane is None or a.launches.count == 0:
+        return None
+    cpu = a.trace.cat_code("cpu_op")
+    ops = np.flatnonzero((s.cat == cpu) & (s.lane == lane.index))
+    if ops.size == 0:
+        return None
+    ops = ops[np.argsort(s.start[ops], kind="stable")]
+    o_st, o_en = s.start[ops], s.end[ops]
+    counts: dict[int, int] = {}
+    for row in a.launches.rows.tolist():
+        ls, le = int(s.start[row]), int(s.end[row])
+        k = int(np.searchsorted(o_st, ls, side="right")) - 1
+        for j in range(k, max(k - 64, -1), -1):  # innermost: latest start that contains it
+            if o_en[j] >= le:
+                counts[int(ops[j])] = counts.get(int(ops[j]), 0) + 1
+                break
+    if not counts:
+        return None
+    by_name: dict[int, list[int]] = {}
+    for row, n in counts.items():
+        by_name.setdefault(int(s.name[row]), []).extend([row] * n)
+    name = max(by_name, key=lambda c: (len(by_name[c]), a.trace.names[c]))
+    row = by_name[name][0]
+    return m.OpInfo(a.trace.names[name], len(by_name[name]), dict(s.args.get(row, {})))

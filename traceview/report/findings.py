@@ -1,0 +1,250 @@
+"""Findings: what a reader must know before trusting or comparing the numbers.
+
+The seed's five measurement traps, detected from the trace itself, plus profiler
+perturbation and the headline verdict (host-bound or device-bound). Each finding has a
+stable id from ``traceview.codes.FINDINGS`` (a contract: checks and diffs match on it),
+a severity ("error" > "warning" > "info"), a one-line message with the numbers, and
+evidence for the JSON output.
+
+Detectors are small functions listed in ``DETECTORS``; each reads the frozen
+``Analysis`` and returns zero or more ``Detected``: the id, the evidence and the raw
+figures the message needs. Detectors never format numbers: ``report.messages`` phrases
+each id from its figures (with the one unit formatter), in ``detect``. Every threshold is
+a named constant below, with its reasoning in ``docs/findings.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from traceview.codes import FINDINGS, SEVERITY_ORDER, Severity
+from traceview.report.model import Finding
+
+if TYPE_CHECKING:
+    from traceview.report.explanation import Analysis
+
+# A kernel ending this long after its call's range counts as outliving it. Host and device
+# clocks are aligned by CUPTI to well under a microsecond; 1 us keeps skew out.
+UNSYNC_TAIL_NS = 1_000
+# A call whose device busy share is below this is "mostly idle": timing it with events
+# measures the host, not the kernel.
+RANGE_IDLE_BUSY_SHARE = 0.5
+# The first call counts as a slow cold path when it is this many times the warm median.
+COLD_FIRST_CALL_RATIO = 5.0
+# Host-bound when the device is idle for at least this share of a typical call.
+HOST_BOUND_IDLE_SHARE = 0.5
+# Profiler overhead inside one call above this share of the warm median is reported.
+PERTURBATION_CALL_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What a detector found: the id, the JSON evidence, the figures of the message."""
+
+    id: str
+    evidence: dict[str, Any]
+    facts: dict[str, Any] = field(default_factory=dict)
+    severity: Severity | None = None  # None: the table's severity
+
+
+def _verdict(ex: Analysis) -> list[Detected]:
+    """host-bound / device-bound: the share of a typical call the device sits idle."""
+    calls = ex.calls.warm
+    if calls:
+        api = ex.calls.stats["api_ns"].p50 or 0
+        idle = ex.calls.stats["host_overhead_ns"].p50 or 0
+        share = idle / api if api else 0.0
+        scope = ("call", api)
+        cats = sorted(((c, s.p50 or 0) for c, s in ex.calls.category_stats.items()),
+                      key=lambda kv: -kv[1])
+    else:
+        w = ex.window.dur_ns
+        share = ex.device.idle_ns / w if w else 0.0
+        scope = ("window", w)
+        cats = sorted(((c, ns) for c, ns in ex.host_categories.items()), key=lambda kv: -kv[1])
+    if ex.window.dur_ns <= 0 or (ex.device.busy_ns == 0 and not ex.device.kernel_count):
+        return []
+    top = [(c, ns) for c, ns in cats if ns > 0][:3]
+    evidence = {"device_idle_share": round(share, 4), "top_host_categories": dict(top)}
+    facts = {"share": share, "scope": scope, "top": top}
+    if share >= HOST_BOUND_IDLE_SHARE:
+        facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
+        return [Detected("host-bound", evidence, facts)]
+    return [Detected("device-bound", evidence, facts)]
+
+
+def _unsynchronized(ex: Analysis) -> list[Detected]:
+    calls = [c for c in ex.calls.calls if c.kernel_end_ns is not None]
+    late = [(c, c.kernel_end_ns - c.end_ns) for c in calls if c.kernel_end_ns - c.end_ns > UNSYNC_TAIL_NS]
+    if not late:
+        return []
+    worst = max(t for _, t in late)
+    return [Detected("unsynchronized-range",
+                     {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst})]
+
+
+def _range_idle(ex: Analysis) -> list[Detected]:
+    st = ex.calls.stats
+    api, kernel = st["api_ns"].p50, st["kernel_ns"].p50
+    if not api or kernel is None:
+        return []
+    share = kernel / api
+    if share >= RANGE_IDLE_BUSY_SHARE:
+        return []
+    return [Detected("range-includes-idle",
+                     {"api_ns_p50": api, "kernel_ns_p50": kernel, "kernel_share": round(share, 4)},
+                     {"share": share})]
+
+
+def _graph_replay(ex: Analysis) -> list[Detected]:
+    n = ex.launches.by_kind.get("graph", 0)
+    if not n:
+        return []
+    return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count})]
+
+
+def _cold_path(ex: Analysis) -> list[Detected]:
+    """Compile/import work in the window, or a first call far above the warm median."""
+    cold_ns = ex.host_categories.get("compile", 0) + ex.host_categories.get("import", 0)
+    calls = ex.calls
+    first = calls.calls[0] if calls.calls else None
+    warm_p50 = calls.stats["api_ns"].p50 if calls.warm_count else None
+    ratio = first.metrics["api_ns"] / warm_p50 if first is not None and warm_p50 else 0.0
+    if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
+        return []
+    facts: dict[str, Any] = {"cold_ns": cold_ns, "window_ns": ex.window.dur_ns, "ratio": ratio,
+                             "warm_p50": warm_p50, "warm_count": calls.warm_count,
+                             "first_ns": None, "first_top": [], "profiler_start": False}
+    if first is not None:
+        facts["first_ns"] = first.metrics["api_ns"]
+        facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
+        facts["profiler_start"] = not cold_ns and first.categories.get(
+            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.metrics["api_ns"]
+    return [Detected(
+        "cold-path",
+        {"compile_import_ns": cold_ns,
+         "first_call_ns": first.metrics["api_ns"] if first else None,
+         "first_call_ratio": round(ratio, 2), "warm_api_ns_p50": warm_p50,
+         "cold_calls": calls.cold_indices},
+        facts,
+    )]
+
+
+# What the reproducer template needs, and the flag that records it.
+REPRODUCER_ITEMS = (
+    ("shapes", "record_shapes=True"), ("dtypes", "record_shapes=True"),
+    ("strides", "record_shapes=True"), ("scalar arguments", "record_shapes=True"),
+    ("device", "a CUDA profiler activity"), ("driver and CUDA versions", "a CUDA profiler activity"),
+    ("framework and compiler versions", "traceview capture"),
+    ("synchronization protocol", "traceview capture"),
+    ("correctness reference", "traceview capture"),
+)
+
+
+def _reproducer(ex: Analysis) -> list[Detected]:
+    meta = ex.trace.metadata
+    cap = meta.get("traceview") if isinstance(meta.get("traceview"), dict) else {}
+    args = [a for r, a in ex.trace.slices.args.items()
+            if ex.trace.cat_names[ex.trace.slices.cat[r]] == "cpu_op"]
+
+    def has(key: str) -> bool:
+        return any(key in a for a in args)
+
+    present = {
+        "shapes": bool(cap.get("shape")) or has("Input Dims"),
+        "dtypes": bool(cap.get("dtype")) or has("Input type"),
+        "strides": bool(cap.get("strides")) or has("Input Strides"),
+        "scalar arguments": "scalars" in cap or has("Concrete Inputs"),
+        "device": bool(meta.get("deviceProperties")) or bool(cap.get("device")),
+        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.get("device")),
+        "framework and compiler versions": bool(cap.get("versions")),
+        "synchronization protocol": bool(cap.get("protocol")),
+        "correctness reference": bool(cap.get("correctness")),
+    }
+    missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
+    if not missing:
+        return []
+    return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
+                     {"missing": missing})]
+
+
+def _perturbation(ex: Analysis) -> list[Detected]:
+    facts: dict[str, Any] = {"with_stack": ex.has_python_frames}
+    evidence: dict[str, Any] = {}
+    if ex.has_python_frames:
+        evidence["with_stack"] = True
+    prof = ex.calls.category_stats.get("profiler")
+    if prof and prof.p50:
+        facts["profiler_p50"] = prof.p50
+        evidence["profiler_ns_per_call_p50"] = prof.p50
+    warm_p50 = ex.calls.stats["api_ns"].p50
+    spikes = [c for c in ex.calls.calls
+              if warm_p50 and c.categories.get("profiler", 0) > PERTURBATION_CALL_SHARE * warm_p50]
+    if spikes:
+        worst = max(spikes, key=lambda c: c.categories.get("profiler", 0))
+        facts["spike"] = (worst.categories["profiler"], worst.index)
+        evidence["spike_calls"] = [c.index for c in spikes]
+    cap = ex.trace.metadata.get("traceview")
+    cap = cap if isinstance(cap, dict) else {}
+    base = cap.get("baseline") if isinstance(cap.get("baseline"), dict) else {}
+    proto = cap.get("protocol") if isinstance(cap.get("protocol"), dict) else {}
+    # Compare like with like: a call that synchronizes with the synchronized full-API
+    # figure, a call that only submits (--sync end) with the amortized submit time; never
+    # a cold call (cold twins) and never graph replays.
+    like = ("amortized_submit_ns", "unprofiled amortized submit") if proto.get("sync") == "end" \
+        else ("full_api_ns_p50", "unprofiled")
+    unprof = base.get(like[0])
+    if (unprof and warm_p50 and ex.calls.warm_count and proto.get("mode", "eager") == "eager"
+            and cap.get("kind", "warm") != "cold"):
+        ratio = warm_p50 / unprof
+        facts["baseline"] = (warm_p50, like[1], unprof, ratio)
+        evidence.update({"profiled_api_ns_p50": warm_p50, "unprofiled_api_ns_p50": unprof,
+                         "unprofiled_figure": like[0], "ratio": round(ratio, 3)})
+    if len(facts) == 1 and not ex.has_python_frames:
+        return []
+    return [Detected("profiler-perturbation", evidence, facts,
+                     None if spikes or ex.has_python_frames else "info")]
+
+
+def _no_python_frames(ex: Analysis) -> list[Detected]:
+    if ex.has_python_frames or ex.timeline.lane is None:
+        return []
+    untraced = ex.host_categories.get("untraced", 0)
+    return [Detected("no-python-frames", {"untraced_ns": untraced},
+                     {"share": untraced / max(ex.window.dur_ns, 1)})]
+
+
+def _input_problems(ex: Analysis) -> list[Detected]:
+    out = []
+    if ex.window.dur_ns <= 0:
+        out.append(Detected("no-activity", {"slices": len(ex.trace.slices)}))
+    elif ex.device.work_rows.size == 0:
+        out.append(Detected("no-device-work", {}))
+    if ex.timeline.lane is None and ex.window.dur_ns > 0:
+        out.append(Detected("no-host-events", {}))
+    if ex.timeline.non_nested:
+        out.append(Detected("overlapping-host-slices", {"count": ex.timeline.non_nested}))
+    if ex.launches.unlinked_work:
+        out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work}))
+    unlinked = ex.launches.count - ex.launches.linked
+    if unlinked:
+        out.append(Detected("launch-without-device-work", {"count": unlinked},
+                            {"launches": ex.launches.count}))
+    return out
+
+
+DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
+    _verdict, _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
+    _reproducer, _no_python_frames, _input_problems,
+]
+
+
+def detect(ex: Analysis) -> list[Finding]:
+    """Every detector's findings, phrased, the most severe first."""
+    from traceview.report.messages import phrase
+
+    found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
+             for det in DETECTORS for d in det(ex)]
+    return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))

@@ -1,0 +1,355 @@
+"""The report: the one typed, frozen object that leaves the analysis layer.
+
+Every renderer (terminal, JSON, markdown, SVG, ranks, diff) and every consumer (ranks,
+export, capture's sweep) reads these attributes; nobody reads figures by dict path. The
+report holds only plain data (no trace, no arrays), so it is exactly what the JSON holds:
+``schema.from_json(schema.to_json(r)) == r``. Figures that several outputs show (the
+typical call, the host x device matrix, shares) are computed here once.
+
+Field order is the JSON's key order (``docs/json.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+
+from traceview.analyses.breakdown import DeviceState
+from traceview.analyses.window import WindowSource
+from traceview.diagnostics import Diagnostic, Severity
+from traceview.errors import UsageError
+from traceview.stats import Stats
+
+CallsSource = Literal["annotations", "launches", "none"]
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    path: str
+    slices: int
+    metadata: dict[str, Any]
+    capture: Any  # capture's own metadata (a dict) or None; wrong-typed fields set aside
+    python_frames: bool
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    start_ns: int
+    end_ns: int
+    dur_ns: int
+    source: WindowSource
+    description: str
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    """One device: busy is the union over its streams; copies counted apart from kernels."""
+
+    device: int | None
+    busy_ns: int
+    kernel_count: int
+    kernel_sum_ns: int
+    kernel_busy_ns: int | None = None  # union of its kernels alone
+    copy_count: int | None = None  # memcpy + memset
+    copy_sum_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamRow:
+    device: int | None
+    stream: int | None
+    busy_ns: int
+    work_count: int
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    count: int
+    sum_ns: int
+    stats: Stats  # flattened into the row in JSON (n, p50, p90, p99, min, max, mean)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    busy_ns: int
+    idle_ns: int
+    kernel_count: int
+    kernel_sum_ns: int
+    memcpy_count: int
+    memset_count: int
+    work_sum_ns: int
+    per_device: tuple[DeviceRow, ...]
+    per_stream: tuple[StreamRow, ...]
+    kernels: tuple[KernelRow, ...]
+    copy_sum_ns: int | None = None  # memcpy + memset durations, clipped to the window
+
+    @property
+    def streams_overlap(self) -> bool:
+        """Some device work ran on two streams at once (the per-stream sum exceeds busy)."""
+        return sum(s.busy_ns for s in self.per_stream) > self.busy_ns
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    pid: int | str
+    tid: int | str
+    label: str
+
+
+@dataclass(frozen=True)
+class FunctionRow:
+    name: str
+    category: str
+    self_ns: int
+    total_ns: int
+    count: int
+
+
+@dataclass(frozen=True)
+class OtherThread:
+    pid: int | str
+    tid: int | str
+    label: str
+    launches: int
+    categories: dict[str, int]
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    thread: ThreadRef | None
+    categories: dict[str, int]
+    category_descriptions: dict[str, str]
+    functions: tuple[FunctionRow, ...]
+    functions_total: int
+    other_threads: tuple[OtherThread, ...]
+
+
+@dataclass(frozen=True)
+class Cell:
+    host: str
+    device: DeviceState
+    ns: int
+
+
+@dataclass(frozen=True)
+class LaunchesInfo:
+    count: int
+    linked: int
+    by_api: dict[str, int]
+    by_kind: dict[str, int]
+    unlinked_device_work: int
+    latency_ns: Stats
+
+
+@dataclass(frozen=True)
+class CallRow:
+    index: int
+    name: str
+    start_ns: int
+    end_ns: int
+    cold: bool
+    launches: int
+    kernels: int
+    metrics: dict[str, int | None]  # flattened into the row in JSON
+    categories: dict[str, int]
+
+
+@dataclass(frozen=True)
+class CallsInfo:
+    count: int
+    source: CallsSource
+    pattern: str | None
+    warm_count: int
+    cold: tuple[int, ...]
+    stats: dict[str, Stats]  # metric -> stats over warm calls; flattened in JSON
+    categories: dict[str, Stats]
+    per_call: tuple[CallRow, ...]
+
+    @property
+    def warm(self) -> tuple[CallRow, ...]:
+        return tuple(c for c in self.per_call if not c.cold) or self.per_call
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of the typical call's host row: neighbours of one category merged."""
+
+    start_ns: int
+    end_ns: int
+    category: str
+
+
+@dataclass(frozen=True)
+class TypicalCall:
+    """The warm call whose wall time is nearest the p50 (lowest index on a tie), with what
+    the waterfall, the Mermaid chart and the SVG draw: host segments clipped to the call,
+    device busy intervals up to ``axis_end_ns`` (the call's end or its last device work's)."""
+
+    index: int
+    start_ns: int
+    end_ns: int
+    axis_end_ns: int
+    host: tuple[Segment, ...]
+    device_busy: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """The aten op that launches the most device work on the attributed thread, with its
+    recorded args (shapes, types, strides, scalars), for the reproducer template."""
+
+    name: str
+    launches: int
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    host: str
+    busy_ns: int
+    idle_ns: int
+
+    @property
+    def total_ns(self) -> int:
+        return self.busy_ns + self.idle_ns
+
+
+VERDICT_IDS = ("host-bound", "device-bound")
+
+
+@dataclass(frozen=True)
+class Report:
+    schema_version: int
+    trace: TraceInfo
+    window: WindowInfo
+    device: DeviceInfo
+    host: HostInfo
+    breakdown: tuple[Cell, ...]
+    launches: LaunchesInfo
+    calls: CallsInfo
+    findings: tuple[Finding, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    typical_call: TypicalCall | None = None
+    op: OpInfo | None = None
+
+    def matrix(self) -> list[MatrixRow]:
+        """The breakdown pivoted to one row per host category, biggest total first."""
+        by: dict[str, dict[str, int]] = {}
+        for c in self.breakdown:
+            by.setdefault(c.host, {})[c.device] = c.ns
+        rows = [MatrixRow(h, v.get("busy", 0), v.get("idle", 0)) for h, v in by.items()]
+        return sorted(rows, key=lambda r: -r.total_ns)
+
+    @property
+    def busy_share(self) -> float | None:
+        """Device busy / window, unrounded (``None`` for an empty window)."""
+        w = self.window.dur_ns
+        return self.device.busy_ns / w if w > 0 else None
+
+    @property
+    def verdict(self) -> Finding | None:
+        return next((f for f in self.findings if f.id in VERDICT_IDS), None)
+
+    @property
+    def capture(self) -> dict[str, Any]:
+        """Capture's metadata as a dict ({} when the trace was not made by capture)."""
+        return self.trace.capture if isinstance(self.trace.capture, dict) else {}
+
+    @property
+    def typical(self) -> CallRow | None:
+        t = self.typical_call
+        return None if t is None else self.calls.per_call[t.index]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report as builtins (``docs/json.md``)."""
+        return to_dict(self)
+
+
+# The dict form. The JSON is flatter than the report in three places (a kernel's stats,
+# the per-metric stats of ``calls`` and each call's metrics sit beside the other keys);
+# they are undone here and nowhere else.
+_STATS_KEYS = ("n", "p50", "p90", "p99", "min", "max", "mean")
+_CALLS_KEYS = ("count", "source", "pattern", "warm_count", "cold", "categories", "per_call")
+_CALL_ROW_KEYS = ("index", "name", "start_ns", "end_ns", "cold", "launches", "kernels",
+                  "categories")
+
+
+def _stats(s: Stats) -> dict[str, int | None]:
+    return {k: getattr(s, k) for k in _STATS_KEYS}
+
+
+def _lists(x: Any) -> Any:
+    """Tuples (the report's frozen sequences) as lists, as JSON reads them back."""
+    if isinstance(x, dict):
+        return {k: _lists(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_lists(v) for v in x]
+    return x
+
+
+def to_dict(r: Report) -> dict[str, Any]:
+    """The report as JSON-ready builtins, in the documented key order."""
+    d = _lists(msgspec.to_builtins(r, order=None))
+    dev = d["device"]
+    dev["kernels"] = [{"name": k.name, "count": k.count, "sum_ns": k.sum_ns, **_stats(k.stats)}
+                      for k in r.device.kernels]
+    c = r.calls
+    d["calls"] = {
+        "count": c.count,
+        "source": c.source,
+        "pattern": c.pattern,
+        "warm_count": c.warm_count,
+        "cold": list(c.cold),
+        **{m: _stats(s) for m, s in c.stats.items()},
+        "categories": {k: _stats(s) for k, s in c.categories.items()},
+        "per_call": [
+            {"index": x.index, "name": x.name, "start_ns": x.start_ns, "end_ns": x.end_ns,
+             "cold": x.cold, "launches": x.launches, "kernels": x.kernels, **x.metrics,
+             "categories": x.categories}
+            for x in c.per_call
+        ],
+    }
+    return d
+
+
+def from_dict(d: dict[str, Any]) -> Report:
+    """The report a saved JSON dict stands for; ``UsageError`` naming the first bad key."""
+    try:
+        d = dict(d)
+        dev = dict(d["device"])
+        dev["kernels"] = [msgspec.convert(
+            {"name": k["name"], "count": k["count"], "sum_ns": k["sum_ns"],
+             "stats": {s: k.get(s) for s in _STATS_KEYS}}, KernelRow)
+            for k in dev["kernels"]]
+        d["device"] = dev
+        calls = d["calls"]
+        per_call = []
+        for row in calls["per_call"]:
+            per_call.append(msgspec.convert(
+                {**{k: row.get(k) for k in _CALL_ROW_KEYS},
+                 "metrics": {k: v for k, v in row.items() if k not in _CALL_ROW_KEYS}},
+                CallRow))
+        d["calls"] = CallsInfo(
+            count=calls["count"], source=calls["source"], pattern=calls["pattern"],
+            warm_count=calls["warm_count"], cold=tuple(calls["cold"]),
+            stats={k: msgspec.convert(v, Stats) for k, v in calls.items()
+                   if k not in _CALLS_KEYS},
+            categories={k: msgspec.convert(v, Stats) for k, v in calls["categories"].items()},
+            per_call=tuple(per_call),
+        )
+        return msgspec.convert(d, Report, from_attributes=True)
+    except (msgspec.ValidationError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"not an explain report: {exc}") from None
+
+

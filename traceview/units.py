@@ -1,0 +1,42 @@
+"""The one unit formatter: durations, shares and counts as every output shows them.
+
+Bottom layer: used by every renderer, by finding messages (``report/messages.py``) and
+by capture, so one number reads the same everywhere (863 ns, 25.5 us, 11.27 ms).
+"""
+
+from __future__ import annotations
+
+
+def fmt_ns(ns: int | float | None) -> str:
+    """A duration in the unit that keeps 3-4 significant digits: 863 ns, 25.5 us, 11.27 ms."""
+    if ns is None:
+        return "-"
+    ns = round(ns)
+    a = abs(ns)
+    if a < 1_000:
+        return f"{ns} ns"
+    if a < 1_000_000:
+        return f"{ns / 1e3:.3g} us" if a < 100_000 else f"{ns / 1e3:.0f} us"
+    if a < 1_000_000_000:
+        return f"{ns / 1e6:.3g} ms" if a < 100_000_000 else f"{ns / 1e6:.0f} ms"
+    return f"{ns / 1e9:.3g} s"
+
+
+def fmt_share(part: int, whole: int) -> str:
+    """``part`` of ``whole`` to 0.1% ("<0.1%" for a sliver, "-" when there is no whole)."""
+    if whole <= 0:
+        return "-"
+    share = 100 * part / whole
+    if part and share < 0.1:
+        return "<0.1%"
+    return f"{share:.1f}%"
+
+
+def fmt_pct(fraction: float) -> str:
+    """A fraction as a whole percentage: 0.456 -> '46%'."""
+    return f"{100 * fraction:.0f}%"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 call', '2 calls', '0 calls'."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
