@@ -142,8 +142,8 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
 
 def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleSet, *,
                    general: bool = False, rows: np.ndarray | None = None) -> HostTimeline:
-    """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep,
-    which also handles slices that overlap without nesting; tests compare the two).
+    """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep:
+    the plain reference the array sweep is tested against, overlaps of any kind).
     ``rows``: the lane's rows from ``host_rows_by_lane``, when already computed."""
     cats = category_ids(rules)
     code = {c: i for i, c in enumerate(cats)}
@@ -162,11 +162,12 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     del order
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else _sweep_nested(starts, ends, own_code, own_subtree, w0, w1,
+    fast = None if general else _sweep_arrays(starts, ends, own_code, own_subtree, w0, w1,
                                               untraced, other)
     if fast is not None:
-        seg_start, seg_end, seg_cat, seg_pos, row_cat = fast
-        return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat, 0)
+        seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
+        return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
+                         non_nested)
     row_cat = np.empty(rows.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
@@ -240,51 +241,48 @@ def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
     )
 
 
-def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
+def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
                   w0: int, w1: int, untraced: int, other: int):
-    """The sweep's result computed with array operations, when slices nest properly.
+    """The loop sweep's result computed with array operations, for any overlaps.
 
-    Slices are sorted by start, longest first. The depth of slice i is how many earlier
-    slices are still open at its start; its parent is the last earlier slice one level
-    up; and the slices nest properly exactly when every slice ends within its parent
-    (checked; otherwise ``None`` and the caller runs the general sweep). Categories
-    resolve level by level.
+    Slices are sorted by start, longest first. The loop's parent of a slice is the last
+    earlier slice still open at its start, and the owner of an instant is the open slice
+    that started last. When slices nest properly, the depth of slice i is how many
+    earlier slices are still open at its start and its parent is the last earlier slice
+    one level up (``_levels``; checked: every slice ends within that parent).
 
-    The owner (the deepest open slice) only changes at a boundary. At a time where
-    slices start, it is the last of them. At a time where slices only end, it is the
-    parent of the outermost of them (the first in sweep order): nesting means every
-    other open slice there is one of its ancestors. So the owner of each piece comes
-    from the boundaries' own entries, one merge of three sorted lists, no search. Same
-    answers as the loop: tests compare both.
+    When some slice outlives its parent (a known profiler corruption, thousands of times
+    in real ``with_stack`` traces), ``_tree`` finds the loop's parents exactly instead,
+    and raises each slice's end to the latest end in its subtree. In the loop's tree a
+    slice's descendants are the slices right after it in sweep order, as long as each
+    starts while the subtree is still open; so the raised spans nest properly, with the
+    same parent for every slice and the same owner for every instant (a raised slice
+    covers no instant that one of its later descendants does not). Overhanging slices
+    are counted (``non_nested``) against their own ends, as the loop counts them.
+
+    Categories resolve level by level. The owner (the deepest open slice) only changes
+    at a boundary. At a time where slices start, it is the last of them. At a time where
+    slices only end, it is the parent of the outermost of them (the first in sweep
+    order): nesting means every other open slice there is one of its ancestors. So the
+    owner of each piece comes from the boundaries' own entries, one merge of three
+    sorted lists, no search. Same answers as the loop: tests compare both on nested
+    trees, on trees with overhanging slices and on random overlapping sets.
     """
     n = starts.size
     if n == 0:
         return None
     idx = np.int32 if n < 2**31 - 1 else np.int64
-    by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
-    sorted_ends = ends[by_end]
-    depth = np.arange(n, dtype=np.int64)
-    depth -= intervals.rank_sorted(sorted_ends, starts, side="right")
-    max_depth = int(depth.max())
-    narrow = depth.astype(np.int16) if max_depth < 2**15 else depth
-    by_depth = np.argsort(narrow, kind="stable").astype(idx, copy=False)  # radix sort
-    level_bounds = np.searchsorted(narrow[by_depth], np.arange(max_depth + 2))
-    del narrow
-    parent = np.full(n, -1, idx)
+    by_end, sorted_ends, by_depth, level_bounds, parent = _levels(starts, ends, idx)
+    non_nested = 0
     deep = by_depth[level_bounds[1]:]
-    if deep.size:
-        key = depth[by_depth] * (n + 1)
-        key += by_depth  # sorted: by depth, then position
-        pos = intervals.rank_sorted(key, (depth[deep] - 1) * (n + 1) + deep) - 1
-        del key
-        cand = by_depth[np.maximum(pos, 0)]
-        if (pos < 0).any() or (depth[cand] != depth[deep] - 1).any():
+    if (ends[deep] > ends[parent[deep]]).any():  # not nested: the loop's tree
+        parent, ends, non_nested = _tree(starts, ends, parent, by_depth, level_bounds, idx)
+        by_end, sorted_ends, by_depth, level_bounds, check = _levels(starts, ends, idx)
+        if not np.array_equal(check, parent):  # cannot happen (see above); the loop decides
             return None
-        if (ends[deep] > ends[cand]).any():
-            return None  # a slice outlives its parent: not nested
-        parent[deep] = cand
-        del pos, cand
-    del depth
+        del check
+    del deep
+    max_depth = level_bounds.size - 2
     # categories, one depth level at a time
     resolved = np.empty(n, np.int32)
     forced = np.full(n, -1, np.int32)
@@ -299,7 +297,7 @@ def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
             fp, cp = forced[p], resolved[p]
         resolved[lv] = np.where(sub, oc, np.where(fp != -1, fp, np.where(oc == -1, cp, oc)))
         forced[lv] = np.where(sub, oc, fp)
-    del forced, by_depth, deep
+    del forced, by_depth
     # each boundary's owner (n: untraced), then one merge of the three sorted lists
     last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
     first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
@@ -322,7 +320,127 @@ def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     untraced_seg = owner == n
     seg_pos = np.where(untraced_seg, -1, owner)
     seg_cat = np.where(untraced_seg, untraced, resolved[np.minimum(owner, n - 1)])
-    return seg_start, seg_end, seg_cat, seg_pos, resolved
+    return seg_start, seg_end, seg_cat, seg_pos, resolved, non_nested
+
+
+def _levels(starts: np.ndarray, ends: np.ndarray, idx):
+    """Depth levels and parents, as if the slices nested properly.
+
+    The depth of slice i is how many earlier slices are still open at its start (all
+    later ones start after it); the parent is the last earlier slice one level up. The
+    depths step up by at most one from a slice to the next, so that parent always
+    exists. Returns the slices by end (and those ends), the slices by depth (stably:
+    by position within a level) with each level's bounds, and the parents (-1: none).
+    """
+    n = starts.size
+    by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
+    sorted_ends = ends[by_end]
+    depth = np.arange(n, dtype=np.int64)
+    depth -= np.searchsorted(sorted_ends, starts, side="right")
+    max_depth = int(depth.max())
+    narrow = depth.astype(np.int16) if max_depth < 2**15 else depth
+    by_depth = np.argsort(narrow, kind="stable").astype(idx, copy=False)  # radix sort
+    level_bounds = np.searchsorted(narrow[by_depth], np.arange(max_depth + 2))
+    del narrow
+    parent = np.full(n, -1, idx)
+    deep = by_depth[level_bounds[1]:]
+    if deep.size:
+        key = depth[by_depth] * (n + 1)
+        key += by_depth  # sorted: by depth, then position
+        pos = np.searchsorted(key, (depth[deep] - 1) * (n + 1) + deep) - 1
+        del key
+        parent[deep] = by_depth[pos]
+    return by_end, sorted_ends, by_depth, level_bounds, parent
+
+
+def _tree(starts: np.ndarray, ends: np.ndarray, guess: np.ndarray, by_depth: np.ndarray,
+          level_bounds: np.ndarray, idx) -> tuple[np.ndarray, np.ndarray, int]:
+    """The loop sweep's parents (the last earlier slice open at each start), the ends
+    raised to the latest end in each subtree, and how many slices outlive their parent.
+
+    ``guess`` is ``_levels``' tree. A guessed parent is the loop's when it is open at the
+    slice's start and every slice between them has ended by then; those between are the
+    subtrees of the slice's earlier siblings (in the guessed tree), so it is enough that
+    each earlier sibling's subtree ended before the next sibling started. Slices that
+    pass start the search at their guess, the others at the slice just before them
+    (``_open_parents``); away from overhanging slices nearly every guess passes.
+    """
+    n = starts.size
+    latest = ends.copy()  # the latest end in each guessed subtree
+    for d in range(level_bounds.size - 2, 0, -1):
+        lv = by_depth[level_bounds[d]:level_bounds[d + 1]]
+        np.maximum.at(latest, guess[lv], latest[lv])
+    # walk each level in position order: the previous entry is the previous sibling
+    # when it comes after the parent
+    pos = by_depth
+    prev = np.empty(n, idx)
+    prev[1:] = pos[:-1]
+    prev[level_bounds[:-1]] = -1  # the first of each level has no earlier one
+    sibling = (prev >= 0) & (prev > guess[pos])
+    ended = ~sibling | (latest[np.maximum(prev, 0)] <= starts[pos])
+    del latest, prev
+    # a sibling's check counts only while every earlier sibling passed too
+    fails = np.cumsum(~ended)
+    first = np.flatnonzero(~sibling)  # each run of siblings starts with a first child
+    run_start = np.repeat(first, np.diff(np.append(first, n)))
+    trusted = fails == fails[run_start]  # a first child passes: no failure since
+    del fails, first, run_start, ended, sibling
+    start_at = np.arange(-1, n - 1, dtype=idx)
+    good = pos[trusted]
+    start_at[good] = guess[good]
+    del good, trusted
+    parent = _open_parents(starts, ends, idx, start_at)
+    overhang = np.flatnonzero((parent >= 0) & (ends > ends[np.maximum(parent, 0)]))
+    raised = _subtree_ends(ends, parent, overhang) if overhang.size else ends
+    return parent, raised, int(overhang.size)
+
+
+def _open_parents(starts: np.ndarray, ends: np.ndarray, idx,
+                  start_at: np.ndarray | None = None) -> np.ndarray:
+    """For each slice (in sweep order), the last earlier slice still open at its start;
+    -1 where none is. The loop sweep's parent, for any overlaps, nested or not.
+
+    Pointer jumping: each slice ``j`` holds a candidate ``cur[j]`` such that every slice
+    strictly between it and ``j`` is known to have ended by ``starts[j]`` (``start_at``,
+    by default the slice just before). If the candidate is open there, it is the
+    parent. If not, ``j`` moves to the candidate's own candidate (its parent, once
+    known): everything between those ended by the candidate's start, so by ``j``'s too.
+    """
+    n = starts.size
+    parent = np.full(n, -1, idx)
+    cur = np.arange(-1, n - 1, dtype=idx) if start_at is None else start_at.astype(idx)
+    active = np.arange(1, n, dtype=idx)
+    if start_at is not None:
+        active = active[cur[1:] != -1]  # a trusted -1: no earlier slice is open
+    while active.size:
+        c = cur[active]
+        found = c >= 0
+        found[found] = ends[c[found]] > starts[active[found]]
+        done = found | (c < 0)
+        parent[active[found]] = c[found]
+        settled = active[done]
+        cur[settled] = parent[settled]
+        keep = ~done
+        active = active[keep]
+        cur[active] = cur[c[keep]]
+    return parent
+
+
+def _subtree_ends(ends: np.ndarray, parent: np.ndarray, overhang: np.ndarray) -> np.ndarray:
+    """Each slice's end raised to the latest end in its subtree (the loop's tree).
+
+    A slice that outlives its parent (``overhang``) pushes its end up the chain of
+    ancestors, as far as it is later than theirs; only the few rows that change move.
+    """
+    out = ends.copy()
+    frontier = overhang
+    while frontier.size:
+        up = parent[frontier]
+        np.maximum.at(out, up, out[frontier])
+        up = np.unique(up)
+        grand = parent[up]
+        frontier = up[(grand >= 0) & (out[up] > out[np.maximum(grand, 0)])]
+    return out
 
 
 @dataclass(frozen=True)
