@@ -104,10 +104,18 @@ def test_array_sweep_equals_loop_on_nested_slices(tmp_path, plan):
     tb = TraceBuilder()
     _nested(tb, plan)
     ran: list[bool] = []
-    _, fast, loop = _timelines(tb.write(tmp_path / "t.json"), ran)
+    path = tb.write(tmp_path / "t.json")
+    _, fast, loop = _timelines(path, ran)
     assert loop.non_nested == 0 and ran == [True]  # the array path ran, and agrees
     _same(fast, loop)
     assert int((fast.seg_end - fast.seg_start).sum()) == int(fast.seg_end[-1] - fast.seg_start[0])
+    limit = host.LEVEL_LOOP_MAX_DEPTH
+    host.LEVEL_LOOP_MAX_DEPTH = -1  # categories from nearest ancestors, not level by level
+    try:
+        _, by_ancestor, _ = _timelines(path)
+    finally:
+        host.LEVEL_LOOP_MAX_DEPTH = limit
+    _same(by_ancestor, loop)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

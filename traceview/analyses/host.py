@@ -27,6 +27,9 @@ from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
 # hot_functions offsets each function's times past the previous one's: only while that
 # stays within int64 (functions x window length); otherwise it unions one by one
 UNION_OFFSET_LIMIT = 2**62
+# categories resolve one depth level at a time up to this depth (nested traces), and
+# from nearest ancestors beyond it or when slices overlap without nesting
+LEVEL_LOOP_MAX_DEPTH = 512
 LABEL_CATS = frozenset({"user_annotation", "Trace"}) | DEVICE_CATS
 OVERLAY_CATS = frozenset({"overhead"})
 
@@ -277,27 +280,14 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     deep = by_depth[level_bounds[1]:]
     if (ends[deep] > ends[parent[deep]]).any():  # not nested: the loop's tree
         parent, ends, non_nested = _tree(starts, ends, parent, by_depth, level_bounds, idx)
-        by_end, sorted_ends, by_depth, level_bounds, check = _levels(starts, ends, idx)
-        if not np.array_equal(check, parent):  # cannot happen (see above); the loop decides
-            return None
-        del check
+        by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
+        sorted_ends = ends[by_end]
     del deep
-    max_depth = level_bounds.size - 2
-    # categories, one depth level at a time
-    resolved = np.empty(n, np.int32)
-    forced = np.full(n, -1, np.int32)
-    for d in range(max_depth + 1):
-        lv = by_depth[level_bounds[d]:level_bounds[d + 1]]
-        oc, sub = own[lv], subtree[lv]
-        if d == 0:
-            fp = np.full(lv.size, -1, np.int32)
-            cp = np.full(lv.size, other, np.int32)
-        else:
-            p = parent[lv]
-            fp, cp = forced[p], resolved[p]
-        resolved[lv] = np.where(sub, oc, np.where(fp != -1, fp, np.where(oc == -1, cp, oc)))
-        forced[lv] = np.where(sub, oc, fp)
-    del forced, by_depth
+    if level_bounds.size - 2 <= LEVEL_LOOP_MAX_DEPTH and not non_nested:
+        resolved = _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other)
+    else:
+        resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
+    del by_depth, level_bounds
     # each boundary's owner (n: untraced), then one merge of the three sorted lists
     last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
     first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
@@ -321,6 +311,79 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     seg_pos = np.where(untraced_seg, -1, owner)
     seg_cat = np.where(untraced_seg, untraced, resolved[np.minimum(owner, n - 1)])
     return seg_start, seg_end, seg_cat, seg_pos, resolved, non_nested
+
+
+def _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other) -> np.ndarray:
+    """Each slice's category, one depth level at a time (the loop's rule: a ``subtree``
+    slice forces its own category on its subtree, a forced category wins, ``inherit``
+    takes the parent's, the top level inherits ``other``)."""
+    n = parent.size
+    resolved = np.empty(n, np.int32)
+    forced = np.full(n, -1, np.int32)
+    for d in range(level_bounds.size - 1):
+        lv = by_depth[level_bounds[d]:level_bounds[d + 1]]
+        oc, sub = own[lv], subtree[lv]
+        if d == 0:
+            fp = np.full(lv.size, -1, np.int32)
+            cp = np.full(lv.size, other, np.int32)
+        else:
+            p = parent[lv]
+            fp, cp = forced[p], resolved[p]
+        resolved[lv] = np.where(sub, oc, np.where(fp != -1, fp, np.where(oc == -1, cp, oc)))
+        forced[lv] = np.where(sub, oc, fp)
+    return resolved
+
+
+def _resolve_by_ancestor(starts, ends, parent, own, subtree, other) -> np.ndarray:
+    """The same categories without a pass per depth level (overhanging slices can make
+    the loop's tree thousands of levels deep), from two nearest ancestors.
+
+    Unrolling the level rule: a ``subtree`` slice takes its own category; otherwise the
+    nearest ``subtree`` ancestor's category, when it names one; otherwise the category
+    of the nearest ancestor-or-self that names one or is a ``subtree`` slice (which may
+    be ``inherit`` itself, as in the level rule); with none, ``other``. The nearest
+    ``subtree`` ancestor is the innermost ``subtree`` slice whose span of positions (its
+    subtree: the slices after it that start before it ends, ``ends`` nesting properly)
+    holds the slice; the nearest naming ancestor is found by pointer jumping over the
+    chains of ``inherit`` slices, which are short.
+    """
+    n = parent.size
+    marked = subtree | (own != -1)
+    near = np.where(marked, np.arange(n, dtype=parent.dtype), parent)
+    todo = np.flatnonzero(~marked)
+    while todo.size:
+        c = near[todo]
+        todo = todo[(c >= 0) & ~marked[np.maximum(c, 0)]]
+        near[todo] = near[near[todo]]
+    named = np.where(near >= 0, own[np.maximum(near, 0)], other)
+    del near, todo, marked
+    heads = np.flatnonzero(subtree)
+    if heads.size:
+        span_end = np.searchsorted(starts, ends[heads], side="left")
+        k = _innermost(heads, span_end, np.arange(n, dtype=np.int64))
+        forced = np.where(k >= 0, own[heads[np.maximum(k, 0)]], -1)
+        named = np.where(forced != -1, forced, named)
+    return np.where(subtree, own, named).astype(np.int32, copy=False)
+
+
+def _innermost(first: np.ndarray, stop: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """For each position in ``q``, the index of the innermost span ``[first, stop)``
+    holding it (-1: none). The spans are sorted by ``first`` (distinct) and laminar
+    (nested or disjoint), so the rank rule of ``_levels`` applies: a span's level is how
+    many earlier spans hold its first position, a position is held by as many spans as
+    start at or before it minus those that stop by then, and the innermost of them is
+    the last span starting at or before it one level up from there."""
+    m = first.size
+    stops = np.sort(stop)
+    key = np.arange(m, dtype=np.int64) - np.searchsorted(stops, first, side="right")  # level
+    key *= m + 1
+    key += np.arange(m)  # by level, then position
+    by_level = np.argsort(key, kind="stable")
+    key = key[by_level]
+    last = np.searchsorted(first, q, side="right") - 1
+    depth = last + 1 - np.searchsorted(stops, q, side="right")
+    pos = np.searchsorted(key, (depth - 1) * (m + 1) + last, side="right") - 1
+    return np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
 
 
 def _levels(starts: np.ndarray, ends: np.ndarray, idx):
