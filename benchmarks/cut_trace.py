@@ -30,7 +30,7 @@ import msgspec
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_large_trace import read_fixture, split_events  # noqa: E402
+from make_large_trace import read_fixture, split_events
 
 DISTRIBUTED_INFO = '"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1}'
 

@@ -161,8 +161,11 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     ends = np.minimum(s.end[rows], w1)
     # start, then longest first; identical spans ordered by content, not file order
     order = sweep_order(trace, rows, starts, ends)
-    rows, starts, ends = rows[order], starts[order], ends[order]
+    del starts, ends  # taken again in sweep order: one copy of each at a time
+    rows = rows[order]
     del order
+    starts = np.maximum(s.start[rows], w0)
+    ends = np.minimum(s.end[rows], w1)
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
     fast = None if general else _sweep_arrays(starts, ends, own_code, own_subtree, w0, w1,
@@ -194,7 +197,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
                 t = st
                 break
             top = stack[-1]
-            end = top[0] if top[0] < st else st
+            end = min(st, top[0])
             add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
             t = end
         while stack and stack[-1][0] <= st:
@@ -224,7 +227,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
             add_s(t), add_e(w1), add_c(untraced), add_o(-1)
             break
         top = stack[-1]
-        end = top[0] if top[0] < w1 else w1
+        end = min(w1, top[0])
         add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
         t = end
     row_cat[:] = resolved_list
@@ -234,8 +237,12 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
 
 def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
               non_nested) -> HostTimeline:
-    owned = seg_pos >= 0
-    self_ns = intervals.sum_by(seg_pos[owned], (seg_end - seg_start)[owned], rows.size)
+    self_ns = np.zeros(rows.size, np.int64)  # owned ns per row, a block of segments at a time
+    block = 1 << 20
+    for lo in range(0, seg_pos.size, block):
+        pos = seg_pos[lo:lo + block]
+        owned = pos >= 0
+        np.add.at(self_ns, pos[owned], (seg_end[lo:lo + block] - seg_start[lo:lo + block])[owned])
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
         seg_cat=seg_cat.astype(np.int32, copy=False), seg_pos=seg_pos.astype(np.int32, copy=False),
@@ -278,27 +285,38 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     by_end, sorted_ends, by_depth, level_bounds, parent = _levels(starts, ends, idx)
     non_nested = 0
     deep = by_depth[level_bounds[1]:]
-    if (ends[deep] > ends[parent[deep]]).any():  # not nested: the loop's tree
+    nested = not (ends[deep] > ends[parent[deep]]).any()
+    del deep
+    resolved = None
+    if nested and level_bounds.size - 2 <= LEVEL_LOOP_MAX_DEPTH:
+        resolved = _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other)
+    if not nested:  # the loop's tree, and ends raised so that it nests
+        del by_end, sorted_ends
         parent, ends, non_nested = _tree(starts, ends, parent, by_depth, level_bounds, idx)
         by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
         sorted_ends = ends[by_end]
-    del deep
-    if level_bounds.size - 2 <= LEVEL_LOOP_MAX_DEPTH and not non_nested:
-        resolved = _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other)
-    else:
-        resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
     del by_depth, level_bounds
+    if resolved is None:
+        resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
     # each boundary's owner (n: untraced), then one merge of the three sorted lists
     last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
     first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
     end_owner = parent[by_end[first_end]]
     end_owner[end_owner < 0] = n
-    times = np.concatenate(([w0], sorted_ends[first_end], starts[last_start]))
-    owners = np.concatenate((np.asarray([n], idx), end_owner, last_start))
-    del by_end, sorted_ends, first_end, end_owner, last_start, parent
-    merged = np.argsort(times, kind="stable")  # a start after an end at the same time
-    times, owners = times[merged], owners[merged]
-    del merged
+    end_t = np.concatenate(([w0], sorted_ends[first_end]))
+    end_o = np.concatenate((np.asarray([n], idx), end_owner))
+    start_t = starts[last_start]
+    del by_end, sorted_ends, first_end, end_owner, parent
+    # merge the two sorted lists, a start after an end at the same time
+    times = np.empty(end_t.size + start_t.size, np.int64)
+    owners = np.empty(times.size, idx)
+    at = np.searchsorted(start_t, end_t, side="left")
+    at += np.arange(end_t.size)
+    times[at], owners[at] = end_t, end_o
+    at = np.searchsorted(end_t, start_t, side="right")
+    at += np.arange(start_t.size)
+    times[at], owners[at] = start_t, last_start
+    del at, end_t, end_o, start_t, last_start
     keep = np.append(times[1:] != times[:-1], True)  # the last entry at each time
     keep &= times < w1
     times, owners = times[keep], owners[keep]
@@ -308,8 +326,11 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     del times, owners, keep, change
     seg_end = np.append(seg_start[1:], w1)
     untraced_seg = owner == n
-    seg_pos = np.where(untraced_seg, -1, owner)
-    seg_cat = np.where(untraced_seg, untraced, resolved[np.minimum(owner, n - 1)])
+    owner[untraced_seg] = n - 1
+    seg_cat = resolved[owner]
+    seg_cat[untraced_seg] = untraced
+    owner[untraced_seg] = -1
+    seg_pos = owner
     return seg_start, seg_end, seg_cat, seg_pos, resolved, non_nested
 
 
@@ -360,30 +381,36 @@ def _resolve_by_ancestor(starts, ends, parent, own, subtree, other) -> np.ndarra
     heads = np.flatnonzero(subtree)
     if heads.size:
         span_end = np.searchsorted(starts, ends[heads], side="left")
-        k = _innermost(heads, span_end, np.arange(n, dtype=np.int64))
+        k = _innermost(heads, span_end, n)
         forced = np.where(k >= 0, own[heads[np.maximum(k, 0)]], -1)
         named = np.where(forced != -1, forced, named)
     return np.where(subtree, own, named).astype(np.int32, copy=False)
 
 
-def _innermost(first: np.ndarray, stop: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """For each position in ``q``, the index of the innermost span ``[first, stop)``
-    holding it (-1: none). The spans are sorted by ``first`` (distinct) and laminar
-    (nested or disjoint), so the rank rule of ``_levels`` applies: a span's level is how
-    many earlier spans hold its first position, a position is held by as many spans as
-    start at or before it minus those that stop by then, and the innermost of them is
-    the last span starting at or before it one level up from there."""
+def _innermost(first: np.ndarray, stop: np.ndarray, n: int) -> np.ndarray:
+    """For each position in ``range(n)``, the index of the innermost span ``[first,
+    stop)`` holding it (-1: none). The spans are sorted by ``first`` (distinct) and
+    laminar (nested or disjoint), so the rank rule of ``_levels`` applies: a span's
+    level is how many earlier spans hold its first position, a position is held by as
+    many spans as start at or before it minus those that stop by then, and the
+    innermost of them is the last span starting at or before it one level up from
+    there. Positions go in blocks, to bound the temporaries."""
     m = first.size
     stops = np.sort(stop)
     key = np.arange(m, dtype=np.int64) - np.searchsorted(stops, first, side="right")  # level
     key *= m + 1
     key += np.arange(m)  # by level, then position
-    by_level = np.argsort(key, kind="stable")
+    by_level = np.argsort(key, kind="stable").astype(np.int32 if m < 2**31 else np.int64)
     key = key[by_level]
-    last = np.searchsorted(first, q, side="right") - 1
-    depth = last + 1 - np.searchsorted(stops, q, side="right")
-    pos = np.searchsorted(key, (depth - 1) * (m + 1) + last, side="right") - 1
-    return np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
+    out = np.empty(n, by_level.dtype)
+    block = 1 << 18
+    for lo in range(0, n, block):
+        q = np.arange(lo, min(n, lo + block), dtype=np.int64)
+        last = np.searchsorted(first, q, side="right") - 1
+        depth = last + 1 - np.searchsorted(stops, q, side="right")
+        pos = np.searchsorted(key, (depth - 1) * (m + 1) + last, side="right") - 1
+        out[lo:lo + q.size] = np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
+    return out
 
 
 def _levels(starts: np.ndarray, ends: np.ndarray, idx):
@@ -406,13 +433,16 @@ def _levels(starts: np.ndarray, ends: np.ndarray, idx):
     level_bounds = np.searchsorted(narrow[by_depth], np.arange(max_depth + 2))
     del narrow
     parent = np.full(n, -1, idx)
-    deep = by_depth[level_bounds[1]:]
-    if deep.size:
-        key = depth[by_depth] * (n + 1)
+    if level_bounds.size > 2:
+        key = depth[by_depth]
+        del depth
+        key *= n + 1
         key += by_depth  # sorted: by depth, then position
-        pos = np.searchsorted(key, (depth[deep] - 1) * (n + 1) + deep) - 1
-        del key
-        parent[deep] = by_depth[pos]
+        query = key[level_bounds[1]:] - (n + 1)  # one level up, same position
+        pos = np.searchsorted(key, query)
+        del key, query
+        pos -= 1
+        parent[by_depth[level_bounds[1]:]] = by_depth[pos]
     return by_end, sorted_ends, by_depth, level_bounds, parent
 
 
@@ -443,8 +473,8 @@ def _tree(starts: np.ndarray, ends: np.ndarray, guess: np.ndarray, by_depth: np.
     ended = ~sibling | (latest[np.maximum(prev, 0)] <= starts[pos])
     del latest, prev
     # a sibling's check counts only while every earlier sibling passed too
-    fails = np.cumsum(~ended)
-    first = np.flatnonzero(~sibling)  # each run of siblings starts with a first child
+    fails = np.cumsum(~ended, dtype=idx)
+    first = np.flatnonzero(~sibling).astype(idx)  # each run of siblings: a first child
     run_start = np.repeat(first, np.diff(np.append(first, n)))
     trusted = fails == fails[run_start]  # a first child passes: no failure since
     del fails, first, run_start, ended, sibling
@@ -465,13 +495,13 @@ def _open_parents(starts: np.ndarray, ends: np.ndarray, idx,
 
     Pointer jumping: each slice ``j`` holds a candidate ``cur[j]`` such that every slice
     strictly between it and ``j`` is known to have ended by ``starts[j]`` (``start_at``,
-    by default the slice just before). If the candidate is open there, it is the
+    which becomes the working array; by default the slice just before). If the candidate is open there, it is the
     parent. If not, ``j`` moves to the candidate's own candidate (its parent, once
     known): everything between those ended by the candidate's start, so by ``j``'s too.
     """
     n = starts.size
     parent = np.full(n, -1, idx)
-    cur = np.arange(-1, n - 1, dtype=idx) if start_at is None else start_at.astype(idx)
+    cur = np.arange(-1, n - 1, dtype=idx) if start_at is None else start_at
     active = np.arange(1, n, dtype=idx)
     if start_at is not None:
         active = active[cur[1:] != -1]  # a trusted -1: no earlier slice is open
