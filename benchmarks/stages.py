@@ -3,7 +3,8 @@
     PYTHONPATH=. python benchmarks/stages.py TRACE [--json OUT]
 
 One fresh process, one run: the functions of each stage are wrapped with timers
-(inclusive wall time, summed over calls; nested stages are indented under the stage
+(inclusive CPU time of the process, summed over calls: on a shared machine wall time
+mostly measures the neighbours; nested stages are indented under the stage
 that calls them), and the peak RSS (``VmHWM``) is read after each top-level stage. The
 wrappers cost a few microseconds per call, so the totals are a little above an
 unwrapped run; use ``bench_hta.py`` for the figures that judge speed. The output JSON
@@ -21,7 +22,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-T0 = time.perf_counter()
+T0 = time.process_time()
+clock = time.process_time
 
 # (module, attribute, stage label, depth): attribute may be "Class.method"
 WRAP = [
@@ -41,9 +43,11 @@ WRAP = [
     ("traceview.explanation", "attribute_host", "host sweep (all lanes)", 0),
     ("traceview.analyses.host", "sweep_order", "sweep order", 1),
     ("traceview.analyses.host", "_classify_rows", "classify rows", 1),
+    ("traceview.analyses.host", "_sweep_nested", "array sweep (nested only, before #15)", 1),
     ("traceview.analyses.host", "_sweep_arrays", "array sweep", 1),
     ("traceview.analyses.host", "_open_parents", "open parents", 2),
     ("traceview.analyses.host", "_subtree_ends", "subtree ends", 2),
+    ("traceview.analyses.host", "_resolve_by_ancestor", "categories by ancestor", 2),
     ("traceview.analyses.host", "_timeline", "timeline (self ns)", 1),
     ("traceview.explanation", "breakdown", "breakdown", 0),
     ("traceview.explanation", "analyze_calls", "calls", 0),
@@ -77,11 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         if depth == 0:
             @functools.wraps(fn)
             def timed(*a, **k):
-                t = time.perf_counter()
+                t = clock()
                 try:
                     return fn(*a, **k)
                 finally:
-                    spent[label] += time.perf_counter() - t
+                    spent[label] += clock() - t
                     calls[label] += 1
                     peak[label] = hwm_mb()
         elif label.startswith("inflate"):
@@ -89,23 +93,23 @@ def main(argv: list[str] | None = None) -> int:
             def timed(*a, **k):  # a generator: time each step
                 it = fn(*a, **k)
                 while True:
-                    t = time.perf_counter()
+                    t = clock()
                     try:
                         piece = next(it)
                     except StopIteration:
-                        spent[label] += time.perf_counter() - t
+                        spent[label] += clock() - t
                         return
-                    spent[label] += time.perf_counter() - t
+                    spent[label] += clock() - t
                     calls[label] += 1
                     yield piece
         else:
             @functools.wraps(fn)
             def timed(*a, **k):
-                t = time.perf_counter()
+                t = clock()
                 try:
                     return fn(*a, **k)
                 finally:
-                    spent[label] += time.perf_counter() - t
+                    spent[label] += clock() - t
                     calls[label] += 1
         return timed
 
@@ -116,11 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             self._dec, self._label = dec, label
 
         def decode(self, *a):
-            t = time.perf_counter()
+            t = clock()
             try:
                 return self._dec.decode(*a)
             finally:
-                spent[self._label] += time.perf_counter() - t
+                spent[self._label] += clock() - t
                 calls[self._label] += 1
 
     for mod_name, attr, label, depth in WRAP:
@@ -142,20 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     import traceview
     from traceview import model
 
-    t_imports = time.perf_counter() - T0
-    t = time.perf_counter()
+    t_imports = clock() - T0
+    t = clock()
     trace = model.build(dec.decode(args.trace))
     ex = traceview.explain(trace)
     from traceview.render.json_report import render_json
 
     out = render_json(ex)
-    total = time.perf_counter() - t
+    total = clock() - t
     if args.json:
         args.json.write_bytes(out)
     rows = [{"stage": lab, "depth": d, "s": round(spent.get(lab, 0.0), 4),
              "calls": calls.get(lab, 0), "peak_mb": round(peak[lab], 1) if lab in peak else None}
             for lab, d in order]
-    print(f"{args.trace}: imports {t_imports:.2f} s, load + explain + render {total:.2f} s, "
+    print(f"{args.trace}: CPU s: imports {t_imports:.2f}, load + explain + render {total:.2f}; "
           f"peak RSS {hwm_mb():.0f} MiB")
     print("| stage | s | calls | peak MiB after |\n|---|---:|---:|---:|")
     for r in rows:

@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import FIXTURES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import make_large_trace  # noqa: E402
+import make_large_trace
 
 FIXTURE = FIXTURES / "triton_mul_1x4096_f32_stack.json.gz"
 HOST_WORK = ("python_function", "cpu_op", "cuda_runtime", "cuda_driver")  # labels overlap freely

@@ -57,7 +57,12 @@ class HostTimeline:
         return np.where(self.seg_pos >= 0, self.rows[np.maximum(self.seg_pos, 0)], -1)
 
     def totals(self) -> dict[str, int]:
-        ns = intervals.sum_by(self.seg_cat, self.seg_end - self.seg_start, len(self.categories))
+        ns = np.zeros(len(self.categories), np.int64)
+        block = 1 << 20  # a block of segments at a time: no window-sized temporaries
+        for lo in range(0, self.seg_cat.size, block):
+            hi = lo + block
+            ns += intervals.sum_by(self.seg_cat[lo:hi], self.seg_end[lo:hi] - self.seg_start[lo:hi],
+                                   len(self.categories))
         return dict(zip(self.categories, ns.tolist()))
 
     def category_set(self, category: str) -> intervals.Set:
