@@ -51,7 +51,7 @@ def _overhangs(events: list[dict]) -> int:
 
 def test_plants_overhangs_and_names_deterministically(tmp_path):
     a, b, plain = tmp_path / "a.json.gz", tmp_path / "b.json.gz", tmp_path / "p.json.gz"
-    kw = dict(overhangs=5, overhang_max_us=50_000.0, name_variants=3, seed=7)
+    kw = {"overhangs": 5, "overhang_max_us": 50_000.0, "name_variants": 3, "seed": 7}
     info = make_large_trace.build(FIXTURE, 5_000_000, a, 6, **kw)
     make_large_trace.build(FIXTURE, 5_000_000, b, 6, **kw)
     make_large_trace.build(FIXTURE, 5_000_000, plain, 6)
