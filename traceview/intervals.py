@@ -63,15 +63,6 @@ def start_order(starts: np.ndarray,
     return order
 
 
-def rank_sorted(a: np.ndarray, q: np.ndarray, side: str = "left") -> np.ndarray:
-    """``np.searchsorted(a, q, side)`` when ``q`` is sorted too: one merge of the two
-    sorted runs (a stable sort finds them), instead of a binary search per query."""
-    both = np.concatenate((q, a) if side == "left" else (a, q))
-    merged = np.argsort(both, kind="stable")
-    is_q = merged < q.size if side == "left" else merged >= a.size
-    return np.flatnonzero(is_q) - np.arange(q.size)
-
-
 def length(iv: Set) -> int:
     """Total length of a disjoint set."""
     s, e = iv
