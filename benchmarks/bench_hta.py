@@ -143,6 +143,26 @@ if method != "gunzip_zlib":
         from isal import isal_zlib as inflate
     except ImportError:
         pass
+if method == "streamed_typed":
+    # inflate + msgspec typed decode, streamed as traceview reads (ISA-L pieces, cut at
+    # event boundaries into ~8 MB chunks, each decoded into structs and dropped): the
+    # floor for any decoder that makes a Python object per event
+    from traceview.io.decode import _FAST
+    from traceview.io.pieces import pieces
+    from traceview.io.splitter import Splitter
+
+    count = [0]
+    def chunk(text):
+        count[0] += len(_FAST.decode(text))
+    from pathlib import Path
+    sp = Splitter(Path(path), chunk)
+    for piece in pieces(Path(path), [0]):
+        sp.push(piece)
+    sp.finish()
+    dt = time.perf_counter() - t0
+    print(json.dumps({"s": dt, "n": count[0], "inflate": "pieces",
+                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    raise SystemExit(0)
 if data[:2] == b"\x1f\x8b":
     isize = int.from_bytes(data[-4:], "little")
     d = inflate.decompressobj(31)
@@ -176,13 +196,14 @@ print(json.dumps({"s": dt, "n": n, "inflate": inflate.__name__,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
 
-FLOORS = ("gunzip_zlib", "gunzip", "msgspec", "orjson", "msgspec_typed")
+FLOORS = ("gunzip_zlib", "gunzip", "msgspec", "orjson", "msgspec_typed", "streamed_typed")
 FLOOR_NAMES = {
     "gunzip_zlib": "floor: gunzip only (zlib)",
     "gunzip": "floor: gunzip only (ISA-L)",
     "msgspec": "floor: gunzip + msgspec.json.decode (generic)",
     "orjson": "floor: gunzip + orjson.loads (generic, gc off)",
     "msgspec_typed": "floor: gunzip + msgspec typed decode (args raw)",
+    "streamed_typed": "floor: streamed inflate + msgspec typed decode (traceview's chunks)",
 }
 
 # --------------------------------------------------------------------------- helpers
@@ -570,35 +591,40 @@ def report(res: dict) -> str:
         title = f"{size} MB target" if size in res["sizes"] else f"{size} (variant)"
         lines.append(
             f"\n## {title}: {mb:.1f} MB decompressed, {info['file_bytes'] / 1e6:.1f} MB gzip, "
-            f"{info['events']:,} events ({info['copies']} copies)\n"
+            f"{info['events']:,} events ({info.get('copies', '?')} copies)\n"
         )
         lines.append(
-            "| tool | runs | median s | min s | max s | median peak MB | other load | ratio |"
+            "| tool | runs | median s | min s | max s | median CPU s | median peak MB "
+            "| other load | ratio |"
         )
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
 
         def row(name, rs, ratio=""):
             ok = [r for r in rs if r["rc"] == 0]
             if not rs:
                 return
             t = [r["wall_s"] for r in ok] or [float("nan")]
+            c = [r["user_s"] + r["sys_s"] for r in ok] or [float("nan")]
             m = [r["peak_mb"] for r in ok] or [float("nan")]
             # CPU-seconds per second that other processes took on the pinned core
             o = [r["other_load_pinned_core"] for r in ok if "other_load_pinned_core" in r]
             lines.append(
                 f"| {name} | {len(ok)}/{len(rs)} | {med(t):.2f} | {min(t):.2f} | {max(t):.2f} "
-                f"| {med(m):.0f} | {med(o):.2f} | {ratio} |"
+                f"| {med(c):.2f} | {med(m):.0f} | {med(o):.2f} | {ratio} |"
             )
 
         tv = [r for r in runs.get("traceview", []) if r["rc"] == 0]
         hta = [r for r in runs.get("hta", []) if r["rc"] == 0]
         tv_t, tv_m = med([r["wall_s"] for r in tv]), med([r["peak_mb"] for r in tv])
         h_t, h_m = med([r["wall_s"] for r in hta]), med([r["peak_mb"] for r in hta])
+        tv_c = med([r["user_s"] + r["sys_s"] for r in tv])
+        h_c = med([r["user_s"] + r["sys_s"] for r in hta])
         row("traceview (.json.gz)", runs.get("traceview", []))
         row(
             "HTA 0.5.0 (.json.gz)",
             runs.get("hta", []),
-            f"HTA/tv time **{h_t / tv_t:.1f}x**, tv/HTA RSS **{tv_m / h_m:.2f}**"
+            f"HTA/tv time **{h_t / tv_t:.1f}x** (CPU {h_c / tv_c:.1f}x), "
+            f"tv/HTA RSS **{tv_m / h_m:.2f}**"
             if tv and hta
             else "",
         )
@@ -690,10 +716,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--profile", type=float, default=None, help="cProfile traceview at this size")
     ap.add_argument("--report-only", action="store_true", help="print the tables of results.json")
+    ap.add_argument(
+        "--real-cuts",
+        type=Path,
+        default=None,
+        help="run on the time-prefix cuts of a real trace made by cut_trace.py in this "
+        "directory (its cuts.json) instead of generated traces; --reps per cut",
+    )
+    ap.add_argument(
+        "--stages",
+        default="",
+        help="sizes (comma list): also record one benchmarks/stages.py run (stage table, "
+        "not timed into the tables) on each",
+    )
     args = ap.parse_args(argv)
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
+    # every child (traceview, floors, stages) imports this tree's traceview, not an
+    # installed copy
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     suffix = f"_{args.tag}" if args.tag else ""
     res_path = work / f"results{suffix}.json"
     if args.report_only:
@@ -714,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
 
     fixture = work / "fixture" / (args.fixture.name.split(".")[0] + ".kineto.json.gz")
-    layout = kineto_layout(args.fixture, fixture)
+    layout = kineto_layout(args.fixture, fixture) if args.real_cuts is None else {}
 
     res = {
         "argv": sys.argv,
@@ -760,7 +803,20 @@ def main(argv: list[str] | None = None) -> int:
 
     # Inputs first, so that generation does not interleave with the timed runs.
     paths = {}
-    for size in sizes:
+    if args.real_cuts is not None:  # time-prefix cuts of a real trace (cut_trace.py)
+        cuts = json.loads((args.real_cuts / "cuts.json").read_text())
+        sizes = [int(k) if k.isdigit() else k for k in cuts]
+        reps = reps * len(sizes) if len(reps) == 1 else reps
+        res["sizes"], res["reps"] = sizes, reps
+        res["real_cuts"] = str(args.real_cuts)
+    for size in sizes if args.real_cuts is not None else ():
+        gz = args.real_cuts / f"{size}mb" / f"real_{size}mb.json.gz"
+        info = dict(cuts[str(size)], copies="real")
+        res["traces"][str(size)] = info
+        paths[size] = (gz, None)
+        print(f"trace {size} MB: {info['bytes'] / 1e6:.1f} MB, {info['events']:,} events (real)",
+              file=sys.stderr)
+    for size in sizes if args.real_cuts is None else ():
         gz = work / "traces" / f"{size}mb" / f"rank0_{size}mb.json.gz"
         plain = work / "plain" / f"{size}mb" / f"rank0_{size}mb.json"
         info = make_trace(fixture, size, gz)
@@ -772,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{info['events']:,} events",
             file=sys.stderr,
         )
-    entries = [(size, *paths[size], nrep) for size, nrep in zip(sizes, reps)]
+    entries = [(size, *paths[size], nrep, True) for size, nrep in zip(sizes, reps)]
     res["variants"] = []
     for x in filter(None, args.one_step.split(",")):
         size = float(x) if "." in x else int(x)
@@ -782,18 +838,18 @@ def main(argv: list[str] | None = None) -> int:
         make_trace(fixture, size, base)  # cached when --sizes has it
         res["traces"][label] = one_step_variant(base, gz)
         res["variants"].append(label)
-        entries.append((label, gz, None, reps[-1]))
+        entries.append((label, gz, None, reps[-1], False))
     save()
 
     tv = traceview_cmd()
     t_all = time.perf_counter()
-    for size, gz, plain, nrep in entries:
+    for size, gz, plain, nrep, with_floors in entries:
         jobs = {"traceview": [*tv, "explain", str(gz), "--format", "json"]}
         if plain is not None:
             jobs["traceview_plain"] = [*tv, "explain", str(plain), "--format", "json"]
         if hta:
             jobs["hta"] = [hta["python"], str(work / "hta_driver.py"), str(gz.parent)]
-        for fl in FLOORS if plain is not None else ():  # variants: same bytes, no floors
+        for fl in FLOORS if with_floors else ():  # variants: same bytes, no floors
             jobs["floor_" + fl] = [sys.executable, str(work / "floor_driver.py"), fl, str(gz)]
         runs = res["runs"].setdefault(str(size), {})
         for rep in range(nrep):
@@ -839,6 +895,17 @@ def main(argv: list[str] | None = None) -> int:
         i = out.rfind("\n", 0, i) + 1 if i >= 0 else -1
         prof.write_text(out[i:] if i >= 0 else out + p.stderr)
         res["profile"] = str(prof)
+    for x in filter(None, args.stages.split(",")):
+        size = int(x) if x.isdigit() else x
+        gz = paths[size][0]
+        out = work / f"stages_{size}{suffix}.json"
+        cmd, pre = pin([sys.executable, str(ROOT / "benchmarks" / "stages.py"), str(gz),
+                        "--stats", str(out)], cpu)
+        p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=pre, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+        res.setdefault("stages", {})[str(size)] = {"table": p.stdout, "stats": str(out),
+                                                  "rc": p.returncode}
+        save()
     res["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     save()
     text = report(res)

@@ -100,15 +100,25 @@ def split_events(doc: bytes) -> tuple[str, list[str], list[str], str]:
     return header, texts, seps, trailer
 
 
-def compile_event(text: str) -> tuple[list[str], list[tuple[str, int]]]:
+def compile_event(text: str, dur: bool = False,
+                  pyname: bool = False) -> tuple[list[str], list[tuple[str, int]]]:
     """Split an event's text into literal pieces and slots (kind, original value).
 
-    kind is "ts" (value in ns) or an id namespace (value as int).
-    ``len(pieces) == len(slots) + 1``.
+    kind is "ts" (value in ns), "dur" (in ns; only with ``dur``), "pyname" (the
+    ``.py(`` of a Python frame's name; only with ``pyname``) or an id namespace (value
+    as int). ``len(pieces) == len(slots) + 1``.
     """
     found = []
     for m in _TS_RE.finditer(text):
         found.append((m.start(2), m.end(2), "ts", to_ns(m.group(2))))
+    if dur:
+        m = _DUR_RE.search(text)
+        if m:
+            found.append((m.start(2), m.end(2), "dur", to_ns(m.group(2))))
+    if pyname:
+        m = _PYNAME_RE.search(text)
+        if m:
+            found.append((m.start(1), m.end(1), "pyname", 0))
     for m in _ID_RE.finditer(text):
         found.append((m.start(3), m.end(3), _ID_KEYS[m.group(2)], int(m.group(3))))
     found.sort()
@@ -125,7 +135,44 @@ def is_tail(ev: dict) -> bool:
     return ev.get("ph") in ("M", "i") or ev.get("cat") == "Trace"
 
 
-def build(fixture: Path, target_bytes: int, out: Path, level: int) -> dict:
+_PYNAME_RE = re.compile(r'"name"\s*:\s*"[^"\\]*?(\.py\()')
+
+
+def nested_parents(decoded: list[dict]) -> dict[int, int]:
+    """Event index -> index of its enclosing event on the same thread (X events that
+    nest in it: the fixture's own tree, from exact ns)."""
+    by_thread: dict[tuple, list[tuple[int, int, int]]] = {}
+    for i, ev in enumerate(decoded):
+        if ev.get("ph") != "X" or "ts" not in ev or "dur" not in ev:
+            continue
+        ts, dur = to_ns(repr_us(ev["ts"])), to_ns(repr_us(ev["dur"]))
+        by_thread.setdefault((ev.get("pid"), ev.get("tid")), []).append((ts, -dur, i))
+    parent: dict[int, int] = {}
+    for items in by_thread.values():
+        items.sort()
+        stack: list[tuple[int, int]] = []  # (end, index)
+        for ts, neg, i in items:
+            while stack and stack[-1][0] <= ts:
+                stack.pop()
+            if stack and ts - neg <= stack[-1][0]:
+                parent[i] = stack[-1][1]
+            stack.append((ts - neg, i))
+    return parent
+
+
+def repr_us(v) -> str:
+    """A decoded us number back to its decimal text (3 decimals at most)."""
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def build(fixture: Path, target_bytes: int, out: Path, level: int, *, overhangs: int = 0,
+          overhang_max_us: float = 1_900_000.0, name_variants: int = 1, seed: int = 0) -> dict:
+    """``overhangs``: per body copy, that many ``python_function`` slices (chosen at
+    random, seeded) are made to outlive their parent by 1 us to ``overhang_max_us``
+    (log-uniform), as real traces' slices that overlap their parent without nesting
+    do. ``name_variants`` > 1: copy k renames its Python frames ``file.py(...)`` to
+    ``file_v{k % name_variants}.py(...)`` (variant 0 keeps the name), so the trace holds
+    that many times more distinct frame names, as a long real capture does."""
     doc = read_fixture(fixture)
     header, texts, seps, trailer = split_events(doc)
     decoded = [msgspec.json.decode(t) for t in texts]
@@ -152,11 +199,22 @@ def build(fixture: Path, target_bytes: int, out: Path, level: int) -> dict:
     # One offset per id namespace: larger than every id of that namespace in the fixture.
     id_max: dict[str, int] = {}
     compiled = {}
+    body_set = set(body_idx)
+    parents = nested_parents(decoded) if overhangs else {}
+    # overhang candidates: Python frames inside another slice (index -> that slice's end)
+    over_end = {}
+    for i, par in parents.items():
+        if i in body_set and decoded[i].get("cat") == "python_function":
+            over_end[i] = to_ns(repr_us(decoded[par]["ts"])) + to_ns(repr_us(decoded[par]["dur"]))
     for i in range(len(texts)):
-        pieces, slots = compile_event(texts[i])
+        pieces, slots = compile_event(texts[i], dur=i in over_end,
+                                      pyname=name_variants > 1 and i in body_set
+                                      and decoded[i].get("cat") == "python_function")
+        if i in over_end:
+            slots = [(k, (i, v) if k == "dur" else v) for k, v in slots]
         compiled[i] = (pieces, slots)
         for kind, value in slots:
-            if kind != "ts":
+            if kind in _ID_KEYS.values():
                 id_max[kind] = max(id_max.get(kind, 0), value)
     id_offset = {k: v + 1 for k, v in id_max.items()}
 
@@ -180,12 +238,35 @@ def build(fixture: Path, target_bytes: int, out: Path, level: int) -> dict:
         acc += sep
     lit.append(acc)
 
+    # the overhanging slices of each copy: event index -> new dur in ns
+    cand = sorted(over_end)
+    planted: list[dict[int, int]] = []
+    body_end = end_ns + (copies - 1) * period_ns
+    for k in range(copies if overhangs else 0):
+        rng = np.random.default_rng([seed, k])
+        pick = rng.choice(len(cand), min(overhangs, len(cand)), replace=False)
+        extra = np.exp(rng.uniform(np.log(1000.0), np.log(overhang_max_us * 1000.0), pick.size))
+        chosen = {}
+        for j, x in zip(pick.tolist(), extra.tolist()):
+            i = cand[j]
+            ts = to_ns(repr_us(decoded[i]["ts"]))
+            par_end = over_end[i] + k * period_ns
+            chosen[i] = min(par_end + int(x), body_end) - ts - k * period_ns
+        planted.append(chosen)
+
     def render_body(k: int) -> str:
         parts = [lit[0]]
         ts_shift = k * period_ns
+        variant = k % name_variants
+        over = planted[k] if planted else {}
         for kind, value, piece in zip(kinds, vals, lit[1:]):
             if kind == "ts":
                 parts.append(fmt_ns(value + ts_shift))
+            elif kind == "dur":
+                i, dur = value
+                parts.append(fmt_ns(over.get(i, dur)))
+            elif kind == "pyname":
+                parts.append(f"_v{variant}.py(" if variant else ".py(")
             else:
                 parts.append(str(value + k * id_offset[kind]))
             parts.append(piece)
@@ -242,6 +323,8 @@ def build(fixture: Path, target_bytes: int, out: Path, level: int) -> dict:
         "file_bytes": out.stat().st_size,
         "period_us": period_ns / 1000,
         "id_offsets": id_offset,
+        "overhangs": sum(len(c) for c in planted),
+        "name_variants": name_variants,
     }
 
 
@@ -257,9 +340,18 @@ def main(argv: list[str] | None = None) -> int:
         "--fixture", type=Path, default=DEFAULT_FIXTURE, help="trace whose events are repeated"
     )
     ap.add_argument("--level", type=int, default=6, help="gzip level for .gz output (default 6)")
+    ap.add_argument("--overhangs", type=int, default=0,
+                    help="per copy, Python frames made to outlive their parent (default 0)")
+    ap.add_argument("--overhang-max-us", type=float, default=1_900_000.0,
+                    help="longest overhang, us (log-uniform from 1 us; default 1.9 s)")
+    ap.add_argument("--name-variants", type=int, default=1,
+                    help="distinct renamings of the Python frames, one per copy mod N")
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    info = build(args.fixture, int(args.mb * 1e6), args.out, args.level)
+    info = build(args.fixture, int(args.mb * 1e6), args.out, args.level,
+                 overhangs=args.overhangs, overhang_max_us=args.overhang_max_us,
+                 name_variants=args.name_variants, seed=args.seed)
     dt = time.perf_counter() - t0
     print(
         f"{args.out}: {info['bytes'] / 1e6:.1f} MB decompressed ({info['file_bytes'] / 1e6:.1f} MB on disk), "

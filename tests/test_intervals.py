@@ -73,10 +73,3 @@ def test_start_order_is_lexsort(rows):
     a = np.asarray(rows, np.int64).reshape(-1, 3)
     got = iv.start_order(a[:, 0], lambda sub: (a[sub, 2], -a[sub, 1]))
     assert got.tolist() == np.lexsort((a[:, 2], -a[:, 1], a[:, 0])).tolist()
-
-
-@given(st.lists(st.integers(-5, 30), max_size=40), st.lists(st.integers(-5, 30), max_size=40),
-       st.sampled_from(["left", "right"]))
-def test_rank_sorted_is_searchsorted(a, q, side):
-    a, q = np.sort(np.asarray(a, np.int64)), np.sort(np.asarray(q, np.int64))
-    assert iv.rank_sorted(a, q, side).tolist() == np.searchsorted(a, q, side).tolist()

@@ -63,15 +63,6 @@ def start_order(starts: np.ndarray,
     return order
 
 
-def rank_sorted(a: np.ndarray, q: np.ndarray, side: str = "left") -> np.ndarray:
-    """``np.searchsorted(a, q, side)`` when ``q`` is sorted too: one merge of the two
-    sorted runs (a stable sort finds them), instead of a binary search per query."""
-    both = np.concatenate((q, a) if side == "left" else (a, q))
-    merged = np.argsort(both, kind="stable")
-    is_q = merged < q.size if side == "left" else merged >= a.size
-    return np.flatnonzero(is_q) - np.arange(q.size)
-
-
 def length(iv: Set) -> int:
     """Total length of a disjoint set."""
     s, e = iv
@@ -98,7 +89,19 @@ def covered_before(iv: Set, t: np.ndarray | int) -> np.ndarray:
     t = np.asarray(t, dtype=np.int64)
     if s.size == 0:
         return np.zeros(t.shape, dtype=np.int64)
-    prefix = np.concatenate(([0], np.cumsum(e - s)))
+    return _covered_before(s, e, _prefix(s, e), t)
+
+
+def _prefix(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """``prefix[k]``: the length of the first ``k`` intervals (built in place: one array)."""
+    prefix = np.empty(s.size + 1, np.int64)
+    prefix[0] = 0
+    np.subtract(e, s, out=prefix[1:])
+    np.cumsum(prefix[1:], out=prefix[1:])
+    return prefix
+
+
+def _covered_before(s: np.ndarray, e: np.ndarray, prefix: np.ndarray, t: np.ndarray) -> np.ndarray:
     k = np.searchsorted(s, t, side="right")  # intervals starting at or before t
     idx = np.maximum(k - 1, 0)
     partial = np.clip(np.minimum(t, e[idx]) - s[idx], 0, None)
@@ -107,7 +110,13 @@ def covered_before(iv: Set, t: np.ndarray | int) -> np.ndarray:
 
 def overlap(iv: Set, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """For each query interval, the length of its intersection with the set."""
-    return covered_before(iv, ends) - covered_before(iv, starts)
+    s, e = iv
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if s.size == 0:
+        return np.zeros(np.broadcast(starts, ends).shape, dtype=np.int64)
+    prefix = _prefix(s, e)  # once for both ends
+    return _covered_before(s, e, prefix, ends) - _covered_before(s, e, prefix, starts)
 
 
 def overlap_pairs(iv: Set, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

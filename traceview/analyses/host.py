@@ -27,6 +27,9 @@ from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
 # hot_functions offsets each function's times past the previous one's: only while that
 # stays within int64 (functions x window length); otherwise it unions one by one
 UNION_OFFSET_LIMIT = 2**62
+# categories resolve one depth level at a time up to this depth (nested traces), and
+# from nearest ancestors beyond it or when slices overlap without nesting
+LEVEL_LOOP_MAX_DEPTH = 512
 LABEL_CATS = frozenset({"user_annotation", "Trace"}) | DEVICE_CATS
 OVERLAY_CATS = frozenset({"overhead"})
 
@@ -54,7 +57,12 @@ class HostTimeline:
         return np.where(self.seg_pos >= 0, self.rows[np.maximum(self.seg_pos, 0)], -1)
 
     def totals(self) -> dict[str, int]:
-        ns = intervals.sum_by(self.seg_cat, self.seg_end - self.seg_start, len(self.categories))
+        ns = np.zeros(len(self.categories), np.int64)
+        block = 1 << 20  # a block of segments at a time: no window-sized temporaries
+        for lo in range(0, self.seg_cat.size, block):
+            hi = lo + block
+            ns += intervals.sum_by(self.seg_cat[lo:hi], self.seg_end[lo:hi] - self.seg_start[lo:hi],
+                                   len(self.categories))
         return dict(zip(self.categories, ns.tolist()))
 
     def category_set(self, category: str) -> intervals.Set:
@@ -142,8 +150,8 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
 
 def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleSet, *,
                    general: bool = False, rows: np.ndarray | None = None) -> HostTimeline:
-    """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep,
-    which also handles slices that overlap without nesting; tests compare the two).
+    """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep:
+    the plain reference the array sweep is tested against, overlaps of any kind).
     ``rows``: the lane's rows from ``host_rows_by_lane``, when already computed."""
     cats = category_ids(rules)
     code = {c: i for i, c in enumerate(cats)}
@@ -158,15 +166,19 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     ends = np.minimum(s.end[rows], w1)
     # start, then longest first; identical spans ordered by content, not file order
     order = sweep_order(trace, rows, starts, ends)
-    rows, starts, ends = rows[order], starts[order], ends[order]
+    del starts, ends  # taken again in sweep order: one copy of each at a time
+    rows = rows[order]
     del order
+    starts = np.maximum(s.start[rows], w0)
+    ends = np.minimum(s.end[rows], w1)
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else _sweep_nested(starts, ends, own_code, own_subtree, w0, w1,
+    fast = None if general else _sweep_arrays(starts, ends, own_code, own_subtree, w0, w1,
                                               untraced, other)
     if fast is not None:
-        seg_start, seg_end, seg_cat, seg_pos, row_cat = fast
-        return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat, 0)
+        seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
+        return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
+                         non_nested)
     row_cat = np.empty(rows.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
@@ -190,7 +202,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
                 t = st
                 break
             top = stack[-1]
-            end = top[0] if top[0] < st else st
+            end = min(st, top[0])
             add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
             t = end
         while stack and stack[-1][0] <= st:
@@ -220,7 +232,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
             add_s(t), add_e(w1), add_c(untraced), add_o(-1)
             break
         top = stack[-1]
-        end = top[0] if top[0] < w1 else w1
+        end = min(w1, top[0])
         add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
         t = end
     row_cat[:] = resolved_list
@@ -230,8 +242,12 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
 
 def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
               non_nested) -> HostTimeline:
-    owned = seg_pos >= 0
-    self_ns = intervals.sum_by(seg_pos[owned], (seg_end - seg_start)[owned], rows.size)
+    self_ns = np.zeros(rows.size, np.int64)  # owned ns per row, a block of segments at a time
+    block = 1 << 20
+    for lo in range(0, seg_pos.size, block):
+        pos = seg_pos[lo:lo + block]
+        owned = pos >= 0
+        np.add.at(self_ns, pos[owned], (seg_end[lo:lo + block] - seg_start[lo:lo + block])[owned])
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
         seg_cat=seg_cat.astype(np.int32, copy=False), seg_pos=seg_pos.astype(np.int32, copy=False),
@@ -240,55 +256,97 @@ def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
     )
 
 
-def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
+def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
                   w0: int, w1: int, untraced: int, other: int):
-    """The sweep's result computed with array operations, when slices nest properly.
+    """The loop sweep's result computed with array operations, for any overlaps.
 
-    Slices are sorted by start, longest first. The depth of slice i is how many earlier
-    slices are still open at its start; its parent is the last earlier slice one level
-    up; and the slices nest properly exactly when every slice ends within its parent
-    (checked; otherwise ``None`` and the caller runs the general sweep). Categories
-    resolve level by level.
+    Slices are sorted by start, longest first. The loop's parent of a slice is the last
+    earlier slice still open at its start, and the owner of an instant is the open slice
+    that started last. When slices nest properly, the depth of slice i is how many
+    earlier slices are still open at its start and its parent is the last earlier slice
+    one level up (``_levels``; checked: every slice ends within that parent).
 
-    The owner (the deepest open slice) only changes at a boundary. At a time where
-    slices start, it is the last of them. At a time where slices only end, it is the
-    parent of the outermost of them (the first in sweep order): nesting means every
-    other open slice there is one of its ancestors. So the owner of each piece comes
-    from the boundaries' own entries, one merge of three sorted lists, no search. Same
-    answers as the loop: tests compare both.
+    When some slice outlives its parent (a known profiler corruption, thousands of times
+    in real ``with_stack`` traces), ``_tree`` finds the loop's parents exactly instead,
+    and raises each slice's end to the latest end in its subtree. In the loop's tree a
+    slice's descendants are the slices right after it in sweep order, as long as each
+    starts while the subtree is still open; so the raised spans nest properly, with the
+    same parent for every slice and the same owner for every instant (a raised slice
+    covers no instant that one of its later descendants does not). Overhanging slices
+    are counted (``non_nested``) against their own ends, as the loop counts them.
+
+    Categories resolve level by level. The owner (the deepest open slice) only changes
+    at a boundary. At a time where slices start, it is the last of them. At a time where
+    slices only end, it is the parent of the outermost of them (the first in sweep
+    order): nesting means every other open slice there is one of its ancestors. So the
+    owner of each piece comes from the boundaries' own entries, one merge of three
+    sorted lists, no search. Same answers as the loop: tests compare both on nested
+    trees, on trees with overhanging slices and on random overlapping sets.
     """
     n = starts.size
     if n == 0:
         return None
     idx = np.int32 if n < 2**31 - 1 else np.int64
-    by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
-    sorted_ends = ends[by_end]
-    depth = np.arange(n, dtype=np.int64)
-    depth -= intervals.rank_sorted(sorted_ends, starts, side="right")
-    max_depth = int(depth.max())
-    narrow = depth.astype(np.int16) if max_depth < 2**15 else depth
-    by_depth = np.argsort(narrow, kind="stable").astype(idx, copy=False)  # radix sort
-    level_bounds = np.searchsorted(narrow[by_depth], np.arange(max_depth + 2))
-    del narrow
-    parent = np.full(n, -1, idx)
+    by_end, sorted_ends, by_depth, level_bounds, parent = _levels(starts, ends, idx)
+    non_nested = 0
     deep = by_depth[level_bounds[1]:]
-    if deep.size:
-        key = depth[by_depth] * (n + 1)
-        key += by_depth  # sorted: by depth, then position
-        pos = intervals.rank_sorted(key, (depth[deep] - 1) * (n + 1) + deep) - 1
-        del key
-        cand = by_depth[np.maximum(pos, 0)]
-        if (pos < 0).any() or (depth[cand] != depth[deep] - 1).any():
-            return None
-        if (ends[deep] > ends[cand]).any():
-            return None  # a slice outlives its parent: not nested
-        parent[deep] = cand
-        del pos, cand
-    del depth
-    # categories, one depth level at a time
+    nested = not (ends[deep] > ends[parent[deep]]).any()
+    del deep
+    resolved = None
+    if nested and level_bounds.size - 2 <= LEVEL_LOOP_MAX_DEPTH:
+        resolved = _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other)
+    if not nested:  # the loop's tree, and ends raised so that it nests
+        del by_end, sorted_ends
+        parent, ends, non_nested = _tree(starts, ends, parent, by_depth, level_bounds, idx)
+        by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
+        sorted_ends = ends[by_end]
+    del by_depth, level_bounds
+    if resolved is None:
+        resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
+    # each boundary's owner (n: untraced), then one merge of the three sorted lists
+    last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
+    first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
+    end_owner = parent[by_end[first_end]]
+    end_owner[end_owner < 0] = n
+    end_t = np.concatenate(([w0], sorted_ends[first_end]))
+    end_o = np.concatenate((np.asarray([n], idx), end_owner))
+    start_t = starts[last_start]
+    del by_end, sorted_ends, first_end, end_owner, parent
+    # merge the two sorted lists, a start after an end at the same time
+    times = np.empty(end_t.size + start_t.size, np.int64)
+    owners = np.empty(times.size, idx)
+    at = np.searchsorted(start_t, end_t, side="left")
+    at += np.arange(end_t.size)
+    times[at], owners[at] = end_t, end_o
+    at = np.searchsorted(end_t, start_t, side="right")
+    at += np.arange(start_t.size)
+    times[at], owners[at] = start_t, last_start
+    del at, end_t, end_o, start_t, last_start
+    keep = np.append(times[1:] != times[:-1], True)  # the last entry at each time
+    keep &= times < w1
+    times, owners = times[keep], owners[keep]
+    change = np.append(True, owners[1:] != owners[:-1])  # maximal runs of one owner
+    seg_start = times[change]
+    owner = owners[change]
+    del times, owners, keep, change
+    seg_end = np.append(seg_start[1:], w1)
+    untraced_seg = owner == n
+    owner[untraced_seg] = n - 1
+    seg_cat = resolved[owner]
+    seg_cat[untraced_seg] = untraced
+    owner[untraced_seg] = -1
+    seg_pos = owner
+    return seg_start, seg_end, seg_cat, seg_pos, resolved, non_nested
+
+
+def _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other) -> np.ndarray:
+    """Each slice's category, one depth level at a time (the loop's rule: a ``subtree``
+    slice forces its own category on its subtree, a forced category wins, ``inherit``
+    takes the parent's, the top level inherits ``other``)."""
+    n = parent.size
     resolved = np.empty(n, np.int32)
     forced = np.full(n, -1, np.int32)
-    for d in range(max_depth + 1):
+    for d in range(level_bounds.size - 1):
         lv = by_depth[level_bounds[d]:level_bounds[d + 1]]
         oc, sub = own[lv], subtree[lv]
         if d == 0:
@@ -299,30 +357,188 @@ def _sweep_nested(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
             fp, cp = forced[p], resolved[p]
         resolved[lv] = np.where(sub, oc, np.where(fp != -1, fp, np.where(oc == -1, cp, oc)))
         forced[lv] = np.where(sub, oc, fp)
-    del forced, by_depth, deep
-    # each boundary's owner (n: untraced), then one merge of the three sorted lists
-    last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
-    first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
-    end_owner = parent[by_end[first_end]]
-    end_owner[end_owner < 0] = n
-    times = np.concatenate(([w0], sorted_ends[first_end], starts[last_start]))
-    owners = np.concatenate((np.asarray([n], idx), end_owner, last_start))
-    del by_end, sorted_ends, first_end, end_owner, last_start, parent
-    merged = np.argsort(times, kind="stable")  # a start after an end at the same time
-    times, owners = times[merged], owners[merged]
-    del merged
-    keep = np.append(times[1:] != times[:-1], True)  # the last entry at each time
-    keep &= times < w1
-    times, owners = times[keep], owners[keep]
-    change = np.append(True, owners[1:] != owners[:-1])  # maximal runs of one owner
-    seg_start = times[change]
-    owner = owners[change]
-    del times, owners, keep, change
-    seg_end = np.append(seg_start[1:], w1)
-    untraced_seg = owner == n
-    seg_pos = np.where(untraced_seg, -1, owner)
-    seg_cat = np.where(untraced_seg, untraced, resolved[np.minimum(owner, n - 1)])
-    return seg_start, seg_end, seg_cat, seg_pos, resolved
+    return resolved
+
+
+def _resolve_by_ancestor(starts, ends, parent, own, subtree, other) -> np.ndarray:
+    """The same categories without a pass per depth level (overhanging slices can make
+    the loop's tree thousands of levels deep), from two nearest ancestors.
+
+    Unrolling the level rule: a ``subtree`` slice takes its own category; otherwise the
+    nearest ``subtree`` ancestor's category, when it names one; otherwise the category
+    of the nearest ancestor-or-self that names one or is a ``subtree`` slice (which may
+    be ``inherit`` itself, as in the level rule); with none, ``other``. The nearest
+    ``subtree`` ancestor is the innermost ``subtree`` slice whose span of positions (its
+    subtree: the slices after it that start before it ends, ``ends`` nesting properly)
+    holds the slice; the nearest naming ancestor is found by pointer jumping over the
+    chains of ``inherit`` slices, which are short.
+    """
+    n = parent.size
+    marked = subtree | (own != -1)
+    near = np.where(marked, np.arange(n, dtype=parent.dtype), parent)
+    todo = np.flatnonzero(~marked)
+    while todo.size:
+        c = near[todo]
+        todo = todo[(c >= 0) & ~marked[np.maximum(c, 0)]]
+        near[todo] = near[near[todo]]
+    named = np.where(near >= 0, own[np.maximum(near, 0)], other)
+    del near, todo, marked
+    heads = np.flatnonzero(subtree)
+    if heads.size:
+        span_end = np.searchsorted(starts, ends[heads], side="left")
+        k = _innermost(heads, span_end, n)
+        forced = np.where(k >= 0, own[heads[np.maximum(k, 0)]], -1)
+        named = np.where(forced != -1, forced, named)
+    return np.where(subtree, own, named).astype(np.int32, copy=False)
+
+
+def _innermost(first: np.ndarray, stop: np.ndarray, n: int) -> np.ndarray:
+    """For each position in ``range(n)``, the index of the innermost span ``[first,
+    stop)`` holding it (-1: none). The spans are sorted by ``first`` (distinct) and
+    laminar (nested or disjoint), so the rank rule of ``_levels`` applies: a span's
+    level is how many earlier spans hold its first position, a position is held by as
+    many spans as start at or before it minus those that stop by then, and the
+    innermost of them is the last span starting at or before it one level up from
+    there. Positions go in blocks, to bound the temporaries."""
+    m = first.size
+    stops = np.sort(stop)
+    key = np.arange(m, dtype=np.int64) - np.searchsorted(stops, first, side="right")  # level
+    key *= m + 1
+    key += np.arange(m)  # by level, then position
+    by_level = np.argsort(key, kind="stable").astype(np.int32 if m < 2**31 else np.int64)
+    key = key[by_level]
+    out = np.empty(n, by_level.dtype)
+    block = 1 << 18
+    for lo in range(0, n, block):
+        q = np.arange(lo, min(n, lo + block), dtype=np.int64)
+        last = np.searchsorted(first, q, side="right") - 1
+        depth = last + 1 - np.searchsorted(stops, q, side="right")
+        pos = np.searchsorted(key, (depth - 1) * (m + 1) + last, side="right") - 1
+        out[lo:lo + q.size] = np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
+    return out
+
+
+def _levels(starts: np.ndarray, ends: np.ndarray, idx):
+    """Depth levels and parents, as if the slices nested properly.
+
+    The depth of slice i is how many earlier slices are still open at its start (all
+    later ones start after it); the parent is the last earlier slice one level up. The
+    depths step up by at most one from a slice to the next, so that parent always
+    exists. Returns the slices by end (and those ends), the slices by depth (stably:
+    by position within a level) with each level's bounds, and the parents (-1: none).
+    """
+    n = starts.size
+    by_end = np.argsort(ends, kind="stable").astype(idx, copy=False)
+    sorted_ends = ends[by_end]
+    depth = np.arange(n, dtype=np.int64)
+    depth -= np.searchsorted(sorted_ends, starts, side="right")
+    max_depth = int(depth.max())
+    narrow = depth.astype(np.int16) if max_depth < 2**15 else depth
+    by_depth = np.argsort(narrow, kind="stable").astype(idx, copy=False)  # radix sort
+    level_bounds = np.searchsorted(narrow[by_depth], np.arange(max_depth + 2))
+    del narrow
+    parent = np.full(n, -1, idx)
+    if level_bounds.size > 2:
+        key = depth[by_depth]
+        del depth
+        key *= n + 1
+        key += by_depth  # sorted: by depth, then position
+        query = key[level_bounds[1]:] - (n + 1)  # one level up, same position
+        pos = np.searchsorted(key, query)
+        del key, query
+        pos -= 1
+        parent[by_depth[level_bounds[1]:]] = by_depth[pos]
+    return by_end, sorted_ends, by_depth, level_bounds, parent
+
+
+def _tree(starts: np.ndarray, ends: np.ndarray, guess: np.ndarray, by_depth: np.ndarray,
+          level_bounds: np.ndarray, idx) -> tuple[np.ndarray, np.ndarray, int]:
+    """The loop sweep's parents (the last earlier slice open at each start), the ends
+    raised to the latest end in each subtree, and how many slices outlive their parent.
+
+    ``guess`` is ``_levels``' tree. A guessed parent is the loop's when it is open at the
+    slice's start and every slice between them has ended by then; those between are the
+    subtrees of the slice's earlier siblings (in the guessed tree), so it is enough that
+    each earlier sibling's subtree ended before the next sibling started. Slices that
+    pass start the search at their guess, the others at the slice just before them
+    (``_open_parents``); away from overhanging slices nearly every guess passes.
+    """
+    n = starts.size
+    latest = ends.copy()  # the latest end in each guessed subtree
+    for d in range(level_bounds.size - 2, 0, -1):
+        lv = by_depth[level_bounds[d]:level_bounds[d + 1]]
+        np.maximum.at(latest, guess[lv], latest[lv])
+    # walk each level in position order: the previous entry is the previous sibling
+    # when it comes after the parent
+    pos = by_depth
+    prev = np.empty(n, idx)
+    prev[1:] = pos[:-1]
+    prev[level_bounds[:-1]] = -1  # the first of each level has no earlier one
+    sibling = (prev >= 0) & (prev > guess[pos])
+    ended = ~sibling | (latest[np.maximum(prev, 0)] <= starts[pos])
+    del latest, prev
+    # a sibling's check counts only while every earlier sibling passed too
+    fails = np.cumsum(~ended, dtype=idx)
+    first = np.flatnonzero(~sibling).astype(idx)  # each run of siblings: a first child
+    run_start = np.repeat(first, np.diff(np.append(first, n)))
+    trusted = fails == fails[run_start]  # a first child passes: no failure since
+    del fails, first, run_start, ended, sibling
+    start_at = np.arange(-1, n - 1, dtype=idx)
+    good = pos[trusted]
+    start_at[good] = guess[good]
+    del good, trusted
+    parent = _open_parents(starts, ends, idx, start_at)
+    overhang = np.flatnonzero((parent >= 0) & (ends > ends[np.maximum(parent, 0)]))
+    raised = _subtree_ends(ends, parent, overhang) if overhang.size else ends
+    return parent, raised, int(overhang.size)
+
+
+def _open_parents(starts: np.ndarray, ends: np.ndarray, idx,
+                  start_at: np.ndarray | None = None) -> np.ndarray:
+    """For each slice (in sweep order), the last earlier slice still open at its start;
+    -1 where none is. The loop sweep's parent, for any overlaps, nested or not.
+
+    Pointer jumping: each slice ``j`` holds a candidate ``cur[j]`` such that every slice
+    strictly between it and ``j`` is known to have ended by ``starts[j]`` (``start_at``,
+    which becomes the working array; by default the slice just before). If the candidate is open there, it is the
+    parent. If not, ``j`` moves to the candidate's own candidate (its parent, once
+    known): everything between those ended by the candidate's start, so by ``j``'s too.
+    """
+    n = starts.size
+    parent = np.full(n, -1, idx)
+    cur = np.arange(-1, n - 1, dtype=idx) if start_at is None else start_at
+    active = np.arange(1, n, dtype=idx)
+    if start_at is not None:
+        active = active[cur[1:] != -1]  # a trusted -1: no earlier slice is open
+    while active.size:
+        c = cur[active]
+        found = c >= 0
+        found[found] = ends[c[found]] > starts[active[found]]
+        done = found | (c < 0)
+        parent[active[found]] = c[found]
+        settled = active[done]
+        cur[settled] = parent[settled]
+        keep = ~done
+        active = active[keep]
+        cur[active] = cur[c[keep]]
+    return parent
+
+
+def _subtree_ends(ends: np.ndarray, parent: np.ndarray, overhang: np.ndarray) -> np.ndarray:
+    """Each slice's end raised to the latest end in its subtree (the loop's tree).
+
+    A slice that outlives its parent (``overhang``) pushes its end up the chain of
+    ancestors, as far as it is later than theirs; only the few rows that change move.
+    """
+    out = ends.copy()
+    frontier = overhang
+    while frontier.size:
+        up = parent[frontier]
+        np.maximum.at(out, up, out[frontier])
+        up = np.unique(up)
+        grand = parent[up]
+        frontier = up[(grand >= 0) & (out[up] > out[np.maximum(grand, 0)])]
+    return out
 
 
 @dataclass(frozen=True)
