@@ -12,6 +12,7 @@ from typing import Any
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
+from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.findings import Finding, detect
 from traceview.analyses.host import (
@@ -55,6 +56,7 @@ class Explanation:
     other_threads: list[ThreadSummary]
     has_python_frames: bool
     findings: list[Finding] = field(default_factory=list)
+    per_call: PerCall | None = None  # per warm call: functions, families, tree
 
     def to_dict(self) -> dict[str, Any]:
         from traceview.render.json_report import to_dict
@@ -77,7 +79,8 @@ def explain(trace: Trace, options: Options | None = None) -> Explanation:
                               rows=None if thread is None else by_lane[thread.index])
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
-    calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls)
+    calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
+                          options.calls_depth)
     others = []
     for lane in sorted(trace.host_lanes, key=lambda ln: (str(ln.pid), str(ln.tid))):
         if thread is not None and lane.index == thread.index or by_lane[lane.index].size == 0:
@@ -94,9 +97,24 @@ def explain(trace: Trace, options: Options | None = None) -> Explanation:
         functions=hot_functions(trace, timeline), cells=cells, calls=calls,
         other_threads=others, has_python_frames=has_py,
     )
+    ex.per_call = analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace))
     ex.findings = detect(ex)
     _check_identities(ex)
     return ex
+
+
+def unprofiled_baseline(trace: Trace) -> int | None:
+    """The capture's unprofiled figure comparable to a profiled warm call: the
+    synchronized full API (``--sync end``: the amortized submit); none for cold twins and
+    graph replays."""
+    cap = trace.metadata.get("traceview")
+    cap = cap if isinstance(cap, dict) else {}
+    base = cap.get("baseline") if isinstance(cap.get("baseline"), dict) else {}
+    proto = cap.get("protocol") if isinstance(cap.get("protocol"), dict) else {}
+    if proto.get("mode", "eager") != "eager" or cap.get("kind", "warm") == "cold":
+        return None
+    value = base.get("amortized_submit_ns" if proto.get("sync") == "end" else "full_api_ns_p50")
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def _check_identities(ex: Explanation) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from traceview.cli._common import (
+    CallsDepthOpt,
     CallsOpt,
     JobsOpt,
     RulesOpt,
@@ -40,6 +41,7 @@ def explain(
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
     calls: CallsOpt = None,
+    calls_depth: CallsDepthOpt = 1,
     rules: RulesOpt = None,
     thread: ThreadOpt = None,
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
@@ -64,7 +66,8 @@ def explain(
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
         ex = run_explain(load_with_progress(trace),
-                         analysis_options(window, calls, rules, thread, top=top))
+                         analysis_options(window, calls, rules, thread, top=top,
+                                          calls_depth=calls_depth))
         if format is Format.json:
             from traceview.render.json_report import render_json
 

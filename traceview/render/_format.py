@@ -17,6 +17,11 @@ def fmt_ns(ns: int | None) -> str:
     return f"{ns / 1e9:.3g} s"
 
 
+def printable(name: str) -> str:
+    """A name fit for one line of text: control and zero-width characters shown as '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in name)
+
+
 def fmt_share(part: int, whole: int) -> str:
     if whole <= 0:
         return "-"

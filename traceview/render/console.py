@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview import intervals
-from traceview.render._format import METRIC_LABELS, fmt_ns, fmt_share
+from traceview.render._format import METRIC_LABELS, fmt_ns, fmt_share, printable
 
 if TYPE_CHECKING:
     from traceview.explanation import Explanation
@@ -47,8 +47,7 @@ def _header(ex: Explanation) -> RenderableType:
     lane = ex.timeline.lane
     t.append(f"host {lane.label if lane else 'no thread'}")
     if ex.calls.calls:
-        t.append(f" · {len(ex.calls.calls)} calls from {ex.calls.source}"
-                 + (f" '{ex.calls.pattern}'" if ex.calls.pattern else ""))
+        t.append(f" · {ex.calls.description}")
     cap = ex.trace.metadata.get("traceview")
     if isinstance(cap, dict):
         proto = cap.get("protocol", {}) or {}
@@ -106,6 +105,8 @@ def _calls(ex: Explanation) -> RenderableType | None:
     if not c.calls:
         return None
     cold = f"; cold: #{', #'.join(map(str, c.cold_indices))} shown apart" if c.cold_indices else ""
+    if c.outlier_indices:
+        cold += f"; outliers: #{', #'.join(map(str, c.outlier_indices))} left out"
     table = Table(title=f"Per call: {c.warm_count} warm of {len(c.calls)}{cold}",
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
@@ -198,16 +199,22 @@ def _functions(ex: Explanation) -> RenderableType | None:
     fs = [f for f in ex.functions if f.self_ns > 0][: ex.options.top]
     if not fs:
         return None
-    n = max(len(ex.calls.calls), 1)
+    per = ex.per_call.functions if ex.per_call else {}
+    warm = ex.per_call.warm_calls if ex.per_call else 0
+    # per call: p50 over the warm calls that contain the function ("in calls")
     table = Table(title="Hot host functions (self time)", title_justify="left", pad_edge=False)
-    table.add_column("function", overflow="ellipsis", max_width=38, no_wrap=True)
+    table.add_column("function", overflow="ellipsis", max_width=22, no_wrap=True)
     table.add_column("category")
     table.add_column("self", justify="right")
-    table.add_column("per call", justify="right")
-    table.add_column("count", justify="right")
+    table.add_column("self/call", justify="right")
+    table.add_column("incl/call", justify="right")
+    table.add_column("in calls", justify="right")
     for f in fs:
-        table.add_row(Text(f.name), Text(f.category, style=_style(f.category)), fmt_ns(f.self_ns),
-                      fmt_ns(f.self_ns // n), str(f.count))
+        pf = per.get(f.name)
+        table.add_row(Text(printable(f.name)), Text(f.category, style=_style(f.category)),
+                      fmt_ns(f.self_ns), fmt_ns(pf.self_ns) if pf else "-", fmt_ns(pf.inclusive_ns) if pf else "-",
+                      Text(f"{pf.calls_with}/{warm}" if pf else f"0/{warm}",
+                           style="yellow" if pf is None or pf.few_calls else ""))
     return table
 
 
@@ -251,8 +258,10 @@ def _notes(ex: Explanation) -> RenderableType | None:
 
 
 def render_console(ex: Explanation, console: Console) -> None:
-    parts = [_header(ex), _verdict(ex), _baseline(ex), _matrix(ex), _device(ex), _calls(ex), _waterfall(ex), _kernels(ex),
-             _functions(ex), _notes(ex)]
+    from traceview.render.percall import console_sections
+
+    parts = [_header(ex), _verdict(ex), _baseline(ex), _matrix(ex), _device(ex), _calls(ex),
+             *console_sections(ex), _waterfall(ex), _kernels(ex), _functions(ex), _notes(ex)]
     for p in parts:
         if p is not None:
             console.print(p)

@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from traceview.render.percall import (
+    json_calls_extra,
+    json_function_extra,
+    json_host_extra,
+    json_per_call_row,
+)
+
 if TYPE_CHECKING:
     from traceview.explanation import Explanation
 
@@ -58,9 +65,10 @@ def to_dict(ex: Explanation) -> dict[str, Any]:
             "category_descriptions": ex.rules.categories,
             "functions": [
                 {"name": f.name, "category": f.category, "self_ns": f.self_ns,
-                 "total_ns": f.total_ns, "count": f.count}
+                 "total_ns": f.total_ns, "count": f.count, **json_function_extra(ex, f.name)}
                 for f in ex.functions[: ex.options.functions_limit]
             ],
+            **json_host_extra(ex),
             "functions_total": len(ex.functions),
             "other_threads": [
                 {"pid": t.pid, "tid": t.tid, "label": t.label, "launches": t.launches,
@@ -88,9 +96,10 @@ def to_dict(ex: Explanation) -> dict[str, Any]:
             "per_call": [
                 {"index": c.index, "name": c.name, "start_ns": c.start_ns, "end_ns": c.end_ns,
                  "cold": c.cold, "launches": c.launches, "kernels": c.kernels, **c.metrics,
-                 "categories": c.categories}
+                 "categories": c.categories, **json_per_call_row(c)}
                 for c in calls.calls
             ],
+            **json_calls_extra(ex),
         },
         "findings": [f.as_dict() for f in ex.findings],
         "diagnostics": [g.as_dict() for g in ex.trace.diagnostics],

@@ -296,7 +296,7 @@ def render_markdown(ex: Explanation, figure: str | None = None) -> str:
         parts.append(f"> **{esc(verdict)}**")
     parts.append(f"Window {fmt_ns(ex.window.dur_ns)} ({esc(ex.window.description)}); host thread "
                  f"{esc(ex.timeline.lane.label if ex.timeline.lane else 'none')}; "
-                 f"{len(ex.calls.calls)} calls from {ex.calls.source}.")
+                 f"{esc(ex.calls.description)}.")
     parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(ex)], "ll"))
     parts.append("#### Where the time went (host category x device state; cells sum to the window)")
     parts.append(_matrix(ex))
@@ -304,6 +304,9 @@ def render_markdown(ex: Explanation, figure: str | None = None) -> str:
         cold = f", cold #{', #'.join(map(str, ex.calls.cold_indices))} left out" if ex.calls.cold_indices else ""
         parts.append(f"#### Per call ({ex.calls.warm_count} warm of {len(ex.calls.calls)}{cold})")
         parts.append(_calls(ex))
+    from traceview.render.percall import markdown_sections
+
+    parts.extend(markdown_sections(ex, esc, code, table, _details))
     g = gantt(ex)
     if g:
         parts.append(g)
@@ -313,13 +316,24 @@ def render_markdown(ex: Explanation, figure: str | None = None) -> str:
     parts.append(_findings(ex))
 
     fs = [f for f in ex.functions if f.self_ns > 0]
-    n = max(len(ex.calls.calls), 1)
+    per = ex.per_call.functions if ex.per_call else {}
+    warm = ex.per_call.warm_calls if ex.per_call else 0
+
+    def _pc(name: str) -> list[str]:
+        pf = per.get(name)
+        if pf is None:
+            return ["-", "-", f"0/{warm}"]
+        return [fmt_ns(pf.self_ns), fmt_ns(pf.inclusive_ns),
+                f"{pf.calls_with}/{warm}" + (" (few)" if pf.few_calls else "")]
+
     if fs:
-        rows = [[code(f.name), code(f.category), fmt_ns(f.self_ns), fmt_ns(f.self_ns // n),
+        rows = [[code(f.name), code(f.category), fmt_ns(f.self_ns), *_pc(f.name),
                  fmt_ns(f.total_ns), str(f.count)] for f in fs[:MAX_FUNCTION_ROWS]]
-        parts.append(_details("Hot host functions (self time)",
-                              table(["function", "category", "self", "self per call", "inclusive",
-                                     "count"], rows) + _more(len(rows), len(fs))))
+        parts.append(_details("Hot host functions (self time; per call: p50 over the warm calls "
+                              "that contain it)",
+                              table(["function", "category", "self", "self/call", "incl/call",
+                                     "in calls", "inclusive", "count"], rows)
+                              + _more(len(rows), len(fs))))
     ks = ex.device.kernels
     if ks:
         rows = [[code(k.name), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
