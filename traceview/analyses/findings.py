@@ -149,6 +149,11 @@ def _cold_path(ex: Explanation) -> list[Finding]:
             "launch", 0) > 0.5 * first.metrics["api_ns"]:
         cause = ("; mostly profiler start-up (the first profiled launch): profile with a "
                  "schedule that has warm-up steps")
+    cold_calls = [c for c in calls.calls if c.cold]
+    if cold_calls:
+        why = "; ".join(f"#{c.index} {c.cold_reason}" for c in cold_calls[:3])
+        more = f" (+{len(cold_calls) - 3} more)" if len(cold_calls) > 3 else ""
+        parts.append(f"cold call(s) {why}{more}")
     warm = (f"; warm calls without it: p50 {fmt_ns(warm_p50)} over {calls.warm_count}"
             if warm_p50 else "")
     return [Finding(
@@ -157,7 +162,9 @@ def _cold_path(ex: Explanation) -> list[Finding]:
         {"compile_import_ns": cold_ns,
          "first_call_ns": first.metrics["api_ns"] if first else None,
          "first_call_ratio": round(ratio, 2), "warm_api_ns_p50": warm_p50,
-         "cold_calls": calls.cold_indices},
+         "cold_calls": calls.cold_indices,
+         "cold_reasons": {str(c.index): c.cold_reason for c in cold_calls},
+         "outliers": {str(c.index): c.outlier_reason for c in calls.calls if c.outlier}},
     )]
 
 
@@ -203,6 +210,14 @@ def _perturbation(ex: Explanation) -> list[Finding]:
     if prof and prof.p50:
         notes.append(f"profiler work inside a typical call {fmt_ns(prof.p50)}")
         evidence["profiler_ns_per_call_p50"] = prof.p50
+    pert = ex.per_call.perturbation if ex.per_call else None
+    if pert is not None and pert.events_per_call:
+        frames = (f", {pert.python_frames_per_call} of them Python frames"
+                  if pert.python_frames_per_call else "")
+        notes.append(f"{pert.events_per_call} events recorded per warm call{frames} (each "
+                     "costs the profiler time that lands in its parent's self time)")
+        evidence["events_per_call_p50"] = pert.events_per_call
+        evidence["python_frames_per_call_p50"] = pert.python_frames_per_call
     warm_p50 = ex.calls.stats["api_ns"].p50
     spikes = [c for c in ex.calls.calls
               if warm_p50 and c.categories.get("profiler", 0) > PERTURBATION_CALL_SHARE * warm_p50]
