@@ -249,8 +249,9 @@ def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
     if not groups:
         return None
     key = next(iter(groups))
-    return FoundCalls(_spans_of_rows(trace, groups[key].tolist(), lambda n: key),
-                      "profiler_steps", key)
+    label = "ProfilerStep#N"
+    return FoundCalls(_spans_of_rows(trace, groups[key].tolist(), lambda n: label),
+                      "profiler_steps", label)
 
 
 def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:
@@ -317,12 +318,18 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
                 cat[j + 1] == sync_code or SYNC_NAME.search(names[j + 1])):
             sync_end = int(en[idx[j + 1]])
         spans.append(CallSpan(int(st[i]), int(en[i]), names[j], names[j], sync_end))
+    if 2 * sum(sp.sync_end_ns is not None for sp in spans) <= len(spans):
+        # a sync after the whole loop belongs to no iteration
+        spans = [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind) for sp in spans]
     kinds = list(dict.fromkeys(sp.kind for sp in spans))
     return FoundCalls(spans, "python_frames", "; ".join(kinds))
 
 
 def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary) -> list[CallSpan]:
-    """Outermost host slice around each launch, merged."""
+    """Outermost host slice around each launch. The kinds that repeat (at least half as
+    often as the most frequent) are the calls; a rarer one (Dynamo's one-off ``dynamo``
+    compile before the first ``Torch-Compiled Region``) joins the call that follows it.
+    A synchronize right after a call, before the next, is that call's sync."""
     if timeline.rows.size == 0 or launches.count == 0:
         return []
     s = trace.slices
@@ -333,11 +340,46 @@ def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary)
     run_end = np.maximum.accumulate(en)
     outer = np.ones(rows.size, dtype=bool)
     outer[1:] = st[1:] >= run_end[:-1]
-    o_rows, o_st, o_en = rows[outer], st[outer], run_end[outer]
+    o_pos = np.flatnonzero(outer)
+    o_rows, o_st, o_en = rows[o_pos], st[o_pos], run_end[o_pos]
     l_st = s.start[launches.rows]
     idx = np.searchsorted(o_st, l_st, side="right") - 1
-    out = []
-    for i in sorted(set(idx[idx >= 0].tolist())):
-        name = trace.names[int(s.name[o_rows[i]])]
-        out.append(CallSpan(int(o_st[i]), int(o_en[i]), name, name))
-    return out
+    with_launch = sorted(set(idx[idx >= 0].tolist()))
+    if not with_launch:
+        return []
+    names = {i: trace.names[int(s.name[o_rows[i]])] for i in with_launch}
+    counts = Counter(names.values())
+    top = max(counts.values())
+    spans: list[CallSpan] = []
+    pending: int | None = None  # start of rarer events waiting for the next call
+    for i in with_launch:
+        if 2 * counts[names[i]] < top:
+            pending = int(o_st[i]) if pending is None else pending
+            continue
+        start = int(o_st[i]) if pending is None else pending
+        pending = None
+        spans.append(CallSpan(start, int(o_en[i]), names[i], names[i]))
+    if pending is not None and spans:  # rarer events after the last call join it
+        last = spans[-1]
+        end = max(int(o_en[i]) for i in with_launch if o_st[i] >= pending)
+        spans[-1] = CallSpan(last.start_ns, end, last.name, last.kind)
+    sync = timeline.categories.index("sync") if "sync" in timeline.categories else -1
+    o_sync = timeline.row_cat[o_pos] == sync
+    return _with_syncs(spans, o_st, o_en, o_sync)
+
+
+def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:
+    """Attach to each call the sync event that starts after it and before the next call,
+    when most calls have one (a single sync after a whole loop belongs to no call)."""
+    ends = []
+    for j, sp in enumerate(spans):
+        nxt = spans[j + 1].start_ns if j + 1 < len(spans) else None
+        k = int(np.searchsorted(o_st, sp.end_ns, side="left"))
+        end = None
+        if k < o_st.size and o_sync[k] and (nxt is None or o_st[k] < nxt):
+            end = int(o_en[k])
+        ends.append(end)
+    if 2 * sum(e is not None for e in ends) <= len(spans):
+        ends = [None] * len(spans)
+    return [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind, e, sp.recorded_cold)
+            for sp, e in zip(spans, ends)]
