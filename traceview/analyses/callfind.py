@@ -184,9 +184,10 @@ def _captured(trace: Trace, window: Window) -> FoundCalls | None:
             if pat.match(trace.names[int(s.name[r])])]
     if not rows:
         return None
+    label = template.replace("{i}", "#")  # the same pattern a numbered series shows
     spans = [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind, recorded_cold=cold)
-             for sp in _spans_of_rows(trace, rows, lambda n: template.replace("{i}", "#"))]
-    return FoundCalls(spans, "capture", template)
+             for sp in _spans_of_rows(trace, rows, lambda n: label)]
+    return FoundCalls(spans, "capture", label)
 
 
 def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray):

@@ -214,7 +214,7 @@ def _perturbation(ex: Explanation) -> list[Finding]:
         notes.append(f"profiler work inside a typical call {fmt_ns(prof.p50)}")
         evidence["profiler_ns_per_call_p50"] = prof.p50
     pert = ex.per_call.perturbation if ex.per_call else None
-    if pert is not None and pert.events_per_call:
+    if pert is not None and pert.events_per_call and ex.has_python_frames:
         frames = (f", {pert.python_frames_per_call} of them Python frames"
                   if pert.python_frames_per_call else "")
         notes.append(f"{pert.events_per_call} events recorded per warm call{frames} (each "
