@@ -297,3 +297,49 @@ def test_module_names():
     assert module_of("/root/.flaggems/code_cache/pw_" + "ab" * 20 + ".py(18): w") == \
         "code_cache.pw_abababab~"
     assert module_of("<built-in function len>") is None
+
+
+# ------------------------------------------------------------------ causality damage
+
+
+def test_kernel_ending_after_a_later_sync_returned_is_dropped(tb, analyze_builder):
+    for i in range(3):
+        loop_call(tb, i * 10_000, i=i)  # kernels of 800 ns
+        tb.sync(i * 10_000 + 3_000, 500)
+    # a kernel launched in call_0 "ending" an hour later, long after call_0's sync
+    corr = tb.launch(1_800, 100)
+    tb.kernel("bogus", 2_000, 3_600 * 10**9 - 1, corr=corr)
+    ex = analyze_builder(tb)
+    assert ex.device.kernel_count == 3 and ex.device.busy_ns == 3 * 800
+    assert ex.window.dur_ns == 2 * 10_000 + 4_000  # call_2 ends last
+    diag = {g.code: g.count for g in ex.trace.diagnostics}
+    assert diag["device-work-after-sync"] == 1
+
+
+def test_kernel_far_past_the_last_host_event_is_dropped(tb, analyze_builder):
+    for i in range(3):
+        loop_call(tb, i * 10_000, i=i)
+    corr = tb.launch(25_000, 100)
+    tb.kernel("late", 26_000, 5 * 10**9, corr=corr)  # no sync after it: only the span rule
+    ex = analyze_builder(tb)
+    assert ex.device.kernel_count == 3
+    assert {g.code for g in ex.trace.diagnostics} >= {"device-work-past-host"}
+
+
+def test_cut_file_says_device_work_is_missing(tb, tmp_path):
+    import traceview
+
+    for i in range(4):
+        tb.annotation(f"call_{i}", i * 10_000, 4_000)
+        tb.launch(i * 10_000 + 1_000, 500)  # host side written ...
+    for i in range(2):  # ... device records of the first two only, then the file is cut
+        tb.kernel("k", i * 10_000 + 2_000, 800, corr=1001 + i)
+    text = tb.text()
+    cut = text[: text.rindex("}") - 5]  # inside the last event
+    path = tmp_path / "cut.json"
+    path.write_text(cut)
+    ex = traceview.analyze(path)
+    ids = {f.id: f for f in ex.findings}
+    assert "device-work-cut" in ids and "no-device-work" not in ids
+    # the cut lands inside the last event (the second kernel): one launch keeps its kernel
+    assert ids["device-work-cut"].evidence == {"count": 4 - 1, "launches": 4}

@@ -12,6 +12,7 @@ from typing import Any
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
+from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.findings import Finding, detect
@@ -70,6 +71,7 @@ def explain(trace: Trace, options: Options | None = None) -> Explanation:
     if malformed is not None:
         trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
+    drop_implausible_device_work(trace)  # idempotent, like clean_metadata
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)
     thread = pick_thread(trace, rules, window, options.thread)

@@ -269,12 +269,13 @@ def _no_python_frames(ex: Explanation) -> list[Finding]:
 
 def _input_problems(ex: Explanation) -> list[Finding]:
     out = []
+    cut = any(g.code == "truncated" for g in ex.trace.diagnostics)
     if ex.window.dur_ns <= 0:
         out.append(Finding(
             "no-activity", "warning",
             "the trace holds no host or device activity with a duration (metadata or instants "
             "only): there is nothing to attribute", {"slices": len(ex.trace.slices)}))
-    elif ex.device.work_rows.size == 0:
+    elif ex.device.work_rows.size == 0 and not (cut and ex.launches.count):
         out.append(Finding(
             "no-device-work", "info",
             "no device work (kernels, copies, sets) in the window: a CPU-only trace, or the "
@@ -297,7 +298,14 @@ def _input_problems(ex: Explanation) -> list[Finding]:
             "counts as device busy, launch latency unknown",
             {"count": ex.launches.unlinked_work}))
     unlinked = ex.launches.count - ex.launches.linked
-    if unlinked:
+    if unlinked and cut:
+        out.append(Finding(
+            "device-work-cut", "warning",
+            f"{unlinked} of {ex.launches.count} launches have no device record because the file "
+            "was cut short: their device work is missing, so device busy time, kernel and "
+            "launch-latency figures cover only the launches before the cut",
+            {"count": unlinked, "launches": ex.launches.count}))
+    elif unlinked:
         out.append(Finding(
             "launch-without-device-work", "info",
             f"{unlinked} of {ex.launches.count} launches have no device record (dropped CUPTI "
