@@ -343,3 +343,18 @@ def test_cut_file_says_device_work_is_missing(tb, tmp_path):
     assert "device-work-cut" in ids and "no-device-work" not in ids
     # the cut lands inside the last event (the second kernel): one launch keeps its kernel
     assert ids["device-work-cut"].evidence == {"count": 4 - 1, "launches": 4}
+
+
+def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analyze_builder):
+    # <module> -> fn(x, y) once: Dynamo compiles (no launch), then runs (one launch)
+    tb.py("script.py(1): <module>", 0, 100_000)
+    tb.py("torch/_dynamo/eval_frame.py(600): _fn", 1_000, 89_000)
+    tb.py("torch/_dynamo/convert_frame.py(900): _compile", 2_000, 58_000)
+    tb.py("torch/_functorch/aot_autograd.py(1): runtime_wrapper", 61_000, 19_000)
+    tb.py("torch/_inductor/output_code.py(1): __call__", 62_000, 17_000)
+    tb.py("<built-in function launch>", 63_000, 2_000)
+    tb.launched_kernel("triton_poi_fused_0", 63_100, 1_500, 66_000, 900)
+    c = analyze_builder(tb).calls
+    assert [x.name for x in c.calls] == ["torch/_dynamo/eval_frame.py(600): _fn"]
+    assert c.calls[0].metrics["api_ns"] == 89_000
+    assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason

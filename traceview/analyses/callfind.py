@@ -289,39 +289,61 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
     st, en = s.start[rows], s.end[rows]
     lo, hi = int(s.start[mine].min()), int(s.end[mine].max())
     enclosing = np.flatnonzero((st <= lo) & (en >= hi))
-    if enclosing.size:
-        p = int(enclosing[-1])  # the deepest: last in sweep order
-        inside = np.arange(p + 1, rows.size)
-        inside = inside[(st[inside] >= st[p]) & (en[inside] <= en[p])]
-    else:
-        inside = np.arange(rows.size)
-    if inside.size == 0:
-        return None
-    d = nesting_depth(st[inside], en[inside])
-    level = inside[d == depth - 1]
-    if level.size == 0:
-        return None
-    l_st = np.sort(s.start[mine])
-    n_launch = np.searchsorted(l_st, en[level]) - np.searchsorted(l_st, st[level])
-    is_call = n_launch > 0
-    if not is_call.any():
-        return None
-    names = [trace.names[int(c)] for c in s.name[rows[level]].tolist()]
+    names_all = trace.names
     sync_code = timeline.categories.index("sync") if "sync" in timeline.categories else -1
-    cat = timeline.row_cat[pos[level]]
+    l_st = np.sort(s.start[mine])
+
+    def below(p: int | None) -> list[CallSpan]:
+        """The frames ``depth`` levels below frame ``p`` (None: the top) holding a launch."""
+        if p is not None:
+            inside = np.arange(p + 1, rows.size)
+            inside = inside[(st[inside] >= st[p]) & (en[inside] <= en[p])]
+        else:
+            inside = np.arange(rows.size)
+        if inside.size == 0:
+            return []
+        d = nesting_depth(st[inside], en[inside])
+        level = inside[d == depth - 1]
+        if level.size == 0:
+            return []
+        n_launch = np.searchsorted(l_st, en[level]) - np.searchsorted(l_st, st[level])
+        is_call = n_launch > 0
+        names = [names_all[int(c)] for c in s.name[rows[level]].tolist()]
+        cat = timeline.row_cat[pos[level]]
+        spans = []
+        idx = level.tolist()
+        for j, i in enumerate(idx):
+            if not is_call[j]:
+                continue
+            sync_end = None
+            if j + 1 < len(idx) and not is_call[j + 1] and (
+                    cat[j + 1] == sync_code or SYNC_NAME.search(names[j + 1])):
+                sync_end = int(en[idx[j + 1]])
+            spans.append(CallSpan(int(st[i]), int(en[i]), names[j], names[j], sync_end))
+        if 2 * sum(sp.sync_end_ns is not None for sp in spans) <= len(spans):
+            # a sync after the whole loop belongs to no iteration
+            spans = [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind) for sp in spans]
+        return spans
+
+    # the deepest enclosing frame (last in sweep order) with calls below it
+    deepest = None
     spans = []
-    idx = level.tolist()
-    for j, i in enumerate(idx):
-        if not is_call[j]:
-            continue
-        sync_end = None
-        if j + 1 < len(idx) and not is_call[j + 1] and (
-                cat[j + 1] == sync_code or SYNC_NAME.search(names[j + 1])):
-            sync_end = int(en[idx[j + 1]])
-        spans.append(CallSpan(int(st[i]), int(en[i]), names[j], names[j], sync_end))
-    if 2 * sum(sp.sync_end_ns is not None for sp in spans) <= len(spans):
-        # a sync after the whole loop belongs to no iteration
-        spans = [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind) for sp in spans]
+    for k in (enclosing[::-1].tolist() or [None]):
+        spans = below(k)
+        if spans:
+            deepest = k
+            break
+    if not spans:
+        spans = below(None)
+    if len(spans) == 1 and deepest is not None:
+        # one call deep inside a script that runs once (a single compiled call): the call
+        # is what the script's <module> calls, compile included
+        modules = [int(k) for k in enclosing.tolist()
+                   if names_all[int(s.name[rows[k]])].endswith(": <module>")]
+        if modules and modules[-1] != deepest:
+            spans = below(modules[-1]) or spans
+    if not spans:
+        return None
     kinds = list(dict.fromkeys(sp.kind for sp in spans))
     return FoundCalls(spans, "python_frames", "; ".join(kinds))
 

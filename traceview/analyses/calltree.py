@@ -165,7 +165,8 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     own = own_lut[names]
     own[s.cat[rows] != py] = -1
     fam = np.full(rows.size, fam_index[NO_FRAME_FAMILY], np.int64)
-    by_depth = np.argsort(depth, kind="stable")
+    narrow = depth.astype(np.int16) if depth.size and depth.max() < 2**15 else depth
+    by_depth = np.argsort(narrow, kind="stable")  # a radix sort when narrow
     bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
     for d in range(int(depth.max()) + 1):
         lv = by_depth[bounds[d]:bounds[d + 1]]
@@ -250,63 +251,105 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     return PerCall(n_calls, functions, families, tree, perturbation)
 
 
+def _group_p50(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Nearest-rank p50 of ``values`` within each group 0..n-1 (0 for empty groups)."""
+    out = np.zeros(n, np.int64)
+    if group.size == 0:
+        return out
+    order = np.lexsort((values, group))
+    g, v = group[order], values[order]
+    first = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
+    size = np.diff(np.append(first, g.size))
+    rank = np.maximum(1, np.ceil(size * 0.5).astype(np.int64))  # stats.percentile's rank
+    out[g[first]] = v[first + rank - 1]
+    return out
+
+
 def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_p50):
-    """Merge the calls' rows by path of names; p50 per node over the calls holding it."""
-    path_of = {}  # row position -> path id
-    path_key: dict[tuple[int, int], int] = {}
-    path_parent: list[int] = []
-    path_name: list[int] = []
-    path_cat: list[int] = []
-    acc: dict[tuple[int, int], list[int]] = {}  # (path, call) -> [incl, self, count]
-    inside = set(pos.tolist())
-    for p, c, e, sn in zip(pos.tolist(), ci.tolist(), ends.tolist(), self_ns.tolist()):
-        q = int(par[p])
-        parent = path_of[q] if q >= 0 and q in inside else -1
-        k = (parent, int(names[p]))
-        pid = path_key.get(k)
-        if pid is None:
-            pid = path_key[k] = len(path_parent)
-            path_parent.append(parent)
-            path_name.append(int(names[p]))
-            path_cat.append(int(tl.row_cat[p]))
-        path_of[p] = pid
-        a = acc.setdefault((pid, c), [0, 0, 0])
-        a[0] += e - int(st[p])
-        a[1] += sn
-        a[2] += 1
-    per_path: dict[int, list[list[int]]] = defaultdict(list)
-    for (pid, _), v in acc.items():
-        per_path[pid].append(v)
-    kids: dict[int, list[int]] = defaultdict(list)
-    for pid, parent in enumerate(path_parent):
-        kids[parent].append(pid)
+    """Merge the calls' rows by path of names; p50 per node over the calls holding it.
+
+    Path ids are built level by level with array operations (a compile trace puts a
+    million frames in one call)."""
+    if pos.size == 0:
+        return []
+    n_rows = par.size
+    in_call = np.zeros(n_rows, bool)
+    in_call[pos] = True
+    # depth inside the call: parents outside the call make a row top level
+    local_parent = np.full(n_rows, -1, np.int64)
+    pp = par[pos]
+    ok = (pp >= 0) & in_call[np.maximum(pp, 0)]
+    local_parent[pos[ok]] = pp[ok]
+    depth = np.full(n_rows, -1, np.int64)
+    path = np.full(n_rows, -1, np.int64)
+    width = len(trace.names) + 1
+    todo = pos[~ok]  # top level
+    depth[todo] = 0
+    path_parent: list[np.ndarray] = []
+    path_name: list[np.ndarray] = []
+    path_first: list[np.ndarray] = []
+    next_id = 0
+    # children lists: rows sorted by local parent
+    lp = local_parent[pos[ok]]
+    child_order = pos[ok][np.argsort(lp.astype(np.int32) if n_rows < 2**31 else lp, kind="stable")]
+    child_par = local_parent[child_order]
+    while todo.size:
+        parent_path = np.where(local_parent[todo] >= 0, path[np.maximum(local_parent[todo], 0)], -1)
+        key = (parent_path + 1) * width + names[todo]
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        path[todo] = next_id + inverse.ravel()
+        path_parent.append(uniq // width - 1)
+        path_name.append(uniq % width)
+        path_first.append(todo[first])
+        next_id += uniq.size
+        lo = np.searchsorted(child_par, todo, side="left")
+        hi = np.searchsorted(child_par, todo, side="right")
+        counts = hi - lo
+        if not counts.any():
+            break
+        todo = child_order[np.repeat(lo, counts) + (np.arange(counts.sum())
+                                                    - np.repeat(np.cumsum(counts) - counts, counts))]
+    p_parent = np.concatenate(path_parent)
+    p_name = np.concatenate(path_name)
+    p_cat = tl.row_cat[np.concatenate(path_first)]
+    # per (path, call): inclusive (sum of the merged siblings' spans), self, count
+    incl = ends - st[pos]
+    pc = path[pos] * max(n_calls, 1) + ci
+    uniq, inverse = np.unique(pc, return_inverse=True)
+    inverse = inverse.ravel()
+    s_incl = np.bincount(inverse, weights=incl, minlength=uniq.size).astype(np.int64)
+    s_self = np.bincount(inverse, weights=self_ns, minlength=uniq.size).astype(np.int64)
+    s_cnt = np.bincount(inverse, minlength=uniq.size).astype(np.int64)
+    u_path = uniq // max(n_calls, 1)
+    n_paths = next_id
+    inc50 = _group_p50(u_path, s_incl, n_paths)
+    self50 = _group_p50(u_path, s_self, n_paths)
+    cnt50 = _group_p50(u_path, s_cnt, n_paths)
+    calls_with = np.bincount(u_path, minlength=n_paths)
     floor = TREE_MIN_SHARE * api_p50
+    big = inc50 >= floor
+    # nodes under the floor are only counted (a compile trace has a million paths)
+    small_count = np.bincount(p_parent[~big] + 1, minlength=n_paths + 1)
+    small_ns = np.bincount(p_parent[~big] + 1, weights=inc50[~big], minlength=n_paths + 1)
+    kids: dict[int, list[int]] = defaultdict(list)
+    for pid in np.flatnonzero(big).tolist():
+        kids[int(p_parent[pid])].append(pid)
     budget = [TREE_MAX_NODES]
 
-    def build(pid: int) -> TreeNode:
-        vals = per_path[pid]
-        return TreeNode(trace.names[path_name[pid]], tl.categories[path_cat[pid]],
-                        p50([v[0] for v in vals]) or 0, p50([v[1] for v in vals]) or 0,
-                        p50([v[2] for v in vals]) or 0, len(vals), level(pid)[0],
-                        *level(pid)[1:])
-
-    cache: dict[int, tuple] = {}
-
     def level(parent: int) -> tuple[list[TreeNode], int, int]:
-        if parent in cache:
-            return cache[parent]
-        nodes, folded, folded_ns = [], 0, 0
-        ranked = sorted(kids.get(parent, []),
-                        key=lambda q: -(p50([v[0] for v in per_path[q]]) or 0))
-        for q in ranked:
-            inc = p50([v[0] for v in per_path[q]]) or 0
-            if inc < floor or budget[0] <= 0:
+        nodes = []
+        folded, folded_ns = int(small_count[parent + 1]), int(small_ns[parent + 1])
+        for q in sorted(kids.get(parent, []), key=lambda q: (-int(inc50[q]), q)):
+            inc = int(inc50[q])
+            if budget[0] <= 0:
                 folded += 1
                 folded_ns += inc
                 continue
             budget[0] -= 1
-            nodes.append(build(q))
-        cache[parent] = (nodes, folded, folded_ns)
-        return cache[parent]
+            children, f, fns = level(q)
+            nodes.append(TreeNode(trace.names[int(p_name[q])], tl.categories[int(p_cat[q])],
+                                  inc, int(self50[q]), int(cnt50[q]), int(calls_with[q]),
+                                  children, f, fns))
+        return nodes, folded, folded_ns
 
     return level(-1)[0]

@@ -107,7 +107,10 @@ def _calls(ex: Explanation) -> RenderableType | None:
     cold = f"; cold: #{', #'.join(map(str, c.cold_indices))} shown apart" if c.cold_indices else ""
     if c.outlier_indices:
         cold += f"; outliers: #{', #'.join(map(str, c.outlier_indices))} left out"
-    table = Table(title=f"Per call: {c.warm_count} warm of {len(c.calls)}{cold}",
+    from traceview.render.percall import unprofiled_short
+
+    table = Table(title=f"Per call: {c.warm_count} warm of {len(c.calls)}{cold}"
+                        f"{unprofiled_short(ex)}",
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):

@@ -302,7 +302,10 @@ def render_markdown(ex: Explanation, figure: str | None = None) -> str:
     parts.append(_matrix(ex))
     if ex.calls.calls:
         cold = f", cold #{', #'.join(map(str, ex.calls.cold_indices))} left out" if ex.calls.cold_indices else ""
-        parts.append(f"#### Per call ({ex.calls.warm_count} warm of {len(ex.calls.calls)}{cold})")
+        from traceview.render.percall import unprofiled_short
+
+        parts.append(f"#### Per call ({ex.calls.warm_count} warm of {len(ex.calls.calls)}{cold})"
+                     f"{unprofiled_short(ex)}")
         parts.append(_calls(ex))
     from traceview.render.percall import markdown_sections
 

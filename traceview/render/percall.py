@@ -83,6 +83,14 @@ def unprofiled_note(ex: Explanation) -> str:
             "meaningful, absolute figures are inflated")
 
 
+def unprofiled_short(ex: Explanation) -> str:
+    """`` · unprofiled: 20% of this`` beside per-call figures, where capture measured it."""
+    p = ex.per_call.perturbation if ex.per_call else None
+    if p is None or p.unprofiled_share is None:
+        return ""
+    return f" · unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one"
+
+
 def perturbation_line(ex: Explanation) -> str:
     p = ex.per_call.perturbation if ex.per_call else None
     if p is None or p.events_per_call is None:
@@ -153,7 +161,8 @@ def console_sections(ex: Explanation) -> list[Any]:
         return out
     note = unprofiled_note(ex)
     if pc.families and ex.has_python_frames:
-        t = Table(title=f"A warm call by Python module (p50 of {pc.warm_calls} warm calls)",
+        t = Table(title=f"A warm call by Python module (p50 of {pc.warm_calls} warm calls)"
+                        f"{unprofiled_short(ex)}",
                   title_justify="left", pad_edge=False)
         t.add_column("module (innermost frame)", overflow="ellipsis", max_width=46, no_wrap=True)
         t.add_column("per call", justify="right")
@@ -210,7 +219,7 @@ def markdown_sections(ex: Explanation, esc, code, table, details) -> list[str]:
         rows = [[code(f.name), fmt_ns(f.ns_per_call), f"{100 * f.share:.1f}%"]
                 for f in pc.families[:FAMILY_ROWS]]
         parts.append(f"#### Where a warm call goes, by Python module (p50 over {pc.warm_calls} "
-                     "warm calls)")
+                     f"warm calls){unprofiled_short(ex)}")
         parts.append(table(["module (innermost frame)", "per call", "share"], rows))
     if pc.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(ex)
