@@ -345,7 +345,8 @@ def render_markdown(ex: Explanation, figure: str | None = None) -> str:
                               + _more(len(rows), len(ks))))
     calls = ex.calls.calls
     if calls:
-        rows = [[str(c.index), code(c.name), "cold" if c.cold else "", fmt_ns(c.metrics["api_ns"]),
+        rows = [[str(c.index), code(c.name), "cold" if c.cold else ("outlier" if c.outlier else ""),
+                 fmt_ns(c.metrics["api_ns"]),
                  fmt_ns(c.metrics["kernel_ns"]), fmt_ns(c.metrics["launch_latency_ns"]),
                  fmt_ns(c.metrics["host_overhead_ns"])] for c in calls[:MAX_CALL_ROWS]]
         parts.append(_details("Every call", table(["#", "range", "", "wall", "kernel",
