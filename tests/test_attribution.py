@@ -44,7 +44,7 @@ def test_breakdown_cells_split_by_device_state(tb, analyze_builder):
 
 def test_per_call_metrics(tb, analyze_builder):
     triton_like_call(tb)
-    call = analyze_builder(tb).calls.per_call[0]
+    call = analyze_builder(tb, calls="^call_0$").calls.per_call[0]  # one range is no series
     assert call.metrics == {
         "api_ns": 10_000, "pre_launch_ns": 4_200, "launch_api_ns": 2_600,
         "launch_latency_ns": 1_800, "kernel_ns": 863, "sync_ns": 700,
@@ -116,7 +116,8 @@ def test_sub_microsecond_kernels_keep_their_ns(tb, analyze_builder):
     assert d["device"]["kernels"][0]["min"] == 831 and d["device"]["kernels"][0]["max"] == 835
 
 
-def test_calls_from_numbered_annotations_and_cold_first(tb, analyze_builder):
+def test_calls_from_numbered_annotations_first_is_not_cold_by_position(tb, analyze_builder):
+    # call_0 is slower but holds no compile, import or profiler work: it stays warm
     for i in range(5):
         start = i * 10_000
         tb.annotation(f"call_{i}", start, 4_000 + (3_000 if i == 0 else 100 * i))
@@ -124,9 +125,10 @@ def test_calls_from_numbered_annotations_and_cold_first(tb, analyze_builder):
     tb.annotation("setup", 60_000, 100)
     ex = analyze_builder(tb)
     assert ex.calls.pattern == "call_#" and ex.calls.count == 5
-    assert ex.calls.cold == (0,) and ex.calls.warm_count == 4
+    assert ex.calls.cold == () and ex.calls.warm_count == 5
     s = ex.calls.stats["api_ns"]
-    assert (s.min, s.p50, s.max, s.mean) == (4_100, 4_200, 4_400, 4_250)
+    durs = sorted([7_000, 4_100, 4_200, 4_300, 4_400])
+    assert (s.min, s.p50, s.max, s.mean) == (durs[0], durs[2], durs[-1], round(sum(durs) / 5))
 
 
 def test_window_narrowing(tb, analyze_builder):

@@ -46,6 +46,8 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
          "host slices overlap their parent without nesting (profiler corruption)"),
     Code("device-work-without-launch", "warning", "device work with no launch record"),
     Code("launch-without-device-work", "info", "launches with no device record"),
+    Code("device-work-cut", "warning",
+         "launches whose device records were lost because the file was cut short"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
@@ -63,4 +65,8 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
     Code("unknown-phase", "warning", "events with an unknown 'ph' ignored"),
     Code("other-phase", "info", "counter/async/object events ignored"),
     Code("unknown-category", "info", "events of an unknown category kept as host work"),
+    Code("device-work-after-sync", "warning",
+         "device work ending after a later device synchronize returned (impossible); dropped"),
+    Code("device-work-past-host", "warning",
+         "device work ending far past the last host event; dropped"),
 )}

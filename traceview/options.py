@@ -12,8 +12,12 @@ class Options:
     a time range ``START:END`` relative to the default window start (``250us:1.5ms``;
     either side may be empty; units ns, us, ms, s; bare numbers are ns)."""
     calls: str | None = None
-    """Regex selecting the user ranges that are calls; default: the most repeated
-    numbered range name (``call_0..call_N``), else calls are inferred from launches."""
+    """Regex selecting the calls: user ranges whose name matches, else Python frames,
+    else host ops (``aten::mul``) on the launching thread. Default: the rule in
+    ``traceview.analyses.callfind`` (numbered user ranges, Python frames, launches)."""
+    calls_depth: int = 1
+    """With calls found from Python frames: how many levels below the frame that
+    encloses every launch the calls are (1: what the loop body calls)."""
     rules: str | None = None
     """A JSON rules file matched before the default category rules."""
     thread: str | None = None

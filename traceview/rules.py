@@ -42,6 +42,12 @@ class RuleSet:
     categories: dict[str, str]
     rules: tuple[Rule, ...]
     launch_apis: dict[str, frozenset[str]]  # kind ("kernel", "graph", ...) -> names
+    # ranges the framework writes (``## Call CompiledFxGraph ##``, compiler passes,
+    # ``ProfilerStep#N``): never a user's call series (``traceview.analyses.callfind``)
+    framework_ranges: tuple[re.Pattern[str], ...] = ()
+
+    def is_framework_range(self, name: str) -> bool:
+        return any(p.search(name) for p in self.framework_ranges)
 
     def launch_kind(self, name: str) -> str | None:
         for kind, names in self.launch_apis.items():
@@ -64,6 +70,16 @@ class RuleSet:
                 continue
             return rule.category, rule.subtree
         return OTHER, False
+
+
+def _framework(doc: Any, source: str) -> list[re.Pattern[str]]:
+    pats = doc.get("framework_ranges", [])
+    if not isinstance(pats, list) or not all(isinstance(p, str) for p in pats):
+        raise UsageError(f"{source}: 'framework_ranges' must be a list of regular expressions")
+    try:
+        return [re.compile(p) for p in pats]
+    except re.error as exc:
+        raise UsageError(f"{source}: framework_ranges: bad regular expression: {exc}") from None
 
 
 def _parse(doc: Any, source: str) -> tuple[dict[str, str], list[Rule], dict[str, list[str]]]:
@@ -95,7 +111,9 @@ def _parse(doc: Any, source: str) -> tuple[dict[str, str], list[Rule], dict[str,
 def load_rules(extra: str | Path | None = None) -> RuleSet:
     """The default table, with a user's rules file (if any) matched first."""
     text = resources.files("traceview.data").joinpath("default_rules.json").read_text()
-    categories, rules, apis = _parse(json.loads(text), "default rules")
+    default_doc = json.loads(text)
+    categories, rules, apis = _parse(default_doc, "default rules")
+    framework = _framework(default_doc, "default rules")
     if extra is not None:
         try:
             user_doc = json.loads(Path(extra).read_text())
@@ -104,6 +122,7 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
         except json.JSONDecodeError as exc:
             raise UsageError(f"{extra}: rules file is not valid JSON: {exc}") from None
         u_cats, u_rules, u_apis = _parse(user_doc, str(extra))
+        framework = _framework(user_doc, str(extra)) + framework
         categories = {**categories, **u_cats}
         rules = u_rules + rules
         for kind, names in u_apis.items():
@@ -115,4 +134,5 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
         categories=categories,
         rules=tuple(rules),
         launch_apis={k: frozenset(v) for k, v in apis.items()},
+        framework_ranges=tuple(framework),
     )

@@ -40,3 +40,8 @@ def fmt_pct(fraction: float) -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 call', '2 calls', '0 calls'."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def printable(name: str) -> str:
+    """A name fit for one line of text: control and zero-width characters shown as '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in name)

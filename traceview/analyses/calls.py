@@ -1,8 +1,7 @@
 """Per-call view: one row per call of the operator, and statistics over warm calls.
 
-Calls are user ranges (``record_function``): the most repeated numbered name
-(``call_0 .. call_N``, ``ProfilerStep#N``) or those matching ``--calls``. Without user
-ranges, each outermost host slice that contains a launch is a call.
+Which spans are calls is ``traceview.analyses.callfind``'s job (ranges, Python frames,
+launches; ``--calls``); the summary says what they are and how they were found.
 
 For each call, all on the launching thread and in integer ns:
 
@@ -16,30 +15,44 @@ For each call, all on the launching thread and in integer ns:
 * ``device_busy_ns`` — time inside the call during which *any* device work ran;
 * ``host_overhead_ns`` — ``api_ns - device_busy_ns``: the part of the call during which
   the device had nothing to do. This is the fixed host cost of the API.
+* ``api_sync_ns`` (beside the metrics) — call + the synchronize the same loop iteration
+  calls right after it, when calls come from Python frames and one follows.
 
-The first call, and any call containing compile work, is cold: listed apart and left
-out of the statistics (when warm calls remain).
+A call is **cold** when it contains compile, autotune or module-load work (host category
+``compile``), imports (``import``), Dynamo/Inductor compiler ranges, or when capture
+recorded it as cold; each cold call says why. Being first in the window is not a reason.
+A call far slower than the others (``OUTLIER_RATIO``) whose excess the profiler's own
+work explains is an **outlier** (with that reason). Both are left out of the warm
+statistics (when warm calls remain).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from traceview import intervals
+from traceview.analyses.callfind import FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.window import Window
-from traceview.errors import UsageError
 from traceview.model import Trace
+from traceview.units import fmt_ns
+from traceview.rules import RuleSet
 from traceview.stats import Stats, summarize
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "sync_ns", "device_busy_ns", "host_overhead_ns")
-_DIGITS = re.compile(r"\d+")
+# Host categories whose presence makes a call cold, with what they mean.
+COLD_CATEGORIES = {"compile": "compile/autotune/module-load work", "import": "imports"}
+# Dynamo/Inductor write these ranges around their compiler passes.
+COMPILE_RANGE = re.compile(r"compile_id=\d+/\d+|\(dynamo_timed\)$")
+# A call this many times the median of the other calls is an outlier when the
+# profiler's own work explains at least OUTLIER_EXPLAINED of the excess.
+OUTLIER_RATIO = 2.0
+OUTLIER_EXPLAINED = 0.5
 
 
 @dataclass(frozen=True)
@@ -54,90 +67,104 @@ class Call:
     metrics: dict[str, int | None]
     categories: dict[str, int]  # host category -> ns inside the call
     kernel_end_ns: int | None  # end of the last device work the call launched
+    kind: str = ""
+    cold_reason: str | None = None
+    outlier_reason: str | None = None
+    api_sync_ns: int | None = None  # call + the synchronize right after it
+
+    @property
+    def outlier(self) -> bool:
+        return self.outlier_reason is not None
+
+    @property
+    def warm(self) -> bool:
+        return not self.cold and not self.outlier
+
+
+@dataclass(frozen=True)
+class CallKind:
+    """Calls of one kind (frames of one name, or one range series)."""
+
+    name: str
+    count: int
+    warm_count: int
+    stats: dict[str, Stats]  # over the kind's warm calls
+    api_sync: Stats
 
 
 @dataclass(frozen=True)
 class CallsSummary:
-    source: str  # "annotations" | "launches" | "none"
+    source: str  # callfind.HOW keys: "annotations" | "python_frames" | "launches" | ... | "none"
     pattern: str | None
     calls: list[Call]
     stats: dict[str, Stats]  # over warm calls
     category_stats: dict[str, Stats]  # per host category, over warm calls
     warm_count: int
     cold_indices: list[int] = field(default_factory=list)
+    outlier_indices: list[int] = field(default_factory=list)
+    description: str = ""
+    how: str = ""
+    kinds: list[CallKind] = field(default_factory=list)
+    api_sync: Stats = field(default_factory=lambda: summarize([]))
 
     @property
     def warm(self) -> list[Call]:
-        return [c for c in self.calls if not c.cold] or self.calls
+        return [c for c in self.calls if c.warm] or self.calls
 
 
-def _annotation_calls(trace: Trace, window: Window, regex: str | None) -> tuple[list[int], str | None]:
-    rows = trace.rows_of_cats({"user_annotation"})
-    s = trace.slices
-    rows = rows[(s.start[rows] >= window.start_ns) & (s.start[rows] < window.end_ns)]
-    names = [trace.names[c] for c in s.name[rows].tolist()]
-    if regex is not None:
-        try:
-            pat = re.compile(regex)
-        except re.error as exc:
-            raise UsageError(f"--calls {regex!r}: bad regular expression: {exc}") from None
-        picked = [r for r, n in zip(rows.tolist(), names) if pat.search(n)]
-        if not picked:
-            raise UsageError(f"--calls {regex!r}: no user range matches")
-        return picked, regex
-    keys = [_DIGITS.sub("#", n) for n in names]
-    counts = Counter(k for k, n in zip(keys, names) if k != n)  # numbered names only
-    if not counts:
-        return [], None
-    durs = s.end[rows] - s.start[rows]
-
-    def rank(item: tuple[str, int]) -> tuple[int, int, str]:
-        # most repeated, then the innermost (shortest median); then by name, so that the
-        # choice never depends on the order of events in the file
-        key, n = item
-        med = int(np.median([d for d, k in zip(durs.tolist(), keys) if k == key]))
-        return (-n, med, key)
-
-    best, _ = min(counts.items(), key=rank)
-    return [r for r, k in zip(rows.tolist(), keys) if k == best], best
+def _cold_reason(cats: dict[str, int], compile_ranges: int, recorded: bool) -> str | None:
+    why = [f"{what} {fmt_ns(cats[c])}" for c, what in COLD_CATEGORIES.items() if cats.get(c)]
+    if compile_ranges:
+        why.append(f"{compile_ranges} Dynamo/Inductor compile range(s)")
+    if recorded:
+        why.append("recorded cold by traceview capture")
+    return "; ".join(why) or None
 
 
-def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary) -> list[tuple[int, int, str]]:
-    """Outermost host slice around each launch, merged: (start, end, name)."""
-    if timeline.rows.size == 0 or launches.count == 0:
-        return []
-    s = trace.slices
-    rows = timeline.rows
-    w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
-    st, en = np.maximum(s.start[rows], w0), np.minimum(s.end[rows], w1)
-    # outermost: not contained in an earlier-starting slice (rows are sorted by start)
-    run_end = np.maximum.accumulate(en)
-    outer = np.ones(rows.size, dtype=bool)
-    outer[1:] = st[1:] >= run_end[:-1]
-    o_rows, o_st, o_en = rows[outer], st[outer], run_end[outer]
-    l_st = s.start[launches.rows]
-    idx = np.searchsorted(o_st, l_st, side="right") - 1
-    out = []
-    for i in sorted(set(idx[idx >= 0].tolist())):
-        out.append((int(o_st[i]), int(o_en[i]), trace.names[int(s.name[o_rows[i]])]))
+def _outliers(calls: list[Call]) -> dict[int, str]:
+    """Calls far above the median of the others whose excess is the profiler's work."""
+    cand = [c for c in calls if not c.cold]
+    if len(cand) < 3:
+        return {}
+    api = np.asarray([c.metrics["api_ns"] for c in cand], np.int64)
+    prof = np.asarray([c.categories.get("profiler", 0) for c in cand], np.int64)
+    out = {}
+    for j, c in enumerate(cand):
+        others = np.delete(api, j)
+        med = int(np.median(others))
+        excess = int(api[j]) - med
+        if med <= 0 or api[j] <= OUTLIER_RATIO * med:
+            continue
+        typical = int(np.median(np.delete(prof, j)))
+        extra = int(prof[j]) - typical
+        if extra >= OUTLIER_EXPLAINED * excess:
+            out[c.index] = (f"{fmt_ns(int(api[j]))} against {fmt_ns(med)} for the others: "
+                            f"profiler work {fmt_ns(int(prof[j]))} inside (typically "
+                            f"{fmt_ns(typical)}), the profiler's buffer set-up")
     return out
 
 
-def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
-                  busy: intervals.Set, regex: str | None) -> CallsSummary:
-    s = trace.slices
-    rows, pattern = _annotation_calls(trace, window, regex)
-    if rows:
-        spans = sorted((int(s.start[r]), int(s.end[r]), trace.names[int(s.name[r])]) for r in rows)
-        source = "annotations"
-    else:
-        spans = _launch_calls(trace, timeline, launches)
-        source = "launches" if spans else "none"
-    if not spans:
-        return CallsSummary(source, None, [], {m: summarize([]) for m in METRICS}, {}, 0)
+def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
+    warm = [c for c in calls if c.warm] or calls
+    return ({m: summarize([c.metrics[m] for c in warm]) for m in METRICS},
+            summarize([c.api_sync_ns for c in warm]))
 
-    c_st = np.asarray([sp[0] for sp in spans], np.int64)
-    c_en = np.asarray([sp[1] for sp in spans], np.int64)
+
+def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
+                  busy: intervals.Set, regex: str | None, rules: RuleSet | None = None,
+                  depth: int = 1) -> CallsSummary:
+    from traceview.rules import load_rules
+
+    s = trace.slices
+    found: FoundCalls = find_calls(trace, window, timeline, launches,
+                                   rules or load_rules(), regex, depth)
+    spans = found.spans
+    if not spans:
+        return CallsSummary(found.source, None, [], {m: summarize([]) for m in METRICS}, {}, 0,
+                            description=found.describe(), how=found.how)
+
+    c_st = np.asarray([sp.start_ns for sp in spans], np.int64)
+    c_en = np.asarray([sp.end_ns for sp in spans], np.int64)
     busy_in = intervals.overlap(busy, c_st, c_en)
     cat_ns = {c: intervals.overlap(timeline.category_set(c), c_st, c_en)
               for c in timeline.categories}
@@ -145,9 +172,15 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     l_st = s.start[l_rows]
     lo = np.searchsorted(l_st, c_st, side="left")
     hi = np.searchsorted(l_st, c_en, side="left")
+    ua = trace.rows_of_cats({"user_annotation"})
+    ua = ua[[bool(COMPILE_RANGE.search(trace.names[int(c)])) for c in s.name[ua].tolist()]] \
+        if ua.size else ua
+    ua_st = np.sort(s.start[ua])
+    n_compile = np.searchsorted(ua_st, c_en) - np.searchsorted(ua_st, c_st)
 
     calls = []
-    for i, (st, en, name) in enumerate(spans):
+    for i, sp in enumerate(spans):
+        st, en = sp.start_ns, sp.end_ns
         mine = l_rows[lo[i]:hi[i]]
         work = [w for r in mine.tolist() for w in trace.launch_to_work.get(r, ())]
         pre = int(s.start[mine[0]] - st) if mine.size else None
@@ -171,13 +204,27 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
             "device_busy_ns": int(busy_in[i]),
             "host_overhead_ns": int(en - st - busy_in[i]),
         }
-        cold = i == 0 or cats.get("compile", 0) > 0
-        calls.append(Call(i, name, st, en, int(mine.size), len(work), cold, metrics, cats, k_end))
-    warm = [c for c in calls if not c.cold] or calls
-    stats = {m: summarize([c.metrics[m] for c in warm]) for m in METRICS}
+        reason = _cold_reason(cats, int(n_compile[i]), sp.recorded_cold)
+        api_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
+        calls.append(Call(i, sp.name, st, en, int(mine.size), len(work), reason is not None,
+                          metrics, cats, k_end, kind=sp.kind, cold_reason=reason,
+                          api_sync_ns=api_sync))
+    outliers = _outliers(calls)
+    if outliers:
+        calls = [Call(**{**c.__dict__, "outlier_reason": outliers.get(c.index)}) for c in calls]
+    warm = [c for c in calls if c.warm] or calls
+    stats, api_sync = _kind_stats(calls)
     category_stats = {c: summarize([call.categories.get(c, 0) for call in warm])
                       for c in timeline.categories
                       if any(call.categories.get(c) for call in warm)}
-    return CallsSummary(source, pattern, calls, stats, category_stats,
-                        warm_count=sum(1 for c in calls if not c.cold),
-                        cold_indices=[c.index for c in calls if c.cold])
+    kinds = []
+    for k in dict.fromkeys(c.kind for c in calls):
+        mine_k = [c for c in calls if c.kind == k]
+        k_stats, k_sync = _kind_stats(mine_k)
+        kinds.append(CallKind(k, len(mine_k), sum(1 for c in mine_k if c.warm), k_stats, k_sync))
+    return CallsSummary(found.source, found.pattern, calls, stats, category_stats,
+                        warm_count=sum(1 for c in calls if c.warm),
+                        cold_indices=[c.index for c in calls if c.cold],
+                        outlier_indices=[c.index for c in calls if c.outlier],
+                        description=found.describe(), how=found.how, kinds=kinds,
+                        api_sync=api_sync)

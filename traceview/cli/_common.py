@@ -71,8 +71,12 @@ WindowOpt = Annotated[str | None, typer.Option(
     "--window", help="Narrow the window: a regex over record_function names, or START:END "
                      "(e.g. 1ms:5ms) from the first event.")]
 CallsOpt = Annotated[str | None, typer.Option(
-    "--calls", help="Regex selecting the record_function ranges that are calls "
-                    "(default: the most repeated numbered name).")]
+    "--calls", help="Regex selecting the calls: record_function ranges, else Python "
+                    "functions, else aten ops (default: numbered ranges, else Python "
+                    "frames, else launches; the output says which).")]
+CallsDepthOpt = Annotated[int, typer.Option(
+    "--calls-depth", help="Calls from Python frames: levels below the frame enclosing "
+                          "every launch (1: what the loop body calls).")]
 RulesOpt = Annotated[Path | None, typer.Option(
     "--rules", help="JSON file of category rules matched before the defaults.")]
 ThreadOpt = Annotated[str | None, typer.Option(

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from traceview.cli._common import (
+    CallsDepthOpt,
     CallsOpt,
     JobsOpt,
     RecursiveOpt,
@@ -42,6 +43,7 @@ def explain(
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
     calls: CallsOpt = None,
+    calls_depth: CallsDepthOpt = 1,
     rules: RulesOpt = None,
     thread: ThreadOpt = None,
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
@@ -68,7 +70,8 @@ def explain(
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
         report = run_explain(load_with_progress(trace),
-                             analysis_options(window, calls, rules, thread, top=top))
+                             analysis_options(window, calls, rules, thread, top=top,
+                                              calls_depth=calls_depth))
         from traceview.render.registry import RenderOptions, renderer
 
         ref = None

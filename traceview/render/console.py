@@ -16,7 +16,7 @@ from rich.text import Text
 from traceview.render.labels import METRIC_LABELS, display_pattern
 from traceview.render.names import short_kernel
 from traceview.report.model import VERDICT_IDS
-from traceview.units import fmt_ns, fmt_share, plural
+from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
@@ -50,7 +50,8 @@ def _header(r: Report) -> RenderableType:
     t.append(f"host {thread.label if thread else 'no thread'}")
     c = r.calls
     if c.per_call:
-        t.append(f" · {plural(c.count, 'call')} from {c.source}"
+        t.append(f" · {c.description}" if c.description else
+                 f" · {plural(c.count, 'call')} from {c.source}"
                  + (f" '{display_pattern(c.pattern)}'" if c.pattern else ""))
     cap = r.capture
     if cap:
@@ -120,7 +121,11 @@ def _calls(r: Report) -> RenderableType | None:
     if not c.per_call:
         return None
     cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
-    table = Table(title=f"Per call: {c.warm_count} warm of {c.count}{cold}",
+    if c.outliers:
+        cold += f"; outliers: #{', #'.join(map(str, c.outliers))} left out"
+    from traceview.render.percall import unprofiled_short
+
+    table = Table(title=f"Per call: {c.warm_count} warm of {c.count}{cold}{unprofiled_short(r)}",
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):
@@ -221,17 +226,23 @@ def _functions(r: Report, top: int) -> RenderableType | None:
     fs = [f for f in r.host.functions if f.self_ns > 0][:top]
     if not fs:
         return None
-    n = max(r.calls.count, 1)
+    warm = r.calls.tree_warm_calls
+    # per call: p50 over the warm calls that contain the function ("in calls")
     table = Table(title="Hot host functions (self time)", title_justify="left", pad_edge=False)
     table.add_column("function", overflow="fold", ratio=1)
     table.add_column("category", no_wrap=True)
     table.add_column("self", justify="right", no_wrap=True)
-    table.add_column("per call", justify="right", no_wrap=True)
-    table.add_column("count", justify="right", no_wrap=True)
+    table.add_column("self/call", justify="right", no_wrap=True)
+    table.add_column("incl/call", justify="right", no_wrap=True)
+    table.add_column("in calls", justify="right", no_wrap=True)
     for f in fs:
-        table.add_row(Text(short_kernel(f.name) if f.category == "launch" else f.name),
-                      Text(f.category, style=_style(f.category)), fmt_ns(f.self_ns),
-                      fmt_ns(f.self_ns // n), str(f.count))
+        per = f.inclusive_ns_per_call is not None
+        name = short_kernel(f.name) if f.category == "launch" else printable(f.name)
+        table.add_row(Text(name), Text(f.category, style=_style(f.category)),
+                      fmt_ns(f.self_ns), fmt_ns(f.self_ns_per_call) if per else "-",
+                      fmt_ns(f.inclusive_ns_per_call) if per else "-",
+                      Text(f"{f.calls_with}/{warm}",
+                           style="yellow" if not per or f.few_calls else ""))
     return table
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -271,8 +282,11 @@ def _notes(r: Report) -> RenderableType | None:
 
 def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     """The terminal report's parts, in reading order, for a console ``width`` wide."""
+    from traceview.render.percall import console_sections
+
     parts = [_header(r), _verdict(r), _baseline(r), _matrix(r), _device(r), _calls(r),
-             _waterfall(r, width), _kernels(r, top), _functions(r, top), _notes(r)]
+             *console_sections(r), _waterfall(r, width), _kernels(r, top), _functions(r, top),
+             _notes(r)]
     return [p for p in parts if p is not None]
 
 

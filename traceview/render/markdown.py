@@ -266,7 +266,8 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     thread = r.host.thread
     parts.append(f"Window {fmt_ns(r.window.dur_ns)} ({esc(r.window.description)}); host "
                  f"{esc(thread.label if thread else 'thread: none')}; "
-                 f"{plural(c.count, 'call')} from {c.source}.")
+                 + (f"{esc(c.description)}." if c.description else
+                    f"{plural(c.count, 'call')} from {c.source}."))
     parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(r)], "ll"))
     parts.append("#### Where the time went (host category x device state; cells sum to the window)")
     parts.append(_matrix(r))
@@ -276,8 +277,14 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
         parts.append(devices)
     if c.per_call:
         cold = f", cold #{', #'.join(map(str, c.cold))} left out" if c.cold else ""
-        parts.append(f"#### Per call ({c.warm_count} warm of {c.count}{cold})")
+        from traceview.render.percall import unprofiled_short
+
+        parts.append(f"#### Per call ({c.warm_count} warm of {c.count}{cold})"
+                     f"{unprofiled_short(r)}")
         parts.append(_calls(r))
+    from traceview.render.percall import markdown_sections
+
+    parts.extend(markdown_sections(r, esc, code, table, _details))
     g = gantt(r)
     if g:
         parts.append(g)
@@ -288,13 +295,22 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     parts.append(_findings(r))
 
     fs = [f for f in r.host.functions if f.self_ns > 0]
-    n = max(c.count, 1)
+    warm = c.tree_warm_calls
+
+    def _pc(f) -> list[str]:
+        if f.inclusive_ns_per_call is None:
+            return ["-", "-", f"0/{warm}"]
+        return [fmt_ns(f.self_ns_per_call), fmt_ns(f.inclusive_ns_per_call),
+                f"{f.calls_with}/{warm}" + (" (few)" if f.few_calls else "")]
+
     if fs:
-        rows = [[code(f.name), code(f.category), fmt_ns(f.self_ns), fmt_ns(f.self_ns // n),
+        rows = [[code(f.name), code(f.category), fmt_ns(f.self_ns), *_pc(f),
                  fmt_ns(f.total_ns), str(f.count)] for f in fs[:MAX_FUNCTION_ROWS]]
-        parts.append(_details("Hot host functions (self time)",
-                              table(["function", "category", "self", "self per call", "inclusive",
-                                     "count"], rows) + _more(len(rows), len(fs))))
+        parts.append(_details("Hot host functions (self time; per call: p50 over the warm calls "
+                              "that contain it)",
+                              table(["function", "category", "self", "self/call", "incl/call",
+                                     "in calls", "inclusive", "count"], rows)
+                              + _more(len(rows), len(fs))))
     ks = r.device.kernels
     if ks:
         rows = [[code(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
@@ -304,7 +320,8 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
                               + _more(len(rows), len(ks))))
     calls = c.per_call
     if calls:
-        rows = [[str(x.index), code(x.name), "cold" if x.cold else "warm",
+        rows = [[str(x.index), code(x.name),
+                 "cold" if x.cold else ("outlier" if x.outlier else "warm"),
                  fmt_ns(x.metrics["api_ns"]), fmt_ns(x.metrics["kernel_ns"]),
                  fmt_ns(x.metrics["launch_latency_ns"]), fmt_ns(x.metrics["host_overhead_ns"])]
                 for x in calls[:MAX_CALL_ROWS]]

@@ -28,13 +28,25 @@ def build_report(a: Analysis) -> m.Report:
     d = a.device
     lane = a.timeline.lane
     calls = a.calls
+    pc = a.per_call
     calls_info = m.CallsInfo(
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
         stats=dict(calls.stats), categories=dict(calls.category_stats),
         per_call=tuple(m.CallRow(c.index, c.name, c.start_ns, c.end_ns, c.cold, c.launches,
-                                 c.kernels, dict(c.metrics), dict(c.categories))
+                                 c.kernels, dict(c.metrics), dict(c.categories), c.kind,
+                                 c.cold_reason, c.outlier, c.outlier_reason, c.api_sync_ns)
                        for c in calls.calls),
+        description=calls.description, how=calls.how, outliers=tuple(calls.outlier_indices),
+        api_sync=calls.api_sync,
+        kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
+                    for k in calls.kinds),
+        tree=tuple(_tree(n) for n in pc.tree) if pc else (),
+        perturbation=None if pc is None else m.PerturbationInfo(
+            pc.perturbation.python_frames_per_call, pc.perturbation.events_per_call,
+            pc.perturbation.profiler_ns_per_call, pc.perturbation.unprofiled_ns,
+            pc.perturbation.unprofiled_share),
+        tree_warm_calls=pc.warm_calls if pc else 0,
     )
     return m.Report(
         schema_version=SCHEMA_VERSION,
@@ -56,11 +68,12 @@ def build_report(a: Analysis) -> m.Report:
             thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, lane.label),
             categories=dict(a.host_categories),
             category_descriptions=dict(a.rules.categories),
-            functions=tuple(m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count)
-                            for f in a.functions[: a.options.functions_limit]),
+            functions=tuple(_function(a, f) for f in a.functions[: a.options.functions_limit]),
             functions_total=len(a.functions),
             other_threads=tuple(m.OtherThread(t.pid, t.tid, t.label, t.launches,
-                                              dict(t.categories)) for t in a.other_threads)),
+                                              dict(t.categories)) for t in a.other_threads),
+            families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
+                           for f in (pc.families if pc else ()))),
         breakdown=tuple(m.Cell(c.host, c.device, c.ns) for c in a.cells),
         launches=m.LaunchesInfo(
             count=a.launches.count, linked=a.launches.linked, by_api=dict(a.launches.by_api),
@@ -73,6 +86,19 @@ def build_report(a: Analysis) -> m.Report:
         typical_call=typical_call(a, calls_info),
         op=op_info(a),
     )
+
+
+def _function(a: Analysis, f) -> m.FunctionRow:
+    per = a.per_call.functions.get(f.name) if a.per_call else None
+    if per is None:
+        return m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count)
+    return m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count, per.inclusive_ns,
+                         per.self_ns, per.calls_with, per.few_calls)
+
+
+def _tree(n) -> m.TreeRow:
+    return m.TreeRow(n.name, n.category, n.inclusive_ns, n.self_ns, n.count, n.calls_with,
+                     tuple(_tree(c) for c in n.children), n.folded, n.folded_ns)
 
 
 def pick_typical(calls: m.CallsInfo) -> m.CallRow | None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
+from traceview.analyses.causality import drop_implausible_device_work
+from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import (
     FunctionStat,
@@ -53,6 +55,7 @@ class Analysis:
     calls: CallsSummary
     other_threads: list[ThreadSummary]
     has_python_frames: bool
+    per_call: PerCall | None = None  # per warm call: functions, families, tree
 
 
 def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
@@ -61,6 +64,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     if malformed is not None:
         trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
+    drop_implausible_device_work(trace)  # idempotent, like clean_metadata
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)
     thread = pick_thread(trace, rules, window, options.thread)
@@ -70,7 +74,8 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
                               rows=None if thread is None else by_lane[thread.index])
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
-    calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls)
+    calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
+                          options.calls_depth)
     others = []
     for lane in sorted(trace.host_lanes, key=lambda ln: (str(ln.pid), str(ln.tid))):
         if thread is not None and lane.index == thread.index or by_lane[lane.index].size == 0:
@@ -86,9 +91,24 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         launches=launches, timeline=timeline, host_categories=host_categories,
         functions=hot_functions(trace, timeline), cells=cells, calls=calls,
         other_threads=others, has_python_frames=has_py,
+        per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
     )
     _check_identities(ex)
     return ex
+
+
+def unprofiled_baseline(trace: Trace) -> int | None:
+    """The capture's unprofiled figure comparable to a profiled warm call: the
+    synchronized full API (``--sync end``: the amortized submit); none for cold twins and
+    graph replays."""
+    cap = trace.metadata.get("traceview")
+    cap = cap if isinstance(cap, dict) else {}
+    base = cap.get("baseline") if isinstance(cap.get("baseline"), dict) else {}
+    proto = cap.get("protocol") if isinstance(cap.get("protocol"), dict) else {}
+    if proto.get("mode", "eager") != "eager" or cap.get("kind", "warm") == "cold":
+        return None
+    value = base.get("amortized_submit_ns" if proto.get("sync") == "end" else "full_api_ns_p50")
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def _check_identities(ex: Analysis) -> None:

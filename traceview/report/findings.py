@@ -111,12 +111,17 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     calls = ex.calls
     first = calls.calls[0] if calls.calls else None
     warm_p50 = calls.stats["api_ns"].p50 if calls.warm_count else None
-    ratio = first.metrics["api_ns"] / warm_p50 if first is not None and warm_p50 else 0.0
+    # a first call whose excess the profiler's own work explains is an outlier, reported
+    # by profiler-perturbation, not a cold path
+    ratio = first.metrics["api_ns"] / warm_p50 if first is not None and warm_p50 \
+        and not first.outlier else 0.0
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
         return []
+    cold_calls = [c for c in calls.calls if c.cold]
     facts: dict[str, Any] = {"cold_ns": cold_ns, "window_ns": ex.window.dur_ns, "ratio": ratio,
                              "warm_p50": warm_p50, "warm_count": calls.warm_count,
-                             "first_ns": None, "first_top": [], "profiler_start": False}
+                             "first_ns": None, "first_top": [], "profiler_start": False,
+                             "cold_reasons": [(c.index, c.cold_reason) for c in cold_calls]}
     if first is not None:
         facts["first_ns"] = first.metrics["api_ns"]
         facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
@@ -127,7 +132,9 @@ def _cold_path(ex: Analysis) -> list[Detected]:
         {"compile_import_ns": cold_ns,
          "first_call_ns": first.metrics["api_ns"] if first else None,
          "first_call_ratio": round(ratio, 2), "warm_api_ns_p50": warm_p50,
-         "cold_calls": calls.cold_indices},
+         "cold_calls": calls.cold_indices,
+         "cold_reasons": {str(c.index): c.cold_reason for c in cold_calls},
+         "outliers": {str(c.index): c.outlier_reason for c in calls.calls if c.outlier}},
         facts,
     )]
 
@@ -179,6 +186,11 @@ def _perturbation(ex: Analysis) -> list[Detected]:
     if prof and prof.p50:
         facts["profiler_p50"] = prof.p50
         evidence["profiler_ns_per_call_p50"] = prof.p50
+    pert = ex.per_call.perturbation if ex.per_call else None
+    if pert is not None and pert.events_per_call and ex.has_python_frames:
+        facts["events"] = (pert.events_per_call, pert.python_frames_per_call)
+        evidence["events_per_call_p50"] = pert.events_per_call
+        evidence["python_frames_per_call_p50"] = pert.python_frames_per_call
     warm_p50 = ex.calls.stats["api_ns"].p50
     spikes = [c for c in ex.calls.calls
               if warm_p50 and c.categories.get("profiler", 0) > PERTURBATION_CALL_SHARE * warm_p50]
@@ -218,9 +230,10 @@ def _no_python_frames(ex: Analysis) -> list[Detected]:
 
 def _input_problems(ex: Analysis) -> list[Detected]:
     out = []
+    cut = any(g.code == "truncated" for g in ex.trace.diagnostics)
     if ex.window.dur_ns <= 0:
         out.append(Detected("no-activity", {"slices": len(ex.trace.slices)}))
-    elif ex.device.work_rows.size == 0:
+    elif ex.device.work_rows.size == 0 and not (cut and ex.launches.count):
         out.append(Detected("no-device-work", {}))
     if ex.timeline.lane is None and ex.window.dur_ns > 0:
         out.append(Detected("no-host-events", {}))
@@ -229,7 +242,9 @@ def _input_problems(ex: Analysis) -> list[Detected]:
     if ex.launches.unlinked_work:
         out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work}))
     unlinked = ex.launches.count - ex.launches.linked
-    if unlinked:
+    if unlinked and cut:
+        out.append(Detected("device-work-cut", {"count": unlinked, "launches": ex.launches.count}))
+    elif unlinked:
         out.append(Detected("launch-without-device-work", {"count": unlinked},
                             {"launches": ex.launches.count}))
     return out

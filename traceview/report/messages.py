@@ -60,6 +60,11 @@ def _cold(f: dict[str, Any], e: dict[str, Any]) -> str:
                      + (f" ({f['ratio']:.0f}x the warm median; {where})" if f["ratio"] else ""))
     cause = ("; mostly profiler start-up (the first profiled launch): profile with a "
              "schedule that has warm-up steps") if f["profiler_start"] else ""
+    if f.get("cold_reasons"):
+        reasons = f["cold_reasons"]
+        why = "; ".join(f"#{i} {r}" for i, r in reasons[:3])
+        more = f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else ""
+        parts.append(f"cold call(s) {why}{more}")
     warm = (f"; warm calls without it: p50 {fmt_ns(f['warm_p50'])} over {f['warm_count']}"
             if f["warm_p50"] else "")
     return "cold path in the window: " + ", ".join(parts) + cause + warm
@@ -76,6 +81,11 @@ def _perturbation(f: dict[str, Any], e: dict[str, Any]) -> str:
         notes.append("Python tracing (with_stack) is on and slows every Python frame")
     if "profiler_p50" in f:
         notes.append(f"profiler work inside a typical call {fmt_ns(f['profiler_p50'])}")
+    if "events" in f:
+        events, frames = f["events"]
+        of = f", {frames} of them Python frames" if frames else ""
+        notes.append(f"{events} events recorded per warm call{of} (each costs the profiler "
+                     "time that lands in its parent's self time)")
     if "spike" in f:
         ns, index = f["spike"]
         notes.append(f"profiler buffer work of {fmt_ns(ns)} inside call #{index}")
@@ -118,6 +128,10 @@ MESSAGES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     "device-work-without-launch": lambda f, e: (
         f"{e['count']} device work items have no launch record; their time "
         "counts as device busy, launch latency unknown"),
+    "device-work-cut": lambda f, e: (
+        f"{e['count']} of {e['launches']} launches have no device record because the file "
+        "was cut short: their device work is missing, so device busy time, kernel and "
+        "launch-latency figures cover only the launches before the cut"),
     "launch-without-device-work": lambda f, e: (
         f"{e['count']} of {f['launches']} launches have no device record (dropped CUPTI "
         "records, or work outside the window)"),

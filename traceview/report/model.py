@@ -106,6 +106,21 @@ class FunctionRow:
     self_ns: int
     total_ns: int
     count: int
+    # per warm call (p50 over the warm calls that contain it; docs/json.md)
+    inclusive_ns_per_call: int | None = None
+    self_ns_per_call: int | None = None
+    calls_with: int = 0
+    few_calls: bool = True
+
+
+@dataclass(frozen=True)
+class FamilyRow:
+    """A warm call's time by Python module (the innermost frame's module owns an instant)."""
+
+    name: str
+    ns_per_call: int
+    share: float
+    calls_with: int
 
 
 @dataclass(frozen=True)
@@ -125,6 +140,7 @@ class HostInfo:
     functions: tuple[FunctionRow, ...]
     functions_total: int
     other_threads: tuple[OtherThread, ...]
+    families: tuple[FamilyRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +171,46 @@ class CallRow:
     kernels: int
     metrics: dict[str, int | None]  # flattened into the row in JSON
     categories: dict[str, int]
+    kind: str = ""
+    cold_reason: str | None = None
+    outlier: bool = False
+    outlier_reason: str | None = None
+    api_sync_ns: int | None = None  # the call + the synchronize right after it
+
+
+@dataclass(frozen=True)
+class KindRow:
+    """Calls of one kind (frames of one name, or one range series)."""
+
+    name: str
+    count: int
+    warm_count: int
+    stats: dict[str, Stats]  # over the kind's warm calls; flattened in JSON
+    api_sync: Stats
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """A node of the warm calls' top-down tree (p50 over the calls holding it)."""
+
+    name: str
+    category: str
+    inclusive_ns: int
+    self_ns: int
+    count: int
+    calls_with: int
+    children: tuple[TreeRow, ...] = ()
+    folded: int = 0  # children under the tree's floor left out
+    folded_ns: int = 0
+
+
+@dataclass(frozen=True)
+class PerturbationInfo:
+    python_frames_per_call: int | None
+    events_per_call: int | None
+    profiler_ns_per_call: int | None
+    unprofiled_ns: int | None
+    unprofiled_share: float | None
 
 
 @dataclass(frozen=True)
@@ -167,6 +223,14 @@ class CallsInfo:
     stats: dict[str, Stats]  # metric -> stats over warm calls; flattened in JSON
     categories: dict[str, Stats]
     per_call: tuple[CallRow, ...]
+    description: str = ""
+    how: str = ""
+    outliers: tuple[int, ...] = ()
+    api_sync: Stats | None = None
+    kinds: tuple[KindRow, ...] = ()
+    tree: tuple[TreeRow, ...] = ()
+    perturbation: PerturbationInfo | None = None
+    tree_warm_calls: int = 0  # the warm calls the tree and families are over
 
     @property
     def warm(self) -> tuple[CallRow, ...]:
@@ -280,9 +344,12 @@ class Report:
 # the per-metric stats of ``calls`` and each call's metrics sit beside the other keys);
 # they are undone here and nowhere else.
 _STATS_KEYS = ("n", "p50", "p90", "p99", "min", "max", "mean")
-_CALLS_KEYS = ("count", "source", "pattern", "warm_count", "cold", "categories", "per_call")
+_CALLS_KEYS = ("count", "source", "pattern", "warm_count", "cold", "categories", "per_call",
+               "description", "how", "outliers", "api_sync_ns", "kinds", "tree", "perturbation",
+               "tree_warm_calls")
 _CALL_ROW_KEYS = ("index", "name", "start_ns", "end_ns", "cold", "launches", "kernels",
-                  "categories")
+                  "categories", "kind", "cold_reason", "outlier", "outlier_reason", "api_sync_ns")
+_KIND_KEYS = ("name", "count", "warm_count", "api_sync_ns")
 
 
 def _stats(s: Stats) -> dict[str, int | None]:
@@ -316,9 +383,21 @@ def to_dict(r: Report) -> dict[str, Any]:
         "per_call": [
             {"index": x.index, "name": x.name, "start_ns": x.start_ns, "end_ns": x.end_ns,
              "cold": x.cold, "launches": x.launches, "kernels": x.kernels, **x.metrics,
-             "categories": x.categories}
+             "categories": x.categories, "kind": x.kind, "cold_reason": x.cold_reason,
+             "outlier": x.outlier, "outlier_reason": x.outlier_reason,
+             "api_sync_ns": x.api_sync_ns}
             for x in c.per_call
         ],
+        "description": c.description,
+        "how": c.how,
+        "outliers": list(c.outliers),
+        "api_sync_ns": None if c.api_sync is None else _stats(c.api_sync),
+        "kinds": [{"name": k.name, "count": k.count, "warm_count": k.warm_count,
+                   **{m: _stats(s) for m, s in k.stats.items()},
+                   "api_sync_ns": _stats(k.api_sync)} for k in c.kinds],
+        "tree": _lists(msgspec.to_builtins(c.tree)),
+        "tree_warm_calls": c.tree_warm_calls,
+        "perturbation": None if c.perturbation is None else msgspec.to_builtins(c.perturbation),
     }
     return d
 
@@ -340,6 +419,7 @@ def from_dict(d: dict[str, Any]) -> Report:
                 {**{k: row.get(k) for k in _CALL_ROW_KEYS},
                  "metrics": {k: v for k, v in row.items() if k not in _CALL_ROW_KEYS}},
                 CallRow))
+        sync = calls.get("api_sync_ns")
         d["calls"] = CallsInfo(
             count=calls["count"], source=calls["source"], pattern=calls["pattern"],
             warm_count=calls["warm_count"], cold=tuple(calls["cold"]),
@@ -347,6 +427,18 @@ def from_dict(d: dict[str, Any]) -> Report:
                    if k not in _CALLS_KEYS},
             categories={k: msgspec.convert(v, Stats) for k, v in calls["categories"].items()},
             per_call=tuple(per_call),
+            description=calls.get("description", ""), how=calls.get("how", ""),
+            outliers=tuple(calls.get("outliers", ())),
+            api_sync=None if sync is None else msgspec.convert(sync, Stats),
+            kinds=tuple(KindRow(k["name"], k["count"], k["warm_count"],
+                                {m: msgspec.convert(v, Stats) for m, v in k.items()
+                                 if m not in _KIND_KEYS},
+                                msgspec.convert(k["api_sync_ns"], Stats))
+                        for k in calls.get("kinds", ())),
+            tree=msgspec.convert(calls.get("tree", []), tuple[TreeRow, ...]),
+            perturbation=None if calls.get("perturbation") is None else msgspec.convert(
+                calls["perturbation"], PerturbationInfo),
+            tree_warm_calls=calls.get("tree_warm_calls", 0),
         )
         return msgspec.convert(d, Report, from_attributes=True)
     except (msgspec.ValidationError, KeyError, TypeError, AttributeError) as exc:

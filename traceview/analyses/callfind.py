@@ -1,0 +1,408 @@
+"""Which spans of the trace are "the calls": the rule, in the order it is tried.
+
+A user pastes the per-call view into an issue, so the calls must be what the user
+means, and the output must say what they are and how they were found.
+
+1. ``--calls REGEX`` (``option``): user ranges whose name matches; else Python frames on
+   the launching thread; else host ops (``aten::mul``) there. Outermost matches only.
+2. ``traceview capture`` metadata (``capture``): the ranges it recorded (``call_{i}``, or
+   ``cold_call_0`` in a cold twin, which is cold because capture recorded it so).
+3. A *series* of user ranges (``annotations``): names equal after replacing each run of
+   digits with ``#``, with at least two distinct names (a constant hash in every member is
+   not numbering), more than half of whose members contain a launch. Framework ranges
+   (rules file ``framework_ranges``: ``## Call CompiledFxGraph ##``, compiler passes
+   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series. Among series, the
+   outermost: one whose members mostly sit inside another series' members is inner; of
+   the rest the most members wins, then the name.
+4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step.
+5. Python frames (``python_frames``): on the launching thread, the deepest frame that
+   encloses every launch (a script's ``<module>``, a loop's function) and the frames
+   ``depth`` levels below it (default 1: what the loop body calls) that contain a launch.
+   Grouped by name into *kinds*. A synchronize frame right after a call, before the next
+   call, is that iteration's sync: ``sync_end_ns`` (the call + sync figures).
+6. Otherwise the outermost host event around each launch (``launches``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview.analyses.host import HostTimeline
+from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.window import Window
+from traceview.errors import UsageError
+from traceview.model import Trace
+from traceview.units import printable
+from traceview.rules import RuleSet
+
+_DIGITS = re.compile(r"\d+")
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+MAX_KINDS_NAMED = 3
+SYNC_NAME = re.compile(r"synchronize", re.IGNORECASE)
+
+HOW = {
+    "option": "chosen by --calls",
+    "capture": "ranges recorded by traceview capture",
+    "annotations": "found from numbered record_function ranges",
+    "profiler_steps": "found from profiler steps (ProfilerStep#N)",
+    "python_frames": "found from Python frames",
+    "launches": "the outermost host event around each launch (no ranges or Python frames)",
+    "none": "no calls",
+}
+
+
+@dataclass(frozen=True)
+class CallSpan:
+    start_ns: int
+    end_ns: int
+    name: str  # the event's own name (call_3, shapes.py(30): triton_mul)
+    kind: str  # what groups calls: the series pattern, or the frame's name
+    sync_end_ns: int | None = None  # end of the synchronize the iteration calls right after
+    recorded_cold: bool = False  # capture recorded this call as cold
+
+
+@dataclass(frozen=True)
+class FoundCalls:
+    spans: list[CallSpan]
+    source: str  # a key of HOW
+    pattern: str | None  # series pattern, regex, or frame name(s)
+
+    @property
+    def how(self) -> str:
+        return HOW[self.source]
+
+    def describe(self) -> str:
+        """``20 calls: shapes.py(30): triton_mul, found from Python frames (override: --calls)``"""
+        n = len(self.spans)
+        if not n:
+            return "no calls found (no ranges, frames or launches)"
+        kinds = Counter(sp.kind for sp in self.spans)
+        shown = list(kinds.items())[:MAX_KINDS_NAMED]
+        what = ", ".join(f"{printable(k)} ({c})" if len(kinds) > 1 else printable(k)
+                         for k, c in shown)
+        if len(kinds) > len(shown):
+            what += f", {len(kinds) - len(shown)} more kinds"
+        head = f"{n} call{'s' if n != 1 else ''}"
+        if len(kinds) > 1:
+            head += f" of {len(kinds)} kinds"
+        tail = "" if self.source == "option" else " (override: --calls)"
+        return f"{head}: {what}, {self.how}{tail}"
+
+
+def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
+               rules: RuleSet, regex: str | None = None, depth: int = 1) -> FoundCalls:
+    if depth < 1:
+        raise UsageError("--calls-depth must be at least 1")
+    l_st = np.sort(trace.slices.start[launches.rows])
+    if regex is not None:
+        return _by_option(trace, window, timeline, regex)
+    captured = _captured(trace, window)
+    if captured is not None:
+        return captured
+    series = _user_series(trace, window, l_st, rules)
+    if series is not None:
+        return series
+    frames = _frame_calls(trace, timeline, launches, rules, depth)
+    steps = _steps(trace, window, l_st)
+    if steps is not None and not (frames and _repeats_inside(frames.spans, steps.spans)):
+        return steps
+    if frames is not None:
+        return frames
+    spans = _launch_calls(trace, timeline, launches)
+    return FoundCalls(spans, "launches" if spans else "none", None)
+
+
+def _annotation_rows(trace: Trace, window: Window) -> np.ndarray:
+    rows = trace.rows_of_cats({"user_annotation"})
+    s = trace.slices
+    return rows[(s.start[rows] >= window.start_ns) & (s.start[rows] < window.end_ns)]
+
+
+def _outermost(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Mask of intervals (sorted by start, longest first) not inside an earlier one."""
+    if starts.size == 0:
+        return np.zeros(0, bool)
+    run_end = np.maximum.accumulate(ends)
+    keep = np.ones(starts.size, bool)
+    keep[1:] = starts[1:] >= run_end[:-1]
+    return keep
+
+
+def _spans_of_rows(trace: Trace, rows, kind_of) -> list[CallSpan]:
+    s = trace.slices
+    rows = np.asarray(sorted(rows, key=lambda r: (int(s.start[r]), -int(s.end[r]))), np.int64)
+    if rows.size == 0:
+        return []
+    keep = _outermost(s.start[rows], s.end[rows])
+    out = []
+    for r in rows[keep].tolist():
+        name = trace.names[int(s.name[r])]
+        out.append(CallSpan(int(s.start[r]), int(s.end[r]), name, kind_of(name)))
+    return out
+
+
+def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str) -> FoundCalls:
+    try:
+        pat = re.compile(regex)
+    except re.error as exc:
+        raise UsageError(f"--calls {regex!r}: bad regular expression: {exc}") from None
+    s = trace.slices
+    rows = _annotation_rows(trace, window)
+    picked = [r for r in rows.tolist() if pat.search(trace.names[int(s.name[r])])]
+    if not picked and timeline.rows.size:
+        # Python frames, then host ops (aten::...), on the launching thread
+        py = trace.cat_code("python_function")
+        for want_py in (True, False):
+            cand = timeline.rows[(s.cat[timeline.rows] == py) == want_py]
+            names = {int(c) for c in np.unique(s.name[cand]).tolist()
+                     if pat.search(trace.names[int(c)])}
+            picked = [r for r in cand.tolist() if int(s.name[r]) in names]
+            if picked:
+                break
+    if not picked:
+        raise UsageError(f"--calls {regex!r}: no user range, Python frame or host op matches")
+    spans = _spans_of_rows(trace, picked, lambda n: _DIGITS.sub("#", n))
+    return FoundCalls(spans, "option", regex)
+
+
+def _captured(trace: Trace, window: Window) -> FoundCalls | None:
+    cap = trace.metadata.get("traceview")
+    proto = cap.get("protocol") if isinstance(cap, dict) else None
+    if not isinstance(proto, dict):
+        return None
+    cold = cap.get("kind") == "cold"
+    template = proto.get("cold_range") if cold else proto.get("call_range")
+    if not isinstance(template, str) or not template:
+        return None
+    pat = re.compile("^" + re.escape(template).replace(r"\{i\}", r"\d+") + "$")
+    s = trace.slices
+    rows = [r for r in _annotation_rows(trace, window).tolist()
+            if pat.match(trace.names[int(s.name[r])])]
+    if not rows:
+        return None
+    label = template.replace("{i}", "#")  # the same pattern a numbered series shows
+    spans = [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind, recorded_cold=cold)
+             for sp in _spans_of_rows(trace, rows, lambda n: label)]
+    return FoundCalls(spans, "capture", label)
+
+
+def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray):
+    """Numbered series: key -> member rows, for keys with two distinct names whose
+    members mostly contain a launch."""
+    s = trace.slices
+    groups: dict[str, list[int]] = defaultdict(list)
+    names: dict[str, set[str]] = defaultdict(set)
+    for r in rows.tolist():
+        n = trace.names[int(s.name[r])]
+        k = _DIGITS.sub("#", n)
+        if k != n:
+            groups[k].append(r)
+            names[k].add(n)
+    out = {}
+    for k, rs in groups.items():
+        if len(names[k]) < 2:
+            continue  # one name repeated: a constant hash or id, not numbering
+        a = np.asarray(rs, np.int64)
+        n_launch = np.searchsorted(l_st, s.end[a]) - np.searchsorted(l_st, s.start[a])
+        if 2 * int((n_launch > 0).sum()) > len(rs):
+            out[k] = a
+    return out
+
+
+def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet) -> FoundCalls | None:
+    s = trace.slices
+    rows = _annotation_rows(trace, window)
+    framework = rules.is_framework_range
+    rows = np.asarray([r for r in rows.tolist() if not framework(trace.names[int(s.name[r])])],
+                      np.int64)
+    groups = _series_groups(trace, rows, l_st)
+    if not groups:
+        return None
+
+    def inner(key: str) -> bool:
+        a = groups[key]
+        for other, b in groups.items():
+            if other == key:
+                continue
+            b = b[np.argsort(s.start[b], kind="stable")]
+            i = np.searchsorted(s.start[b], s.start[a], side="right") - 1
+            inside = (i >= 0) & (s.end[b][np.maximum(i, 0)] >= s.end[a])
+            if 2 * int(inside.sum()) > a.size:
+                return True
+        return False
+
+    outer = [k for k in groups if not inner(k)] or list(groups)
+    best = min(outer, key=lambda k: (-groups[k].size, k))
+    return FoundCalls(_spans_of_rows(trace, groups[best].tolist(), lambda n: best),
+                      "annotations", best)
+
+
+def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
+    s = trace.slices
+    rows = _annotation_rows(trace, window)
+    rows = np.asarray([r for r in rows.tolist() if _STEP.match(trace.names[int(s.name[r])])],
+                      np.int64)
+    groups = _series_groups(trace, rows, l_st)
+    if not groups:
+        return None
+    key = next(iter(groups))
+    label = "ProfilerStep#N"
+    return FoundCalls(_spans_of_rows(trace, groups[key].tolist(), lambda n: label),
+                      "profiler_steps", label)
+
+
+def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:
+    """Does some call kind occur at least twice inside one step?"""
+    per: Counter[tuple[int, str]] = Counter()
+    st = np.asarray([sp.start_ns for sp in steps], np.int64)
+    for c in calls:
+        i = int(np.searchsorted(st, c.start_ns, side="right")) - 1
+        if i >= 0 and c.end_ns <= steps[i].end_ns:
+            per[(i, c.kind)] += 1
+    return any(v >= 2 for v in per.values())
+
+
+def nesting_depth(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Depth of each interval (sorted by start, longest first) among these intervals:
+    how many earlier ones are still open at its start."""
+    return np.arange(starts.size) - np.searchsorted(np.sort(ends), starts, side="right")
+
+
+def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, rules: RuleSet,
+                 depth: int) -> FoundCalls | None:
+    s = trace.slices
+    py = trace.cat_code("python_function")
+    if py < 0 or timeline.rows.size == 0 or launches.count == 0 or timeline.lane is None:
+        return None
+    lane = timeline.lane.index
+    mine = launches.rows[s.lane[launches.rows] == lane]
+    if mine.size == 0:
+        return None
+    pos = np.flatnonzero(s.cat[timeline.rows] == py)  # timeline rows are in sweep order
+    if pos.size == 0:
+        return None
+    rows = timeline.rows[pos]
+    st, en = s.start[rows], s.end[rows]
+    lo, hi = int(s.start[mine].min()), int(s.end[mine].max())
+    enclosing = np.flatnonzero((st <= lo) & (en >= hi))
+    names_all = trace.names
+    sync_code = timeline.categories.index("sync") if "sync" in timeline.categories else -1
+    l_st = np.sort(s.start[mine])
+
+    def below(p: int | None) -> list[CallSpan]:
+        """The frames ``depth`` levels below frame ``p`` (None: the top) holding a launch."""
+        if p is not None:
+            inside = np.arange(p + 1, rows.size)
+            inside = inside[(st[inside] >= st[p]) & (en[inside] <= en[p])]
+        else:
+            inside = np.arange(rows.size)
+        if inside.size == 0:
+            return []
+        d = nesting_depth(st[inside], en[inside])
+        level = inside[d == depth - 1]
+        if level.size == 0:
+            return []
+        n_launch = np.searchsorted(l_st, en[level]) - np.searchsorted(l_st, st[level])
+        is_call = n_launch > 0
+        names = [names_all[int(c)] for c in s.name[rows[level]].tolist()]
+        cat = timeline.row_cat[pos[level]]
+        spans = []
+        idx = level.tolist()
+        for j, i in enumerate(idx):
+            if not is_call[j]:
+                continue
+            sync_end = None
+            if j + 1 < len(idx) and not is_call[j + 1] and (
+                    cat[j + 1] == sync_code or SYNC_NAME.search(names[j + 1])):
+                sync_end = int(en[idx[j + 1]])
+            spans.append(CallSpan(int(st[i]), int(en[i]), names[j], names[j], sync_end))
+        if 2 * sum(sp.sync_end_ns is not None for sp in spans) <= len(spans):
+            # a sync after the whole loop belongs to no iteration
+            spans = [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind) for sp in spans]
+        return spans
+
+    # the deepest enclosing frame (last in sweep order) with calls below it
+    deepest = None
+    spans = []
+    for k in (enclosing[::-1].tolist() or [None]):
+        spans = below(k)
+        if spans:
+            deepest = k
+            break
+    if not spans:
+        spans = below(None)
+    if len(spans) == 1 and deepest is not None:
+        # one call deep inside a script that runs once (a single compiled call): the call
+        # is what the script's <module> calls, compile included
+        modules = [int(k) for k in enclosing.tolist()
+                   if names_all[int(s.name[rows[k]])].endswith(": <module>")]
+        if modules and modules[-1] != deepest:
+            spans = below(modules[-1]) or spans
+    if not spans:
+        return None
+    kinds = list(dict.fromkeys(sp.kind for sp in spans))
+    return FoundCalls(spans, "python_frames", "; ".join(kinds))
+
+
+def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary) -> list[CallSpan]:
+    """Outermost host slice around each launch. The kinds that repeat (at least half as
+    often as the most frequent) are the calls; a rarer one (Dynamo's one-off ``dynamo``
+    compile before the first ``Torch-Compiled Region``) joins the call that follows it.
+    A synchronize right after a call, before the next, is that call's sync."""
+    if timeline.rows.size == 0 or launches.count == 0:
+        return []
+    s = trace.slices
+    rows = timeline.rows
+    w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
+    st, en = np.maximum(s.start[rows], w0), np.minimum(s.end[rows], w1)
+    # outermost: not contained in an earlier-starting slice (rows are sorted by start)
+    run_end = np.maximum.accumulate(en)
+    outer = np.ones(rows.size, dtype=bool)
+    outer[1:] = st[1:] >= run_end[:-1]
+    o_pos = np.flatnonzero(outer)
+    o_rows, o_st, o_en = rows[o_pos], st[o_pos], run_end[o_pos]
+    l_st = s.start[launches.rows]
+    idx = np.searchsorted(o_st, l_st, side="right") - 1
+    with_launch = sorted(set(idx[idx >= 0].tolist()))
+    if not with_launch:
+        return []
+    names = {i: trace.names[int(s.name[o_rows[i]])] for i in with_launch}
+    counts = Counter(names.values())
+    top = max(counts.values())
+    spans: list[CallSpan] = []
+    pending: int | None = None  # start of rarer events waiting for the next call
+    for i in with_launch:
+        if 2 * counts[names[i]] < top:
+            pending = int(o_st[i]) if pending is None else pending
+            continue
+        start = int(o_st[i]) if pending is None else pending
+        pending = None
+        spans.append(CallSpan(start, int(o_en[i]), names[i], names[i]))
+    if pending is not None and spans:  # rarer events after the last call join it
+        last = spans[-1]
+        end = max(int(o_en[i]) for i in with_launch if o_st[i] >= pending)
+        spans[-1] = CallSpan(last.start_ns, end, last.name, last.kind)
+    sync = timeline.categories.index("sync") if "sync" in timeline.categories else -1
+    o_sync = timeline.row_cat[o_pos] == sync
+    return _with_syncs(spans, o_st, o_en, o_sync)
+
+
+def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:
+    """Attach to each call the sync event that starts after it and before the next call,
+    when most calls have one (a single sync after a whole loop belongs to no call)."""
+    ends = []
+    for j, sp in enumerate(spans):
+        nxt = spans[j + 1].start_ns if j + 1 < len(spans) else None
+        k = int(np.searchsorted(o_st, sp.end_ns, side="left"))
+        end = None
+        if k < o_st.size and o_sync[k] and (nxt is None or o_st[k] < nxt):
+            end = int(o_en[k])
+        ends.append(end)
+    if 2 * sum(e is not None for e in ends) <= len(spans):
+        ends = [None] * len(spans)
+    return [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind, e, sp.recorded_cold)
+            for sp, e in zip(spans, ends)]

@@ -1,0 +1,355 @@
+"""Per warm call: every host function's time, the modules it goes to, and the typical tree.
+
+Totals over the window mix the cold call, one-off profiler work and the calls
+themselves; what a user compares between implementations is what *one warm call*
+spends where. Everything here is computed per warm call and summarised as the p50 over
+the warm calls (integer ns):
+
+* **functions** — for each host function (Python frame, op, API call): the union of its
+  intervals inside the call (``inclusive``) and the time it owns there (``self``). The
+  p50 is over the warm calls that contain it (``calls_with``); a function in fewer than
+  half of them is flagged ``few_calls``, never averaged over all calls.
+* **families** — each instant of a call goes to the module of the innermost Python frame
+  owning it (``flag_gems/utils/libentry.py(…): run`` -> ``flag_gems.utils.libentry``);
+  builtins, ops and API calls go to the module that called them; instants no event owns
+  are ``(untraced)``. The families of a call sum to its wall time exactly.
+* **tree** — the calls' top-down tree: a node per path of names from the call's first
+  level, siblings of one name merged (their time summed, ``count`` per call), inclusive
+  and self as the p50 over the warm calls that contain the node.
+* **perturbation** — Python frames and profiler events recorded per call, and the
+  profiler's own time inside it.
+
+A row belongs to the call it starts in; nesting is the sweep's (start, longest first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from traceview.analyses.calls import Call
+from traceview.analyses.host import HostTimeline
+from traceview.model import Trace
+from traceview.stats import percentile
+
+UNTRACED_FAMILY = "(untraced)"
+NO_FRAME_FAMILY = "(no Python frame)"
+# a Python frame's name: "path/to/file.py(123): func"
+_FRAME = re.compile(r"^(?P<path>.+?\.py)\(\d+\): ")
+_HASH = re.compile(r"[0-9a-f]{16,}")
+_SITE = re.compile(r"^.*/(?:site|dist)-packages/")
+# nodes below this share of the call's p50 are folded into their parent
+TREE_MIN_SHARE = 0.005
+TREE_MAX_NODES = 400
+
+
+def module_of(name: str) -> str | None:
+    """``flag_gems/utils/libentry.py(200): run`` -> ``flag_gems.utils.libentry``; None
+    for builtins and anything that is not a Python frame of a file."""
+    m = _FRAME.match(name)
+    if m is None:
+        return None
+    path = _SITE.sub("", m.group("path"))[:-3]
+    if path.startswith("/"):  # a file outside any package (generated code, scripts)
+        path = "/".join(path.split("/")[-2:])
+    path = path.removesuffix("/__init__")
+    path = _HASH.sub(lambda h: h.group()[:8] + "~", path)  # generated files' hashes
+    return path.strip("/").replace("/", ".")
+
+
+def p50(values: list[int]) -> int | None:
+    return percentile(sorted(values), 50) if values else None
+
+
+@dataclass(frozen=True)
+class FunctionPerCall:
+    name: str
+    calls_with: int  # warm calls that contain it
+    inclusive_ns: int  # p50 over those calls of the union of its intervals in the call
+    self_ns: int  # p50 over those calls of its self time in the call
+    count: int  # p50 occurrences per call
+    few_calls: bool  # in fewer than half of the warm calls
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    ns_per_call: int  # p50 over warm calls (0 where absent)
+    share: float  # of all warm calls' time
+    calls_with: int
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    name: str
+    category: str
+    inclusive_ns: int
+    self_ns: int
+    count: int  # occurrences per call (p50)
+    calls_with: int
+    children: list[TreeNode] = field(default_factory=list)
+    folded: int = 0  # children below TREE_MIN_SHARE left out
+    folded_ns: int = 0  # their inclusive time (sum of p50s)
+
+    def as_dict(self, depth: int | None = None) -> dict:
+        d = {"name": self.name, "category": self.category, "inclusive_ns": self.inclusive_ns,
+             "self_ns": self.self_ns, "count": self.count, "calls_with": self.calls_with}
+        if self.folded:
+            d["folded"] = {"nodes": self.folded, "inclusive_ns": self.folded_ns}
+        kids = self.children if depth is None or depth > 0 else []
+        d["children"] = [c.as_dict(None if depth is None else depth - 1) for c in kids]
+        return d
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    python_frames_per_call: int | None
+    events_per_call: int | None
+    profiler_ns_per_call: int | None
+    unprofiled_share: float | None  # unprofiled full API / profiled warm call (p50s)
+    unprofiled_ns: int | None
+
+
+@dataclass(frozen=True)
+class PerCall:
+    warm_calls: int
+    functions: dict[str, FunctionPerCall]
+    families: list[Family]
+    tree: list[TreeNode]  # the call's first level
+    perturbation: Perturbation
+
+
+def parents(st: np.ndarray, en: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent position of each interval (sorted by start, longest first),
+    assuming they nest; -1 at the top."""
+    n = st.size
+    depth = np.arange(n) - np.searchsorted(np.sort(en), st, side="right")
+    if n == 0:
+        return depth, np.zeros(0, np.int64)
+    order = np.lexsort((np.arange(n), depth))
+    key = depth[order] * (n + 1) + order
+    k = np.searchsorted(key, (depth - 1) * (n + 1) + np.arange(n)) - 1
+    par = np.where(depth > 0, order[np.maximum(k, 0)], -1)
+    return depth, par
+
+
+def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
+                     baseline_ns: int | None = None) -> PerCall:
+    warm = [c for c in calls if c.warm] or calls
+    s = trace.slices
+    tl = timeline
+    rows = tl.rows
+    empty = PerCall(len(warm), {}, [], [], Perturbation(None, None, None, None, None))
+    if not warm or rows.size == 0:
+        return empty
+    w0, w1 = int(tl.seg_start[0]), int(tl.seg_end[-1])
+    st = np.maximum(s.start[rows], w0)
+    en = np.minimum(s.end[rows], w1)
+    depth, par = parents(st, en)
+    names = s.name[rows]
+
+    # family of each row: its own module, else (builtins, ops) its parent's
+    uniq = np.unique(names)
+    fam_names = [UNTRACED_FAMILY, NO_FRAME_FAMILY]
+    fam_index = {f: i for i, f in enumerate(fam_names)}
+    own_lut = np.full(len(trace.names) + 1, -1, np.int64)
+    py = trace.cat_code("python_function")
+    for c in uniq.tolist():
+        mod = module_of(trace.names[c])
+        if mod is not None:
+            own_lut[c] = fam_index.setdefault(mod, len(fam_index))
+    fam_names = list(fam_index)
+    own = own_lut[names]
+    own[s.cat[rows] != py] = -1
+    fam = np.full(rows.size, fam_index[NO_FRAME_FAMILY], np.int64)
+    narrow = depth.astype(np.int16) if depth.size and depth.max() < 2**15 else depth
+    by_depth = np.argsort(narrow, kind="stable")  # a radix sort when narrow
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+    for d in range(int(depth.max()) + 1):
+        lv = by_depth[bounds[d]:bounds[d + 1]]
+        inherited = fam[par[lv]] if d else np.full(lv.size, fam_index[NO_FRAME_FAMILY])
+        fam[lv] = np.where(own[lv] >= 0, own[lv], inherited)
+    seg_fam = np.where(tl.seg_pos >= 0, fam[np.maximum(tl.seg_pos, 0)],
+                       fam_index[UNTRACED_FAMILY])
+
+    c_st = np.asarray([c.start_ns for c in warm], np.int64)
+    c_en = np.asarray([c.end_ns for c in warm], np.int64)
+    # families per call, from the segments clipped to the call (they sum to its wall time)
+    fam_per_call = np.zeros((len(warm), len(fam_names)), np.int64)
+    owned_pos, owned_ns = [], []  # each row's own time inside the calls
+    for i, (a, b) in enumerate(zip(c_st.tolist(), c_en.tolist())):
+        j0 = int(np.searchsorted(tl.seg_end, a, side="right"))
+        j1 = int(np.searchsorted(tl.seg_start, b, side="left"))
+        ln = np.minimum(tl.seg_end[j0:j1], b) - np.maximum(tl.seg_start[j0:j1], a)
+        fam_per_call[i] = np.bincount(seg_fam[j0:j1], weights=ln, minlength=len(fam_names))
+        sp = tl.seg_pos[j0:j1]
+        owned_pos.append(sp[sp >= 0])
+        owned_ns.append(ln[sp >= 0])
+    self_in = np.bincount(np.concatenate(owned_pos).astype(np.int64),
+                          weights=np.concatenate(owned_ns), minlength=rows.size).astype(np.int64)
+    total = int(fam_per_call.sum())
+    families = []
+    for f, name in enumerate(fam_names):
+        col = fam_per_call[:, f]
+        if not col.any():
+            continue
+        families.append(Family(name, p50(col.tolist()) or 0, round(int(col.sum()) / max(total, 1), 4),
+                               int((col > 0).sum())))
+    families.sort(key=lambda f: (-f.share, f.name))
+
+    # rows starting inside each warm call (calls are disjoint and sorted)
+    order = np.argsort(c_st, kind="stable")
+    c_st, c_en = c_st[order], c_en[order]
+    ci = np.searchsorted(c_st, st, side="right") - 1
+    inside = (ci >= 0) & (st < c_en[np.maximum(ci, 0)])
+    pos = np.flatnonzero(inside)
+    ci = ci[pos]
+    ends = np.minimum(en[pos], c_en[ci])
+    self_ns = self_in[pos]
+
+    # perturbation: events and Python frames per call
+    n_calls = len(warm)
+    events = np.bincount(ci, minlength=n_calls)
+    frames = np.bincount(ci[s.cat[rows[pos]] == py], minlength=n_calls) if py >= 0 else None
+    prof = [c.categories.get("profiler", 0) for c in warm]
+    api_p50 = p50([c.metrics["api_ns"] for c in warm])
+    perturbation = Perturbation(
+        p50(frames.tolist()) if frames is not None and frames.any() else None,
+        p50(events.tolist()), p50(prof),
+        round(baseline_ns / api_p50, 4) if baseline_ns and api_p50 else None, baseline_ns)
+
+    # functions per call: union of intervals and self time per (call, name)
+    key = ci * (len(trace.names) + 1) + names[pos]
+    by = np.argsort(key, kind="stable")  # within a key, still in start order
+    k_sorted = key[by]
+    first = np.flatnonzero(np.append(True, k_sorted[1:] != k_sorted[:-1]))
+    grp = np.repeat(np.arange(first.size), np.diff(np.append(first, by.size)))
+    g_st, g_en = st[pos][by] - c_st[ci[by]], ends[by] - c_st[ci[by]]
+    span = int((c_en - c_st).max()) + 1
+    off = grp * span
+    prev = np.maximum.accumulate(g_en + off)
+    prev = np.append(-1, prev[:-1]) - off
+    incl = np.bincount(grp, weights=np.maximum(g_en - np.maximum(g_st, prev), 0),
+                       minlength=first.size).astype(np.int64)
+    slf = np.bincount(grp, weights=self_ns[by], minlength=first.size).astype(np.int64)
+    cnt = np.bincount(grp, minlength=first.size)
+    g_name = k_sorted[first] % (len(trace.names) + 1)
+    per_name: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for nm, a, b, c in zip(g_name.tolist(), incl.tolist(), slf.tolist(), cnt.tolist()):
+        per_name[nm].append((a, b, c))
+    functions = {}
+    for nm, vals in per_name.items():
+        functions[trace.names[nm]] = FunctionPerCall(
+            trace.names[nm], len(vals), p50([v[0] for v in vals]) or 0,
+            p50([v[1] for v in vals]) or 0, p50([v[2] for v in vals]) or 0,
+            2 * len(vals) < n_calls)
+
+    tree = _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_p50 or 0)
+    return PerCall(n_calls, functions, families, tree, perturbation)
+
+
+def _group_p50(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Nearest-rank p50 of ``values`` within each group 0..n-1 (0 for empty groups)."""
+    out = np.zeros(n, np.int64)
+    if group.size == 0:
+        return out
+    order = np.lexsort((values, group))
+    g, v = group[order], values[order]
+    first = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
+    size = np.diff(np.append(first, g.size))
+    rank = np.maximum(1, np.ceil(size * 0.5).astype(np.int64))  # stats.percentile's rank
+    out[g[first]] = v[first + rank - 1]
+    return out
+
+
+def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_p50):
+    """Merge the calls' rows by path of names; p50 per node over the calls holding it.
+
+    Path ids are built level by level with array operations (a compile trace puts a
+    million frames in one call)."""
+    if pos.size == 0:
+        return []
+    n_rows = par.size
+    in_call = np.zeros(n_rows, bool)
+    in_call[pos] = True
+    # depth inside the call: parents outside the call make a row top level
+    local_parent = np.full(n_rows, -1, np.int64)
+    pp = par[pos]
+    ok = (pp >= 0) & in_call[np.maximum(pp, 0)]
+    local_parent[pos[ok]] = pp[ok]
+    depth = np.full(n_rows, -1, np.int64)
+    path = np.full(n_rows, -1, np.int64)
+    width = len(trace.names) + 1
+    todo = pos[~ok]  # top level
+    depth[todo] = 0
+    path_parent: list[np.ndarray] = []
+    path_name: list[np.ndarray] = []
+    path_first: list[np.ndarray] = []
+    next_id = 0
+    # children lists: rows sorted by local parent
+    lp = local_parent[pos[ok]]
+    child_order = pos[ok][np.argsort(lp.astype(np.int32) if n_rows < 2**31 else lp, kind="stable")]
+    child_par = local_parent[child_order]
+    while todo.size:
+        parent_path = np.where(local_parent[todo] >= 0, path[np.maximum(local_parent[todo], 0)], -1)
+        key = (parent_path + 1) * width + names[todo]
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        path[todo] = next_id + inverse.ravel()
+        path_parent.append(uniq // width - 1)
+        path_name.append(uniq % width)
+        path_first.append(todo[first])
+        next_id += uniq.size
+        lo = np.searchsorted(child_par, todo, side="left")
+        hi = np.searchsorted(child_par, todo, side="right")
+        counts = hi - lo
+        if not counts.any():
+            break
+        todo = child_order[np.repeat(lo, counts) + (np.arange(counts.sum())
+                                                    - np.repeat(np.cumsum(counts) - counts, counts))]
+    p_parent = np.concatenate(path_parent)
+    p_name = np.concatenate(path_name)
+    p_cat = tl.row_cat[np.concatenate(path_first)]
+    # per (path, call): inclusive (sum of the merged siblings' spans), self, count
+    incl = ends - st[pos]
+    pc = path[pos] * max(n_calls, 1) + ci
+    uniq, inverse = np.unique(pc, return_inverse=True)
+    inverse = inverse.ravel()
+    s_incl = np.bincount(inverse, weights=incl, minlength=uniq.size).astype(np.int64)
+    s_self = np.bincount(inverse, weights=self_ns, minlength=uniq.size).astype(np.int64)
+    s_cnt = np.bincount(inverse, minlength=uniq.size).astype(np.int64)
+    u_path = uniq // max(n_calls, 1)
+    n_paths = next_id
+    inc50 = _group_p50(u_path, s_incl, n_paths)
+    self50 = _group_p50(u_path, s_self, n_paths)
+    cnt50 = _group_p50(u_path, s_cnt, n_paths)
+    calls_with = np.bincount(u_path, minlength=n_paths)
+    floor = TREE_MIN_SHARE * api_p50
+    big = inc50 >= floor
+    # nodes under the floor are only counted (a compile trace has a million paths)
+    small_count = np.bincount(p_parent[~big] + 1, minlength=n_paths + 1)
+    small_ns = np.bincount(p_parent[~big] + 1, weights=inc50[~big], minlength=n_paths + 1)
+    kids: dict[int, list[int]] = defaultdict(list)
+    for pid in np.flatnonzero(big).tolist():
+        kids[int(p_parent[pid])].append(pid)
+    budget = [TREE_MAX_NODES]
+
+    def level(parent: int) -> tuple[list[TreeNode], int, int]:
+        nodes = []
+        folded, folded_ns = int(small_count[parent + 1]), int(small_ns[parent + 1])
+        for q in sorted(kids.get(parent, []), key=lambda q: (-int(inc50[q]), q)):
+            inc = int(inc50[q])
+            if budget[0] <= 0:
+                folded += 1
+                folded_ns += inc
+                continue
+            budget[0] -= 1
+            children, f, fns = level(q)
+            nodes.append(TreeNode(trace.names[int(p_name[q])], tl.categories[int(p_cat[q])],
+                                  inc, int(self50[q]), int(cnt50[q]), int(calls_with[q]),
+                                  children, f, fns))
+        return nodes, folded, folded_ns
+
+    return level(-1)[0]

@@ -1,0 +1,193 @@
+"""Per-warm-call sections, for every output: what the calls are, their kinds, cold and
+outlier calls with their reasons, module families, the typical call's tree, the
+profiler's footprint per call.
+
+Kept apart from the renderers' main bodies so each output adds them with one call:
+``console_sections`` (rich), ``markdown_sections``. Everything is read from the
+``Report`` (``calls.kinds``, ``calls.tree``, ``calls.perturbation``, ``host.families``,
+each call's ``cold_reason``/``outlier_reason``); the JSON is the schema's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from traceview.units import fmt_ns
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report, TreeRow
+
+TREE_DEPTH_TEXT = 12  # levels shown in the terminal and markdown trees
+TREE_MIN_SHARE_TEXT = 0.02  # nodes below this share of the call are folded there
+FAMILY_ROWS = 15
+KIND_ROWS = 8
+
+
+# ---------------------------------------------------------------- text helpers
+
+
+def unprofiled_note(r: Report) -> str:
+    p = r.calls.perturbation
+    if p is None or p.unprofiled_share is None:
+        return ""
+    return (f"unprofiled, the same call takes {fmt_ns(p.unprofiled_ns)}: "
+            f"{100 * p.unprofiled_share:.0f}% of the profiled call; shares of the call stay "
+            "meaningful, absolute figures are inflated")
+
+
+def unprofiled_short(r: Report) -> str:
+    """`` · unprofiled: 20% of this`` beside per-call figures, where capture measured it."""
+    p = r.calls.perturbation
+    if p is None or p.unprofiled_share is None:
+        return ""
+    return f" · unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one"
+
+
+def perturbation_line(r: Report) -> str:
+    p = r.calls.perturbation
+    if p is None or p.events_per_call is None:
+        return ""
+    parts = [f"{p.events_per_call} events"]
+    if p.python_frames_per_call:
+        parts.append(f"{p.python_frames_per_call} Python frames")
+    parts.append(f"profiler's own time {fmt_ns(p.profiler_ns_per_call)}")
+    return "recorded per warm call: " + ", ".join(parts)
+
+
+def reasons_lines(r: Report) -> list[str]:
+    out = []
+    for c in r.calls.per_call:
+        if c.cold:
+            out.append(f"cold #{c.index} ({c.name}): {c.cold_reason}")
+    for c in r.calls.per_call:
+        if c.outlier:
+            out.append(f"outlier #{c.index} ({c.name}): {c.outlier_reason}")
+    return out
+
+
+def _visible(nodes: tuple[TreeRow, ...], floor: float) -> tuple[TreeRow, ...]:
+    return [n for n in nodes if n.inclusive_ns >= floor]
+
+
+def _call_p50(r: Report) -> int:
+    return r.calls.stats["api_ns"].p50 or 0
+
+
+def _node_label(n: TreeRow, warm: int) -> str:
+    count = f" x{n.count}" if n.count > 1 else ""
+    few = f" (in {n.calls_with} of {warm} calls)" if 2 * n.calls_with < warm else ""
+    return (f"{n.name}{count}  {fmt_ns(n.inclusive_ns)} incl, {fmt_ns(n.self_ns)} self"
+            f"  [{n.category}]{few}")
+
+
+# ---------------------------------------------------------------- terminal (rich)
+
+
+def console_sections(r: Report) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+    from rich.tree import Tree
+
+    out: list[Any] = []
+    c = r.calls
+    if not c.per_call:
+        return out
+    reasons = reasons_lines(r)
+    head = Text("\n".join(reasons)) if reasons else None
+    if len(c.kinds) > 1 or (c.api_sync is not None and c.api_sync.n):
+        t = Table(title="Call kinds (p50 over warm calls)", title_justify="left", pad_edge=False)
+        t.add_column("kind", overflow="ellipsis", max_width=24, no_wrap=True)
+        for col in ("calls", "warm", "call", "+ sync", "kernel"):
+            t.add_column(col, justify="right")
+        rows = [(k.name, k.count, k.warm_count, k.stats, k.api_sync) for k in c.kinds[:KIND_ROWS]]
+        if len(c.kinds) > 1:
+            rows.append(("all kinds", c.count, c.warm_count, c.stats, c.api_sync))
+        for name, n, w, st, sync in rows:
+            t.add_row(Text(name), str(n), str(w), fmt_ns(st["api_ns"].p50),
+                      fmt_ns(sync.p50 if sync is not None else None),
+                      fmt_ns(st["kernel_ns"].p50))
+        out.extend(x for x in (head, t) if x is not None)
+    elif head is not None:
+        out.append(head)
+    warm_calls = c.tree_warm_calls
+    families = r.host.families
+    note = unprofiled_note(r)
+    if families and r.trace.python_frames:
+        t = Table(title=f"A warm call by Python module (p50 of {warm_calls} warm calls)"
+                        f"{unprofiled_short(r)}",
+                  title_justify="left", pad_edge=False)
+        t.add_column("module (innermost frame)", overflow="ellipsis", max_width=46, no_wrap=True)
+        t.add_column("per call", justify="right")
+        t.add_column("share", justify="right")
+        for f in families[:FAMILY_ROWS]:
+            t.add_row(Text(f.name), fmt_ns(f.ns_per_call), f"{100 * f.share:.1f}%")
+        if len(families) > FAMILY_ROWS:
+            t.add_row(Text(f"{len(families) - FAMILY_ROWS} more (--format json)"), "", "")
+        out.append(t)
+    if c.tree:
+        floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
+        tree = Tree(Text(f"Typical warm call, top-down (p50 per warm call; nodes under "
+                         f"{100 * TREE_MIN_SHARE_TEXT:.0f}% of the call folded)", style="bold"))
+
+        def add(branch, nodes, depth):
+            shown = _visible(nodes, floor)
+            for n in shown:
+                sub = branch.add(Text(_node_label(n, warm_calls)))
+                if depth < TREE_DEPTH_TEXT:
+                    add(sub, n.children, depth + 1)
+            hidden = len(nodes) - len(shown)
+            if hidden:
+                ns = sum(n.inclusive_ns for n in nodes if n not in shown)
+                branch.add(Text(f"... {hidden} smaller ({fmt_ns(ns)})", style="grey50"))
+
+        add(tree, c.tree, 1)
+        out.append(tree)
+    extra = [x for x in (perturbation_line(r), note) if x]
+    if extra:
+        out.append(Text("\n".join(extra)))
+    return out
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
+    c = r.calls
+    if not c.per_call:
+        return []
+    parts = [esc(c.description) + "".join(f"  \n{esc(x)}" for x in reasons_lines(r))]
+    if len(c.kinds) > 1 or (c.api_sync is not None and c.api_sync.n):
+        rows = [[code(k.name), str(k.count), str(k.warm_count), fmt_ns(k.stats["api_ns"].p50),
+                 fmt_ns(k.api_sync.p50), fmt_ns(k.stats["kernel_ns"].p50)] for k in c.kinds]
+        if len(c.kinds) > 1:
+            rows.append(["all kinds", str(c.count), str(c.warm_count),
+                         fmt_ns(c.stats["api_ns"].p50),
+                         fmt_ns(c.api_sync.p50 if c.api_sync is not None else None),
+                         fmt_ns(c.stats["kernel_ns"].p50)])
+        parts.append(table(["kind", "calls", "warm", "call", "call + sync", "kernel"], rows))
+    warm_calls = c.tree_warm_calls
+    if r.host.families and r.trace.python_frames:
+        rows = [[code(f.name), fmt_ns(f.ns_per_call), f"{100 * f.share:.1f}%"]
+                for f in r.host.families[:FAMILY_ROWS]]
+        parts.append(f"#### Where a warm call goes, by Python module (p50 over {warm_calls} "
+                     f"warm calls){unprofiled_short(r)}")
+        parts.append(table(["module (innermost frame)", "per call", "share"], rows))
+    if c.tree:
+        floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
+        lines: list[str] = []
+
+        def add(nodes, depth):
+            for n in _visible(nodes, floor):
+                lines.append("  " * (depth - 1) + _node_label(n, warm_calls).replace("`", "'"))
+                if depth < TREE_DEPTH_TEXT:
+                    add(n.children, depth + 1)
+
+        add(c.tree, 1)
+        # a fenced block: deep nested lists exceed markdown renderers' nesting limits
+        parts.append(details("Typical warm call, top-down (p50 per warm call, inclusive and self"
+                             f"; nodes under {100 * TREE_MIN_SHARE_TEXT:.0f}% of the call left out)",
+                             "```text\n" + "\n".join(lines) + "\n```"))
+    extra = [x for x in (perturbation_line(r), unprofiled_note(r)) if x]
+    if extra:
+        parts.append(esc("; ".join(extra)))
+    return parts
