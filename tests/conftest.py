@@ -27,3 +27,17 @@ def analyze_builder(tmp_path):
         return traceview.analyze(path, traceview.Options(**opts))
 
     return run
+
+
+@pytest.fixture
+def analysis_builder(tmp_path):
+    """Like analyze_builder, but the frozen analysis (the analyses' own typed results,
+    with the trace) rather than the Report: for tests of the analyses themselves."""
+    import traceview
+    from traceview.report.explanation import analyze_trace
+
+    def run(builder: TraceBuilder, **opts):
+        path = builder.write(tmp_path / "t.json")
+        return analyze_trace(traceview.load(path), traceview.Options(**opts))
+
+    return run

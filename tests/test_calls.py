@@ -8,6 +8,7 @@ import pytest
 
 from traceview.analyses.calltree import module_of
 from traceview.errors import UsageError
+from traceview.report.build import build_report
 from traceview.stats import percentile
 
 
@@ -25,7 +26,7 @@ def loop_call(tb, start, *, name="call", i=None, dur=4_000, launch_at=1_000, ker
 # ------------------------------------------------------------------ user range series
 
 
-def test_user_series_beats_constant_hash_framework_ranges(tb, analyze_builder):
+def test_user_series_beats_constant_hash_framework_ranges(tb, analysis_builder):
     # the issue's trace: call_N around Inductor's '## Call CompiledFxGraph <hash> ##'
     durs = [9_000 + 100 * i for i in range(6)]
     for i, d in enumerate(durs):
@@ -33,7 +34,7 @@ def test_user_series_beats_constant_hash_framework_ranges(tb, analyze_builder):
         tb.annotation(f"call_{i}", s, d)
         tb.annotation("## Call CompiledFxGraph f3abc12de9 ##", s + 500, 3_000)
         tb.launched_kernel("k", s + 1_000, 500, s + 2_000, 800)
-    ex = analyze_builder(tb)
+    ex = analysis_builder(tb)
     c = ex.calls
     assert (c.source, c.pattern, len(c.calls)) == ("annotations", "call_#", 6)
     assert c.stats["api_ns"].p50 == p50(durs)
@@ -41,7 +42,7 @@ def test_user_series_beats_constant_hash_framework_ranges(tb, analyze_builder):
     assert "(override: --calls)" in c.description
 
 
-def test_constant_hash_alone_is_not_numbering(tb, analyze_builder):
+def test_constant_hash_alone_is_not_numbering(tb, analysis_builder):
     # a user range with a constant hash: one distinct name, so no series; calls come
     # from the outermost host event around each launch
     for i in range(4):
@@ -49,34 +50,34 @@ def test_constant_hash_alone_is_not_numbering(tb, analyze_builder):
         tb.annotation("graph_7f3a9", s, 5_000)
         tb.op("aten::mul", s + 500, 2_000)
         tb.launched_kernel("k", s + 1_000, 500, s + 2_000, 800)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert c.source == "launches" and len(c.calls) == 4
     assert c.stats["api_ns"].p50 == 2_000
     assert "outermost host event around each launch" in c.description
 
 
-def test_series_without_launches_is_not_calls(tb, analyze_builder):
+def test_series_without_launches_is_not_calls(tb, analysis_builder):
     # compiler-pass-like user ranges with numbers but no launch; then real calls
     for i in range(3):
         tb.annotation(f"pass_pattern_{i}", i * 1_000, 500)
     for i in range(4):
         loop_call(tb, 10_000 + i * 10_000, name="step", i=i, dur=3_000 + 10 * i)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert (c.pattern, len(c.calls)) == ("step_#", 4)
 
 
-def test_compiler_pass_ranges_are_framework(tb, analyze_builder):
+def test_compiler_pass_ranges_are_framework(tb, analysis_builder):
     # 'pass...: compile_id=N/N' ranges contain launches (autotuning) but are never calls
     for i in range(3):
         s = i * 10_000
         tb.annotation(f"pass.post_grad_passes.pass_pattern_{i}_data: compile_id=0/0", s, 4_000)
         tb.op("aten::mm", s + 100, 3_000)
         tb.launched_kernel("k", s + 1_000, 500, s + 2_000, 800)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert c.source == "launches"
 
 
-def test_nested_series_the_outermost_with_launches_wins(tb, analyze_builder):
+def test_nested_series_the_outermost_with_launches_wins(tb, analysis_builder):
     # iter_i holds op_0, op_1 (each with a launch): the calls are the iterations
     iters = []
     for i in range(3):
@@ -85,7 +86,7 @@ def test_nested_series_the_outermost_with_launches_wins(tb, analyze_builder):
         tb.annotation(f"iter_{i}", s, iters[-1])
         for j in range(2):
             loop_call(tb, s + 1_000 + j * 8_000, name="op", i=j, dur=6_000)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert (c.pattern, len(c.calls)) == ("iter_#", 3)
     assert c.stats["api_ns"].p50 == p50(iters)
     assert c.stats["launch_api_ns"].p50 == 2 * 500
@@ -118,9 +119,9 @@ def frame_loop(tb, n, *, sync=True, two=False, start=0, period=10_000):
     return f_d, g_d, s_d
 
 
-def test_frames_below_the_enclosing_frame_are_calls_with_their_sync(tb, analyze_builder):
+def test_frames_below_the_enclosing_frame_are_calls_with_their_sync(tb, analysis_builder):
     f_d, _, s_d = frame_loop(tb, 5)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert (c.source, len(c.calls)) == ("python_frames", 5)
     assert c.description == ("5 calls: script.py(10): f, found from Python frames "
                              "(override: --calls)")
@@ -130,9 +131,9 @@ def test_frames_below_the_enclosing_frame_are_calls_with_their_sync(tb, analyze_
     assert c.cold_indices == []
 
 
-def test_two_ops_per_iteration_are_two_kinds(tb, analyze_builder):
+def test_two_ops_per_iteration_are_two_kinds(tb, analysis_builder):
     f_d, g_d, _ = frame_loop(tb, 4, sync=False, two=True)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert len(c.calls) == 8 and [k.name for k in c.kinds] == [
         "script.py(10): f", "<built-in method mul of type object at 0x1>"]
     f, g = c.kinds
@@ -142,105 +143,105 @@ def test_two_ops_per_iteration_are_two_kinds(tb, analyze_builder):
     assert c.description.startswith("8 calls of 2 kinds: script.py(10): f (4), <built-in")
 
 
-def test_ranges_win_over_frames(tb, analyze_builder):
+def test_ranges_win_over_frames(tb, analysis_builder):
     frame_loop(tb, 3)
     for i in range(3):
         tb.annotation(f"call_{i}", 500 + i * 10_000, 2_500)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert c.pattern == "call_#"
 
 
-def test_calls_option_takes_a_function_an_op_or_a_range(tb, analyze_builder):
+def test_calls_option_takes_a_function_an_op_or_a_range(tb, analysis_builder):
     f_d, g_d, _ = frame_loop(tb, 3, sync=False, two=True)
-    c = analyze_builder(tb, calls=r"\): f$").calls
+    c = analysis_builder(tb, calls=r"\): f$").calls
     assert (c.source, len(c.calls), c.stats["api_ns"].p50) == ("option", 3, p50(f_d))
     assert "chosen by --calls" in c.description and "override" not in c.description
-    c = analyze_builder(tb, calls="^aten::mul$").calls
+    c = analysis_builder(tb, calls="^aten::mul$").calls
     assert (len(c.calls), c.stats["api_ns"].p50) == (3, p50([d - 200 for d in g_d]))
     with pytest.raises(UsageError):
-        analyze_builder(tb, calls="^nothing$")
+        analysis_builder(tb, calls="^nothing$")
 
 
-def test_calls_depth_goes_one_level_down(tb, analyze_builder):
+def test_calls_depth_goes_one_level_down(tb, analysis_builder):
     frame_loop(tb, 3, sync=False)
-    c = analyze_builder(tb, calls_depth=2).calls
+    c = analysis_builder(tb, calls_depth=2).calls
     assert {x.name for x in c.calls} == {"<built-in function launch>"} and len(c.calls) == 3
     assert c.stats["api_ns"].p50 == 1_000
 
 
-def test_profiler_steps_only_when_nothing_finer_repeats(tb, analyze_builder):
+def test_profiler_steps_only_when_nothing_finer_repeats(tb, analysis_builder):
     # one f per step: the steps are the calls
     frame_loop(tb, 3, sync=False)
     for i in range(3):
         tb.annotation(f"ProfilerStep#{i + 1}", i * 10_000, 10_000)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert (c.source, len(c.calls)) == ("profiler_steps", 3)
 
 
-def test_frames_win_over_profiler_steps_when_calls_repeat_inside(tb, analyze_builder):
+def test_frames_win_over_profiler_steps_when_calls_repeat_inside(tb, analysis_builder):
     frame_loop(tb, 4, sync=False)
     for i in range(2):
         tb.annotation(f"ProfilerStep#{i}", i * 20_000, 20_000)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert (c.source, len(c.calls)) == ("python_frames", 4)
 
 
 # ------------------------------------------------------------------ cold and warm
 
 
-def test_window_of_later_calls_has_no_cold_first_call(tb, analyze_builder):
+def test_window_of_later_calls_has_no_cold_first_call(tb, analysis_builder):
     for i in range(8):
         loop_call(tb, i * 10_000, i=i, dur=4_000 + 10 * i)
-    c = analyze_builder(tb, window=r"call_(5|6|7)$").calls
+    c = analysis_builder(tb, window=r"call_(5|6|7)$").calls
     assert [x.name for x in c.calls] == ["call_5", "call_6", "call_7"]
     assert c.cold_indices == [] and c.warm_count == 3
 
 
-def test_compile_work_makes_a_call_cold_and_says_why(tb, analyze_builder):
+def test_compile_work_makes_a_call_cold_and_says_why(tb, analysis_builder):
     for i in range(4):
         loop_call(tb, i * 10_000, i=i, dur=5_000)
     tb.py("triton/compiler/compiler.py(300): compile", 100, 700)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert c.cold_indices == [0] and c.warm_count == 3
     assert c.calls[0].cold_reason == "compile/autotune/module-load work 700 ns"
 
 
-def test_compiler_ranges_inside_a_call_make_it_cold(tb, analyze_builder):
+def test_compiler_ranges_inside_a_call_make_it_cold(tb, analysis_builder):
     for i in range(3):
         loop_call(tb, i * 10_000, i=i)
     tb.annotation("inductor_compile_data: compile_id=0/0", 50, 300)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert c.cold_indices == [0]
     assert "1 Dynamo/Inductor compile range(s)" in c.calls[0].cold_reason
 
 
-def test_compiled_function_is_a_runtime_wrapper_not_compile(tb, analyze_builder):
+def test_compiled_function_is_a_runtime_wrapper_not_compile(tb, analysis_builder):
     for i in range(3):
         s = i * 10_000
         tb.annotation(f"call_{i}", s, 5_000)
         tb.op("CompiledFunction", s + 100, 4_000)
         tb.op("Torch-Compiled Region: 0/0", s + 200, 3_000)
         tb.launched_kernel("triton_poi_fused_gelu_0", s + 1_000, 500, s + 2_000, 800)
-    ex = analyze_builder(tb)
+    ex = analysis_builder(tb)
     assert ex.host_categories.get("compile", 0) == 0
     assert ex.calls.cold_indices == [] and ex.calls.warm_count == 3
 
 
-def test_capture_cold_twin_is_cold_because_capture_says_so(tb, analyze_builder):
+def test_capture_cold_twin_is_cold_because_capture_says_so(tb, analysis_builder):
     tb.metadata["traceview"] = {"kind": "cold", "protocol": {"call_range": "call_{i}",
                                                              "cold_range": "cold_call_0"}}
     loop_call(tb, 0, name="cold_call", i=0, dur=6_000)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert (c.source, len(c.calls), c.cold_indices) == ("capture", 1, [0])
     assert c.calls[0].cold_reason == "recorded cold by traceview capture"
 
 
-def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analyze_builder):
+def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analysis_builder):
     durs = [20_000, 4_000, 4_100, 4_200, 4_300]
     for i, d in enumerate(durs):
         loop_call(tb, i * 30_000, i=i, dur=d)
     tb.op("Buffer Request", 2_000, 15_000, cat="overhead")  # CUPTI buffer set-up in call_0
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert c.cold_indices == [] and c.outlier_indices == [0]
     assert "profiler work 15 us inside" in c.calls[0].outlier_reason
     assert c.warm_count == 4 and c.stats["api_ns"].p50 == p50(durs[1:])
@@ -249,25 +250,25 @@ def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analyze_builder
 # ------------------------------------------------------------------ per warm call
 
 
-def test_one_off_function_is_flagged_not_averaged(tb, analyze_builder):
+def test_one_off_function_is_flagged_not_averaged(tb, analysis_builder):
     for i in range(5):
         s = i * 10_000
         tb.annotation(f"call_{i}", s, 5_000)
         tb.py("user.py(3): op", s + 100, 4_000)
         tb.launched_kernel("k", s + 1_000, 500, s + 2_000, 800)
     tb.py("user.py(9): once", 30_000 + 2_000, 1_200)  # inside call_3's op, after the launch
-    ex = analyze_builder(tb)
+    ex = analysis_builder(tb)
     once = ex.per_call.functions["user.py(9): once"]
     assert (once.calls_with, once.inclusive_ns, once.self_ns, once.few_calls) == (1, 1_200, 1_200,
                                                                                  True)
     op = ex.per_call.functions["user.py(3): op"]
     # op's self: its 4000 minus the launch's 500, and in call_3 also minus 1200
     assert (op.calls_with, op.inclusive_ns, op.self_ns) == (5, 4_000, 3_500)
-    row = next(f for f in ex.to_dict()["host"]["functions"] if f["name"] == "user.py(9): once")
+    row = next(f for f in build_report(ex).to_dict()["host"]["functions"] if f["name"] == "user.py(9): once")
     assert (row["inclusive_ns_per_call"], row["few_calls"], row["total_ns"]) == (1_200, True, 1_200)
 
 
-def test_families_go_to_the_innermost_frames_module_and_sum_to_the_call(tb, analyze_builder):
+def test_families_go_to_the_innermost_frames_module_and_sum_to_the_call(tb, analysis_builder):
     for i in range(3):
         s = i * 10_000
         tb.annotation(f"call_{i}", s, 6_000)
@@ -276,12 +277,12 @@ def test_families_go_to_the_innermost_frames_module_and_sum_to_the_call(tb, anal
         tb.py("<built-in function isinstance>", s + 300, 500)  # a builtin: helper's module
         tb.op("aten::empty", s + 1_000, 400)  # an op: helper's module
         tb.launched_kernel("k", s + 3_000, 600, s + 4_000, 800)  # outer's module
-    ex = analyze_builder(tb)
+    ex = analysis_builder(tb)
     fam = {f.name: f.ns_per_call for f in ex.per_call.families}
     assert fam == {"pkg.inner": 2_000, "pkg.outer": 5_000 - 2_000,
                    "(untraced)": 6_000 - 5_000}
     assert sum(fam.values()) == ex.calls.stats["api_ns"].p50
-    d = ex.to_dict()
+    d = build_report(ex).to_dict()
     assert {f["name"]: f["ns_per_call"] for f in d["host"]["families"]} == fam
     tree = d["calls"]["tree"]
     assert [(n["name"], n["inclusive_ns"], n["self_ns"]) for n in tree] == [
@@ -302,26 +303,26 @@ def test_module_names():
 # ------------------------------------------------------------------ causality damage
 
 
-def test_kernel_ending_after_a_later_sync_returned_is_dropped(tb, analyze_builder):
+def test_kernel_ending_after_a_later_sync_returned_is_dropped(tb, analysis_builder):
     for i in range(3):
         loop_call(tb, i * 10_000, i=i)  # kernels of 800 ns
         tb.sync(i * 10_000 + 3_000, 500)
     # a kernel launched in call_0 "ending" an hour later, long after call_0's sync
     corr = tb.launch(1_800, 100)
     tb.kernel("bogus", 2_000, 3_600 * 10**9 - 1, corr=corr)
-    ex = analyze_builder(tb)
+    ex = analysis_builder(tb)
     assert ex.device.kernel_count == 3 and ex.device.busy_ns == 3 * 800
     assert ex.window.dur_ns == 2 * 10_000 + 4_000  # call_2 ends last
     diag = {g.code: g.count for g in ex.trace.diagnostics}
     assert diag["device-work-after-sync"] == 1
 
 
-def test_kernel_far_past_the_last_host_event_is_dropped(tb, analyze_builder):
+def test_kernel_far_past_the_last_host_event_is_dropped(tb, analysis_builder):
     for i in range(3):
         loop_call(tb, i * 10_000, i=i)
     corr = tb.launch(25_000, 100)
     tb.kernel("late", 26_000, 5 * 10**9, corr=corr)  # no sync after it: only the span rule
-    ex = analyze_builder(tb)
+    ex = analysis_builder(tb)
     assert ex.device.kernel_count == 3
     assert {g.code for g in ex.trace.diagnostics} >= {"device-work-past-host"}
 
@@ -345,7 +346,7 @@ def test_cut_file_says_device_work_is_missing(tb, tmp_path):
     assert ids["device-work-cut"].evidence == {"count": 4 - 1, "launches": 4}
 
 
-def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analyze_builder):
+def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analysis_builder):
     # <module> -> fn(x, y) once: Dynamo compiles (no launch), then runs (one launch)
     tb.py("script.py(1): <module>", 0, 100_000)
     tb.py("torch/_dynamo/eval_frame.py(600): _fn", 1_000, 89_000)
@@ -354,7 +355,7 @@ def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analyze_bui
     tb.py("torch/_inductor/output_code.py(1): __call__", 62_000, 17_000)
     tb.py("<built-in function launch>", 63_000, 2_000)
     tb.launched_kernel("triton_poi_fused_0", 63_100, 1_500, 66_000, 900)
-    c = analyze_builder(tb).calls
+    c = analysis_builder(tb).calls
     assert [x.name for x in c.calls] == ["torch/_dynamo/eval_frame.py(600): _fn"]
     assert c.calls[0].metrics["api_ns"] == 89_000
     assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason

@@ -299,8 +299,12 @@ def test_one_call_is_one_call_and_step_patterns_read_as_written(tmp_path):
     tb.annotation("ProfilerStep#7", 0, 5_000)
     tb.launched_kernel("k", 1_000, 500, 2_000, 500)
     out = explain(tb.write(tmp_path / "t.json"), "--width", "100").stdout
-    assert "1 call from annotations 'ProfilerStep#N'" in out
-    assert "1 calls" not in out and "##" not in out and "1 kernel " in out
+    # one step is no series: one call, in the singular
+    assert "1 call: " in out and "1 calls" not in out and "1 kernel " in out
+    tb.annotation("ProfilerStep#8", 10_000, 5_000)
+    tb.launched_kernel("k", 11_000, 500, 12_000, 500)
+    out = explain(tb.write(tmp_path / "t2.json"), "--width", "100").stdout
+    assert "2 calls: ProfilerStep#N" in " ".join(out.split()) and "##" not in out
 
 
 @pytest.mark.parametrize("call_ns, axis, unit", [

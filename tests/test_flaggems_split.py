@@ -17,6 +17,14 @@ from conftest import FIXTURES
 from traceview.cli.app import app
 from traceview.stats import percentile
 
+
+def _analysis(path):
+    """The frozen analysis (the analyses' typed results) of a trace, not the Report."""
+    from traceview.report.explanation import analyze_trace
+
+    return analyze_trace(traceview.load(path))
+
+
 TRACE = FIXTURES / "flag_gems_add_16x4096_bf16.json.gz"
 # what a FlagGems developer reads off the call (#4812): frame names in this trace
 SPLIT = {
@@ -74,7 +82,7 @@ def per_call_inclusive(calls, py, name):
 
 def test_split_per_warm_call_matches_the_frames(frames):
     calls, py = frames
-    ex = traceview.analyze(TRACE)
+    ex = _analysis(TRACE)
     assert ex.calls.warm_count == len(calls) == 30  # no compile, no profiler outlier
     wrapper = next(f["name"] for f in py if "/code_cache/" in f["name"]
                    and f["name"].endswith(": add_func_wrapper_rank_1"))
@@ -117,7 +125,7 @@ def family_ns(calls, py, mod):
                                  "flag_gems.utils.type_utils", "torch._prims_common"])
 def test_families_match_the_frames(frames, mod):
     calls, py = frames
-    fam = {f.name: f.ns_per_call for f in traceview.analyze(TRACE).per_call.families}
+    fam = {f.name: f.ns_per_call for f in _analysis(TRACE).per_call.families}
     assert fam[mod] == family_ns(calls, py, mod)
 
 

@@ -17,9 +17,10 @@ import time
 
 
 def child() -> None:
+    import importlib
+
     import flag_gems
     import torch
-    import importlib
 
     # the module: flag_gems.utils re-exports a *function* named pointwise_dynamic
     pointwise_dynamic = importlib.import_module("flag_gems.utils.pointwise_dynamic")

@@ -36,8 +36,8 @@ from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import Trace
-from traceview.units import printable
 from traceview.rules import RuleSet
+from traceview.units import printable
 
 _DIGITS = re.compile(r"\d+")
 _STEP = re.compile(r"^ProfilerStep#\d+$")

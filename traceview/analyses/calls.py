@@ -39,9 +39,9 @@ from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.window import Window
 from traceview.model import Trace
-from traceview.units import fmt_ns
 from traceview.rules import RuleSet
 from traceview.stats import Stats, summarize
+from traceview.units import fmt_ns
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "sync_ns", "device_busy_ns", "host_overhead_ns")
@@ -112,7 +112,7 @@ class CallsSummary:
         return [c for c in self.calls if c.warm] or self.calls
 
 
-def _cold_reason(cats: dict[str, int], compile_ranges: int, recorded: bool) -> str | None:
+def _cold_reason(cats: dict[str, int], compile_ranges: int, *, recorded: bool) -> str | None:
     why = [f"{what} {fmt_ns(cats[c])}" for c, what in COLD_CATEGORIES.items() if cats.get(c)]
     if compile_ranges:
         why.append(f"{compile_ranges} Dynamo/Inductor compile range(s)")
@@ -204,7 +204,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
             "device_busy_ns": int(busy_in[i]),
             "host_overhead_ns": int(en - st - busy_in[i]),
         }
-        reason = _cold_reason(cats, int(n_compile[i]), sp.recorded_cold)
+        reason = _cold_reason(cats, int(n_compile[i]), recorded=sp.recorded_cold)
         api_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, int(mine.size), len(work), reason is not None,
                           metrics, cats, k_end, kind=sp.kind, cold_reason=reason,

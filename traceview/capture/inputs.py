@@ -41,8 +41,6 @@ class Inputs:
 def make_inputs(torch: Any, config: CaptureConfig, device: Any) -> Inputs:
     """Build the inputs for ``config`` on ``device`` from ``config.seed`` (or ``--inputs``)."""
     if config.inputs_fn:
-        from traceview.capture.usercode import user_inputs
-
         torch.manual_seed(config.seed)
         return user_inputs(torch, config.inputs_fn, device)
     gen = torch.Generator(device=device)
@@ -91,3 +89,33 @@ def _random(torch, shape, dtype, device, gen, divisor):
         return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)
     t = torch.randint(-1000, 1001, shape, generator=gen, device=device, dtype=dtype)
     return torch.where(t == 0, torch.ones_like(t), t)
+
+
+@dataclass
+class UserInputs(Inputs):
+    """What ``--inputs`` returned, kept as the exact positional arguments."""
+
+    positional: tuple[Any, ...] = ()
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return self.positional
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["scalars"] = [a for a in self.positional if isinstance(a, (int, float))]
+        d["inputs_fn"] = True
+        return d
+
+
+def user_inputs(torch: Any, spec: str, device: Any) -> UserInputs:
+    from traceview.capture.usercode import load_callable
+
+    make = load_callable("inputs", spec)
+    args = make(device)
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not tensors:
+        raise CaptureError(f"--inputs {spec} returned no tensors; return a tuple of arguments")
+    return UserInputs(tensors=tensors, scalar=None, positional=tuple(args))

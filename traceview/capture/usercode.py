@@ -23,11 +23,9 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from traceview.capture.config import check_spec
-from traceview.capture.inputs import Inputs
 from traceview.errors import CaptureError
 
 
@@ -52,35 +50,7 @@ def load_callable(flag: str, spec: str) -> Callable[..., Any]:
     return obj
 
 
-@dataclass
-class UserInputs(Inputs):
-    """What ``--inputs`` returned, kept as the exact positional arguments."""
-
-    positional: tuple[Any, ...] = ()
-
-    @property
-    def args(self) -> tuple[Any, ...]:
-        return self.positional
-
-    def describe(self) -> dict[str, Any]:
-        d = super().describe()
-        d["scalars"] = [a for a in self.positional if isinstance(a, (int, float))]
-        d["inputs_fn"] = True
-        return d
-
-
-def user_inputs(torch: Any, spec: str, device: Any) -> UserInputs:
-    make = load_callable("inputs", spec)
-    args = make(device)
-    if not isinstance(args, (tuple, list)):
-        args = (args,)
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if not tensors:
-        raise CaptureError(f"--inputs {spec} returned no tensors; return a tuple of arguments")
-    return UserInputs(tensors=tensors, scalar=None, positional=tuple(args))
-
-
-def reference(torch: Any, config: Any, inputs: Inputs) -> tuple[Any, str]:
+def reference(torch: Any, config: Any, inputs: Any) -> tuple[Any, str]:
     """(float64 expected output, what it is) for the inputs: ``--ref`` or the op's ATen."""
     args64 = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in inputs.args)
     if config.ref:

@@ -70,8 +70,10 @@ class FunctionFigures:
 def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures], bool]:
     """(per-call figures by function key, whether the list is complete).
 
-    The point where #12's per-warm-call figures plug in: a function entry carrying
-    ``inclusive_ns_per_call`` and ``self_ns_per_call`` is taken as is.
+    explain's per-warm-call figures (``inclusive_ns_per_call``, ``self_ns_per_call``: p50
+    over the warm calls that contain the function) are taken as they are; a function in
+    no warm call (``null`` there: the harness, a one-off) is not part of a call. Saved
+    reports from before those keys existed fall back to window totals / calls.
     """
     host = report.get("host", {})
     funcs = host.get("functions") or []
@@ -84,6 +86,8 @@ def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures]
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
         if "inclusive_ns_per_call" in f and "self_ns_per_call" in f:
+            if f["inclusive_ns_per_call"] is None:
+                continue  # in no warm call
             inc, self_ = float(f["inclusive_ns_per_call"]), float(f["self_ns_per_call"])
         else:
             inc, self_ = f.get("total_ns", 0) / calls, f.get("self_ns", 0) / calls

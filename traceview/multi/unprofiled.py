@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from traceview.errors import TraceLoadError
-from traceview.paired import PairedComparison
 from traceview.multi.twosample import critical_k, shift
+from traceview.paired import PairedComparison
 
 FIGURES = {
     "full_api_ns_p50": "full call, synchronized each call (median per process)",

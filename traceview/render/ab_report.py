@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.capture.ab import FIGURE_LABELS, FIGURES
-from traceview.units import fmt_ns
 from traceview.render.markdown import code, esc, table
+from traceview.units import fmt_ns
 
 
 def _ns(x: float | None) -> str:

@@ -34,7 +34,7 @@ def signed_ns(value: float | None) -> str:
     return ("+" if value > 0 else "") + ns(value)
 
 
-def pct(x: float | None, signed: bool = False) -> str:
+def pct(x: float | None, *, signed: bool = False) -> str:
     if x is None:
         return "-"
     return f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
-from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.calltree import PerCall, analyze_per_call
+from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import (
     FunctionStat,

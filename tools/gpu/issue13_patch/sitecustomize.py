@@ -31,8 +31,9 @@ def _chain() -> None:
 
 
 def _patch() -> None:
-    import torch
     import importlib
+
+    import torch
 
     # the module: flag_gems.utils re-exports a *function* named pointwise_dynamic
     pointwise_dynamic = importlib.import_module("flag_gems.utils.pointwise_dynamic")
