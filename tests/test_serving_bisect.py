@@ -30,6 +30,8 @@ def scripted(behaviour):
             b = behaviour.get(op, "ok")
             if b == "die":
                 return Outcome(lines, -11, "Segmentation fault")
+            if b == "slow":  # stopped at --child-timeout (returncode None), no result
+                return Outcome(lines, None, "")
             row = {"op": op, "crashed": b == "crash"}
             if b == "crash":
                 row.update(phase="greedy decode", error="RuntimeError: CUDA error: an "
@@ -85,3 +87,15 @@ def test_a_variant_decides_its_interpreter_and_environment(monkeypatch):
     argv, env = command(Variant("A", env={"PYTHONPATH": "/fake"}))
     assert argv[0] == sys.executable and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/fake"]
     assert "FOO" not in env
+
+
+def test_an_op_that_runs_past_the_timeout_is_no_culprit():
+    """Seen on the H200: FlagGems mm autotunes past a 60 s --child-timeout when cold; a
+    slow op is reported as timed out and the bisect goes on, never named as broken."""
+    launch, tasks = scripted({"mul": "slow", "silu": "wrong"})
+    r = bisect(Variant("B", backend="flag_gems"), {"x": 1}, launch)
+    assert [t["start"] for t in tasks] == [0, 2]
+    assert {row["op"]: row["verdict"] for row in r.rows} == {
+        "add": "ok", "mul": "timeout", "rms_norm": "ok", "silu": "wrong", "softmax": "ok"}
+    assert r.culprits == ["silu"] and r.timed_out == ["mul"]
+    assert "time limit" in r.rows[1]["error"] and r.to_dict()["timed_out"] == ["mul"]

@@ -78,6 +78,8 @@ def correctness_line(block: dict[str, Any]) -> str:
         return "reference (torch eager)"
     if status == "crashed":
         return f"CRASHED in {c.get('phase')}: {c.get('error')}"
+    if status == "timeout":
+        return f"TIMED OUT (not shown wrong): {c.get('error')}"
     lg, tk = c["logits"], c["tokens"]
     if lg["ratio"] is None:
         dist = "not finite" if not lg["finite"] else "undefined (reference logits all 0)"

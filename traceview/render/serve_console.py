@@ -53,7 +53,7 @@ def _bisect(console: Console, b: dict[str, Any]) -> None:
     for r in b["tested"]:
         if r["verdict"] == "ok":
             continue
-        detail = (f"{r.get('phase')}: {r.get('error')}" if r["crashed"]
+        detail = (f"{r.get('phase')}: {r.get('error')}" if r["crashed"] or r.get("timed_out")
                   else "logits not finite" if r.get("logits_ratio") is None
                   else f"logits {r['logits_ratio']:.2g} x max |logit|")
         t.add_row(escape(r["op"]), r["verdict"], escape(str(detail)))

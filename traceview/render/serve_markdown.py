@@ -47,7 +47,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             lines.append(f"  - bisect over {len(b['candidates'])} ops: culprits "
                          f"{esc(', '.join(b['culprits']) or 'none')}"
                          + "".join(f"; `{esc(r['op'])}` {r['verdict']}"
-                                   + (f" ({esc(r.get('error'))})" if r["crashed"] else "")
+                                   + (f" ({esc(r.get('error'))})" if r["crashed"] or r.get("timed_out") else "")
                                    for r in bad))
     if doc.get("stopped"):
         lines += ["", f"**Stopped:** {esc(doc['stopped'])}", ""]

@@ -8,7 +8,8 @@ the correctness check's tolerance. A CUDA fault poisons the process, so a child 
 the first crash and a fresh one resumes after it; a child that dies without a word is
 charged to the op it announced last (``{"testing": op}``).
 
-The verdict per op: ``crashed`` (with the phase and the error's first line), ``wrong``
+The verdict per op: ``timeout`` (its process ran past --child-timeout: slow or hung, not
+a culprit), ``crashed`` (with the phase and the error's first line), ``wrong``
 (logits outside tolerance), or ``ok``. Ops that crash or are wrong alone are the
 culprits; ``--exclude-ops`` takes exactly these names.
 """
@@ -37,10 +38,17 @@ class BisectResult:
 
     @property
     def culprits(self) -> list[str]:
-        return [r["op"] for r in self.rows if r["verdict"] != "ok"]
+        """Ops seen crashing or wrong alone (a timeout is not evidence: see timed_out)."""
+        return [r["op"] for r in self.rows if r["verdict"] in ("crashed", "wrong")]
+
+    @property
+    def timed_out(self) -> list[str]:
+        """Ops whose process ran past --child-timeout: slow (cold JIT, autotuning) or hung."""
+        return [r["op"] for r in self.rows if r["verdict"] == "timeout"]
 
     def to_dict(self) -> dict[str, Any]:
         return {"candidates": self.candidates, "tested": self.rows, "culprits": self.culprits,
+                "timed_out": self.timed_out,
                 "children": self.children, "incomplete": self.incomplete,
                 "aten_ops": self.aten_ops, "called": self.called,
                 "not_called": self.not_called}
@@ -80,7 +88,11 @@ def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> Bis
         if candidates is None:
             return BisectResult([], rows, children, f"the op list could not be made: "
                                 f"{out.failure}", aten, called, not_called)
-        if announced is not None:  # died inside this op without reporting it
+        if announced is not None and out.timed_out:  # slow or hung: no verdict on the op
+            rows.append({"op": announced, "crashed": False, "timed_out": True,
+                         "phase": "process stopped", "error": out.failure,
+                         "verdict": "timeout"})
+        elif announced is not None:  # died inside this op without reporting it
             rows.append({"op": announced, "crashed": True, "phase": "process died",
                          "error": out.failure or "no message", "verdict": "crashed"})
         start = len(rows)

@@ -41,6 +41,12 @@ class Outcome:
         return last.get("result") if isinstance(last, dict) else None
 
     @property
+    def timed_out(self) -> bool:
+        """Stopped at --child-timeout with no result: slow (cold JIT, autotuning) or hung;
+        not evidence that anything is wrong."""
+        return self.result is None and self.returncode is None
+
+    @property
     def failure(self) -> str | None:
         """None when a result came; else one line saying why not."""
         if self.result is not None:

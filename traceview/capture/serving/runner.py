@@ -72,6 +72,9 @@ def _status(out: launch_mod.Outcome) -> tuple[str, dict[str, Any]]:
         for line in out.lines:
             if set(line) == {"error"}:  # a setup problem the user can fix (no FlagGems...)
                 raise CaptureError(str(line["error"]))
+        if out.timed_out:
+            return "timeout", {"crashed": False, "timed_out": True, "phase": "process stopped",
+                               "error": out.failure}
         return "crashed", {"crashed": True, "phase": "process died", "error": out.failure}
     if r["crashed"]:
         return "crashed", r
@@ -230,11 +233,18 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                                     diagnosis=None, environment=None))
         on_stage(doc)
         if not ok:
-            culprits = (block.get("bisect") or {}).get("culprits") or []
-            doc["stopped"] = (f"{v.label} ({v.describe()}) failed the correctness check"
+            bis = block.get("bisect") or {}
+            culprits = bis.get("culprits") or []
+            slow = bis.get("timed_out") or []
+            status = (block.get("recheck") or block["check"])["status"]
+            what = ("did not finish its correctness check within --child-timeout"
+                    if status == "timeout" else "failed the correctness check")
+            doc["stopped"] = (f"{v.label} ({v.describe()}) {what}"
                               + (f"; culprit op(s): {', '.join(culprits)}: rerun with "
                                  f"--exclude-ops {','.join(culprits)} (or --exclude-failing)"
-                                 if culprits else ""))
+                                 if culprits else "")
+                              + (f"; {', '.join(slow)} ran past --child-timeout alone (slow, "
+                                 "not shown wrong): raise --child-timeout" if slow else ""))
             doc["complete"] = True
             return doc
     spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
