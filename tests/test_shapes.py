@@ -163,3 +163,22 @@ def test_model_schedule_steps_warm_no_compile():
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e in steps])
     assert ex.host_categories.get("compile", 0) == 0
     assert not any(f.id == "cold-path" for f in traceview.analyze(FIXTURES / "shape_model_schedule.json.gz").findings)
+
+
+def test_model_schedule_cold_first_step_compiles_the_rest_warm():
+    """The compiled model profiled from its first step (session 2): step 0 holds Dynamo
+    and Inductor's compile ranges, so it is cold; the later steps are warm, none compile."""
+    evs = raw("model_schedule_cold")
+    steps = sorted((e for e in evs if e["cat"] == "user_annotation"
+                    and e["name"].startswith("ProfilerStep#")), key=lambda e: e["s"])
+    compiles = [e["s"] for e in evs if "compile_id=" in e["name"]]
+    cold = [i for i, st in enumerate(steps) if holds(st, compiles)]
+    assert len(steps) == 4 and cold == [0]
+    ex = analysed("model_schedule_cold")
+    c = ex.calls
+    assert (c.source, len(c.calls), c.cold_indices) == ("profiler_steps", 4, cold)
+    assert "compile" in c.calls[0].cold_reason
+    assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for i, e in enumerate(steps)
+                                         if i not in cold])
+    assert all(call.categories.get("compile", 0) == 0 for call in c.calls[1:])
+    assert ex.host_categories["compile"] > 0
