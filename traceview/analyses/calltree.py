@@ -138,7 +138,11 @@ def parents(st: np.ndarray, en: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
                      baseline_ns: int | None = None) -> PerCall:
-    warm = [c for c in calls if c.warm] or calls
+    # Per *warm* call only: with no warm call (a cold twin, a compile trace) there is no
+    # steady state to describe, and the per-call pass over a cold compile's millions of
+    # Python frames would cost more than the rest of explain together (measured on the
+    # real 450 MB compile trace: 3.3 s of 5.9 s).
+    warm = [c for c in calls if c.warm]
     s = trace.slices
     tl = timeline
     rows = tl.rows
