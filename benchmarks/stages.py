@@ -35,12 +35,12 @@ WRAP = [
     ("traceview.io.decode", "_Collector._add", "columns (key/name codes, args)", 3),
     ("traceview.io.decode", "_Collector.columns", "concatenate columns", 1),
     ("traceview.model", "build", "model.build", 0),
-    ("traceview.explanation", "find_window", "window", 0),
-    ("traceview.explanation", "analyze_device", "device", 0),
-    ("traceview.explanation", "pick_thread", "pick thread", 0),
-    ("traceview.explanation", "analyze_launches", "launches", 0),
-    ("traceview.explanation", "host_rows_by_lane", "host rows by lane", 0),
-    ("traceview.explanation", "attribute_host", "host sweep (all lanes)", 0),
+    ("traceview.report.explanation", "find_window", "window", 0),
+    ("traceview.report.explanation", "analyze_device", "device", 0),
+    ("traceview.report.explanation", "pick_thread", "pick thread", 0),
+    ("traceview.report.explanation", "analyze_launches", "launches", 0),
+    ("traceview.report.explanation", "host_rows_by_lane", "host rows by lane", 0),
+    ("traceview.report.explanation", "attribute_host", "host sweep (all lanes)", 0),
     ("traceview.analyses.host", "sweep_order", "sweep order", 1),
     ("traceview.analyses.host", "_classify_rows", "classify rows", 1),
     ("traceview.analyses.host", "_sweep_nested", "array sweep (nested only, before #15)", 1),
@@ -49,11 +49,12 @@ WRAP = [
     ("traceview.analyses.host", "_subtree_ends", "subtree ends", 2),
     ("traceview.analyses.host", "_resolve_by_ancestor", "categories by ancestor", 2),
     ("traceview.analyses.host", "_timeline", "timeline (self ns)", 1),
-    ("traceview.explanation", "breakdown", "breakdown", 0),
-    ("traceview.explanation", "analyze_calls", "calls", 0),
-    ("traceview.explanation", "hot_functions", "hot functions", 0),
-    ("traceview.explanation", "detect", "findings", 0),
-    ("traceview.render.json_report", "render_json", "render json", 0),
+    ("traceview.report.explanation", "breakdown", "breakdown", 0),
+    ("traceview.report.explanation", "analyze_calls", "calls", 0),
+    ("traceview.report.explanation", "hot_functions", "hot functions", 0),
+    ("traceview.report.build", "detect", "findings", 0),
+    ("traceview.report.build", "typical_call", "typical call", 0),
+    ("traceview.report.schema", "to_json", "render json", 0),
 ]
 
 
@@ -150,9 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     t = clock()
     trace = model.build(dec.decode(args.trace))
     ex = traceview.explain(trace)
-    from traceview.render.json_report import render_json
+    from traceview.report.schema import to_json
 
-    out = render_json(ex)
+    out = to_json(ex)
     total = clock() - t
     if args.json:
         args.json.write_bytes(out)

@@ -162,3 +162,25 @@ def test_from_json_names_the_problem():
 
     with pytest.raises(UsageError, match="not an explain report"):
         from_json(b'{"schema_version": 1, "calls": {}}')
+
+
+def test_a_report_saved_before_the_per_call_keys_still_loads(reports):
+    """schema_version 1 only ever adds keys: a report saved without the per-warm-call keys
+    (kinds, tree, outliers, each call's kind and reasons) loads, with their defaults."""
+    from traceview.report.schema import from_dict
+
+    d = reports["flag_gems_add_16x4096_bf16.json.gz"].to_dict()
+    for key in ("description", "how", "outliers", "api_sync_ns", "kinds", "tree",
+                "perturbation", "tree_warm_calls"):
+        d["calls"].pop(key)
+    for row in d["calls"]["per_call"]:
+        for key in ("kind", "cold_reason", "outlier", "outlier_reason", "api_sync_ns"):
+            row.pop(key)
+    for f in d["host"]["functions"]:
+        for key in ("inclusive_ns_per_call", "self_ns_per_call", "calls_with", "few_calls"):
+            f.pop(key)
+    d["host"].pop("families")
+    old = from_dict(d)
+    assert old.calls.kinds == () and old.calls.per_call[0].kind == ""
+    assert old.calls.per_call[0].metrics == reports[
+        "flag_gems_add_16x4096_bf16.json.gz"].calls.per_call[0].metrics

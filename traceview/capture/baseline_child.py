@@ -139,6 +139,10 @@ def measure_here(config: CaptureConfig, check: bool = False) -> dict[str, Any]:
             graph = capture_graph(torch, impl.call, config.graph_ops, what)
             graph.replay()
             dev.sync()
+            if check:  # the replays are what gets timed: check what they produce too
+                from traceview.capture import correctness
+
+                correctness.check(torch, config, inputs, graph.outputs[-1])
             replay = graph.replay
         block = baseline_mod.measure(dev, call, config.baseline_n, out_bytes, what, replay=replay)
     if check:

@@ -49,11 +49,3 @@ def load_callable(flag: str, spec: str) -> Callable[..., Any]:
         raise CaptureError(f"--{flag} {spec}: {attr!r} is not callable")
     return obj
 
-
-def reference(torch: Any, config: Any, inputs: Any) -> tuple[Any, str]:
-    """(float64 expected output, what it is) for the inputs: ``--ref`` or the op's ATen."""
-    args64 = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in inputs.args)
-    if config.ref:
-        out = load_callable("ref", config.ref)(*args64)
-        return out.double(), f"float64 via --ref {config.ref}"
-    return config.spec.torch_fn(torch)(*args64), "float64"

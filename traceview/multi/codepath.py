@@ -6,9 +6,9 @@ per call, inclusive, and as a share of the call -- and whether the functions tha
 different machine speeds (then no profiled difference says anything about the code).
 
 :func:`function_figures` is the one place that turns an explain report into per-call
-figures per function. Today it divides the window totals of ``host.functions`` by the
-number of calls in the window (cold call included); when explain reports per-warm-call
-figures (``inclusive_ns_per_call``/``self_ns_per_call``) it uses those instead.
+figures per function: explain's per-warm-call figures (``inclusive_ns_per_call``/
+``self_ns_per_call``) where the trace has warm calls; for a trace with none (a cold
+twin) or a report saved before those keys, the window totals divided by the calls.
 Function names are keyed without line numbers and object addresses, so a function
 whose line moved between library versions is still the same function.
 """
@@ -77,6 +77,7 @@ def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures]
     """
     host = report.get("host", {})
     funcs = host.get("functions") or []
+    per_warm_call = int(report.get("calls", {}).get("tree_warm_calls") or 0) > 0
     calls = max(1, int(report.get("calls", {}).get("count") or 1))
     call_ns = _call_ns(report)
     out: dict[str, FunctionFigures] = {}
@@ -85,7 +86,7 @@ def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures]
         each = f.get("total_ns", 0) / max(1, int(f.get("count") or 1))
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
-        if "inclusive_ns_per_call" in f and "self_ns_per_call" in f:
+        if per_warm_call and "inclusive_ns_per_call" in f:
             if f["inclusive_ns_per_call"] is None:
                 continue  # in no warm call
             inc, self_ = float(f["inclusive_ns_per_call"]), float(f["self_ns_per_call"])
@@ -143,8 +144,8 @@ def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = 
                         "change_self_ns_per_call": round(v[1] - v[0])} for k, v in fam.items()),
                       key=lambda r: (-abs(r["change_self_ns_per_call"]), r["family"]))
     return {
-        "source": "host.functions of each profiled trace: window totals / calls in the "
-                  "window; names without line numbers",
+        "source": "host.functions of each profiled trace: p50 per warm call (window "
+                  "totals / calls where a trace has no warm call); names without line numbers",
         "status_note": "new/gone: in one trace's function list only; * that list is cut to "
                        "its top functions by self time, so the function may be below the "
                        "cut rather than absent",

@@ -416,7 +416,7 @@ def from_dict(d: dict[str, Any]) -> Report:
         per_call = []
         for row in calls["per_call"]:
             per_call.append(msgspec.convert(
-                {**{k: row.get(k) for k in _CALL_ROW_KEYS},
+                {**{k: row[k] for k in _CALL_ROW_KEYS if k in row},  # defaults fill the rest
                  "metrics": {k: v for k, v in row.items() if k not in _CALL_ROW_KEYS}},
                 CallRow))
         sync = calls.get("api_sync_ns")
