@@ -198,18 +198,18 @@ def _perturbation(ex: Analysis) -> list[Detected]:
         worst = max(spikes, key=lambda c: c.categories.get("profiler", 0))
         facts["spike"] = (worst.categories["profiler"], worst.index)
         evidence["spike_calls"] = [c.index for c in spikes]
+    from traceview.report.explanation import unprofiled_baseline
+
     cap = ex.trace.metadata.get("traceview")
-    cap = cap if isinstance(cap, dict) else {}
-    base = cap.get("baseline") if isinstance(cap.get("baseline"), dict) else {}
-    proto = cap.get("protocol") if isinstance(cap.get("protocol"), dict) else {}
-    # Compare like with like: a call that synchronizes with the synchronized full-API
-    # figure, a call that only submits (--sync end) with the amortized submit time; never
-    # a cold call (cold twins) and never graph replays.
+    proto = cap.get("protocol") if isinstance(cap, dict) else None
+    proto = proto if isinstance(proto, dict) else {}
+    # Compare like with like (unprofiled_baseline): a call that synchronizes with the
+    # synchronized full-API figure, a call that only submits (--sync end) with the
+    # amortized submit time; never a cold call (cold twins) and never graph replays.
     like = ("amortized_submit_ns", "unprofiled amortized submit") if proto.get("sync") == "end" \
         else ("full_api_ns_p50", "unprofiled")
-    unprof = base.get(like[0])
-    if (unprof and warm_p50 and ex.calls.warm_count and proto.get("mode", "eager") == "eager"
-            and cap.get("kind", "warm") != "cold"):
+    unprof = unprofiled_baseline(ex.trace)
+    if unprof and warm_p50 and ex.calls.warm_count:
         ratio = warm_p50 / unprof
         facts["baseline"] = (warm_p50, like[1], unprof, ratio)
         evidence.update({"profiled_api_ns_p50": warm_p50, "unprofiled_api_ns_p50": unprof,
