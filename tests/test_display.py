@@ -51,6 +51,13 @@ def test_long_names_are_whole_at_a_wide_terminal_and_kernels_lose_template_args(
     assert j["device"]["kernels"][0]["name"] == LONG_KERNEL  # the full name stays in JSON
 
 
+def test_python_builtin_names_are_not_taken_for_cpp_signatures():
+    from traceview.render.names import short_kernel
+
+    assert short_kernel("<built-in function launch>") == "<built-in function launch>"
+    assert short_kernel("void k<4, float>(int, float*)") == "k<…>(…)"
+
+
 def test_long_names_wrap_at_80_columns_instead_of_being_cut(tmp_path):
     path = calls_trace(TraceBuilder(), fn=LONG_FN).write(tmp_path / "t.json")
     out = explain(path, "--width", "80").stdout

@@ -28,8 +28,8 @@ def _drop_nested(s: str, open_: str, close: str) -> str:
 def short_kernel(name: str) -> str:
     """Drop a C++ name's template arguments and parameter list (and a leading ``void``)."""
     s = name.strip()
-    if "<" not in s and "(" not in s:
-        return s
+    if "<" not in s and "(" not in s or s.startswith("<"):
+        return s  # not a C++ signature (``<built-in function launch>`` is a Python name)
     if s.startswith("void "):
         s = s[5:]
     s = _drop_nested(s, "<", ">")
