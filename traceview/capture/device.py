@@ -44,6 +44,21 @@ def import_triton() -> Any:
 
 
 @contextlib.contextmanager
+def environ(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``env`` laid over it for the block; every value restored after."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
 def fresh_compile_caches(config: CaptureConfig) -> Iterator[str]:
     """Point Triton's and Inductor's on-disk caches at a new empty folder for this capture.
 
@@ -60,16 +75,10 @@ def fresh_compile_caches(config: CaptureConfig) -> Iterator[str]:
     }
     if config.interpreted:
         env["TRITON_INTERPRET"] = "1"
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     try:
-        yield root
+        with environ(env):
+            yield root
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         shutil.rmtree(root, ignore_errors=True)
 
 

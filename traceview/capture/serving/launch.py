@@ -112,17 +112,10 @@ def in_this_process(variant: Variant, task: dict[str, Any]) -> Outcome:
 
     The task goes through JSON both ways, exactly as it would to a child.
     """
+    from traceview.capture.device import environ
     from traceview.capture.serving.child import run_task
 
     lines: list[dict[str, Any]] = []
-    saved = {k: os.environ.get(k) for k in variant.env}
-    os.environ.update(variant.env)
-    try:
+    with environ(dict(variant.env)):
         run_task(json.loads(json.dumps(task)), lambda d: lines.append(json.loads(json.dumps(d))))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return Outcome(lines, 0, "")
