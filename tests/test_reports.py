@@ -176,24 +176,29 @@ def test_mermaid_block_renders_in_headless_chromium(explained, tmp_path):
     js, browser = _mermaid_js()
     md = render_markdown(explained[_by("triton_mul_1x4096_f32_stack").name])
     block = md.split("```mermaid\n", 1)[1].split("```", 1)[0]
-    page = tmp_path / "page.html"
-    page.write_text(
-        "<html><body style='background:white;margin:0'>"
-        f"<pre class='mermaid'>{html.escape(block)}</pre><script src='{js.as_uri()}'></script>"
-        "<script>mermaid.initialize({startOnLoad:true});</script></body></html>")
-    shot = tmp_path / "shot.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,900",
-                    "--virtual-time-budget=5000", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=120, check=False)
     from PIL import Image
 
-    img = Image.open(shot).convert("RGB")
-    colours = img.getcolors(maxcolors=1 << 22)
-    non_white = sum(n for n, c in colours if c != (255, 255, 255))
-    # a parse error renders a small error box or nothing; the chart fills a large area with
-    # many distinct colours (bars, labels, grid)
-    assert non_white > 0.05 * img.size[0] * img.size[1]
-    assert len(colours) > 20
+    def render(text: str, name: str) -> tuple[int, int]:
+        """(non-white pixels, distinct colours) of ``text`` rendered by mermaid."""
+        page = tmp_path / f"{name}.html"
+        page.write_text(
+            "<html><body style='background:white;margin:0'>"
+            f"<pre class='mermaid'>{html.escape(text)}</pre><script src='{js.as_uri()}'></script>"
+            "<script>mermaid.initialize({startOnLoad:true});</script></body></html>")
+        shot = tmp_path / f"{name}.png"
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                        "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,900",
+                        "--virtual-time-budget=5000", f"--screenshot={shot}", page.as_uri()],
+                       capture_output=True, timeout=120, check=False)
+        cols = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 22)
+        return sum(n for n, c in cols if c != (255, 255, 255)), len(cols)
+
+    # A parse error renders mermaid's error box (measured: about 10,000 non-white pixels,
+    # under 500 colours); the compact gantt (one host row, one device row, an axis) about
+    # 31,000 with over 1,500 colours. Compared with a broken block rendered the same way.
+    non_white, n_colours = render(block, "chart")
+    broken, _ = render("gantt\n  this is not ::: valid\n", "broken")
+    assert non_white > 2 * broken, (non_white, broken)
+    assert n_colours > 20
