@@ -22,6 +22,13 @@ def fmt_ns(ns: int | float | None) -> str:
     return f"{ns / 1e9:.3g} s"
 
 
+def fmt_signed_ns(ns: int | float | None) -> str:
+    """A difference: ``+9.8 us``, ``-120 ns`` (``-`` when unknown)."""
+    if ns is None:
+        return "-"
+    return ("+" if ns > 0 else "") + fmt_ns(ns)
+
+
 def fmt_share(part: int, whole: int) -> str:
     """``part`` of ``whole`` to 0.1% ("<0.1%" for a sliver, "-" when there is no whole)."""
     if whole <= 0:

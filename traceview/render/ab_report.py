@@ -15,15 +15,7 @@ from rich.text import Text
 
 from traceview.capture.ab import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
-from traceview.units import fmt_ns
-
-
-def _ns(x: float | None) -> str:
-    return "-" if x is None else fmt_ns(round(x))
-
-
-def _signed(x: float | None) -> str:
-    return "-" if x is None else ("+" if x > 0 else "") + fmt_ns(round(x))
+from traceview.units import fmt_ns, fmt_signed_ns
 
 
 def side_lines(doc: dict[str, Any]) -> list[str]:
@@ -59,7 +51,7 @@ def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:
         return rows
     for i, (a, b, d) in enumerate(zip(c["a_ns"], c["b_ns"], c["diff_ns"], strict=True)):
         order = "AB" if first.get(i + 1) == "A" else "BA"
-        rows.append([str(i + 1), order, fmt_ns(a), fmt_ns(b), _signed(d)])
+        rows.append([str(i + 1), order, fmt_ns(a), fmt_ns(b), fmt_signed_ns(d)])
     return rows
 
 
@@ -70,10 +62,10 @@ def _comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
         if c is None:
             continue
         ci = "-" if c["ci_low_ns"] is None else \
-            f"[{_signed(c['ci_low_ns'])}, {_signed(c['ci_high_ns'])}]"
-        rows.append([FIGURE_LABELS[key], _ns(c["a_median_ns"]), _ns(c["b_median_ns"]),
-                     _signed(c["estimate_ns"]), ci,
-                     f"{c['b_faster_rounds']} of {c['rounds']}", _ns(c["min_detectable_ns"])])
+            f"[{fmt_signed_ns(c['ci_low_ns'])}, {fmt_signed_ns(c['ci_high_ns'])}]"
+        rows.append([FIGURE_LABELS[key], fmt_ns(c["a_median_ns"]), fmt_ns(c["b_median_ns"]),
+                     fmt_signed_ns(c["estimate_ns"]), ci,
+                     f"{c['b_faster_rounds']} of {c['rounds']}", fmt_ns(c["min_detectable_ns"])])
     return rows
 
 

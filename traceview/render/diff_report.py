@@ -17,7 +17,7 @@ from rich.text import Text
 from traceview.multi.compare import Diff
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
-from traceview.units import fmt_ns
+from traceview.units import fmt_ns, fmt_signed_ns
 
 PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
                   "bootstrap CI)")
@@ -49,14 +49,6 @@ def metric_label(metric: str) -> str:
     return metric
 
 
-def _ns(x: float | None) -> str:
-    return "-" if x is None else fmt_ns(round(x))
-
-
-def _signed(x: float | None) -> str:
-    return "-" if x is None else ("+" if x > 0 else "") + fmt_ns(round(x))
-
-
 def _share(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}" if x >= 0.1 else f"{x:.1%}"
 
@@ -66,9 +58,9 @@ def unprofiled_rows(u: dict[str, Any], sep: str = "\n") -> list[list[str]]:
     rows = []
     for f in u["figures"]:
         ci = "-" if f["ci_low_ns"] is None else \
-            f"[{_signed(f['ci_low_ns'])}, {_signed(f['ci_high_ns'])}]"
+            f"[{fmt_signed_ns(f['ci_low_ns'])}, {fmt_signed_ns(f['ci_high_ns'])}]"
         rows.append([f["label"], sep.join(fmt_ns(x) for x in f["before_ns"]),
-                     sep.join(fmt_ns(x) for x in f["after_ns"]), _signed(f["estimate_ns"]), ci])
+                     sep.join(fmt_ns(x) for x in f["after_ns"]), fmt_signed_ns(f["estimate_ns"]), ci])
     return rows
 
 
@@ -88,15 +80,15 @@ def short_function(key: str) -> str:
 
 
 def code_rows(cp: dict[str, Any]) -> list[list[str]]:
-    return [[short_function(r["function"]), r["status"], _ns(r["before_inclusive_ns_per_call"]),
-             _ns(r["after_inclusive_ns_per_call"]), _signed(r["change_inclusive_ns_per_call"]),
+    return [[short_function(r["function"]), r["status"], fmt_ns(r["before_inclusive_ns_per_call"]),
+             fmt_ns(r["after_inclusive_ns_per_call"]), fmt_signed_ns(r["change_inclusive_ns_per_call"]),
              f"{_share(r['before_share'])} -> {_share(r['after_share'])}"]
             for r in cp["functions"]]
 
 
 def family_rows(cp: dict[str, Any]) -> list[list[str]]:
-    return [[r["family"], _ns(r["before_self_ns_per_call"]), _ns(r["after_self_ns_per_call"]),
-             _signed(r["change_self_ns_per_call"])] for r in cp["families"]]
+    return [[r["family"], fmt_ns(r["before_self_ns_per_call"]), fmt_ns(r["after_self_ns_per_call"]),
+             fmt_signed_ns(r["change_self_ns_per_call"])] for r in cp["families"]]
 
 
 def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[int, ...]
