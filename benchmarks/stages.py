@@ -79,17 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     order = []
 
     def wrap(fn, label, depth):
-        if depth == 0:
-            @functools.wraps(fn)
-            def timed(*a, **k):
-                t = clock()
-                try:
-                    return fn(*a, **k)
-                finally:
-                    spent[label] += clock() - t
-                    calls[label] += 1
-                    peak[label] = hwm_mb()
-        elif label.startswith("inflate"):
+        if label.startswith("inflate"):
             @functools.wraps(fn)
             def timed(*a, **k):  # a generator: time each step
                 it = fn(*a, **k)
@@ -112,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     spent[label] += clock() - t
                     calls[label] += 1
+                    if depth == 0:  # the memory high-water mark after each top stage
+                        peak[label] = hwm_mb()
         return timed
 
     class _Timed:

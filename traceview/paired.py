@@ -74,14 +74,12 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _critical_k(n: int, alpha: float) -> tuple[int, float]:
-    """(k, achieved confidence): the interval is the k-th smallest/largest Walsh average.
-
-    k is the largest value with P(W <= k - 1) <= alpha / 2; k = 0 means no interval at
-    this confidence exists for n rounds.
+def critical_from_counts(counts: Sequence[int], alpha: float) -> tuple[int, float]:
+    """(k, achieved confidence) from an exact null distribution ``counts[w]`` of a rank
+    statistic: the largest k with P(W <= k - 1) <= alpha / 2 (k = 0: no interval at this
+    confidence). Shared with the two-sample (Mann-Whitney) interval in ``multi.twosample``.
     """
-    counts = _signed_rank_counts(n)
-    total = 2 ** n
+    total = sum(counts)
     cum = 0
     k = 0
     for w, c in enumerate(counts):
@@ -90,6 +88,12 @@ def _critical_k(n: int, alpha: float) -> tuple[int, float]:
         cum += c
         k = w + 1
     return k, 1.0 - 2 * cum / total
+
+
+def _critical_k(n: int, alpha: float) -> tuple[int, float]:
+    """(k, achieved confidence) of the signed-rank interval for n rounds: the interval is
+    the k-th smallest/largest Walsh average."""
+    return critical_from_counts(_signed_rank_counts(n), alpha)
 
 
 def walsh_averages(d: Sequence[float]) -> list[float]:

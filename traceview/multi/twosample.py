@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from traceview.paired import critical_from_counts
+
 
 @lru_cache(maxsize=256)
 def u_counts(m: int, n: int) -> tuple[int, ...]:
@@ -41,15 +43,7 @@ def u_counts(m: int, n: int) -> tuple[int, ...]:
 
 def critical_k(m: int, n: int, alpha: float = 0.05) -> tuple[int, float]:
     """(k, achieved confidence); k = 0: no interval at this confidence for m and n."""
-    counts = u_counts(m, n)
-    total = sum(counts)
-    cum, k = 0, 0
-    for u, c in enumerate(counts):
-        if (cum + c) / total > alpha / 2:
-            break
-        cum += c
-        k = u + 1
-    return k, 1.0 - 2 * cum / total
+    return critical_from_counts(u_counts(m, n), alpha)
 
 
 @dataclass(frozen=True)
