@@ -230,7 +230,7 @@ def test_ab_trace_dir_then_diff_with_the_saved_result(tmp_path, monkeypatch):
         "--b-name", "after", "--b-env", "AB_TEST_SPIN_NS=20000", "--out", str(out),
         "--trace-dir", str(traces), "--width", "80"])
     assert r.exit_code == 0, r.output
-    assert "cannot tell: 1 rounds are too few" in r.stdout
+    assert "cannot tell: 1 round is too few" in r.stdout
     doc = json.loads(out.read_text())
     before, after = doc["sides"]["A"]["trace"], doc["sides"]["B"]["trace"]
     assert Path(before).name == "before.json.gz" and Path(after).exists()
@@ -239,5 +239,26 @@ def test_ab_trace_dir_then_diff_with_the_saved_result(tmp_path, monkeypatch):
     d = json.loads(r.stdout)
     assert d["unprofiled"]["paired"] is True
     assert d["unprofiled"]["figures"][0]["before_ns"] == doc["comparisons"]["full_api_ns_p50"]["a_ns"]
-    assert d["verdict"].startswith("cannot tell: 1 rounds are too few")
+    assert d["verdict"].startswith("cannot tell: 1 round is too few")
     assert d["code_path"]["functions"]  # both traces have Python frames
+
+
+def test_time_limit_stops_between_rounds_never_inside_one(child):
+    """A fake clock: each process takes 10 s, so a round takes 20 s. With 45 s, round 3
+    would end at 60 s: two whole rounds run, and the pair is never split."""
+    a, b = _sides(child, 0, n=2)
+    t = [0.0]
+
+    def clock():
+        return t[0]
+
+    def on_run(run):
+        t[0] += 10.0
+
+    runs = ab.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=45, clock=clock)
+    assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "B"), (1, "A")]
+    t[0] = 0.0
+    runs = ab.run_interleaved(a, b, rounds=3, on_run=on_run, time_limit_s=1000, clock=clock)
+    assert len(runs) == 6
+    with pytest.raises(CaptureError, match="--time-limit"):
+        ab.run_interleaved(a, b, rounds=3, time_limit_s=0)

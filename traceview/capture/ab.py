@@ -146,18 +146,37 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
 
 def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
                     on_run: Callable[[ProcessRun], None] | None = None,
-                    timeout_s: float = PROCESS_TIMEOUT_S) -> list[ProcessRun]:
+                    timeout_s: float = PROCESS_TIMEOUT_S,
+                    time_limit_s: float | None = None,
+                    clock: Callable[[], float] = time.monotonic) -> list[ProcessRun]:
     """Run ``rounds`` rounds of one fresh process per side, in interleaved order.
 
     ``seed`` None: balanced order (AB, BA, AB, ...); an int: each round's order drawn at
     random from it. ``on_run`` sees each process as it finishes (progress). Returns the
     runs in the order they ran; the first failing process stops the run (TraceviewError).
+
+    ``time_limit_s``: a round is started only when the time used so far plus the longest
+    round so far fits in the limit, so a run planned for more rounds than the time allows
+    still ends with whole rounds (never half a pair) and a verdict on those; the caller
+    compares ``len(runs) // 2`` with ``rounds`` to say it stopped early.
     """
     if rounds < 1:
         raise CaptureError(f"--rounds must be >= 1, got {rounds}")
+    if time_limit_s is not None and time_limit_s <= 0:
+        raise CaptureError(f"--time-limit must be > 0 s, got {time_limit_s:g}")
     sides = {"A": a, "B": b}
     runs: list[ProcessRun] = []
+    start = clock()
+    round_start = start
+    longest = 0.0
     for i, (r, which) in enumerate(interleaved_order(rounds, seed)):
+        if i % 2 == 0:
+            now = clock()
+            if i:
+                longest = max(longest, now - round_start)
+            if time_limit_s is not None and i and now - start + longest > time_limit_s:
+                break
+            round_start = now
         wall, result = run_process(sides[which], r, timeout_s)
         run = ProcessRun(index=i, round=r, side=which, position=i % 2, wall_ns=wall,
                          result=result)
@@ -286,7 +305,10 @@ def verdict_line(c: PairedComparison | None, rounds: int,
     if c is None:
         return f"cannot tell: no full-call figure on both sides in every round ({data})"
     if c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
-        return (f"cannot tell: {rounds} rounds are too few for a 95% interval "
+        from traceview.units import plural
+
+        few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
+        return (f"cannot tell: {few} too few for a 95% interval "
                 f"(6 at least; {data})")
     agree = c.b_faster_rounds if c.estimate_ns < 0 else c.b_slower_rounds
     if c.verdict == "cannot tell":
@@ -337,11 +359,14 @@ def profiled_trace(side: Side, config: Any, out: Path,
 def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | None = None,
                    sides: Mapping[str, Mapping[str, Any]] | None = None,
                    on_run: Callable[[ProcessRun], None] | None = None,
-                   trace_dir: Path | None = None) -> ABResult:
+                   trace_dir: Path | None = None,
+                   time_limit_s: float | None = None) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
-    (``<name>.json.gz``), recorded as ``sides[label]["trace"]``."""
+    (``<name>.json.gz``), recorded as ``sides[label]["trace"]``. ``time_limit_s``: for
+    the rounds (:func:`run_interleaved`); the correctness checks before them and the
+    profiled traces after them are not counted."""
     sides = sides or {}
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
         made = {}
@@ -355,7 +380,8 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         for label, config in (("A", config_a), ("B", config_b)):
             check_isolated(config, Path(root) / f"check-{label}", config.timeout_s,
                            python=made[label].python, env=child_env(made[label]))
-        runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run)
+        runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run,
+                               time_limit_s=time_limit_s)
     traces: dict[str, str] = {}
     if trace_dir is not None:
         trace_dir.mkdir(parents=True, exist_ok=True)
@@ -381,8 +407,12 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         "process": "fresh process per side per round, profiler never started",
         "timer": "time.perf_counter_ns around call+synchronize (full call), a batch of "
                  "baseline_n calls and one sync (amortized)",
+        "rounds_planned": rounds,
+        "time_limit_s": time_limit_s,
+        "stopped": None if len(runs) // 2 == rounds else
+        f"time limit: {len(runs) // 2} of {rounds} rounds fit in {time_limit_s:g} s",
     }
-    return analyze(runs, described, rounds,
+    return analyze(runs, described, len(runs) // 2,
                    "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
                    protocol)
 

@@ -50,6 +50,10 @@ def ab(
     ref: Annotated[Str, _o("pkg.module:function: float64 reference.", _RUN,
                            show_default=False)] = None,
     rounds: Annotated[int, _o("Rounds: one fresh process per side each.", _RUN)] = 10,
+    time_limit: Annotated[float | None, _o("Seconds for the rounds: a round starts only if "
+                                           "the longest round so far still fits; the "
+                                           "verdict rests on the whole rounds run.", _RUN,
+                                           show_default=False)] = None,
     order_seed: Annotated[int | None, _o("Random order per round from this seed (default: "
                                          "balanced AB BA AB ...).", _RUN,
                                          show_default=False)] = None,
@@ -101,7 +105,8 @@ def parse_env(items: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
-        inputs, ref, rounds, order_seed, a_impl, b_impl, a_fn, b_fn, a_python, b_python, a_env,
+        inputs, ref, rounds, order_seed, time_limit, a_impl, b_impl, a_fn, b_fn, a_python,
+        b_python, a_env,
         b_env, a_path, b_path, a_name, b_name, format, out, width, trace_dir=None) -> None:
     from rich.console import Console
 
@@ -154,8 +159,10 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
     if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
     result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
-                            trace_dir=trace_dir)
+                            trace_dir=trace_dir, time_limit_s=time_limit)
     doc = result.as_dict()
+    if doc["protocol"].get("stopped"):
+        err.print(f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")
     if out is not None:
         import orjson
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from traceview.capture.ab import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
-from traceview.units import fmt_ns, fmt_signed_ns
+from traceview.units import fmt_ns, fmt_signed_ns, plural
 
 
 def side_lines(doc: dict[str, Any]) -> list[str]:
@@ -36,9 +36,9 @@ def _header(doc: dict[str, Any]) -> str:
     p = doc["protocol"]
     shape = "x".join(map(str, p["shape"]))
     return (f"traceview ab: {p['op']} {shape} {p['dtype']} {p['layout']} on {p['device']} "
-            f"({p['mode']}), {doc['rounds']} rounds, order {doc['order']}; each process: "
+            f"({p['mode']}), {plural(doc['rounds'], 'round')}, order {doc['order']}; each process: "
             f"{p['warmup']} warm-up calls, then {p['baseline_n']} calls per figure, "
-            "unprofiled")
+            "unprofiled" + (f" (stopped early: {p['stopped']})" if p.get("stopped") else ""))
 
 
 def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:

@@ -54,4 +54,10 @@ def _patch() -> None:
 
 _chain()
 if os.environ.get("TV13_PATCH") == "1":
-    _patch()
+    # site.py swallows an Exception from sitecustomize (the process would run unpatched:
+    # an A/A run that looks like an A/B); SystemExit is not swallowed, so a patch that
+    # cannot apply stops the process and the A/B with it.
+    try:
+        _patch()
+    except Exception as exc:  # noqa: BLE001
+        raise SystemExit(f"issue13 patch failed: {type(exc).__name__}: {exc}") from None
