@@ -262,3 +262,23 @@ def test_time_limit_stops_between_rounds_never_inside_one(child):
     assert len(runs) == 6
     with pytest.raises(CaptureError, match="--time-limit"):
         ab.run_interleaved(a, b, rounds=3, time_limit_s=0)
+
+
+def test_cpus_pin_every_process_and_are_checked(child):
+    import os
+
+    from traceview.cli.ab_cmd import parse_cpus
+    from traceview.errors import UsageError
+
+    mine = sorted(os.sched_getaffinity(0))
+    assert parse_cpus(None) == () and parse_cpus(f"{mine[0]}") == (mine[0],)
+    if len(mine) > 1:
+        assert parse_cpus(f"{mine[0]}-{mine[1]}") == tuple(range(mine[0], mine[1] + 1))
+    for bad in ("x", "3-1", "-1", "99999"):
+        with pytest.raises(UsageError, match="--cpus"):
+            parse_cpus(bad)
+    # the child sees the pinned set (the spin child prints its affinity)
+    side = ab.Side("A", entry=("-c", "import os, json; print(json.dumps("
+                               "{'aff': sorted(os.sched_getaffinity(0))}))"), cpus=(mine[0],))
+    _, result = ab.run_process(side)
+    assert result["aff"] == [mine[0]]

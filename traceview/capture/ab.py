@@ -83,10 +83,14 @@ class Side:
     env: Mapping[str, str] = field(default_factory=dict)
     path: tuple[str, ...] = ()
     cwd: str | None = None
+    #: CPUs the process is pinned to (``os.sched_setaffinity`` before it starts); empty:
+    #: wherever the OS puts it. Both sides get the same set, so which core a process lands
+    #: on is not a difference between them.
+    cpus: tuple[int, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {"label": self.label, "python": self.python, "env": dict(self.env),
-                "path": list(self.path), "entry": list(self.entry)}
+                "path": list(self.path), "entry": list(self.entry), "cpus": list(self.cpus)}
 
 
 @dataclass(frozen=True)
@@ -115,11 +119,14 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
                 ) -> tuple[int, dict[str, Any]]:
     """Run one fresh process of ``side``: (wall ns, its JSON result), or TraceviewError."""
     where = f"side {side.label}, round {round_ + 1}"
+    cpus = frozenset(side.cpus)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     t0 = time.perf_counter_ns()
     try:
         proc = subprocess.run([side.python, *side.entry], input=json.dumps(side.config),
                               capture_output=True, text=True, env=child_env(side),
-                              cwd=side.cwd, timeout=timeout_s, check=False)
+                              cwd=side.cwd, timeout=timeout_s, check=False,
+                              preexec_fn=pin)  # noqa: PLW1509 (no threads started here)
     except subprocess.TimeoutExpired:
         raise CaptureError(f"{where}: the process took over {timeout_s:g} s") from None
     except OSError as exc:
@@ -204,7 +211,7 @@ def paired_figures(runs: Sequence[ProcessRun], key: str) -> tuple[list[int], lis
 # -- the capture A/B ---------------------------------------------------------------------
 def capture_side(label: str, config: Any, *, python: str | None = None,
                  env: Mapping[str, str] | None = None, path: Sequence[str] = (),
-                 cache_root: str | None = None) -> Side:
+                 cache_root: str | None = None, cpus: Sequence[int] = ()) -> Side:
     """A :class:`Side` whose child measures ``config`` (a ``CaptureConfig``) unprofiled.
 
     All of one side's processes share one compile cache folder under ``cache_root``, so
@@ -221,7 +228,7 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
     return Side(label=label, entry=("-m", "traceview.capture.ab_child"),
                 config=json.loads(_encode(config)), python=python or sys.executable,
                 env=full_env, path=tuple(str(Path(p).resolve()) for p in path),
-                cwd=os.getcwd())
+                cwd=os.getcwd(), cpus=tuple(sorted(set(cpus))))
 
 
 @dataclass(frozen=True)
@@ -252,7 +259,8 @@ class ABResult:
             first = mine[0].result if mine else {}
             per_side[label] = dict(desc, processes=[
                 {"round": r.round + 1, "position": r.position + 1, "wall_ns": r.wall_ns,
-                 **{k: r.result.get(k) for k in FIGURES}} for r in mine],
+                 **{k: r.result.get(k) for k in FIGURES}, "cpu": r.result.get("cpu")}
+                for r in mine],
                 correctness=first.get("correctness"), versions=first.get("versions"),
                 device=first.get("device"))
         return {
@@ -360,7 +368,8 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    sides: Mapping[str, Mapping[str, Any]] | None = None,
                    on_run: Callable[[ProcessRun], None] | None = None,
                    trace_dir: Path | None = None,
-                   time_limit_s: float | None = None) -> ABResult:
+                   time_limit_s: float | None = None,
+                   cpus: Sequence[int] = ()) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
@@ -374,7 +383,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
             opts = dict(sides.get(label, {}))
             made[label] = capture_side(label, config, python=opts.get("python"),
                                        env=opts.get("env"), path=opts.get("path", ()),
-                                       cache_root=root)
+                                       cache_root=root, cpus=cpus)
         # Correctness first, each side alone in a fresh process of its own setting: a
         # wrong, crashing or hanging variant is named before any round is timed.
         for label, config in (("A", config_a), ("B", config_b)):
@@ -407,6 +416,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         "process": "fresh process per side per round, profiler never started",
         "timer": "time.perf_counter_ns around call+synchronize (full call), a batch of "
                  "baseline_n calls and one sync (amortized)",
+        "cpus": sorted(set(cpus)) or None,
         "rounds_planned": rounds,
         "time_limit_s": time_limit_s,
         "stopped": None if len(runs) // 2 == rounds else

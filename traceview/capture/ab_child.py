@@ -11,7 +11,25 @@ one JSON line: the baseline block plus ``correctness``, ``versions`` and ``devic
 from __future__ import annotations
 
 import json
+import os
 import sys
+
+
+def where_it_ran() -> dict[str, object]:
+    """The CPUs this process may run on and the one it last ran on (``/proc/self/stat``
+    field 39), so per-process figures can be read against core placement."""
+    out: dict[str, object] = {}
+    try:
+        out["affinity"] = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    try:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        out["last"] = int(stat[stat.rindex(")") + 2:].split()[36])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
 
 
 def main() -> None:
@@ -24,6 +42,7 @@ def main() -> None:
     except TraceviewError as exc:
         print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}), flush=True)
         sys.exit(exc.exit_code)
+    block["cpu"] = where_it_ran()
     print(json.dumps(block), flush=True)
 
 

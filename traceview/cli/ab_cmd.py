@@ -54,6 +54,9 @@ def ab(
                                            "the longest round so far still fits; the "
                                            "verdict rests on the whole rounds run.", _RUN,
                                            show_default=False)] = None,
+    cpus: Annotated[Str, _o("Pin every process of both sides to these CPUs, e.g. 4-7 or "
+                            "2,3 (default: wherever the OS puts it).", _RUN,
+                            show_default=False)] = None,
     order_seed: Annotated[int | None, _o("Random order per round from this seed (default: "
                                          "balanced AB BA AB ...).", _RUN,
                                          show_default=False)] = None,
@@ -104,8 +107,36 @@ def parse_env(items: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def parse_cpus(text: str | None) -> tuple[int, ...]:
+    """``4-7,9`` -> (4, 5, 6, 7, 9); each must be a CPU this process may run on."""
+    import os
+
+    from traceview.errors import UsageError
+
+    if not text:
+        return ()
+    got: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, dash, hi = part.strip().partition("-")
+            first, last = int(lo), int(hi) if dash else int(lo)
+            if first > last or first < 0:
+                raise ValueError
+            got.update(range(first, last + 1))
+    except ValueError:
+        raise UsageError(f"--cpus {text!r}: use a list such as 4-7 or 2,3") from None
+    try:
+        allowed = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        raise UsageError("--cpus: this system cannot pin processes to CPUs") from None
+    if not got <= allowed:
+        raise UsageError(f"--cpus {text!r}: CPU(s) {sorted(got - allowed)} not available "
+                         f"here (this process may use {len(allowed)} CPUs)")
+    return tuple(sorted(got))
+
+
 def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
-        inputs, ref, rounds, order_seed, time_limit, a_impl, b_impl, a_fn, b_fn, a_python,
+        inputs, ref, rounds, order_seed, time_limit, cpus, a_impl, b_impl, a_fn, b_fn, a_python,
         b_python, a_env,
         b_env, a_path, b_path, a_name, b_name, format, out, width, trace_dir=None) -> None:
     from rich.console import Console
@@ -159,7 +190,8 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
     if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
     result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
-                            trace_dir=trace_dir, time_limit_s=time_limit)
+                            trace_dir=trace_dir, time_limit_s=time_limit,
+                            cpus=parse_cpus(cpus))
     doc = result.as_dict()
     if doc["protocol"].get("stopped"):
         err.print(f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")
