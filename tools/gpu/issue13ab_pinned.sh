@@ -8,7 +8,7 @@ set -uo pipefail
 LIM=${LIMIT:-580}; CPUS=${CPUS:-2-3}; PAIRS=${PAIRS:-6}
 { nvidia-smi topo -m; lscpu | grep -iE "model name|socket|numa|core|thread"; } >"$OUT/topo.txt" 2>&1
 python3 -m traceview ab --op add --shape 16x4096 --dtype bf16 --impl flag_gems --cpus "$CPUS" \
-  --rounds 24 --time-limit $((LIM - SECONDS - 170)) --b-path tools/gpu/issue13_patch \
+  --rounds 24 --time-limit $((LIM - SECONDS - 200)) --b-path tools/gpu/issue13_patch \
   --b-env TV13_PATCH=1 --a-name unpatched --b-name patched --out "$OUT/ab.json" --width 100 \
   >"$OUT/ab.txt" 2>&1
 echo "ab rc=$? t=$SECONDS" >>"$OUT/ab.txt"
