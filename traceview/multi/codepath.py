@@ -18,7 +18,10 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report
 
 #: Rows shown, biggest change first.
 TOP = 12
@@ -67,46 +70,46 @@ class FunctionFigures:
     self_ns_per_call: float
 
 
-def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures], bool]:
+def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
     """(per-call figures by function key, whether the list is complete).
 
     explain's per-warm-call figures (``inclusive_ns_per_call``, ``self_ns_per_call``: p50
     over the warm calls that contain the function) are taken as they are; a function in
-    no warm call (``null`` there: the harness, a one-off) is not part of a call. Saved
-    reports from before those keys existed fall back to window totals / calls.
+    no warm call (``None`` there: the harness, a one-off) is not part of a call. A report
+    with no warm-call tree (a cold twin, or one saved before those keys existed, which
+    ``from_dict`` reads back with ``tree_warm_calls`` 0) falls back to window totals /
+    calls.
     """
-    host = report.get("host", {})
-    funcs = host.get("functions") or []
-    per_warm_call = int(report.get("calls", {}).get("tree_warm_calls") or 0) > 0
-    calls = max(1, int(report.get("calls", {}).get("count") or 1))
+    funcs = report.host.functions
+    per_warm_call = report.calls.tree_warm_calls > 0
+    calls = max(1, report.calls.count or 1)
     call_ns = _call_ns(report)
     out: dict[str, FunctionFigures] = {}
     for f in funcs:
-        key = function_key(str(f.get("name", "")))
-        each = f.get("total_ns", 0) / max(1, int(f.get("count") or 1))
+        key = function_key(f.name)
+        each = f.total_ns / max(1, f.count or 1)
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
-        if per_warm_call and "inclusive_ns_per_call" in f:
-            if f["inclusive_ns_per_call"] is None:
+        if per_warm_call:
+            if f.inclusive_ns_per_call is None or f.self_ns_per_call is None:
                 continue  # in no warm call
-            inc, self_ = float(f["inclusive_ns_per_call"]), float(f["self_ns_per_call"])
+            inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
         else:
-            inc, self_ = f.get("total_ns", 0) / calls, f.get("self_ns", 0) / calls
+            inc, self_ = f.total_ns / calls, f.self_ns / calls
         old = out.get(key)
         if old is not None:  # same function at two lines: one entry
             inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
         out[key] = FunctionFigures(inc, self_)
-    complete = int(host.get("functions_total") or len(funcs)) <= len(funcs)
+    complete = (report.host.functions_total or len(funcs)) <= len(funcs)
     return out, complete
 
 
-def _call_ns(report: dict[str, Any]) -> int | None:
-    api = report.get("calls", {}).get("api_ns") or {}
-    return api.get("p50")
+def _call_ns(report: Report) -> int | None:
+    api = report.calls.stats.get("api_ns")
+    return None if api is None else api.p50
 
 
-def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = TOP
-                      ) -> dict[str, Any]:
+def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str, Any]:
     """The ``code_path`` block of ``diff``: changed functions, families, speed note."""
     fb, complete_b = function_figures(before)
     fa, complete_a = function_figures(after)
