@@ -69,7 +69,7 @@ class Diff:
     code_path: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"schema_version": 2, "before": self.before_path, "after": self.after_path,
+        return {"schema_version": 3, "before": self.before_path, "after": self.after_path,
                 "calls": {"before": self.calls_before, "after": self.calls_after},
                 "unprofiled": self.unprofiled,
                 "comparisons": [c.as_dict() for c in self.comparisons],
