@@ -122,3 +122,24 @@ def test_diff_cli_with_ab_file_at_80_columns(tmp_path, gems):
     bad.write_text("{}")
     r = CliRunner().invoke(app, ["diff", str(GEMS), str(GEMS), "--ab", str(bad)])
     assert r.exit_code == 2 and "not a traceview ab result" in r.output
+
+
+def test_a_report_saved_before_the_per_call_keys_falls_back_to_window_totals(gems):
+    """A report from before ``inclusive_ns_per_call`` existed (``tree_warm_calls`` and the
+    per-call keys absent): each function's figures are its window totals / calls."""
+    old = copy.deepcopy(gems)
+    old["calls"].pop("tree_warm_calls")
+    for f in old["host"]["functions"]:
+        for key in ("inclusive_ns_per_call", "self_ns_per_call", "calls_with", "few_calls"):
+            f.pop(key)
+    from traceview.multi.codepath import function_figures, function_key
+
+    figs, _ = function_figures(from_dict(old))
+    calls = gems["calls"]["count"]
+    raw = next(f for f in gems["host"]["functions"] if "elementwise_dtypes" in f["name"])
+    got = figs[function_key(raw["name"])]
+    assert got.inclusive_ns_per_call == raw["total_ns"] / calls
+    assert got.self_ns_per_call == raw["self_ns"] / calls
+    # the same report with the keys: explain's per-warm-call figures
+    new, _ = function_figures(from_dict(gems))
+    assert new[function_key(raw["name"])].inclusive_ns_per_call == raw["inclusive_ns_per_call"]

@@ -8,11 +8,19 @@ one command and review the diff in git:
 
 The terminal report is rendered at 80 and 120 columns without colour
 (``Console(width=..., file=StringIO(), color_system=None)``, through the registry).
+
+``ab`` and ``serve`` render documents, not traces: two small ones saved from real CPU
+runs live in ``tests/data/`` (``ab_add_cpu.json``: ``traceview ab --op add --device cpu
+--impl torch --rounds 6 --out ...``; ``serve_tiny_cpu.json``: the tiny Llama of
+docs/serving.md, ``--vs eager --vs-env ... --rounds 3 --profile-steps 2``, its command is
+in the document), and their outputs are golden too.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
+import json
 import os
 from pathlib import Path
 
@@ -99,3 +107,68 @@ def test_terminal_lines_fit_the_width(reports):
                 text = render(reports[fixture], suffix)
                 too_long = [ln for ln in text.splitlines() if len(ln) > options.width]
                 assert not too_long, (fixture, suffix, too_long[:3])
+
+
+DATA = Path(__file__).parent / "data"
+DOCUMENTS = {  # golden stem -> (registry subject, saved document)
+    "ab_add_cpu": ("ab", DATA / "ab_add_cpu.json"),
+    "serve_tiny_cpu": ("serve", DATA / "serve_tiny_cpu.json"),
+}
+DOC_OUTPUTS = {k: OUTPUTS[k] for k in ("text80.txt", "text120.txt", "md")}
+
+
+def _doc(stem: str) -> dict:
+    return json.loads(DOCUMENTS[stem][1].read_text())
+
+
+def render_doc(stem: str, doc: dict, suffix: str) -> str:
+    name, options = DOC_OUTPUTS[suffix]
+    return renderer(name, DOCUMENTS[stem][0]).render(doc, options)
+
+
+@pytest.mark.parametrize("suffix", list(DOC_OUTPUTS))
+@pytest.mark.parametrize("stem", list(DOCUMENTS))
+def test_golden_documents(stem, suffix):
+    check(render_doc(stem, _doc(stem), suffix), GOLDEN / f"{stem}.{suffix}")
+
+
+@pytest.mark.parametrize("stem", list(DOCUMENTS))
+def test_the_json_renderer_gives_back_the_saved_document(stem):
+    """The documents were saved by ``--out``, which goes through the same JSON renderer."""
+    subject, path = DOCUMENTS[stem]
+    assert renderer("json", subject).render(_doc(stem), RenderOptions()) == path.read_text()
+
+
+def _swap_a_and_b(stem: str, doc: dict) -> dict:
+    """The document with side A's figures shown as B's and B's as A's: what a renderer that
+    swapped the A and B columns would print."""
+    d = copy.deepcopy(doc)
+    if DOCUMENTS[stem][0] == "ab":
+        for c in d["comparisons"].values():
+            c["a_ns"], c["b_ns"] = c["b_ns"], c["a_ns"]
+            c["a_median_ns"], c["b_median_ns"] = c["b_median_ns"], c["a_median_ns"]
+    else:
+        a, b = d["variants"]
+        a["summary"], b["summary"] = b["summary"], a["summary"]
+        for r in d["ab"]["figures"].values():
+            r["a_median_ns"], r["b_median_ns"] = r["b_median_ns"], r["a_median_ns"]
+    return d
+
+
+@pytest.mark.parametrize("suffix", list(DOC_OUTPUTS))
+@pytest.mark.parametrize("stem", list(DOCUMENTS))
+def test_swapping_the_a_and_b_columns_fails(stem, suffix):
+    if UPDATE:
+        pytest.skip("refreshing")
+    swapped = _swap_a_and_b(stem, _doc(stem))
+    with pytest.raises(pytest.fail.Exception, match="differs from the golden output"):
+        check(render_doc(stem, swapped, suffix), GOLDEN / f"{stem}.{suffix}")
+
+
+@pytest.mark.parametrize("stem", list(DOCUMENTS))
+def test_document_lines_fit_the_width(stem):
+    for suffix, (_, options) in DOC_OUTPUTS.items():
+        if suffix.startswith("text"):
+            text = render_doc(stem, _doc(stem), suffix)
+            too_long = [ln for ln in text.splitlines() if len(ln) > options.width]
+            assert not too_long, (stem, suffix, too_long[:3])

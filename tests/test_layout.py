@@ -184,3 +184,39 @@ def test_a_report_saved_before_the_per_call_keys_still_loads(reports):
     assert old.calls.kinds == () and old.calls.per_call[0].kind == ""
     assert old.calls.per_call[0].metrics == reports[
         "flag_gems_add_16x4096_bf16.json.gz"].calls.per_call[0].metrics
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for m in graph.get(todo.pop(), ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
+
+
+def test_every_renderer_module_is_reached_from_the_registry():
+    """Each module under render/ is a registry entry's renderer or a helper one imports:
+    none is a renderer the CLI could call around the registry."""
+    graph = _graph()
+    render = {m for m in graph if m.startswith("traceview.render.")}
+    unreached = render - _reachable(graph, "traceview.render.registry")
+    assert not unreached, sorted(unreached)
+
+
+def test_the_cli_picks_renderers_from_the_registry_only():
+    graph = _graph()
+    for mod, deps in graph.items():
+        if mod.startswith("traceview.cli"):
+            direct = {d for d in deps if d.startswith("traceview.render")}
+            assert direct <= {"traceview.render.registry"}, (mod, sorted(direct))
+
+
+def test_every_subject_has_text_json_and_markdown():
+    from traceview.render.registry import RENDERERS
+
+    subjects = {s for s, _ in RENDERERS}
+    assert subjects == {"report", "ranks", "diff", "ab", "serve"}
+    for s in subjects:
+        assert {"text", "json", "md"} <= {f for t, f in RENDERERS if t == s}, s

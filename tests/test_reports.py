@@ -143,8 +143,10 @@ def test_diff_cli_accepts_saved_json_and_traces(tmp_path):
                                           "significant"}
     r = runner.invoke(app, ["diff", str(saved), str(_by("torch_mul_1x4096_f32.json")), "--format", "md"])
     assert r.exit_code == 0 and "**Verdict:**" in r.stdout
-    # unprofiled, profiled (diagnosis), code path, module families, kernels
-    assert gfm.render(r.stdout).count("<table>") == 5
+    # unprofiled, profiled (diagnosis), code path, kernels; no Python frames on either
+    # side, so no module families (explain shows none either), and a note says so
+    assert gfm.render(r.stdout).count("<table>") == 4
+    assert "no module families: before and after have no Python frames" in r.stdout
 
 
 def test_diff_warns_when_graph_meets_eager(explained):

@@ -9,7 +9,6 @@ trace events and plain integer arithmetic.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import math
 import os
@@ -22,15 +21,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from rich.console import Console
 
 from traceview.capture.serving import launch
 from traceview.capture.serving.arrivals import arrival_offsets_ns
 from traceview.capture.serving.runner import run_serve
 from traceview.capture.serving.spec import ModelSpec, ServeSpec, Variant, Workload
 from traceview.paired import interleaved_order
-from traceview.render.serve_console import render_console
-from traceview.render.serve_markdown import render_markdown
+from traceview.render.registry import RenderOptions, renderer
 
 pytestmark = pytest.mark.capture
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,16 +126,14 @@ def test_profiled_decode_steps_are_explained(ab_doc):
 
 
 def test_markdown_fills_the_seed_template_line(ab_doc):
-    md = render_markdown(ab_doc)
+    md = renderer("md", "serve").render(ab_doc, RenderOptions())
     line = next(ln for ln in md.splitlines() if ln.startswith("Serving result, if measured:"))
     a, b = ab_doc["variants"]
     assert f"{a['summary']['output_tokens_per_s']:,.1f} -> " \
            f"{b['summary']['output_tokens_per_s']:,.1f} tok/s" in line
     assert "cannot tell" in line and "3 interleaved fresh-process rounds" in line
     assert "| TPOT p50 |" in md and "| wall (both throughputs) |" in md
-    buf = io.StringIO()
-    render_console(Console(file=buf, width=140, color_system=None), ab_doc)
-    text = buf.getvalue()
+    text = renderer("text", "serve").render(ab_doc, RenderOptions(width=140))
     assert "A/B: B - A over 3 interleaved rounds" in text and "decode step, A eager" in text
 
 

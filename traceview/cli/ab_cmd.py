@@ -195,21 +195,12 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
     doc = result.as_dict()
     if doc["protocol"].get("stopped"):
         err.print(f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")
+    from traceview.render.registry import RenderOptions, renderer
+
     if out is not None:
-        import orjson
+        from traceview.atomic import write_text_atomic
 
-        from traceview.atomic import write_bytes_atomic
-
-        write_bytes_atomic(out, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    if format is Format.json:
-        import orjson
-
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    elif format is Format.md:
-        from traceview.render.ab_report import render_ab_markdown
-
-        sys.stdout.write(render_ab_markdown(doc))
-    else:
-        from traceview.render.ab_report import render_ab_console
-
-        render_ab_console(doc, stdout_console(width))
+        write_text_atomic(out, renderer("json", "ab").render(doc, RenderOptions()))
+    sys.stdout.write(renderer(format.value, "ab").render(doc, RenderOptions(
+        width=width or stdout_console(None).width,
+        color=stdout_console(None).color_system if format is Format.text else None)))

@@ -72,12 +72,10 @@ def explain(
         report = run_explain(load_with_progress(trace),
                              analysis_options(window, calls, rules, thread, top=top,
                                               calls_depth=calls_depth))
-        from traceview.render.registry import RenderOptions, renderer
+        from traceview.render.registry import RenderOptions, renderer, write_figure
 
         ref = None
         if figure is not None:
-            from traceview.render.figure import write_figure
-
             write_figure(report, figure)
             ref = figure.name
             if format is not Format.md:  # markdown mentions it itself; stdout stays clean

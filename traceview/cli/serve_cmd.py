@@ -95,7 +95,6 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
            device, seed, requests, prompt_len, output_len, batch_size, arrival, rate,
            warmup_batches, rounds, alpha, order_seed, check_steps, profile_steps, fmt, out,
            trace_dir, child_timeout) -> None:
-    import json
     import time
 
     from rich.console import Console
@@ -134,28 +133,23 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     def log(line: str) -> None:
         err.print(f"[dim]\\[{time.monotonic() - t0:6.1f} s] {escape(line)}[/]")
 
+    from traceview.render.registry import RenderOptions, renderer
+
     def save(doc: dict) -> None:
         if out is not None:
-            _write_atomically(out, json.dumps(doc, indent=1) + "\n")
+            _write_atomically(out, renderer("json", "serve").render(doc, RenderOptions()))
 
     def launch(variant, task):
         return launch_mod.in_subprocess(variant, task, timeout_s=child_timeout)
 
     doc = run_serve(spec, launch=launch, log=log, trace_dir=trace_dir, argv=_argv(),
                     on_stage=save)
-    text = json.dumps(doc, indent=1)
     save(doc)
-    if fmt == "json":
-        sys.stdout.write(text + "\n")
-    elif fmt == "md":
-        from traceview.render.serve_markdown import render_markdown
+    from traceview.cli._common import stdout_console
 
-        sys.stdout.write(render_markdown(doc))
-    else:
-        from traceview.cli._common import stdout_console
-        from traceview.render.serve_console import render_console
-
-        render_console(stdout_console(None), doc)
+    sys.stdout.write(renderer(fmt, "serve").render(doc, RenderOptions(
+        width=stdout_console(None).width,
+        color=stdout_console(None).color_system if fmt == "text" else None)))
     if doc["stopped"]:
         sys.stdout.flush()
         print(f"traceview: error: {doc['stopped']}", file=sys.stderr)

@@ -1,9 +1,10 @@
-"""What changed in the code path between two profiled traces: functions per call.
+"""What changed in the code path between two profiled traces: functions and families.
 
 A before/after diagnosis: which host functions appeared, disappeared or moved most,
-per call, inclusive, and as a share of the call -- and whether the functions that did
-*not* change all moved by about the same factor, which means the two runs ran at
-different machine speeds (then no profiled difference says anything about the code).
+per call, inclusive, and as a share of the call; the same for explain's module families;
+and whether the functions that did *not* change all moved by about the same factor,
+which means the two runs ran at different machine speeds (then no profiled difference
+says anything about the code).
 
 :func:`function_figures` is the one place that turns an explain report into per-call
 figures per function: explain's per-warm-call figures (``inclusive_ns_per_call``/
@@ -11,6 +12,13 @@ figures per function: explain's per-warm-call figures (``inclusive_ns_per_call``
 twin) or a report saved before those keys, the window totals divided by the calls.
 Function names are keyed without line numbers and object addresses, so a function
 whose line moved between library versions is still the same function.
+
+Families are explain's, not a second definition: ``host.families`` of each report
+(``traceview.analyses.calltree``: each instant of a warm call goes to the module of the
+innermost Python frame owning it, builtins, ops and API calls to their caller's module,
+``(untraced)`` and ``(no Python frame)`` for the rest; the families of a call sum to its
+wall time), compared as the p50 per warm call and the share of the warm calls' time. A
+function row's ``family`` is the module of its own frame by the same ``module_of``.
 """
 
 from __future__ import annotations
@@ -18,7 +26,12 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from traceview.analyses.calltree import module_of
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report
 
 #: Rows shown, biggest change first.
 TOP = 12
@@ -44,69 +57,53 @@ def function_key(name: str) -> str:
     return _ADDR.sub("", _LINE.sub(": ", name))
 
 
-def family(key: str) -> str:
-    """The module family of a function key: the first two folders of its file, or its kind."""
-    if key.startswith("aten::"):
-        return "aten ops"
-    if key.startswith("<built-in"):
-        return "Python built-ins"
-    if key.startswith(("cu", "cuda")) and ":" not in key:
-        return "CUDA API"
-    path = key.split(": ", 1)[0]
-    if "/" not in path:
-        return path
-    parts = path.lstrip("/").split("/")
-    if len(parts) > 2 and "code_cache" in parts:
-        return "generated code (" + parts[-1].split("_")[0] + ")"
-    return "/".join(parts[:2]) if len(parts) > 2 else parts[0]
-
-
 @dataclass(frozen=True)
 class FunctionFigures:
     inclusive_ns_per_call: float
     self_ns_per_call: float
+    family: str | None = None  # its frame's module (``module_of``); None: not a Python frame
 
 
-def function_figures(report: dict[str, Any]) -> tuple[dict[str, FunctionFigures], bool]:
+def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
     """(per-call figures by function key, whether the list is complete).
 
     explain's per-warm-call figures (``inclusive_ns_per_call``, ``self_ns_per_call``: p50
     over the warm calls that contain the function) are taken as they are; a function in
-    no warm call (``null`` there: the harness, a one-off) is not part of a call. Saved
-    reports from before those keys existed fall back to window totals / calls.
+    no warm call (``None`` there: the harness, a one-off) is not part of a call. A report
+    with no warm-call tree (a cold twin, or one saved before those keys existed, which
+    ``from_dict`` reads back with ``tree_warm_calls`` 0) falls back to window totals /
+    calls.
     """
-    host = report.get("host", {})
-    funcs = host.get("functions") or []
-    per_warm_call = int(report.get("calls", {}).get("tree_warm_calls") or 0) > 0
-    calls = max(1, int(report.get("calls", {}).get("count") or 1))
+    funcs = report.host.functions
+    per_warm_call = report.calls.tree_warm_calls > 0
+    calls = max(1, report.calls.count or 1)
     call_ns = _call_ns(report)
     out: dict[str, FunctionFigures] = {}
     for f in funcs:
-        key = function_key(str(f.get("name", "")))
-        each = f.get("total_ns", 0) / max(1, int(f.get("count") or 1))
+        key = function_key(f.name)
+        each = f.total_ns / max(1, f.count or 1)
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
-        if per_warm_call and "inclusive_ns_per_call" in f:
-            if f["inclusive_ns_per_call"] is None:
+        if per_warm_call:
+            if f.inclusive_ns_per_call is None or f.self_ns_per_call is None:
                 continue  # in no warm call
-            inc, self_ = float(f["inclusive_ns_per_call"]), float(f["self_ns_per_call"])
+            inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
         else:
-            inc, self_ = f.get("total_ns", 0) / calls, f.get("self_ns", 0) / calls
+            inc, self_ = f.total_ns / calls, f.self_ns / calls
         old = out.get(key)
         if old is not None:  # same function at two lines: one entry
             inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
-        out[key] = FunctionFigures(inc, self_)
-    complete = int(host.get("functions_total") or len(funcs)) <= len(funcs)
+        out[key] = FunctionFigures(inc, self_, module_of(f.name))
+    complete = (report.host.functions_total or len(funcs)) <= len(funcs)
     return out, complete
 
 
-def _call_ns(report: dict[str, Any]) -> int | None:
-    api = report.get("calls", {}).get("api_ns") or {}
-    return api.get("p50")
+def _call_ns(report: Report) -> int | None:
+    api = report.calls.stats.get("api_ns")
+    return None if api is None else api.p50
 
 
-def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = TOP
-                      ) -> dict[str, Any]:
+def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str, Any]:
     """The ``code_path`` block of ``diff``: changed functions, families, speed note."""
     fb, complete_b = function_figures(before)
     fa, complete_a = function_figures(after)
@@ -123,7 +120,7 @@ def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = 
         inc_b = x.inclusive_ns_per_call if x else 0.0
         inc_a = y.inclusive_ns_per_call if y else 0.0
         rows.append({
-            "function": key, "family": family(key), "status": status,
+            "function": key, "family": (x or y).family, "status": status,
             "before_inclusive_ns_per_call": round(inc_b) if x else None,
             "after_inclusive_ns_per_call": round(inc_a) if y else None,
             "before_self_ns_per_call": round(x.self_ns_per_call) if x else None,
@@ -135,14 +132,7 @@ def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = 
     # What appeared or went first (the code path itself changed), then what moved most.
     rows.sort(key=lambda r: (r["status"] == "moved", -abs(r["change_inclusive_ns_per_call"]),
                              r["function"]))
-    fam: dict[str, list[float]] = {}
-    for figs, i in ((fb, 0), (fa, 1)):
-        for key, f in figs.items():
-            fam.setdefault(family(key), [0.0, 0.0])[i] += f.self_ns_per_call
-    families = sorted(({"family": k, "before_self_ns_per_call": round(v[0]),
-                        "after_self_ns_per_call": round(v[1]),
-                        "change_self_ns_per_call": round(v[1] - v[0])} for k, v in fam.items()),
-                      key=lambda r: (-abs(r["change_self_ns_per_call"]), r["family"]))
+    families, families_note = family_changes(before, after)
     return {
         "source": "host.functions of each profiled trace: p50 per warm call (window "
                   "totals / calls where a trace has no warm call); names without line numbers",
@@ -152,8 +142,48 @@ def code_path_changes(before: dict[str, Any], after: dict[str, Any], top: int = 
         "complete": {"before": complete_b, "after": complete_a},
         "functions": rows[:top],
         "families": families[:top],
+        "families_source": "host.families of each profiled trace (explain's module "
+                           "families): p50 per warm call; share of the warm calls' time",
+        "families_note": families_note,
         "machine_speed": machine_speed(fb, fa, call_b, call_a),
     }
+
+
+def family_changes(before: Report, after: Report) -> tuple[list[dict[str, Any]], str | None]:
+    """explain's module families side by side, biggest change per call first.
+
+    Returns (rows, note): no rows and a note saying why when a side has no Python frames
+    (its families are only ``(untraced)`` and ``(no Python frame)``, which explain does
+    not show either) or no families at all (no warm call to describe, or a report saved
+    before explain had them), since comparing against that would call every family new
+    or gone.
+    """
+    sides = (("before", before), ("after", after))
+    no_frames = [side for side, r in sides if not r.trace.python_frames]
+    if no_frames:  # all of it (untraced) and (no Python frame): explain shows none either
+        return [], (f"no module families: {' and '.join(no_frames)} "
+                    f"{'has' if len(no_frames) == 1 else 'have'} no Python frames (profile "
+                    "with with_stack)")
+    missing = [side for side, r in sides if not r.host.families]
+    if missing:
+        return [], (f"no module families in {' and '.join(missing)}: explain has them only "
+                    "for traces with warm calls (and reports saved since it has them)")
+    fb = {f.name: f for f in before.host.families}
+    fa = {f.name: f for f in after.host.families}
+    rows = []
+    for name in set(fb) | set(fa):
+        x, y = fb.get(name), fa.get(name)
+        rows.append({
+            "family": name,
+            "status": "new" if x is None else "gone" if y is None else "moved",
+            "before_ns_per_call": x.ns_per_call if x else None,
+            "after_ns_per_call": y.ns_per_call if y else None,
+            "change_ns_per_call": (y.ns_per_call if y else 0) - (x.ns_per_call if x else 0),
+            "before_share": x.share if x else None,
+            "after_share": y.share if y else None,
+        })
+    rows.sort(key=lambda r: (-abs(r["change_ns_per_call"]), r["family"]))
+    return rows, None
 
 
 def machine_speed(fb: dict[str, FunctionFigures], fa: dict[str, FunctionFigures],

@@ -69,7 +69,7 @@ class Diff:
     code_path: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"schema_version": 2, "before": self.before_path, "after": self.after_path,
+        return {"schema_version": 3, "before": self.before_path, "after": self.after_path,
                 "calls": {"before": self.calls_before, "after": self.calls_after},
                 "unprofiled": self.unprofiled,
                 "comparisons": [c.as_dict() for c in self.comparisons],
@@ -224,12 +224,10 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
                         "count_before": x.count if x else 0, "count_after": y.count if y else 0,
                         "p50_before": x.stats.p50 if x else None,
                         "p50_after": y.stats.p50 if y else None})
-    # unprofiled.py and codepath.py still read the JSON form (left for a later change)
-    bd, ad = before.to_dict(), after.to_dict()
     return Diff(before_path, after_path, before.calls.count, after.calls.count, comps, kernels,
                 same_question_warnings(before, after),
-                unprofiled=from_ab(ab) if ab is not None else from_captures(bd, ad),
-                code_path=code_path_changes(bd, ad))
+                unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
+                code_path=code_path_changes(before, after))
 
 
 def same_question_warnings(before: Report, after: Report) -> list[str]:

@@ -14,11 +14,14 @@ Profiled calls diagnose; unprofiled runs judge speed. Two sources, best first:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceview.errors import TraceLoadError
 from traceview.multi.twosample import critical_k, shift
 from traceview.paired import PairedComparison
+
+if TYPE_CHECKING:
+    from traceview.report.model import Report
 
 FIGURES = {
     "full_api_ns_p50": "full call, synchronized each call (median per process)",
@@ -35,10 +38,13 @@ def _fewest_per_side(alpha: float = 0.05) -> int:
     return n
 
 
-def per_process(report: dict[str, Any], key: str) -> list[int]:
-    """Per-process unprofiled figures from a report's capture metadata (may be empty)."""
-    cap = report.get("trace", {}).get("capture") or {}
-    base = cap.get("baseline") if isinstance(cap, dict) else None
+def per_process(report: Report, key: str) -> list[int]:
+    """Per-process unprofiled figures from a report's capture metadata (may be empty).
+
+    The capture metadata is the one part of the typed ``Report`` that stays a dict
+    (``Report.capture``: capture's own record, wrong-typed fields already set aside), so
+    its ``baseline`` is still checked field by field here."""
+    base = report.capture.get("baseline")
     if not isinstance(base, dict):
         return []
     rows = base.get("per_process")
@@ -49,7 +55,7 @@ def per_process(report: dict[str, Any], key: str) -> list[int]:
     return [int(v)] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
 
 
-def from_captures(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+def from_captures(before: Report, after: Report) -> dict[str, Any] | None:
     """The unprofiled block from both traces' capture metadata, or None if a side lacks it."""
     figures = []
     for key, label in FIGURES.items():

@@ -68,7 +68,8 @@ UNPROFILED_HEADER = ["figure (unprofiled)", "before, per process", "after, per p
                      "after - before", "95% CI"]
 CODE_HEADER = ["function (per call, inclusive)", "status", "before", "after", "change",
                "share of call"]
-FAMILY_HEADER = ["module family (self time per call)", "before", "after", "change"]
+FAMILY_HEADER = ["module family (innermost frame, per call)", "before", "after", "change",
+                 "share of call"]
 
 
 def short_function(key: str) -> str:
@@ -87,8 +88,10 @@ def code_rows(cp: dict[str, Any]) -> list[list[str]]:
 
 
 def family_rows(cp: dict[str, Any]) -> list[list[str]]:
-    return [[r["family"], fmt_ns(r["before_self_ns_per_call"]), fmt_ns(r["after_self_ns_per_call"]),
-             fmt_signed_ns(r["change_self_ns_per_call"])] for r in cp["families"]]
+    return [[r["family"], fmt_ns(r["before_ns_per_call"]), fmt_ns(r["after_ns_per_call"]),
+             fmt_signed_ns(r["change_ns_per_call"]),
+             f"{_share(r['before_share'])} -> {_share(r['after_share'])}"]
+            for r in cp.get("families") or ()]
 
 
 def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[int, ...]
@@ -128,7 +131,12 @@ def render_diff_console(d: Diff, console: Console) -> None:
                              CODE_HEADER, code_rows(cp), (0, 6, 8, 8, 8, 11)))
         if any(r["status"].endswith("*") for r in cp["functions"]):
             console.print(Text(cp["status_note"], style="grey50"))
-        console.print(_table("module families", FAMILY_HEADER, family_rows(cp), (0, 9, 9, 9)))
+        if cp.get("families"):
+            console.print(_table("module families (explain's: each instant to the module of "
+                                 "the innermost Python frame)", FAMILY_HEADER, family_rows(cp),
+                                 (0, 8, 8, 9, 12)))
+        elif cp.get("families_note"):
+            console.print(Text(cp["families_note"], style="grey50"))
         speed = cp.get("machine_speed") or {}
         if speed.get("note"):
             console.print(Text("note: " + speed["note"], style="yellow"))
@@ -170,7 +178,13 @@ def render_diff_markdown(d: Diff) -> str:
                            "llrrrr"))
         if any(r["status"].endswith("*") for r in cp["functions"]):
             parts.append(f"<sub>{esc(cp['status_note'])}</sub>")
-        parts.append(table(FAMILY_HEADER, [[esc(r[0])] + r[1:] for r in family_rows(cp)]))
+        if cp.get("families"):
+            parts.append("**Module families** (explain's: each instant of a warm call to the "
+                         "module of the innermost Python frame)")
+            parts.append(table(FAMILY_HEADER, [[code(r[0])] + r[1:] for r in family_rows(cp)],
+                               "lrrrr"))
+        elif cp.get("families_note"):
+            parts.append(f"<sub>{esc(cp['families_note'])}</sub>")
         speed = cp.get("machine_speed") or {}
         if speed.get("note"):
             parts.append(f"> **note:** {esc(speed['note'])}")

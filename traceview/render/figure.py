@@ -11,11 +11,9 @@ KB) whatever the trace, and the legend lists only what is drawn.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
-from traceview.atomic import write_bytes_atomic, write_text_atomic
 from traceview.errors import UsageError
 from traceview.units import fmt_ns
 
@@ -162,11 +160,3 @@ def render_png(r: Report, scale: float = 2.0) -> bytes:
                          f"{type(exc).__name__}: {exc}; write an .svg instead") from None
     return cairosvg.svg2png(bytestring=render_svg(r).encode(), scale=scale)
 
-
-def write_figure(r: Report, path: Path) -> None:
-    """``path`` ending in .png gets a PNG, anything else the SVG."""
-    path = Path(path)
-    if path.suffix.lower() == ".png":
-        write_bytes_atomic(path, render_png(r))
-    else:
-        write_text_atomic(path, render_svg(r))

@@ -1,16 +1,20 @@
 """Renderers behind one protocol, chosen by name: a report in, a document out.
 
 Every output format is a ``Renderer`` registered here under (subject, format): the one
-trace ``Report`` (``explain``), the ranks' ``RanksReport`` (``explain DIR``) and the
-``Diff`` (``diff``). The CLI looks them up with ``renderer(format, subject)``, and later
-formats register here too. A renderer computes nothing its report does not hold (the
-typical call, the matrix, shares come from the report).
+trace ``Report`` (``explain``), the ranks' ``RanksReport`` (``explain DIR``), the
+``Diff`` (``diff``), the ``traceview ab`` result (``ab``: its ``traceview.ab/1`` JSON
+document) and the ``traceview serve`` document (``serve``, docs/serving.md). The CLI
+looks them up with ``renderer(format, subject)`` and imports no renderer module itself
+(``tests/test_layout.py`` checks both), and later formats register here too. A renderer
+computes nothing its report does not hold (the typical call, the matrix, shares come
+from the report).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from io import StringIO
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -25,7 +29,7 @@ class RenderOptions:
     figure: str | None = None  # a figure written beside a markdown report, to mention
 
 
-Subject = Literal["report", "ranks", "diff"]
+Subject = Literal["report", "ranks", "diff", "ab", "serve"]
 
 
 class Renderer(Protocol):
@@ -146,12 +150,83 @@ class DiffMarkdown:
         return render_diff_markdown(report)
 
 
+class AbTerminal:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.ab_report import render_ab_console
+
+        return _console_text(options, lambda c: render_ab_console(report, c))
+
+
+class AbJson:
+    """The ``traceview.ab/1`` document itself (what ``ab --out`` saves, ``diff --ab`` reads)."""
+
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        import orjson
+
+        return (orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n").decode()
+
+
+class AbMarkdown:
+    name, binary = "md", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.ab_report import render_ab_markdown
+
+        return render_ab_markdown(report)
+
+
+class ServeTerminal:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.serve_console import render_serve_console
+
+        return _console_text(options, lambda c: render_serve_console(report, c))
+
+
+class ServeJson:
+    """The serve document as ``serve --out`` saves it (stdlib ``json``, indent 1)."""
+
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        import json
+
+        return json.dumps(report, indent=1) + "\n"
+
+
+class ServeMarkdown:
+    name, binary = "md", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.serve_markdown import render_serve_markdown
+
+        return render_serve_markdown(report)
+
+
 RENDERERS: dict[tuple[Subject, str], Renderer] = {
     **{("report", r.name): r for r in (Terminal(), Json(), Markdown(), Svg(), Png())},
     **{("ranks", r.name): r for r in (RanksTerminal(), RanksJson(), RanksMarkdown())},
     **{("diff", r.name): r for r in (DiffTerminal(), DiffJson(), DiffMarkdown())},
+    **{("ab", r.name): r for r in (AbTerminal(), AbJson(), AbMarkdown())},
+    **{("serve", r.name): r for r in (ServeTerminal(), ServeJson(), ServeMarkdown())},
 }
 
 
 def renderer(name: str, subject: Subject = "report") -> Renderer:
     return RENDERERS[(subject, name)]
+
+
+def write_figure(report: Report, path: str | Path) -> None:
+    """The typical call's picture into ``path``: a PNG for a ``.png`` name, else the SVG
+    (``explain --figure``), written whole or not at all."""
+    from traceview.atomic import write_bytes_atomic
+
+    path = Path(path)
+    out = renderer("png" if path.suffix.lower() == ".png" else "svg").render(
+        report, RenderOptions())
+    write_bytes_atomic(path, out if isinstance(out, bytes) else out.encode())

@@ -21,7 +21,7 @@ from traceview.render.serve_common import (
 )
 
 
-def render_console(console: Console, doc: dict[str, Any]) -> None:
+def render_serve_console(doc: dict[str, Any], console: Console) -> None:
     p = console.print
     p(f"[bold]model[/] {escape(model_line(doc))}")
     p(f"[bold]workload[/] {escape(workload_line(doc))}")

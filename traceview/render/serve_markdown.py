@@ -26,7 +26,7 @@ def esc(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
-def render_markdown(doc: dict[str, Any]) -> str:
+def render_serve_markdown(doc: dict[str, Any]) -> str:
     lines = ["## Serving workload (traceview serve)", "",
              f"Serving result, if measured: {esc(result_sentence(doc))}", "",
              f"- Model: {esc(model_line(doc))}",
