@@ -282,3 +282,77 @@ def test_cpus_pin_every_process_and_are_checked(child):
                                "{'aff': sorted(os.sched_getaffinity(0))}))"), cpus=(mine[0],))
     _, result = ab.run_process(side)
     assert result["aff"] == [mine[0]]
+
+
+PAIR_FNS = textwrap.dedent('''
+    import time
+    import torch
+
+    def spin(ns):
+        t0 = time.perf_counter_ns()
+        while time.perf_counter_ns() - t0 < ns:
+            pass
+
+    def base(a, b):
+        spin(5_000)
+        return torch.add(a, b)
+
+    def slower(a, b):
+        spin(45_000)
+        return torch.add(a, b)
+''')
+
+
+@pytest.mark.capture
+def test_same_process_ab_finds_a_delay_between_two_callables(tmp_path, monkeypatch):
+    """Both callables in each process, alternating blocks: the 40 us delay is found with
+    the right sign, and each round's figures come from one process (same pid/wall)."""
+    pytest.importorskip("torch")
+    from traceview.cli.app import app
+
+    (tmp_path / "pairfns.py").write_text(PAIR_FNS)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, [
+        "ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "2",
+        "--baseline-n", "30", "--rounds", "6", "--same-process", "--blocks", "4",
+        "--a-fn", "pairfns:base", "--b-fn", "pairfns:slower", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    c = doc["comparisons"]["full_api_ns_p50"]
+    assert c["verdict"] == "B slower" and c["b_slower_rounds"] == 6
+    assert c["ci_low_ns"] <= 40_000 * 1.05 and c["ci_high_ns"] >= 40_000 * 0.95, c
+    walls = [(p["wall_ns"]) for p in doc["sides"]["A"]["processes"]]
+    assert walls == [p["wall_ns"] for p in doc["sides"]["B"]["processes"]]
+    assert doc["protocol"]["process"].startswith("one fresh process per round")
+    assert doc["order"].startswith("both sides in each process")
+
+
+@pytest.mark.capture
+def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from traceview.cli.app import app
+
+    (tmp_path / "pairfns.py").write_text(PAIR_FNS)
+    monkeypatch.chdir(tmp_path)
+    base = ["ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--same-process"]
+    r = CliRunner().invoke(app, [*base, "--a-fn", "pairfns:base", "--b-fn", "pairfns:slower",
+                                 "--b-env", "X=1"])
+    assert r.exit_code == 2 and "--a-env and --b-env must be the same" in r.output
+    r = CliRunner().invoke(app, [*base, "--fn", "pairfns:base"])
+    assert r.exit_code == 2 and "same callable" in r.output
+
+
+def test_run_same_process_makes_two_runs_per_process_and_honours_the_limit():
+    src = ("import json, sys; json.load(sys.stdin); print(json.dumps({'A': {'v': 1}, "
+           "'B': {'v': 3}, 'cpu': {'last': 0}}))")
+    pair = ab.Side("A+B", entry=("-c", src), config={})
+    t = [0.0]
+
+    def on_run(run):
+        t[0] += 5.0  # 10 s per process (two records)
+
+    runs = ab.run_same_process(pair, 5, on_run=on_run, time_limit_s=25,
+                               clock=lambda: t[0])
+    assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
+    assert all(r.result["cpu"] == {"last": 0} for r in runs)
+    assert ab.paired_figures(runs, "v") == ([1, 1], [3, 3])

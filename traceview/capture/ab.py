@@ -193,6 +193,43 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     return runs
 
 
+def run_same_process(pair: Side, rounds: int,
+                     on_run: Callable[[ProcessRun], None] | None = None,
+                     timeout_s: float = PROCESS_TIMEOUT_S,
+                     time_limit_s: float | None = None,
+                     clock: Callable[[], float] = time.monotonic) -> list[ProcessRun]:
+    """``rounds`` fresh processes of ``pair``, each measuring both variants in blocks.
+
+    ``pair``'s entry prints ``{"A": figures, "B": figures, ...}``
+    (``traceview.capture.ab_pair_child``); each process becomes two :class:`ProcessRun`
+    records of one round, so :func:`paired_figures` and the statistics are the same as
+    for fresh processes per side. ``time_limit_s`` as in :func:`run_interleaved`.
+    """
+    if rounds < 1:
+        raise CaptureError(f"--rounds must be >= 1, got {rounds}")
+    if time_limit_s is not None and time_limit_s <= 0:
+        raise CaptureError(f"--time-limit must be > 0 s, got {time_limit_s:g}")
+    runs: list[ProcessRun] = []
+    start = round_start = clock()
+    longest = 0.0
+    for r in range(rounds):
+        now = clock()
+        if r:
+            longest = max(longest, now - round_start)
+            if time_limit_s is not None and now - start + longest > time_limit_s:
+                break
+        round_start = now
+        wall, result = run_process(pair, r, timeout_s)
+        shared = {k: v for k, v in result.items() if k not in ("A", "B")}
+        for position, label in enumerate(("A", "B")):
+            run = ProcessRun(index=len(runs), round=r, side=label, position=position,
+                             wall_ns=wall, result=dict(result[label], **shared))
+            runs.append(run)
+            if on_run is not None:
+                on_run(run)
+    return runs
+
+
 def paired_figures(runs: Sequence[ProcessRun], key: str) -> tuple[list[int], list[int]] | None:
     """Per-round (A values, B values) of ``result[key]``; None when any round lacks it."""
     by_round: dict[int, dict[str, Any]] = {}
@@ -369,14 +406,28 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    on_run: Callable[[ProcessRun], None] | None = None,
                    trace_dir: Path | None = None,
                    time_limit_s: float | None = None,
-                   cpus: Sequence[int] = ()) -> ABResult:
+                   cpus: Sequence[int] = (), same_process: bool = False,
+                   blocks: int = 10) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
     (``<name>.json.gz``), recorded as ``sides[label]["trace"]``. ``time_limit_s``: for
     the rounds (:func:`run_interleaved`); the correctness checks before them and the
-    profiled traces after them are not counted."""
+    profiled traces after them are not counted. ``same_process``: each round is one
+    fresh process that measures both variants in ``blocks`` alternating blocks
+    (``ab_pair_child``); the sides must then share interpreter, environment and import
+    path, and differ by implementation or callable only."""
     sides = sides or {}
+    if same_process:
+        a_opts, b_opts = (dict(sides.get(x, {})) for x in ("A", "B"))
+        for key, flag in (("python", "python"), ("env", "env"), ("path", "path")):
+            if (a_opts.get(key) or None) != (b_opts.get(key) or None):
+                raise CaptureError(f"--same-process runs both variants in one interpreter: "
+                                   f"--a-{flag} and --b-{flag} must be the same (they "
+                                   "may differ by --a-impl/--b-impl or --a-fn/--b-fn)")
+        if (config_a.impl, config_a.fn) == (config_b.impl, config_b.fn):
+            raise CaptureError("--same-process: A and B are the same callable; give "
+                               "--a-impl/--b-impl or --a-fn/--b-fn")
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
         made = {}
         for label, config in (("A", config_a), ("B", config_b)):
@@ -389,8 +440,16 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         for label, config in (("A", config_a), ("B", config_b)):
             check_isolated(config, Path(root) / f"check-{label}", config.timeout_s,
                            python=made[label].python, env=child_env(made[label]))
-        runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run,
-                               time_limit_s=time_limit_s)
+        if same_process:
+            pair = Side(label="A+B", entry=("-m", "traceview.capture.ab_pair_child"),
+                        config={"a": made["A"].config, "b": made["B"].config,
+                                "blocks": blocks},
+                        python=made["A"].python, env=made["A"].env, path=made["A"].path,
+                        cwd=made["A"].cwd, cpus=made["A"].cpus)
+            runs = run_same_process(pair, rounds, on_run, time_limit_s=time_limit_s)
+        else:
+            runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run,
+                                   time_limit_s=time_limit_s)
     traces: dict[str, str] = {}
     if trace_dir is not None:
         trace_dir.mkdir(parents=True, exist_ok=True)
@@ -413,16 +472,21 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         "op": config_a.op, "shape": list(config_a.out_shape), "dtype": config_a.dtype,
         "layout": config_a.layout, "device": config_a.device, "mode": config_a.mode,
         "warmup": config_a.warmup, "baseline_n": config_a.baseline_n,
-        "process": "fresh process per side per round, profiler never started",
         "timer": "time.perf_counter_ns around call+synchronize (full call), a batch of "
                  "baseline_n calls and one sync (amortized)",
         "cpus": sorted(set(cpus)) or None,
+        "process": ("one fresh process per round measuring both variants in "
+                    f"{blocks} alternating blocks (A B, B A, ...), profiler never started"
+                    if same_process else
+                    "fresh process per side per round, profiler never started"),
         "rounds_planned": rounds,
         "time_limit_s": time_limit_s,
         "stopped": None if len(runs) // 2 == rounds else
         f"time limit: {len(runs) // 2} of {rounds} rounds fit in {time_limit_s:g} s",
     }
     return analyze(runs, described, len(runs) // 2,
+                   f"both sides in each process, {blocks} blocks A B, B A, ..."
+                   if same_process else
                    "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
                    protocol)
 
@@ -437,6 +501,7 @@ __all__ = [
     "paired_figures",
     "run_capture_ab",
     "run_interleaved",
+    "run_same_process",
     "run_process",
     "verdict_line",
 ]

@@ -54,6 +54,13 @@ def ab(
                                            "the longest round so far still fits; the "
                                            "verdict rests on the whole rounds run.", _RUN,
                                            show_default=False)] = None,
+    same_process: Annotated[bool, _o("Each round: ONE fresh process measures both variants "
+                                     "in alternating blocks (sides that differ by "
+                                     "--a-impl/--b-impl or --a-fn/--b-fn only): the "
+                                     "process's own fast or slow state cancels.", _RUN,
+                                     "--same-process")] = False,
+    blocks: Annotated[int, _o("With --same-process: blocks per process (A B, B A, ...), "
+                              "each --baseline-n calls per side.", _RUN)] = 10,
     cpus: Annotated[Str, _o("Pin every process of both sides to these CPUs, e.g. 4-7 or "
                             "2,3 (default: wherever the OS puts it).", _RUN,
                             show_default=False)] = None,
@@ -136,7 +143,7 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
 
 
 def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
-        inputs, ref, rounds, order_seed, time_limit, cpus, a_impl, b_impl, a_fn, b_fn, a_python,
+        inputs, ref, rounds, order_seed, time_limit, same_process, blocks, cpus, a_impl, b_impl, a_fn, b_fn, a_python,
         b_python, a_env,
         b_env, a_path, b_path, a_name, b_name, format, out, width, trace_dir=None) -> None:
     from rich.console import Console
@@ -148,6 +155,8 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
 
     if rounds < 1 or rounds > 200:
         raise CaptureError(f"--rounds takes 1 to 200, got {rounds}")
+    if same_process and not 2 <= blocks <= 1000:
+        raise CaptureError(f"--blocks takes 2 to 1000, got {blocks}")
     if out is not None and out.exists() and out.is_dir():
         raise CaptureError(f"--out {out} is a folder; give a file name")
 
@@ -191,7 +200,8 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
     result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
                             trace_dir=trace_dir, time_limit_s=time_limit,
-                            cpus=parse_cpus(cpus))
+                            cpus=parse_cpus(cpus), same_process=same_process,
+                            blocks=blocks)
     doc = result.as_dict()
     if doc["protocol"].get("stopped"):
         err.print(f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")

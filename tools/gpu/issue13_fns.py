@@ -1,0 +1,42 @@
+"""issue 13's before/after as two callables that live in one process (``ab --same-process``).
+
+``unpatched`` and ``patched`` are FlagGems 5.0.2 ``add`` through ``use_gems()`` (entered once,
+at import, for the process's life, as ``capture --impl flag_gems`` does). They differ only
+in the module global ``flag_gems.utils.pointwise_dynamic.type_promotion`` the call sees:
+FlagGems' own function, or the cached wrapper of ``issue13_patch/sitecustomize.py``
+(same key, same result). Each callable sets the global before its call, so both pay the
+same one attribute store and the only difference is the cache.
+
+    traceview ab --op add --shape 16x4096 --dtype bf16 --same-process \\
+        --a-fn issue13_fns:unpatched --b-fn issue13_fns:patched --a-name unpatched --b-name patched
+"""
+
+import importlib
+
+import flag_gems
+import torch
+
+_gems = flag_gems.use_gems()
+_gems.__enter__()
+_pd = importlib.import_module("flag_gems.utils.pointwise_dynamic")
+_original = _pd.type_promotion
+_cache: dict = {}
+
+
+def _cached(*args, type_promotion):
+    key = (type_promotion,) + tuple(
+        (a.dtype, a.dim() == 0) if isinstance(a, torch.Tensor) else type(a) for a in args)
+    hit = _cache.get(key)
+    if hit is None:
+        hit = _cache[key] = _original(*args, type_promotion=type_promotion)
+    return hit
+
+
+def unpatched(a, b):
+    _pd.type_promotion = _original
+    return torch.add(a, b)
+
+
+def patched(a, b):
+    _pd.type_promotion = _cached
+    return torch.add(a, b)

@@ -1,0 +1,111 @@
+"""One round of ``traceview ab --same-process``: both variants in one fresh process.
+
+Why: on a noisy host a whole process can land in a fast or a slow state and keep it
+(measured on the H200: per-process medians of the same FlagGems call in two modes, ~85 us
+and ~140 us, on both sides; the paired difference of two fresh processes then swings by
++-50 us and a 12 us change needs over 100 rounds). Two variants that can live in one
+interpreter -- two implementations, or two user callables -- share that state when
+measured in the same process, so it cancels in their difference.
+
+Reads ``{"a": config, "b": config, "blocks": K}`` (``baseline_child._encode`` configs) on
+stdin. Builds each side's seeded inputs and implementation, checks each first output
+against the float64 reference, warms both up, then runs ``K`` blocks in the order
+A B, B A, A B, ... (so neither side always goes first after the other); each block is one
+side's ``baseline_n`` synchronized calls and one amortized batch. Per side: the median of
+all its synchronized calls, the median of its blocks' amortized figures, and (CUDA) the
+CUDA-graph device time at the end. Prints one JSON line ``{"A": block, "B": block,
+"cpu": ...}`` or ``{"error": ..., "exit_code": N}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import sys
+from typing import Any
+
+
+def _prepare(config: Any, dev: Any, stack: contextlib.ExitStack) -> tuple[Any, int, Any]:
+    from traceview.capture import correctness
+    from traceview.capture.impls import build_impl
+    from traceview.capture.inputs import make_inputs
+
+    inputs = make_inputs(dev.torch, config, dev.torch_device)
+    impl = build_impl(config, dev, inputs, stack)
+    first = impl.call()
+    dev.sync()
+    checked = correctness.check(dev.torch, config, inputs, first)
+    out_bytes = first.numel() * first.element_size()
+    del first
+    for _ in range(config.warmup):
+        impl.call()
+        dev.sync()
+    return impl.call, out_bytes, checked
+
+
+def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
+    from traceview.capture import baseline as baseline_mod
+    from traceview.capture import device as device_mod
+    from traceview.capture.metadata import versions
+
+    if blocks < 2:
+        from traceview.errors import CaptureError
+
+        raise CaptureError(f"--blocks must be >= 2, got {blocks}")
+    dev = device_mod.open_device(config_a)
+    device_mod.check_memory(dev, config_a)
+    out: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        sides = {label: _prepare(cfg, dev, stack)
+                 for label, cfg in (("A", config_a), ("B", config_b))}
+        n = config_a.baseline_n
+        samples: dict[str, list[int]] = {"A": [], "B": []}
+        submit: dict[str, list[int]] = {"A": [], "B": []}
+        complete: dict[str, list[int]] = {"A": [], "B": []}
+        for i in range(blocks):
+            for label in (("A", "B") if i % 2 == 0 else ("B", "A")):
+                call = sides[label][0]
+                samples[label].extend(baseline_mod.full_api_samples(dev, call, n))
+                s, c = baseline_mod.amortized(dev, call, n)
+                submit[label].append(s)
+                complete[label].append(c)
+        for label, cfg in (("A", config_a), ("B", config_b)):
+            call, out_bytes, checked = sides[label]
+            p50 = int(statistics.median_low(samples[label]))
+            block: dict[str, Any] = {
+                "n": n, "blocks": blocks, "full_api_ns_p50": p50,
+                "amortized_submit_ns": int(statistics.median_low(submit[label])),
+                "amortized_ns": int(statistics.median_low(complete[label])),
+                "block_amortized_submit_ns": submit[label],
+                "correctness": checked,
+            }
+            if dev.is_cuda:
+                what = f"--impl {cfg.impl} {cfg.op}"
+                block.update(baseline_mod.device_per_op(dev, call, p50, out_bytes, what))
+            else:
+                block["device_ns"] = None
+            out[label] = block
+    out["versions"] = versions(dev.torch)
+    out["device"] = dev.info()
+    return out
+
+
+def main() -> None:
+    from traceview.capture.ab_child import where_it_ran
+    from traceview.capture.baseline_child import _decode
+    from traceview.errors import TraceviewError
+
+    doc = json.loads(sys.stdin.read())
+    try:
+        result = measure_pair(_decode(json.dumps(doc["a"])), _decode(json.dumps(doc["b"])),
+                              int(doc["blocks"]))
+    except TraceviewError as exc:
+        print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}), flush=True)
+        sys.exit(exc.exit_code)
+    result["cpu"] = where_it_ran()
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
