@@ -40,7 +40,7 @@ from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.stats import Stats, summarize
+from traceview.stats import Stats, median, summarize
 from traceview.units import fmt_ns
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
@@ -131,11 +131,11 @@ def _outliers(calls: list[Call]) -> dict[int, str]:
     out = {}
     for j, c in enumerate(cand):
         others = np.delete(api, j)
-        med = int(np.median(others))
+        med = int(median(others.tolist()))
         excess = int(api[j]) - med
         if med <= 0 or api[j] <= OUTLIER_RATIO * med:
             continue
-        typical = int(np.median(np.delete(prof, j)))
+        typical = int(median(np.delete(prof, j).tolist()))
         extra = int(prof[j]) - typical
         if extra >= OUTLIER_EXPLAINED * excess:
             out[c.index] = (f"{fmt_ns(int(api[j]))} against {fmt_ns(med)} for the others: "
