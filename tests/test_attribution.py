@@ -47,8 +47,8 @@ def test_per_call_metrics(tb, analyze_builder):
     call = analyze_builder(tb, calls="^call_0$").calls.per_call[0]  # one range is no series
     assert call.metrics == {
         "api_ns": 10_000, "pre_launch_ns": 4_200, "launch_api_ns": 2_600,
-        "launch_latency_ns": 1_800, "kernel_ns": 863, "sync_ns": 700,
-        "device_busy_ns": 863, "host_overhead_ns": 9_137,
+        "launch_latency_ns": 1_800, "kernel_ns": 863, "kernel_only_ns": 863, "copy_ns": 0,
+        "sync_ns": 700, "device_busy_ns": 863, "host_overhead_ns": 9_137,
     }
 
 
