@@ -312,6 +312,11 @@ def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else _round(x)
 
 
+def _p50(stats: dict[str, Any], metric: str) -> int | None:
+    s = stats.get(metric)  # absent from a report saved before the metric existed
+    return None if s is None else s.p50
+
+
 def rank_metrics(report: Report | None) -> dict[str, Any]:
     """The per-rank numbers of the summary table, from one report."""
     if not report:
@@ -325,7 +330,10 @@ def rank_metrics(report: Report | None) -> dict[str, Any]:
         "device_busy_share": None if share is None else _round(share),
         "calls": calls.count,
         "api_p50_ns": calls.stats["api_ns"].p50,
-        "kernel_p50_ns": calls.stats["kernel_ns"].p50,
+        "kernel_p50_ns": calls.stats["kernel_ns"].p50,  # device work: kernels and copies
+        "kernel_only_p50_ns": _p50(calls.stats, "kernel_only_ns"),
+        "copy_p50_ns": _p50(calls.stats, "copy_ns"),
+        "copies": calls.has_copies,
         "host_overhead_p50_ns": calls.stats["host_overhead_ns"].p50,
         "verdict": None if verdict is None else verdict.id,
     }
