@@ -196,7 +196,7 @@ def _check_layouts(console, config, format) -> None:
 def _sweep(console, config, sizes, folder) -> None:
     from rich.markup import escape
 
-    from traceview.capture.summary import fmt_ns, render_sweep
+    from traceview.capture.summary import fmt_ns, render_sweep, write_sweep
     from traceview.capture.sweep import preflight, run_sweep
 
     folder = preflight(config, sizes, folder)
@@ -204,13 +204,14 @@ def _sweep(console, config, sizes, folder) -> None:
                   f"{len(sizes)} sizes {sizes[0]}..{sizes[-1]}[/]")
 
     def progress(row):
-        if "error" in row:
-            console.print(f"  numel {row['numel']}: [red]{escape(row['error'])}[/]")
+        if row.error is not None:
+            console.print(f"  numel {row.numel}: [red]{escape(row.error)}[/]")
         else:
-            console.print(f"  numel {row['numel']}: kernel {fmt_ns(row['kernel_ns'])}, "
-                          f"full API {fmt_ns(row['full_api_ns'])}")
+            console.print(f"  numel {row.numel}: kernel {fmt_ns(row.kernel_ns)}, "
+                          f"full API {fmt_ns(row.full_api_ns)}")
 
-    render_sweep(console, config, run_sweep(config, sizes, folder=folder, on_row=progress))
+    result = run_sweep(config, sizes, folder=folder, on_row=progress)
+    render_sweep(console, result, write_sweep(result))
 
 
 def _argv() -> tuple[str, ...]:
