@@ -95,7 +95,7 @@ def test_non_nested_overlap_still_one_owner(tb, tmp_path):
     assert ex.window.dur_ns == 150 and ex.host_categories["dispatch"] == 150
     assert ex.timeline.non_nested == 1
     owners = [(int(s), int(e), ex.trace.names[ex.trace.slices.name[o]])
-              for s, e, o in zip(ex.timeline.seg_start, ex.timeline.seg_end, ex.timeline.seg_owner)]
+              for s, e, o in zip(ex.timeline.seg_start, ex.timeline.seg_end, ex.timeline.seg_owner, strict=True)]
     assert owners == [(0, 50, "aten::a"), (50, 150, "aten::b")]
 
 

@@ -92,7 +92,7 @@ def test_rank_comes_from_distributed_info(ranked_dir):
 
 def test_each_rank_is_the_single_trace_json(plain_dir):
     _, d = _json([plain_dir])
-    for entry, path in zip(d["ranks"], sorted(plain_dir.iterdir())):
+    for entry, path in zip(d["ranks"], sorted(plain_dir.iterdir()), strict=True):
         entry = dict(entry)
         assert entry.pop("rank") is not None and entry.pop("rank_source") == "order"
         single = orjson.loads(orjson.dumps(traceview.analyze(str(path)).to_dict(),

@@ -101,7 +101,7 @@ def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     return block
 
 
-def measure_here(config: CaptureConfig, check: bool = False) -> dict[str, Any]:
+def measure_here(config: CaptureConfig, *, check: bool = False) -> dict[str, Any]:
     """The ``baseline`` block measured in this process: warm-up, then ``baseline.measure``.
 
     ``check`` also compares the first output with the reference (``correctness`` key) and

@@ -63,6 +63,7 @@ H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
 
 
 def capture(
+    *,  # typer passes every parameter by name: flags are keyword-only
     op: Annotated[str, _opt(H_OP, _RUN)],
     impl: Annotated[str | None, _opt(H_IMPL + " (default: triton)", _RUN,
                                      show_default=False)] = None,

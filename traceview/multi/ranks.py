@@ -410,7 +410,7 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
     reports = parallel_map(partial(_explain_report, options=options), [str(f) for f in files],
                            jobs, crashed=_worker_died)
     results = []
-    for i, (f, rep) in enumerate(zip(files, reports)):
+    for i, (f, rep) in enumerate(zip(files, reports, strict=True)):
         if isinstance(rep, str):
             results.append(RankResult(i, str(f), i, "order", None, rep))
             continue

@@ -7,6 +7,7 @@ look like; which kernels and functions; what to be careful about.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
@@ -178,7 +179,7 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
     host = Text()
     dev = Text()
     edges = [lo + span * i // bar for i in range(bar + 1)]
-    for a, b in zip(edges, edges[1:]):
+    for a, b in pairwise(edges):
         b = max(b, a + 1)
         owned: dict[str, int] = {}  # the category owning most of this cell
         for seg in t.host:

@@ -139,7 +139,7 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
     # columns fit in 80 with the numbers whole; a long file name is cut instead.
     copies = _copies(report)
     rows = [_row(r, copies=copies) for r in report.ranks]
-    for cells, name in zip(rows, distinct_names([_short(c[1]) for c in rows])):
+    for cells, name in zip(rows, distinct_names([_short(c[1]) for c in rows]), strict=True):
         cells[1] = name
     table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
@@ -153,7 +153,7 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
         # a two-word header on two lines: the column is as wide as its numbers
         table.add_column(col.replace(" ", "\n"), justify="left" if col == "verdict" else "right",
                          no_wrap=True, min_width=widest)
-    for i, (r, cells) in enumerate(zip(report.ranks, rows)):
+    for i, (r, cells) in enumerate(zip(report.ranks, rows, strict=True)):
         style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers else None)
         table.add_row(*cells, style=style)
     console.print(table)
