@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from traceview.capture.sweep import SweepResult
     from traceview.report.model import Report
 
+SUMMARY_FILES = ("sweep.json", "sweep.md")  # what write_sweep writes into the sweep's folder
+
 
 def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
     """(explain's report, None) or (None, why not)."""
@@ -122,7 +124,6 @@ def write_sweep(result: SweepResult) -> list[Path]:
     then renamed into place); returns their paths."""
     import json
 
-    from traceview.capture.sweep import SUMMARY_FILES
     from traceview.capture.tracefile import Publisher
 
     summary = result.summary()

@@ -36,7 +36,6 @@ DEFINITIONS = {
     "fixed_host_gap_ns": "median host_gap_ns of the sizes below the crossover (all sizes "
                          "when there is none)",
 }
-SUMMARY_FILES = ("sweep.json", "sweep.md")
 
 
 @dataclass(frozen=True)
