@@ -184,7 +184,7 @@ def layout(doc: dict[str, Any] | list[Any]) -> Layout:
 
 
 def _complete_before(lay: Layout, cut: int) -> list[dict[str, Any]]:
-    return [ev for ev, end in zip(lay.events, lay.ends) if end <= cut]
+    return [ev for ev, end in zip(lay.events, lay.ends, strict=True) if end <= cut]
 
 
 def cut_fixture(name: str, where: Callable[[Layout], int], *, gz: bool = False,

@@ -47,8 +47,8 @@ def test_per_call_metrics(tb, analyze_builder):
     call = analyze_builder(tb, calls="^call_0$").calls.per_call[0]  # one range is no series
     assert call.metrics == {
         "api_ns": 10_000, "pre_launch_ns": 4_200, "launch_api_ns": 2_600,
-        "launch_latency_ns": 1_800, "kernel_ns": 863, "sync_ns": 700,
-        "device_busy_ns": 863, "host_overhead_ns": 9_137,
+        "launch_latency_ns": 1_800, "kernel_ns": 863, "kernel_only_ns": 863, "copy_ns": 0,
+        "sync_ns": 700, "device_busy_ns": 863, "host_overhead_ns": 9_137,
     }
 
 
@@ -95,7 +95,7 @@ def test_non_nested_overlap_still_one_owner(tb, tmp_path):
     assert ex.window.dur_ns == 150 and ex.host_categories["dispatch"] == 150
     assert ex.timeline.non_nested == 1
     owners = [(int(s), int(e), ex.trace.names[ex.trace.slices.name[o]])
-              for s, e, o in zip(ex.timeline.seg_start, ex.timeline.seg_end, ex.timeline.seg_owner)]
+              for s, e, o in zip(ex.timeline.seg_start, ex.timeline.seg_end, ex.timeline.seg_owner, strict=True)]
     assert owners == [(0, 50, "aten::a"), (50, 150, "aten::b")]
 
 

@@ -217,6 +217,23 @@ def test_sync_end_and_sweep(tmp_path):
     assert "numel" in r.stdout and "full API p50" in r.stdout
 
 
+def test_run_sweep_returns_data_and_writes_only_the_traces(tmp_path):
+    from traceview.capture import CaptureConfig, run_sweep, write_sweep
+    from traceview.capture.sweep import SweepResult, SweepRow
+
+    folder = tmp_path / "api"
+    cfg = CaptureConfig(op="relu", impl="torch", device="cpu", iters=5, warmup=2, baseline_n=10)
+    seen = []
+    result = run_sweep(cfg, [64, 256], folder=folder, on_row=seen.append)
+    assert isinstance(result, SweepResult) and all(isinstance(r, SweepRow) for r in seen)
+    assert result.rows == tuple(seen) and [r.numel for r in result.rows] == [64, 256]
+    assert all(r.error is None and r.full_api_ns > 0 for r in result.rows)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "numel_256.cold.json.gz", "numel_256.json.gz", "numel_64.cold.json.gz", "numel_64.json.gz"]
+    files = write_sweep(result)
+    assert json.loads(files[0].read_text())["rows"] == [r.to_dict() for r in result.rows]
+
+
 # -- failures: one line, right exit code, nothing left behind ------------------------------
 
 def one_line_error(r) -> str:

@@ -90,7 +90,7 @@ def test_rank_and_values_match_the_json(exported):
         assert row["verdict"] in row["findings"]
         mine = calls.filter(pl.col("path") == p).sort("index")
         assert set(mine["rank"].to_list()) == {rank}
-        for got, want in zip(mine.iter_rows(named=True), d["calls"]["per_call"]):
+        for got, want in zip(mine.iter_rows(named=True), d["calls"]["per_call"], strict=True):
             for k in ("index", "name", "start_ns", "end_ns", "cold", "api_ns", "kernel_ns",
                       "host_overhead_ns", "launch_latency_ns"):
                 assert got[k] == want[k], k

@@ -51,7 +51,7 @@ def test_set_algebra_matches_brute_force(a_pts, b_pts):
     assert iv.length(iv.subtract(a, b)) == len(A - B)
     qs, qe = _arr(b_pts)
     got = iv.overlap(a, qs, qe).tolist()
-    assert got == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist())]
+    assert got == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist(), strict=True)]
 
 
 @given(pairs, st.lists(st.integers(1, 40), max_size=30), st.integers(0, 30))
@@ -64,7 +64,7 @@ def test_overlap_pairs_on_a_partition_matches_brute_force(a_pts, widths, t0):
     assert (ns > 0).all()
     got = np.zeros(qs.size, np.int64)
     np.add.at(got, q, ns)
-    assert got.tolist() == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist())]
+    assert got.tolist() == [len(A & set(range(s, e))) for s, e in zip(qs.tolist(), qe.tolist(), strict=True)]
     assert q.size <= qs.size + a[0].size
 
 

@@ -94,7 +94,7 @@ def test_begin_end_pairs_become_slices(tmp_path, tb):
     tb.raw({"ph": "E", "pid": 1, "tid": 1, "ts": 5.5})
     t = traceview.load(tb.write(tmp_path / "be.json"))
     spans = sorted((t.names[n], int(s), int(e)) for n, s, e in
-                   zip(t.slices.name.tolist(), t.slices.start, t.slices.end))
+                   zip(t.slices.name.tolist(), t.slices.start, t.slices.end, strict=True))
     assert spans == [("inner", 2_000, 3_000), ("outer", 1_000, 5_500)]
 
 

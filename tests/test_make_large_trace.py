@@ -65,6 +65,6 @@ def test_plants_overhangs_and_names_deterministically(tmp_path):
     renamed = {n for n in base_names if ".py(" in n}
     assert len(names) == len(base_names) + 2 * len(renamed)
     # only dur and names differ: everything else is the plain generator's
-    for p, q in zip(planted, base):
+    for p, q in zip(planted, base, strict=True):
         assert {k: v for k, v in p.items() if k not in ("dur", "name")} == \
                {k: v for k, v in q.items() if k not in ("dur", "name")}

@@ -84,3 +84,13 @@ def test_interleaved_order_never_runs_one_side_first():
         for r in range(6):
             assert sorted(s for rr, s in order if rr == r) == ["A", "B"]
         assert order[0][1] != order[2][1] or seed is not None
+
+
+def test_per_variant_medians_are_the_projects_median():
+    """A and B medians are ``stats.median`` (nearest rank: a measured round), not the
+    midpoint of the two middle rounds."""
+    from traceview.paired import compare as paired_compare
+
+    c = paired_compare([100, 400, 200, 300], [90, 380, 210, 290])
+    assert (c.a_median_ns, c.b_median_ns) == (200.0, 210.0)  # a midpoint would say 250, 250
+    assert c.relative == c.estimate_ns / 200

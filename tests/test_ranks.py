@@ -92,7 +92,7 @@ def test_rank_comes_from_distributed_info(ranked_dir):
 
 def test_each_rank_is_the_single_trace_json(plain_dir):
     _, d = _json([plain_dir])
-    for entry, path in zip(d["ranks"], sorted(plain_dir.iterdir())):
+    for entry, path in zip(d["ranks"], sorted(plain_dir.iterdir()), strict=True):
         entry = dict(entry)
         assert entry.pop("rank") is not None and entry.pop("rank_source") == "order"
         single = orjson.loads(orjson.dumps(traceview.analyze(str(path)).to_dict(),
@@ -237,10 +237,100 @@ def test_metadata_rank():
     ([100, 130, 70, 110, 90, 400], "both", [5]),
     ([100, 300], "both", []),  # too few ranks
     ([100, 300, 310, 100, 105, 290], "both", []),  # two camps: no single odd one
+    ([100, 100, 200, 200], "both", []),  # two halves, MAD 0
+    ([100, 100, 100, 200], "both", [3]),
+    ([100, 102, 104, 150], "above", [3]),
 ])
 def test_straggler_rule(values, side, flagged):
-    _, found = outliers(values, side)
+    _, found, _ = outliers(values, side)
     assert sorted(found) == flagged
+
+
+def _nearest_rank_median(values):
+    """Written out here, apart from traceview.stats: the smallest value with at least
+    half the values at or below it."""
+    v = sorted(values)
+    return next(x for x in v if 2 * sum(1 for y in v if y <= x) >= len(v))
+
+
+@pytest.mark.parametrize("values", [[1, 2, 3, 4], [10, 40, 20, 30, 50, 60], [7], [5, 5, 9],
+                                    [0.25, 0.5, 0.125, 1.0]])
+def test_ranks_median_is_the_projects_nearest_rank_median(values):
+    summary, _, _ = outliers(values)
+    m = _nearest_rank_median(values)
+    assert summary["median"] == m  # the lower median for an even count: of 1..4, 2 (not 2.5)
+    assert summary["mad"] == _nearest_rank_median([abs(x - m) for x in values])
+
+
+def test_two_halves_name_no_straggler_and_say_so(tmp_path):
+    from tracebuilder import TraceBuilder
+
+    summary, found, split = outliers([100, 300, 310, 100, 105, 290])
+    assert split and found == {} and summary["median"] == 105  # the lower half holds it
+    assert outliers([100, 100, 100, 100, 150])[2] is False
+    for i, call_ns in enumerate((10_000, 30_000, 10_000, 30_000)):
+        _rank_trace(TraceBuilder(), tmp_path / f"rank{i}.json", calls=5, call_ns=call_ns,
+                    kernel_ns=2_000, gap_ns=1_000)
+    c = analyze_ranks([tmp_path], jobs=1).to_dict()["combined"]
+    assert c["stragglers"] == [] and c["metrics"]["api_p50_ns"]["median"] == 10_000
+    assert any(w.startswith("api_p50_ns: the ranks split into two halves (2 of 4")
+               for w in c["warnings"]), c["warnings"]
+
+
+def _rank_trace(tb, path, *, calls, call_ns, kernel_ns, gap_ns):
+    """One rank: ``calls`` ranges ``call_N`` of ``call_ns`` each ``gap_ns`` apart, one
+    launch and one kernel of ``kernel_ns`` inside each; returns the raw events' figures
+    (API p50 and device busy share) computed here, without traceview."""
+    for i in range(calls):
+        s = i * (call_ns + gap_ns)
+        tb.annotation(f"call_{i}", s, call_ns)
+        tb.launched_kernel("k", s + 100, 200, s + 400, kernel_ns)
+    tb.write(path)
+    events = json.loads(path.read_text())["traceEvents"]
+
+    def ns(x):
+        return round(x * 1000)
+
+    api = sorted(ns(e["dur"]) for e in events if e["cat"] == "user_annotation")
+    kern = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events if e["cat"] == "kernel"]
+    acts = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events]
+    window = max(e for _, e in acts) - min(s for s, _ in acts)
+    busy = sum(e - s for s, e in kern)  # the kernels here never overlap
+    return _nearest_rank_median(api), busy / window
+
+
+def test_ranks_figures_against_raw_events(tmp_path):
+    """Four ranks (an even count, where a midpoint median would give another centre):
+    each rank's API p50 and busy share, the median and MAD across ranks and the
+    straggler, all recomputed from the events written into the traces."""
+    from tracebuilder import TraceBuilder
+
+    specs = [(10_000, 2_000), (11_000, 2_000), (12_000, 2_000), (30_000, 2_000)]
+    raw, paths = [], []
+    for i, (call_ns, kernel_ns) in enumerate(specs):
+        p = tmp_path / f"rank{i}.json"
+        raw.append(_rank_trace(TraceBuilder(), p, calls=5, call_ns=call_ns,
+                               kernel_ns=kernel_ns, gap_ns=1_000))
+        paths.append(p)
+    d = analyze_ranks([tmp_path], jobs=1).to_dict()
+    assert [x["calls"]["api_ns"]["p50"] for x in d["ranks"]] == [a for a, _ in raw]
+    api = [a for a, _ in raw]
+    m = _nearest_rank_median(api)
+    mad = _nearest_rank_median([abs(x - m) for x in api])
+    assert (m, mad) == (11_000, 1_000)  # a midpoint median would say 11_500
+    got = d["combined"]["metrics"]["api_p50_ns"]
+    assert (got["median"], got["mad"], got["n"]) == (m, mad, 4)
+    busy = [b for _, b in raw]
+    mb = _nearest_rank_median(busy)
+    got = d["combined"]["metrics"]["device_busy_share"]
+    assert got["median"] == pytest.approx(mb, abs=1e-6)
+    assert got["mad"] == pytest.approx(_nearest_rank_median([abs(x - mb) for x in busy]),
+                                       abs=1e-6)
+    # rank 3's calls are 30 us against 11 us: the only straggler on API p50
+    assert [s["rank"] for s in d["combined"]["stragglers"]] == [3]
+    why = {x["metric"]: x for x in d["combined"]["stragglers"][0]["reasons"]}
+    assert why["api_p50_ns"]["value"] == 30_000 and why["api_p50_ns"]["median"] == m
+    assert why["api_p50_ns"]["relative"] == pytest.approx((30_000 - m) / m, abs=1e-6)
 
 
 def _die_on_three(x: int) -> int:

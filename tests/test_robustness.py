@@ -454,7 +454,7 @@ def test_a_cut_anywhere_keeps_every_complete_event(tmp_path, frac, bare, gz):
         cut = len(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data))
     p = tmp_path / ("cut.json.gz" if gz else "cut.json")
     p.write_bytes(data)
-    kept = [e for e, end in zip(lay.events, lay.ends) if end <= cut]
+    kept = [e for e, end in zip(lay.events, lay.ends, strict=True) if end <= cut]
     try:
         d = traceview.analyze(p).to_dict()
     except TraceviewError as exc:

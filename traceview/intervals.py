@@ -173,7 +173,7 @@ def subtract(a: Set, b: Set) -> Set:
     out_s, out_e = [], []
     bs_l, be_l = bs.tolist(), be.tolist()
     j = 0
-    for s, e in zip(as_.tolist(), ae.tolist()):
+    for s, e in zip(as_.tolist(), ae.tolist(), strict=True):
         cur = s
         while j < len(bs_l) and be_l[j] <= cur:
             j += 1

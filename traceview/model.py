@@ -303,7 +303,7 @@ def build(decoded: Decoded) -> Trace:
         key_cat[i] = cat_index[cat]
         key_device[i] = cat in DEVICE_CATS
     cat_of_row = key_cat[key_of_row]
-    for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True)):
+    for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True), strict=True):
         if cat_names[c] not in KNOWN_CATS:
             unknown[cat_names[c]] += int(n)
 
@@ -391,7 +391,7 @@ def _renumber(args: LazyArgs, kept: np.ndarray) -> dict[int, int]:
     pos = np.searchsorted(kept, old)
     ok = pos < kept.size
     ok[ok] = kept[pos[ok]] == old[ok]
-    return dict(zip(old[ok].tolist(), pos[ok].tolist()))
+    return dict(zip(old[ok].tolist(), pos[ok].tolist(), strict=True))
 
 
 def _dedupe(slices: Slices) -> tuple[Slices, int]:
@@ -445,11 +445,11 @@ def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:
     is_work = np.isin(slices.cat, work_codes) & (slices.corr != NO_ID)
     is_api = np.isin(slices.cat, host_codes) & (slices.corr != NO_ID)
     api_by_corr: dict[int, int] = {}
-    for row, corr in zip(np.flatnonzero(is_api).tolist(), slices.corr[is_api].tolist()):
+    for row, corr in zip(np.flatnonzero(is_api).tolist(), slices.corr[is_api].tolist(), strict=True):
         api_by_corr.setdefault(corr, row)
     launch_to_work: dict[int, list[int]] = defaultdict(list)
     work_to_launch: dict[int, int] = {}
-    for row, corr in zip(np.flatnonzero(is_work).tolist(), slices.corr[is_work].tolist()):
+    for row, corr in zip(np.flatnonzero(is_work).tolist(), slices.corr[is_work].tolist(), strict=True):
         api = api_by_corr.get(corr)
         if api is not None:
             launch_to_work[api].append(row)

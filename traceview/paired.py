@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from traceview.stats import median
+
 Side = Literal["A", "B"]
 
 #: Fewest rounds for which a two-sided interval with confidence above 80% exists.
@@ -157,11 +159,8 @@ class PairedComparison:
 
 
 def _median(values: Sequence[float]) -> float | None:
-    v = sorted(values)
-    n = len(v)
-    if n == 0:
-        return None
-    return float(v[n // 2]) if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    """The project's one median (``stats.median``: nearest-rank p50, a measured value)."""
+    return float(median(values)) if values else None
 
 
 def compare(a: Sequence[int], b: Sequence[int], alpha: float = 0.05) -> PairedComparison:

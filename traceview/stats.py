@@ -3,13 +3,12 @@
 Percentiles use the nearest-rank definition (the smallest sample with at least p% of
 samples at or below it), so every reported percentile is a value that was measured. The
 median is the nearest-rank p50: the lower median for an even count (of 1, 2, 3, 4 it is
-2). Per-call stats, ``diff`` and capture's sweep use these two functions.
-
-One exception, kept here so that it is visible: the ranks' straggler rule centres on
-``midpoint_median`` across ranks (of 1, 2, 3, 4: 2.5). That centre is not a measured
-sample but a reference between ranks, and with two camps of ranks (three near 100, three
-near 300) the lower median would sit in one camp and name the whole other camp as
-stragglers (``docs/ranks.md``).
+2). Per-call stats (and the outlier rule's "median of the other calls"), ``diff``, the
+ranks' straggler rule, ``ab``'s per-variant medians, capture's baseline and sweep, and
+serve's repetitions all use these two functions; ``tests/test_one_median.py`` fails on a
+median computed anywhere else. (The Hodges-Lehmann estimates of ``paired.py`` and
+``multi/twosample.py`` are a different statistic: the centre of pairwise averages or
+differences, defined with the midpoint.)
 """
 
 from __future__ import annotations
@@ -44,14 +43,6 @@ def median(values: Sequence[float]) -> float:
     """The nearest-rank p50 (the lower median) of unsorted ``values``; at least one value."""
     v = sorted(values)
     return v[max(1, math.ceil(len(v) / 2)) - 1]
-
-
-def midpoint_median(values: Sequence[float]) -> float:
-    """The mean of the two middle values for an even count (the straggler rule's centre)."""
-    v = sorted(values)
-    n = len(v)
-    mid = n // 2
-    return float(v[mid]) if n % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def summarize(values: Sequence[int | None]) -> Stats:

@@ -405,4 +405,4 @@ def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:
     if 2 * sum(e is not None for e in ends) <= len(spans):
         ends = [None] * len(spans)
     return [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind, e, sp.recorded_cold)
-            for sp, e in zip(spans, ends)]
+            for sp, e in zip(spans, ends, strict=True)]

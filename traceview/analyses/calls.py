@@ -9,8 +9,13 @@ For each call, all on the launching thread and in integer ns:
 * ``pre_launch_ns`` — from the call's start to its first launch API call;
 * ``launch_api_ns`` — time inside launch API calls;
 * ``launch_latency_ns`` — first linked device work start minus its launch start;
-* ``kernel_ns`` — union of the device work its launches produced (may end after the
-  call when the call does not synchronize);
+* ``kernel_ns`` — union of the device work its launches produced, kernels and the
+  memcpy/memset they launched together (may end after the call when the call does not
+  synchronize); the name is kept for that meaning, and the two parts stand beside it:
+* ``kernel_only_ns`` — union of the kernels alone;
+* ``copy_ns`` — union of the memcpy and memset work alone (0 when it launched none).
+  Where copies run beside kernels on another stream the two parts overlap, so they can
+  sum to more than ``kernel_ns``;
 * ``sync_ns`` — time in synchronization calls;
 * ``device_busy_ns`` — time inside the call during which *any* device work ran;
 * ``host_overhead_ns`` — ``api_ns - device_busy_ns``: the part of the call during which
@@ -40,11 +45,11 @@ from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.stats import Stats, summarize
+from traceview.stats import Stats, median, summarize
 from traceview.units import fmt_ns
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
-           "sync_ns", "device_busy_ns", "host_overhead_ns")
+           "kernel_only_ns", "copy_ns", "sync_ns", "device_busy_ns", "host_overhead_ns")
 # Host categories whose presence makes a call cold, with what they mean.
 COLD_CATEGORIES = {"compile": "compile/autotune/module-load work", "import": "imports"}
 # Dynamo/Inductor write these ranges around their compiler passes.
@@ -131,11 +136,11 @@ def _outliers(calls: list[Call]) -> dict[int, str]:
     out = {}
     for j, c in enumerate(cand):
         others = np.delete(api, j)
-        med = int(np.median(others))
+        med = int(median(others.tolist()))
         excess = int(api[j]) - med
         if med <= 0 or api[j] <= OUTLIER_RATIO * med:
             continue
-        typical = int(np.median(np.delete(prof, j)))
+        typical = int(median(np.delete(prof, j).tolist()))
         extra = int(prof[j]) - typical
         if extra >= OUTLIER_EXPLAINED * excess:
             out[c.index] = (f"{fmt_ns(int(api[j]))} against {fmt_ns(med)} for the others: "
@@ -178,6 +183,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     ua_st = np.sort(s.start[ua])
     n_compile = np.searchsorted(ua_st, c_en) - np.searchsorted(ua_st, c_st)
 
+    kernel_cat = trace.cat_code("kernel")
     calls = []
     for i, sp in enumerate(spans):
         st, en = sp.start_ns, sp.end_ns
@@ -185,10 +191,13 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         work = [w for r in mine.tolist() for w in trace.launch_to_work.get(r, ())]
         pre = int(s.start[mine[0]] - st) if mine.size else None
         api_time = intervals.length(intervals.union(s.start[mine], s.end[mine])) if mine.size else None
-        latency = kernel = k_end = None
+        latency = kernel = kernel_only = copy = k_end = None
         if work:
             w = np.asarray(work)
             kernel = intervals.length(intervals.union(s.start[w], s.end[w]))
+            wk, wc = w[s.cat[w] == kernel_cat], w[s.cat[w] != kernel_cat]
+            kernel_only = intervals.length(intervals.union(s.start[wk], s.end[wk]))
+            copy = intervals.length(intervals.union(s.start[wc], s.end[wc]))
             k_end = int(s.end[w].max())
             first_linked = next(r for r in mine.tolist() if trace.launch_to_work.get(r))
             latency = int(min(s.start[x] for x in trace.launch_to_work[first_linked])
@@ -200,6 +209,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
             "launch_api_ns": api_time,
             "launch_latency_ns": latency,
             "kernel_ns": kernel,
+            "kernel_only_ns": kernel_only,
+            "copy_ns": copy,
             "sync_ns": cats.get("sync", 0),
             "device_busy_ns": int(busy_in[i]),
             "host_overhead_ns": int(en - st - busy_in[i]),

@@ -184,7 +184,7 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     # families per call, from the segments clipped to the call (they sum to its wall time)
     fam_per_call = np.zeros((len(warm), len(fam_names)), np.int64)
     owned_pos, owned_ns = [], []  # each row's own time inside the calls
-    for i, (a, b) in enumerate(zip(c_st.tolist(), c_en.tolist())):
+    for i, (a, b) in enumerate(zip(c_st.tolist(), c_en.tolist(), strict=True)):
         j0 = int(np.searchsorted(tl.seg_end, a, side="right"))
         j1 = int(np.searchsorted(tl.seg_start, b, side="left"))
         ln = np.minimum(tl.seg_end[j0:j1], b) - np.maximum(tl.seg_start[j0:j1], a)
@@ -242,7 +242,7 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     cnt = np.bincount(grp, minlength=first.size)
     g_name = k_sorted[first] % (len(trace.names) + 1)
     per_name: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for nm, a, b, c in zip(g_name.tolist(), incl.tolist(), slf.tolist(), cnt.tolist()):
+    for nm, a, b, c in zip(g_name.tolist(), incl.tolist(), slf.tolist(), cnt.tolist(), strict=True):
         per_name[nm].append((a, b, c))
     functions = {}
     for nm, vals in per_name.items():

@@ -63,7 +63,7 @@ class HostTimeline:
             hi = lo + block
             ns += intervals.sum_by(self.seg_cat[lo:hi], self.seg_end[lo:hi] - self.seg_start[lo:hi],
                                    len(self.categories))
-        return dict(zip(self.categories, ns.tolist()))
+        return dict(zip(self.categories, ns.tolist(), strict=True))
 
     def category_set(self, category: str) -> intervals.Set:
         code = self.categories.index(category)
@@ -192,7 +192,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     non_nested = 0
     resolved_list = [0] * rows.size
     for pos, st, en, oc, sub in zip(range(rows.size), starts.tolist(), ends.tolist(),
-                                    own_code.tolist(), own_subtree.tolist()):
+                                    own_code.tolist(), own_subtree.tolist(), strict=True):
         # the time up to this start belongs to the open slice that started last
         while t < st:
             while stack and stack[-1][0] <= t:
@@ -597,9 +597,10 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
                                  first.size)
     else:
         total = np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
-                            for a, b in zip(first.tolist(), (first + count).tolist())], np.int64)
+                            for a, b in zip(first.tolist(), (first + count).tolist(),
+                                            strict=True)], np.int64)
     out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
            for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
-                                        total.tolist(), count.tolist())]
+                                        total.tolist(), count.tolist(), strict=True)]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
     return out

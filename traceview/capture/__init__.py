@@ -6,7 +6,8 @@ unprofiled baseline beside every trace, and all of it recorded in the trace itse
 
 This package is the only part of traceview that imports torch or triton, and it does
 so lazily: importing ``traceview.capture`` (config, op table) costs nothing; torch is
-imported when a capture runs. Entry points: :func:`run_capture` and :func:`run_sweep`.
+imported when a capture runs. Entry points: :func:`run_capture`, :func:`run_sweep` (returns
+a ``SweepResult``) and :func:`write_sweep` (its ``sweep.json`` and ``sweep.md``).
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 from traceview.capture.config import CaptureConfig, parse_shapes, parse_sweep
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from traceview.capture.protocol import CaptureResult
     from traceview.capture.sweep import SweepResult
 
-__all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture", "run_sweep"]
+__all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture", "run_sweep",
+           "write_sweep"]
 
 
 class _CallablePackage(types.ModuleType):
@@ -49,3 +53,10 @@ def run_sweep(config: CaptureConfig, sizes: list[int], **kwargs: Any) -> SweepRe
     from traceview.capture.sweep import run_sweep as _run
 
     return _run(config, sizes, **kwargs)
+
+
+def write_sweep(result: SweepResult) -> list[Path]:
+    """Write a sweep's ``sweep.json`` and ``sweep.md``; see :mod:`traceview.capture.summary`."""
+    from traceview.capture.summary import write_sweep as _write
+
+    return _write(result)

@@ -76,7 +76,8 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
                        "note": "no reference= given: correctness not checked"}
         out_bytes = first.numel() * first.element_size()
         del first
-        cold_wall, _ = profiling.profile_cold(dev, call, with_stack, True, raw_dir / "cold.json")
+        cold_wall, _ = profiling.profile_cold(dev, call, with_stack=with_stack, record_shapes=True,
+                                              trace_path=raw_dir / "cold.json")
         for _ in range(warmup):
             call()
             dev.sync()
@@ -86,7 +87,8 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
                            "for the warm calls")
         base["per_process"] = [{k: base.get(k) for k in
                                 ("full_api_ns_p50", "amortized_submit_ns", "device_ns")}]
-        profiling.profile_warm(dev, call, iters, True, with_stack, True, raw_dir / "warm.json")
+        profiling.profile_warm(dev, call, iters, sync_each=True, with_stack=with_stack,
+                               record_shapes=True, trace_path=raw_dir / "warm.json")
         meta = {
             "schema": metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
             "command": f"traceview.capture({name}, ...)", "reproducer": None,

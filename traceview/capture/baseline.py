@@ -16,7 +16,6 @@ All values are integer nanoseconds.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from traceview.capture.device import Device
 from traceview.capture.graphs import capture_graph
 from traceview.errors import CaptureError
+from traceview.stats import median
 
 #: Graph replays timed for ``device_ns`` (after one untimed replay).
 DEVICE_REPLAYS = 10
@@ -93,7 +93,7 @@ def device_per_op(device: Device, call: Callable[[], Any], full_api_ns: int,
         samples.append(round(start.elapsed_time(end) * 1e6 / ops))
     del graph
     return {
-        "device_ns": int(statistics.median_low(samples)),
+        "device_ns": int(median(samples)),
         "device_ns_samples": samples,
         "device_graph_ops": ops,
         "device_replays": DEVICE_REPLAYS,
@@ -105,7 +105,7 @@ def measure(device: Device, call: Callable[[], Any], n: int, out_bytes: int,
     """The ``baseline`` metadata block. ``replay`` (graph mode) adds ``replay_ns_p50``:
     one synchronised graph replay, the graph-mode analogue of the full-API figure."""
     samples = full_api_samples(device, call, n)
-    p50 = int(statistics.median_low(samples))
+    p50 = int(median(samples))
     submit_ns, amortized_ns = amortized(device, call, n)
     block: dict[str, Any] = {
         "n": n,
@@ -120,6 +120,6 @@ def measure(device: Device, call: Callable[[], Any], n: int, out_bytes: int,
         block.update({"device_ns": None, "device_error": "no CUDA device: no graph replay"})
     if replay is not None:
         replays = full_api_samples(device, replay, n)
-        block["replay_ns_p50"] = int(statistics.median_low(replays))
+        block["replay_ns_p50"] = int(median(replays))
         block["replay_ns_samples"] = replays
     return block

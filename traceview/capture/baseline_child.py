@@ -57,16 +57,16 @@ def measure_in_children(config: CaptureConfig, cache_root: Path,
     ``replay_ns_p50`` in graph mode) are medians of the per-process figures, which are
     kept under ``per_process``; the sample lists are those of the median process.
     """
-    import statistics
+    from traceview.stats import median
 
     blocks = [measure_in_child(config, cache_root) for _ in range(procs)]
-    key = sorted(range(procs), key=lambda i: blocks[i]["full_api_ns_p50"])[(procs - 1) // 2]
-    out = dict(blocks[key])
+    mid = median([b["full_api_ns_p50"] for b in blocks])
+    out = dict(next(b for b in blocks if b["full_api_ns_p50"] == mid))  # the median process
     for name in ("full_api_ns_p50", "amortized_submit_ns", "amortized_ns", "device_ns",
                  "replay_ns_p50"):
         values = [b.get(name) for b in blocks if b.get(name) is not None]
         if values:
-            out[name] = int(statistics.median_low(values))
+            out[name] = int(median(values))
     out["processes"] = procs
     out["per_process"] = [{k: b.get(k) for k in ("full_api_ns_p50", "amortized_submit_ns",
                                                  "device_ns", "replay_ns_p50") if k in b}
@@ -101,7 +101,7 @@ def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     return block
 
 
-def measure_here(config: CaptureConfig, check: bool = False) -> dict[str, Any]:
+def measure_here(config: CaptureConfig, *, check: bool = False) -> dict[str, Any]:
     """The ``baseline`` block measured in this process: warm-up, then ``baseline.measure``.
 
     ``check`` also compares the first output with the reference (``correctness`` key) and

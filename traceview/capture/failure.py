@@ -191,7 +191,7 @@ def render_text(rep: dict[str, Any]) -> list[str]:
     return lines
 
 
-def operand_text(op: dict[str, Any], show_device: bool = False) -> str:
+def operand_text(op: dict[str, Any], *, show_device: bool = False) -> str:
     if op.get("kind") == "scalar":
         return f"Python {op.get('type')} {op.get('value')}"
     if "strides" not in op:  # only the spec is known (the process died before building it)

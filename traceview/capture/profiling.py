@@ -28,7 +28,8 @@ PRIME_RANGE = "traceview_profiler_warmup"
 PRIME_CALLS = 3
 
 
-def _profiler(device: Device, with_stack: bool, record_shapes: bool, trace_path: Path) -> Any:
+def _profiler(device: Device, *, with_stack: bool, record_shapes: bool,
+              trace_path: Path) -> Any:
     """A profiler that discards step 0 (warm-up), records step 1, and exports it."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -44,7 +45,7 @@ def _profiler(device: Device, with_stack: bool, record_shapes: bool, trace_path:
     )
 
 
-def profile_cold(device: Device, call: Callable[[], Any], with_stack: bool,
+def profile_cold(device: Device, call: Callable[[], Any], *, with_stack: bool,
                  record_shapes: bool, trace_path: Path) -> tuple[int, Any]:
     """Profile the very first call; return (wall ns of call+sync, its output).
 
@@ -54,7 +55,8 @@ def profile_cold(device: Device, call: Callable[[], Any], with_stack: bool,
     from torch.profiler import record_function
 
     torch = device.torch
-    with _profiler(device, with_stack, record_shapes, trace_path) as prof:
+    with _profiler(device, with_stack=with_stack, record_shapes=record_shapes,
+                   trace_path=trace_path) as prof:
         with record_function(PRIME_RANGE):
             if device.is_cuda:
                 torch.zeros(1, device=device.torch_device)
@@ -69,13 +71,14 @@ def profile_cold(device: Device, call: Callable[[], Any], with_stack: bool,
     return wall, out
 
 
-def profile_warm(device: Device, call: Callable[[], Any], iters: int, sync_each: bool,
+def profile_warm(device: Device, call: Callable[[], Any], iters: int, *, sync_each: bool,
                  with_stack: bool, record_shapes: bool, trace_path: Path) -> None:
     """Profile ``iters`` warm calls, each in its own ``call_{i}`` range."""
     from torch.profiler import record_function
 
     sync = device.sync
-    with _profiler(device, with_stack, record_shapes, trace_path) as prof:
+    with _profiler(device, with_stack=with_stack, record_shapes=record_shapes,
+                   trace_path=trace_path) as prof:
         for _ in range(PRIME_CALLS):
             call()
             sync()

@@ -100,8 +100,8 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
 
     # 3. cold call, then 4. correctness of its output, before any timing is kept.
     cold_wall, cold_output = profiling.profile_cold(
-        dev, impl.call, config.stack and config.impl != "inductor", config.record_shapes,
-        raw_dir / "cold.json",
+        dev, impl.call, with_stack=config.stack and config.impl != "inductor",
+        record_shapes=config.record_shapes, trace_path=raw_dir / "cold.json",
     )
     try:
         checked = correctness.check(torch, config, inputs, cold_output)
@@ -133,8 +133,9 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
 
     # 7. profiled warm calls.
     profiling.profile_warm(
-        dev, replay if replay is not None else call, config.iters, config.sync == "each",
-        config.stack, config.record_shapes, raw_dir / "warm.json",
+        dev, replay if replay is not None else call, config.iters,
+        sync_each=config.sync == "each", with_stack=config.stack,
+        record_shapes=config.record_shapes, trace_path=raw_dir / "warm.json",
     )
 
     return metadata.build(

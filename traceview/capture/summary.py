@@ -1,4 +1,5 @@
-"""All of capture's text: the capture summary, the sweep table and its markdown page.
+"""All of capture's text: the capture summary, the sweep table and its markdown page,
+and the one place the sweep's summary files are written (:func:`write_sweep`).
 
 The capture summary puts explain's headline numbers beside the unprofiled baseline.
 
@@ -20,7 +21,10 @@ from rich.table import Table
 from traceview.units import fmt_ns  # the one unit formatter (capture_cmd uses it from here)
 
 if TYPE_CHECKING:
+    from traceview.capture.sweep import SweepResult
     from traceview.report.model import Report
+
+SUMMARY_FILES = ("sweep.json", "sweep.md")  # what write_sweep writes into the sweep's folder
 
 
 def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
@@ -74,8 +78,10 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
                       f"profiled, sync {proto['sync']}, "
                       f"stack {'on' if proto['with_stack'] else 'off'}")
         table.add_row("trace: call API p50", fmt_ns(api), _perturbation(api, base, proto))
+        copy = st["copy_ns"].p50 if "copy_ns" in st else None
         table.add_row("trace: kernel p50", fmt_ns(st["kernel_ns"].p50),
-                      "device work per call")
+                      "device work per call" + (f", of it memcpy/memset {fmt_ns(copy)}"
+                                                if copy else ""))
         table.add_row("trace: host overhead p50",
                       fmt_ns(st["host_overhead_ns"].p50), "call minus kernel")
         table.add_row("trace: device busy / window",
@@ -113,23 +119,50 @@ def _perturbation(api: float | None, base: dict[str, Any], proto: dict[str, Any]
     return f"profiled; {100.0 * (api - ref) / ref:+.0f}% vs {label}"
 
 
-def render_sweep(console: Console, config: Any, result: Any) -> None:
+def write_sweep(result: SweepResult) -> list[Path]:
+    """``sweep.json`` and ``sweep.md`` into the sweep's folder, both or neither (staged,
+    then renamed into place); returns their paths."""
+    import json
+
+    from traceview.capture.tracefile import Publisher
+
+    summary = result.summary()
+    paths = [result.folder / name for name in SUMMARY_FILES]
+    data = [json.dumps(summary, indent=2).encode(), markdown(summary).encode()]
+    with Publisher() as pub:
+        for path, body in zip(paths, data, strict=True):
+            pub.stage(path, body)
+        pub.commit()
+    return paths
+
+
+def _has_copies(rows: list[dict[str, Any]]) -> bool:
+    """Some size's calls launched memcpy/memset: its kernel figure is more than kernels."""
+    return any(r.get("copy_ns") for r in rows)
+
+
+def render_sweep(console: Console, result: SweepResult, files: list[Path]) -> None:
     """The #4812-style table: numel, kernel, full API, host gap, device, crossover."""
-    table = Table(title=f"{config.op} | {config.impl} | {config.dtype} | {config.mode}",
-                  title_justify="left")
-    for col in ("numel", "kernel p50", "full API p50", "host gap", "device (graph)", "crossover"):
+    c = result.config
+    rows = [r.to_dict() for r in result.rows]
+    copies = _has_copies(rows)
+    table = Table(title=f"{c.op} | {c.impl} | {c.dtype} | {c.mode}", title_justify="left")
+    cols = ("numel", "kernel p50", *(("of it copies",) if copies else ()), "full API p50",
+            "host gap", "device (graph)", "crossover")
+    for col in cols:
         table.add_column(col, justify="right")
-    for r in result.rows:
+    for r in rows:
         if "error" in r:
-            table.add_row(str(r["numel"]), "error", "", "", "", "")
+            table.add_row(str(r["numel"]), "error", *[""] * (len(cols) - 2))
             continue
-        table.add_row(str(r["numel"]), fmt_ns(r["kernel_ns"]), fmt_ns(r["full_api_ns"]),
+        table.add_row(str(r["numel"]), fmt_ns(r["kernel_ns"]),
+                      *((fmt_ns(r["copy_ns"]),) if copies else ()), fmt_ns(r["full_api_ns"]),
                       fmt_ns(r["host_gap_ns"]), fmt_ns(r["device_ns"]),
                       "<-" if r["numel"] == result.crossover_numel else "")
     console.print(table)
     console.print(crossover_sentence(result.crossover_numel, result.fixed_host_gap_ns))
     console.print(f"traces: {escape(str(result.folder))}/", highlight=False)
-    for f in result.files:
+    for f in files:
         console.print(f"summary: {escape(str(f))}", highlight=False)
 
 
@@ -145,16 +178,19 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         f"Command: `{summary['command']}`",
         "",
-        "| numel | kernel p50 | full API p50 | host gap | device (graph) | submit |",
-        "|---:|---:|---:|---:|---:|---:|",
     ]
+    copies = _has_copies(summary["rows"])
+    cols = ["numel", "kernel p50", *(["of it copies"] if copies else []), "full API p50",
+            "host gap", "device (graph)", "submit"]
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     for r in summary["rows"]:
         if "error" in r:
-            lines.append(f"| {r['numel']} | error: {r['error']} | | | | |")
+            lines.append(f"| {r['numel']} | error: {r['error']} |" + " |" * (len(cols) - 2))
             continue
         mark = " <- crossover" if r["numel"] == summary["crossover_numel"] else ""
+        copy = f" {fmt_ns(r.get('copy_ns'))} |" if copies else ""
         lines.append(
-            f"| {r['numel']} | {fmt_ns(r['kernel_ns'])} | {fmt_ns(r['full_api_ns'])} | "
+            f"| {r['numel']} | {fmt_ns(r['kernel_ns'])} |{copy} {fmt_ns(r['full_api_ns'])} | "
             f"{fmt_ns(r['host_gap_ns'])}{mark} | {fmt_ns(r['device_ns'])} | "
             f"{fmt_ns(r['amortized_submit_ns'])} |"
         )

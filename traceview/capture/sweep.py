@@ -10,23 +10,25 @@ gap, i.e. where the kernel starts to hide the host cost.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from traceview.capture import ops
 from traceview.capture.config import CaptureConfig
 from traceview.capture.protocol import run_capture
-from traceview.capture.summary import analyze_trace, markdown
-from traceview.capture.tracefile import Publisher
+from traceview.capture.summary import analyze_trace
 from traceview.errors import CaptureError
 from traceview.stats import median
 
 DEFINITIONS = {
-    "kernel_ns": "device kernel time per call, median over profiled calls (explain's "
-                 "calls.kernel_ns.p50); falls back to device_ns when explain is unavailable",
+    "kernel_ns": "device work per call, median over profiled calls (explain's "
+                 "calls.kernel_ns.p50: the kernels and any memcpy/memset the call launched; "
+                 "copy_ns says how much of it is copies); falls back to device_ns when "
+                 "explain is unavailable",
+    "copy_ns": "memcpy/memset work per call, median over profiled calls (explain's "
+               "calls.copy_ns.p50); null when kernel_ns is not from the trace",
     "device_ns": "device time per op from CUDA graph replay timed with events (unprofiled)",
     "full_api_ns": "one synchronised call, median (unprofiled)",
     "host_gap_ns": "full_api_ns - kernel_ns",
@@ -36,13 +38,66 @@ DEFINITIONS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
+class SweepRow:
+    """One size: its figures, or the one-line ``error`` that kept it from running."""
+
+    numel: int
+    error: str | None = None
+    kernel_ns: int | None = None
+    kernel_source: str | None = None  # "trace" | "graph" | None
+    copy_ns: int | None = None
+    device_ns: int | None = None
+    full_api_ns: int | None = None
+    amortized_submit_ns: int | None = None
+    host_gap_ns: int | None = None
+    trace_api_ns: int | None = None
+    trace: str | None = None  # the size's trace, relative to the sweep's folder
+    cold_wall_ns: int | None = None
+    explain: str | None = None  # why explain could not read the trace
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``sweep.json``: ``{numel, error}`` for a size that failed."""
+        if self.error is not None:
+            return {"numel": self.numel, "error": self.error}
+        d = asdict(self)
+        del d["error"]
+        return d
+
+
+@dataclass(frozen=True)
 class SweepResult:
+    """What a sweep measured. :func:`run_sweep` writes only the sizes' traces (each
+    capture's own); ``sweep.json`` and ``sweep.md`` are written from this by
+    ``traceview.capture.summary.write_sweep``."""
+
+    config: CaptureConfig
     folder: Path
-    rows: list[dict[str, Any]]
+    sizes: tuple[int, ...]
+    rows: tuple[SweepRow, ...]
     crossover_numel: int | None
     fixed_host_gap_ns: int | None
-    files: list[Path] = field(default_factory=list)
+    device_info: dict[str, Any]
+    versions: dict[str, Any]
+    protocol: dict[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        """The content of ``sweep.json``."""
+        c = self.config
+        return {
+            "traceview_sweep": 1,
+            "op": c.op, "impl": c.impl, "dtype": c.dtype, "mode": c.mode,
+            "layout": c.layout, "scalar": c.scalar, "device": c.device,
+            "command": c.command,
+            "sizes": list(self.sizes),
+            "rows": [r.to_dict() for r in self.rows],
+            "crossover_numel": self.crossover_numel,
+            "fixed_host_gap_ns": self.fixed_host_gap_ns,
+            "definitions": DEFINITIONS,
+            "device_info": self.device_info,
+            "versions": self.versions,
+            "protocol": self.protocol,
+        }
 
 
 def default_folder(config: CaptureConfig) -> Path:
@@ -69,8 +124,9 @@ def preflight(config: CaptureConfig, sizes: list[int], folder: Path | None) -> P
 
 
 def run_sweep(config: CaptureConfig, sizes: list[int], folder: Path | None = None,
-              on_row: Callable[[dict[str, Any]], None] | None = None) -> SweepResult:
-    """Capture every size into ``folder``, then write ``sweep.json`` and ``sweep.md``.
+              on_row: Callable[[SweepRow], None] | None = None) -> SweepResult:
+    """Capture every size into ``folder`` (each size's trace and cold twin, as a capture
+    writes them) and return what was measured; the summary files are the caller's.
 
     A size that cannot run (e.g. too large for memory) becomes a row with ``error`` and
     the sweep goes on; a correctness failure stops everything (exit 3).
@@ -87,7 +143,7 @@ def run_sweep(config: CaptureConfig, sizes: list[int], folder: Path | None = Non
         except CaptureError as exc:
             if type(exc) is not CaptureError:  # CorrectnessError: stop
                 raise
-            row = {"numel": n, "error": str(exc)}
+            row = SweepRow(n, error=str(exc))
         else:
             first_meta = first_meta or captured.metadata
             row = _row(n, captured.metadata, captured.path, folder)
@@ -96,57 +152,40 @@ def run_sweep(config: CaptureConfig, sizes: list[int], folder: Path | None = Non
             on_row(row)
 
     if first_meta is None:  # not one size ran: the sweep failed as a whole
-        raise CaptureError(f"--sweep: no size could be captured; first error: {rows[0]['error']}")
+        raise CaptureError(f"--sweep: no size could be captured; first error: {rows[0].error}")
     crossover, fixed = _crossover(rows)
-    result = SweepResult(folder, rows, crossover, fixed)
-    summary = {
-        "traceview_sweep": 1,
-        "op": config.op, "impl": config.impl, "dtype": config.dtype, "mode": config.mode,
-        "layout": config.layout, "scalar": config.scalar, "device": config.device,
-        "command": config.command,
-        "sizes": sizes,
-        "rows": rows,
-        "crossover_numel": crossover,
-        "fixed_host_gap_ns": fixed,
-        "definitions": DEFINITIONS,
-    }
-    if first_meta is not None:
-        summary["device_info"] = first_meta["device"]
-        summary["versions"] = first_meta["versions"]
-        summary["protocol"] = first_meta["protocol"]
-    with Publisher() as pub:
-        pub.stage(folder / "sweep.json", json.dumps(summary, indent=2).encode())
-        pub.stage(folder / "sweep.md", markdown(summary).encode())
-        pub.commit()
-    result.files = [folder / "sweep.json", folder / "sweep.md"]
-    return result
+    return SweepResult(config, folder, tuple(sizes), tuple(rows), crossover, fixed,
+                       first_meta["device"], first_meta["versions"], first_meta["protocol"])
 
 
-def _row(n: int, meta: dict[str, Any], path: Path, folder: Path) -> dict[str, Any]:
+def _row(n: int, meta: dict[str, Any], path: Path, folder: Path) -> SweepRow:
     base = meta["baseline"]
     analysis, why_not = analyze_trace(path)
-    trace_kernel = None if analysis is None else analysis.calls.stats["kernel_ns"].p50
+    st = None if analysis is None else analysis.calls.stats
+    trace_kernel = None if st is None else st["kernel_ns"].p50
     kernel = trace_kernel if trace_kernel is not None else base.get("device_ns")
+    copy = st["copy_ns"].p50 if st is not None and trace_kernel is not None else None
     full = base["full_api_ns_p50"]
-    return {
-        "numel": n,
-        "kernel_ns": None if kernel is None else int(kernel),
-        "kernel_source": ("trace" if trace_kernel is not None
-                          else "graph" if kernel is not None else None),
-        "device_ns": base.get("device_ns"),
-        "full_api_ns": full,
-        "amortized_submit_ns": base["amortized_submit_ns"],
-        "host_gap_ns": None if kernel is None else int(full - kernel),
-        "trace_api_ns": None if analysis is None else analysis.calls.stats["api_ns"].p50,
-        "trace": str(path.relative_to(folder)) if path.is_relative_to(folder) else str(path),
-        "cold_wall_ns": meta["cold"]["wall_ns"],
-        "explain": None if analysis is not None else why_not,
-    }
+    return SweepRow(
+        numel=n,
+        kernel_ns=None if kernel is None else int(kernel),
+        kernel_source=("trace" if trace_kernel is not None
+                       else "graph" if kernel is not None else None),
+        copy_ns=copy,
+        device_ns=base.get("device_ns"),
+        full_api_ns=full,
+        amortized_submit_ns=base["amortized_submit_ns"],
+        host_gap_ns=None if kernel is None else int(full - kernel),
+        trace_api_ns=None if st is None else st["api_ns"].p50,
+        trace=str(path.relative_to(folder)) if path.is_relative_to(folder) else str(path),
+        cold_wall_ns=meta["cold"]["wall_ns"],
+        explain=None if analysis is not None else why_not,
+    )
 
 
-def _crossover(rows: list[dict[str, Any]]) -> tuple[int | None, int | None]:
-    ok = [r for r in rows if r.get("kernel_ns") is not None]
-    crossover = next((r["numel"] for r in ok if r["kernel_ns"] >= r["host_gap_ns"]), None)
-    below = [r["host_gap_ns"] for r in ok if crossover is None or r["numel"] < crossover]
+def _crossover(rows: list[SweepRow]) -> tuple[int | None, int | None]:
+    ok = [r for r in rows if r.kernel_ns is not None]
+    crossover = next((r.numel for r in ok if r.kernel_ns >= r.host_gap_ns), None)
+    below = [r.host_gap_ns for r in ok if crossover is None or r.numel < crossover]
     fixed = int(median(below)) if below else None
     return crossover, fixed

@@ -63,6 +63,7 @@ H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
 
 
 def capture(
+    *,  # typer passes every parameter by name: flags are keyword-only
     op: Annotated[str, _opt(H_OP, _RUN)],
     impl: Annotated[str | None, _opt(H_IMPL + " (default: triton)", _RUN,
                                      show_default=False)] = None,
@@ -196,7 +197,7 @@ def _check_layouts(console, config, format) -> None:
 def _sweep(console, config, sizes, folder) -> None:
     from rich.markup import escape
 
-    from traceview.capture.summary import fmt_ns, render_sweep
+    from traceview.capture.summary import fmt_ns, render_sweep, write_sweep
     from traceview.capture.sweep import preflight, run_sweep
 
     folder = preflight(config, sizes, folder)
@@ -204,13 +205,14 @@ def _sweep(console, config, sizes, folder) -> None:
                   f"{len(sizes)} sizes {sizes[0]}..{sizes[-1]}[/]")
 
     def progress(row):
-        if "error" in row:
-            console.print(f"  numel {row['numel']}: [red]{escape(row['error'])}[/]")
+        if row.error is not None:
+            console.print(f"  numel {row.numel}: [red]{escape(row.error)}[/]")
         else:
-            console.print(f"  numel {row['numel']}: kernel {fmt_ns(row['kernel_ns'])}, "
-                          f"full API {fmt_ns(row['full_api_ns'])}")
+            console.print(f"  numel {row.numel}: kernel {fmt_ns(row.kernel_ns)}, "
+                          f"full API {fmt_ns(row.full_api_ns)}")
 
-    render_sweep(console, config, run_sweep(config, sizes, folder=folder, on_row=progress))
+    result = run_sweep(config, sizes, folder=folder, on_row=progress)
+    render_sweep(console, result, write_sweep(result))
 
 
 def _argv() -> tuple[str, ...]:

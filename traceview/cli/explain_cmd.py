@@ -35,6 +35,7 @@ class Format(str, enum.Enum):
 
 
 def explain(
+    *,  # typer passes every parameter by name: flags are keyword-only
     trace: Annotated[list[Path], typer.Argument(
         help="Chrome/Kineto trace (.json or .json.gz). Several files, or a directory (its "
              "*.json and *.json.gz files, subfolders too), are ranks: a row each and a "

@@ -25,6 +25,7 @@ from traceview.cli._common import (
 
 
 def export(
+    *,  # typer passes every parameter by name: flags are keyword-only
     traces: Annotated[list[Path], typer.Argument(
         help="Trace files, or directories (their *.json and *.json.gz files); each is a rank.",
         show_default=False, metavar="TRACE")],

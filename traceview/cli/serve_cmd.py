@@ -35,6 +35,7 @@ H_VS_PY = "B side: its Python interpreter."
 
 
 def serve(
+    *,  # typer passes every parameter by name: flags are keyword-only
     backend: Annotated[str, _opt(H_BACKEND, _SIDES)] = "eager",
     exclude_ops: Annotated[str | None, _opt(H_EXCL, _SIDES, "--exclude-ops")] = None,
     env: Annotated[list[str] | None, _opt(H_ENV, _SIDES, "--env")] = None,

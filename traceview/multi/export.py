@@ -298,7 +298,7 @@ def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLi
             staged.append(tmp)
             tables[name].write_parquet(tmp)
             result.rows[name] = tables[name].height
-        for name, tmp in zip(TABLES, staged):
+        for name, tmp in zip(TABLES, staged, strict=True):
             os.replace(tmp, out / f"{name}.parquet")
         staged = []
     except BaseException:

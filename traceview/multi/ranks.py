@@ -16,14 +16,19 @@ the single-trace path). The steps, none of which print:
 * :func:`combine` — medians across ranks and the straggler rule (below).
 
 **Stragglers.** For each metric in :data:`STRAGGLER_METRICS` over the ranks that have a
-value, with ``m`` the median and ``MAD`` the median absolute deviation from ``m``, a rank
+value, with ``m`` the median and ``MAD`` the median absolute deviation from ``m`` (both
+the project's one median, ``stats.median``: the nearest-rank p50, so for an even count
+the lower of the two middle values, a value one rank measured), a rank
 stands out when ``|x - m| > STRAGGLER_MAD_K * MAD`` **and** ``|x - m| >=
 STRAGGLER_MIN_RELATIVE * |m|``. The MAD test is robust: one or two slow ranks cannot drag
 the median or the MAD toward themselves, as they would a mean and a standard deviation.
 The relative floor keeps out differences too small to matter when the ranks agree very
 closely (with identical ranks the MAD is 0, and any difference at all would pass the
 first test). Fewer than :data:`STRAGGLER_MIN_RANKS` ranks with a value: no rule applies
-(with two ranks, neither is "the odd one"). The per-call API p50 counts only when it is
+(with two ranks, neither is "the odd one"). A straggler is in a minority: when the two
+tests pick out half the ranks (they cannot pick more), the ranks have split into two
+halves, and which half is odd is arbitrary (the lower median sits in the lower half);
+none is named on that metric, and a warning says so. The per-call API p50 counts only when it is
 *above* the median (a straggler is slow; an unusually fast rank is not one); the device
 busy share counts both ways (a starved device and an overloaded one both mark a rank
 that does not do what the others do). ``docs/ranks.md`` has the reasoning.
@@ -42,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from traceview.errors import TraceviewError, UsageError
 from traceview.options import Options
-from traceview.stats import midpoint_median as median
+from traceview.stats import median
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
@@ -307,6 +312,11 @@ def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else _round(x)
 
 
+def _p50(stats: dict[str, Any], metric: str) -> int | None:
+    s = stats.get(metric)  # absent from a report saved before the metric existed
+    return None if s is None else s.p50
+
+
 def rank_metrics(report: Report | None) -> dict[str, Any]:
     """The per-rank numbers of the summary table, from one report."""
     if not report:
@@ -320,48 +330,60 @@ def rank_metrics(report: Report | None) -> dict[str, Any]:
         "device_busy_share": None if share is None else _round(share),
         "calls": calls.count,
         "api_p50_ns": calls.stats["api_ns"].p50,
-        "kernel_p50_ns": calls.stats["kernel_ns"].p50,
+        "kernel_p50_ns": calls.stats["kernel_ns"].p50,  # device work: kernels and copies
+        "kernel_only_p50_ns": _p50(calls.stats, "kernel_only_ns"),
+        "copy_p50_ns": _p50(calls.stats, "copy_ns"),
+        "copies": calls.has_copies,
         "host_overhead_p50_ns": calls.stats["host_overhead_ns"].p50,
         "verdict": None if verdict is None else verdict.id,
     }
 
 
-def outliers(values: Sequence[float], side: str = "both") -> tuple[dict[str, Any], dict[int, Outlier]]:
-    """The straggler rule over one metric: summary, and position -> outlier."""
+def outliers(values: Sequence[float],
+             side: str = "both") -> tuple[dict[str, Any], dict[int, Outlier], bool]:
+    """The straggler rule over one metric: summary, position -> outlier, and whether the
+    values split into two halves (then no position is an outlier)."""
     if not values:
-        return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}
+        return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}, False
     m = median(values)
     mad = median([abs(x - m) for x in values])
     summary = {"n": len(values), "median": _num(m), "mad": _num(mad),
                "min": min(values), "max": max(values)}
-    found: dict[int, Outlier] = {}
     if len(values) < STRAGGLER_MIN_RANKS:
-        return summary, found
-    for i, x in enumerate(values):
+        return summary, {}, False
+    apart = [i for i, x in enumerate(values)
+             if abs(x - m) > STRAGGLER_MAD_K * mad and abs(x - m) >= STRAGGLER_MIN_RELATIVE * abs(m)]
+    if 2 * len(apart) >= len(values):  # half the ranks against the other half
+        return summary, {}, True
+    found: dict[int, Outlier] = {}
+    for i in apart:
+        x = values[i]
         dev = x - m
-        if abs(dev) <= STRAGGLER_MAD_K * mad or abs(dev) < STRAGGLER_MIN_RELATIVE * abs(m):
-            continue
         direction = "above" if dev > 0 else "below"
         if side != "both" and direction != side:
             continue
         rel = dev / abs(m) if m else (INF if dev > 0 else -INF)
         found[i] = Outlier("", x, m, mad, rel, direction)
-    return summary, found
+    return summary, found, False
 
 
 def combine(ranks: list[RankResult]) -> RanksReport:
-    """Medians across ranks, the straggler rule, and warnings (duplicate ranks)."""
+    """Medians across ranks, the straggler rule, and warnings (a metric that splits the
+    ranks in two halves, duplicate ranks)."""
     metrics: dict[str, dict[str, Any]] = {}
     stragglers: dict[int, list[Outlier]] = {}
+    warnings = []
     for name, side in STRAGGLER_METRICS.items():
         have = [(i, r.metric(name)) for i, r in enumerate(ranks)]
         have = [(i, v) for i, v in have if v is not None]
-        summary, found = outliers([v for _, v in have], side)
+        summary, found, split = outliers([v for _, v in have], side)
         metrics[name] = summary
+        if split:
+            warnings.append(f"{name}: the ranks split into two halves ({summary['n'] // 2} "
+                            f"of {summary['n']} apart from the median): no straggler named on it")
         for pos, o in found.items():
             o.metric = name
             stragglers.setdefault(have[pos][0], []).append(o)
-    warnings = []
     seen: dict[int, str] = {}
     for r in ranks:
         if r.rank in seen:
@@ -388,7 +410,7 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
     reports = parallel_map(partial(_explain_report, options=options), [str(f) for f in files],
                            jobs, crashed=_worker_died)
     results = []
-    for i, (f, rep) in enumerate(zip(files, reports)):
+    for i, (f, rep) in enumerate(zip(files, reports, strict=True)):
         if isinstance(rep, str):
             results.append(RankResult(i, str(f), i, "order", None, rep))
             continue

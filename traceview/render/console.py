@@ -7,13 +7,14 @@ look like; which kernels and functions; what to be careful about.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traceview.render.labels import METRIC_LABELS, display_pattern
+from traceview.render.labels import device_work, display_pattern, shown_metrics
 from traceview.render.names import short_kernel
 from traceview.report.model import VERDICT_IDS
 from traceview.units import fmt_ns, fmt_share, plural, printable
@@ -133,9 +134,9 @@ def _calls(r: Report) -> RenderableType | None:
     if c.cold:
         table.add_column(f"cold #{c.cold[0]}", justify="right")
     cold_call = c.per_call[c.cold[0]] if c.cold else None
-    for m, label in METRIC_LABELS.items():
-        s = c.stats[m]
-        if s.n == 0:
+    for m, label in shown_metrics(copies=c.has_copies).items():
+        s = c.stats.get(m)
+        if s is None or s.n == 0:
             continue
         row = [label, fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)]
         if cold_call is not None:
@@ -178,7 +179,7 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
     host = Text()
     dev = Text()
     edges = [lo + span * i // bar for i in range(bar + 1)]
-    for a, b in zip(edges, edges[1:]):
+    for a, b in pairwise(edges):
         b = max(b, a + 1)
         owned: dict[str, int] = {}  # the category owning most of this cell
         for seg in t.host:
@@ -199,7 +200,7 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
                                        f" {cat} {fmt_ns(ns)}"))
     items.append(Text.assemble(("K", "reverse bold green"), " device busy (k: partly)"))
     title = Text(f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
-                 f", device work {fmt_ns(call.metrics['kernel_ns'])}", style="bold")
+                 f", {device_work(call.metrics)}", style="bold")
     end = fmt_ns(span)
     axis = Text(f"       0{' ' * max(1, bar - 1 - len(end))}{end}")
     return Group(title, Text("host   ") + host, Text("device ") + dev, axis,

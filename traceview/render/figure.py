@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 from traceview.errors import UsageError
+from traceview.render.labels import device_work
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def render_svg(r: Report) -> str:
     else:
         lo, hi = t.start_ns, t.end_ns
         title = (f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
-                 f"device work {fmt_ns(call.metrics['kernel_ns'])}")
+                 f"{device_work(call.metrics)}")
         host = [(s.start_ns, s.end_ns, s.category) for s in t.host]
         busy = list(t.device_busy)
         note = (f"device work goes on {fmt_ns(t.axis_end_ns - t.end_ns)} after the call ends"

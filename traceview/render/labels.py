@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from traceview.units import fmt_ns
 
 # Human labels for per-call metrics, in display order.
 METRIC_LABELS = {
@@ -11,9 +14,28 @@ METRIC_LABELS = {
     "launch_api_ns": "launch API",
     "launch_latency_ns": "launch latency",
     "kernel_ns": "device work (kernel+copy)",
+    "kernel_only_ns": "  kernels alone",
+    "copy_ns": "  memcpy/memset alone",
     "sync_ns": "sync wait",
     "host_overhead_ns": "host overhead (device idle)",
 }
+# Shown only where some call launched copies (``CallsInfo.has_copies``); otherwise the
+# device work is the kernels alone and these rows would repeat it.
+COPY_SPLIT = ("kernel_only_ns", "copy_ns")
+
+
+def shown_metrics(*, copies: bool) -> dict[str, str]:
+    """``METRIC_LABELS`` less the kernel/copy split when no call launched copies."""
+    return {m: label for m, label in METRIC_LABELS.items() if copies or m not in COPY_SPLIT}
+
+
+def device_work(metrics: Mapping[str, int | None]) -> str:
+    """``device work 1.2 us``, and its kernels and copies apart when it held copies."""
+    text = f"device work {fmt_ns(metrics.get('kernel_ns'))}"
+    if metrics.get("copy_ns"):
+        text += (f" (kernels {fmt_ns(metrics.get('kernel_only_ns'))}, memcpy/memset "
+                 f"{fmt_ns(metrics.get('copy_ns'))})")
+    return text
 
 
 def display_pattern(pattern: str | None) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from traceview import __version__
-from traceview.render.labels import METRIC_LABELS
+from traceview.render.labels import shown_metrics
 from traceview.render.names import short_kernel
 from traceview.units import fmt_ns, fmt_share, plural
 
@@ -133,7 +133,7 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     k = st["kernel_ns"]
     busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
     device_result = (f"device work per call p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
-                     f"n={k.n}); {busy}" if k.n else busy)
+                     f"n={k.n}){_copy_split(c)}; {busy}" if k.n else busy)
     a = st["api_ns"]
     api = (f"profiled call p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
            f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
@@ -183,13 +183,24 @@ def _devices(r: Report) -> str | None:
                   "copy sum"], rows)
 
 
+def _copy_split(c) -> str:
+    """`` of which kernels p50 .., memcpy/memset p50 ..`` where some call launched copies."""
+    if not c.has_copies:
+        return ""
+    k, cp = c.stats.get("kernel_only_ns"), c.stats.get("copy_ns")
+    if k is None or cp is None or not k.n:
+        return ""
+    return f", of which kernels p50 {fmt_ns(k.p50)} and memcpy/memset p50 {fmt_ns(cp.p50)}"
+
+
 def _calls(r: Report) -> str:
     c = r.calls
     rows = []
-    for m, label in METRIC_LABELS.items():
-        s = c.stats[m]
-        if s.n:
-            rows.append([label, fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)])
+    for m, label in shown_metrics(copies=c.has_copies).items():
+        s = c.stats.get(m)
+        if s is not None and s.n:
+            rows.append([label.strip(), fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min),
+                         fmt_ns(s.max)])
     for cat, s in sorted(c.categories.items(), key=lambda kv: -(kv[1].p50 or 0)):
         rows.append([f"host: {code(cat)}", fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)])
     return table(["per call", "p50", "p90", "min", "max"], rows)
@@ -320,14 +331,18 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
                               + _more(len(rows), len(ks))))
     calls = c.per_call
     if calls:
+        split = c.has_copies
         rows = [[str(x.index), code(x.name),
                  "cold" if x.cold else ("outlier" if x.outlier else "warm"),
                  fmt_ns(x.metrics["api_ns"]), fmt_ns(x.metrics["kernel_ns"]),
+                 *((fmt_ns(x.metrics.get("kernel_only_ns")), fmt_ns(x.metrics.get("copy_ns")))
+                   if split else ()),
                  fmt_ns(x.metrics["launch_latency_ns"]), fmt_ns(x.metrics["host_overhead_ns"])]
                 for x in calls[:MAX_CALL_ROWS]]
-        parts.append(_details("Every call", table(["#", "range", "kind", "wall", "device work",
-                                                   "launch latency", "host overhead"], rows)
-                              + _more(len(rows), len(calls))))
+        head = ["#", "range", "kind", "wall", "device work",
+                *(("kernels", "memcpy/memset") if split else ()), "launch latency",
+                "host overhead"]
+        parts.append(_details("Every call", table(head, rows) + _more(len(rows), len(calls))))
     parts.append(f"<sub>traceview {__version__} · times are integer-ns interval unions: host and "
                  "device time are never added together</sub>")
     text = "\n\n".join(parts) + "\n"

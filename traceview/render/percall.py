@@ -73,6 +73,18 @@ def _call_p50(r: Report) -> int:
     return r.calls.stats["api_ns"].p50 or 0
 
 
+def _device_columns(c) -> tuple[tuple[str, ...], Any]:
+    """The kinds table's device columns: ``kernel`` (the call's device work) or, where some
+    call launched copies, ``kernel`` (kernels alone) and ``copy`` (memcpy/memset alone)."""
+    if not c.has_copies:
+        return ("kernel",), lambda st: (fmt_ns(st["kernel_ns"].p50),)
+
+    def cells(st):
+        k, cp = st.get("kernel_only_ns"), st.get("copy_ns")
+        return (fmt_ns(None if k is None else k.p50), fmt_ns(None if cp is None else cp.p50))
+    return ("kernel", "copy"), cells
+
+
 def _node_label(n: TreeRow, warm: int) -> str:
     count = f" x{n.count}" if n.count > 1 else ""
     few = f" (in {n.calls_with} of {warm} calls)" if 2 * n.calls_with < warm else ""
@@ -97,15 +109,15 @@ def console_sections(r: Report) -> list[Any]:
     if len(c.kinds) > 1 or (c.api_sync is not None and c.api_sync.n):
         t = Table(title="Call kinds (p50 over warm calls)", title_justify="left", pad_edge=False)
         t.add_column("kind", overflow="ellipsis", max_width=24, no_wrap=True)
-        for col in ("calls", "warm", "call", "+ sync", "kernel"):
+        dev_cols, dev_cells = _device_columns(c)
+        for col in ("calls", "warm", "call", "+ sync", *dev_cols):
             t.add_column(col, justify="right")
         rows = [(k.name, k.count, k.warm_count, k.stats, k.api_sync) for k in c.kinds[:KIND_ROWS]]
         if len(c.kinds) > 1:
             rows.append(("all kinds", c.count, c.warm_count, c.stats, c.api_sync))
         for name, n, w, st, sync in rows:
             t.add_row(Text(name), str(n), str(w), fmt_ns(st["api_ns"].p50),
-                      fmt_ns(sync.p50 if sync is not None else None),
-                      fmt_ns(st["kernel_ns"].p50))
+                      fmt_ns(sync.p50 if sync is not None else None), *dev_cells(st))
         out.extend(x for x in (head, t) if x is not None)
     elif head is not None:
         out.append(head)
@@ -157,14 +169,15 @@ def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
         return []
     parts = [esc(c.description) + "".join(f"  \n{esc(x)}" for x in reasons_lines(r))]
     if len(c.kinds) > 1 or (c.api_sync is not None and c.api_sync.n):
+        dev_cols, dev_cells = _device_columns(c)
         rows = [[code(k.name), str(k.count), str(k.warm_count), fmt_ns(k.stats["api_ns"].p50),
-                 fmt_ns(k.api_sync.p50), fmt_ns(k.stats["kernel_ns"].p50)] for k in c.kinds]
+                 fmt_ns(k.api_sync.p50), *dev_cells(k.stats)] for k in c.kinds]
         if len(c.kinds) > 1:
             rows.append(["all kinds", str(c.count), str(c.warm_count),
                          fmt_ns(c.stats["api_ns"].p50),
                          fmt_ns(c.api_sync.p50 if c.api_sync is not None else None),
-                         fmt_ns(c.stats["kernel_ns"].p50)])
-        parts.append(table(["kind", "calls", "warm", "call", "call + sync", "kernel"], rows))
+                         *dev_cells(c.stats)])
+        parts.append(table(["kind", "calls", "warm", "call", "call + sync", *dev_cols], rows))
     warm_calls = c.tree_warm_calls
     if r.host.families and r.trace.python_frames:
         rows = [[code(f.name), fmt_ns(f.ns_per_call), f"{100 * f.share:.1f}%"]

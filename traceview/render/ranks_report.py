@@ -24,9 +24,22 @@ if TYPE_CHECKING:
     from traceview.multi.ranks import Outlier, RankResult, RanksReport
 
 METRIC_NAMES = {"device_busy_share": "device busy share", "api_p50_ns": "call API p50"}
-# rank, file, window, device busy share, calls, and the per-call p50s (warm calls).
+# rank, file, window, device busy share, calls, and the per-call p50s (warm calls):
+# kernels alone, and where some rank's calls launched memcpy/memset, a copy column after it.
 COLUMNS = ("rank", "file", "window", "busy", "calls", "API p50", "kernel p50", "overhead p50",
            "verdict")
+COPY_COLUMN = "copy p50"
+
+
+def columns(report: RanksReport) -> tuple[str, ...]:
+    if not _copies(report):
+        return COLUMNS
+    i = COLUMNS.index("kernel p50") + 1
+    return (*COLUMNS[:i], COPY_COLUMN, *COLUMNS[i:])
+
+
+def _copies(report: RanksReport) -> bool:
+    return any(r.report.calls.has_copies for r in report.ok)
 
 
 def _file(path: str) -> str:
@@ -82,14 +95,17 @@ def reason_text(o: Outlier) -> str:
             f"{_value(o.metric, o.median)} ({_relative(o)}, MAD {_value(o.metric, o.mad)})")
 
 
-def _row(r: RankResult) -> list[str]:
+def _row(r: RankResult, *, copies: bool = False) -> list[str]:
     from traceview.multi.ranks import rank_metrics
 
     if not r.ok:
-        return [str(r.rank), _file(r.path), "-", "-", "-", "-", "-", "-", "error"]
+        return [str(r.rank), _file(r.path), "-", "-", "-", "-", "-", *(["-"] if copies else []),
+                "-", "error"]
     m = rank_metrics(r.report)
+    kernel = m["kernel_only_p50_ns"] if m["kernel_only_p50_ns"] is not None else m["kernel_p50_ns"]
     return [str(r.rank), _file(r.path), fmt_ns(m["window_ns"]), _pct(m["device_busy_share"]),
-            str(m["calls"]), fmt_ns(m["api_p50_ns"]), fmt_ns(m["kernel_p50_ns"]),
+            str(m["calls"]), fmt_ns(m["api_p50_ns"]), fmt_ns(kernel),
+            *([fmt_ns(m["copy_p50_ns"])] if copies else []),
             fmt_ns(m["host_overhead_p50_ns"]), m["verdict"] or "-"]
 
 
@@ -121,13 +137,14 @@ def _summary_lines(report: RanksReport) -> list[str]:
 def render_ranks_console(report: RanksReport, console: Console) -> None:
     # No vertical rules, and every column but the file name kept at its widest cell: nine
     # columns fit in 80 with the numbers whole; a long file name is cut instead.
-    rows = [_row(r) for r in report.ranks]
-    for cells, name in zip(rows, distinct_names([_short(c[1]) for c in rows])):
+    copies = _copies(report)
+    rows = [_row(r, copies=copies) for r in report.ranks]
+    for cells, name in zip(rows, distinct_names([_short(c[1]) for c in rows]), strict=True):
         cells[1] = name
     table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
-    for j, col in enumerate(COLUMNS):
+    for j, col in enumerate(columns(report)):
         if col == "file":  # wraps rather than cuts: rows must stay tellable apart
             table.add_column(col, overflow="fold", ratio=1,
                              min_width=min(12, max(len(r[j]) for r in rows)))
@@ -136,7 +153,7 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
         # a two-word header on two lines: the column is as wide as its numbers
         table.add_column(col.replace(" ", "\n"), justify="left" if col == "verdict" else "right",
                          no_wrap=True, min_width=widest)
-    for i, (r, cells) in enumerate(zip(report.ranks, rows)):
+    for i, (r, cells) in enumerate(zip(report.ranks, rows, strict=True)):
         style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers else None)
         table.add_row(*cells, style=style)
     console.print(table)
@@ -156,15 +173,17 @@ def render_ranks_markdown(report: RanksReport) -> str:
     from traceview.render.markdown import code, esc, table
 
     rows = []
+    copies = _copies(report)
+    cols = columns(report)
     for i, r in enumerate(report.ranks):
-        cells = _row(r)
+        cells = _row(r, copies=copies)
         cells[1] = code(cells[1])
-        cells[8] = esc(cells[8])
+        cells[-1] = esc(cells[-1])
         if i in report.stragglers:
             cells[0] = f"**{cells[0]}**"
-            cells[8] += " · **straggler**"
+            cells[-1] += " · **straggler**"
         rows.append(cells)
     out = [f"### traceview: {len(report.ranks)} ranks", "",
-           table(list(COLUMNS), rows, "rl" + "r" * 6 + "l"), "", "**Combined**", ""]
+           table(list(cols), rows, "rl" + "r" * (len(cols) - 3) + "l"), "", "**Combined**", ""]
     out += [f"* {esc(line)}" for line in _summary_lines(report)]
     return "\n".join(out) + "\n"

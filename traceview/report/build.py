@@ -131,11 +131,11 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
         first = np.flatnonzero(new)
         last = np.append(first[1:], st.size) - 1
         host = [m.Segment(s, e, tl.categories[c]) for s, e, c in
-                zip(st[first].tolist(), en[last].tolist(), cat[first].tolist())]
+                zip(st[first].tolist(), en[last].tolist(), cat[first].tolist(), strict=True)]
     bs, be = a.device.busy
     dm = (be > lo) & (bs < axis_end)
     busy = tuple((max(int(s), lo), min(int(e), axis_end))
-                 for s, e in zip(bs[dm].tolist(), be[dm].tolist()))
+                 for s, e in zip(bs[dm].tolist(), be[dm].tolist(), strict=True))
     return m.TypicalCall(call.index, lo, hi, axis_end, tuple(host), busy)
 
 

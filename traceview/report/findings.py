@@ -71,6 +71,8 @@ def _verdict(ex: Analysis) -> list[Detected]:
     facts = {"share": share, "scope": scope, "top": top}
     if share >= HOST_BOUND_IDLE_SHARE:
         facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
+        if calls:
+            facts.update(_copy_split(ex))
         return [Detected("host-bound", evidence, facts)]
     return [Detected("device-bound", evidence, facts)]
 
@@ -85,6 +87,14 @@ def _unsynchronized(ex: Analysis) -> list[Detected]:
                      {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst})]
 
 
+def _copy_split(ex: Analysis) -> dict[str, int | None]:
+    """The warm calls' kernels and copies apart (p50 of each), where the copies' p50 is not
+    0: then the device work the messages name is more than kernels, and they say so."""
+    st = ex.calls.stats
+    copy = st["copy_ns"].p50
+    return {"kernel_only_ns": st["kernel_only_ns"].p50, "copy_ns": copy} if copy else {}
+
+
 def _range_idle(ex: Analysis) -> list[Detected]:
     st = ex.calls.stats
     api, kernel = st["api_ns"].p50, st["kernel_ns"].p50
@@ -95,7 +105,7 @@ def _range_idle(ex: Analysis) -> list[Detected]:
         return []
     return [Detected("range-includes-idle",
                      {"api_ns_p50": api, "kernel_ns_p50": kernel, "kernel_share": round(share, 4)},
-                     {"share": share})]
+                     {"share": share, **_copy_split(ex)})]
 
 
 def _graph_replay(ex: Analysis) -> list[Detected]:

@@ -21,10 +21,19 @@ def _scope(scope: tuple[str, int]) -> str:
     return f"a typical call ({fmt_ns(ns)})" if kind == "call" else f"the window ({fmt_ns(ns)})"
 
 
+def _device_work(f: dict[str, Any], ns: int | None) -> str:
+    """``kernel 1 us``; where the calls launched copies, ``device work 3 us (kernels 1 us,
+    memcpy/memset 2 us)``: the figure holds both."""
+    if not f.get("copy_ns"):
+        return f"kernel {fmt_ns(ns)}"
+    return (f"device work {fmt_ns(ns)} (kernels {fmt_ns(f['kernel_only_ns'])}, memcpy/memset "
+            f"{fmt_ns(f['copy_ns'])})")
+
+
 def _host_bound(f: dict[str, Any], e: dict[str, Any]) -> str:
     top = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in f["top"])
     return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {_scope(f['scope'])}; "
-            f"kernel {fmt_ns(f['kernel_ns'])}; host time goes to {top}")
+            f"{_device_work(f, f['kernel_ns'])}; host time goes to {top}")
 
 
 def _device_bound(f: dict[str, Any], e: dict[str, Any]) -> str:
@@ -39,9 +48,12 @@ def _unsync(f: dict[str, Any], e: dict[str, Any]) -> str:
 
 
 def _range_idle(f: dict[str, Any], e: dict[str, Any]) -> str:
-    return (f"each call spans {fmt_ns(e['api_ns_p50'])}, of which the kernel runs "
-            f"{fmt_ns(e['kernel_ns_p50'])} ({fmt_pct(f['share'])}); event-based timing of this "
-            "API would report launch overhead, not kernel time")
+    share = fmt_pct(f["share"])
+    runs = (f"the kernel runs {fmt_ns(e['kernel_ns_p50'])} ({share})" if not f.get("copy_ns")
+            else f"device work runs {fmt_ns(e['kernel_ns_p50'])} ({share}: kernels "
+                 f"{fmt_ns(f['kernel_only_ns'])}, memcpy/memset {fmt_ns(f['copy_ns'])})")
+    return (f"each call spans {fmt_ns(e['api_ns_p50'])}, of which {runs}; event-based timing "
+            "of this API would report launch overhead, not kernel time")
 
 
 def _graph(f: dict[str, Any], e: dict[str, Any]) -> str:

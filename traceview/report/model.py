@@ -236,6 +236,12 @@ class CallsInfo:
     def warm(self) -> tuple[CallRow, ...]:
         return tuple(c for c in self.per_call if not c.cold) or self.per_call
 
+    @property
+    def has_copies(self) -> bool:
+        """Some call launched memcpy/memset work: its device work (``kernel_ns``) is then
+        more than kernels, and the outputs show ``kernel_only_ns`` and ``copy_ns`` apart."""
+        return any((c.metrics.get("copy_ns") or 0) > 0 for c in self.per_call)
+
 
 @dataclass(frozen=True)
 class Segment:

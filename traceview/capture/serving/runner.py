@@ -21,7 +21,6 @@ The repetition loop is deliberately plain so it can later share ``traceview ab``
 from __future__ import annotations
 
 import datetime as _dt
-import statistics
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -36,6 +35,7 @@ from traceview.capture.serving.diagnosis import diagnose
 from traceview.capture.serving.spec import ServeSpec, Variant, model_to_dict
 from traceview.errors import CaptureError
 from traceview.paired import compare, interleaved_order
+from traceview.stats import median
 
 SCHEMA = "traceview.serve/1"
 Log = Callable[[str], None]
@@ -139,8 +139,8 @@ def _median(values: list[Any]) -> Any:
     if not values or any(v is None for v in values):
         return None
     if all(isinstance(v, int) for v in values):
-        return round(statistics.median(values))  # the A/B's median too, to the nearest ns
-    return float(statistics.median(values))
+        return int(median(values))  # the project's one median, a measured value (as the A/B's)
+    return float(median(values))
 
 
 def summarize(reps: list[dict[str, Any]]) -> dict[str, Any]:
