@@ -344,7 +344,7 @@ def _differences(a: object, b: object, path: str, diffs: list[str]) -> None:
         for k in sorted(set(a) | set(b)):
             _differences(a.get(k), b.get(k), f"{path}.{k}", diffs)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _differences(x, y, f"{path}[{i}]", diffs)
     elif a != b:
         diffs.append(f"{path}: {str(a)[:120]} != {str(b)[:120]}")
@@ -573,10 +573,10 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else float("nan")
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else float("nan")
     a = my - b * mx
     ss = sum((y - my) ** 2 for y in ys)
-    r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / ss if ss else float("nan")
+    r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True)) / ss if ss else float("nan")
     return a, b, r2
 
 
@@ -828,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{info['events']:,} events",
             file=sys.stderr,
         )
-    entries = [(size, *paths[size], nrep, True) for size, nrep in zip(sizes, reps)]
+    entries = [(size, *paths[size], nrep, True) for size, nrep in zip(sizes, reps, strict=True)]
     res["variants"] = []
     for x in filter(None, args.one_step.split(",")):
         size = float(x) if "." in x else int(x)

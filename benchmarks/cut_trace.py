@@ -45,7 +45,7 @@ def cut_points(texts: list[str], targets: list[int], fixed: int) -> tuple[np.nda
     dec = msgspec.json.Decoder(_Head)
     heads = [dec.decode(t) for t in texts]
     is_meta = np.asarray([h.ph == "M" or h.ts is None for h in heads])
-    ts = np.asarray([np.nan if m else h.ts for h, m in zip(heads, is_meta)], np.float64)
+    ts = np.asarray([np.nan if m else h.ts for h, m in zip(heads, is_meta, strict=True)], np.float64)
     size = np.asarray([len(t.encode()) + 2 for t in texts], np.int64)  # + ",\n"
     meta_bytes = int(size[is_meta].sum())
     order = np.argsort(np.where(is_meta, np.inf, ts), kind="stable")
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = [int(float(x) * 1e6) for x in args.mb.split(",") if x]
     ts, cuts = cut_points(texts, targets, len(header) + len(trailer))
     infos = {}
-    for mb, cut in zip(args.mb.split(","), cuts):
+    for mb, cut in zip(args.mb.split(","), cuts, strict=True):
         keep = np.isnan(ts) | (ts < cut)
         out = args.out_dir / f"{mb}mb" / f"real_{mb}mb.json.gz"
         info = write_cut(out, header, texts, seps, trailer, keep, not args.no_rank)

@@ -230,7 +230,7 @@ def build(fixture: Path, target_bytes: int, out: Path, level: int, *, overhangs:
     for i in body_idx:
         pieces, slots = compiled[i]
         acc += pieces[0]
-        for (kind, value), piece in zip(slots, pieces[1:]):
+        for (kind, value), piece in zip(slots, pieces[1:], strict=True):
             lit.append(acc)
             kinds.append(kind)
             vals.append(value)
@@ -247,7 +247,7 @@ def build(fixture: Path, target_bytes: int, out: Path, level: int, *, overhangs:
         pick = rng.choice(len(cand), min(overhangs, len(cand)), replace=False)
         extra = np.exp(rng.uniform(np.log(1000.0), np.log(overhang_max_us * 1000.0), pick.size))
         chosen = {}
-        for j, x in zip(pick.tolist(), extra.tolist()):
+        for j, x in zip(pick.tolist(), extra.tolist(), strict=True):
             i = cand[j]
             ts = to_ns(repr_us(decoded[i]["ts"]))
             par_end = over_end[i] + k * period_ns
@@ -259,7 +259,7 @@ def build(fixture: Path, target_bytes: int, out: Path, level: int, *, overhangs:
         ts_shift = k * period_ns
         variant = k % name_variants
         over = planted[k] if planted else {}
-        for kind, value, piece in zip(kinds, vals, lit[1:]):
+        for kind, value, piece in zip(kinds, vals, lit[1:], strict=True):
             if kind == "ts":
                 parts.append(fmt_ns(value + ts_shift))
             elif kind == "dur":

@@ -13,6 +13,7 @@ those, biggest change first.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -61,7 +62,7 @@ def families_from_raw(path: Path) -> tuple[dict[str, int], dict[str, float], int
         around = [h for h in host if h[1] < c1 and h[2] > c0]
         cuts = sorted({c0, c1, *(max(c0, min(c1, x)) for h in around for x in h[1:3])})
         fam: dict[str, int] = {}
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in itertools.pairwise(cuts):
             cover = [h for h in around if h[1] <= a and h[2] >= b]
             frames = [h for h in cover if h[3]]
             if not cover:

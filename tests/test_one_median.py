@@ -22,9 +22,6 @@ ALLOWED = {
     "multi/twosample.py": "Hodges-Lehmann two-sample estimate: median of all differences",
     # the exact bootstrap interval's tails: inverted_cdf is the nearest-rank quantile
     "multi/compare.py": "np.quantile(method='inverted_cdf'), the nearest-rank definition",
-    "multi/codepath.py": "machine-speed factor (statistics.median and quartiles of the "
-                         "per-function ratios): owned by issue-11a's branch, to move to "
-                         "stats there",
 }
 
 

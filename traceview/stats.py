@@ -33,16 +33,21 @@ class Stats:
                 "min": self.min, "max": self.max, "mean": self.mean}
 
 
-def percentile(sorted_values: Sequence[int], p: float) -> int:
+def nearest_rank(sorted_values: Sequence[float], p: float) -> float:
+    """The nearest-rank ``p``-th percentile of sorted ``values`` (the project's one
+    definition; :func:`percentile` and :func:`median` are this one)."""
     n = len(sorted_values)
     rank = max(1, math.ceil(p / 100 * n))
-    return int(sorted_values[rank - 1])
+    return sorted_values[rank - 1]
+
+
+def percentile(sorted_values: Sequence[int], p: float) -> int:
+    return int(nearest_rank(sorted_values, p))
 
 
 def median(values: Sequence[float]) -> float:
     """The nearest-rank p50 (the lower median) of unsorted ``values``; at least one value."""
-    v = sorted(values)
-    return v[max(1, math.ceil(len(v) / 2)) - 1]
+    return nearest_rank(sorted(values), 50)
 
 
 def summarize(values: Sequence[int | None]) -> Stats:

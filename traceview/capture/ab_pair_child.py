@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import statistics
 import sys
 from typing import Any
+
+from traceview.stats import median
 
 
 def _prepare(config: Any, dev: Any, stack: contextlib.ExitStack) -> tuple[Any, int, Any]:
@@ -72,11 +73,11 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
                 complete[label].append(c)
         for label, cfg in (("A", config_a), ("B", config_b)):
             call, out_bytes, checked = sides[label]
-            p50 = int(statistics.median_low(samples[label]))
+            p50 = int(median(samples[label]))
             block: dict[str, Any] = {
                 "n": n, "blocks": blocks, "full_api_ns_p50": p50,
-                "amortized_submit_ns": int(statistics.median_low(submit[label])),
-                "amortized_ns": int(statistics.median_low(complete[label])),
+                "amortized_submit_ns": int(median(submit[label])),
+                "amortized_ns": int(median(complete[label])),
                 "block_amortized_submit_ns": submit[label],
                 "correctness": checked,
             }

@@ -29,6 +29,7 @@ Many = list[str] | None
 
 
 def ab(
+    *,
     op: Annotated[str, _o("Op: add sub mul div neg abs relu sigmoid silu gelu exp.", _RUN)],
     impl: Annotated[Str, _o("triton | torch | inductor | flag_gems (default: triton).", _RUN,
                             show_default=False)] = None,

@@ -24,11 +24,11 @@ function row's ``family`` is the module of its own frame by the same ``module_of
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.calltree import module_of
+from traceview.stats import nearest_rank
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
@@ -204,8 +204,8 @@ def machine_speed(fb: dict[str, FunctionFigures], fa: dict[str, FunctionFigures]
             ratios.append(y.self_ns_per_call / x.self_ns_per_call)
     if len(ratios) < SPEED_MIN_FUNCTIONS:
         return None
-    q1, med, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
-    med = statistics.median(ratios)
+    ratios.sort()
+    q1, med, q3 = (nearest_rank(ratios, p) for p in (25, 50, 75))
     uniform = (abs(med - 1) >= SPEED_MIN_MOVE and q1 >= med * (1 - SPEED_SPREAD)
                and q3 <= med * (1 + SPEED_SPREAD))
     note = None
