@@ -321,8 +321,8 @@ def test_same_process_ab_finds_a_delay_between_two_callables(tmp_path, monkeypat
     c = doc["comparisons"]["full_api_ns_p50"]
     assert c["verdict"] == "B slower" and c["b_slower_rounds"] == 6
     assert c["ci_low_ns"] <= 40_000 * 1.05 and c["ci_high_ns"] >= 40_000 * 0.95, c
-    walls = [(p["wall_ns"]) for p in doc["sides"]["A"]["processes"]]
-    assert walls == [p["wall_ns"] for p in doc["sides"]["B"]["processes"]]
+    assert all(p["position"] is None for p in doc["sides"]["A"]["processes"])
+    assert doc["protocol"]["blocks"] == 4
     assert doc["protocol"]["process"].startswith("one fresh process per round")
     assert doc["order"].startswith("both sides in each process")
 
@@ -338,8 +338,49 @@ def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeyp
     r = CliRunner().invoke(app, [*base, "--a-fn", "pairfns:base", "--b-fn", "pairfns:slower",
                                  "--b-env", "X=1"])
     assert r.exit_code == 2 and "--a-env and --b-env must be the same" in r.output
-    r = CliRunner().invoke(app, [*base, "--fn", "pairfns:base"])
-    assert r.exit_code == 2 and "same callable" in r.output
+    for extra, words in ((["--fn", "pairfns:base", "--blocks", "3"], "even number"),
+                         (["--fn", "pairfns:base", "--order-seed", "1"], "leave it out"),
+                         (["--fn", "pairfns:base", "--time-limit", "0"], "--time-limit"),
+                         (["--fn", "pairfns:base", "--time-limit", "nan"], "--time-limit")):
+        r = CliRunner().invoke(app, [*base, *extra])
+        assert r.exit_code == 2 and words in r.output, (extra, r.output)
+        assert "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["ab", "--op", "add", "--device", "cpu", "--blocks", "4"])
+    assert r.exit_code == 2 and "--blocks is for --same-process" in r.output
+    # FlagGems' use_gems() is process-wide: refused before any process starts
+    import dataclasses
+
+    from traceview.capture.config import CaptureConfig, parse_shapes
+
+    torch_cfg = CaptureConfig(op="add", impl="torch", shapes=parse_shapes("4x64"),
+                              dtype="float32", device="cpu")
+    gems = dataclasses.replace(torch_cfg, impl="flag_gems")
+    with pytest.raises(CaptureError, match="cannot take --impl flag_gems"):
+        ab.run_capture_ab(torch_cfg, gems, 1, same_process=True)
+    graph = dataclasses.replace(torch_cfg, mode="graph")
+    with pytest.raises(CaptureError, match="eager calls only"):
+        ab.run_capture_ab(graph, graph, 1, same_process=True)
+
+
+def test_same_process_block_order_gives_each_side_the_first_slot_half_the_time():
+    from traceview.capture.ab_pair_child import block_order
+
+    order = block_order(4)
+    assert order == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    firsts = [order[i] for i in range(0, len(order), 2)]
+    assert firsts.count("A") == firsts.count("B") == 2
+
+
+def test_same_process_report_says_what_each_process_ran():
+    from traceview.render.ab_report import _header, _per_process_rows
+
+    doc = {"protocol": {"op": "add", "shape": [4, 64], "dtype": "float32",
+                        "layout": "contiguous", "device": "cpu", "mode": "eager", "warmup": 2,
+                        "baseline_n": 30, "blocks": 4},
+           "rounds": 1, "order": "both sides in each process", "run_order": [[1, "A"], [1, "B"]],
+           "comparisons": {"full_api_ns_p50": {"a_ns": [100], "b_ns": [150], "diff_ns": [50]}}}
+    assert "4 blocks per side" in _header(doc)
+    assert _per_process_rows(doc)[0][1] == "ABBA.."
 
 
 def test_run_same_process_makes_two_runs_per_process_and_honours_the_limit():
@@ -356,3 +397,17 @@ def test_run_same_process_makes_two_runs_per_process_and_honours_the_limit():
     assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
     assert all(r.result["cpu"] == {"last": 0} for r in runs)
     assert ab.paired_figures(runs, "v") == ([1, 1], [3, 3])
+
+
+def test_time_limit_leaves_the_compiling_first_round_out_of_the_longest(child):
+    """Round 1 takes 40 s (it compiles), later rounds 20 s: with 85 s, a third round
+    fits (60 + 20 <= 85) though 60 + 40 would not."""
+    a, b = _sides(child, 0, n=2)
+    t = [0.0]
+
+    def on_run(run):
+        t[0] += 20.0 if run.round == 0 else 10.0
+
+    runs = ab.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=85,
+                              clock=lambda: t[0])
+    assert len(runs) == 6

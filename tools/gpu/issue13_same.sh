@@ -6,7 +6,7 @@
 # Writes $OUT/ab_same.json, $OUT/ab_same.txt and $OUT/rest.txt.
 set -uo pipefail
 LIM=${LIMIT:-400}
-PYTHONPATH="tools/gpu:$PYTHONPATH" python3 -m traceview ab --op add --shape 16x4096 --dtype bf16 \
+PYTHONPATH="tools/gpu${PYTHONPATH:+:$PYTHONPATH}" python3 -m traceview ab --op add --shape 16x4096 --dtype bf16 \
   --same-process --blocks 10 --a-fn issue13_fns:unpatched --b-fn issue13_fns:patched \
   --a-name unpatched --b-name patched --rounds 12 --time-limit $((LIM - SECONDS - 120)) \
   --out "$OUT/ab_same.json" --width 100 >"$OUT/ab_same.txt" 2>&1

@@ -100,7 +100,7 @@ class ProcessRun:
     index: int
     round: int
     side: str
-    position: int
+    position: int | None  # 0 or 1 within its round; None: both sides in one process
     wall_ns: int
     result: dict[str, Any]
 
@@ -151,6 +151,13 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
     return wall, result
 
 
+def _longest(took: Sequence[float]) -> float:
+    """The longest round so far, leaving out round 1 once there are others: it compiles
+    and loads caches (40 s against 24-28 s for the rest on the H200), so counting it
+    would stop a run a round early."""
+    return max(took[1:] if len(took) > 1 else took, default=0.0)
+
+
 def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
                     on_run: Callable[[ProcessRun], None] | None = None,
                     timeout_s: float = PROCESS_TIMEOUT_S,
@@ -163,7 +170,7 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     runs in the order they ran; the first failing process stops the run (TraceviewError).
 
     ``time_limit_s``: a round is started only when the time used so far plus the longest
-    round so far fits in the limit, so a run planned for more rounds than the time allows
+    round so far (round 1, which compiles, left out once there are others) fits in the limit, so a run planned for more rounds than the time allows
     still ends with whole rounds (never half a pair) and a verdict on those; the caller
     compares ``len(runs) // 2`` with ``rounds`` to say it stopped early.
     """
@@ -175,13 +182,14 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     runs: list[ProcessRun] = []
     start = clock()
     round_start = start
-    longest = 0.0
+    took: list[float] = []
     for i, (r, which) in enumerate(interleaved_order(rounds, seed)):
         if i % 2 == 0:
             now = clock()
             if i:
-                longest = max(longest, now - round_start)
-            if time_limit_s is not None and i and now - start + longest > time_limit_s:
+                took.append(now - round_start)
+            if time_limit_s is not None and i and \
+                    now - start + _longest(took) > time_limit_s:
                 break
             round_start = now
         wall, result = run_process(sides[which], r, timeout_s)
@@ -211,18 +219,18 @@ def run_same_process(pair: Side, rounds: int,
         raise CaptureError(f"--time-limit must be > 0 s, got {time_limit_s:g}")
     runs: list[ProcessRun] = []
     start = round_start = clock()
-    longest = 0.0
+    took: list[float] = []
     for r in range(rounds):
         now = clock()
         if r:
-            longest = max(longest, now - round_start)
-            if time_limit_s is not None and now - start + longest > time_limit_s:
+            took.append(now - round_start)
+            if time_limit_s is not None and now - start + _longest(took) > time_limit_s:
                 break
         round_start = now
         wall, result = run_process(pair, r, timeout_s)
         shared = {k: v for k, v in result.items() if k not in ("A", "B")}
-        for position, label in enumerate(("A", "B")):
-            run = ProcessRun(index=len(runs), round=r, side=label, position=position,
+        for label in ("A", "B"):
+            run = ProcessRun(index=len(runs), round=r, side=label, position=None,
                              wall_ns=wall, result=dict(result[label], **shared))
             runs.append(run)
             if on_run is not None:
@@ -295,7 +303,9 @@ class ABResult:
             mine = [r for r in self.runs if r.side == label]
             first = mine[0].result if mine else {}
             per_side[label] = dict(desc, processes=[
-                {"round": r.round + 1, "position": r.position + 1, "wall_ns": r.wall_ns,
+                {"round": r.round + 1,
+                 "position": None if r.position is None else r.position + 1,
+                 "wall_ns": r.wall_ns,
                  **{k: r.result.get(k) for k in FIGURES}, "cpu": r.result.get("cpu")}
                 for r in mine],
                 correctness=first.get("correctness"), versions=first.get("versions"),
@@ -425,9 +435,18 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                 raise CaptureError(f"--same-process runs both variants in one interpreter: "
                                    f"--a-{flag} and --b-{flag} must be the same (they "
                                    "may differ by --a-impl/--b-impl or --a-fn/--b-fn)")
-        if (config_a.impl, config_a.fn) == (config_b.impl, config_b.fn):
-            raise CaptureError("--same-process: A and B are the same callable; give "
-                               "--a-impl/--b-impl or --a-fn/--b-fn")
+        for cfg in (config_a, config_b):
+            if cfg.impl == "flag_gems":
+                raise CaptureError("--same-process cannot take --impl flag_gems: it enters "
+                                   "flag_gems.use_gems() for the whole process, so the other "
+                                   "side would run through FlagGems too; give two --a-fn/"
+                                   "--b-fn callables instead (tools/gpu/issue13_fns.py)")
+            if cfg.mode != "eager":
+                raise CaptureError("--same-process measures eager calls only; leave out "
+                                   "--mode graph")
+        if blocks < 2 or blocks % 2:
+            raise CaptureError(f"--blocks takes an even number >= 2 (each side first in "
+                               f"half of them), got {blocks}")
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
         made = {}
         for label, config in (("A", config_a), ("B", config_b)):
@@ -441,10 +460,15 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
             check_isolated(config, Path(root) / f"check-{label}", config.timeout_s,
                            python=made[label].python, env=child_env(made[label]))
         if same_process:
+            # one interpreter: the user's env is the same on both sides (checked above);
+            # A's cache folders serve both, and the interpreter if either side needs it
+            pair_env = dict(made["A"].env)
+            if config_a.interpreted or config_b.interpreted:
+                pair_env.setdefault("TRITON_INTERPRET", "1")
             pair = Side(label="A+B", entry=("-m", "traceview.capture.ab_pair_child"),
                         config={"a": made["A"].config, "b": made["B"].config,
                                 "blocks": blocks},
-                        python=made["A"].python, env=made["A"].env, path=made["A"].path,
+                        python=made["A"].python, env=pair_env, path=made["A"].path,
                         cwd=made["A"].cwd, cpus=made["A"].cpus)
             runs = run_same_process(pair, rounds, on_run, time_limit_s=time_limit_s)
         else:
@@ -475,8 +499,9 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         "timer": "time.perf_counter_ns around call+synchronize (full call), a batch of "
                  "baseline_n calls and one sync (amortized)",
         "cpus": sorted(set(cpus)) or None,
+        "blocks": blocks if same_process else None,
         "process": ("one fresh process per round measuring both variants in "
-                    f"{blocks} alternating blocks (A B, B A, ...), profiler never started"
+                    f"{blocks} blocks per side (A B, B A, ...), profiler never started"
                     if same_process else
                     "fresh process per side per round, profiler never started"),
         "rounds_planned": rounds,
@@ -485,7 +510,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         f"time limit: {len(runs) // 2} of {rounds} rounds fit in {time_limit_s:g} s",
     }
     return analyze(runs, described, len(runs) // 2,
-                   f"both sides in each process, {blocks} blocks A B, B A, ..."
+                   f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
                    if same_process else
                    "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
                    protocol)

@@ -9,9 +9,10 @@ measured in the same process, so it cancels in their difference.
 
 Reads ``{"a": config, "b": config, "blocks": K}`` (``baseline_child._encode`` configs) on
 stdin. Builds each side's seeded inputs and implementation, checks each first output
-against the float64 reference, warms both up, then runs ``K`` blocks in the order
-A B, B A, A B, ... (so neither side always goes first after the other); each block is one
-side's ``baseline_n`` synchronized calls and one amortized batch. Per side: the median of
+against the float64 reference, warms both up, then runs ``K`` blocks per side (``K``
+even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side goes
+first in half of the pairs); a block is one side's ``baseline_n`` synchronized calls and
+one amortized batch. Per side: the median of
 all its synchronized calls, the median of its blocks' amortized figures, and (CUDA) the
 CUDA-graph device time at the end. Prints one JSON line ``{"A": block, "B": block,
 "cpu": ...}`` or ``{"error": ..., "exit_code": N}``.
@@ -45,6 +46,11 @@ def _prepare(config: Any, dev: Any, stack: contextlib.ExitStack) -> tuple[Any, i
     return impl.call, out_bytes, checked
 
 
+def block_order(blocks: int) -> list[str]:
+    """The sides' blocks in run order: A B, B A, A B, ... (``blocks`` per side)."""
+    return [side for i in range(blocks) for side in (("A", "B") if i % 2 == 0 else ("B", "A"))]
+
+
 def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
     from traceview.capture import baseline as baseline_mod
     from traceview.capture import device as device_mod
@@ -56,6 +62,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
         raise CaptureError(f"--blocks must be >= 2, got {blocks}")
     dev = device_mod.open_device(config_a)
     device_mod.check_memory(dev, config_a)
+    device_mod.check_memory(dev, config_b)
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         sides = {label: _prepare(cfg, dev, stack)
@@ -64,13 +71,12 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
         samples: dict[str, list[int]] = {"A": [], "B": []}
         submit: dict[str, list[int]] = {"A": [], "B": []}
         complete: dict[str, list[int]] = {"A": [], "B": []}
-        for i in range(blocks):
-            for label in (("A", "B") if i % 2 == 0 else ("B", "A")):
-                call = sides[label][0]
-                samples[label].extend(baseline_mod.full_api_samples(dev, call, n))
-                s, c = baseline_mod.amortized(dev, call, n)
-                submit[label].append(s)
-                complete[label].append(c)
+        for label in block_order(blocks):
+            call = sides[label][0]
+            samples[label].extend(baseline_mod.full_api_samples(dev, call, n))
+            s, c = baseline_mod.amortized(dev, call, n)
+            submit[label].append(s)
+            complete[label].append(c)
         for label, cfg in (("A", config_a), ("B", config_b)):
             call, out_bytes, checked = sides[label]
             p50 = int(median(samples[label]))
@@ -78,7 +84,6 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
                 "n": n, "blocks": blocks, "full_api_ns_p50": p50,
                 "amortized_submit_ns": int(median(submit[label])),
                 "amortized_ns": int(median(complete[label])),
-                "block_amortized_submit_ns": submit[label],
                 "correctness": checked,
             }
             if dev.is_cuda:

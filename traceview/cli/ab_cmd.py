@@ -60,8 +60,9 @@ def ab(
                                      "--a-impl/--b-impl or --a-fn/--b-fn only): the "
                                      "process's own fast or slow state cancels.", _RUN,
                                      "--same-process")] = False,
-    blocks: Annotated[int, _o("With --same-process: blocks per process (A B, B A, ...), "
-                              "each --baseline-n calls per side.", _RUN)] = 10,
+    blocks: Annotated[int | None, _o("With --same-process: blocks per side and process, "
+                                     "even (A B, B A, ...), each --baseline-n calls "
+                                     "[default: 10].", _RUN, show_default=False)] = None,
     cpus: Annotated[Str, _o("Pin every process of both sides to these CPUs, e.g. 4-7 or "
                             "2,3 (default: wherever the OS puts it).", _RUN,
                             show_default=False)] = None,
@@ -156,8 +157,21 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
 
     if rounds < 1 or rounds > 200:
         raise CaptureError(f"--rounds takes 1 to 200, got {rounds}")
-    if same_process and not 2 <= blocks <= 1000:
-        raise CaptureError(f"--blocks takes 2 to 1000, got {blocks}")
+    import math
+
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise CaptureError(f"--time-limit takes a number of seconds > 0, got {time_limit:g}")
+    if same_process:
+        blocks = 10 if blocks is None else blocks
+        if not 2 <= blocks <= 1000 or blocks % 2:
+            raise CaptureError(f"--blocks takes an even number from 2 to 1000, got {blocks}")
+        if order_seed is not None:
+            raise CaptureError("--order-seed orders processes; with --same-process each "
+                               "process runs both sides in blocks A B, B A, ...: leave it out")
+    elif blocks is not None:
+        raise CaptureError("--blocks is for --same-process")
+    else:
+        blocks = 10
     if out is not None and out.exists() and out.is_dir():
         raise CaptureError(f"--out {out} is a folder; give a file name")
 
@@ -189,11 +203,20 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
                 raise CaptureError(f"--{label.lower()}-path {folder}: no such folder")
     err = Console(stderr=True, highlight=False)
     total = 2 * rounds
+    seen_a: dict[int, int | None] = {}
 
     def progress(run) -> None:
         ms = run.result.get("full_api_ns_p50")
         from traceview.units import fmt_ns
 
+        if run.position is None:  # --same-process: one line per process, both sides
+            if run.side == "A":
+                seen_a[run.round] = ms
+                return
+            err.print(f"[dim]{run.round + 1}/{rounds} round {run.round + 1} (A and B in one "
+                      f"process): full call A {fmt_ns(seen_a.get(run.round))}, B "
+                      f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
+            return
         err.print(f"[dim]{run.index + 1}/{total} round {run.round + 1} {run.side}: full call "
                   f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
 

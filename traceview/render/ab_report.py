@@ -35,9 +35,15 @@ def side_lines(doc: dict[str, Any]) -> list[str]:
 def _header(doc: dict[str, Any]) -> str:
     p = doc["protocol"]
     shape = "x".join(map(str, p["shape"]))
+    if p.get("blocks"):
+        each = (f"each process: both sides, {p['warmup']} warm-up calls each, then "
+                f"{p['blocks']} blocks per side (A B, B A, ...) of {p['baseline_n']} "
+                "synchronized calls and one amortized batch")
+    else:
+        each = (f"each process: {p['warmup']} warm-up calls, then {p['baseline_n']} calls "
+                "per figure")
     return (f"traceview ab: {p['op']} {shape} {p['dtype']} {p['layout']} on {p['device']} "
-            f"({p['mode']}), {plural(doc['rounds'], 'round')}, order {doc['order']}; each process: "
-            f"{p['warmup']} warm-up calls, then {p['baseline_n']} calls per figure, "
+            f"({p['mode']}), {plural(doc['rounds'], 'round')}, order {doc['order']}; {each}, "
             "unprofiled" + (f" (stopped early: {p['stopped']})" if p.get("stopped") else ""))
 
 
@@ -49,8 +55,9 @@ def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
     if c is None:
         return rows
+    same = bool(doc["protocol"].get("blocks"))
     for i, (a, b, d) in enumerate(zip(c["a_ns"], c["b_ns"], c["diff_ns"], strict=True)):
-        order = "AB" if first.get(i + 1) == "A" else "BA"
+        order = "ABBA.." if same else "AB" if first.get(i + 1) == "A" else "BA"
         rows.append([str(i + 1), order, fmt_ns(a), fmt_ns(b), fmt_signed_ns(d)])
     return rows
 
