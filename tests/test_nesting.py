@@ -73,3 +73,21 @@ def test_levels_on_a_deep_chain_and_siblings():
     assert lv.at(3, 1).tolist() == [5, 6, 7]  # inside frame 3, one level below frame 4
     assert lv.at(None, 5).tolist() == [5, 6, 7]
     _check(starts, ends, levels=range(8))
+
+
+@settings(max_examples=100, deadline=None)
+@given(intervals)
+def test_levels_depth_is_nesting_depth(plan):
+    from traceview.analyses.nesting import nesting_depth
+
+    starts, ends = _sorted(plan)
+    assert Levels(starts, ends).depth.tolist() == nesting_depth(starts, ends).tolist()
+
+
+def test_levels_depth_over_several_blocks():
+    rng = np.random.default_rng(7)
+    starts = np.sort(rng.integers(0, 10**6, 600_000))
+    ends = starts + rng.integers(0, 5_000, starts.size)
+    from traceview.analyses.nesting import nesting_depth
+
+    assert np.array_equal(Levels(starts, ends).depth, nesting_depth(starts, ends))

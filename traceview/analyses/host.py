@@ -326,10 +326,13 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     keep &= times < w1
     times, owners = times[keep], owners[keep]
     change = np.append(True, owners[1:] != owners[:-1])  # maximal runs of one owner
-    seg_start = times[change]
+    # segments are contiguous: starts and ends are two views of one array of bounds
+    bounds = np.empty(int(change.sum()) + 1, np.int64)
+    bounds[:-1] = times[change]
+    bounds[-1] = w1
+    seg_start, seg_end = bounds[:-1], bounds[1:]
     owner = owners[change]
     del times, owners, keep, change
-    seg_end = np.append(seg_start[1:], w1)
     untraced_seg = owner == n
     owner[untraced_seg] = n - 1
     seg_cat = resolved[owner]
@@ -557,44 +560,65 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     a stable sort by name each group is too, and the union of a group's intervals is a
     running maximum of ends that restarts at each group (made to restart by offsetting
     each group's times past the previous group's; the per-group loop is kept for
-    windows too long for that offset).
+    windows too long for that offset). Groups are runs of rows, so their sums are
+    ``np.add.reduceat``; the arrays of one row each are made in place, few at a time
+    (this was the run's peak memory on big traces).
     """
     rows = timeline.rows
-    if rows.size == 0:
+    n = rows.size
+    if n == 0:
         return []
     s = trace.slices
     names = s.name[rows]
     narrow = names.astype(np.uint16) if len(trace.names) <= 1 << 16 else names
     order = np.argsort(narrow, kind="stable")  # a radix sort for up to 65536 names
     del narrow
+    if n < 2**31:
+        order = order.astype(np.int32)
     names = names[order]
     first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
     codes = names[first]
-    count = np.diff(np.append(first, rows.size))
-    group = np.repeat(np.arange(first.size), count)
     del names
+    count = np.diff(np.append(first, n))
+    group = np.repeat(np.arange(first.size, dtype=np.int32 if first.size < 2**31 else np.int64),
+                      count)
     own_ns = timeline.self_ns[order]
-    self_ns = intervals.sum_by(group, own_ns, first.size)
+    self_ns = np.add.reduceat(own_ns, first)
     # the category holding most of the function's self time (+1 each: a tie-break that
     # still names a category for functions with no self time)
     ncat = len(timeline.categories)
     own_ns += 1
-    by_cat = intervals.sum_by(group * ncat + timeline.row_cat[order], own_ns, first.size * ncat)
+    key = np.multiply(group, ncat, dtype=np.int64)
+    key += timeline.row_cat[order]
+    by_cat = intervals.sum_by(key, own_ns, first.size * ncat)
+    del key, own_ns
     category = np.argmax(by_cat.reshape(first.size, ncat), axis=1)
-    del own_ns
     # union of each function's intervals, times relative to the window's start
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
     by_name = rows[order]
-    starts = np.maximum(s.start[by_name], w0) - w0
-    ends = np.minimum(s.end[by_name], w1) - w0
+    del order
+    starts = s.start[by_name]
+    np.maximum(starts, w0, out=starts)
+    starts -= w0
+    ends = s.end[by_name]
+    np.minimum(ends, w1, out=ends)
+    ends -= w0
     del by_name
     span = w1 - w0 + 1
     if first.size * span < UNION_OFFSET_LIMIT:
-        offset = group * span
-        prev = np.maximum.accumulate(ends + offset)
-        prev = np.append(-1, prev[:-1]) - offset  # < 0 at each group's first row
-        total = intervals.sum_by(group, np.maximum(ends - np.maximum(starts, prev), 0),
-                                 first.size)
+        # run = the running maximum of ends offset by group * span; before each row,
+        # its group's latest end so far (< 0 at a group's first row)
+        run = np.multiply(group, span, dtype=np.int64)
+        run += ends
+        np.maximum.accumulate(run, out=run)
+        prev = np.multiply(group[1:], span, dtype=np.int64)
+        np.subtract(run[:-1], prev, out=prev)
+        del run
+        np.maximum(starts[1:], prev, out=starts[1:])  # row 0 starts at >= 0 > -1
+        del prev
+        np.subtract(ends, starts, out=starts)  # the part of each row not yet covered
+        np.maximum(starts, 0, out=starts)
+        total = np.add.reduceat(starts, first)
     else:
         total = np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
                             for a, b in zip(first.tolist(), (first + count).tolist())], np.int64)

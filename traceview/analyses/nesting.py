@@ -64,8 +64,17 @@ class Levels:
 
     @property
     def depth(self) -> np.ndarray:
+        """``nesting_depth`` over all intervals, made with two arrays of their size
+        instead of four (the subtraction goes a block at a time)."""
         if self._depth is None:
-            self._depth = nesting_depth(self.starts, self.ends)
+            sorted_ends = np.sort(self.ends)
+            d = np.searchsorted(sorted_ends, self.starts, side="right")
+            del sorted_ends
+            block = 1 << 18
+            for lo in range(0, d.size, block):
+                hi = min(d.size, lo + block)
+                np.subtract(np.arange(lo, hi), d[lo:hi], out=d[lo:hi])
+            self._depth = d
         return self._depth
 
     def at(self, p: int | None, level: int) -> np.ndarray:
