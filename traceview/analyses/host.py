@@ -303,6 +303,7 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     del by_depth, level_bounds
     if resolved is None:
         resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
+    del ends  # (the raised copy, when slices overlap)
     # each boundary's owner (n: untraced), then one merge of the three sorted lists
     last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
     first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
@@ -312,19 +313,29 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     end_o = np.concatenate((np.asarray([n], idx), end_owner))
     start_t = starts[last_start]
     del by_end, sorted_ends, first_end, end_owner, parent
-    # merge the two sorted lists, a start after an end at the same time
+    # merge the two sorted lists (each without repeats); where an end and a start share
+    # a time the start's owner holds from there, so that end is dropped first
+    at_end = np.searchsorted(start_t, end_t, side="left")  # starts before each end
+    shadowed = at_end < start_t.size
+    shadowed[shadowed] = start_t[at_end[shadowed]] == end_t[shadowed]
+    if shadowed.any():
+        live = ~shadowed
+        end_t, end_o, at_end = end_t[live], end_o[live], at_end[live]
+        del live
+    del shadowed
+    at_start = np.searchsorted(end_t, start_t, side="right")  # ends at or before each start
+    _add_positions(at_end)
+    _add_positions(at_start)
     times = np.empty(end_t.size + start_t.size, np.int64)
+    times[at_end] = end_t
+    times[at_start] = start_t
+    del end_t, start_t
     owners = np.empty(times.size, idx)
-    at = np.searchsorted(start_t, end_t, side="left")
-    at += np.arange(end_t.size)
-    times[at], owners[at] = end_t, end_o
-    at = np.searchsorted(end_t, start_t, side="right")
-    at += np.arange(start_t.size)
-    times[at], owners[at] = start_t, last_start
-    del at, end_t, end_o, start_t, last_start
-    keep = np.append(times[1:] != times[:-1], True)  # the last entry at each time
-    keep &= times < w1
-    times, owners = times[keep], owners[keep]
+    owners[at_end] = end_o
+    owners[at_start] = last_start
+    del at_end, at_start, end_o, last_start
+    stop = int(np.searchsorted(times, w1, side="left"))  # an end at w1 starts nothing
+    times, owners = times[:stop], owners[:stop]
     change = np.append(True, owners[1:] != owners[:-1])  # maximal runs of one owner
     # segments are contiguous: starts and ends are two views of one array of bounds
     bounds = np.empty(int(change.sum()) + 1, np.int64)
@@ -332,7 +343,7 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     bounds[-1] = w1
     seg_start, seg_end = bounds[:-1], bounds[1:]
     owner = owners[change]
-    del times, owners, keep, change
+    del times, owners, change
     untraced_seg = owner == n
     owner[untraced_seg] = n - 1
     seg_cat = resolved[owner]
@@ -340,6 +351,15 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     owner[untraced_seg] = -1
     seg_pos = owner
     return seg_start, seg_end, seg_cat, seg_pos, resolved, non_nested
+
+
+def _add_positions(at: np.ndarray) -> None:
+    """``at += arange(at.size)`` (an entry's place in a merge: the other list's entries
+    before it plus its own list's), a block at a time: no row-sized temporary."""
+    block = 1 << 18
+    for lo in range(0, at.size, block):
+        hi = min(at.size, lo + block)
+        at[lo:hi] += np.arange(lo, hi)
 
 
 def _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other) -> np.ndarray:
