@@ -302,7 +302,7 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
         sorted_ends = ends[by_end]
     del by_depth, level_bounds
     if resolved is None:
-        resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
+        resolved = _resolve_by_ancestor(parent, own, subtree, other)
     del ends  # (the raised copy, when slices overlap)
     # each boundary's owner (n: untraced), then one merge of the three sorted lists
     last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
@@ -383,62 +383,43 @@ def _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other) -> np
     return resolved
 
 
-def _resolve_by_ancestor(starts, ends, parent, own, subtree, other) -> np.ndarray:
+def _resolve_by_ancestor(parent, own, subtree, other) -> np.ndarray:
     """The same categories without a pass per depth level (overhanging slices can make
     the loop's tree thousands of levels deep), from two nearest ancestors.
 
     Unrolling the level rule: a ``subtree`` slice takes its own category; otherwise the
     nearest ``subtree`` ancestor's category, when it names one; otherwise the category
     of the nearest ancestor-or-self that names one or is a ``subtree`` slice (which may
-    be ``inherit`` itself, as in the level rule); with none, ``other``. The nearest
-    ``subtree`` ancestor is the innermost ``subtree`` slice whose span of positions (its
-    subtree: the slices after it that start before it ends, ``ends`` nesting properly)
-    holds the slice; the nearest naming ancestor is found by pointer jumping over the
-    chains of ``inherit`` slices, which are short.
+    be ``inherit`` itself, as in the level rule); with none, ``other``. Both nearest
+    ancestors are found by pointer jumping up ``parent`` (the loop's tree) over the
+    slices that do not qualify; those chains are short (builtins, helpers), and a chain
+    of length L takes log2(L) rounds.
     """
     n = parent.size
     marked = subtree | (own != -1)
-    near = np.where(marked, np.arange(n, dtype=parent.dtype), parent)
-    todo = np.flatnonzero(~marked)
-    while todo.size:
-        c = near[todo]
-        todo = todo[(c >= 0) & ~marked[np.maximum(c, 0)]]
-        near[todo] = near[near[todo]]
+    near = _nearest(np.where(marked, np.arange(n, dtype=parent.dtype), parent), marked)
     named = np.where(near >= 0, own[np.maximum(near, 0)], other)
-    del near, todo, marked
-    heads = np.flatnonzero(subtree)
-    if heads.size:
-        span_end = np.searchsorted(starts, ends[heads], side="left")
-        k = _innermost(heads, span_end, n)
-        forced = np.where(k >= 0, own[heads[np.maximum(k, 0)]], -1)
+    del near, marked
+    if subtree.any():  # the nearest subtree ancestor (for the slices that are not one)
+        head = _nearest(np.where(subtree, -1, parent).astype(parent.dtype, copy=False), subtree)
+        forced = np.where(head >= 0, own[np.maximum(head, 0)], -1)
         named = np.where(forced != -1, forced, named)
     return np.where(subtree, own, named).astype(np.int32, copy=False)
 
 
-def _innermost(first: np.ndarray, stop: np.ndarray, n: int) -> np.ndarray:
-    """For each position in ``range(n)``, the index of the innermost span ``[first,
-    stop)`` holding it (-1: none). The spans are sorted by ``first`` (distinct) and
-    laminar (nested or disjoint), so the rank rule of ``_levels`` applies: a span's
-    level is how many earlier spans hold its first position, a position is held by as
-    many spans as start at or before it minus those that stop by then, and the
-    innermost of them is the last span starting at or before it one level up from
-    there. Positions go in blocks, to bound the temporaries."""
-    m = first.size
-    stops = np.sort(stop)
-    key = np.arange(m, dtype=np.int64) - np.searchsorted(stops, first, side="right")  # level
-    key *= m + 1
-    key += np.arange(m)  # by level, then position
-    by_level = np.argsort(key, kind="stable").astype(np.int32 if m < 2**31 else np.int64)
-    key = key[by_level]
-    out = np.empty(n, by_level.dtype)
-    block = 1 << 18
-    for lo in range(0, n, block):
-        q = np.arange(lo, min(n, lo + block), dtype=np.int64)
-        last = np.searchsorted(first, q, side="right") - 1
-        depth = last + 1 - np.searchsorted(stops, q, side="right")
-        pos = np.searchsorted(key, (depth - 1) * (m + 1) + last, side="right") - 1
-        out[lo:lo + q.size] = np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
-    return out
+def _nearest(start: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """From each slice's ``start`` (its parent, or itself; -1: none), the first
+    ``marked`` slice up the tree (-1: none). Pointer jumping: a slice's candidate has
+    only unmarked slices between, so an unmarked candidate is replaced by its own
+    candidate until it is marked or past the root."""
+    near = start.copy()
+    todo = np.flatnonzero(near >= 0)
+    while todo.size:
+        c = near[todo]
+        todo = todo[~marked[c]]
+        near[todo] = near[near[todo]]
+        todo = todo[near[todo] >= 0]
+    return near
 
 
 def _levels(starts: np.ndarray, ends: np.ndarray, idx):
