@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         owner, _, name = attr.rpartition(".")
         target = getattr(mod, owner) if owner else mod
         if owner in ("_KNOWN", "_FAST"):  # Kineto's categories, or any
-            setattr(mod, owner, _Timed(getattr(mod, owner), label))
+            if hasattr(mod, owner):  # (older trees have only _FAST)
+                setattr(mod, owner, _Timed(getattr(mod, owner), label))
             continue
         if not hasattr(target, name):
             continue
