@@ -129,11 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             order.append((label, depth))
         mod = importlib.import_module(mod_name)
         owner, _, name = attr.rpartition(".")
-        target = getattr(mod, owner) if owner else mod
         if owner in ("_KNOWN", "_FAST"):  # Kineto's categories, or any
             if hasattr(mod, owner):  # (older trees have only _FAST)
                 setattr(mod, owner, _Timed(getattr(mod, owner), label))
             continue
+        target = getattr(mod, owner) if owner else mod
         if not hasattr(target, name):
             continue
         setattr(target, name, wrap(getattr(target, name), label, depth))
