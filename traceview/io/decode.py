@@ -69,9 +69,11 @@ class FastEvent(msgspec.Struct, gc=False):
 
 # Kineto's phases and categories (libkineto's activity type names, PyTorch's flow and
 # trace events). msgspec hands out one shared str per Literal value instead of a new str
-# per event, and those hash once: on the real 450 MB trace, 1.7 M events, about 0.15 s
-# of decode and key codes (docs/performance.md). A chunk with any other value fails
-# validation and is decoded as before, and so is the rest of that file (``_Collector``).
+# per event, and those hash once: on the real 450 MB trace's chunks (1.7 M events) the
+# chunk step took 1.62 s against 1.83 s (medians of 4 alternating rounds; the fastest
+# rounds 1.61 / 1.64 s: a small gain on a noisy machine, docs/performance.md). A chunk
+# with any other value fails validation and is decoded as before, and so is the rest of
+# that file (``_Collector``).
 KnownPhase = Literal["X", "i", "I", "f", "s", "t", "M", "B", "E", "b", "e", "n", "C", "P",
                      "O", "N", "D", "R", ""]
 KnownCat = Literal[
