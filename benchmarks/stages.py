@@ -9,6 +9,9 @@ that calls them), and the peak RSS (``VmHWM``) is read after each top-level stag
 wrappers cost a few microseconds per call, so the totals are a little above an
 unwrapped run; use ``bench_hta.py`` for the figures that judge speed. The output JSON
 is written to OUT (``--json``) so a run can be compared with the plain CLI's output.
+The CLI's allocator settings apply (``traceview.io.allocator``; they raise the peak by
+some 20-30 MiB on big traces), so the peaks are the CLI's; ``TRACEVIEW_KEEP_FREED_MEMORY=0``
+turns them off as it does for the CLI.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ WRAP = [
     ("traceview.io.pieces", "pieces", "inflate (read + gunzip pieces)", 1),
     ("traceview.io.splitter", "Splitter.push", "splitter (cut chunks) + chunk decode", 1),
     ("traceview.io.decode", "_Collector.chunk", "chunk: msgspec decode + columns", 2),
+    ("traceview.io.decode", "_KNOWN.decode", "msgspec typed decode", 3),
     ("traceview.io.decode", "_FAST.decode", "msgspec typed decode", 3),
     ("traceview.io.decode", "_Collector._add", "columns (key/name codes, args)", 3),
     ("traceview.io.decode", "_Collector.columns", "concatenate columns", 1),
@@ -121,13 +125,15 @@ def main(argv: list[str] | None = None) -> int:
                 calls[self._label] += 1
 
     for mod_name, attr, label, depth in WRAP:
-        order.append((label, depth))
+        if (label, depth) not in order:
+            order.append((label, depth))
         mod = importlib.import_module(mod_name)
         owner, _, name = attr.rpartition(".")
-        target = getattr(mod, owner) if owner else mod
-        if owner == "_FAST":
-            mod._FAST = _Timed(mod._FAST, label)
+        if owner in ("_KNOWN", "_FAST"):  # Kineto's categories, or any
+            if hasattr(mod, owner):  # (older trees have only _FAST)
+                setattr(mod, owner, _Timed(getattr(mod, owner), label))
             continue
+        target = getattr(mod, owner) if owner else mod
         if not hasattr(target, name):
             continue
         setattr(target, name, wrap(getattr(target, name), label, depth))
@@ -138,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     dec.pieces = pcs.pieces
     import traceview
     from traceview import model
+    from traceview.io.allocator import keep_freed_memory
 
+    keep_freed_memory()  # as the CLI does
     t_imports = clock() - T0
     t = clock()
     trace = model.build(dec.decode(args.trace))

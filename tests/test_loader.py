@@ -213,3 +213,37 @@ def test_a_cut_gzip_gives_the_same_text_with_either_backend(tmp_path, tb, monkey
         assert isal_text is None or text.startswith(isal_text)
         if frac >= 0.45:
             assert len(isal_text) > half
+
+
+def test_known_and_other_categories_decode_alike(tmp_path, monkeypatch):
+    """Kineto's categories decode as shared Literal strings; a chunk with another category
+    falls back to plain strings for the rest of the file: the same columns either way."""
+    from traceview.io import decode as dec
+    from traceview.io import pieces
+
+    src = FIXTURES / "triton_mul_1x4096_f32_stack.json.gz"
+    text = gzip.decompress(src.read_bytes())
+    odd = tmp_path / "odd.json"
+    # one event past the middle gets a category no Kineto trace has
+    m = re.compile(rb'"cat":\s*"python_function"').search(text, len(text) // 2)
+    odd.write_bytes(text[:m.end() - 2] + b'N"' + text[m.end():])
+
+    def columns(path):
+        d = dec.decode(path)
+        return ([(k, d.names[n]) for k, n in zip(map(d.keys.__getitem__, d.x.key.tolist()),
+                                                 d.x.name.tolist())],
+                d.x.ts.tolist(), d.x.dur.tolist())
+
+    monkeypatch.setattr(pieces, "PIECE", 4096)  # many chunks: known ones, then the odd one
+    seen = []
+    real_fast = dec._FAST
+    monkeypatch.setattr(dec, "_FAST", type("Spy", (), {
+        "decode": staticmethod(lambda t: seen.append(1) or real_fast.decode(t))})())
+    ref = columns(src)
+    assert not seen  # every chunk of a Kineto trace takes the Literal decoder
+    got = columns(odd)
+    assert seen  # the odd chunk and the ones after it take the plain one
+    renamed = [((ph, "python_function" if c == "python_functioN" else c, p, t), n)
+               for (ph, c, p, t), n in got[0]]
+    assert (renamed, got[1], got[2]) == ref
+    assert sum(k[1] == "python_functioN" for k, _ in got[0]) == 1

@@ -33,6 +33,7 @@ import numpy as np
 
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.nesting import Levels
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import Trace
@@ -266,12 +267,6 @@ def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:
     return any(v >= 2 for v in per.values())
 
 
-def nesting_depth(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Depth of each interval (sorted by start, longest first) among these intervals:
-    how many earlier ones are still open at its start."""
-    return np.arange(starts.size) - np.searchsorted(np.sort(ends), starts, side="right")
-
-
 def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, rules: RuleSet,
                  depth: int) -> FoundCalls | None:
     s = trace.slices
@@ -292,18 +287,11 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
     names_all = trace.names
     sync_code = timeline.categories.index("sync") if "sync" in timeline.categories else -1
     l_st = np.sort(s.start[mine])
+    levels = Levels(st, en)
 
     def below(p: int | None) -> list[CallSpan]:
         """The frames ``depth`` levels below frame ``p`` (None: the top) holding a launch."""
-        if p is not None:
-            inside = np.arange(p + 1, rows.size)
-            inside = inside[(st[inside] >= st[p]) & (en[inside] <= en[p])]
-        else:
-            inside = np.arange(rows.size)
-        if inside.size == 0:
-            return []
-        d = nesting_depth(st[inside], en[inside])
-        level = inside[d == depth - 1]
+        level = levels.at(p, depth - 1)
         if level.size == 0:
             return []
         n_launch = np.searchsorted(l_st, en[level]) - np.searchsorted(l_st, st[level])

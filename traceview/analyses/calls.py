@@ -171,8 +171,11 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     c_st = np.asarray([sp.start_ns for sp in spans], np.int64)
     c_en = np.asarray([sp.end_ns for sp in spans], np.int64)
     busy_in = intervals.overlap(busy, c_st, c_en)
-    cat_ns = {c: intervals.overlap(timeline.category_set(c), c_st, c_en)
-              for c in timeline.categories}
+    # a pass over the segments per category that has any (a cold compile's timeline has
+    # millions of segments, and most of the categories none)
+    present = np.bincount(timeline.seg_cat, minlength=len(timeline.categories)) > 0
+    cat_ns = {c: intervals.overlap(timeline.category_set(c), c_st, c_en) if present[k]
+              else np.zeros(c_st.size, np.int64) for k, c in enumerate(timeline.categories)}
     l_rows = launches.rows
     l_st = s.start[l_rows]
     lo = np.searchsorted(l_st, c_st, side="left")

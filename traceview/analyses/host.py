@@ -302,7 +302,8 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
         sorted_ends = ends[by_end]
     del by_depth, level_bounds
     if resolved is None:
-        resolved = _resolve_by_ancestor(starts, ends, parent, own, subtree, other)
+        resolved = _resolve_by_ancestor(parent, own, subtree, other)
+    del ends  # (the raised copy, when slices overlap)
     # each boundary's owner (n: untraced), then one merge of the three sorted lists
     last_start = np.flatnonzero(np.append(starts[1:] != starts[:-1], True)).astype(idx)
     first_end = np.flatnonzero(np.append(True, sorted_ends[1:] != sorted_ends[:-1]))
@@ -312,24 +313,37 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     end_o = np.concatenate((np.asarray([n], idx), end_owner))
     start_t = starts[last_start]
     del by_end, sorted_ends, first_end, end_owner, parent
-    # merge the two sorted lists, a start after an end at the same time
+    # merge the two sorted lists (each without repeats); where an end and a start share
+    # a time the start's owner holds from there, so that end is dropped first
+    at_end = np.searchsorted(start_t, end_t, side="left")  # starts before each end
+    shadowed = at_end < start_t.size
+    shadowed[shadowed] = start_t[at_end[shadowed]] == end_t[shadowed]
+    if shadowed.any():
+        live = ~shadowed
+        end_t, end_o, at_end = end_t[live], end_o[live], at_end[live]
+        del live
+    del shadowed
+    at_start = np.searchsorted(end_t, start_t, side="right")  # ends at or before each start
+    _add_positions(at_end)
+    _add_positions(at_start)
     times = np.empty(end_t.size + start_t.size, np.int64)
+    times[at_end] = end_t
+    times[at_start] = start_t
+    del end_t, start_t
     owners = np.empty(times.size, idx)
-    at = np.searchsorted(start_t, end_t, side="left")
-    at += np.arange(end_t.size)
-    times[at], owners[at] = end_t, end_o
-    at = np.searchsorted(end_t, start_t, side="right")
-    at += np.arange(start_t.size)
-    times[at], owners[at] = start_t, last_start
-    del at, end_t, end_o, start_t, last_start
-    keep = np.append(times[1:] != times[:-1], True)  # the last entry at each time
-    keep &= times < w1
-    times, owners = times[keep], owners[keep]
+    owners[at_end] = end_o
+    owners[at_start] = last_start
+    del at_end, at_start, end_o, last_start
+    stop = int(np.searchsorted(times, w1, side="left"))  # an end at w1 starts nothing
+    times, owners = times[:stop], owners[:stop]
     change = np.append(True, owners[1:] != owners[:-1])  # maximal runs of one owner
-    seg_start = times[change]
+    # segments are contiguous: starts and ends are two views of one array of bounds
+    bounds = np.empty(int(change.sum()) + 1, np.int64)
+    bounds[:-1] = times[change]
+    bounds[-1] = w1
+    seg_start, seg_end = bounds[:-1], bounds[1:]
     owner = owners[change]
-    del times, owners, keep, change
-    seg_end = np.append(seg_start[1:], w1)
+    del times, owners, change
     untraced_seg = owner == n
     owner[untraced_seg] = n - 1
     seg_cat = resolved[owner]
@@ -337,6 +351,15 @@ def _sweep_arrays(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree
     owner[untraced_seg] = -1
     seg_pos = owner
     return seg_start, seg_end, seg_cat, seg_pos, resolved, non_nested
+
+
+def _add_positions(at: np.ndarray) -> None:
+    """``at += arange(at.size)`` (an entry's place in a merge: the other list's entries
+    before it plus its own list's), a block at a time: no row-sized temporary."""
+    block = 1 << 18
+    for lo in range(0, at.size, block):
+        hi = min(at.size, lo + block)
+        at[lo:hi] += np.arange(lo, hi)
 
 
 def _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other) -> np.ndarray:
@@ -360,62 +383,43 @@ def _resolve_by_level(parent, own, subtree, by_depth, level_bounds, other) -> np
     return resolved
 
 
-def _resolve_by_ancestor(starts, ends, parent, own, subtree, other) -> np.ndarray:
+def _resolve_by_ancestor(parent, own, subtree, other) -> np.ndarray:
     """The same categories without a pass per depth level (overhanging slices can make
     the loop's tree thousands of levels deep), from two nearest ancestors.
 
     Unrolling the level rule: a ``subtree`` slice takes its own category; otherwise the
     nearest ``subtree`` ancestor's category, when it names one; otherwise the category
     of the nearest ancestor-or-self that names one or is a ``subtree`` slice (which may
-    be ``inherit`` itself, as in the level rule); with none, ``other``. The nearest
-    ``subtree`` ancestor is the innermost ``subtree`` slice whose span of positions (its
-    subtree: the slices after it that start before it ends, ``ends`` nesting properly)
-    holds the slice; the nearest naming ancestor is found by pointer jumping over the
-    chains of ``inherit`` slices, which are short.
+    be ``inherit`` itself, as in the level rule); with none, ``other``. Both nearest
+    ancestors are found by pointer jumping up ``parent`` (the loop's tree) over the
+    slices that do not qualify; those chains are short (builtins, helpers), and a chain
+    of length L takes log2(L) rounds.
     """
     n = parent.size
     marked = subtree | (own != -1)
-    near = np.where(marked, np.arange(n, dtype=parent.dtype), parent)
-    todo = np.flatnonzero(~marked)
-    while todo.size:
-        c = near[todo]
-        todo = todo[(c >= 0) & ~marked[np.maximum(c, 0)]]
-        near[todo] = near[near[todo]]
+    near = _nearest(np.where(marked, np.arange(n, dtype=parent.dtype), parent), marked)
     named = np.where(near >= 0, own[np.maximum(near, 0)], other)
-    del near, todo, marked
-    heads = np.flatnonzero(subtree)
-    if heads.size:
-        span_end = np.searchsorted(starts, ends[heads], side="left")
-        k = _innermost(heads, span_end, n)
-        forced = np.where(k >= 0, own[heads[np.maximum(k, 0)]], -1)
+    del near, marked
+    if subtree.any():  # the nearest subtree ancestor (for the slices that are not one)
+        head = _nearest(np.where(subtree, -1, parent).astype(parent.dtype, copy=False), subtree)
+        forced = np.where(head >= 0, own[np.maximum(head, 0)], -1)
         named = np.where(forced != -1, forced, named)
     return np.where(subtree, own, named).astype(np.int32, copy=False)
 
 
-def _innermost(first: np.ndarray, stop: np.ndarray, n: int) -> np.ndarray:
-    """For each position in ``range(n)``, the index of the innermost span ``[first,
-    stop)`` holding it (-1: none). The spans are sorted by ``first`` (distinct) and
-    laminar (nested or disjoint), so the rank rule of ``_levels`` applies: a span's
-    level is how many earlier spans hold its first position, a position is held by as
-    many spans as start at or before it minus those that stop by then, and the
-    innermost of them is the last span starting at or before it one level up from
-    there. Positions go in blocks, to bound the temporaries."""
-    m = first.size
-    stops = np.sort(stop)
-    key = np.arange(m, dtype=np.int64) - np.searchsorted(stops, first, side="right")  # level
-    key *= m + 1
-    key += np.arange(m)  # by level, then position
-    by_level = np.argsort(key, kind="stable").astype(np.int32 if m < 2**31 else np.int64)
-    key = key[by_level]
-    out = np.empty(n, by_level.dtype)
-    block = 1 << 18
-    for lo in range(0, n, block):
-        q = np.arange(lo, min(n, lo + block), dtype=np.int64)
-        last = np.searchsorted(first, q, side="right") - 1
-        depth = last + 1 - np.searchsorted(stops, q, side="right")
-        pos = np.searchsorted(key, (depth - 1) * (m + 1) + last, side="right") - 1
-        out[lo:lo + q.size] = np.where(depth > 0, by_level[np.maximum(pos, 0)], -1)
-    return out
+def _nearest(start: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """From each slice's ``start`` (its parent, or itself; -1: none), the first
+    ``marked`` slice up the tree (-1: none). Pointer jumping: a slice's candidate has
+    only unmarked slices between, so an unmarked candidate is replaced by its own
+    candidate until it is marked or past the root."""
+    near = start.copy()
+    todo = np.flatnonzero(near >= 0)
+    while todo.size:
+        c = near[todo]
+        todo = todo[~marked[c]]
+        near[todo] = near[near[todo]]
+        todo = todo[near[todo] >= 0]
+    return near
 
 
 def _levels(starts: np.ndarray, ends: np.ndarray, idx):
@@ -557,44 +561,65 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     a stable sort by name each group is too, and the union of a group's intervals is a
     running maximum of ends that restarts at each group (made to restart by offsetting
     each group's times past the previous group's; the per-group loop is kept for
-    windows too long for that offset).
+    windows too long for that offset). Groups are runs of rows, so their sums are
+    ``np.add.reduceat``; the arrays of one row each are made in place, few at a time
+    (this was the run's peak memory on big traces).
     """
     rows = timeline.rows
-    if rows.size == 0:
+    n = rows.size
+    if n == 0:
         return []
     s = trace.slices
     names = s.name[rows]
     narrow = names.astype(np.uint16) if len(trace.names) <= 1 << 16 else names
     order = np.argsort(narrow, kind="stable")  # a radix sort for up to 65536 names
     del narrow
+    if n < 2**31:
+        order = order.astype(np.int32)
     names = names[order]
     first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
     codes = names[first]
-    count = np.diff(np.append(first, rows.size))
-    group = np.repeat(np.arange(first.size), count)
     del names
+    count = np.diff(np.append(first, n))
+    group = np.repeat(np.arange(first.size, dtype=np.int32 if first.size < 2**31 else np.int64),
+                      count)
     own_ns = timeline.self_ns[order]
-    self_ns = intervals.sum_by(group, own_ns, first.size)
+    self_ns = np.add.reduceat(own_ns, first)
     # the category holding most of the function's self time (+1 each: a tie-break that
     # still names a category for functions with no self time)
     ncat = len(timeline.categories)
     own_ns += 1
-    by_cat = intervals.sum_by(group * ncat + timeline.row_cat[order], own_ns, first.size * ncat)
+    key = np.multiply(group, ncat, dtype=np.int64)
+    key += timeline.row_cat[order]
+    by_cat = intervals.sum_by(key, own_ns, first.size * ncat)
+    del key, own_ns
     category = np.argmax(by_cat.reshape(first.size, ncat), axis=1)
-    del own_ns
     # union of each function's intervals, times relative to the window's start
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
     by_name = rows[order]
-    starts = np.maximum(s.start[by_name], w0) - w0
-    ends = np.minimum(s.end[by_name], w1) - w0
+    del order
+    starts = s.start[by_name]
+    np.maximum(starts, w0, out=starts)
+    starts -= w0
+    ends = s.end[by_name]
+    np.minimum(ends, w1, out=ends)
+    ends -= w0
     del by_name
     span = w1 - w0 + 1
     if first.size * span < UNION_OFFSET_LIMIT:
-        offset = group * span
-        prev = np.maximum.accumulate(ends + offset)
-        prev = np.append(-1, prev[:-1]) - offset  # < 0 at each group's first row
-        total = intervals.sum_by(group, np.maximum(ends - np.maximum(starts, prev), 0),
-                                 first.size)
+        # run = the running maximum of ends offset by group * span; before each row,
+        # its group's latest end so far (< 0 at a group's first row)
+        run = np.multiply(group, span, dtype=np.int64)
+        run += ends
+        np.maximum.accumulate(run, out=run)
+        prev = np.multiply(group[1:], span, dtype=np.int64)
+        np.subtract(run[:-1], prev, out=prev)
+        del run
+        np.maximum(starts[1:], prev, out=starts[1:])  # row 0 starts at >= 0 > -1
+        del prev
+        np.subtract(ends, starts, out=starts)  # the part of each row not yet covered
+        np.maximum(starts, 0, out=starts)
+        total = np.add.reduceat(starts, first)
     else:
         total = np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
                             for a, b in zip(first.tolist(), (first + count).tolist(),

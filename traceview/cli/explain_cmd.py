@@ -81,10 +81,11 @@ def explain(
             ref = figure.name
             if format is not Format.md:  # markdown mentions it itself; stdout stays clean
                 print(f"traceview: figure written to {figure}", file=sys.stderr)
+        # only the text report reads the terminal (JSON and markdown skip rich's import)
+        console = stdout_console(None) if format is Format.text else None
         out = renderer(format.value).render(report, RenderOptions(
-            width=width or stdout_console(None).width, top=top,
-            color=stdout_console(None).color_system if format is Format.text else None,
-            figure=ref))
+            width=width or (console.width if console is not None else 80), top=top,
+            color=console.color_system if console is not None else None, figure=ref))
         sys.stdout.write(out)
         sys.stdout.flush()
 

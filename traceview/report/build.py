@@ -118,12 +118,14 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
     lo, hi = call.start_ns, call.end_ns
     axis_end = max(hi, src.kernel_end_ns or 0)
     tl = a.timeline
-    sel = (tl.seg_end > lo) & (tl.seg_start < hi)
+    # the segments that meet the call: one run of them (segments are sorted and disjoint)
+    j0 = int(np.searchsorted(tl.seg_end, lo, side="right"))
+    j1 = max(j0, int(np.searchsorted(tl.seg_start, hi, side="left")))
     # neighbours of one category that touch are one segment (vectorised: a cold compile's
     # call has millions of timeline segments)
-    st = np.maximum(tl.seg_start[sel], lo)
-    en = np.minimum(tl.seg_end[sel], hi)
-    cat = tl.seg_cat[sel]
+    st = np.maximum(tl.seg_start[j0:j1], lo)
+    en = np.minimum(tl.seg_end[j0:j1], hi)
+    cat = tl.seg_cat[j0:j1]
     host: list[m.Segment] = []
     if st.size:
         new = np.ones(st.size, dtype=bool)
