@@ -231,7 +231,7 @@ def test_known_and_other_categories_decode_alike(tmp_path, monkeypatch):
     def columns(path):
         d = dec.decode(path)
         return ([(k, d.names[n]) for k, n in zip(map(d.keys.__getitem__, d.x.key.tolist()),
-                                                 d.x.name.tolist())],
+                                                 d.x.name.tolist(), strict=True)],
                 d.x.ts.tolist(), d.x.dur.tolist())
 
     monkeypatch.setattr(pieces, "PIECE", 4096)  # many chunks: known ones, then the odd one

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def where_it_ran() -> dict[str, object]:
@@ -32,18 +34,24 @@ def where_it_ran() -> dict[str, object]:
     return out
 
 
-def main() -> None:
-    from traceview.capture.baseline_child import _decode, measure_here
+def answer(measure: Callable[[str], dict[str, Any]]) -> None:
+    """The protocol of ``ab``'s children: stdin -> ``measure`` -> one JSON line with
+    where the process ran, or ``{"error", "exit_code"}`` and that exit code."""
     from traceview.errors import TraceviewError
 
-    config = _decode(sys.stdin.read())
     try:
-        block = measure_here(config, check=True)
+        result = measure(sys.stdin.read())
     except TraceviewError as exc:
         print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}), flush=True)
         sys.exit(exc.exit_code)
-    block["cpu"] = where_it_ran()
-    print(json.dumps(block), flush=True)
+    result["cpu"] = where_it_ran()
+    print(json.dumps(result), flush=True)
+
+
+def main() -> None:
+    from traceview.capture.baseline_child import _decode, measure_here
+
+    answer(lambda text: measure_here(_decode(text), check=True))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from typing import Any
 
 from traceview.stats import median
@@ -98,19 +97,15 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    from traceview.capture.ab_child import where_it_ran
+    from traceview.capture.ab_child import answer
     from traceview.capture.baseline_child import _decode
-    from traceview.errors import TraceviewError
 
-    doc = json.loads(sys.stdin.read())
-    try:
-        result = measure_pair(_decode(json.dumps(doc["a"])), _decode(json.dumps(doc["b"])),
-                              int(doc["blocks"]))
-    except TraceviewError as exc:
-        print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}), flush=True)
-        sys.exit(exc.exit_code)
-    result["cpu"] = where_it_ran()
-    print(json.dumps(result), flush=True)
+    def measure(text: str) -> dict[str, Any]:
+        doc = json.loads(text)
+        return measure_pair(_decode(json.dumps(doc["a"])), _decode(json.dumps(doc["b"])),
+                            int(doc["blocks"]))
+
+    answer(measure)
 
 
 if __name__ == "__main__":
