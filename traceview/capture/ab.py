@@ -42,12 +42,13 @@ synchronised each call, amortized submit, device per op from graph replays on CU
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,11 +152,37 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
     return wall, result
 
 
+def check_time_limit(time_limit_s: float | None) -> None:
+    """``--time-limit`` is a finite number of seconds > 0 (or not given)."""
+    if time_limit_s is not None and not (math.isfinite(time_limit_s) and time_limit_s > 0):
+        raise CaptureError(f"--time-limit takes a number of seconds > 0, got {time_limit_s:g}")
+
+
 def _longest(took: Sequence[float]) -> float:
     """The longest round so far, leaving out round 1 once there are others: it compiles
     and loads caches (40 s against 24-28 s for the rest on the H200), so counting it
     would stop a run a round early."""
     return max(took[1:] if len(took) > 1 else took, default=0.0)
+
+
+def rounds_in_time(rounds: int, time_limit_s: float | None,
+                   clock: Callable[[], float] = time.monotonic) -> Iterator[int]:
+    """The rounds ``0 .. rounds-1`` that may start: each only when the time used so far
+    plus the longest round so far (:func:`_longest`) still fits in ``time_limit_s``, so
+    a run planned for more rounds than the time allows ends with whole rounds."""
+    if rounds < 1:
+        raise CaptureError(f"--rounds must be >= 1, got {rounds}")
+    check_time_limit(time_limit_s)
+    start = round_start = clock()
+    took: list[float] = []
+    for r in range(rounds):
+        now = clock()
+        if r:
+            took.append(now - round_start)
+            if time_limit_s is not None and now - start + _longest(took) > time_limit_s:
+                return
+        round_start = now
+        yield r
 
 
 def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
@@ -168,36 +195,21 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     ``seed`` None: balanced order (AB, BA, AB, ...); an int: each round's order drawn at
     random from it. ``on_run`` sees each process as it finishes (progress). Returns the
     runs in the order they ran; the first failing process stops the run (TraceviewError).
-
-    ``time_limit_s``: a round is started only when the time used so far plus the longest
-    round so far (round 1, which compiles, left out once there are others) fits in the limit, so a run planned for more rounds than the time allows
-    still ends with whole rounds (never half a pair) and a verdict on those; the caller
-    compares ``len(runs) // 2`` with ``rounds`` to say it stopped early.
+    ``time_limit_s``: :func:`rounds_in_time` (never half a pair); the caller compares
+    ``len(runs) // 2`` with ``rounds`` to say it stopped early.
     """
-    if rounds < 1:
-        raise CaptureError(f"--rounds must be >= 1, got {rounds}")
-    if time_limit_s is not None and time_limit_s <= 0:
-        raise CaptureError(f"--time-limit must be > 0 s, got {time_limit_s:g}")
     sides = {"A": a, "B": b}
+    order = interleaved_order(rounds, seed)
     runs: list[ProcessRun] = []
-    start = clock()
-    round_start = start
-    took: list[float] = []
-    for i, (r, which) in enumerate(interleaved_order(rounds, seed)):
-        if i % 2 == 0:
-            now = clock()
-            if i:
-                took.append(now - round_start)
-            if time_limit_s is not None and i and \
-                    now - start + _longest(took) > time_limit_s:
-                break
-            round_start = now
-        wall, result = run_process(sides[which], r, timeout_s)
-        run = ProcessRun(index=i, round=r, side=which, position=i % 2, wall_ns=wall,
-                         result=result)
-        runs.append(run)
-        if on_run is not None:
-            on_run(run)
+    for r in rounds_in_time(rounds, time_limit_s, clock):
+        for _, which in order[2 * r:2 * r + 2]:
+            i = len(runs)
+            wall, result = run_process(sides[which], r, timeout_s)
+            run = ProcessRun(index=i, round=r, side=which, position=i % 2, wall_ns=wall,
+                             result=result)
+            runs.append(run)
+            if on_run is not None:
+                on_run(run)
     return runs
 
 
@@ -213,20 +225,8 @@ def run_same_process(pair: Side, rounds: int,
     records of one round, so :func:`paired_figures` and the statistics are the same as
     for fresh processes per side. ``time_limit_s`` as in :func:`run_interleaved`.
     """
-    if rounds < 1:
-        raise CaptureError(f"--rounds must be >= 1, got {rounds}")
-    if time_limit_s is not None and time_limit_s <= 0:
-        raise CaptureError(f"--time-limit must be > 0 s, got {time_limit_s:g}")
     runs: list[ProcessRun] = []
-    start = round_start = clock()
-    took: list[float] = []
-    for r in range(rounds):
-        now = clock()
-        if r:
-            took.append(now - round_start)
-            if time_limit_s is not None and now - start + _longest(took) > time_limit_s:
-                break
-        round_start = now
+    for r in rounds_in_time(rounds, time_limit_s, clock):
         wall, result = run_process(pair, r, timeout_s)
         shared = {k: v for k, v in result.items() if k not in ("A", "B")}
         for label in ("A", "B"):
@@ -428,7 +428,14 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     (``ab_pair_child``); the sides must then share interpreter, environment and import
     path, and differ by implementation or callable only."""
     sides = sides or {}
+    check_time_limit(time_limit_s)  # here too: before the checks, not after them
     if same_process:
+        if not 2 <= blocks <= 1000 or blocks % 2:
+            raise CaptureError(f"--blocks takes an even number from 2 to 1000 (each side "
+                               f"first in half of the pairs), got {blocks}")
+        if seed is not None:
+            raise CaptureError("--order-seed orders processes; with --same-process each "
+                               "process runs both sides in blocks A B, B A, ...: leave it out")
         a_opts, b_opts = (dict(sides.get(x, {})) for x in ("A", "B"))
         for key, flag in (("python", "python"), ("env", "env"), ("path", "path")):
             if (a_opts.get(key) or None) != (b_opts.get(key) or None):
@@ -444,9 +451,6 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
             if cfg.mode != "eager":
                 raise CaptureError("--same-process measures eager calls only; leave out "
                                    "--mode graph")
-        if blocks < 2 or blocks % 2:
-            raise CaptureError(f"--blocks takes an even number >= 2 (each side first in "
-                               f"half of them), got {blocks}")
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
         made = {}
         for label, config in (("A", config_a), ("B", config_b)):

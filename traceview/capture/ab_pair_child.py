@@ -55,10 +55,6 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
     from traceview.capture import device as device_mod
     from traceview.capture.metadata import versions
 
-    if blocks < 2:
-        from traceview.errors import CaptureError
-
-        raise CaptureError(f"--blocks must be >= 2, got {blocks}")
     dev = device_mod.open_device(config_a)
     device_mod.check_memory(dev, config_a)
     device_mod.check_memory(dev, config_b)
