@@ -27,24 +27,6 @@ from typing import Any
 from traceview.stats import median
 
 
-def _prepare(config: Any, dev: Any, stack: contextlib.ExitStack) -> tuple[Any, int, Any]:
-    from traceview.capture import correctness
-    from traceview.capture.impls import build_impl
-    from traceview.capture.inputs import make_inputs
-
-    inputs = make_inputs(dev.torch, config, dev.torch_device)
-    impl = build_impl(config, dev, inputs, stack)
-    first = impl.call()
-    dev.sync()
-    checked = correctness.check(dev.torch, config, inputs, first)
-    out_bytes = first.numel() * first.element_size()
-    del first
-    for _ in range(config.warmup):
-        impl.call()
-        dev.sync()
-    return impl.call, out_bytes, checked
-
-
 def block_order(blocks: int) -> list[str]:
     """The sides' blocks in run order: A B, B A, A B, ... (``blocks`` per side)."""
     return [side for i in range(blocks) for side in (("A", "B") if i % 2 == 0 else ("B", "A"))]
@@ -53,6 +35,7 @@ def block_order(blocks: int) -> list[str]:
 def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
     from traceview.capture import baseline as baseline_mod
     from traceview.capture import device as device_mod
+    from traceview.capture.baseline_child import prepare
     from traceview.capture.metadata import versions
 
     dev = device_mod.open_device(config_a)
@@ -60,20 +43,21 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
     device_mod.check_memory(dev, config_b)
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        sides = {label: _prepare(cfg, dev, stack)
+        sides = {label: prepare(cfg, dev, stack, check=True)
                  for label, cfg in (("A", config_a), ("B", config_b))}
         n = config_a.baseline_n
         samples: dict[str, list[int]] = {"A": [], "B": []}
         submit: dict[str, list[int]] = {"A": [], "B": []}
         complete: dict[str, list[int]] = {"A": [], "B": []}
         for label in block_order(blocks):
-            call = sides[label][0]
+            call = sides[label].call
             samples[label].extend(baseline_mod.full_api_samples(dev, call, n))
             s, c = baseline_mod.amortized(dev, call, n)
             submit[label].append(s)
             complete[label].append(c)
         for label, cfg in (("A", config_a), ("B", config_b)):
-            call, out_bytes, checked = sides[label]
+            call, out_bytes, checked = (sides[label].call, sides[label].out_bytes,
+                                        sides[label].checked)
             p50 = int(median(samples[label]))
             block: dict[str, Any] = {
                 "n": n, "blocks": blocks, "full_api_ns_p50": p50,

@@ -101,8 +101,46 @@ def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     return block
 
 
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """One implementation ready to time: its call (on ``--streams`` streams), the raw
+    call, the inputs, the output's size, and the correctness block (when checked)."""
+
+    call: Any
+    impl_call: Any
+    inputs: Any
+    out_bytes: int
+    checked: dict[str, Any] | None
+
+
+def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
+            check: bool) -> Prepared:
+    """Seeded inputs, the implementation, its first call (checked against the reference
+    when ``check``), then ``config.warmup`` synchronized calls."""
+    from traceview.capture.impls import build_impl, on_streams
+    from traceview.capture.inputs import make_inputs
+
+    inputs = make_inputs(dev.torch, config, dev.torch_device)
+    impl = build_impl(config, dev, inputs, stack)
+    first = impl.call()
+    dev.sync()
+    checked = None
+    if check:
+        from traceview.capture import correctness
+
+        checked = correctness.check(dev.torch, config, inputs, first)
+    out_bytes = first.numel() * first.element_size()
+    del first
+    call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
+    for _ in range(config.warmup):
+        call()
+        dev.sync()
+    return Prepared(call, impl.call, inputs, out_bytes, checked)
+
+
 def measure_here(config: CaptureConfig, *, check: bool = False) -> dict[str, Any]:
-    """The ``baseline`` block measured in this process: warm-up, then ``baseline.measure``.
+    """The ``baseline`` block measured in this process: :func:`prepare`, then
+    ``baseline.measure``.
 
     ``check`` also compares the first output with the reference (``correctness`` key) and
     records ``versions``: what ``traceview ab``'s children report. Raises TraceviewError
@@ -111,44 +149,29 @@ def measure_here(config: CaptureConfig, *, check: bool = False) -> dict[str, Any
     from traceview.capture import baseline as baseline_mod
     from traceview.capture import device as device_mod
     from traceview.capture.graphs import capture_graph
-    from traceview.capture.impls import build_impl, on_streams
-    from traceview.capture.inputs import make_inputs
 
     dev = device_mod.open_device(config)
     device_mod.check_memory(dev, config)
     torch = dev.torch
     what = f"--impl {config.impl} {config.op}"
-    checked = None
     with contextlib.ExitStack() as stack:
-        inputs = make_inputs(torch, config, dev.torch_device)
-        impl = build_impl(config, dev, inputs, stack)
-        first = impl.call()
-        dev.sync()
-        if check:
-            from traceview.capture import correctness
-
-            checked = correctness.check(torch, config, inputs, first)
-        out_bytes = first.numel() * first.element_size()
-        del first
-        call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
-        for _ in range(config.warmup):
-            call()
-            dev.sync()
+        ready = prepare(config, dev, stack, check=check)
         replay = None
         if config.mode == "graph":
-            graph = capture_graph(torch, impl.call, config.graph_ops, what)
+            graph = capture_graph(torch, ready.impl_call, config.graph_ops, what)
             graph.replay()
             dev.sync()
             if check:  # the replays are what gets timed: check what they produce too
                 from traceview.capture import correctness
 
-                correctness.check(torch, config, inputs, graph.outputs[-1])
+                correctness.check(torch, config, ready.inputs, graph.outputs[-1])
             replay = graph.replay
-        block = baseline_mod.measure(dev, call, config.baseline_n, out_bytes, what, replay=replay)
+        block = baseline_mod.measure(dev, ready.call, config.baseline_n, ready.out_bytes,
+                                     what, replay=replay)
     if check:
         from traceview.capture.metadata import versions
 
-        block["correctness"] = checked
+        block["correctness"] = ready.checked
         block["versions"] = versions(torch)
         block["device"] = dev.info()
     return block
