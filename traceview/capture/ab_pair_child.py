@@ -14,7 +14,8 @@ even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side
 first in half of the pairs); a block is one side's ``baseline_n`` synchronized calls and
 one amortized batch. Per side: the median of
 all its synchronized calls, the median of its blocks' amortized figures, and (CUDA) the
-CUDA-graph device time at the end. Prints one JSON line ``{"A": block, "B": block,
+CUDA-graph device time at the end, both sides' graphs replayed alternately
+(``baseline.device_per_op_interleaved``). Prints one JSON line ``{"A": block, "B": block,
 "cpu": ...}`` or ``{"error": ..., "exit_code": N}``.
 """
 
@@ -55,22 +56,25 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
             s, c = baseline_mod.amortized(dev, call, n)
             submit[label].append(s)
             complete[label].append(c)
-        for label, cfg in (("A", config_a), ("B", config_b)):
-            call, out_bytes, checked = (sides[label].call, sides[label].out_bytes,
-                                        sides[label].checked)
-            p50 = int(median(samples[label]))
-            block: dict[str, Any] = {
-                "n": n, "blocks": blocks, "full_api_ns_p50": p50,
+        configs = {"A": config_a, "B": config_b}
+        p50s = {label: int(median(samples[label])) for label in configs}
+        for label in configs:
+            out[label] = {
+                "n": n, "blocks": blocks, "full_api_ns_p50": p50s[label],
                 "amortized_submit_ns": int(median(submit[label])),
                 "amortized_ns": int(median(complete[label])),
-                "correctness": checked,
+                "correctness": sides[label].checked,
             }
-            if dev.is_cuda:
-                what = f"--impl {cfg.impl} {cfg.op}"
-                block.update(baseline_mod.device_per_op(dev, call, p50, out_bytes, what))
-            else:
-                block["device_ns"] = None
-            out[label] = block
+        if dev.is_cuda:
+            device = baseline_mod.device_per_op_interleaved(
+                dev, {label: (sides[label].call, sides[label].out_bytes,
+                              f"--impl {cfg.impl} {cfg.op}")
+                      for label, cfg in configs.items()}, min(p50s.values()))
+            for label in configs:
+                out[label].update(device[label])
+        else:
+            for label in configs:
+                out[label]["device_ns"] = None
     out["versions"] = versions(dev.torch)
     out["device"] = dev.info()
     return out
