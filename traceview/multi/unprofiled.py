@@ -147,9 +147,11 @@ def from_ab(doc: dict[str, Any]) -> dict[str, Any]:
                         "ci_low_ns": pc.ci_low_ns, "ci_high_ns": pc.ci_high_ns,
                         "confidence": pc.confidence,
                         "verdict": pc.verdict.replace("B ", "after ")})
+    blocks = (doc.get("protocol") or {}).get("blocks")
+    how = (f"both sides in each fresh process, {blocks} alternating blocks per side"
+           if blocks else "interleaved rounds of fresh processes")
     line = verdict_line(main, main.rounds if main else 0, names=("before", "after"),
-                        data="unprofiled, synchronized each call, interleaved rounds of "
-                             "fresh processes (traceview ab)")
-    return {"source": "traceview ab: interleaved rounds of fresh processes, paired per round",
+                        data=f"unprofiled, synchronized each call, {how} (traceview ab)")
+    return {"source": f"traceview ab: {how}, paired per round",
             "paired": True, "method": doc.get("method"), "figures": figures, "line": line,
             "sides": {k: v.get("name") for k, v in doc.get("sides", {}).items()}}
