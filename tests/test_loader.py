@@ -234,6 +234,9 @@ def test_known_and_other_categories_decode_alike(tmp_path, monkeypatch):
                                                  d.x.name.tolist(), strict=True)],
                 d.x.ts.tolist(), d.x.dur.tolist())
 
+    from traceview.io import fastscan
+
+    monkeypatch.setattr(fastscan, "_SCAN", None)  # the msgspec path (the scanner has no Literals)
     monkeypatch.setattr(pieces, "PIECE", 4096)  # many chunks: known ones, then the odd one
     seen = []
     real_fast = dec._FAST

@@ -1,7 +1,9 @@
-"""The array sweep and the loop sweep agree, and so do hot functions' two union paths.
+"""The array sweep, the compiled loop and the loop sweep agree, and so do hot functions'
+two union paths.
 
-``attribute_host`` computes owners with array operations; ``general=True`` runs the
-plain stack loop instead, the reference. Random nested trees (identical spans, shared
+``attribute_host`` computes owners with the compiled loop (``analyses/_host_sweep.c``)
+where it is built, else with array operations; ``general=True`` runs the plain stack
+loop instead, the reference. Every comparison below checks both fast paths. Random nested trees (identical spans, shared
 starts and ends, touching siblings, subtree and inherit rules) and random sets that
 overlap without nesting must give the same timeline either way.
 """
@@ -9,6 +11,7 @@ overlap without nesting must give the same timeline either way.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,12 +85,17 @@ def _timelines(path, ran=None):
             ran.append(out is not None)
         return out
 
+    compiled = host._NATIVE_SWEEP
     host._sweep_arrays = spy
+    host._NATIVE_SWEEP = None  # the array sweep, even where the compiled loop is built
     try:
         fast = host.attribute_host(trace, lane, window, rules)
     finally:
         host._sweep_arrays = sweep
+        host._NATIVE_SWEEP = compiled
     loop = host.attribute_host(trace, lane, window, rules, general=True)
+    if compiled is not None:  # and the compiled loop (what runs by default) agrees too
+        _same(host.attribute_host(trace, lane, window, rules), loop)
     return trace, fast, loop
 
 
@@ -175,6 +183,23 @@ def test_hot_functions_union_paths_agree(tmp_path, plan):
             covered.update(range(int(s.start[r]), int(s.end[r])))
         assert f.total_ns == len(covered) and f.count == len(rows)
         assert f.self_ns == int(sum(fast.self_ns[fast.rows.tolist().index(r)] for r in rows))
+
+
+def test_the_compiled_sweep_is_built_where_ci_requires_it():
+    import os
+
+    if os.environ.get("TRACEVIEW_REQUIRE_NATIVE") == "1":
+        assert host._NATIVE_SWEEP is not None
+
+
+@pytest.mark.parametrize("name", ["triton_mul_cold_stack.json.gz", "shape_compile_cold.json.gz",
+                                  "flag_gems_add_16x4096_bf16.cold.json.gz",
+                                  "two_streams_8192x8192_f16.json.gz"])
+def test_real_fixtures_agree_on_all_three_paths(name):
+    from conftest import FIXTURES
+
+    _, fast, loop = _timelines(FIXTURES / name)
+    _same(fast, loop)
 
 
 def test_nested_fixture_takes_the_array_path():

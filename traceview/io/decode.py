@@ -41,6 +41,7 @@ import msgspec.structs
 import numpy as np
 
 from traceview.errors import TraceLoadError
+from traceview.io import fastscan
 from traceview.io.pieces import pieces
 from traceview.io.splitter import Splitter
 
@@ -127,6 +128,7 @@ _NAME = attrgetter("name")
 _TS = attrgetter("ts")
 _DUR = attrgetter("dur")
 _FAST = msgspec.json.Decoder(list[FastEvent])
+_ONE = msgspec.json.Decoder(FastEvent)
 _KNOWN = msgspec.json.Decoder(list[KnownEvent])
 _EXACT = msgspec.json.Decoder(list[ExactEvent])
 _LOOSE = msgspec.json.Decoder(list[LooseEvent])
@@ -260,6 +262,9 @@ class _Collector:
         self.known = True  # Kineto's phases and categories so far (``KnownEvent``)
 
     def chunk(self, text: bytes) -> None:
+        scanned = fastscan.scan(text)
+        if scanned is not None and self._add_scanned(text, scanned):
+            return
         events = None
         if self.known:
             try:
@@ -310,21 +315,73 @@ class _Collector:
             raw = events[int(xi[i])].args
             if not raw:
                 continue
-            b = bytes(raw)
-            self.args_raw[base + i] = b
-            try:
-                la = _LINK.decode(b)
-                vals = (la.correlation, la.stream, la.device)
-            except msgspec.ValidationError:
-                d = decode_args(b)
-                vals = tuple(int_or_none(d.get(k)) for k in ("correlation", "stream", "device"))
-            except msgspec.DecodeError:
-                continue
-            if vals != (None, None, None):
-                self.link_rows.append(base + i)
-                self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
-                                            for v in vals))
+            self._link(base + i, bytes(raw))
         self.rows += xi.size
+
+    def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
+        """``_add`` for a chunk the compiled scanner read: the same codes, columns, kept
+        args and other-phase events, in the same order. False (nothing changed) when a
+        distinct key, name or other-phase event does not decode, so the caller decodes
+        the chunk the msgspec way."""
+        n = s.key.size
+        if n == 0:
+            return True
+        view = memoryview(text)
+        try:
+            keys = [(_token_str(view, a, b), _token_str(view, c, d), _token_id(view, e, f),
+                     _token_id(view, g, h)) for a, b, c, d, e, f, g, h in s.key_spans.tolist()]
+            names = [_token_str(view, a, b) for a, b in s.name_spans.tolist()]
+        except (msgspec.DecodeError, ValueError):
+            return False
+        key_lut = np.fromiter(map(self.keys.__getitem__, keys), np.int32, len(keys))
+        kc = key_lut[s.key]
+        is_x_lut = np.fromiter((k[0] == "X" for k in self.keys), np.bool_, len(self.keys))
+        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
+                               np.bool_, len(self.keys))
+        is_x = is_x_lut[kc]
+        ts_ns, dur_ns = s.ts, s.dur
+        for i in np.flatnonzero(~is_x).tolist():
+            a, b = s.ev[i].tolist()
+            v = int(ts_ns[i])
+            self.others.append((_loose_of(_ONE.decode(view[a:b])), None if v == MISSING else v))
+        xi = np.flatnonzero(is_x)
+        if xi.size == 0:
+            return True
+        name_lut = np.fromiter(map(self.names.__getitem__, names), np.int32, len(names))
+        nc = name_lut[s.name]
+        if xi.size != n:
+            kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
+        else:
+            ts_ns, dur_ns = ts_ns.copy(), dur_ns.copy()  # not views of the scan's buffers
+        self.key_parts.append(kc)
+        self.name_parts.append(nc)
+        self.ts_parts.append(ts_ns)
+        self.dur_parts.append(dur_ns)
+        base = self.rows
+        spans = s.args[xi] if xi.size != n else s.args
+        for i in np.flatnonzero(keep_lut[kc]).tolist():
+            a, b = spans[i].tolist()
+            if a < 0:
+                continue
+            self._link(base + i, bytes(view[a:b]))
+        self.rows += xi.size
+        return True
+
+    def _link(self, row: int, b: bytes) -> None:
+        """Keep one row's raw args, and its correlation, stream and device if any."""
+        self.args_raw[row] = b
+        try:
+            la = _LINK.decode(b)
+            vals = (la.correlation, la.stream, la.device)
+        except msgspec.ValidationError:
+            d = decode_args(b)
+            vals = tuple(int_or_none(d.get(k)) for k in ("correlation", "stream", "device"))
+        except msgspec.DecodeError:
+            return
+        if vals != (None, None, None):
+            self.link_rows.append(row)
+            self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
+                                        for v in vals))
 
     def _loose(self, text: bytes) -> None:
         """A chunk with unexpected field types: permissive structs, then event by event."""
@@ -360,6 +417,28 @@ class _Collector:
         return Columns(cat(self.key_parts, np.int32), cat(self.name_parts, np.int32),
                        cat(self.ts_parts, np.int64), cat(self.dur_parts, np.int64),
                        corr, stream, device, LazyArgs(self.args_raw))
+
+
+def _token_str(view: memoryview, a: int, b: int) -> str:
+    """A string token of a scanned chunk (with its quotes; ``a < 0``: absent, "")."""
+    if a < 0:
+        return ""
+    raw = bytes(view[a:b])
+    if b"\\" not in raw:
+        return str(raw[1:-1], "ascii")  # the scanner passes ASCII only
+    value = _ANY.decode(raw)
+    if not isinstance(value, str):
+        raise ValueError("not a string")
+    return value
+
+
+def _token_id(view: memoryview, a: int, b: int) -> int | str:
+    """A pid/tid token: a string, or an integer (absent: 0, as ``FastEvent``'s default)."""
+    if a < 0:
+        return 0
+    if view[a] == 0x22:  # '"'
+        return _token_str(view, a, b)
+    return int(str(view[a:b], "ascii"))
 
 
 def _or_missing(v: int | None) -> int:

@@ -1,0 +1,208 @@
+"""The compiled scanner (``io/_kineto_scan.c``) against the msgspec path it stands in for.
+
+The scanner must give the same ``Decoded`` (keys, names, every column, kept args, the
+other phases, metadata, problems) as the msgspec path on every chunk it accepts, and
+decline (None) whatever it cannot decode exactly. Checked on every fixture, on random
+chunks (hypothesis: escapes, non-ASCII, numbers with 0-5 decimals and exponents, string
+and integer ids, missing and duplicate keys, nested args, odd whitespace), and on chunks
+built to be declined. ``.ci/run`` sets ``TRACEVIEW_REQUIRE_NATIVE=1`` so a build that
+lost the scanner fails here instead of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from traceview import native
+from traceview.io import decode as D
+from traceview.io import fastscan
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+TRACES = sorted(FIX.glob("*.json.gz"))
+
+if os.environ.get("TRACEVIEW_REQUIRE_NATIVE") == "1":
+    assert fastscan.available(), f"the compiled scanner is missing: {native.LIBRARIES['scan'][0]}"
+pytestmark = pytest.mark.skipif(not fastscan.available(),
+                                reason="the optional compiled scanner is not built")
+
+
+def _same(a: D.Decoded, b: D.Decoded) -> None:
+    assert a.keys == b.keys
+    assert a.names == b.names
+    for f in ("key", "name", "ts", "dur", "corr", "stream", "device"):
+        x, y = getattr(a.x, f), getattr(b.x, f)
+        assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert dict(a.x.args._raw) == dict(b.x.args._raw)
+    assert a.others == b.others  # LooseEvent compares fields, args by content
+    assert a.metadata == b.metadata
+    assert a.problems == b.problems
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_every_fixture_decodes_the_same_and_wholly_through_the_scanner(path, monkeypatch):
+    declined = []
+    real = fastscan.scan
+
+    def counting(text):
+        got = real(text)
+        if got is None:
+            declined.append(len(text))
+        return got
+
+    monkeypatch.setattr(fastscan, "scan", counting)
+    fast = D.decode(path)
+    assert declined == []  # real Kineto text never needs the fallback
+    monkeypatch.setattr(fastscan, "_SCAN", None)
+    _same(fast, D.decode(path))
+
+
+def _collect(text: bytes, *, scanner: bool, monkeypatch) -> D._Collector:
+    c = D._Collector(Path("t.json"))
+    with monkeypatch.context() as m:
+        if not scanner:
+            m.setattr(fastscan, "_SCAN", None)
+        c.chunk(text)
+    return c
+
+
+def _columns_equal(a: D._Collector, b: D._Collector) -> None:
+    assert list(a.keys.items()) == list(b.keys.items())
+    assert list(a.names.items()) == list(b.names.items())
+    ca, cb = a.columns(), b.columns()
+    for f in ("key", "name", "ts", "dur", "corr", "stream", "device"):
+        assert np.array_equal(getattr(ca, f), getattr(cb, f)), f
+    assert dict(ca.args._raw) == dict(cb.args._raw)
+    assert a.others == b.others  # LooseEvent compares fields, args by content
+    assert (a.rows, a.malformed) == (b.rows, b.malformed)
+
+
+# ---------------------------------------------------------------- random chunks
+
+_text = st.one_of(st.text(alphabet=st.sampled_from(list('ab_:<> ."\\/é\u2603\n\t')), max_size=12),
+                  st.sampled_from(["aten::add", "", "<built-in method __exit__>"]))
+_number = st.one_of(
+    st.integers(-10**6, 10**13),
+    st.builds(lambda i, d, k: f"{i}.{d:0{k}d}", st.integers(-10**13, 10**13),
+              st.integers(0, 99999), st.integers(1, 5)),
+    st.sampled_from(["1e3", "2.5E-1", "-0.000", "0", "8796093022207.999", "8796093022206.999",
+                     "8796093022208", "123456789012345678901", "-0"]),
+)
+_ident = st.one_of(st.integers(-5, 2**40), st.sampled_from(["1.0", "2e0", "1" * 20]),
+                   _text.map(json.dumps))
+_scalar = st.one_of(_number.map(str), _text.map(json.dumps), st.sampled_from(["true", "null"]))
+_args = st.recursive(_scalar, lambda inner: st.one_of(
+    st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]"),
+    st.dictionaries(st.sampled_from(["correlation", "stream", "device", "External id", "x"]),
+                    inner, max_size=3).map(
+        lambda d: "{" + ", ".join(f'"{k}": {v}' for k, v in d.items()) + "}")), max_leaves=6)
+_field = st.one_of(
+    st.tuples(st.just("ph"), st.sampled_from(["X", "X", "X", "i", "f", "s", "M", "Q"]).map(json.dumps)),
+    st.tuples(st.just("ph"), st.sampled_from(["null", '"\\u0058"'])),
+    st.tuples(st.just("cat"), st.sampled_from(["cpu_op", "kernel", "python_function",
+                                               "odd cat"]).map(json.dumps)),
+    st.tuples(st.just("name"), _text.map(json.dumps)),
+    st.tuples(st.sampled_from(["pid", "tid"]), _ident.map(str)),
+    st.tuples(st.sampled_from(["ts", "dur"]), _number.map(str)),
+    st.tuples(st.just("id"), st.one_of(_ident.map(str), st.just("null"))),
+    st.tuples(st.just("bp"), st.just('"e"')),
+    st.tuples(st.just("args"), _args),
+    st.tuples(st.sampled_from(["other", "n\\u0061me"]), _args),
+)
+_ws = st.sampled_from(["", " ", "\n  ", "\t"])
+
+
+_plain_field = st.one_of(
+    st.tuples(st.just("ph"), st.sampled_from(["X", "X", "X", "i", "f", "s", "\\u0058"]).map(
+        lambda v: f'"{v}"')),
+    st.tuples(st.just("cat"), st.sampled_from(["cpu_op", "kernel", "python_function", "x"]).map(
+        json.dumps)),
+    st.tuples(st.just("name"), st.sampled_from(["a", "b", "aten::add", "a\\\"b", "\\u0061"]).map(
+        lambda v: f'"{v}"')),
+    st.tuples(st.sampled_from(["pid", "tid"]), st.sampled_from(["1", "2", "-3", '"1"', '"Spans"'])),
+    st.tuples(st.sampled_from(["ts", "dur"]), st.builds(
+        lambda i, d, k: f"{i}.{d:0{k}d}" if k else str(i), st.integers(-10**12, 6 * 10**12),
+        st.integers(0, 999), st.integers(0, 3)).filter(lambda v: len(v.split(".")[-1]) <= 3)),
+    st.tuples(st.just("args"), st.sampled_from(['{"correlation": 5}', '{"stream": 7, "device": 0}',
+                                                '{"correlation": "x"}', "{}", "[1]",
+                                                '{"External id": 1, "x": [true, null]}'])),
+)
+
+
+@st.composite
+def _chunk(draw, *, plain: bool = False) -> bytes:
+    events = []
+    for _ in range(draw(st.integers(0, 8))):
+        fields = draw(st.lists(_plain_field if plain else _field, max_size=9,
+                               unique_by=(lambda kv: kv[0]) if plain else None))
+        sep = draw(_ws)
+        events.append("{" + sep + ("," + sep).join(f'"{k}":{draw(_ws)}{v}' for k, v in fields)
+                      + draw(_ws) + "}")
+    return ("[" + draw(_ws) + ("," + draw(_ws)).join(events) + draw(_ws) + "]").encode()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(_chunk(), _chunk(plain=True)))
+def test_random_chunks_give_the_msgspec_columns_or_are_declined(text, monkeypatch):
+    try:
+        slow = _collect(text, scanner=False, monkeypatch=monkeypatch)
+    except Exception as exc:  # noqa: BLE001  (the msgspec path itself refuses this text)
+        slow = exc
+    fast_scan = fastscan.scan(text)
+    if isinstance(slow, Exception):
+        # the scanner must not accept what msgspec cannot read
+        assert fast_scan is None, (text, slow)
+        return
+    fast = _collect(text, scanner=True, monkeypatch=monkeypatch)
+    _columns_equal(fast, slow)
+
+
+# ---------------------------------------------------------------- declined chunks
+
+@pytest.mark.parametrize("text", [
+    b'[{"ph": "X", "name": "caf\xc3\xa9", "ts": 1.0, "dur": 1}]',  # non-ASCII
+    b'[{"ph": "X", "ts": 1.2345, "dur": 1}]',  # four decimals
+    b'[{"ph": "X", "ts": 1e3, "dur": 1}]',  # an exponent
+    b'[{"ph": "X", "ts": 8796093022208.0, "dur": 1}]',  # 2**43 us: the exact-text path
+    b'[{"ph": "X", "ts": 1, "ts": 2}]',  # a duplicate key
+    b'[{"ph": "X", "pid": 1.0}]',  # pid as a float
+    b'[{"ph": "X", "ts": null}]',  # ts null
+    b'[{"ph": "X", "ts": 1,}]',  # not JSON
+    b'[{"ph": "X"} {"ph": "X"}]',  # not JSON
+    b'[{"ph": "X"}] x',  # trailing text
+    b'[1, 2]',  # not objects
+    b'[{"ph": "X", "args": {"a": "\x01"}}]',  # a control character in a string
+])
+def test_the_scanner_declines_what_it_cannot_decode_exactly(text):
+    assert fastscan.scan(text) is None
+
+
+def test_many_tiny_events_grow_the_buffers():
+    text = b"[" + b",".join([b"{}"] * 5000) + b"]"
+    got = fastscan.scan(text)
+    assert got is not None and got.key.size == 5000 and got.key_spans.shape == (1, 8)
+
+
+def test_escaped_names_map_to_one_code_with_their_plain_spelling(monkeypatch):
+    text = b'[{"ph":"X","name":"ab","ts":1,"dur":1},{"ph":"X","name":"\\u0061b","ts":2,"dur":1}]'
+    c = _collect(text, scanner=True, monkeypatch=monkeypatch)
+    assert list(c.names) == ["ab"] and c.columns().name.tolist() == [0, 0]
+    assert fastscan.scan(text).name_spans.shape == (2, 2)  # two spellings, one name
+
+
+def test_many_distinct_names_grow_the_tables(monkeypatch):
+    """5,000 names (the tables start at 4,096 slots and double), each seen four times."""
+    text = ("[" + ",".join(f'{{"ph":"X","name":"n{i % 5000}","ts":{i},"dur":1}}'
+                           for i in range(20000)) + "]").encode()
+    got = fastscan.scan(text)
+    assert got.name_spans.shape == (5000, 2)
+    assert got.name.tolist() == [i % 5000 for i in range(20000)]
+    _columns_equal(_collect(text, scanner=True, monkeypatch=monkeypatch),
+                   _collect(text, scanner=False, monkeypatch=monkeypatch))

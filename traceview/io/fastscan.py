@@ -1,0 +1,71 @@
+"""The optional compiled scanner (``_kineto_scan.c``) of the trace decoder.
+
+Why: msgspec's typed decode plus one Python pass per column was most of what a large
+real trace cost (``docs/performance.md``); the scanner builds the same columns with no
+Python object per event. It is optional (``traceview/native.py``): without it every
+chunk takes the msgspec path, and a chunk the scanner declines (non-ASCII text, a number
+it cannot convert exactly, an odd type) does too. ``tests/test_fastscan.py`` checks that
+both paths give identical columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview import native
+
+_FULL = -2
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """One chunk's events as columns; codes are local to the chunk (``key_spans`` and
+    ``name_spans`` hold the byte spans of each distinct key and name, first sight first)."""
+
+    key: np.ndarray  # int32, local key code
+    name: np.ndarray  # int32, local name code
+    ts: np.ndarray  # int64 ns (decode.MISSING when absent)
+    dur: np.ndarray  # int64 ns
+    ev: np.ndarray  # (n, 2) int64: the event object's span
+    args: np.ndarray  # (n, 2) int64: the args value's span, -1 when absent
+    key_spans: np.ndarray  # (keys, 8): ph, cat, pid, tid tokens (start, end; -1 absent)
+    name_spans: np.ndarray  # (names, 2): the name token (start, end; -1 absent)
+
+
+_SCAN = native.load("scan")
+
+
+def available() -> bool:
+    return _SCAN is not None
+
+
+def scan(text: bytes | bytearray | memoryview) -> Scanned | None:
+    """The chunk's columns, or None when the scanner is absent or declines the chunk."""
+    if _SCAN is None:
+        return None
+    buf = np.frombuffer(text, np.uint8)
+    size = buf.size
+    cap = size // 16 + 16
+    while True:
+        key = np.empty(cap, np.int32)
+        name = np.empty(cap, np.int32)
+        ts = np.empty(cap, np.int64)
+        dur = np.empty(cap, np.int64)
+        ev = np.empty((cap, 2), np.int64)
+        args = np.empty((cap, 2), np.int64)
+        key_spans = np.empty((cap, 8), np.int64)
+        name_spans = np.empty((cap, 2), np.int64)
+        counts = np.zeros(2, np.int32)
+        n = _SCAN(buf.ctypes.data, size, cap, key.ctypes.data, name.ctypes.data,
+                  ts.ctypes.data, dur.ctypes.data, ev.ctypes.data, args.ctypes.data,
+                  key_spans.ctypes.data, name_spans.ctypes.data, counts.ctypes.data)
+        if n == _FULL and cap < size:
+            cap = size // 2 + 16  # an event takes at least 2 bytes and a separator
+            continue
+        if n < 0:
+            return None
+        k, m = int(counts[0]), int(counts[1])
+        return Scanned(key[:n], name[:n], ts[:n], dur[:n], ev[:n], args[:n],
+                       key_spans[:k], name_spans[:m])
