@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent
 #: library path -> (exported function, its argument types)
 LIBRARIES = {
     "scan": (ROOT / "io" / "_kineto_scan.so", "tv_scan_chunk",
-             [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 9),
+             [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+             + [ctypes.c_void_p] * 9),
     "sweep": (ROOT / "analyses" / "_host_sweep.so", "tv_host_sweep",
               [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int32,

@@ -7,7 +7,7 @@
  * docs/performance.md). This scanner is deliberately narrow: it accepts only what it can
  * decode exactly as the msgspec path would (ASCII text, ts/dur with at most three
  * decimals and no exponent below 2**43 us, integer or string pid/tid, string ph/cat/name,
- * no duplicate keys) and returns BAIL for anything else, so the caller decodes that chunk
+ * no duplicate keys, no surrogate escapes) and returns BAIL for anything else, so the caller decodes that chunk
  * the msgspec way and the output is the same by construction (tests compare the two).
  *
  * Per event it writes: a chunk-local code of the key (ph, cat, pid, tid) and of the name,
@@ -50,11 +50,18 @@ static P str(P p, P e, int *esc) {
             c = p[1];
             if (c == 'u') {
                 if (p + 6 > e) return NULL;
+                unsigned u = 0;
                 for (int k = 2; k < 6; k++) {
                     uint8_t h = p[k];
-                    if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F')))
-                        return NULL;
+                    unsigned d;
+                    if (h >= '0' && h <= '9') d = h - '0';
+                    else if (h >= 'a' && h <= 'f') d = h - 'a' + 10;
+                    else if (h >= 'A' && h <= 'F') d = h - 'A' + 10;
+                    else return NULL;
+                    u = u * 16 + d;
                 }
+                /* a surrogate: msgspec rejects unpaired ones; decline them all */
+                if (u >= 0xD800 && u <= 0xDFFF) return NULL;
                 p += 6;
                 continue;
             }
@@ -281,20 +288,21 @@ static int32_t intern(Table *t, P base, const int64_t *sp, uint64_t h) {
 }
 
 /* Scans one chunk. Returns the number of events, or BAIL (decode this chunk the msgspec
- * way), FULL (more than `cap` events: call again with room) or NOMEM.
+ * way), FULL (more than `cap` events or `ucap` distinct keys or names: call again with
+ * room) or NOMEM.
  * Outputs per event (cap each): key, name (local codes), ts, dur (ns or MISSING),
  * ev (start, end: 2*cap), args (start, end or -1, -1: 2*cap). Tables: key_spans
- * (8*cap: ph, cat, pid, tid token spans; ph/cat/pid/tid tokens include quotes), name_spans
- * (2*cap, the name token with its quotes), n_out[0] = keys, n_out[1] = names. */
-int64_t tv_scan_chunk(const uint8_t *buf, int64_t len, int64_t cap,
+ * (8*ucap: ph, cat, pid, tid token spans; ph/cat/pid/tid tokens include quotes),
+ * name_spans (2*ucap, the name token with its quotes), n_out[0] = keys, n_out[1] = names. */
+int64_t tv_scan_chunk(const uint8_t *buf, int64_t len, int64_t cap, int64_t ucap,
                       int32_t *key, int32_t *name, int64_t *ts, int64_t *dur,
                       int64_t *ev, int64_t *args, int64_t *key_spans, int64_t *name_spans,
                       int32_t *n_out) {
     P base = buf, e = buf + len, p = ws(buf, e);
     Table kt, nt;
     int64_t n = 0, rc = BAIL;
-    int ok = table_init(&kt, key_spans, 8, cap);
-    ok = table_init(&nt, name_spans, 2, cap) && ok;
+    int ok = table_init(&kt, key_spans, 8, ucap);
+    ok = table_init(&nt, name_spans, 2, ucap) && ok;
     if (!ok) { rc = NOMEM; goto done; }
     if (p >= e || *p != '[') goto done;
     p = ws(p + 1, e);

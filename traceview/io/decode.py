@@ -327,23 +327,25 @@ class _Collector:
         if n == 0:
             return True
         view = memoryview(text)
-        try:
+        ts_ns, dur_ns = s.ts, s.dur
+        try:  # everything that can fail, before anything changes
             keys = [(_token_str(view, a, b), _token_str(view, c, d), _token_id(view, e, f),
                      _token_id(view, g, h)) for a, b, c, d, e, f, g, h in s.key_spans.tolist()]
             names = [_token_str(view, a, b) for a, b in s.name_spans.tolist()]
+            local_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))
+            others = []
+            for i in np.flatnonzero(~local_x[s.key]).tolist():
+                a, b = s.ev[i].tolist()
+                v = int(ts_ns[i])
+                others.append((_loose_of(_ONE.decode(view[a:b])), None if v == MISSING else v))
         except (msgspec.DecodeError, ValueError):
             return False
+        self.others.extend(others)
         key_lut = np.fromiter(map(self.keys.__getitem__, keys), np.int32, len(keys))
         kc = key_lut[s.key]
-        is_x_lut = np.fromiter((k[0] == "X" for k in self.keys), np.bool_, len(self.keys))
         keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
                                np.bool_, len(self.keys))
-        is_x = is_x_lut[kc]
-        ts_ns, dur_ns = s.ts, s.dur
-        for i in np.flatnonzero(~is_x).tolist():
-            a, b = s.ev[i].tolist()
-            v = int(ts_ns[i])
-            self.others.append((_loose_of(_ONE.decode(view[a:b])), None if v == MISSING else v))
+        is_x = local_x[s.key]
         xi = np.flatnonzero(is_x)
         if xi.size == 0:
             return True

@@ -17,6 +17,8 @@ import numpy as np
 from traceview import native
 
 _FULL = -2
+#: Room for a chunk's distinct keys and names before a retry with room for one per event.
+UNIQUE_CAP = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,16 @@ def scan(text: bytes | bytearray | memoryview) -> Scanned | None:
     """The chunk's columns, or None when the scanner is absent or declines the chunk."""
     if _SCAN is None:
         return None
-    buf = np.frombuffer(text, np.uint8)
+    try:
+        return _scan(np.frombuffer(text, np.uint8))
+    except MemoryError:  # the buffers below, for a huge chunk: the msgspec path then
+        return None
+
+
+def _scan(buf: np.ndarray) -> Scanned | None:
     size = buf.size
-    cap = size // 16 + 16
+    cap = size // 16 + 16  # events; an event takes at least 2 bytes and a separator
+    ucap = min(cap, UNIQUE_CAP)  # distinct keys and names (thousands per chunk)
     while True:
         key = np.empty(cap, np.int32)
         name = np.empty(cap, np.int32)
@@ -55,14 +64,15 @@ def scan(text: bytes | bytearray | memoryview) -> Scanned | None:
         dur = np.empty(cap, np.int64)
         ev = np.empty((cap, 2), np.int64)
         args = np.empty((cap, 2), np.int64)
-        key_spans = np.empty((cap, 8), np.int64)
-        name_spans = np.empty((cap, 2), np.int64)
+        key_spans = np.empty((ucap, 8), np.int64)
+        name_spans = np.empty((ucap, 2), np.int64)
         counts = np.zeros(2, np.int32)
-        n = _SCAN(buf.ctypes.data, size, cap, key.ctypes.data, name.ctypes.data,
+        n = _SCAN(buf.ctypes.data, size, cap, ucap, key.ctypes.data, name.ctypes.data,
                   ts.ctypes.data, dur.ctypes.data, ev.ctypes.data, args.ctypes.data,
                   key_spans.ctypes.data, name_spans.ctypes.data, counts.ctypes.data)
-        if n == _FULL and cap < size:
-            cap = size // 2 + 16  # an event takes at least 2 bytes and a separator
+        if n == _FULL and (cap < size // 2 + 16 or ucap < cap):
+            cap = size // 2 + 16 if cap < size // 2 + 16 else cap
+            ucap = cap
             continue
         if n < 0:
             return None
