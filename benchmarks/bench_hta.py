@@ -806,7 +806,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.real_cuts is not None:  # time-prefix cuts of a real trace (cut_trace.py)
         cuts = json.loads((args.real_cuts / "cuts.json").read_text())
         sizes = [int(k) if k.isdigit() else k for k in cuts]
+        reps = [int(x) for x in args.reps.split(",")]  # per cut, not per --sizes entry
         reps = reps * len(sizes) if len(reps) == 1 else reps
+        if len(reps) != len(sizes):
+            raise SystemExit("--reps: one number or one per cut")
         res["sizes"], res["reps"] = sizes, reps
         res["real_cuts"] = str(args.real_cuts)
     for size in sizes if args.real_cuts is not None else ():
