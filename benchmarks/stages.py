@@ -130,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     for mod_name, attr, label, depth in WRAP:
         if (label, depth) not in order:
             order.append((label, depth))
-        mod = importlib.import_module(mod_name)
+        try:
+            mod = importlib.import_module(mod_name)
+        except ModuleNotFoundError:  # an older tree (before the compiled scanner)
+            continue
         owner, _, name = attr.rpartition(".")
         if owner in ("_KNOWN", "_FAST"):  # Kineto's categories, or any
             if hasattr(mod, owner):  # (older trees have only _FAST)
