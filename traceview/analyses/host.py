@@ -11,6 +11,11 @@ puts on a lane of their own, are laid over the thread they interrupted.
 The same sweep resolves each slice's category through the rule table (see
 ``traceview.rules``): a ``subtree`` rule on an ancestor wins, then the slice's own
 rule, and ``inherit`` takes the parent's category.
+
+Three implementations of that one sweep give the same answer (``tests/test_sweep.py``):
+the plain Python loop (``general=True``, the reference), the same loop compiled
+(``_host_sweep.c``, used when it is built: ``traceview/native.py``), and array
+operations (``_sweep_arrays``, used otherwise).
 """
 
 from __future__ import annotations
