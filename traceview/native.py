@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-#: library path -> (exported function, its argument types)
+#: name -> (the library's path, its exported function, that function's argument types)
 LIBRARIES = {
     "scan": (ROOT / "io" / "_kineto_scan.so", "tv_scan_chunk",
              [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]

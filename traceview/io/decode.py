@@ -295,8 +295,6 @@ class _Collector:
         n = len(events)
         kc = np.fromiter(map(self.keys.__getitem__, map(_KEY, events)), np.int32, n)
         is_x_lut = np.fromiter((k[0] == "X" for k in self.keys), np.bool_, len(self.keys))
-        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
-                               np.bool_, len(self.keys))
         is_x = is_x_lut[kc]
         for i in np.flatnonzero(~is_x).tolist():
             e = events[i]
@@ -306,18 +304,27 @@ class _Collector:
         if xi.size == 0:
             return
         nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
-        if xi.size != n:  # filter the columns, not the events (a new list costs more)
+        self._append_x(kc, nc, ts_ns, dur_ns, xi, lambda j: bytes(events[j].args))
+
+    def _append_x(self, kc: np.ndarray, nc: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray,
+                  xi: np.ndarray, raw_args) -> None:
+        """Append a chunk's X events (``xi``: their places in the chunk; the columns are
+        the whole chunk's) and keep the args of those whose category the model reads;
+        ``raw_args(j)`` is chunk event ``j``'s raw args (empty when absent). Both decode
+        paths end here."""
+        if xi.size != kc.size:  # filter the columns, not the events (a new list costs more)
             kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
         self.key_parts.append(kc)
         self.name_parts.append(nc)
         self.ts_parts.append(ts_ns)
         self.dur_parts.append(dur_ns)
+        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
+                               np.bool_, len(self.keys))
         base = self.rows
         for i in np.flatnonzero(keep_lut[kc]).tolist():
-            raw = events[int(xi[i])].args
-            if not raw:
-                continue
-            self._link(base + i, bytes(raw))
+            raw = raw_args(int(xi[i]))
+            if raw:
+                self._link(base + i, raw)
         self.rows += xi.size
 
     def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
@@ -334,9 +341,9 @@ class _Collector:
             keys = [(_token_str(view, a, b), _token_str(view, c, d), _token_id(view, e, f),
                      _token_id(view, g, h)) for a, b, c, d, e, f, g, h in s.key_spans.tolist()]
             names = [_token_str(view, a, b) for a, b in s.name_spans.tolist()]
-            local_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))
+            is_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))[s.key]
             others = []
-            for i in np.flatnonzero(~local_x[s.key]).tolist():
+            for i in np.flatnonzero(~is_x).tolist():
                 a, b = s.ev[i].tolist()
                 v = int(ts_ns[i])
                 others.append((_loose_of(_ONE.decode(view[a:b])), None if v == MISSING else v))
@@ -345,30 +352,16 @@ class _Collector:
         self.others.extend(others)
         key_lut = np.fromiter(map(self.keys.__getitem__, keys), np.int32, len(keys))
         kc = key_lut[s.key]
-        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
-                               np.bool_, len(self.keys))
-        is_x = local_x[s.key]
         xi = np.flatnonzero(is_x)
         if xi.size == 0:
             return True
         name_lut = np.fromiter(map(self.names.__getitem__, names), np.int32, len(names))
-        nc = name_lut[s.name]
-        if xi.size != n:
-            kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
-        else:
-            ts_ns, dur_ns = ts_ns.copy(), dur_ns.copy()  # not views of the scan's buffers
-        self.key_parts.append(kc)
-        self.name_parts.append(nc)
-        self.ts_parts.append(ts_ns)
-        self.dur_parts.append(dur_ns)
-        base = self.rows
-        spans = s.args[xi] if xi.size != n else s.args
-        for i in np.flatnonzero(keep_lut[kc]).tolist():
-            a, b = spans[i].tolist()
-            if a < 0:
-                continue
-            self._link(base + i, bytes(view[a:b]))
-        self.rows += xi.size
+
+        def raw_args(j: int) -> bytes:
+            a, b = s.args[j].tolist()
+            return bytes(view[a:b]) if a >= 0 else b""
+
+        self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
         return True
 
     def _link(self, row: int, b: bytes) -> None:

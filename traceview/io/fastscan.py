@@ -28,8 +28,8 @@ class Scanned:
 
     key: np.ndarray  # int32, local key code
     name: np.ndarray  # int32, local name code
-    ts: np.ndarray  # int64 ns (decode.MISSING when absent)
-    dur: np.ndarray  # int64 ns
+    ts: np.ndarray  # int64 ns (decode.MISSING when absent); its own array
+    dur: np.ndarray  # int64 ns; its own array
     ev: np.ndarray  # (n, 2) int64: the event object's span
     args: np.ndarray  # (n, 2) int64: the args value's span, -1 when absent
     key_spans: np.ndarray  # (keys, 8): ph, cat, pid, tid tokens (start, end; -1 absent)
@@ -77,5 +77,6 @@ def _scan(buf: np.ndarray) -> Scanned | None:
         if n < 0:
             return None
         k, m = int(counts[0]), int(counts[1])
-        return Scanned(key[:n], name[:n], ts[:n], dur[:n], ev[:n], args[:n],
+        # ts and dur may be kept as the file's columns: copies, not views of the buffers
+        return Scanned(key[:n], name[:n], ts[:n].copy(), dur[:n].copy(), ev[:n], args[:n],
                        key_spans[:k], name_spans[:m])
