@@ -17,6 +17,8 @@ exact duplicates.
 
 from __future__ import annotations
 
+import re
+
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -54,6 +56,7 @@ ABSURD_DUR_NS = 3_600 * 10**9
 
 
 LaneKind = Literal["host", "device"]
+_THREAD_LABEL = re.compile(r"^thread \d+ \((.*)\)$")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,12 @@ class Lane:
     device: int | None = None
     stream: int | None = None
     name: str = ""
+
+    @property
+    def thread_name(self) -> str:
+        """The thread's own name: ``pt_autograd_0`` of ``thread 543 (pt_autograd_0)``."""
+        m = _THREAD_LABEL.match(self.name)
+        return m.group(1) if m else self.name
 
     @property
     def label(self) -> str:
@@ -187,6 +196,20 @@ _MESSAGES = {
 }
 
 
+_GENERIC_THREAD = re.compile(r"^thread \d+ \((python\d*(\.\d+)*|[^()]*\.py)\)$|^thread \d+$")
+
+
+def _meaningful(seen: str | None, new: str) -> str:
+    """The name to keep when a trace names one thread twice: Kineto writes
+    ``thread 543 (pt_autograd_0)`` and then ``thread 543 (python3)`` for PyTorch's
+    autograd thread; the process's generic name never replaces a specific one."""
+    if seen is None or seen == new:
+        return new
+    if _GENERIC_THREAD.match(new) and not _GENERIC_THREAD.match(seen):
+        return seen
+    return new
+
+
 def build(decoded: Decoded) -> Trace:
     """Turn decoded columns into lanes, slices and links (vectorised over X events)."""
     x = decoded.x
@@ -230,7 +253,8 @@ def build(decoded: Decoded) -> Trace:
             if ev.name in ("thread_name", "process_name"):
                 nm = decode_args(ev.args).get("name")
                 if isinstance(nm, str):
-                    thread_names[(ev.name, norm_id(ev.pid), norm_id(ev.tid))] = nm
+                    thread_names[(ev.name, norm_id(ev.pid), norm_id(ev.tid))] = _meaningful(
+                        thread_names.get((ev.name, norm_id(ev.pid), norm_id(ev.tid))), nm)
         elif ph in ("i", "I", "R", "n"):
             instants += 1
         elif ph in ("C", "b", "e", "N", "O", "D"):

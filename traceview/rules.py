@@ -36,6 +36,17 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class PhaseRule:
+    """Which events mark a training-step phase (``traceview.analyses.steps``)."""
+
+    phase: str
+    cats: frozenset[str] | None
+    pattern: re.Pattern[str]
+    any_thread: bool = False  # the envelope of matches on any thread, not the step's ranges
+    before: str | None = None  # fallback: the unclaimed time before this phase
+
+
+@dataclass(frozen=True)
 class RuleSet:
     """The categories with their descriptions, the ordered rules, and launch API names."""
 
@@ -45,6 +56,8 @@ class RuleSet:
     # ranges the framework writes (``## Call CompiledFxGraph ##``, compiler passes,
     # ``ProfilerStep#N``): never a user's call series (``traceview.analyses.callfind``)
     framework_ranges: tuple[re.Pattern[str], ...] = ()
+    phases: tuple[PhaseRule, ...] = ()  # ordered: the first that claims an instant wins
+    communication_kernels: str = ""  # regex over device work names (NCCL collectives)
 
     def is_framework_range(self, name: str) -> bool:
         return any(p.search(name) for p in self.framework_ranges)
@@ -82,6 +95,26 @@ def _framework(doc: Any, source: str) -> list[re.Pattern[str]]:
         raise UsageError(f"{source}: framework_ranges: bad regular expression: {exc}") from None
 
 
+def _phases(doc: Any, source: str) -> list[PhaseRule]:
+    out = []
+    items = doc.get("phases", [])
+    if not isinstance(items, list):
+        raise UsageError(f"{source}: 'phases' must be a list")
+    for i, r in enumerate(items):
+        if not isinstance(r, dict) or not isinstance(r.get("phase"), str):
+            raise UsageError(f"{source}: phase rule {i} needs a 'phase' string")
+        try:
+            pattern = re.compile(r.get("name") or "")
+        except re.error as exc:
+            raise UsageError(f"{source}: phase rule {i}: bad regular expression: {exc}") from None
+        rc = r.get("cats")
+        before = r.get("before")
+        out.append(PhaseRule(r["phase"], frozenset(rc) if isinstance(rc, list) else None,
+                             pattern, bool(r.get("any_thread", False)),
+                             before if isinstance(before, str) else None))
+    return out
+
+
 def _parse(doc: Any, source: str) -> tuple[dict[str, str], list[Rule], dict[str, list[str]]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("rules", []), list):
         raise UsageError(f"{source}: rules file must be a JSON object with a 'rules' list")
@@ -114,6 +147,8 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
     default_doc = json.loads(text)
     categories, rules, apis = _parse(default_doc, "default rules")
     framework = _framework(default_doc, "default rules")
+    phases = _phases(default_doc, "default rules")
+    comm = default_doc.get("communication_kernels", "")
     if extra is not None:
         try:
             user_doc = json.loads(Path(extra).read_text())
@@ -123,6 +158,8 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
             raise UsageError(f"{extra}: rules file is not valid JSON: {exc}") from None
         u_cats, u_rules, u_apis = _parse(user_doc, str(extra))
         framework = _framework(user_doc, str(extra)) + framework
+        phases = _phases(user_doc, str(extra)) + phases
+        comm = user_doc.get("communication_kernels", comm)
         categories = {**categories, **u_cats}
         rules = u_rules + rules
         for kind, names in u_apis.items():
@@ -135,4 +172,6 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
         rules=tuple(rules),
         launch_apis={k: frozenset(v) for k, v in apis.items()},
         framework_ranges=tuple(framework),
+        phases=tuple(phases),
+        communication_kernels=comm if isinstance(comm, str) else "",
     )

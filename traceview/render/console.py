@@ -68,7 +68,10 @@ def _header(r: Report) -> RenderableType:
 
 def _matrix(r: Report) -> RenderableType:
     w = r.window.dur_ns
-    table = Table(title="Where the window went (host category x device state)", title_justify="left",
+    title = "Where the window went (host category x device state)"
+    if len(r.threads) > 1 and r.host.thread is not None:
+        title += f"; host: {r.host.thread.label} alone"
+    table = Table(title=title, title_justify="left",
                   show_footer=True, expand=False, pad_edge=False)
     table.add_column("host", footer="total", no_wrap=True)
     table.add_column("device busy", justify="right", footer=fmt_ns(r.device.busy_ns))
@@ -285,9 +288,13 @@ def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     """The terminal report's parts, in reading order, for a console ``width`` wide."""
     from traceview.render.percall import console_sections
 
-    parts = [_header(r), _verdict(r), _baseline(r), _matrix(r), _device(r), _calls(r),
-             *console_sections(r), _waterfall(r, width), _kernels(r, top), _functions(r, top),
-             _notes(r)]
+    from traceview.render.training import headline, step_sections, threads_table
+
+    step_line = headline(r)
+    parts = [_header(r), _verdict(r), Text(step_line, style="bold") if step_line else None,
+             _baseline(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
+             _calls(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
+             _functions(r, top), _notes(r)]
     return [p for p in parts if p is not None]
 
 

@@ -66,6 +66,9 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
 
     if cap.get("op"):
         op = f"{code(cap['op'])} via {code(cap.get('impl'))}"
+    elif r.steps is not None:
+        op = (f"a training step ({plural(r.steps.count, 'step')} from {esc(r.calls.description)}; "
+              f"phases {', '.join(p.phase for p in r.steps.steps[0].phases)})")
     elif op_args:
         op = f"{code(op_args['name'])} (the op around {op_args['launches']} launches)"
     else:
@@ -279,8 +282,15 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
                  f"{esc(thread.label if thread else 'thread: none')}; "
                  + (f"{esc(c.description)}." if c.description else
                     f"{plural(c.count, 'call')} from {c.source}."))
+    from traceview.render.training import headline, markdown_section
+
+    step_line = headline(r)
+    if step_line:
+        parts.append(f"> {esc(step_line)}")
     parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(r)], "ll"))
-    parts.append("#### Where the time went (host category x device state; cells sum to the window)")
+    parts.extend(markdown_section(r))
+    parts.append("#### Where the time went (host category x device state; cells sum to the "
+                 "window; host: the attributed thread)")
     parts.append(_matrix(r))
     devices = _devices(r)
     if devices:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from traceview.analyses.threads import describe
 from traceview.diagnostics import Diagnostic
 from traceview.model import Trace
 from traceview.options import Options
@@ -65,7 +66,7 @@ def build_report(a: Analysis) -> m.Report:
             kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
             copy_sum_ns=d.copy_sum_ns),
         host=m.HostInfo(
-            thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, lane.label),
+            thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, _label(a, lane.index)),
             categories=dict(a.host_categories),
             category_descriptions=dict(a.rules.categories),
             functions=tuple(_function(a, f) for f in a.functions[: a.options.functions_limit]),
@@ -85,7 +86,50 @@ def build_report(a: Analysis) -> m.Report:
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
         op=op_info(a),
+        threads=tuple(_thread(a, t) for t in a.threads),
+        steps=steps_info(a),
     )
+
+
+def _label(a: Analysis, lane: int | None) -> str:
+    if lane is None:
+        return "device"
+    ln = a.trace.lanes[lane]
+    if ln.kind == "device":
+        return ln.label
+    role = next((t.role for t in a.threads if t.lane.index == lane), None)
+    return describe(ln, role)
+
+
+def _thread(a: Analysis, t) -> m.ThreadRow:
+    attributed = a.timeline.lane is not None and a.timeline.lane.index == t.lane.index
+    return m.ThreadRow(t.lane.pid, t.lane.tid, t.lane.thread_name, describe(t.lane, t.role),
+                       t.role, attributed, t.launches, t.syncs, t.python_frames, t.work_ns,
+                       dict(t.categories))
+
+
+def steps_info(a: Analysis) -> m.StepsInfo | None:
+    if not a.steps or a.timeline.lane is None:
+        return None
+    rows = []
+    for st in a.steps:
+        path = tuple(m.PathRow(i.kind, _label(a, i.lane), i.what, i.ns) for i in st.path.items)
+        rows.append(m.StepRow(
+            index=st.index, name=st.name, start_ns=st.start_ns, end_ns=st.end_ns,
+            wall_ns=st.end_ns - st.start_ns, cold=st.cold, device_busy_ns=st.device_busy_ns,
+            device_idle_ns=st.end_ns - st.start_ns - st.device_busy_ns,
+            phases=tuple(m.PhaseRow(p.phase, p.wall_ns, p.device_busy_ns, p.device_idle_ns,
+                                    {_label(a, ln): dict(c) for ln, c in p.host.items()})
+                         for p in st.phases),
+            critical_path=path,
+            idle_causes=tuple(m.IdleCauseRow(_label(a, c.lane), c.what, c.ns)
+                              for c in st.idle_causes),
+            communication_ns=st.communication_ns,
+            exposed_communication_ns=st.exposed_communication_ns,
+            path_edges=dict(sorted(st.path.edges.items())),
+        ))
+    return m.StepsInfo(len(rows), sum(1 for r in rows if not r.cold),
+                       _label(a, a.timeline.lane.index), tuple(rows))
 
 
 def _function(a: Analysis, f) -> m.FunctionRow:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.calls import CallsSummary, analyze_calls
@@ -16,13 +18,17 @@ from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import (
+    OVERLAY_CATS,
     FunctionStat,
     HostTimeline,
     attribute_host,
     host_rows_by_lane,
     hot_functions,
 )
+from traceview.analyses.artifacts import clip_overhanging_frames
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
+from traceview.analyses.steps import StepFigures, analyze_steps
+from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
 from traceview.analyses.window import Window, find_window
 from traceview.errors import IdentityError
 from traceview.metadata import clean_metadata
@@ -56,6 +62,14 @@ class Analysis:
     other_threads: list[ThreadSummary]
     has_python_frames: bool
     per_call: PerCall | None = None  # per warm call: functions, families, tree
+    threads: tuple[ThreadFigures, ...] = ()  # every host thread with events in the window
+    steps: tuple[StepFigures, ...] = ()  # calls that are training steps: phases, path
+
+
+# Calls are analysed as training steps (phases, critical path) when they are profiler
+# steps or the user named them, and the trace has more than one host thread doing work
+# or a backward pass.
+STEP_SOURCES = ("profiler_steps", "option", "annotations")
 
 
 def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
@@ -65,26 +79,37 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
     drop_implausible_device_work(trace)  # idempotent, like clean_metadata
+    overhang = clip_overhanging_frames(trace)  # idempotent too
+    if overhang is not None:
+        trace.diagnostics.append(overhang)
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)
-    thread = pick_thread(trace, rules, window, options.thread)
+    thread = _attributed_thread(trace, rules, window, options)
     launches = analyze_launches(trace, rules, window, thread, device.work_rows)
     by_lane = host_rows_by_lane(trace, window)
-    timeline = attribute_host(trace, thread, window, rules,
-                              rows=None if thread is None else by_lane[thread.index])
+    timelines = {idx: attribute_host(trace, trace.lanes[idx], window, rules, rows=by_lane[idx])
+                 for idx in _working_lanes(trace, by_lane)}
+    timeline = timelines.get(thread.index) if thread is not None else None
+    if timeline is None:
+        timeline = attribute_host(trace, thread, window, rules,
+                                  rows=None if thread is None else by_lane[thread.index])
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
     calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
                           options.calls_depth)
+    threads = thread_figures(trace, rules, window, timelines)
     others = []
-    for lane in sorted(trace.host_lanes, key=lambda ln: (str(ln.pid), str(ln.tid))):
-        if thread is not None and lane.index == thread.index or by_lane[lane.index].size == 0:
+    for t in sorted(threads, key=lambda t: (str(t.lane.pid), str(t.lane.tid))):
+        if thread is not None and t.lane.index == thread.index:
             continue
-        tl = attribute_host(trace, lane, window, rules, rows=by_lane[lane.index])
-        traced = {c: v for c, v in tl.totals().items() if v and c != "untraced"}
+        traced = {c: v for c, v in t.categories.items() if v and c != "untraced"}
         if traced:
-            others.append(ThreadSummary(lane.label, lane.pid, lane.tid,
-                                        launches.threads.get(lane.index, 0), traced))
+            others.append(ThreadSummary(t.lane.label, t.lane.pid, t.lane.tid,
+                                        launches.threads.get(t.lane.index, 0), traced))
+    steps: list[StepFigures] = []
+    if thread is not None and calls.calls and _are_steps(trace, calls, threads):
+        steps = analyze_steps(trace, rules, calls.calls, thread.index, timelines, device.busy,
+                              device.work_rows)
     has_py = "python_function" in trace.cat_names
     ex = Analysis(
         trace=trace, options=options, rules=rules, window=window, device=device,
@@ -92,9 +117,35 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         functions=hot_functions(trace, timeline), cells=cells, calls=calls,
         other_threads=others, has_python_frames=has_py,
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
+        threads=tuple(threads), steps=tuple(steps),
     )
     _check_identities(ex)
     return ex
+
+
+def _attributed_thread(trace: Trace, rules: RuleSet, window: Window, options: Options):
+    """``--thread``; else the thread running the profiler steps (a training loop's main
+    thread, not the autograd thread that launches more kernels); else the thread that
+    launched the most device work (``threads`` says why)."""
+    if options.thread:
+        return resolve_thread(trace, options.thread)
+    return step_thread(trace, window) or pick_thread(trace, rules, window, None)
+
+
+def _working_lanes(trace: Trace, by_lane: dict) -> list[int]:
+    """Host lanes with events of their own in the window (profiler overhead, laid over
+    every lane, does not make a lane a thread)."""
+    overlay = [i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]
+    return [idx for idx, rows in by_lane.items()
+            if rows.size and not np.isin(trace.slices.cat[rows], overlay).all()]
+
+
+def _are_steps(trace: Trace, calls: CallsSummary, threads) -> bool:
+    if calls.source not in STEP_SOURCES:
+        return False
+    working = [t for t in threads if t.work_ns and t.role != "helper"]
+    backward = any(n.startswith("autograd::engine::evaluate_function") for n in trace.names)
+    return calls.source == "profiler_steps" or len(working) > 1 or backward
 
 
 def unprofiled_baseline(trace: Trace) -> int | None:

@@ -66,7 +66,9 @@ def _verdict(ex: Analysis) -> list[Detected]:
         cats = sorted(((c, ns) for c, ns in ex.host_categories.items()), key=lambda kv: -kv[1])
     if ex.window.dur_ns <= 0 or (ex.device.busy_ns == 0 and not ex.device.kernel_count):
         return []
-    top = [(c, ns) for c, ns in cats if ns > 0][:3]
+    # waiting for another thread is not where host time goes: that thread's work is
+    # (the steps' critical path says whose)
+    top = [(c, ns) for c, ns in cats if ns > 0 and c != "wait"][:3]
     evidence = {"device_idle_share": round(share, 4), "top_host_categories": dict(top)}
     facts = {"share": share, "scope": scope, "top": top}
     if share >= HOST_BOUND_IDLE_SHARE:

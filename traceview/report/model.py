@@ -295,6 +295,82 @@ class MatrixRow:
         return self.busy_ns + self.idle_ns
 
 
+@dataclass(frozen=True)
+class ThreadRow:
+    """One host thread over the window; every figure is this thread's alone."""
+
+    pid: int | str
+    tid: int | str
+    name: str  # the thread's own name (``pt_autograd_0``), "" when unnamed
+    label: str  # how the outputs name it (``main thread [502/502]``)
+    role: str  # main | autograd | data | helper | other
+    attributed: bool  # the thread the calls and the per-call table are on
+    launches: int
+    syncs: int
+    python_frames: int
+    work_ns: int  # traced time that is work: not untraced, not waiting
+    categories: dict[str, int]  # this thread's attribution of the window (sums to it)
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One phase of a step: wall on the step's thread, the device inside it, and each
+    thread's host categories inside it (threads overlap in time: never added)."""
+
+    phase: str
+    wall_ns: int
+    device_busy_ns: int
+    device_idle_ns: int
+    host: dict[str, dict[str, int]]  # thread label -> category -> ns
+
+
+@dataclass(frozen=True)
+class PathRow:
+    """An item of a step's critical path: what the step waited on, once per ns."""
+
+    kind: str  # host | device | launch_latency | queued
+    resource: str  # a thread's label, or a device stream's
+    what: str  # the host category, or the kernel/copy name
+    ns: int
+
+
+@dataclass(frozen=True)
+class IdleCauseRow:
+    """Device idle inside a step charged to what the device waited for."""
+
+    resource: str  # the thread the device waited for; "device" for launch latency
+    what: str  # that thread's category, or "launch latency"
+    ns: int
+
+
+@dataclass(frozen=True)
+class StepRow:
+    index: int  # the call's index in calls.per_call
+    name: str
+    start_ns: int
+    end_ns: int
+    wall_ns: int
+    cold: bool
+    device_busy_ns: int
+    device_idle_ns: int
+    phases: tuple[PhaseRow, ...]
+    critical_path: tuple[PathRow, ...]  # biggest first; sums to wall_ns
+    idle_causes: tuple[IdleCauseRow, ...]  # biggest first; sums to device_idle_ns
+    communication_ns: int
+    exposed_communication_ns: int
+    path_edges: dict[str, int]  # edge kind -> times the path took it
+
+
+@dataclass(frozen=True)
+class StepsInfo:
+    """The calls as training steps (``docs/training.md``)."""
+
+    count: int
+    warm_count: int
+    thread: str  # the label of the thread the steps ran on
+    steps: tuple[StepRow, ...]
+
+
 VERDICT_IDS = ("host-bound", "device-bound")
 
 
@@ -312,6 +388,8 @@ class Report:
     diagnostics: tuple[Diagnostic, ...]
     typical_call: TypicalCall | None = None
     op: OpInfo | None = None
+    threads: tuple[ThreadRow, ...] = ()  # every host thread with events in the window
+    steps: StepsInfo | None = None  # set when the calls are training steps
 
     def matrix(self) -> list[MatrixRow]:
         """The breakdown pivoted to one row per host category, biggest total first."""

@@ -1,0 +1,236 @@
+"""The critical path of a step, across host threads and device streams, exact in ns.
+
+The walk starts at the step's end on the thread that ran the step and goes backwards in
+time, always standing on one resource, a host thread or a piece of device work, and
+charging every nanosecond it passes to exactly one owner:
+
+* on a host thread, the instant's own category (``host.attribute_host``), except:
+  - ``sync`` (a synchronize call): the thread waited for the device. The path charges
+    the wake-up (the last device work's end to the sync's end) to the sync and moves to
+    that device work: the **kernel -> synchronize** edge;
+  - ``wait`` (``run_backward``, a queue, a lock: ``traceview/data/default_rules.json``):
+    the thread waited for another thread. The path charges the wake-up to the wait and
+    moves to the host thread whose work ended last before the wait ended (the autograd
+    engine's thread during ``backward``), until it reaches the wait's start, where it
+    returns: the **main thread's wait -> the other thread's work** edge;
+  - a thread other than the step's that has nothing recorded (untraced) or waits itself
+    hands the path back to the thread that waited for it, or, reached through a launch,
+    to the step's thread, at the same instant; inside a wait, the untraced time of the
+    thread waited for (the autograd engine between two nodes) is that thread's;
+* on device work, its own duration, charged to the kernel (or copy), then what it waited
+  for: the previous work on its stream when that ended after the launch was issued
+  (**queued** behind it), else its launch (**launch -> kernel** edge: the time from the
+  launch call to the kernel's start is **launch latency**, and the path continues on the
+  launching thread inside the launch call); when neither explains its start and work on
+  another stream ended later, the path follows that stream (a **cross-stream wait**,
+  inferred from the timing; Kineto records no event dependency). CUDA-graph kernels
+  link to their ``cudaGraphLaunch`` the same way.
+
+Because the walk only moves backwards and charges every step it takes, the items sum to
+the step's wall time exactly (checked). An item's time on the path is what removing it
+could at most save: the path may move to another chain once it is shorter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from traceview.analyses.host import HostTimeline
+from traceview.errors import IdentityError
+from traceview.model import Trace
+from traceview.rules import UNTRACED
+
+PathKind = Literal["host", "device", "launch_latency", "queued"]
+# a kernel whose start its launch and its stream's previous work leave unexplained by more
+# than this looks at other streams (event waits)
+CROSS_STREAM_SLACK_NS = 2_000
+
+
+@dataclass(frozen=True)
+class PathItem:
+    kind: PathKind
+    lane: int | None  # host lane (host, launch_latency) or device lane (device, queued)
+    what: str  # the host category, or the kernel/copy name
+    ns: int
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    start_ns: int
+    end_ns: int
+    items: tuple[PathItem, ...]  # biggest first; sums to end - start
+    edges: Counter  # edge kind -> times the path took it
+
+    @property
+    def total_ns(self) -> int:
+        return sum(i.ns for i in self.items)
+
+
+class _Device:
+    """Device work sorted for the walk's two questions."""
+
+    def __init__(self, trace: Trace, rows: np.ndarray) -> None:
+        s = trace.slices
+        self.rows = rows[np.argsort(s.end[rows], kind="stable")]
+        self.ends = s.end[self.rows]
+        self.by_lane: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        lanes = s.lane[self.rows]
+        for lane in np.unique(lanes).tolist():
+            r = self.rows[lanes == lane]
+            self.by_lane[lane] = (r, s.end[r])
+
+    def last_ending(self, lo: int, hi: int, exclude: int = -1) -> int | None:
+        """The work row ending last in (lo, hi], or None."""
+        j = int(np.searchsorted(self.ends, hi, side="right")) - 1
+        while j >= 0 and self.ends[j] > lo:
+            if int(self.rows[j]) != exclude:
+                return int(self.rows[j])
+            j -= 1
+        return None
+
+    def previous_on_lane(self, lane: int, t: int, exclude: int) -> int | None:
+        r, e = self.by_lane.get(lane, (None, None))
+        if r is None:
+            return None
+        j = int(np.searchsorted(e, t, side="right")) - 1
+        while j >= 0:
+            if int(r[j]) != exclude:
+                return int(r[j])
+            j -= 1
+        return None
+
+
+def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
+                  timelines: dict[int, HostTimeline], work_rows: np.ndarray) -> CriticalPath:
+    s = trace.slices
+    dev = _Device(trace, work_rows)
+    cats = next(iter(timelines.values())).categories if timelines else []
+    sync_code = cats.index("sync") if "sync" in cats else -2
+    wait_code = cats.index("wait") if "wait" in cats else -2
+    untraced_code = cats.index(UNTRACED) if UNTRACED in cats else -2
+    idle_codes = {untraced_code, wait_code}
+    got: Counter = Counter()
+    edges: Counter = Counter()
+
+    def charge(kind: PathKind, lane: int | None, what: str, a: int, b: int) -> None:
+        if b > a:
+            got[(kind, lane, what)] += b - a
+
+    t = end_ns
+    lane: int = step_lane
+    on_device: int | None = None  # device row the walk stands on
+    returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
+    budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
+    while t > start_ns and budget > 0:
+        budget -= 1
+        if on_device is not None:
+            k = on_device
+            ks = max(int(s.start[k]), start_ns)
+            charge("device", int(s.lane[k]), trace.names[int(s.name[k])], ks, t)
+            t = ks
+            on_device = None
+            if t <= start_ns:
+                break
+            launch = trace.work_to_launch.get(k)
+            prev = dev.previous_on_lane(int(s.lane[k]), t, k)
+            prev_end = int(s.end[prev]) if prev is not None else None
+            edge_at = min(int(s.end[launch]), t) if launch is not None else None
+            release = max(x for x in (prev_end, edge_at, start_ns) if x is not None)
+            if t - release > CROSS_STREAM_SLACK_NS:
+                other = dev.last_ending(release, t, exclude=k)
+                if other is not None and int(s.lane[other]) != int(s.lane[k]):
+                    charge("queued", int(s.lane[k]), "cross-stream wait", int(s.end[other]), t)
+                    t, on_device = int(s.end[other]), other
+                    edges["cross_stream"] += 1
+                    continue
+            if prev_end is not None and (edge_at is None or prev_end >= edge_at) \
+                    and prev_end > start_ns:
+                charge("queued", int(s.lane[k]), "queued behind previous work", prev_end, t)
+                t, on_device = prev_end, prev
+                edges["stream_order"] += 1
+            elif edge_at is not None and launch is not None:
+                host = int(s.lane[launch])
+                charge("launch_latency", host, "launch latency", edge_at, t)
+                t = edge_at
+                if host in timelines:
+                    lane = host
+                edges["launch_to_kernel"] += 1
+            else:  # no launch record and nothing before it: back to the step's thread
+                lane = step_lane
+                edges["unlinked_work"] += 1
+            continue
+
+        tl = timelines.get(lane)
+        if tl is None or tl.seg_end.size == 0:
+            charge("host", lane, UNTRACED, start_ns, t)
+            break
+        j = int(np.searchsorted(tl.seg_end, t, side="left"))
+        if j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
+            charge("host", lane, UNTRACED, start_ns, t)
+            break
+        a = max(int(tl.seg_start[j]), start_ns)
+        if returns and returns[-1][0] != lane:
+            a = max(a, returns[-1][1])
+        code = int(tl.seg_cat[j])
+        if lane != step_lane and code in idle_codes and not returns:
+            lane = step_lane  # an idle helper thread hands the path back
+            edges["back_to_step_thread"] += 1
+            continue
+        if lane != step_lane and code == wait_code and returns:
+            lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
+            continue
+        owner = int(tl.rows[int(tl.seg_pos[j])]) if int(tl.seg_pos[j]) >= 0 else -1
+        if code == sync_code and owner >= 0:
+            done = dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
+            if done is not None and int(s.end[done]) > start_ns:
+                charge("host", lane, "sync", int(s.end[done]), t)
+                t, on_device = int(s.end[done]), done
+                edges["kernel_to_sync"] += 1
+                continue
+        if code == wait_code and owner >= 0:
+            ws = max(int(s.start[owner]), start_ns)
+            src = _last_worker(timelines, lane, ws, t, idle_codes)
+            if src is not None:
+                q_lane, q = src
+                charge("host", lane, "wait", q, t)
+                returns.append((lane, ws))
+                lane, t = q_lane, q
+                edges["wait_to_thread"] += 1
+                continue
+        charge("host", lane, cats[code], a, t)
+        t = a
+        if returns and returns[-1][0] != lane and t <= returns[-1][1]:
+            lane = returns.pop()[0]
+    if t > start_ns:  # the budget ran out (a cycle would be a bug): charge honestly
+        charge("host", step_lane, UNTRACED, start_ns, t)
+    items = tuple(sorted((PathItem(k, ln, w, ns) for (k, ln, w), ns in got.items()),
+                         key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
+    path = CriticalPath(start_ns, end_ns, items, edges)
+    if path.total_ns != end_ns - start_ns:
+        raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
+    return path
+
+
+def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: int,
+                 idle_codes: set[int]) -> tuple[int, int] | None:
+    """The other thread whose work (a category that is not idle) ended last in (lo, hi]."""
+    best: tuple[int, int] | None = None
+    for lane, tl in timelines.items():
+        if lane == waiter or tl.seg_end.size == 0:
+            continue
+        j = int(np.searchsorted(tl.seg_end, hi, side="left"))
+        j = min(j, tl.seg_end.size - 1)
+        while j >= 0 and int(tl.seg_start[j]) < hi:
+            end = min(int(tl.seg_end[j]), hi)
+            if end <= lo:
+                break
+            if int(tl.seg_cat[j]) not in idle_codes:
+                if best is None or end > best[1]:
+                    best = (lane, end)
+                break
+            j -= 1
+    return best

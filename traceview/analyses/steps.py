@@ -1,0 +1,205 @@
+"""Training steps: phases, device idle by cause, communication, and the critical path.
+
+A step is a call found from ``ProfilerStep#N`` (or ``--calls``) on the thread that ran
+it. Inside a step every instant of that thread's time axis belongs to one **phase**,
+from the ordered phase rules of the rule table (``phases`` in
+``traceview/data/default_rules.json``, overridable with ``--rules``): data loading
+(``enumerate(DataLoader)#...``), forward (the top ``nn.Module:`` frames), backward (the
+``backward`` frame on the step's thread, and the envelope of
+``autograd::engine::evaluate_function`` work on any thread), optimizer
+(``Optimizer.step#...``, ``Optimizer.zero_grad#...``); the first rule that claims an
+instant wins, and what no rule claims is ``other``. Without Python frames, forward is
+the unclaimed time before backward. Per phase: wall, device busy and idle (the union of
+device work across streams inside the phase), and each thread's host categories inside
+it (each thread on its own: they overlap in time and are never added).
+
+**Device idle by cause**: each idle gap of the device inside the step is charged to what
+the device waited for: the thread that launched the work ending the gap, with that
+thread's categories over the gap until the launch call began (the device waited for the
+host), then ``launch latency`` (the call was made; the work had not started yet). A gap
+with no later work in the step is charged to the step thread's categories. Like HTA's
+idle-time breakdown (host wait / kernel wait), but per thread and category.
+
+**Communication**: device work whose name matches the rule table's
+``communication_kernels`` (NCCL); exposed communication is the part of it during which
+no other device work ran.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview import intervals
+from traceview.analyses.critical_path import CriticalPath, critical_path
+from traceview.analyses.host import HostTimeline
+from traceview.model import Trace
+from traceview.rules import PhaseRule, RuleSet
+
+OTHER_PHASE = "other"
+LAUNCH_LATENCY = "launch latency"
+QUEUED = "queued"
+
+
+@dataclass(frozen=True)
+class PhaseFigures:
+    phase: str
+    wall_ns: int
+    device_busy_ns: int
+    device_idle_ns: int
+    host: dict[int, dict[str, int]]  # host lane -> category -> ns inside the phase
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    lane: int | None  # host lane the device waited for (None: launch latency, queued)
+    what: str  # that thread's category, or "launch latency"
+    ns: int
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    index: int  # the call's index
+    name: str
+    start_ns: int
+    end_ns: int
+    cold: bool
+    device_busy_ns: int
+    phases: tuple[PhaseFigures, ...]  # in the phase table's order, then other
+    idle_causes: tuple[IdleCause, ...]  # biggest first; sums to the step's device idle
+    communication_ns: int
+    exposed_communication_ns: int
+    path: CriticalPath
+
+
+def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: int
+                    ) -> dict[str, intervals.Set]:
+    """Each phase's part of [start, end): disjoint, and with ``other`` they tile it."""
+    s = trace.slices
+    in_step = np.flatnonzero((s.end > start) & (s.start < end))
+    claimed: intervals.Set = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    out: dict[str, intervals.Set] = {}
+    fallback: list[PhaseRule] = []
+    names = trace.names
+    for rule in rules.phases:
+        if rule.before is not None:
+            fallback.append(rule)
+            continue
+        cats = {i for i, c in enumerate(trace.cat_names) if rule.cats is None or c in rule.cats}
+        rows = in_step[np.isin(s.cat[in_step], list(cats))]
+        if not rule.any_thread:
+            rows = rows[s.lane[rows] == lane]
+        rows = np.asarray([r for r in rows.tolist() if rule.pattern.search(names[int(s.name[r])])],
+                          np.int64)
+        if rows.size == 0:
+            continue
+        st = np.maximum(s.start[rows], start)
+        en = np.minimum(s.end[rows], end)
+        mine = (np.asarray([st.min()]), np.asarray([en.max()])) if rule.any_thread \
+            else intervals.union(st, en)
+        mine = intervals.subtract(mine, claimed)
+        if intervals.length(mine):
+            prev = out.get(rule.phase)
+            out[rule.phase] = mine if prev is None else intervals.union(
+                np.concatenate([prev[0], mine[0]]), np.concatenate([prev[1], mine[1]]))
+            claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
+                                      np.concatenate([claimed[1], mine[1]]))
+    for rule in fallback:
+        anchor = out.get(rule.before)
+        if rule.phase in out or anchor is None or anchor[0].size == 0:
+            continue
+        head = (np.asarray([start]), np.asarray([int(anchor[0][0])]))
+        mine = intervals.subtract(head, claimed)
+        if intervals.length(mine):
+            out[rule.phase] = mine
+            claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
+                                      np.concatenate([claimed[1], mine[1]]))
+    rest = intervals.subtract((np.asarray([start]), np.asarray([end])), claimed)
+    if intervals.length(rest):
+        out[OTHER_PHASE] = rest
+    order = list(dict.fromkeys([r.phase for r in rules.phases] + [OTHER_PHASE]))
+    return {p: out[p] for p in order if p in out}
+
+
+def _categories_over(tl: HostTimeline, iv: intervals.Set) -> dict[str, int]:
+    """A thread's categories inside the intervals ``iv`` (exact ns)."""
+    if tl.seg_start.size == 0 or iv[0].size == 0:
+        return {}
+    out: Counter[str] = Counter()
+    for a, b in zip(iv[0].tolist(), iv[1].tolist(), strict=True):
+        j0 = int(np.searchsorted(tl.seg_end, a, side="right"))
+        j1 = int(np.searchsorted(tl.seg_start, b, side="left"))
+        if j1 <= j0:
+            continue
+        ln = np.minimum(tl.seg_end[j0:j1], b) - np.maximum(tl.seg_start[j0:j1], a)
+        ns = np.bincount(tl.seg_cat[j0:j1], weights=ln, minlength=len(tl.categories))
+        for k in np.flatnonzero(ns).tolist():
+            out[tl.categories[k]] += int(ns[k])
+    return dict(out)
+
+
+def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: int,
+                 busy: intervals.Set, work_rows: np.ndarray, start: int, end: int
+                 ) -> list[IdleCause]:
+    s = trace.slices
+    gaps = intervals.subtract((np.asarray([start]), np.asarray([end])), busy)
+    w = work_rows[np.argsort(s.start[work_rows], kind="stable")]
+    w_st = s.start[w]
+    got: Counter[tuple[int | None, str]] = Counter()
+    for g0, g1 in zip(gaps[0].tolist(), gaps[1].tolist(), strict=True):
+        j = int(np.searchsorted(w_st, g1, side="left"))
+        nxt = int(w[j]) if j < w.size and int(w_st[j]) < end else None
+        launch = trace.work_to_launch.get(nxt) if nxt is not None else None
+        if launch is None or int(s.lane[launch]) not in timelines:
+            lane = step_lane
+            cut = g1
+        else:
+            lane = int(s.lane[launch])
+            cut = min(max(int(s.start[launch]), g0), g1)
+        for cat, ns in _categories_over(timelines[lane], (np.asarray([g0]), np.asarray([cut]))
+                                        ).items():
+            got[(lane, cat)] += ns
+        if cut < g1:
+            got[(None, LAUNCH_LATENCY)] += g1 - cut
+    return sorted((IdleCause(ln, what, ns) for (ln, what), ns in got.items() if ns),
+                  key=lambda c: (-c.ns, str(c.lane), c.what))
+
+
+def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
+                  timelines: dict[int, HostTimeline], busy: intervals.Set,
+                  work_rows: np.ndarray) -> list[StepFigures]:
+    """Every call as a step (the caller decides that the calls are steps)."""
+    s = trace.slices
+    comm = re.compile(rules.communication_kernels) if rules.communication_kernels else None
+    is_comm = np.asarray([bool(comm and comm.search(trace.names[int(c)]))
+                          for c in s.name[work_rows].tolist()], bool) if work_rows.size \
+        else np.zeros(0, bool)
+    out = []
+    for c in calls:
+        a, b = c.start_ns, c.end_ns
+        step_busy = intervals.clip(busy, a, b)
+        phases = []
+        for phase, iv in phase_intervals(trace, rules, step_lane, a, b).items():
+            wall = intervals.length(iv)
+            on = intervals.length(intervals.intersect(step_busy, iv))
+            host = {ln: cats for ln, tl in timelines.items()
+                    if (cats := _categories_over(tl, iv))}
+            phases.append(PhaseFigures(phase, wall, on, wall - on, host))
+        mine = work_rows[(s.end[work_rows] > a) & (s.start[work_rows] < b)]
+        cm = is_comm[np.isin(work_rows, mine)] if mine.size else np.zeros(0, bool)
+        comm_rows, comp_rows = mine[cm], mine[~cm]
+        comm_set = intervals.clip(intervals.union(s.start[comm_rows], s.end[comm_rows]), a, b)
+        comp_set = intervals.clip(intervals.union(s.start[comp_rows], s.end[comp_rows]), a, b)
+        out.append(StepFigures(
+            index=c.index, name=c.name, start_ns=a, end_ns=b, cold=c.cold,
+            device_busy_ns=intervals.length(step_busy), phases=tuple(phases),
+            idle_causes=tuple(_idle_causes(trace, timelines, step_lane, step_busy, work_rows,
+                                           a, b)),
+            communication_ns=intervals.length(comm_set),
+            exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
+            path=critical_path(trace, a, b, step_lane, timelines, work_rows),
+        ))
+    return out

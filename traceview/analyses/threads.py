@@ -1,0 +1,148 @@
+"""Host threads as lanes: which thread is which, which one the calls live on, and each
+thread's own figures.
+
+A training step runs on several host threads at once: the main thread (forward, the
+optimizer, ``cudaDeviceSynchronize``), PyTorch's autograd engine thread
+(``pt_autograd_0``: backward), the DataLoader's pin-memory thread (``pt_data_pin``) and
+helper threads that only wait (tqdm's monitor, Inductor's compile-worker readers). Each is
+analysed on its own (``host.attribute_host`` per lane); nothing here adds one thread's
+time to another's.
+
+The **attributed thread** (the one the calls and the per-call table are on) is, in order:
+``--thread`` (a TID, a thread name such as ``pt_autograd_0``, ``main``, or ``PID/TID``);
+the thread holding the ``ProfilerStep#N`` ranges; the thread that launched the most
+device work; the busiest thread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from traceview.analyses.host import HostTimeline
+from traceview.analyses.launches import launch_rows
+from traceview.analyses.window import Window
+from traceview.errors import UsageError
+from traceview.model import Lane, Trace
+from traceview.rules import UNTRACED, RuleSet
+
+ThreadRole = Literal["main", "autograd", "data", "helper", "other"]
+STEP = re.compile(r"^ProfilerStep#\d+$")
+# categories that are not work: a thread whose traced time is only these did nothing
+NOT_WORK = frozenset({UNTRACED, "wait"})
+# a thread that launches nothing, syncs nothing and works under this share of the window
+# is a helper (tqdm's monitor, a queue feeder, Inductor's compile-worker readers)
+HELPER_WORK_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class ThreadFigures:
+    """One host thread over the window (each figure on this thread alone)."""
+
+    lane: Lane
+    role: ThreadRole
+    launches: int
+    syncs: int  # synchronize calls (runtime/driver API) that started in the window
+    python_frames: int
+    categories: dict[str, int]  # the thread's own attribution; sums to the window
+    work_ns: int  # traced time that is work (not untraced, not waiting)
+
+
+def _role(lane: Lane, trace: Trace) -> ThreadRole:
+    name = lane.thread_name
+    if name.startswith("pt_autograd"):
+        return "autograd"
+    if name.startswith("pt_data") or "pin_memory" in name:
+        return "data"
+    if str(lane.pid) == str(lane.tid):
+        return "main"
+    return "other"
+
+
+def describe(lane: Lane, role: ThreadRole | None = None) -> str:
+    """How the outputs name a thread: ``main thread [502/502]``, ``pt_autograd_0 [502/543]``."""
+    base = f"{lane.pid}/{lane.tid}"
+    name = lane.thread_name
+    if role == "main" and (not name or name.startswith("python") or name == "thread"):
+        return f"main thread [{base}]"
+    if str(lane.tid) == "0" and not name:
+        return f"Python threads without an id [{base}]"
+    return f"{name} [{base}]" if name else f"thread {base}"
+
+
+def resolve_thread(trace: Trace, spec: str) -> Lane:
+    """``--thread``: ``PID/TID``, a TID, a thread name (``pt_autograd_0``) or ``main``."""
+    hosts = trace.host_lanes
+    spec = spec.strip()
+    tests = [
+        lambda ln: f"{ln.pid}/{ln.tid}" == spec,
+        lambda ln: str(ln.tid) == spec,
+        lambda ln: ln.thread_name == spec or ln.name == spec,
+        lambda ln: spec == "main" and str(ln.pid) == str(ln.tid),
+    ]
+    for test in tests:
+        hits = [ln for ln in hosts if test(ln)]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise UsageError(f"--thread {spec}: {len(hits)} threads match "
+                             f"({', '.join(ln.label for ln in hits)}); use PID/TID")
+    known = ", ".join(f"{ln.pid}/{ln.tid}" + (f" ({ln.thread_name})" if ln.thread_name else "")
+                      for ln in hosts) or "none"
+    raise UsageError(f"--thread {spec}: no such host thread (threads: {known})")
+
+
+def step_thread(trace: Trace, window: Window) -> Lane | None:
+    """The host thread holding the most ``ProfilerStep#N`` ranges in the window."""
+    s = trace.slices
+    ua = trace.cat_code("user_annotation")
+    if ua < 0:
+        return None
+    rows = np.flatnonzero((s.cat == ua) & (s.start >= window.start_ns) & (s.start < window.end_ns))
+    counts: Counter[int] = Counter()
+    for r in rows.tolist():
+        if STEP.match(trace.names[int(s.name[r])]):
+            counts[int(s.lane[r])] += 1
+    if not counts:
+        return None
+    best = min(counts, key=lambda i: (-counts[i], str(trace.lanes[i].pid), str(trace.lanes[i].tid)))
+    return trace.lanes[best]
+
+
+def thread_figures(trace: Trace, rules: RuleSet, window: Window,
+                   timelines: dict[int, HostTimeline]) -> list[ThreadFigures]:
+    """Every host thread with rows in the window, main thread first, then by TID."""
+    s = trace.slices
+    launches = Counter(s.lane[_in(trace, launch_rows(trace, rules), window)].tolist())
+    api = [i for i, c in enumerate(trace.cat_names) if c in ("cuda_runtime", "cuda_driver")]
+    api_rows = np.flatnonzero(np.isin(s.cat, api))
+    sync_names = [int(n) for n in np.unique(s.name[api_rows]).tolist()
+                  if rules.classify("cuda_runtime", trace.names[int(n)])[0] == "sync"]
+    sync_rows = _in(trace, api_rows[np.isin(s.name[api_rows], sync_names)], window)
+    syncs = Counter(s.lane[sync_rows].tolist())
+    py = trace.cat_code("python_function")
+    out = []
+    for idx, tl in timelines.items():
+        lane = trace.lanes[idx]
+        cats = tl.totals()
+        frames = int(np.count_nonzero(s.cat[tl.rows] == py)) if py >= 0 else 0
+        out.append(ThreadFigures(
+            lane=lane, role=_role(lane, trace), launches=int(launches.get(idx, 0)),
+            syncs=int(syncs.get(idx, 0)), python_frames=frames,
+            categories={c: v for c, v in cats.items() if v},
+            work_ns=sum(v for c, v in cats.items() if c not in NOT_WORK)))
+    floor = HELPER_WORK_SHARE * max(window.dur_ns, 1)
+    out = [t if t.role != "other" or t.work_ns > floor or t.launches or t.syncs else
+           ThreadFigures(t.lane, "helper", t.launches, t.syncs, t.python_frames, t.categories,
+                         t.work_ns) for t in out]
+    order = {"main": 0, "autograd": 1, "data": 2, "other": 3, "helper": 4}
+    return sorted(out, key=lambda t: (order[t.role], str(t.lane.pid), str(t.lane.tid)))
+
+
+def _in(trace: Trace, rows: np.ndarray, window: Window) -> np.ndarray:
+    st = trace.slices.start[rows]
+    return rows[(st >= window.start_ns) & (st < window.end_ns)]

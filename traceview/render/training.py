@@ -1,0 +1,180 @@
+"""Terminal and markdown sections for multi-threaded traces and training steps.
+
+Every table here has one scope, said in its title: the threads table shows each thread
+alone over the window; the step tables show the typical step (the warm step whose wall
+time is nearest the median, the one every "typical call" output shows), whose phases,
+critical path and device idle each add up to that step's own figures. The figures come
+from the report; nothing is computed here but sums and shares of the rows shown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from traceview.units import fmt_ns, fmt_share, plural
+
+if TYPE_CHECKING:
+    from traceview.report.model import PathRow, Report, StepRow
+
+PATH_ROWS = 12  # rows of the critical-path table; the rest are summed in one row
+DEVICE_WORK = "device work (kernels, copies)"
+
+
+def typical_step(r: Report) -> StepRow | None:
+    if r.steps is None or not r.steps.steps:
+        return None
+    want = r.typical_call.index if r.typical_call is not None else None
+    return next((s for s in r.steps.steps if s.index == want), r.steps.steps[0])
+
+
+def path_rows(step: StepRow) -> list[tuple[str, str, int]]:
+    """The path grouped for reading: host items by (thread, category), device work as one
+    row per stream, launch latency and queueing as they are; biggest first."""
+    got: Counter[tuple[str, str]] = Counter()
+    for p in step.critical_path:
+        got[_path_key(p)] += p.ns
+    return sorted(((res, what, ns) for (res, what), ns in got.items()),
+                  key=lambda x: (-x[2], x[0], x[1]))
+
+
+def _path_key(p: PathRow) -> tuple[str, str]:
+    if p.kind == "device":
+        return p.resource, DEVICE_WORK
+    return p.resource, p.what
+
+
+def headline(r: Report) -> str | None:
+    """One sentence for a training trace: the typical step and who holds its path."""
+    step = typical_step(r)
+    if step is None:
+        return None
+    by_res: Counter[str] = Counter()
+    for res, _what, ns in path_rows(step):
+        by_res[res] += ns
+    who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in by_res.most_common(3))
+    phases = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
+    return (f"training step {step.name}: {fmt_ns(step.wall_ns)} (typical of "
+            f"{r.steps.warm_count} warm of {plural(r.steps.count, 'step')}); {phases}; "
+            f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
+
+
+def threads_table(r: Report) -> RenderableType | None:
+    if len(r.threads) < 2:
+        return None
+    w = r.window.dur_ns
+    table = Table(title="Host threads (each thread alone, over the window)", title_justify="left",
+                  pad_edge=False)
+    table.add_column("thread", ratio=2)
+    table.add_column("role", no_wrap=True)
+    table.add_column("launches", justify="right", no_wrap=True)
+    table.add_column("syncs", justify="right", no_wrap=True)
+    table.add_column("work", justify="right", no_wrap=True)
+    table.add_column("top categories", ratio=3)
+    for t in r.threads:
+        cats = sorted(((c, v) for c, v in t.categories.items()), key=lambda x: (-x[1], x[0]))[:3]
+        mark = " *" if t.attributed else ""
+        table.add_row(t.label + mark, t.role, str(t.launches), str(t.syncs),
+                      f"{fmt_ns(t.work_ns)} ({fmt_share(t.work_ns, w)})",
+                      ", ".join(f"{c} {fmt_ns(v)}" for c, v in cats))
+    note = Text("* the thread the calls and the per-call table are on; work = traced time "
+                "that is neither untraced nor waiting", style="dim")
+    return Group(table, note)
+
+
+def step_sections(r: Report) -> list[RenderableType]:
+    step = typical_step(r)
+    if step is None:
+        return []
+    wall = step.wall_ns
+    phases = Table(title=f"Typical step {step.name} by phase ({fmt_ns(wall)} on "
+                         f"{r.steps.thread}; device: all streams)",
+                   title_justify="left", show_footer=True, pad_edge=False)
+    phases.add_column("phase", footer="step", no_wrap=True)
+    phases.add_column("wall", justify="right", footer=fmt_ns(wall), no_wrap=True)
+    phases.add_column("share", justify="right", footer=fmt_share(wall, wall), no_wrap=True)
+    phases.add_column("device busy", justify="right", footer=fmt_ns(step.device_busy_ns),
+                      no_wrap=True)
+    phases.add_column("device idle", justify="right", footer=fmt_ns(step.device_idle_ns),
+                      no_wrap=True)
+    for p in step.phases:
+        phases.add_row(p.phase, fmt_ns(p.wall_ns), fmt_share(p.wall_ns, wall),
+                       fmt_ns(p.device_busy_ns), fmt_ns(p.device_idle_ns))
+
+    path = Table(title=f"Critical path of {step.name} (each ns once; removing an item saves at "
+                       f"most its time)", title_justify="left", show_footer=True, pad_edge=False)
+    path.add_column("on", ratio=2, footer="step")
+    path.add_column("what", ratio=2)
+    path.add_column("time", justify="right", footer=fmt_ns(wall), no_wrap=True)
+    path.add_column("share", justify="right", footer=fmt_share(wall, wall), no_wrap=True)
+    rows = path_rows(step)
+    for res, what, ns in rows[:PATH_ROWS]:
+        path.add_row(res, what, fmt_ns(ns), fmt_share(ns, wall))
+    if len(rows) > PATH_ROWS:
+        rest = sum(ns for _, _, ns in rows[PATH_ROWS:])
+        path.add_row(f"{len(rows) - PATH_ROWS} more", "", fmt_ns(rest), fmt_share(rest, wall))
+
+    idle = Table(title=f"Device idle in {step.name} by what the device waited for",
+                 title_justify="left", show_footer=True, pad_edge=False)
+    idle.add_column("waited for", ratio=2, footer="device idle")
+    idle.add_column("doing", ratio=2)
+    idle.add_column("time", justify="right", footer=fmt_ns(step.device_idle_ns), no_wrap=True)
+    idle.add_column("share", justify="right",
+                    footer=fmt_share(step.device_idle_ns, step.device_idle_ns), no_wrap=True)
+    for c in step.idle_causes[:PATH_ROWS]:
+        idle.add_row(c.resource, c.what, fmt_ns(c.ns), fmt_share(c.ns, step.device_idle_ns))
+    if len(step.idle_causes) > PATH_ROWS:
+        rest = sum(c.ns for c in step.idle_causes[PATH_ROWS:])
+        idle.add_row(f"{len(step.idle_causes) - PATH_ROWS} more", "", fmt_ns(rest),
+                     fmt_share(rest, step.device_idle_ns))
+    out: list[RenderableType] = [phases, path, idle]
+    if step.communication_ns:
+        out.append(Text(f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the "
+                        f"device, {fmt_ns(step.exposed_communication_ns)} exposed (no other "
+                        f"device work running)"))
+    others = [s for s in r.steps.steps if s.index != step.index]
+    if others:
+        out.append(Text("other steps: " + "; ".join(
+            f"{s.name} {fmt_ns(s.wall_ns)}{' (cold)' if s.cold else ''}" for s in others)))
+    return out
+
+
+def markdown_section(r: Report) -> list[str]:
+    """The training-step part of the markdown report (GitHub-ready tables)."""
+    step = typical_step(r)
+    if step is None:
+        return []
+    wall = step.wall_ns
+    out = [f"### Training step {step.name} ({fmt_ns(wall)}, typical of "
+           f"{r.steps.warm_count} warm of {plural(r.steps.count, 'step')}, on "
+           f"{r.steps.thread})", "",
+           "| phase | wall | share | device busy | device idle |", "|---|---:|---:|---:|---:|"]
+    for p in step.phases:
+        out.append(f"| {p.phase} | {fmt_ns(p.wall_ns)} | {fmt_share(p.wall_ns, wall)} | "
+                   f"{fmt_ns(p.device_busy_ns)} | {fmt_ns(p.device_idle_ns)} |")
+    out += ["", "Critical path (each ns of the step once; removing an item saves at most its "
+            "time):", "", "| on | what | time | share |", "|---|---|---:|---:|"]
+    rows = path_rows(step)
+    for res, what, ns in rows[:PATH_ROWS]:
+        out.append(f"| {res} | {what} | {fmt_ns(ns)} | {fmt_share(ns, wall)} |")
+    if len(rows) > PATH_ROWS:
+        rest = sum(ns for _, _, ns in rows[PATH_ROWS:])
+        out.append(f"| {len(rows) - PATH_ROWS} more | | {fmt_ns(rest)} | {fmt_share(rest, wall)} |")
+    out += ["", "Device idle by what the device waited for:", "",
+            "| waited for | doing | time | share |", "|---|---|---:|---:|"]
+    for c in step.idle_causes[:PATH_ROWS]:
+        out.append(f"| {c.resource} | {c.what} | {fmt_ns(c.ns)} | "
+                   f"{fmt_share(c.ns, step.device_idle_ns)} |")
+    out.append("")
+    if len(r.threads) > 1:
+        out += ["Host threads (each alone, over the window):", "",
+                "| thread | role | launches | syncs | work |", "|---|---|---:|---:|---:|"]
+        for t in r.threads:
+            out.append(f"| {t.label}{' (attributed)' if t.attributed else ''} | {t.role} | "
+                       f"{t.launches} | {t.syncs} | {fmt_ns(t.work_ns)} |")
+        out.append("")
+    return out
