@@ -15,8 +15,8 @@ Only Python frames against Python frames are judged: a ``record_function`` range
 inside another, and is left as recorded.
 
 Clipping runs once per trace (idempotent, like ``causality.drop_implausible_device_work``)
-before any attribution, with array operations: a trace with no overhang costs one
-nesting pass per thread.
+before any attribution: a thread whose frames all nest costs one array pass; the others
+one plain loop over their frames.
 """
 
 from __future__ import annotations
@@ -30,8 +30,23 @@ from traceview.diagnostics import Diagnostic
 from traceview.model import Trace
 from traceview.units import fmt_ns
 
-MAX_PASSES = 64  # a clipped parent can leave its children overhanging: clip level by level
 LISTED = 5  # frames named in the diagnostic
+
+
+def _clip_to_callers(st: np.ndarray, en: np.ndarray) -> np.ndarray:
+    """One pass in start order with a stack of open frames (clipped ends nest, so the top
+    open frame is the caller); each frame ends at most where its caller ends. A plain
+    loop: it runs only on threads where some frame does not nest."""
+    out = en.tolist()
+    stack: list[int] = []  # clipped ends of the open frames, innermost last
+    pop, push = stack.pop, stack.append
+    for i, a in enumerate(st.tolist()):
+        while stack and stack[-1] <= a:
+            pop()
+        if stack and out[i] > stack[-1]:
+            out[i] = stack[-1]
+        push(out[i])
+    return np.asarray(out, np.int64)
 
 
 def clip_overhanging_frames(trace: Trace) -> Diagnostic | None:
@@ -55,14 +70,11 @@ def clip_overhanging_frames(trace: Trace) -> Diagnostic | None:
         order = np.lexsort((-s.end[mine], s.start[mine]))
         mine = mine[order]
         st = s.start[mine]
-        en = s.end[mine].copy()
-        original = en.copy()
-        for _ in range(MAX_PASSES):
-            _, par = parents(st, en)
-            bad = np.flatnonzero((par >= 0) & (en > en[np.maximum(par, 0)]))
-            if bad.size == 0:
-                break
-            en[bad] = np.maximum(en[par[bad]], st[bad])
+        original = s.end[mine]
+        _, par = parents(st, original)  # exact when the frames nest: then nothing to do
+        if not ((par >= 0) & (original > original[np.maximum(par, 0)])).any():
+            continue
+        en = _clip_to_callers(st, original)
         hit = np.flatnonzero(en != original)
         if hit.size == 0:
             continue

@@ -15,12 +15,15 @@ means, and the output must say what they are and how they were found.
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
 4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step.
-5. Python frames (``python_frames``): on the launching thread, the deepest frame that
+5. A model's forward passes (``forward_passes``): the outermost ``nn.Module:`` frames of
+   one name, when it runs at least twice and they hold most launches (``generate()``: one
+   per new token, the first, inside ``generate``, the prefill, the rest decode).
+6. Python frames (``python_frames``): on the launching thread, the deepest frame that
    encloses every launch (a script's ``<module>``, a loop's function) and the frames
    ``depth`` levels below it (default 1: what the loop body calls) that contain a launch.
    Grouped by name into *kinds*. A synchronize frame right after a call, before the next
    call, is that iteration's sync: ``sync_end_ns`` (the call + sync figures).
-6. Otherwise the outermost host event around each launch (``launches``).
+7. Otherwise the outermost host event around each launch (``launches``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ _DIGITS = re.compile(r"\d+")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 MAX_KINDS_NAMED = 3
 SYNC_NAME = re.compile(r"synchronize", re.IGNORECASE)
+MODULE_FRAME = "nn.Module: "
+GENERATE_FRAME = re.compile(r"^transformers/generation/utils\.py\(\d+\): generate$")
 
 HOW = {
     "option": "chosen by --calls",
@@ -51,6 +56,7 @@ HOW = {
     "annotations": "found from numbered record_function ranges",
     "profiler_steps": "found from profiler steps (ProfilerStep#N)",
     "python_frames": "found from Python frames",
+    "forward_passes": "a model's forward passes (nn.Module frames)",
     "launches": "the outermost host event around each launch (no ranges or Python frames)",
     "none": "no calls",
 }
@@ -111,6 +117,9 @@ def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: L
     steps = _steps(trace, window, l_st)
     if steps is not None and not (frames and _repeats_inside(frames.spans, steps.spans)):
         return steps
+    forward = _forward_calls(trace, timeline, launches)
+    if forward is not None and depth == 1:
+        return forward
     if frames is not None:
         return frames
     spans = _launch_calls(trace, timeline, launches)
@@ -155,7 +164,8 @@ def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str)
     rows = _annotation_rows(trace, window)
     picked = [r for r in rows.tolist() if pat.search(trace.names[int(s.name[r])])]
     if not picked and timeline.rows.size:
-        # Python frames, then host ops (aten::...), on the launching thread
+        # Python frames, then host ops (aten::...), on the attributed thread (which is the
+        # thread holding the matches: ``option_thread``)
         py = trace.cat_code("python_function")
         for want_py in (True, False):
             cand = timeline.rows[(s.cat[timeline.rows] == py) == want_py]
@@ -168,6 +178,31 @@ def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str)
         raise UsageError(f"--calls {regex!r}: no user range, Python frame or host op matches")
     spans = _spans_of_rows(trace, picked, lambda n: _DIGITS.sub("#", n))
     return FoundCalls(spans, "option", regex)
+
+
+def option_thread(trace: Trace, window: Window, regex: str) -> int | None:
+    """The host lane that ``--calls regex`` names: the lane of the matching user ranges,
+    else of the matching Python frames, else of the matching host ops, when the matches
+    sit on one thread; None when they are on several (the default thread is kept) or none
+    (``_by_option`` then says so)."""
+    try:
+        pat = re.compile(regex)
+    except re.error:
+        return None
+    s = trace.slices
+    live = (s.start >= window.start_ns) & (s.start < window.end_ns)
+    names = np.flatnonzero([bool(pat.search(n)) for n in trace.names])
+    hit = live & np.isin(s.name, names)
+    host = np.asarray([ln.kind == "host" for ln in trace.lanes] + [False], bool)
+    for cats in ({"user_annotation"}, {"python_function"}, None):
+        codes = [i for i, c in enumerate(trace.cat_names)
+                 if (c in cats if cats else c not in ("user_annotation", "python_function"))]
+        rows = np.flatnonzero(hit & np.isin(s.cat, codes))
+        rows = rows[host[s.lane[rows]]]
+        if rows.size:
+            lanes = np.unique(s.lane[rows])
+            return int(lanes[0]) if lanes.size == 1 else None
+    return None
 
 
 def _captured(trace: Trace, window: Window) -> FoundCalls | None:
@@ -254,6 +289,45 @@ def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
     label = "ProfilerStep#N"
     return FoundCalls(_spans_of_rows(trace, groups[key].tolist(), lambda n: label),
                       "profiler_steps", label)
+
+
+def _forward_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary
+                   ) -> FoundCalls | None:
+    """A model's forward passes: the outermost ``nn.Module:`` frames of one name on the
+    thread, when it runs at least twice and they hold most of the thread's launches
+    (``generate()``: one per new token). Inside ``generate`` the first is the prefill."""
+    s = trace.slices
+    py = trace.cat_code("python_function")
+    if py < 0 or timeline.lane is None or launches.count == 0:
+        return None
+    rows = timeline.rows[s.cat[timeline.rows] == py]
+    codes = [i for i, n in enumerate(trace.names) if n.startswith(MODULE_FRAME)]
+    mod = rows[np.isin(s.name[rows], codes)]
+    if mod.size < 2:
+        return None
+    mod = mod[np.lexsort((-s.end[mod], s.start[mod]))]
+    top = mod[_outermost(s.start[mod], s.end[mod])]
+    counts = Counter(s.name[top].tolist())
+    code, n = counts.most_common(1)[0]
+    if n < 2:
+        return None
+    top = top[s.name[top] == code]
+    mine = launches.rows[s.lane[launches.rows] == timeline.lane.index]
+    l_st = np.sort(s.start[mine])
+    inside = int((np.searchsorted(l_st, s.end[top]) - np.searchsorted(l_st, s.start[top])).sum())
+    if 2 * inside < mine.size:
+        return None
+    gen = [i for i, nm in enumerate(trace.names) if GENERATE_FRAME.search(nm)]
+    g_rows = rows[np.isin(s.name[rows], gen)]
+    name = trace.names[code]
+    spans = []
+    for k, r in enumerate(top.tolist()):
+        a, b = int(s.start[r]), int(s.end[r])
+        in_gen = bool(((s.start[g_rows] <= a) & (s.end[g_rows] >= b)).any())
+        kind = ("prefill" if k == 0 else "decode") if in_gen else name
+        spans.append(CallSpan(a, b, name, kind))
+    label = "; ".join(dict.fromkeys(sp.kind for sp in spans))
+    return FoundCalls(spans, "forward_passes", label)
 
 
 def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:

@@ -213,6 +213,8 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     ci = ci[pos]
     ends = np.minimum(en[pos], c_en[ci])
     self_ns = self_in[pos]
+    if pos.size == 0:  # the calls hold no event of this thread (calls on another thread)
+        return PerCall(len(warm), {}, families, [], Perturbation(None, None, None, None, None))
 
     # perturbation: events and Python frames per call
     n_calls = len(warm)

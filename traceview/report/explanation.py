@@ -13,6 +13,7 @@ import numpy as np
 
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
+from traceview.analyses.callfind import option_thread
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.causality import drop_implausible_device_work
@@ -107,7 +108,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
             others.append(ThreadSummary(t.lane.label, t.lane.pid, t.lane.tid,
                                         launches.threads.get(t.lane.index, 0), traced))
     steps: list[StepFigures] = []
-    if thread is not None and calls.calls and _are_steps(trace, calls, threads):
+    if thread is not None and calls.calls and _are_steps(trace, calls, thread.index):
         steps = analyze_steps(trace, rules, calls.calls, thread.index, timelines, device.busy,
                               device.work_rows)
     has_py = "python_function" in trace.cat_names
@@ -124,11 +125,15 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
 
 
 def _attributed_thread(trace: Trace, rules: RuleSet, window: Window, options: Options):
-    """``--thread``; else the thread running the profiler steps (a training loop's main
-    thread, not the autograd thread that launches more kernels); else the thread that
-    launched the most device work (``threads`` says why)."""
+    """``--thread``; else the thread holding what ``--calls`` names; else the thread
+    running the profiler steps (a training loop's main thread, not the autograd thread
+    that launches more kernels); else the thread that launched the most device work."""
     if options.thread:
         return resolve_thread(trace, options.thread)
+    if options.calls:
+        lane = option_thread(trace, window, options.calls)
+        if lane is not None:
+            return trace.lanes[lane]
     return step_thread(trace, window) or pick_thread(trace, rules, window, None)
 
 
@@ -140,12 +145,24 @@ def _working_lanes(trace: Trace, by_lane: dict) -> list[int]:
             if rows.size and not np.isin(trace.slices.cat[rows], overlay).all()]
 
 
-def _are_steps(trace: Trace, calls: CallsSummary, threads) -> bool:
+def _are_steps(trace: Trace, calls: CallsSummary, thread_lane: int) -> bool:
+    """Profiler steps are steps; user ranges (or ``--calls``) are when most of them hold
+    backward work on another thread than their own (a training step's backward runs on
+    the autograd engine's thread)."""
+    if calls.source == "profiler_steps":
+        return True
     if calls.source not in STEP_SOURCES:
         return False
-    working = [t for t in threads if t.work_ns and t.role != "helper"]
-    backward = any(n.startswith("autograd::engine::evaluate_function") for n in trace.names)
-    return calls.source == "profiler_steps" or len(working) > 1 or backward
+    codes = [i for i, n in enumerate(trace.names)
+             if n.startswith("autograd::engine::evaluate_function")]
+    s = trace.slices
+    rows = np.flatnonzero(np.isin(s.name, codes) & (s.lane != thread_lane))
+    if rows.size == 0:
+        return False
+    st = np.sort(s.start[rows])
+    holding = sum(1 for c in calls.calls
+                  if np.searchsorted(st, c.end_ns) > np.searchsorted(st, c.start_ns))
+    return 2 * holding >= len(calls.calls)
 
 
 def unprofiled_baseline(trace: Trace) -> int | None:
