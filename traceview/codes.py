@@ -69,4 +69,6 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
          "device work ending after a later device synchronize returned (impossible); dropped"),
     Code("device-work-past-host", "warning",
          "device work ending far past the last host event; dropped"),
+    Code("python-frame-overhang", "warning",
+         "Python frames recorded as ending after their caller (a profiler artifact); clipped"),
 )}
