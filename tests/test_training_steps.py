@@ -124,6 +124,7 @@ def phases_by_definition(events, a, b):
         if length(mine):
             out["forward"] = mine
             claimed = union(claimed + mine)
+    out = dict(sorted(out.items(), key=lambda kv: kv[1][0][0]))  # in the order they run
     rest = minus([[a, b]], claimed)
     if length(rest):
         out["other"] = rest

@@ -120,8 +120,9 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
     rest = intervals.subtract((np.asarray([start]), np.asarray([end])), claimed)
     if intervals.length(rest):
         out[OTHER_PHASE] = rest
-    order = list(dict.fromkeys([r.phase for r in rules.phases] + [OTHER_PHASE]))
-    return {p: out[p] for p in order if p in out}
+    # in the order the step runs them (each phase's first instant), other last
+    named = sorted((p for p in out if p != OTHER_PHASE), key=lambda p: int(out[p][0][0]))
+    return {p: out[p] for p in [*named, OTHER_PHASE] if p in out}
 
 
 def _categories_over(tl: HostTimeline, iv: intervals.Set) -> dict[str, int]:
