@@ -257,8 +257,12 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     return PerCall(n_calls, functions, families, tree, perturbation)
 
 
-def _group_p50(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Nearest-rank p50 of ``values`` within each group 0..n-1 (0 for empty groups)."""
+def _group_p50(group: np.ndarray, values: np.ndarray, n: int, over: int) -> np.ndarray:
+    """Nearest-rank p50 of ``values`` within each group 0..n-1, each group taken over
+    ``over`` calls with 0 for the calls it is absent from. One sample set for every node
+    of the tree, so a child (at most its parent in every call) is at most its parent's
+    p50 and self at most inclusive: per node "p50 over the calls holding it" broke both
+    where a child ran in fewer calls than its parent."""
     out = np.zeros(n, np.int64)
     if group.size == 0:
         return out
@@ -266,13 +270,17 @@ def _group_p50(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     g, v = group[order], values[order]
     first = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
     size = np.diff(np.append(first, g.size))
-    rank = np.maximum(1, np.ceil(size * 0.5).astype(np.int64))  # stats.percentile's rank
-    out[g[first]] = v[first + rank - 1]
+    zeros = over - size
+    rank = max(1, int(np.ceil(over * 0.5)))  # stats.percentile's rank over all calls
+    k = rank - zeros  # rank among the present values; <= 0: the p50 is a 0
+    present = k >= 1
+    out[g[first[present]]] = v[first[present] + k[present] - 1]
     return out
 
 
 def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_p50):
-    """Merge the calls' rows by path of names; p50 per node over the calls holding it.
+    """Merge the calls' rows by path of names; p50 per node over all the warm calls (0
+    where the node is absent; ``calls_with`` says in how many it ran).
 
     Path ids are built level by level with array operations (a compile trace puts a
     million frames in one call)."""
@@ -328,9 +336,9 @@ def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_
     s_cnt = np.bincount(inverse, minlength=uniq.size).astype(np.int64)
     u_path = uniq // max(n_calls, 1)
     n_paths = next_id
-    inc50 = _group_p50(u_path, s_incl, n_paths)
-    self50 = _group_p50(u_path, s_self, n_paths)
-    cnt50 = _group_p50(u_path, s_cnt, n_paths)
+    inc50 = _group_p50(u_path, s_incl, n_paths, n_calls)
+    self50 = _group_p50(u_path, s_self, n_paths, n_calls)
+    cnt50 = _group_p50(u_path, s_cnt, n_paths, n_calls)
     calls_with = np.bincount(u_path, minlength=n_paths)
     floor = TREE_MIN_SHARE * api_p50
     big = inc50 >= floor
