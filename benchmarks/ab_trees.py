@@ -29,7 +29,9 @@ def run(tree: Path, trace: Path, cpu: int | None, out: Path | None) -> dict:
     cmd = [sys.executable, "-m", "traceview", "explain", "--format", "json", str(trace)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    # the tree first; anything already on the path (carried wheels) after it
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p))
     with open(out or os.devnull, "wb") as sink:
         t = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=tree, env=env, stdout=sink)

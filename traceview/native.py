@@ -30,10 +30,21 @@ LIBRARIES = {
 }
 
 
+# more functions of an already listed library: name -> (library, function, argument types)
+FUNCTIONS = {
+    "clip": ("sweep", "tv_clip_frames", [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.c_void_p]),
+}
+
+
 def load(which: str):
     """The compiled function ``which`` ("scan", "sweep"), or None when not built or
     switched off."""
-    path, name, argtypes = LIBRARIES[which]
+    if which in FUNCTIONS:
+        lib, name, argtypes = FUNCTIONS[which]
+        path = LIBRARIES[lib][0]
+    else:
+        path, name, argtypes = LIBRARIES[which]
     if os.environ.get("TRACEVIEW_NO_NATIVE") or not path.exists():
         return None
     try:

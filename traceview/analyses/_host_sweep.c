@@ -89,3 +89,22 @@ int64_t tv_host_sweep(int64_t n, const int64_t *starts, const int64_t *ends, con
     return segs;
 #undef EMIT
 }
+
+/* The compiled twin of traceview/analyses/artifacts.py's _clip_to_callers: Python frames
+ * in start order (longest first), each clipped to the end of the innermost open frame
+ * (whose end is already clipped). Same loop as the Python reference, line for line
+ * (tests/test_training_invariants.py compares both). ends is rewritten in place; stack is
+ * scratch of n entries. Returns the number of frames clipped. */
+int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t *stack) {
+    int64_t top = 0, clipped = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = starts[i];
+        while (top > 0 && stack[top - 1] <= a) top--;
+        if (top > 0 && ends[i] > stack[top - 1]) {
+            ends[i] = stack[top - 1];
+            clipped++;
+        }
+        stack[top++] = ends[i];
+    }
+    return clipped;
+}

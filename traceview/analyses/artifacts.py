@@ -25,6 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from traceview import native
 from traceview.analyses.calltree import parents
 from traceview.diagnostics import Diagnostic
 from traceview.model import Trace
@@ -33,10 +34,20 @@ from traceview.units import fmt_ns
 LISTED = 5  # frames named in the diagnostic
 
 
-def _clip_to_callers(st: np.ndarray, en: np.ndarray) -> np.ndarray:
+_NATIVE_CLIP = native.load("clip")
+
+
+def _clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False) -> np.ndarray:
     """One pass in start order with a stack of open frames (clipped ends nest, so the top
-    open frame is the caller); each frame ends at most where its caller ends. A plain
-    loop: it runs only on threads where some frame does not nest."""
+    open frame is the caller); each frame ends at most where its caller ends. Compiled
+    (``_host_sweep.c``: ``tv_clip_frames``) when built; this loop is the reference
+    (``general``) and the fallback. It runs only on threads where some frame does not nest."""
+    if _NATIVE_CLIP is not None and not general:
+        s64 = np.ascontiguousarray(st, np.int64)
+        out64 = np.array(en, np.int64, copy=True)
+        scratch = np.empty(max(out64.size, 1), np.int64)
+        _NATIVE_CLIP(out64.size, s64.ctypes.data, out64.ctypes.data, scratch.ctypes.data)
+        return out64
     out = en.tolist()
     stack: list[int] = []  # clipped ends of the open frames, innermost last
     pop, push = stack.pop, stack.append
@@ -64,16 +75,16 @@ def clip_overhanging_frames(trace: Trace) -> Diagnostic | None:
         return None
     over: dict[int, int] = defaultdict(int)  # name code -> largest overhang
     clipped = 0
+    rows = rows[np.lexsort((-s.end[rows], s.start[rows], s.lane[rows]))]  # by lane, start
     lanes = s.lane[rows]
-    for lane in np.unique(lanes).tolist():
-        mine = rows[lanes == lane]
-        order = np.lexsort((-s.end[mine], s.start[mine]))
-        mine = mine[order]
+    cut = np.flatnonzero(np.diff(lanes)) + 1
+    for mine in np.split(rows, cut):
         st = s.start[mine]
         original = s.end[mine]
-        _, par = parents(st, original)  # exact when the frames nest: then nothing to do
-        if not ((par >= 0) & (original > original[np.maximum(par, 0)])).any():
-            continue
+        if _NATIVE_CLIP is None:  # the loop is slow in Python: skip threads that nest
+            _, par = parents(st, original)  # exact when the frames nest
+            if not ((par >= 0) & (original > original[np.maximum(par, 0)])).any():
+                continue
         en = _clip_to_callers(st, original)
         hit = np.flatnonzero(en != original)
         if hit.size == 0:

@@ -150,6 +150,20 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     if not warm or rows.size == 0:
         return empty
     w0, w1 = int(tl.seg_start[0]), int(tl.seg_end[-1])
+    # only the rows overlapping a warm call (their ancestors included) matter: a cold
+    # compile's million frames outside the warm calls are left out before any pass
+    c0 = np.sort(np.asarray([c.start_ns for c in warm], np.int64))
+    c1 = np.asarray([c.end_ns for c in sorted(warm, key=lambda c: c.start_ns)], np.int64)
+    r0, r1 = s.start[rows], s.end[rows]
+    i = np.searchsorted(c0, r0, side="right") - 1  # a call the row starts in
+    j = np.searchsorted(c0, r1, side="left") - 1  # the last call starting before it ends
+    keep = np.flatnonzero(((i >= 0) & (r0 < c1[np.maximum(i, 0)]))
+                          | ((j >= 0) & (r0 < c1[np.maximum(j, 0)])))
+    remap = np.full(rows.size, -1, np.int64)
+    remap[keep] = np.arange(keep.size)
+    seg_pos = np.where(tl.seg_pos >= 0, remap[np.maximum(tl.seg_pos, 0)], -1)
+    rows = rows[keep]
+    row_cat = tl.row_cat[keep]
     st = np.maximum(s.start[rows], w0)
     en = np.minimum(s.end[rows], w1)
     depth, par = parents(st, en)
@@ -176,7 +190,7 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
         lv = by_depth[bounds[d]:bounds[d + 1]]
         inherited = fam[par[lv]] if d else np.full(lv.size, fam_index[NO_FRAME_FAMILY])
         fam[lv] = np.where(own[lv] >= 0, own[lv], inherited)
-    seg_fam = np.where(tl.seg_pos >= 0, fam[np.maximum(tl.seg_pos, 0)],
+    seg_fam = np.where(seg_pos >= 0, fam[np.maximum(seg_pos, 0)],
                        fam_index[UNTRACED_FAMILY])
 
     c_st = np.asarray([c.start_ns for c in warm], np.int64)
@@ -189,7 +203,7 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
         j1 = int(np.searchsorted(tl.seg_start, b, side="left"))
         ln = np.minimum(tl.seg_end[j0:j1], b) - np.maximum(tl.seg_start[j0:j1], a)
         fam_per_call[i] = np.bincount(seg_fam[j0:j1], weights=ln, minlength=len(fam_names))
-        sp = tl.seg_pos[j0:j1]
+        sp = seg_pos[j0:j1]
         owned_pos.append(sp[sp >= 0])
         owned_ns.append(ln[sp >= 0])
     self_in = np.bincount(np.concatenate(owned_pos).astype(np.int64),
@@ -253,7 +267,8 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
             p50([v[1] for v in vals]) or 0, p50([v[2] for v in vals]) or 0,
             2 * len(vals) < n_calls)
 
-    tree = _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_p50 or 0)
+    tree = _tree(trace, tl.categories, row_cat, pos, ci, par, names, st, ends, self_ns,
+                 n_calls, api_p50 or 0)
     return PerCall(n_calls, functions, families, tree, perturbation)
 
 
@@ -278,7 +293,8 @@ def _group_p50(group: np.ndarray, values: np.ndarray, n: int, over: int) -> np.n
     return out
 
 
-def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_p50):
+def _tree(trace, categories, row_cat, pos, ci, par, names, st, ends, self_ns, n_calls,
+          api_p50):
     """Merge the calls' rows by path of names; p50 per node over all the warm calls (0
     where the node is absent; ``calls_with`` says in how many it ran).
 
@@ -325,7 +341,7 @@ def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_
                                                     - np.repeat(np.cumsum(counts) - counts, counts))]
     p_parent = np.concatenate(path_parent)
     p_name = np.concatenate(path_name)
-    p_cat = tl.row_cat[np.concatenate(path_first)]
+    p_cat = row_cat[np.concatenate(path_first)]
     # per (path, call): inclusive (sum of the merged siblings' spans), self, count
     incl = ends - st[pos]
     pc = path[pos] * max(n_calls, 1) + ci
@@ -361,7 +377,7 @@ def _tree(trace, tl, rows, pos, ci, par, names, st, ends, self_ns, n_calls, api_
                 continue
             budget[0] -= 1
             children, f, fns = level(q)
-            nodes.append(TreeNode(trace.names[int(p_name[q])], tl.categories[int(p_cat[q])],
+            nodes.append(TreeNode(trace.names[int(p_name[q])], categories[int(p_cat[q])],
                                   inc, int(self50[q]), int(cnt50[q]), int(calls_with[q]),
                                   children, f, fns))
         return nodes, folded, folded_ns
