@@ -69,7 +69,9 @@ def _header(r: Report) -> RenderableType:
 def _matrix(r: Report) -> RenderableType:
     w = r.window.dur_ns
     title = "Where the window went (host category x device state)"
-    if len(r.threads) > 1 and r.host.thread is not None:
+    from traceview.render.training import working_threads
+
+    if working_threads(r) > 1 and r.host.thread is not None:
         title += f"; host: {r.host.thread.label} alone"
     table = Table(title=title, title_justify="left",
                   show_footer=True, expand=False, pad_edge=False)

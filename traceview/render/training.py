@@ -63,8 +63,13 @@ def headline(r: Report) -> str | None:
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
 
 
+def working_threads(r: Report) -> int:
+    """Threads that are not helpers: the threads table is shown when there are two."""
+    return sum(1 for t in r.threads if t.role != "helper")
+
+
 def threads_table(r: Report) -> RenderableType | None:
-    if len(r.threads) < 2:
+    if working_threads(r) < 2:
         return None
     w = r.window.dur_ns
     table = Table(title="Host threads (each thread alone, over the window)", title_justify="left",
@@ -170,7 +175,7 @@ def markdown_section(r: Report) -> list[str]:
         out.append(f"| {c.resource} | {c.what} | {fmt_ns(c.ns)} | "
                    f"{fmt_share(c.ns, step.device_idle_ns)} |")
     out.append("")
-    if len(r.threads) > 1:
+    if working_threads(r) > 1:
         out += ["Host threads (each alone, over the window):", "",
                 "| thread | role | launches | syncs | work |", "|---|---|---:|---:|---:|"]
         for t in r.threads:
