@@ -19,7 +19,7 @@ from traceview.errors import UsageError
 
 EAGER = "train_llama_eager.json.gz"
 TRAINING = ["train_llama_eager.json.gz", "train_llama_compiled.json.gz",
-            "train_llama_dataloader.json.gz", "train_llama_two_streams.json.gz",
+            "train_llama_dataloader.json.gz", "train_llama_side_stream.json.gz",
             "train_llama_eager_sleep.json.gz", "train_llama_reduce_overhead.json.gz"]
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",

@@ -67,8 +67,11 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     if cap.get("op"):
         op = f"{code(cap['op'])} via {code(cap.get('impl'))}"
     elif r.steps is not None:
-        op = (f"a training step ({plural(r.steps.count, 'step')} from {esc(r.calls.description)}; "
-              f"phases {', '.join(p.phase for p in r.steps.steps[0].phases)})")
+        from traceview.render.training import step_word
+
+        op = (f"a {step_word(r)} ({plural(r.steps.count, 'step')} from "
+              f"{esc(r.calls.description)}; phases "
+              f"{', '.join(p.phase for p in r.steps.steps[0].phases)})")
     elif op_args:
         op = f"{code(op_args['name'])} (the op around {op_args['launches']} launches)"
     else:

@@ -48,6 +48,14 @@ def _path_key(p: PathRow) -> tuple[str, str]:
     return p.resource, p.what
 
 
+def step_word(r: Report) -> str:
+    """"training step" when a step has a backward phase, else "step" (an inference loop
+    under a profiler schedule)."""
+    trains = r.steps is not None and any(p.phase == "backward" for s in r.steps.steps
+                                         for p in s.phases)
+    return "training step" if trains else "step"
+
+
 def headline(r: Report) -> str | None:
     """One sentence for a training trace: the typical step and who holds its path."""
     step = typical_step(r)
@@ -58,7 +66,7 @@ def headline(r: Report) -> str | None:
         by_res[res] += ns
     who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in by_res.most_common(3))
     phases = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
-    return (f"training step {step.name}: {fmt_ns(step.wall_ns)} (typical of "
+    return (f"{step_word(r)} {step.name}: {fmt_ns(step.wall_ns)} (typical of "
             f"{r.steps.warm_count} warm of {plural(r.steps.count, 'step')}); {phases}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
 
@@ -149,12 +157,27 @@ def step_sections(r: Report) -> list[RenderableType]:
 
 
 def markdown_section(r: Report) -> list[str]:
-    """The training-step part of the markdown report (GitHub-ready tables)."""
+    """The step part of the markdown report: blocks (a heading, a table, a sentence)."""
     step = typical_step(r)
     if step is None:
         return []
+    lines = _markdown_lines(r, step)
+    blocks, cur = [], []
+    for line in lines:
+        if line:
+            cur.append(line)
+        elif cur:
+            blocks.append("\n".join(cur))
+            cur = []
+    if cur:
+        blocks.append("\n".join(cur))
+    return blocks
+
+
+def _markdown_lines(r: Report, step: StepRow) -> list[str]:
     wall = step.wall_ns
-    out = [f"### Training step {step.name} ({fmt_ns(wall)}, typical of "
+    word = step_word(r)
+    out = [f"#### {word[0].upper()}{word[1:]} {step.name} ({fmt_ns(wall)}, typical of "
            f"{r.steps.warm_count} warm of {plural(r.steps.count, 'step')}, on "
            f"{r.steps.thread})", "",
            "| phase | wall | share | device busy | device idle |", "|---|---:|---:|---:|---:|"]
