@@ -18,7 +18,6 @@ exact duplicates.
 from __future__ import annotations
 
 import re
-
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal

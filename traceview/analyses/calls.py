@@ -3,7 +3,9 @@
 Which spans are calls is ``traceview.analyses.callfind``'s job (ranges, Python frames,
 launches; ``--calls``); the summary says what they are and how they were found.
 
-For each call, all on the launching thread and in integer ns:
+For each call, in integer ns; host figures are the attributed thread's (the thread the
+calls are on), device figures cover the work launched inside the call by any thread (a
+training step's backward kernels come from the autograd thread):
 
 * ``api_ns`` — the call's wall time (what a synchronized CPU timer around it sees);
 * ``pre_launch_ns`` — from the call's start to its first launch API call;
@@ -188,10 +190,13 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
 
     kernel_cat = trace.cat_code("kernel")
     calls = []
+    own_lane = timeline.lane.index if timeline.lane is not None else None
     for i, sp in enumerate(spans):
         st, en = sp.start_ns, sp.end_ns
-        mine = l_rows[lo[i]:hi[i]]
-        work = [w for r in mine.tolist() for w in trace.launch_to_work.get(r, ())]
+        every = l_rows[lo[i]:hi[i]]  # launches in the call on any thread: its device work
+        work = [w for r in every.tolist() for w in trace.launch_to_work.get(r, ())]
+        # host figures are the attributed thread's, like the categories beside them
+        mine = every if own_lane is None else every[s.lane[every] == own_lane]
         pre = int(s.start[mine[0]] - st) if mine.size else None
         api_time = intervals.length(intervals.union(s.start[mine], s.end[mine])) if mine.size else None
         latency = kernel = kernel_only = copy = k_end = None
@@ -202,9 +207,10 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
             kernel_only = intervals.length(intervals.union(s.start[wk], s.end[wk]))
             copy = intervals.length(intervals.union(s.start[wc], s.end[wc]))
             k_end = int(s.end[w].max())
-            first_linked = next(r for r in mine.tolist() if trace.launch_to_work.get(r))
-            latency = int(min(s.start[x] for x in trace.launch_to_work[first_linked])
-                          - s.start[first_linked])
+            first_linked = next((r for r in mine.tolist() if trace.launch_to_work.get(r)), None)
+            if first_linked is not None:
+                latency = int(min(s.start[x] for x in trace.launch_to_work[first_linked])
+                              - s.start[first_linked])
         cats = {c: int(v[i]) for c, v in cat_ns.items() if v[i]}
         metrics = {
             "api_ns": en - st,
@@ -220,7 +226,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         }
         reason = _cold_reason(cats, int(n_compile[i]), recorded=sp.recorded_cold)
         api_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
-        calls.append(Call(i, sp.name, st, en, int(mine.size), len(work), reason is not None,
+        calls.append(Call(i, sp.name, st, en, int(every.size), len(work), reason is not None,
                           metrics, cats, k_end, kind=sp.kind, cold_reason=reason,
                           api_sync_ns=api_sync))
     outliers = _outliers(calls)

@@ -185,13 +185,14 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     fam = np.full(rows.size, fam_index[NO_FRAME_FAMILY], np.int64)
     narrow = depth.astype(np.int16) if depth.size and depth.max() < 2**15 else depth
     by_depth = np.argsort(narrow, kind="stable")  # a radix sort when narrow
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
-    for d in range(int(depth.max()) + 1):
+    top_depth = int(depth.max()) if depth.size else -1  # no row of this thread in the calls
+    bounds = np.searchsorted(depth[by_depth], np.arange(top_depth + 2))
+    for d in range(top_depth + 1):
         lv = by_depth[bounds[d]:bounds[d + 1]]
         inherited = fam[par[lv]] if d else np.full(lv.size, fam_index[NO_FRAME_FAMILY])
         fam[lv] = np.where(own[lv] >= 0, own[lv], inherited)
-    seg_fam = np.where(seg_pos >= 0, fam[np.maximum(seg_pos, 0)],
-                       fam_index[UNTRACED_FAMILY])
+    seg_fam = (np.where(seg_pos >= 0, fam[np.maximum(seg_pos, 0)], fam_index[UNTRACED_FAMILY])
+               if fam.size else np.full(seg_pos.size, fam_index[UNTRACED_FAMILY], np.int64))
 
     c_st = np.asarray([c.start_ns for c in warm], np.int64)
     c_en = np.asarray([c.end_ns for c in warm], np.int64)

@@ -130,8 +130,14 @@ def _calls(r: Report) -> RenderableType | None:
     if c.outliers:
         cold += f"; outliers: #{', #'.join(map(str, c.outliers))} left out"
     from traceview.render.percall import unprofiled_short
+    from traceview.render.training import working_threads
 
-    table = Table(title=f"Per call: {c.warm_count} warm of {c.count}{cold}{unprofiled_short(r)}",
+    scope = ""
+    if working_threads(r) > 1 and r.host.thread is not None:
+        scope = (f" (host rows: {r.host.thread.label}; device rows: work launched in the call "
+                 f"by any thread)")
+    table = Table(title=f"Per call: {c.warm_count} warm of {c.count}{cold}{unprofiled_short(r)}"
+                        f"{scope}",
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):
@@ -289,7 +295,6 @@ def _notes(r: Report) -> RenderableType | None:
 def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     """The terminal report's parts, in reading order, for a console ``width`` wide."""
     from traceview.render.percall import console_sections
-
     from traceview.render.training import headline, step_sections, threads_table
 
     step_line = headline(r)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
+from traceview.analyses.artifacts import clip_overhanging_frames
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.callfind import option_thread
 from traceview.analyses.calls import CallsSummary, analyze_calls
@@ -26,7 +27,6 @@ from traceview.analyses.host import (
     host_rows_by_lane,
     hot_functions,
 )
-from traceview.analyses.artifacts import clip_overhanging_frames
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.steps import StepFigures, analyze_steps
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
