@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals, native
+from traceview.analyses.artifacts import clip_frames
 from traceview.analyses.window import Window
 from traceview.model import DEVICE_CATS, Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
@@ -176,6 +177,12 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     del order
     starts = np.maximum(s.start[rows], w0)
     ends = np.minimum(s.end[rows], w1)
+    if clip_frames(trace, rows, starts, ends):  # Python frames outliving their caller
+        rows = np.sort(rows)  # clipped: sort again from row order, as a rerun would
+        starts = np.maximum(s.start[rows], w0)
+        ends = np.minimum(s.end[rows], w1)
+        order = sweep_order(trace, rows, starts, ends)
+        rows, starts, ends = rows[order], starts[order], ends[order]
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
     fast = None if general else _sweep(starts, ends, own_code, own_subtree, w0, w1,

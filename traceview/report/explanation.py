@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.artifacts import clip_overhanging_frames
+from traceview.analyses.artifacts import overhang_diagnostic
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.callfind import option_thread
 from traceview.analyses.calls import CallsSummary, analyze_calls
@@ -80,9 +80,6 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
     drop_implausible_device_work(trace)  # idempotent, like clean_metadata
-    overhang = clip_overhanging_frames(trace)  # idempotent too
-    if overhang is not None:
-        trace.diagnostics.append(overhang)
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)
     thread = _attributed_thread(trace, rules, window, options)
@@ -94,6 +91,9 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     if timeline is None:
         timeline = attribute_host(trace, thread, window, rules,
                                   rows=None if thread is None else by_lane[thread.index])
+    overhang = overhang_diagnostic(trace)  # what the attribution clipped (once)
+    if overhang is not None:
+        trace.diagnostics.append(overhang)
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
     calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
