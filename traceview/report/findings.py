@@ -98,6 +98,8 @@ def _copy_split(ex: Analysis) -> dict[str, int | None]:
 
 
 def _range_idle(ex: Analysis) -> list[Detected]:
+    if ex.steps:  # a training step is not an API to time with events: the step tables say
+        return []  # where its device idle goes
     st = ex.calls.stats
     api, kernel = st["api_ns"].p50, st["kernel_ns"].p50
     if not api or kernel is None:
@@ -186,7 +188,7 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     if not missing:
         return []
     return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
-                     {"missing": missing})]
+                     {"missing": missing, "steps": bool(ex.steps)})]
 
 
 def _perturbation(ex: Analysis) -> list[Detected]:

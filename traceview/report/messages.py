@@ -83,6 +83,10 @@ def _cold(f: dict[str, Any], e: dict[str, Any]) -> str:
 
 
 def _reproducer(f: dict[str, Any], e: dict[str, Any]) -> str:
+    if f.get("steps"):  # a training script, not a capture: capture would not help
+        return ("the trace lacks what a reproducer needs: "
+                + ", ".join(item for item, _ in f["missing"])
+                + "; the profiler does not record them: note them beside the trace")
     txt = "; ".join(f"{item} (add with {how})" for item, how in f["missing"])
     return f"the trace lacks what a reproducer needs: {txt}"
 
