@@ -1,6 +1,7 @@
 """traceview against HTA 0.5.0 on real training steps, refereed by a count from the raw JSON.
 
     python benchmarks/compare_hta_training.py [--hta-venv DIR] [--json OUT] [TRACE ...]
+    python benchmarks/compare_hta_training.py --comm tests/data/hta_nccl/*/
 
 (run with traceview's python from the repository root; default traces: the four
 ``fixtures/train_llama_{eager,compiled,dataloader,two_streams}.json.gz``). Output and the
@@ -27,6 +28,12 @@ Three counts of each ``ProfilerStep`` are set side by side, one table per trace:
   (``cuda_runtime``/``cuda_driver`` event of the same ``correlation``) made the work that
   ends the gap, up to the start of that launch call, and the rest of the gap to launch
   latency; a gap that no work in the step ends goes to the step's thread.
+
+``--comm DIR ...`` does the same for communication on folders of ranks with NCCL kernels
+(HTA's own test traces, tests/data/hta_nccl/): traceview's per-step ``communication_ns``
+and ``exposed_communication_ns`` beside the raw count (``raw_comm_count``), and HTA's
+``get_comm_comp_overlap`` (whole trace, per rank; loaded with and without the last step)
+beside the raw count of HTA's own definition.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from decimal import Decimal
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,6 +142,17 @@ def hta_driver(trace_dir: str, out_path: str, *, critical_path: bool) -> None:
         json.dump(out, fh)
 
 
+def hta_comm_driver(trace_dir: str, out_path: str, *, include_last: bool) -> None:
+    """Runs in HTA's venv: ``get_comm_comp_overlap`` of every rank in TRACE_DIR."""
+    from hta.trace_analysis import TraceAnalysis
+
+    analysis = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=include_last)
+    df = analysis.get_comm_comp_overlap(visualize=False)
+    with open(out_path, "w") as fh:
+        json.dump({str(int(r.rank)): float(r.comp_comm_overlap_pctg) for r in df.itertuples()},
+                  fh)
+
+
 def hta_python(venv: Path) -> Path:
     python = venv / "bin" / "python"
     if not python.exists():
@@ -155,6 +174,23 @@ def run_hta(python: Path, trace: Path, *, rounding: bool) -> dict:
         args = [str(python), str(Path(__file__).resolve()), "--hta-driver", tmp, str(out)]
         if not rounding:
             args.append("--no-critical-path")
+        proc = subprocess.run(args, env=env, capture_output=True, text=True, cwd=tmp)
+        if proc.returncode != 0 or not out.exists():
+            return {"failed": proc.stderr.strip().splitlines()[-1:] or ["no output"]}
+        return json.loads(out.read_text())
+
+
+def run_hta_comm(python: Path, folder: Path, *, include_last: bool, rounding: bool = True) -> dict:
+    with tempfile.TemporaryDirectory(prefix="hta_") as tmp:
+        for trace in sorted(folder.glob("*.json.gz")):
+            shutil.copy(trace, Path(tmp) / trace.name)
+        out = Path(tmp) / "hta.json"
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        if not rounding:
+            env["HTA_DISABLE_NS_ROUNDING"] = "1"
+        args = [str(python), str(Path(__file__).resolve()), "--hta-comm-driver", tmp, str(out)]
+        if include_last:
+            args.append("--include-last")
         proc = subprocess.run(args, env=env, capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0 or not out.exists():
             return {"failed": proc.stderr.strip().splitlines()[-1:] or ["no output"]}
@@ -242,10 +278,102 @@ def raw_count(trace: Path) -> list[dict]:
         between = 0
         for stream in {s[3] for s in work}:
             mine = sorted((s, t) for s, t, _, st in work if st == stream and a <= s < b)
-            between += sum(max(0, s2 - t1) for (_, t1), (s2, _) in zip(mine, mine[1:]))
+            between += sum(max(0, s2 - t1) for (_, t1), (s2, _) in pairwise(mine))
         out.append({"name": name, "wall_ns": b - a, "idle_ns": idle, "split": dict(split),
                     "between_ns": between})
     return out
+
+
+def intersect(x: list[tuple[int, int]], y: list[tuple[int, int]]) -> int:
+    """Length of the intersection of two unions."""
+    total, i, j = 0, 0, 0
+    while i < len(x) and j < len(y):
+        lo, hi = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
+        total += max(0, hi - lo)
+        if x[i][1] < y[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def raw_comm_count(trace: Path) -> dict:
+    """Communication (device work named ``nccl*``), from the raw events: per step, its union
+    and exposed part (no other device work of any kind running), traceview's definition;
+    and over the whole trace, HTA's definition of overlap: the time communication and
+    computation kernels (``kernel`` events not named ``nccl*``; copies left out) both run,
+    over the communication union."""
+    doc = json.loads(gzip.decompress(trace.read_bytes()), parse_float=Decimal)
+    events = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    work = [(to_ns(Decimal(e["ts"])), to_ns(Decimal(e["ts"])) + to_ns(Decimal(e["dur"])),
+             str(e["name"]).lower().startswith("nccl"), e.get("cat"))
+            for e in events if e.get("cat") in DEVICE_CATS]
+    steps = sorted((to_ns(Decimal(e["ts"])), to_ns(Decimal(e["ts"])) + to_ns(Decimal(e["dur"])),
+                    e["name"]) for e in events if e.get("cat") == "user_annotation"
+                   and str(e["name"]).startswith("ProfilerStep#"))
+    out: dict = {"rank": (doc.get("distributedInfo") or {}).get("rank"), "steps": []}
+    for a, b, name in steps:
+        comm = union([(max(s, a), min(t, b)) for s, t, nc, _ in work if nc and min(t, b) > max(s, a)])
+        other = union([(max(s, a), min(t, b)) for s, t, nc, _ in work
+                       if not nc and min(t, b) > max(s, a)])
+        size = sum(t - s for s, t in comm)
+        out["steps"].append({"name": name, "comm_ns": size,
+                             "exposed_ns": size - intersect(comm, other)})
+    comm = union([(s, t) for s, t, nc, _ in work if nc])
+    comp = union([(s, t) for s, t, nc, cat in work if not nc and cat == "kernel"])
+    size = sum(t - s for s, t in comm)
+    out["whole_comm_ns"] = size
+    out["whole_overlap_pct"] = 100 * intersect(comm, comp) / size if size else None
+    # HTA's default load drops what starts in the last step: the same count without it
+    if steps:
+        last = steps[-1][0]
+        comm = union([(s, t) for s, t, nc, _ in work if nc and s < last])
+        comp = union([(s, t) for s, t, nc, cat in work if not nc and cat == "kernel" and s < last])
+        size = sum(t - s for s, t in comm)
+        out["before_last_overlap_pct"] = 100 * intersect(comm, comp) / size if size else None
+    return out
+
+
+def compare_comm(folder: Path, python: Path | None) -> str:
+    """One table for a folder of ranks with NCCL kernels."""
+    hta = run_hta_comm(python, folder, include_last=True) if python else {}
+    hta_default = run_hta_comm(python, folder, include_last=False) if python else {}
+    hta_exact = run_hta_comm(python, folder, include_last=True, rounding=False) if python else {}
+    lines = [f"### {folder.name}", "",
+             "| file | rank | step | comm traceview / raw | exposed traceview / raw |",
+             "|---|---:|---|---:|---:|"]
+    overlap = ["", "Communication overlapped by computation, % of communication. traceview: "
+               "1 - exposed / communication over the steps (overlap with any device work). "
+               "raw and HTA: HTA's definition (whole trace; computation kernels only).", "",
+               "| rank | traceview, steps | raw, HTA's rule | HTA, last step kept | "
+               "HTA, last step kept, no µs rounding | raw, last step dropped | "
+               "HTA default (drops the last step) |",
+               "|---:|---:|---:|---:|---:|---:|---:|"]
+    for trace in sorted(folder.glob("*.json.gz")):
+        tv = run_traceview(trace)
+        raw = raw_comm_count(trace)
+        for st, r in zip(tv["steps"]["steps"], raw["steps"], strict=True):
+            assert st["name"] == r["name"]
+            lines.append(
+                f"| {trace.name} | {raw['rank']} | {st['name']} | "
+                f"{ms(st['communication_ns'])} / {ms(r['comm_ns'])}"
+                f"{'' if st['communication_ns'] == r['comm_ns'] else ' (differs)'} | "
+                f"{ms(st['exposed_communication_ns'])} / {ms(r['exposed_ns'])}"
+                f"{'' if st['exposed_communication_ns'] == r['exposed_ns'] else ' (differs)'} |")
+        key = str(raw["rank"])
+
+        def fmt(x) -> str:
+            return "-" if x is None else f"{x:.2f}%"
+        comm = sum(st["communication_ns"] for st in tv["steps"]["steps"])
+        exposed = sum(st["exposed_communication_ns"] for st in tv["steps"]["steps"])
+        overlap.append(f"| {raw['rank']} | {fmt(100 * (1 - exposed / comm) if comm else None)} | "
+                       f"{fmt(raw['whole_overlap_pct'])} | {fmt(hta.get(key))} | "
+                       f"{fmt(hta_exact.get(key))} | {fmt(raw.get('before_last_overlap_pct'))} | "
+                       f"{fmt(hta_default.get(key))} |")
+    for run in (hta, hta_default, hta_exact):
+        if "failed" in run:
+            overlap.append(f"HTA failed: {run['failed']}")
+    return "\n".join(lines + overlap) + "\n"
 
 
 # --------------------------------------------------------------------------- tables
@@ -376,12 +504,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--hta-driver", nargs=2, metavar=("TRACE_DIR", "OUT"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--comm", nargs="+", type=Path, metavar="DIR",
+                        help="folders of ranks with NCCL kernels: communication per step and "
+                        "HTA's get_comm_comp_overlap, instead of the training traces")
     parser.add_argument("--no-critical-path", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--hta-comm-driver", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--include-last", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.hta_driver:
         hta_driver(*args.hta_driver, critical_path=not args.no_critical_path)
         return 0
+    if args.hta_comm_driver:
+        hta_comm_driver(*args.hta_comm_driver, include_last=args.include_last)
+        return 0
     python = None if args.no_hta else hta_python(args.hta_venv)
+    if args.comm:
+        for folder in args.comm:
+            print(compare_comm(folder, python))
+        return 0
     records = []
     for trace in args.traces:
         text, record = compare(trace, python)
