@@ -139,10 +139,10 @@ def is_dir(path: str | os.PathLike[str]) -> bool:
         return Path(path).is_dir()
     if protocol(path) in ("http", "https"):
         return False  # an HTTP URL names one object; listings are HTML, not folders
-    fs, inner = filesystem(path)
     try:
+        fs, inner = filesystem(path)
         return bool(fs.isdir(inner))
-    except _remote_errors():
+    except (TraceLoadError, *_remote_errors()):
         return False  # the open reports the problem in its own words
 
 

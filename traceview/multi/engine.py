@@ -7,8 +7,8 @@ report, never its trace). The engines:
 * ``local`` — the default. The pool starts only when it pays: a process pool costs
   about a second to start (a fresh interpreter importing numpy and polars per worker,
   measured in ``docs/fleet.md``), so fewer than two items, ``jobs=1``, or local files
-  totalling under :data:`POOL_MIN_BYTES` run here, in order. URLs always count as large
-  (their reads wait on the network, which a pool overlaps). Workers come from the
+  totalling under :data:`POOL_MIN_BYTES` stored bytes (URLs too: their sizes are asked
+  for) run here, in order. Workers come from the
   ``forkserver`` start method where there is one (forking a process that already runs
   threads can deadlock the child).
 * ``ray`` — one Ray task per item (``num_cpus=1``), scheduled wherever the cluster
@@ -52,8 +52,8 @@ ENGINES = ("local", "ray")
 POOL_MIN_BYTES = 24 << 20
 # Ray retries a task whose worker died this many times before the item is ``crashed``.
 RAY_RETRIES = 1
-# How long the Ray driver waits for results between progress updates, in seconds.
-RAY_POLL_S = 0.2
+# How long the driver waits for results before it looks again (progress, Ctrl-C), in s.
+POLL_S = 0.2
 
 
 @dataclass
@@ -89,13 +89,14 @@ def pool_pays(sizes: Sequence[int | None], jobs: int | None = None) -> bool:
 
 def each(fn: Callable[[T], R], items: Sequence[T], *, engine: str = "local",
          jobs: int | None = None, address: str | None = None,
-         sizes: Sequence[int | None] | None = None,
+         sizes: Callable[[], Sequence[int | None]] | None = None,
          crashed: Callable[[T, str | None], R] | None = None,
          failed: Callable[[R], bool] | None = None,
          progress: Progress | None = None) -> Iterator[tuple[int, R]]:
     """``(i, fn(items[i]))`` for every item, in the order results arrive.
 
-    ``sizes``: each item's bytes, for the local engine's pool decision (default: large).
+    ``sizes()``: each item's bytes, for the local engine's pool decision (asked only
+    there; ``None`` or no ``sizes``: large).
     ``crashed(item, detail)``: the result for an item whose worker died. ``failed(r)``:
     whether a result counts as failed on the progress bar.
     """
@@ -120,8 +121,11 @@ def each(fn: Callable[[T], R], items: Sequence[T], *, engine: str = "local",
         for i, r in _ray_each(fn, items, address, crashed, tally, progress):
             yield arrived(i, r)
         return
-    sizes = list(sizes) if sizes is not None else [None] * len(items)
-    if not pool_pays(sizes, jobs):
+    if worker_count(len(items), jobs) <= 1 or (jobs or 0) > 1:
+        known: Sequence[int | None] = [None] * len(items)  # the decision needs no sizes
+    else:
+        known = sizes() if sizes is not None else [None] * len(items)
+    if not pool_pays(known, jobs):
         for i, x in enumerate(items):
             tally.running = 1
             if progress is not None:
@@ -199,7 +203,9 @@ def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple
         tally.running = min(workers, len(items))
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # a timeout, so that this thread wakes to take a Ctrl-C even when the kernel
+            # delivered it to another thread (fsspec's, say) while no result arrives
+            done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=futures.__getitem__):
                 i = futures[fut]
                 try:
@@ -217,6 +223,8 @@ def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple
             one = _pool(1)
             fut = one.submit(fn, items[i])
         try:
+            while not fut.done():
+                wait([fut], timeout=POLL_S)
             r = fut.result()
             one.shutdown(wait=True)
         except BrokenProcessPool:
@@ -262,8 +270,12 @@ def _connect(ray, address: str | None) -> None:
         raise UsageError(f"ray: {first[0] if first else type(exc).__name__}") from None
 
 
-def _call(fn, x):
-    """A Ray task's body: the item's own problems are already its result."""
+def _call(fn, x, cwd: str):
+    """A Ray task's body: the item's own problems are already its result. Relative local
+    paths mean what they meant on the driver where the driver's folder exists (this
+    machine, a shared file system)."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
     return fn(x)
 
 
@@ -278,11 +290,12 @@ def _ray_each(fn, items, address: str | None, crashed, tally: Tally,
     _connect(ray, address)
     task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_call)
     fn_ref = ray.put(fn)  # the options, once, not once per task
-    refs = {task.remote(fn_ref, x): i for i, x in enumerate(items)}
+    cwd = os.getcwd()
+    refs = {task.remote(fn_ref, x, cwd): i for i, x in enumerate(items)}
     pending = list(refs)
     try:
         while pending:
-            done, pending = ray.wait(pending, num_returns=len(pending), timeout=RAY_POLL_S,
+            done, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S,
                                      fetch_local=True)
             tally.running = len(pending)
             if not done and progress is not None:

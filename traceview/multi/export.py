@@ -344,14 +344,24 @@ def rank_parts(item: tuple[int, str], options: Options, staging: str) -> TraceTa
     if tables.error is None:
         from fsspec.core import url_to_fs
 
-        fs, root = url_to_fs(staging)
-        for name in PARTS:
-            frame = getattr(tables, name)
-            path = f"{root}/{part_name(name, item[0])}"
-            fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-            with fs.open(path, "wb") as f:
-                frame.write_parquet(f)
-            tables.rows[name] = frame.height
+        from traceview.io.sources import read_errors
+
+        try:
+            fs, root = url_to_fs(staging)
+            for name in PARTS:
+                frame = getattr(tables, name)
+                path = f"{root}/{part_name(name, item[0])}"
+                fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+                with fs.open(path, "wb") as f:
+                    frame.write_parquet(f)
+                tables.rows[name] = frame.height
+        except (*read_errors(), ImportError) as exc:
+            from traceview.io.sources import load_error
+
+            line = f"{tables.path}: cannot write its tables: {load_error(staging, exc).problem}"
+            index, path = item
+            tables = TraceTables(path, index, "order", _failed_row(path, index, line),
+                                 error=line)
     tables.slices = tables.calls = None
     return tables
 
@@ -410,17 +420,27 @@ def export_parts(paths: Sequence[str | os.PathLike[str]], out: str,
                                orient="row")
         with fs.open(f"{staging_root}/{SUMMARY}", "wb") as f:
             summary.write_parquet(f)
-        # commit: the old tables out, the new ones in
+        # commit: the old tables out, the new ones in, file by file (an object store
+        # has no folders to rename)
         for name in PARTS:
             _remove(fs, f"{root}/{name}")
-            if fs.exists(f"{staging_root}/{name}"):
-                fs.mv(f"{staging_root}/{name}", f"{root}/{name}", recursive=True)
+        for (index, _), t in zip(items, result.traces, strict=True):
+            if t.error is not None:
+                continue
+            for name in PARTS:
+                target = f"{root}/{part_name(name, index)}"
+                fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+                fs.mv(f"{staging_root}/{part_name(name, index)}", target)
         fs.mv(f"{staging_root}/{SUMMARY}", f"{root}/{SUMMARY}")
         _remove(fs, staging_root)
-    except BaseException:
+    except BaseException as exc:
         _remove(fs, staging_root)
         if created:
             _remove(fs, root)
+        from traceview.io.sources import load_error, read_errors
+
+        if isinstance(exc, read_errors()):
+            raise UsageError(f"{out}: cannot write: {load_error(out, exc).problem}") from None
         raise
     result.rows = {name: sum(t.rows.get(name, 0) for t in result.ok) for name in PARTS}
     result.rows["summary"] = summary.height

@@ -137,16 +137,23 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]], *,
     return out
 
 
-def file_sizes(files: Sequence[Path | str]) -> list[int | None]:
-    """Local files' sizes (for the local engine's pool decision); ``None`` for a URL
-    (asking a store for 10,000 sizes would cost more than the decision saves)."""
-    out: list[int | None] = []
-    for f in files:
-        try:
-            out.append(None if isinstance(f, str) else f.stat().st_size)
-        except OSError:
-            out.append(0)  # the worker reports it; it costs nothing to read
-    return out
+def file_sizes(files: Sequence[Path | str]) -> Callable[[], list[int | None]]:
+    """Each trace's stored size, asked for only by the local engine, which decides from
+    them whether a pool pays (it is about to read every byte anyway; Ray never asks)."""
+
+    def sizes() -> list[int | None]:
+        from traceview.errors import TraceLoadError
+        from traceview.io.sources import size
+
+        out: list[int | None] = []
+        for f in files:
+            try:
+                out.append(size(f))
+            except (OSError, TraceLoadError):
+                out.append(0)  # the worker reports it; it costs nothing to read
+        return out
+
+    return sizes
 
 
 def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
