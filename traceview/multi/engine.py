@@ -250,13 +250,15 @@ def import_ray():
     return ray
 
 
-def _connect(ray, address: str | None) -> None:
+def _connect(ray, address: str | None) -> bool:
+    """Join (or start) the cluster; whether this call did (then :func:`_ray_each`
+    disconnects at the end; a session the caller opened stays theirs)."""
     import logging
 
     import traceview
 
     if ray.is_initialized():
-        return
+        return False
     package = os.path.dirname(os.path.abspath(traceview.__file__))
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
@@ -268,6 +270,7 @@ def _connect(ray, address: str | None) -> None:
     except (ValueError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()
         raise UsageError(f"ray: {first[0] if first else type(exc).__name__}") from None
+    return True
 
 
 def _call(fn, x, cwd: str):
@@ -286,8 +289,34 @@ def _died(exc: BaseException) -> str:
 
 def _ray_each(fn, items, address: str | None, crashed, tally: Tally,
               progress: Progress | None) -> Iterator[tuple[int, Any]]:
+    """Ray's driver prints the raylet's messages ("A worker died ...") on stdout from a
+    thread of its own, which would break a JSON document there: while connected here,
+    that thread's ``sys.stdout`` is a null sink (``TRACEVIEW_DEBUG=1``: stderr), and the
+    connection made here is closed at the end. A rank whose worker died says so in its
+    own line."""
+    import contextlib
+    import sys
+
     ray = import_ray()
-    _connect(ray, address)
+    sink = sys.stderr if os.environ.get("TRACEVIEW_DEBUG") else open(os.devnull, "w")  # noqa: SIM115
+    try:
+        # held across the yields: the caller prints nothing on stdout until the end
+        with contextlib.redirect_stdout(sink):
+            own = _connect(ray, address)
+            try:
+                yield from _ray_tasks(ray, fn, items, crashed, tally, progress)
+            finally:
+                if own:
+                    ray.shutdown()
+    finally:
+        if sink is not sys.stderr:
+            sink.close()
+
+
+def _ray_tasks(ray, fn, items, crashed, tally: Tally,
+               progress: Progress | None) -> Iterator[tuple[int, Any]]:
+    import contextlib
+
     task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_call)
     fn_ref = ray.put(fn)  # the options, once, not once per task
     cwd = os.getcwd()
@@ -311,8 +340,8 @@ def _ray_each(fn, items, address: str | None, crashed, tally: Tally,
                 yield i, r
     except BaseException:
         for ref in pending:
-            try:
+            with contextlib.suppress(Exception):  # the task may have finished meanwhile
                 ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - best effort: the task may have finished
-                pass
+        with contextlib.suppress(Exception):
+            ray.wait(pending, num_returns=len(pending), timeout=5)  # let them go first
         raise

@@ -1,4 +1,8 @@
-"""Real servers for the fleet tests, all on 127.0.0.1 and all stopped at the end.
+"""What the fleet tests share: a small rank set, and real servers, all on 127.0.0.1
+and all stopped at the end.
+
+* :func:`make_rankset` — three small fixtures copied with ``distributedInfo.rank`` set (rank
+  order differs from file order), and :func:`raw_x_events`, the independent count.
 
 * :class:`TraceServer` — an HTTP server (the standard library's, in a thread) serving
   the fixtures; a path under ``/stall/`` is held open until the test releases it, and
@@ -12,6 +16,8 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
+import json
 import os
 import shutil
 import signal
@@ -23,6 +29,56 @@ import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from conftest import FIXTURES
+
+ROOT = Path(__file__).parent.parent
+
+NAMES = ("torch_mul_1x4096_f32", "triton_mul_1x4096_f32", "triton_add_16x4096_bcast")
+RANKS = (2, 0, 1)  # distributedInfo.rank of each, so rank order differs from file order
+
+
+def _with_rank(src: Path, dst: Path, rank: int) -> Path:
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": len(RANKS)}
+    dst.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=1))
+    return dst
+
+
+def raw_x_events(path: Path) -> int:
+    """The independent count: complete ("X") events in the raw JSON."""
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    return sum(1 for e in doc["traceEvents"] if e.get("ph") == "X")
+
+
+def make_rankset(d: Path) -> list[Path]:
+    """The rank set in ``d``: ``rank0.json.gz`` ... with ``distributedInfo.rank`` from
+    :data:`RANKS`."""
+    return [_with_rank(FIXTURES / f"{n}.json.gz", d / f"rank{i}.json.gz", r)
+            for i, (n, r) in enumerate(zip(NAMES, RANKS, strict=True))]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
+        ) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            **(env or {})}
+    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True,
+                          text=True, env=full, timeout=timeout, cwd=ROOT)
+
+
+def strip_paths(doc, mapping: dict[str, str]):
+    """The JSON with each trace's location replaced by its file name."""
+    text = json.dumps(doc, sort_keys=True)
+    for where, name in mapping.items():
+        text = text.replace(json.dumps(where), json.dumps(name))
+    return json.loads(text)
+
+
+def local_ranks_json(rankset) -> dict:
+    r = cli("explain", *map(str, rankset), "--format", "json", "-j", "1")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
 
 S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
           "AWS_DEFAULT_REGION": "us-east-1"}
@@ -207,7 +263,7 @@ def ray_cluster(tmp: Path, env: dict[str, str]) -> Iterator[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
             try:
-                proc.wait(20)
+                proc.wait(5)
                 break
             except subprocess.TimeoutExpired:
                 continue
