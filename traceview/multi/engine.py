@@ -49,7 +49,7 @@ Engine = Literal["local", "ray"]
 ENGINES = ("local", "ray")
 # Local files smaller than this in all run in this process: below it, starting the pool
 # costs more than it saves (measured: benchmarks/fleet.py, docs/fleet.md).
-POOL_MIN_BYTES = 24 << 20
+POOL_MIN_BYTES = 32 << 20
 # Ray retries a task whose worker died this many times before the item is ``crashed``.
 RAY_RETRIES = 1
 # How long the driver waits for results before it looks again (progress, Ctrl-C), in s.

@@ -4,13 +4,15 @@
 the single-trace path). The steps, none of which print:
 
 * :func:`expand_paths` — a directory stands for its trace files (``*.json``,
-  ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), sorted by name with numbers
-  compared as numbers (``rank2`` before ``rank10``); files given by name are taken as
-  they are. The same file named twice is analysed once.
-* :func:`analyze_ranks` — each file is analysed in its own worker process
-  (``ProcessPoolExecutor``, ``min(files, os.cpu_count())`` workers, or ``jobs``). A worker
-  sends back ``Explanation.to_dict()`` (plain data, cheap to pickle), never the objects.
-  A file that cannot be analysed becomes that rank's one-line error; the others still run.
+  ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), a glob for its matches, sorted
+  by name with numbers compared as numbers (``rank2`` before ``rank10``); files given by
+  name are taken as they are; URLs (``s3://``, ``gs://``, ``http(s)://``) likewise
+  (``io/sources.py``). The same file named twice is analysed once.
+* :func:`analyze_ranks` — each file is analysed by ``multi/engine.py``: in this process,
+  in a local pool when it pays, or as one Ray task per rank (``engine="ray"``). A worker
+  sends back the compact report (``Report.to_dict()`` as compact JSON), never the
+  objects, and each is reduced to its ``RankResult`` as it arrives. A file that cannot
+  be analysed becomes that rank's one-line error; the others still run.
 * the **rank** of a file is ``distributedInfo.rank`` from the trace's metadata when it is
   an integer, else the file's position in the list (``rank_source`` says which).
 * :func:`combine` — medians across ranks and the straggler rule (below).
