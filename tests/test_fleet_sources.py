@@ -98,8 +98,6 @@ def test_s3_missing_object_and_bucket_are_one_line(s3):
         assert r.returncode == 2
         assert r.stdout == ""
         assert r.stderr == f"traceview: error: {url}: no such file\n"
-    r = cli("explain", "s3://fleet/nothing-here/", env=env)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
 
 
 def test_export_to_s3_with_the_local_engine_is_read_by_duckdb(s3, rankset):
@@ -226,3 +224,13 @@ def test_ctrl_c_in_a_pool_run_is_exit_130_without_traceback(http, rankset, tmp_p
     assert stdout == ""
     assert stderr == "traceview: interrupted\n"
     assert not out.exists()
+
+
+def test_diff_reads_urls_too(http, rankset):
+    url = f"{http.url}/{rankset[0].name}"
+    remote = cli("diff", url, str(rankset[1]), "--format", "json")
+    local = cli("diff", str(rankset[0]), str(rankset[1]), "--format", "json")
+    assert remote.returncode == 0, remote.stderr
+    got, want = json.loads(remote.stdout), json.loads(local.stdout)
+    assert got["before"] == url
+    assert strip_paths(got, {url: "a"}) == strip_paths(want, {str(rankset[0]): "a"})
