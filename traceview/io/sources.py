@@ -21,6 +21,7 @@ S3-compatible store.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -98,8 +99,10 @@ def load_error(path: str | os.PathLike[str], exc: BaseException) -> TraceLoadErr
     return TraceLoadError(name(path), _problem(exc))
 
 
+@functools.cache
 def _remote_errors() -> tuple[type[BaseException], ...]:
-    """What a store's client raises for a failed request (beside ``OSError``)."""
+    """What a store's client raises for a failed request (beside ``OSError``;
+    ``ValueError``: fsspec's word for a server that refuses a ranged read)."""
     found: list[type[BaseException]] = [OSError, ValueError]
     try:
         import aiohttp
