@@ -132,6 +132,9 @@ def each(fn: Callable[[T], R], items: Sequence[T], *, engine: str = "local",
                 progress(tally)
             yield arrived(i, fn(x))
         return
+    tally.running = worker_count(len(items), jobs)
+    if progress is not None:
+        progress(tally)
     for i, r in _pool_each(fn, items, worker_count(len(items), jobs), crashed, tally):
         yield arrived(i, r)
 
@@ -200,7 +203,6 @@ def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple
         pool = _pool(workers)
         futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
     try:
-        tally.running = min(workers, len(items))
         pending = set(futures)
         while pending:
             # a timeout, so that this thread wakes to take a Ctrl-C even when the kernel
