@@ -8,6 +8,8 @@ Python API::
     r = traceview.analyze("trace.json.gz")           # both steps
     r.calls.stats["api_ns"].p50                      # typed attributes
     r.to_dict()["calls"]["api_ns"]["p50"]            # the JSON (docs/json.md)
+    ranks = traceview.analyze_ranks(["s3://bucket/job/"], engine="ray")  # many traces
+    ranks.table()                                    # a polars row per rank
 
 The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``report``
 (findings, schema) -> ``render`` -> ``cli``; ``multi`` (ranks, diff, export) builds on
@@ -20,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
-__all__ = ["Options", "__version__", "analyze", "capture", "explain", "load"]
+__all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "explain", "load"]
 
 from traceview.options import Options
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from os import PathLike
 
     from traceview.model import Trace
+    from traceview.multi.ranks import RanksReport
     from traceview.report.model import Report
 
 
@@ -55,6 +58,23 @@ def explain(trace: Trace, options: Options | None = None) -> Report:
 def analyze(path: str | PathLike[str], options: Options | None = None) -> Report:
     """``explain(load(path))``."""
     return explain(load(path), options)
+
+
+def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
+                  options: Options | None = None, *, engine: str = "local",
+                  address: str | None = None, jobs: int | None = None) -> RanksReport:
+    """Many traces as ranks: paths, directories, globs or URLs (``s3://``, ``gs://``,
+    ``http(s)://``, ``file://``). ``engine="ray"`` runs one Ray task per rank
+    (``address`` as ``ray.init`` takes it; ``pip install 'traceview[ray]'``). The result
+    has each rank's ``Report`` (``.ranks[i].report``), the stragglers, ``.to_dict()``
+    (the ranks JSON) and ``.table()`` (a polars row per rank)."""
+    import os
+
+    from traceview.multi.ranks import analyze_ranks as _analyze_ranks
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return _analyze_ranks(paths, options, jobs, engine=engine, address=address)
 
 
 

@@ -19,16 +19,19 @@ TORCH_JSON = ("profile with torch.profiler and save the trace as JSON "
               "(prof.export_chrome_trace('trace.json') or tensorboard_trace_handler)")
 
 
-def _head(path: Path, n: int = 64) -> bytes:
-    with open(path, "rb") as f:
+def _head(path: Path | str, n: int = 64) -> bytes:
+    from traceview.io.sources import open_binary
+
+    with open_binary(path) as f:  # a local file or a URL (io/sources.py)
         head = f.read(n)
-    if head[:2] == b"\x1f\x8b":
+        if head[:2] != b"\x1f\x8b":
+            return head
+        f.seek(0)
         try:
-            with gzip.open(path, "rb") as g:
+            with gzip.GzipFile(fileobj=f, mode="rb") as g:
                 return g.read(n)
         except (OSError, EOFError, zlib.error):  # damaged gzip: the loader says so itself
             return b""
-    return head
 
 
 def _looks_like_perfetto(head: bytes) -> bool:
@@ -49,15 +52,17 @@ def _looks_like_perfetto(head: bytes) -> bool:
 
 def check_foreign(path: str | Path) -> None:
     """Raise a ``TraceLoadError`` explaining the format when ``path`` is not JSON we read."""
-    p = Path(path)
-    name = p.name.lower()
+    from traceview.io import sources
+
+    p = path if sources.is_url(path) else Path(path)
+    name = sources.basename(p).lower()
     if name.endswith(NSIGHT_SUFFIXES):
         raise TraceLoadError(p, "an Nsight Systems report, not a Chrome/Kineto JSON trace "
                                 "(nsys export writes SQLite or its own JSON, neither of which "
                                 f"is Kineto's): {TORCH_JSON}")
     try:
         head = _head(p)
-    except OSError:
+    except (OSError, TraceLoadError):
         return  # the loader reports missing or unreadable files itself
     if name.endswith(PERFETTO_SUFFIXES) or _looks_like_perfetto(head):
         raise TraceLoadError(p, "a Perfetto protobuf trace, not a Chrome/Kineto JSON trace: "

@@ -13,10 +13,10 @@ from traceview.cli.explain_cmd import Format
 
 
 def diff(
-    before: Annotated[Path, typer.Argument(help="Trace or explain JSON (the baseline).",
-                                           show_default=False)],
-    after: Annotated[Path, typer.Argument(help="Trace or explain JSON (the change).",
-                                          show_default=False)],
+    before: Annotated[str, typer.Argument(help="Trace or explain JSON (the baseline): a "
+                                               "path or a URL.", show_default=False)],
+    after: Annotated[str, typer.Argument(help="Trace or explain JSON (the change): a path "
+                                              "or a URL.", show_default=False)],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
     ab: Annotated[Path | None, typer.Option(

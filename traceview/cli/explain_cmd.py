@@ -15,8 +15,10 @@ from typing import Annotated
 import typer
 
 from traceview.cli._common import (
+    AddressOpt,
     CallsDepthOpt,
     CallsOpt,
+    EngineOpt,
     JobsOpt,
     RecursiveOpt,
     RulesOpt,
@@ -36,10 +38,10 @@ class Format(str, enum.Enum):
 
 def explain(
     *,  # typer passes every parameter by name: flags are keyword-only
-    trace: Annotated[list[Path], typer.Argument(
-        help="Chrome/Kineto trace (.json or .json.gz). Several files, or a directory (its "
-             "*.json and *.json.gz files, subfolders too), are ranks: a row each and a "
-             "combined view.",
+    trace: Annotated[list[str], typer.Argument(
+        help="Chrome/Kineto trace (.json or .json.gz): a path or a URL (file://, "
+             "http(s)://, s3://, gs://). Several, a glob, or a directory (its *.json and "
+             "*.json.gz files, subfolders too) are ranks: a row each and a combined view.",
         show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
@@ -54,18 +56,27 @@ def explain(
              "(needs cairosvg). Markdown mentions it; text and JSON note it on stderr.")] = None,
     jobs: JobsOpt = None,
     recursive: RecursiveOpt = True,
+    engine: EngineOpt = "local",
+    address: AddressOpt = None,
 ) -> None:
     """Attribute every nanosecond of a profiler trace: host categories x device busy/idle."""
-    if len(trace) != 1 or trace[0].is_dir():
+    from traceview.io import sources
+
+    if len(trace) != 1 or sources.is_dir(trace[0]) or (
+            sources.is_glob(trace[0]) and not Path(trace[0]).exists()):
         return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
-                              recursive=recursive)
-    trace = trace[0]
+                              recursive=recursive, engine=engine, address=address)
+    trace = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
 
     def body() -> None:
         from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
 
-        if figure is not None and _same_file(figure, trace):
+        if engine != "local" or address is not None:
+            from traceview.errors import UsageError
+
+            raise UsageError("--engine and --address are for several traces (ranks)")
+        if figure is not None and not isinstance(trace, str) and _same_file(figure, trace):
             from traceview.errors import UsageError
 
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
@@ -99,9 +110,10 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls: str | None,
+def _explain_ranks(paths: list[str], format: Format, window: str | None, calls: str | None,
                    rules: Path | None, thread: str | None, width: int | None,
-                   figure: Path | None, jobs: int | None, *, recursive: bool) -> None:
+                   figure: Path | None, jobs: int | None, *, recursive: bool, engine: str,
+                   address: str | None) -> None:
     """Many traces: exit 0 when at least one rank was analysed (the failures are listed
     in the report and on stderr), 2 when none was."""
 
@@ -113,8 +125,12 @@ def _explain_ranks(paths: list[Path], format: Format, window: str | None, calls:
             raise UsageError("--figure needs a single trace")
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
-        report = analyze_ranks(paths, analysis_options(window, calls, rules, thread), jobs=jobs,
-                               recursive=recursive)
+        from traceview.cli._progress import RanksProgress
+
+        with RanksProgress() as bar:
+            report = analyze_ranks(paths, analysis_options(window, calls, rules, thread),
+                                   jobs=jobs, recursive=recursive, engine=engine,
+                                   address=address, progress=bar)
         for r in report.failed:
             print(f"traceview: error: rank {r.rank}: {r.error}", file=sys.stderr)
         if not report.ok:

@@ -523,15 +523,12 @@ def decode(path: str | os.PathLike[str], progress=None) -> Decoded:
 
     ``progress``, if given, is called with the count of decompressed bytes so far.
     """
-    p = Path(path)
-    try:
-        compressed = p.stat().st_size
-    except FileNotFoundError:
-        raise TraceLoadError(p, "no such file") from None
-    except OSError as exc:
-        raise TraceLoadError(p, f"cannot read: {exc.strerror or exc}") from None
-    if p.is_dir():
+    from traceview.io import sources
+
+    p = path if sources.is_url(path) else Path(path)  # a URL is read through fsspec
+    if sources.is_dir(p):
         raise TraceLoadError(p, "is a directory, not a trace file")
+    compressed = sources.size(p)
     from traceview.io.memory import check_memory
 
     check_memory(p, compressed)

@@ -20,10 +20,15 @@ BYTES_PER_TEXT_BYTE = 1.0
 BASE_BYTES = 150 << 20
 
 
-def decompressed_size(path: Path, size: int) -> int:
+def decompressed_size(path: Path | str, size: int) -> int | None:
     """The text size: the file's, or for gzip the trailer's ISIZE (mod 2**32, unwrapped
-    so it is at least the compressed size)."""
-    with open(path, "rb") as f:
+    so it is at least the compressed size); ``None`` for a streamed URL, whose end
+    cannot be read without reading it all."""
+    from traceview.io import sources
+
+    if not sources.random_access(path):
+        return None
+    with sources.open_binary(path) as f:
         if f.read(2) != b"\x1f\x8b" or size < 18:
             return size
         f.seek(-4, os.SEEK_END)
@@ -59,11 +64,13 @@ def available_bytes() -> int | None:
     return avail
 
 
-def check_memory(path: Path, size: int) -> None:
+def check_memory(path: Path | str, size: int) -> None:
     avail = available_bytes()
     if avail is None:
         return
     text = decompressed_size(path, size)
+    if text is None:
+        return
     need = int(text * BYTES_PER_TEXT_BYTE) + BASE_BYTES
     if need > avail:
         raise TraceLoadError(

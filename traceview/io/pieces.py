@@ -13,6 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from traceview.errors import TraceLoadError
+from traceview.io import sources
 
 try:  # ISA-L inflates gzip about twice as fast as zlib (docs/performance.md); the same
     # API, except that on a stream cut short it holds back the end (see _gunzip)
@@ -27,20 +28,15 @@ GZIP_MAGIC = b"\x1f\x8b"
 PIECE = 8 << 20  # bytes of decompressed text per piece (and so per decoded chunk)
 
 
-def pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
-    """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip).
+def pieces(path: Path | str, counter: list[int]) -> Iterator[bytes]:
+    """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip), from
+    a local path or a URL (``io/sources.py``).
 
     A gzip stream cut short yields what inflates and stops (the JSON layer then keeps
     every complete event); corrupt gzip data raises ``TraceLoadError``.
     """
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator owns it
-    except FileNotFoundError:
-        raise TraceLoadError(path, "no such file") from None
-    except IsADirectoryError:
-        raise TraceLoadError(path, "is a directory, not a trace file") from None
-    except OSError as exc:
-        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    f = sources.open_binary(path)  # a local file, or a URL through fsspec
+    errors = sources.read_errors() if sources.is_url(path) else (OSError,)
     try:
         magic = f.read(2)
         f.seek(0)
@@ -52,8 +48,8 @@ def pieces(path: Path, counter: list[int]) -> Iterator[bytes]:
         whole_member = yield from _gunzip(path, f, counter)
         if counter[0] == 0 and not whole_member:
             raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
-    except OSError as exc:
-        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    except errors as exc:
+        raise sources.load_error(path, exc) from None
     finally:
         f.close()
 
@@ -110,4 +106,4 @@ def _gunzip(path: Path, f, counter: list[int], codec=None, errors=None,
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The whole decompressed text (small files only: reports, tests)."""
-    return b"".join(pieces(Path(path), [0]))
+    return b"".join(pieces(path if sources.is_url(path) else Path(path), [0]))

@@ -82,8 +82,9 @@ class Diff:
 def load_report(path: str | Path) -> Report:
     """The report of a saved JSON report or of a trace analysed now."""
     from traceview.io.pieces import read_bytes
+    from traceview.io.sources import is_url
 
-    p = Path(path)
+    p = path if is_url(path) else Path(path)  # a URL is read through fsspec
     raw = read_bytes(p)
     head = raw.lstrip()[:4096]
     if head.startswith(b"{") and b'"schema_version"' in head and b'"traceEvents"' not in head:

@@ -34,17 +34,19 @@ from traceview.analyses.calls import METRICS
 from traceview.errors import TraceviewError, UsageError
 from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
+from traceview.multi.engine import each, in_order
 from traceview.multi.ranks import (
     error_line,
     expand_paths,
+    file_sizes,
     metadata_rank,
-    parallel_map,
     raise_if_interrupted,
     worker_died_line,
 )
 from traceview.options import Options
 
 if TYPE_CHECKING:
+    from traceview.multi.engine import Progress
     from traceview.report.explanation import Analysis
     from traceview.report.model import Report
 
@@ -200,6 +202,7 @@ class TraceTables:
     slices: pl.DataFrame | None = None
     calls: pl.DataFrame | None = None
     error: str | None = None
+    rows: dict[str, int] = field(default_factory=dict)  # per-rank parts: table -> rows
 
 
 def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
@@ -227,9 +230,9 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
         return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
 
 
-def _worker_died(item: tuple[int, str]) -> TraceTables:
+def _worker_died(item: tuple[int, str], detail: str | None = None) -> TraceTables:
     index, path = item
-    line = worker_died_line(path)
+    line = worker_died_line(path, detail)
     return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
 
 
@@ -250,6 +253,7 @@ class ExportResult:
 
 def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
                  jobs: int | None = None, *, recursive: bool = True,
+                 progress: Progress | None = None,
                  ) -> tuple[list[TraceTables], dict[str, pl.DataFrame]]:
     """Analyse every trace (in parallel) and concatenate the tables, in file order."""
     from traceview.rules import load_rules
@@ -259,8 +263,10 @@ def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | Non
     files = expand_paths(paths, recursive=recursive)
     if not files:
         raise UsageError("no trace files given")
-    traces = parallel_map(partial(trace_tables, options=options),
-                          [(i, str(f)) for i, f in enumerate(files)], jobs, crashed=_worker_died)
+    items = [(i, str(f)) for i, f in enumerate(files)]
+    traces = in_order(each(partial(trace_tables, options=options), items, jobs=jobs,
+                           sizes=file_sizes(files), crashed=_worker_died,
+                           failed=lambda t: t.error is not None, progress=progress), len(items))
     ok = [t for t in traces if t.error is None]
     tables = {
         "slices": pl.concat([t.slices for t in ok], how="vertical") if ok
@@ -275,15 +281,23 @@ def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | Non
 
 def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
                    options: Options | None = None, jobs: int | None = None, *,
-                   recursive: bool = True) -> ExportResult:
-    """Write ``slices.parquet``, ``calls.parquet`` and ``summary.parquet`` into ``out``.
+                   recursive: bool = True, engine: str = "local", address: str | None = None,
+                   progress: Progress | None = None) -> ExportResult:
+    """Write ``slices.parquet``, ``calls.parquet`` and ``summary.parquet`` into ``out``;
+    with ``engine="ray"`` or an output URL, each rank's own parts where it is analysed
+    (:func:`export_parts`).
 
     Nothing is written when no trace could be analysed.
     """
+    from traceview.io.sources import is_url
+
+    if engine != "local" or is_url(os.fspath(out)):
+        return export_parts(paths, os.fspath(out), options, jobs, recursive=recursive,
+                            engine=engine, address=address, progress=progress)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
-    traces, tables = build_tables(paths, options, jobs, recursive=recursive)
+    traces, tables = build_tables(paths, options, jobs, recursive=recursive, progress=progress)
     result = ExportResult(out, traces)
     if not result.ok:
         return result
@@ -310,3 +324,132 @@ def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLi
             shutil.rmtree(out, ignore_errors=True)
         raise
     return result
+
+
+# ------------------------------------------------------------------ per-rank parts
+
+PARTS = ("slices", "calls")  # a file per rank: <out>/<table>/part-<position>.parquet
+SUMMARY = "summary.parquet"  # one file, written by the driver last
+
+
+def part_name(table: str, index: int) -> str:
+    return f"{table}/part-{index:05d}.parquet"
+
+
+def rank_parts(item: tuple[int, str], options: Options, staging: str) -> TraceTables:
+    """Worker (a Ray task, or a local one): tabulate one trace and write its ``slices``
+    and ``calls`` parts under ``staging`` (a local path or URL), from where the task
+    runs; only the summary row and the row counts go back to the driver."""
+    tables = trace_tables(item, options)
+    if tables.error is None:
+        from fsspec.core import url_to_fs
+
+        from traceview.io.sources import read_errors
+
+        try:
+            fs, root = url_to_fs(staging)
+            for name in PARTS:
+                frame = getattr(tables, name)
+                path = f"{root}/{part_name(name, item[0])}"
+                fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+                with fs.open(path, "wb") as f:
+                    frame.write_parquet(f)
+                tables.rows[name] = frame.height
+        except (*read_errors(), ImportError) as exc:
+            from traceview.io.sources import load_error
+
+            line = f"{tables.path}: cannot write its tables: {load_error(staging, exc).problem}"
+            index, path = item
+            tables = TraceTables(path, index, "order", _failed_row(path, index, line),
+                                 error=line)
+    tables.slices = tables.calls = None
+    return tables
+
+
+def export_parts(paths: Sequence[str | os.PathLike[str]], out: str,
+                 options: Options | None = None, jobs: int | None = None, *,
+                 recursive: bool = True, engine: str = "local", address: str | None = None,
+                 progress: Progress | None = None) -> ExportResult:
+    """Every rank's ``slices`` and ``calls`` as its own Parquet file, written by the
+    task that analysed it, plus one ``summary.parquet`` from the driver: ``out`` (a
+    directory or a URL: ``s3://bucket/job/tables``) gets ``slices/part-NNNNN.parquet``,
+    ``calls/part-NNNNN.parquet`` (NNNNN: the trace's position) and ``summary.parquet``.
+
+    The parts go to a staging folder inside ``out`` first; only when every rank has
+    finished are the previous tables replaced by the new ones, so an interrupt (Ctrl-C)
+    or a run with no usable trace leaves the previous tables, never a mix.
+    """
+    import uuid
+
+    from fsspec.core import url_to_fs
+
+    from traceview.io.sources import is_url
+    from traceview.multi.engine import each
+    from traceview.rules import load_rules
+
+    options = options or Options()
+    load_rules(options.rules)
+    if not is_url(out) and Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"{out}: exists and is not a directory")
+    files = expand_paths(paths, recursive=recursive)
+    if not files:
+        raise UsageError("no trace files given")
+    try:
+        fs, root = url_to_fs(out)
+    except ImportError as exc:
+        raise UsageError(f"{out}: {exc}") from None
+    root = root.rstrip("/")
+    created = not fs.exists(root)
+    staging_root = f"{root}/.staging-{uuid.uuid4().hex[:12]}"
+    staging = staging_root if not is_url(out) else f"{out.split('://', 1)[0]}://{staging_root}"
+    items = [(i, str(f)) for i, f in enumerate(files)]
+    traces: list[TraceTables | None] = [None] * len(items)
+    try:
+        for i, t in each(partial(rank_parts, options=options, staging=staging), items,
+                         engine=engine, jobs=jobs, address=address, sizes=file_sizes(files),
+                         crashed=_worker_died, failed=lambda t: t.error is not None,
+                         progress=progress):
+            traces[i] = t
+        result = ExportResult(Path(out) if not is_url(out) else out, list(traces))
+        if not result.ok:
+            _remove(fs, staging_root)
+            if created:
+                _remove(fs, root)
+            return result
+        summary = pl.DataFrame([t.summary for t in result.traces], schema=SUMMARY_SCHEMA,
+                               orient="row")
+        with fs.open(f"{staging_root}/{SUMMARY}", "wb") as f:
+            summary.write_parquet(f)
+        # commit: the old tables out, the new ones in, file by file (an object store
+        # has no folders to rename)
+        for name in PARTS:
+            _remove(fs, f"{root}/{name}")
+        for (index, _), t in zip(items, result.traces, strict=True):
+            if t.error is not None:
+                continue
+            for name in PARTS:
+                target = f"{root}/{part_name(name, index)}"
+                fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+                fs.mv(f"{staging_root}/{part_name(name, index)}", target)
+        fs.mv(f"{staging_root}/{SUMMARY}", f"{root}/{SUMMARY}")
+        _remove(fs, staging_root)
+    except BaseException as exc:
+        _remove(fs, staging_root)
+        if created:
+            _remove(fs, root)
+        from traceview.io.sources import load_error, read_errors
+
+        if isinstance(exc, read_errors()):
+            raise UsageError(f"{out}: cannot write: {load_error(out, exc).problem}") from None
+        raise
+    result.rows = {name: sum(t.rows.get(name, 0) for t in result.ok) for name in PARTS}
+    result.rows["summary"] = summary.height
+    return result
+
+
+def _remove(fs, path: str) -> None:
+    try:
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+    except (OSError, ValueError):
+        pass

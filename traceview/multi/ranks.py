@@ -4,13 +4,15 @@
 the single-trace path). The steps, none of which print:
 
 * :func:`expand_paths` — a directory stands for its trace files (``*.json``,
-  ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), sorted by name with numbers
-  compared as numbers (``rank2`` before ``rank10``); files given by name are taken as
-  they are. The same file named twice is analysed once.
-* :func:`analyze_ranks` — each file is analysed in its own worker process
-  (``ProcessPoolExecutor``, ``min(files, os.cpu_count())`` workers, or ``jobs``). A worker
-  sends back ``Explanation.to_dict()`` (plain data, cheap to pickle), never the objects.
-  A file that cannot be analysed becomes that rank's one-line error; the others still run.
+  ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), a glob for its matches, sorted
+  by name with numbers compared as numbers (``rank2`` before ``rank10``); files given by
+  name are taken as they are; URLs (``s3://``, ``gs://``, ``http(s)://``) likewise
+  (``io/sources.py``). The same file named twice is analysed once.
+* :func:`analyze_ranks` — each file is analysed by ``multi/engine.py``: in this process,
+  in a local pool when it pays, or as one Ray task per rank (``engine="ray"``). A worker
+  sends back the compact report (``Report.to_dict()`` as compact JSON), never the
+  objects, and each is reduced to its ``RankResult`` as it arrives. A file that cannot
+  be analysed becomes that rank's one-line error; the others still run.
 * the **rank** of a file is ``distributedInfo.rank`` from the trace's metadata when it is
   an integer, else the file's position in the list (``rank_source`` says which).
 * :func:`combine` — medians across ranks and the straggler rule (below).
@@ -39,7 +41,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -50,6 +51,7 @@ from traceview.options import Options
 from traceview.stats import median
 
 if TYPE_CHECKING:
+    from traceview.multi.engine import Progress
     from traceview.report.model import Report
 
 # A directory stands for the files in it whose names end so (not recursive).
@@ -82,18 +84,44 @@ def is_trace_name(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True) -> list[Path]:
-    """Files and directories -> the list of trace files, in rank order.
+def expand_paths(paths: Iterable[str | os.PathLike[str]], *,
+                 recursive: bool = True) -> list[Path | str]:
+    """Files, directories, globs and URLs -> the list of trace files, in rank order.
 
-    A directory is searched with its subfolders (``recursive=False``: only its own
-    files), in natural order of the path below it. A directory with no trace file is a
-    usage error (it is almost always a wrong path).
+    A directory (local, or a folder of an object store: ``s3://bucket/job/``) is
+    searched with its subfolders (``recursive=False``: only its own files), in natural
+    order of the path below it; a glob (``'traces/*.json.gz'``,
+    ``s3://bucket/job/rank*.json.gz``) stands for what it matches, in natural order. A
+    directory or glob with no trace file is a usage error (it is almost always a wrong
+    path). Local files come back as ``Path``, URLs as the ``str`` given
+    (``io/sources.py``).
     """
-    out: list[Path] = []
+    from traceview.io import sources
+
+    out: list[Path | str] = []
     seen: set[str] = set()
     for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
+        raw = os.fspath(raw)
+        files: list[Path | str]
+        if sources.is_url(raw):
+            found = sources.expand(raw, recursive=recursive)
+            if found is None:
+                files = [raw]
+            else:
+                base = raw.split("*", 1)[0].rsplit("/", 1)[0] if sources.is_glob(raw) else raw
+                files = sorted((f for f in found if is_trace_name(f) or sources.is_glob(raw)),
+                               key=lambda f: _natural_key(f[len(base):]))
+                if not files:
+                    raise UsageError(f"{raw}: no trace files there "
+                                     f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
+        elif sources.is_glob(raw) and not Path(raw).exists():
+            import glob
+
+            files = sorted((Path(f) for f in glob.glob(raw, recursive=True)
+                            if Path(f).is_file()), key=lambda c: _natural_key(str(c)))
+            if not files:
+                raise UsageError(f"{raw}: no file matches")
+        elif (p := Path(raw)).is_dir():
             found = p.rglob("*") if recursive else p.iterdir()
             files = sorted((c for c in found if c.is_file() and is_trace_name(c.name)),
                            key=lambda c: [_natural_key(part) for part in c.relative_to(p).parts])
@@ -104,11 +132,30 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = T
         else:
             files = [p]
         for f in files:
-            key = os.path.realpath(f)
+            key = f if isinstance(f, str) else os.path.realpath(f)
             if key not in seen:
                 seen.add(key)
                 out.append(f)
     return out
+
+
+def file_sizes(files: Sequence[Path | str]) -> Callable[[], list[int | None]]:
+    """Each trace's stored size, asked for only by the local engine, which decides from
+    them whether a pool pays (it is about to read every byte anyway; Ray never asks)."""
+
+    def sizes() -> list[int | None]:
+        from traceview.errors import TraceLoadError
+        from traceview.io.sources import size
+
+        out: list[int | None] = []
+        for f in files:
+            try:
+                out.append(size(f))
+            except (OSError, TraceLoadError):
+                out.append(0)  # the worker reports it; it costs nothing to read
+        return out
+
+    return sizes
 
 
 def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
@@ -148,12 +195,16 @@ def error_line(exc: BaseException) -> str:
     return f"internal error (a traceview bug): {type(exc).__name__}: {exc}"
 
 
-def _explain_report(path: str, options: Options) -> Report | str:
-    """Worker: analyse one file; an error becomes its one line."""
+def _explain_report(path: str, options: Options) -> bytes | str:
+    """Worker: analyse one file into its compact report (``Report.to_dict()`` as
+    compact JSON: kilobytes, plain data, the same bytes from every engine); an error
+    becomes its one line."""
     try:
+        import orjson
+
         from traceview import analyze
 
-        return analyze(path, options)
+        return orjson.dumps(analyze(path, options).to_dict(), option=orjson.OPT_NON_STR_KEYS)
     except Exception as exc:  # one rank's failure must not stop the others
         if os.environ.get("TRACEVIEW_DEBUG") and not isinstance(exc, TraceviewError):
             raise
@@ -161,68 +212,24 @@ def _explain_report(path: str, options: Options) -> Report | str:
         return error_line(exc)
 
 
-def worker_count(n_items: int, jobs: int | None = None) -> int:
-    if n_items <= 0:
-        return 0
-    limit = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
-    return max(1, min(n_items, limit))
-
-
 def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None,
                  crashed: Callable[[T], R] | None = None) -> list[R]:
-    """``[fn(x) for x in items]`` in worker processes; results in input order.
+    """``[fn(x) for x in items]`` in local worker processes (``multi/engine.py``),
+    results in input order; ``crashed(item)`` for an item whose own process died."""
+    from traceview.multi.engine import each, in_order
 
-    One worker (one item, or ``jobs=1``) runs in this process: no pool to start. Workers
-    come from the ``forkserver`` start method where there is one: forking a process that
-    already runs threads (polars, BLAS) can deadlock the child.
-
-    A worker that dies (killed for memory, a crash in native code) breaks the whole pool,
-    and the items still in flight cannot tell which one did it. Those items are run again
-    one at a time, each in a fresh process; an item whose own process dies again gets
-    ``crashed(item)`` (without ``crashed``, the error propagates).
-    """
-    n = worker_count(len(items), jobs)
-    if n <= 1:
-        return [fn(x) for x in items]
-    from concurrent.futures.process import BrokenProcessPool
-
-    results: dict[int, R] = {}
-    broken: list[int] = []
-    with _pool(n) as pool:
-        futures = [pool.submit(fn, x) for x in items]
-        for i, fut in enumerate(futures):
-            try:
-                results[i] = fut.result()
-            except BrokenProcessPool:
-                broken.append(i)
-    for i in broken:
-        try:
-            with _pool(1) as pool:
-                results[i] = pool.submit(fn, items[i]).result()
-        except BrokenProcessPool:
-            if crashed is None:
-                raise
-            results[i] = crashed(items[i])
-    return [results[i] for i in range(len(items))]
+    return in_order(each(fn, items, jobs=jobs,
+                         crashed=None if crashed is None else lambda x, _d: crashed(x)),
+                    len(items))
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    import multiprocessing
-
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
-    from traceview.io.allocator import keep_freed_memory
-
-    # pool processes are traceview's own: keep freed memory for reuse there, as the CLI does
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=keep_freed_memory)
+def worker_died_line(path: str, detail: str | None = None) -> str:
+    why = f" ({detail})" if detail else " (killed, most likely for memory)"
+    return f"{path}: the worker process analysing it died{why}"
 
 
-def worker_died_line(path: str) -> str:
-    return f"{path}: the worker process analysing it died (killed, most likely for memory)"
-
-
-def _worker_died(path: str) -> dict[str, Any]:
-    return worker_died_line(path)
+def _worker_died(path: str, detail: str | None = None) -> str:
+    return worker_died_line(path, detail)
 
 
 @dataclass
@@ -273,6 +280,20 @@ class RanksReport:
     def failed(self) -> list[RankResult]:
         return [r for r in self.ranks if not r.ok]
 
+    def table(self):
+        """The per-rank figures as a polars DataFrame: one row per rank (``rank``,
+        ``rank_source``, ``path``, ``error``, the summary table's numbers, whether it is
+        a straggler), in rank order; the Reports themselves are ``ranks[i].report``."""
+        import polars as pl
+
+        strag = {self.ranks[i].index for i in self.stragglers}
+        rows = [{"rank": r.rank, "rank_source": r.rank_source, "path": r.path,
+                 "error": r.error, **(rank_metrics(r.report) or dict.fromkeys(_metric_columns())),
+                 "straggler": r.index in strag} for r in self.ranks]
+        schema = {"rank": pl.Int64, "rank_source": pl.String, "path": pl.String,
+                  "error": pl.String, **_metric_columns(), "straggler": pl.Boolean}
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
     def to_dict(self) -> dict[str, Any]:
         from traceview.report.schema import SCHEMA_VERSION
 
@@ -315,6 +336,16 @@ def _num(x: float) -> float | int:
 def _p50(stats: dict[str, Any], metric: str) -> int | None:
     s = stats.get(metric)  # absent from a report saved before the metric existed
     return None if s is None else s.p50
+
+
+def _metric_columns() -> dict[str, Any]:
+    import polars as pl
+
+    ns = pl.Int64
+    return {"window_ns": ns, "busy_ns": ns, "device_busy_share": pl.Float64, "calls": ns,
+            "api_p50_ns": ns, "kernel_p50_ns": ns, "kernel_only_p50_ns": ns,
+            "copy_p50_ns": ns, "copies": pl.Boolean, "host_overhead_p50_ns": ns,
+            "verdict": pl.String}
 
 
 def rank_metrics(report: Report | None) -> dict[str, Any]:
@@ -394,12 +425,18 @@ def combine(ranks: list[RankResult]) -> RanksReport:
 
 
 def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | None = None,
-                  jobs: int | None = None, *, recursive: bool = True) -> RanksReport:
-    """Analyse each trace file as a rank (in parallel) and compare them.
+                  jobs: int | None = None, *, recursive: bool = True, engine: str = "local",
+                  address: str | None = None, progress: Progress | None = None) -> RanksReport:
+    """Analyse each trace as a rank and compare them.
 
-    ``paths`` may hold directories (see :func:`expand_paths`). Bad rules files fail here,
-    once, rather than in every worker.
+    ``paths`` may hold directories, globs and URLs (see :func:`expand_paths`).
+    ``engine``: ``"local"`` (this process, or a local pool when it pays) or ``"ray"``
+    (one Ray task per rank; ``address`` as ``ray.init`` takes it): ``multi/engine.py``.
+    Results are reduced as they arrive: each rank's compact report becomes its
+    ``RankResult`` at once. Bad rules files fail here, once, rather than in every worker.
     """
+    from traceview.multi.engine import each
+    from traceview.report.model import from_dict
     from traceview.rules import load_rules
 
     options = options or Options()
@@ -407,15 +444,20 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
     files = expand_paths(paths, recursive=recursive)
     if not files:
         raise UsageError("no trace files given")
-    reports = parallel_map(partial(_explain_report, options=options), [str(f) for f in files],
-                           jobs, crashed=_worker_died)
+    names = [str(f) for f in files]
     results = []
-    for i, (f, rep) in enumerate(zip(files, reports, strict=True)):
+    for i, rep in each(partial(_explain_report, options=options), names, engine=engine,
+                       jobs=jobs, address=address, sizes=file_sizes(files),
+                       crashed=_worker_died, failed=lambda r: isinstance(r, str),
+                       progress=progress):
         if isinstance(rep, str):
-            results.append(RankResult(i, str(f), i, "order", None, rep))
+            results.append(RankResult(i, names[i], i, "order", None, rep))
             continue
-        r = metadata_rank(rep.trace.metadata)
-        results.append(RankResult(i, str(f), i if r is None else r,
-                                  "order" if r is None else "distributedInfo", rep))
+        import orjson
+
+        report = from_dict(orjson.loads(rep))
+        r = metadata_rank(report.trace.metadata)
+        results.append(RankResult(i, names[i], i if r is None else r,
+                                  "order" if r is None else "distributedInfo", report))
     results.sort(key=lambda r: (r.rank, r.index))
     return combine(results)

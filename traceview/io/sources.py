@@ -1,0 +1,242 @@
+"""Where trace bytes come from: a local path, or a URL read through fsspec.
+
+Every place that opens a trace goes through :func:`open_binary`, :func:`size` and
+:func:`is_dir` here, so local files and URLs (``file://``, ``http(s)://``, ``s3://``,
+``gs://``, any protocol fsspec knows) are read the same way: in pieces, by the same
+chunked reader (``io/pieces.py``), never downloaded whole. A URL is opened with a block
+of :data:`BLOCK_BYTES` (ranged reads where the server allows them; a plain HTTP server
+without ``Range`` support is read as one stream). Local paths keep the plain ``open``:
+no fsspec import, no extra layer.
+
+Errors are the loader's: a missing object is ``no such file``, anything else the store
+says is ``cannot read: ...``, one line each (``TraceLoadError``, exit 2). A protocol
+whose fsspec driver is not installed names the extra to install (``traceview[s3]``,
+``traceview[gcs]``, ``traceview[http]``).
+
+A URL is kept as the user wrote it (``str``); a local path is normalised as
+``pathlib.Path`` does, as before. fsspec's own configuration applies: credentials from
+the environment, and ``FSSPEC_S3_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL``) for an
+S3-compatible store.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+from typing import IO, Any
+
+from traceview.errors import TraceLoadError
+
+# A URL: a scheme of two or more letters then ``://`` (one letter would be a Windows drive).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+# fsspec protocol -> the traceview extra that installs its driver
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
+# bytes per ranged read of a remote object (the decoder's piece is 8 MiB of text)
+BLOCK_BYTES = 8 << 20
+GLOB_CHARS = ("*", "?", "[")
+
+
+def is_url(path: str | os.PathLike[str]) -> bool:
+    return isinstance(path, str) and bool(_URL.match(path))
+
+
+def is_glob(path: str | os.PathLike[str]) -> bool:
+    s = os.fspath(path)
+    if is_url(s) and s.split("://", 1)[0] in ("http", "https"):
+        return False  # a query string's ? is not a pattern
+    return any(c in s for c in GLOB_CHARS)
+
+
+def name(path: str | os.PathLike[str]) -> str:
+    """The path as reports show it: a URL as given, a local path as ``Path`` prints it."""
+    return path if is_url(path) else str(Path(path))
+
+
+def basename(path: str | os.PathLike[str]) -> str:
+    s = os.fspath(path)
+    return s.rstrip("/").rsplit("/", 1)[-1] if is_url(s) else Path(s).name
+
+
+def protocol(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """(fsspec filesystem, path inside it) for a URL; a missing driver names the extra."""
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError:
+        raise TraceLoadError(url, "reading URLs needs fsspec: pip install 'traceview[http]'"
+                             ) from None
+    try:
+        return url_to_fs(url)
+    except ImportError:
+        extra = EXTRAS.get(protocol(url))
+        hint = f"pip install 'traceview[{extra}]'" if extra else "install its fsspec driver"
+        raise TraceLoadError(url, f"reading {protocol(url)}:// URLs needs a driver: {hint}"
+                             ) from None
+    except ValueError as exc:  # an unknown protocol
+        raise TraceLoadError(url, f"cannot read: {exc}") from None
+
+
+def _problem(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, not a trace file"
+    if isinstance(exc, PermissionError):
+        return "cannot read: permission denied"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot read: {exc.strerror}"
+    text = str(exc).strip().splitlines()
+    return f"cannot read: {text[0] if text else type(exc).__name__}"
+
+
+def load_error(path: str | os.PathLike[str], exc: BaseException) -> TraceLoadError:
+    """The one line for a failure to reach ``path`` (missing, refused, network)."""
+    return TraceLoadError(name(path), _problem(exc))
+
+
+@functools.cache
+def _remote_errors() -> tuple[type[BaseException], ...]:
+    """What a store's client raises for a failed request (beside ``OSError``;
+    ``ValueError``: fsspec's word for a server that refuses a ranged read)."""
+    found: list[type[BaseException]] = [OSError, ValueError]
+    try:
+        import aiohttp
+
+        found.append(aiohttp.ClientError)
+    except ImportError:
+        pass
+    try:
+        import botocore.exceptions
+
+        found.append(botocore.exceptions.BotoCoreError)
+        found.append(botocore.exceptions.ClientError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def size(path: str | os.PathLike[str]) -> int:
+    """Bytes stored (compressed size for gzip); ``TraceLoadError`` when unreachable."""
+    if not is_url(path):
+        try:
+            return Path(path).stat().st_size
+        except OSError as exc:
+            raise load_error(path, exc) from None
+    fs, inner = filesystem(path)
+    try:
+        info = fs.info(inner)
+    except _remote_errors() as exc:
+        raise load_error(path, exc) from None
+    if info.get("type") == "directory":
+        raise TraceLoadError(path, "is a directory, not a trace file")
+    return int(info.get("size") or 0)
+
+
+def is_dir(path: str | os.PathLike[str]) -> bool:
+    if not is_url(path):
+        return Path(path).is_dir()
+    if protocol(path) in ("http", "https"):
+        return False  # an HTTP URL names one object; listings are HTML, not folders
+    try:
+        fs, inner = filesystem(path)
+        return bool(fs.isdir(inner))
+    except (TraceLoadError, *_remote_errors()):
+        return False  # the open reports the problem in its own words
+
+
+def random_access(path: str | os.PathLike[str]) -> bool:
+    """Whether seeking is cheap: local files and object stores (ranged reads); an
+    ``http(s)://`` object is streamed, read from the start (many servers, Python's own
+    among them, ignore ``Range``)."""
+    return not (is_url(path) and protocol(path) in ("http", "https"))
+
+
+class _Forward:
+    """A file read in order (one streamed GET) that can still seek: forward by reading
+    on, backward by opening the object again. The reader seeks back only to re-inflate
+    a gzip stream cut short, which is rare."""
+
+    def __init__(self, reopen) -> None:
+        self._reopen = reopen
+        self._f = reopen()
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        b = self._f.read(n)
+        self._pos += len(b)
+        return b
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_CUR:
+            pos += self._pos
+        elif whence != os.SEEK_SET:
+            raise OSError("a streamed object cannot seek from its end")
+        if pos < self._pos:
+            self._f.close()
+            self._f, self._pos = self._reopen(), 0
+        while self._pos < pos:
+            if not self.read(min(pos - self._pos, BLOCK_BYTES)):
+                break
+        return self._pos
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> _Forward:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
+    """The object's bytes as a binary file (the caller closes it). Raises
+    ``TraceLoadError`` for a missing or unreadable object."""
+    if not is_url(path):
+        try:
+            return open(path, "rb")  # noqa: SIM115 - the caller owns it
+        except OSError as exc:
+            raise load_error(path, exc) from None
+    fs, inner = filesystem(path)
+    try:
+        if not random_access(path):  # one streamed GET, read in order
+            return _Forward(lambda: fs.open(inner, "rb", block_size=0))
+        return fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead")
+    except _remote_errors() as exc:
+        raise load_error(path, exc) from None
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions a read from an open file may raise (local: ``OSError``)."""
+    return _remote_errors()
+
+
+def expand(pattern_or_dir: str, *, recursive: bool) -> list[str] | None:
+    """The trace URLs a URL glob or URL folder stands for (unsorted), or ``None`` when it
+    names one object."""
+    fs, inner = filesystem(pattern_or_dir)
+    proto = protocol(pattern_or_dir)
+
+    def full(p: str) -> str:
+        return p if is_url(p) else f"{proto}://{p.lstrip('/') if proto != 'file' else p}"
+
+    try:
+        if is_glob(pattern_or_dir):
+            return [full(p) for p in fs.glob(inner) if not fs.isdir(p)]
+        if is_dir(pattern_or_dir):
+            found = fs.find(inner) if recursive else fs.ls(inner, detail=False)
+            return [full(p) for p in found if not fs.isdir(p)]
+    except _remote_errors() as exc:
+        raise load_error(pattern_or_dir, exc) from None
+    return None
