@@ -73,7 +73,7 @@ def _matrix(r: Report) -> RenderableType:
 
     if working_threads(r) > 1 and r.host.thread is not None:
         title += f"; host: {r.host.thread.label} alone"
-    table = Table(title=title, title_justify="left",
+    table = Table(title=Text(title), title_justify="left",
                   show_footer=True, expand=False, pad_edge=False)
     table.add_column("host", footer="total", no_wrap=True)
     table.add_column("device busy", justify="right", footer=fmt_ns(r.device.busy_ns))
@@ -136,8 +136,8 @@ def _calls(r: Report) -> RenderableType | None:
     if working_threads(r) > 1 and r.host.thread is not None:
         scope = (f" (host rows: {r.host.thread.label}; device rows: work launched in the call "
                  f"by any thread)")
-    table = Table(title=f"Per call: {c.warm_count} warm of {c.count}{cold}{unprofiled_short(r)}"
-                        f"{scope}",
+    table = Table(title=Text(f"Per call: {c.warm_count} warm of {c.count}{cold}"
+                             f"{unprofiled_short(r)}{scope}"),
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):

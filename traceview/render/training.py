@@ -25,6 +25,12 @@ PATH_ROWS = 12  # rows of the critical-path table; the rest are summed in one ro
 DEVICE_WORK = "device work (kernels, copies)"
 
 
+def _t(*cells: str) -> list[Text]:
+    """Cells as plain text: thread labels hold brackets (``[502/543]``, ``[/]``) that rich
+    would read as markup."""
+    return [Text(c) for c in cells]
+
+
 def typical_step(r: Report) -> StepRow | None:
     if r.steps is None or not r.steps.steps:
         return None
@@ -91,9 +97,9 @@ def threads_table(r: Report) -> RenderableType | None:
     for t in r.threads:
         cats = sorted(((c, v) for c, v in t.categories.items()), key=lambda x: (-x[1], x[0]))[:3]
         mark = " *" if t.attributed else ""
-        table.add_row(t.label + mark, t.role, str(t.launches), str(t.syncs),
+        table.add_row(*_t(t.label + mark, t.role, str(t.launches), str(t.syncs),
                       f"{fmt_ns(t.work_ns)} ({fmt_share(t.work_ns, w)})",
-                      ", ".join(f"{c} {fmt_ns(v)}" for c, v in cats))
+                      ", ".join(f"{c} {fmt_ns(v)}" for c, v in cats)))
     note = Text("* the thread the calls and the per-call table are on; work = traced time "
                 "that is neither untraced nor waiting", style="dim")
     return Group(table, note)
@@ -104,8 +110,8 @@ def step_sections(r: Report) -> list[RenderableType]:
     if step is None:
         return []
     wall = step.wall_ns
-    phases = Table(title=f"Typical step {step.name} by phase ({fmt_ns(wall)} on "
-                         f"{r.steps.thread}; device: all streams)",
+    phases = Table(title=Text(f"Typical step {step.name} by phase ({fmt_ns(wall)} on "
+                              f"{r.steps.thread}; device: all streams)"),
                    title_justify="left", show_footer=True, pad_edge=False)
     phases.add_column("phase", footer="step", no_wrap=True)
     phases.add_column("wall", justify="right", footer=fmt_ns(wall), no_wrap=True)
@@ -115,23 +121,24 @@ def step_sections(r: Report) -> list[RenderableType]:
     phases.add_column("device idle", justify="right", footer=fmt_ns(step.device_idle_ns),
                       no_wrap=True)
     for p in step.phases:
-        phases.add_row(p.phase, fmt_ns(p.wall_ns), fmt_share(p.wall_ns, wall),
-                       fmt_ns(p.device_busy_ns), fmt_ns(p.device_idle_ns))
+        phases.add_row(*_t(p.phase, fmt_ns(p.wall_ns), fmt_share(p.wall_ns, wall),
+                       fmt_ns(p.device_busy_ns), fmt_ns(p.device_idle_ns)))
 
-    path = Table(title=f"Critical path of {step.name} (each ns once; removing an item saves at "
-                       f"most its time)", title_justify="left", show_footer=True, pad_edge=False)
+    path = Table(title=Text(f"Critical path of {step.name} (each ns once; removing an item "
+                            f"saves at most its time)"), title_justify="left", show_footer=True, pad_edge=False)
     path.add_column("on", ratio=2, footer="step")
     path.add_column("what", ratio=2)
     path.add_column("time", justify="right", footer=fmt_ns(wall), no_wrap=True)
     path.add_column("share", justify="right", footer=fmt_share(wall, wall), no_wrap=True)
     rows = path_rows(step)
     for res, what, ns in rows[:PATH_ROWS]:
-        path.add_row(res, what, fmt_ns(ns), fmt_share(ns, wall))
+        path.add_row(*_t(res, what, fmt_ns(ns), fmt_share(ns, wall)))
     if len(rows) > PATH_ROWS:
         rest = sum(ns for _, _, ns in rows[PATH_ROWS:])
-        path.add_row(f"{len(rows) - PATH_ROWS} more", "", fmt_ns(rest), fmt_share(rest, wall))
+        path.add_row(*_t(f"{len(rows) - PATH_ROWS} more", "", fmt_ns(rest),
+                         fmt_share(rest, wall)))
 
-    idle = Table(title=f"Device idle in {step.name} by what the device waited for",
+    idle = Table(title=Text(f"Device idle in {step.name} by what the device waited for"),
                  title_justify="left", show_footer=True, pad_edge=False)
     idle.add_column("waited for", ratio=2, footer="device idle")
     idle.add_column("doing", ratio=2)
@@ -139,11 +146,12 @@ def step_sections(r: Report) -> list[RenderableType]:
     idle.add_column("share", justify="right",
                     footer=fmt_share(step.device_idle_ns, step.device_idle_ns), no_wrap=True)
     for c in step.idle_causes[:PATH_ROWS]:
-        idle.add_row(c.resource, c.what, fmt_ns(c.ns), fmt_share(c.ns, step.device_idle_ns))
+        idle.add_row(*_t(c.resource, c.what, fmt_ns(c.ns),
+                         fmt_share(c.ns, step.device_idle_ns)))
     if len(step.idle_causes) > PATH_ROWS:
         rest = sum(c.ns for c in step.idle_causes[PATH_ROWS:])
-        idle.add_row(f"{len(step.idle_causes) - PATH_ROWS} more", "", fmt_ns(rest),
-                     fmt_share(rest, step.device_idle_ns))
+        idle.add_row(*_t(f"{len(step.idle_causes) - PATH_ROWS} more", "", fmt_ns(rest),
+                     fmt_share(rest, step.device_idle_ns)))
     out: list[RenderableType] = [phases, path, idle]
     if step.communication_ns:
         out.append(Text(f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the "
