@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import traceview
+from rawcount import length, minus, union
 from traceview.cli.app import app
 
 HTA = Path(__file__).parent / "data" / "hta_nccl"
@@ -40,35 +41,10 @@ def raw_events(path: Path) -> list[dict]:
     return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
 
 
-def union(iv):
-    out = []
-    for a, b in sorted(iv):
-        if b <= a:
-            continue
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
 
 
-def length(iv) -> int:
-    return sum(b - a for a, b in iv)
 
 
-def minus(iv, sub):
-    out = []
-    for a, b in iv:
-        cur = a
-        for c, d in sub:
-            if d <= cur or c >= b:
-                continue
-            if c > cur:
-                out.append([cur, c])
-            cur = max(cur, d)
-        if cur < b:
-            out.append([cur, b])
-    return out
 
 
 def communication_by_definition(events: list[dict]) -> list[tuple[str, int, int, int, int]]:

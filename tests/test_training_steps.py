@@ -15,6 +15,7 @@ import pytest
 
 import traceview
 from conftest import FIXTURES
+from rawcount import clip, length, minus, union
 from traceview.errors import UsageError
 
 EAGER = "train_llama_eager.json.gz"
@@ -41,40 +42,12 @@ def report(name: str, **opts):
     return traceview.analyze(FIXTURES / name, traceview.Options(**dict(opts)))
 
 
-def union(iv):
-    out = []
-    for a, b in sorted(iv):
-        if b <= a:
-            continue
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
 
 
-def length(iv) -> int:
-    return sum(b - a for a, b in iv)
 
 
-def clip(iv, lo, hi):
-    return [[max(a, lo), min(b, hi)] for a, b in iv if min(b, hi) > max(a, lo)]
 
 
-def minus(iv, sub):
-    """iv minus sub, both unions."""
-    out = []
-    for a, b in iv:
-        cur = a
-        for c, d in sub:
-            if d <= cur or c >= b:
-                continue
-            if c > cur:
-                out.append([cur, c])
-            cur = max(cur, d)
-        if cur < b:
-            out.append([cur, b])
-    return out
 
 
 def main_tid(events) -> int:
