@@ -28,7 +28,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 TRACES = sorted(FIX.glob("*.json.gz"))
 
 if os.environ.get("TRACEVIEW_REQUIRE_NATIVE") == "1":
-    assert fastscan.available(), f"the compiled scanner is missing: {native.LIBRARIES['scan'][0]}"
+    assert fastscan.available(), f"the compiled scanner is missing: {native.LIBRARIES['scan'].path}"
 pytestmark = pytest.mark.skipif(not fastscan.available(),
                                 reason="the optional compiled scanner is not built")
 

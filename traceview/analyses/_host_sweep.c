@@ -14,7 +14,7 @@
  * resolved (per row), *non_nested. Scratch: four stack arrays of n entries. Returns the
  * number of segments, or -2 if more than seg_cap (cannot happen with 2n + 1).
  *
- * Built by hatch_build.py; loaded with ctypes by traceview/native.py.
+ * Built by setup.py (setuptools Extension); loaded with ctypes by traceview/native.py.
  */
 #include <stdint.h>
 
@@ -89,3 +89,13 @@ int64_t tv_host_sweep(int64_t n, const int64_t *starts, const int64_t *ends, con
     return segs;
 #undef EMIT
 }
+
+/* What native.py checks before it calls tv_host_sweep: the ABI version (bump it with any
+ * change of tv_host_sweep's arguments or meaning, together with native.py's table) and the
+ * sha256 of the source this library was built from (setup.py defines it), compared with
+ * the .c file beside the library, so a library left from an older source is refused. */
+#ifndef TV_SOURCE_SHA256
+#define TV_SOURCE_SHA256 "unknown"
+#endif
+int64_t tv_abi_version(void) { return 1; }
+const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }
