@@ -56,6 +56,8 @@ def scan(text: bytes | bytearray | memoryview) -> Scanned | None:
 
 
 def _scan(buf: np.ndarray) -> Scanned | None:
+    fn = _SCAN
+    assert fn is not None  # scan() checked
     size = buf.size
     cap = size // 16 + 16  # events; an event takes at least 2 bytes and a separator
     ucap = min(cap, UNIQUE_CAP)  # distinct keys and names (thousands per chunk)
@@ -69,7 +71,7 @@ def _scan(buf: np.ndarray) -> Scanned | None:
         key_spans = np.empty((ucap, 8), np.int64)
         name_spans = np.empty((ucap, 2), np.int64)
         counts = np.zeros(2, np.int32)
-        n = _SCAN(buf.ctypes.data, size, cap, ucap, key.ctypes.data, name.ctypes.data,
+        n = fn(buf.ctypes.data, size, cap, ucap, key.ctypes.data, name.ctypes.data,
                   ts.ctypes.data, dur.ctypes.data, ev.ctypes.data, args.ctypes.data,
                   key_spans.ctypes.data, name_spans.ctypes.data, counts.ctypes.data)
         if n == _FULL and (cap < size // 2 + 16 or ucap < cap):
