@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             if hasattr(mod, owner):  # (older trees have only _FAST, or _KNOWN too)
                 setattr(mod, owner, _Timed(getattr(mod, owner), label))
             continue
-        target = getattr(mod, owner) if owner else mod
-        if not hasattr(target, name):
+        target = getattr(mod, owner, None) if owner else mod
+        if target is None or not hasattr(target, name):  # a stage another tree lacks
             continue
         setattr(target, name, wrap(getattr(target, name), label, depth))
     # pieces and the model are imported by name where they are used

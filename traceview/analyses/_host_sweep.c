@@ -1,12 +1,13 @@
 /* The optional compiled host sweep of traceview/analyses/host.py: the loop sweep
  * (attribute_host(general=True), the reference) as one pass in C.
  *
- * Why: the array sweep that stands in for the Python loop takes ~50 array passes over the
- * rows (1.1-1.3 CPU s and its row-sized temporaries on a real 450 MB torch.compile trace,
- * the largest stage once decoding was compiled, docs/performance.md). The loop itself is
- * O(rows) with a stack; in C it takes milliseconds. Same algorithm, line for line, as the
- * Python loop in host.py, so its answers are the reference's by construction; the tests
- * compare all three (tests/test_sweep.py).
+ * Why: a numpy array sweep that stood in for the Python loop took ~50 array passes over
+ * the rows (1.1-1.3 CPU s and its row-sized temporaries on a real 450 MB torch.compile
+ * trace, the largest stage once decoding was compiled: CHANGELOG.md, issue #15; it was
+ * deleted in issue #23). The loop itself is O(rows) with a stack; in C it takes
+ * milliseconds (0.19 s on that trace, docs/performance.md). Same algorithm, line for line,
+ * as the Python loop in host.py, so its answers are the reference's by construction; the
+ * tests compare the two (tests/test_sweep.py).
  *
  * Inputs, in sweep order (start, then longest first): starts, ends (clipped to the window),
  * own (category code, -1 inherit), subtree (0/1). Outputs: bounds (segments + 1 times; the

@@ -4,7 +4,7 @@
  * Why: on a real 450 MB torch.compile trace (1.7 M events) msgspec's typed decode plus
  * one Python pass per column took ~2.1 of the run's ~4.7 CPU seconds; no well-kept
  * library builds these columns faster (pyarrow.json 3.6 s, polars 2.9 s, duckdb 3.7 s:
- * docs/performance.md). This scanner is deliberately narrow: it accepts only what it can
+ * docs/json-decoder.md). This scanner is deliberately narrow: it accepts only what it can
  * decode exactly as the msgspec path would (ASCII text, ts/dur with at most three
  * decimals and no exponent below 2**43 us, integer or string pid/tid, string ph/cat/name,
  * no duplicate keys, no surrogate escapes) and returns BAIL for anything else, so the caller decodes that chunk

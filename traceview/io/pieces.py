@@ -18,7 +18,7 @@ from traceview.errors import TraceLoadError
 
 inflate: ModuleType
 INFLATE_ERRORS: tuple[type[Exception], ...]
-try:  # ISA-L inflates gzip about twice as fast as zlib (docs/performance.md); the same
+try:  # ISA-L inflates gzip about twice as fast as zlib (docs/json-decoder.md); the same
     # API, except that on a stream cut short it holds back the end (see _gunzip)
     from isal import isal_zlib
 
