@@ -147,7 +147,10 @@ if method == "streamed_typed":
     # inflate + msgspec typed decode, streamed as traceview reads (ISA-L pieces, cut at
     # event boundaries into ~8 MB chunks, each decoded into structs and dropped): the
     # floor for any decoder that makes a Python object per event
-    from traceview.io.decode import _FAST
+    try:
+        from traceview.io.events import EVENTS as _FAST
+    except ImportError:  # a tree from before io/decode.py was split
+        from traceview.io.decode import _FAST
     from traceview.io.pieces import pieces
     from traceview.io.splitter import Splitter
 
@@ -183,7 +186,10 @@ elif method == "orjson":
 elif method == "msgspec_typed":
     # The fastest whole-document decode in docs/json-decoder.md: traceview's own typed
     # event struct (the fields an analysis needs, args left as a raw view, not decoded).
-    from traceview.io.decode import FastEvent as Ev
+    try:
+        from traceview.io.events import FastEvent as Ev
+    except ImportError:  # a tree from before io/decode.py was split
+        from traceview.io.decode import FastEvent as Ev
 
     class Doc(msgspec.Struct):
         traceEvents: list[Ev] = []

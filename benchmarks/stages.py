@@ -33,12 +33,18 @@ WRAP = [
     ("traceview.io.decode", "decode", "decode", 0),
     ("traceview.io.pieces", "pieces", "inflate (read + gunzip pieces)", 1),
     ("traceview.io.splitter", "Splitter.push", "splitter (cut chunks) + chunk decode", 1),
+    # io/collector.py since the decoder was split; io/decode.py in older trees
+    ("traceview.io.collector", "Collector.chunk", "chunk: decode + columns", 2),
     ("traceview.io.decode", "_Collector.chunk", "chunk: decode + columns", 2),
     ("traceview.io.fastscan", "scan", "compiled scanner (C)", 3),
+    ("traceview.io.collector", "Collector._add_scanned", "columns from the scan (codes, args)", 3),
     ("traceview.io.decode", "_Collector._add_scanned", "columns from the scan (codes, args)", 3),
+    ("traceview.io.collector", "EVENTS.decode", "msgspec typed decode", 3),
     ("traceview.io.decode", "_KNOWN.decode", "msgspec typed decode", 3),
     ("traceview.io.decode", "_FAST.decode", "msgspec typed decode", 3),
+    ("traceview.io.collector", "Collector._add", "columns (key/name codes, args)", 3),
     ("traceview.io.decode", "_Collector._add", "columns (key/name codes, args)", 3),
+    ("traceview.io.collector", "Collector.columns", "concatenate columns", 1),
     ("traceview.io.decode", "_Collector.columns", "concatenate columns", 1),
     ("traceview.model", "build", "model.build", 0),
     ("traceview.report.explanation", "find_window", "window", 0),
@@ -135,12 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError:  # an older tree (before the compiled scanner)
             continue
         owner, _, name = attr.rpartition(".")
-        if owner in ("_KNOWN", "_FAST"):  # Kineto's categories, or any
-            if hasattr(mod, owner):  # (older trees have only _FAST)
+        if owner in ("_KNOWN", "_FAST", "EVENTS"):  # msgspec decoders: wrap the object
+            if hasattr(mod, owner):  # (older trees have only _FAST, or _KNOWN too)
                 setattr(mod, owner, _Timed(getattr(mod, owner), label))
             continue
-        target = getattr(mod, owner) if owner else mod
-        if not hasattr(target, name):
+        target = getattr(mod, owner, None) if owner else mod
+        if target is None or not hasattr(target, name):  # a stage another tree lacks
             continue
         setattr(target, name, wrap(getattr(target, name), label, depth))
     # pieces and the model are imported by name where they are used

@@ -67,8 +67,8 @@ def independent_per_call(events, thread, calls):
 
 
 @pytest.mark.parametrize("name", COPY_FIXTURES)
-def test_fixture_calls_split_against_raw_events(name):
-    d = traceview.analyze(FIXTURES / name).to_dict()
+def test_fixture_calls_split_against_raw_events(name, fixture_reports):
+    d = fixture_reports[name].to_dict()
     doc = json.loads(gzip.decompress((FIXTURES / name).read_bytes()))
     th = d["host"]["thread"]
     calls = d["calls"]["per_call"]

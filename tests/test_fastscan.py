@@ -21,14 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from traceview import native
+from traceview.io import collector, fastscan
 from traceview.io import decode as D
-from traceview.io import fastscan
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 TRACES = sorted(FIX.glob("*.json.gz"))
 
 if os.environ.get("TRACEVIEW_REQUIRE_NATIVE") == "1":
-    assert fastscan.available(), f"the compiled scanner is missing: {native.LIBRARIES['scan'][0]}"
+    assert fastscan.available(), f"the compiled scanner is missing: {native.LIBRARIES['scan'].path}"
 pytestmark = pytest.mark.skipif(not fastscan.available(),
                                 reason="the optional compiled scanner is not built")
 
@@ -63,8 +63,8 @@ def test_every_fixture_decodes_the_same_and_wholly_through_the_scanner(path, mon
     _same(fast, D.decode(path))
 
 
-def _collect(text: bytes, *, scanner: bool, monkeypatch) -> D._Collector:
-    c = D._Collector(Path("t.json"))
+def _collect(text: bytes, *, scanner: bool, monkeypatch) -> collector.Collector:
+    c = collector.Collector(Path("t.json"))
     with monkeypatch.context() as m:
         if not scanner:
             m.setattr(fastscan, "_SCAN", None)
@@ -72,7 +72,7 @@ def _collect(text: bytes, *, scanner: bool, monkeypatch) -> D._Collector:
     return c
 
 
-def _columns_equal(a: D._Collector, b: D._Collector) -> None:
+def _columns_equal(a: collector.Collector, b: collector.Collector) -> None:
     assert list(a.keys.items()) == list(b.keys.items())
     assert list(a.names.items()) == list(b.names.items())
     ca, cb = a.columns(), b.columns()
@@ -225,19 +225,19 @@ def test_surrogate_escapes_are_declined(text):
 def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
     """A non-X event that does not decode makes ``_add_scanned`` decline before it has
     registered any key, name or event (the msgspec path then raises or recovers alone)."""
-    from traceview.io import decode as dec
+    import msgspec
 
-    c = D._Collector(Path("t.json"))
-    real = dec._ONE
+    c = collector.Collector(Path("t.json"))
+    real = collector.ONE_EVENT
 
     class Failing:
         @staticmethod
         def decode(_):
-            raise dec.msgspec.DecodeError("planted")
+            raise msgspec.DecodeError("planted")
 
-    monkeypatch.setattr(dec, "_ONE", Failing)
+    monkeypatch.setattr(collector, "ONE_EVENT", Failing)
     text = b'[{"ph":"X","cat":"kernel","pid":9},{"ph":"i","cat":"cpu_op"}]'
     assert c._add_scanned(text, fastscan.scan(text)) is False
     assert (dict(c.keys), dict(c.names), c.others, c.rows) == ({}, {}, [], 0)
-    monkeypatch.setattr(dec, "_ONE", real)
+    monkeypatch.setattr(collector, "ONE_EVENT", real)
     assert c._add_scanned(text, fastscan.scan(text)) is True and c.rows == 1

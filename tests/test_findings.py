@@ -15,8 +15,8 @@ WARM = sorted(p for p in FIXTURES.glob("*.json.gz") if ".cold." not in p.name)
 
 
 @pytest.fixture(scope="module")
-def ids():
-    return {p.name: {f.id for f in traceview.analyze(p).findings} for p in FIXTURES.glob("*.json.gz")}
+def ids(fixture_reports):
+    return {name: {f.id for f in r.findings} for name, r in fixture_reports.items()}
 
 
 def test_graph_replay_exactly_on_graph_traces(ids):

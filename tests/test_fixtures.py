@@ -13,7 +13,6 @@ from decimal import Decimal
 
 import pytest
 
-import traceview
 from conftest import FIXTURES
 
 ALL = sorted(p.name for p in FIXTURES.glob("*.json.gz"))
@@ -47,8 +46,8 @@ def independent(path):
 
 
 @pytest.fixture(scope="module")
-def reports():
-    return {name: traceview.analyze(FIXTURES / name).to_dict() for name in ALL}
+def reports(fixture_reports):
+    return {name: fixture_reports[name].to_dict() for name in ALL}
 
 
 @pytest.mark.parametrize("name", ALL)

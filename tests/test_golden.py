@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pytest
 
-import traceview
 from traceview.render.registry import RenderOptions, renderer
 
 ROOT = Path(__file__).parent.parent
@@ -48,13 +47,8 @@ OUTPUTS = {  # golden suffix -> (renderer, options)
 
 
 @pytest.fixture(scope="module")
-def reports():
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # trace.path as written in the goldens: fixtures/<name>
-    try:
-        return {name: traceview.analyze(Path("fixtures") / name) for name in FIXTURES}
-    finally:
-        os.chdir(cwd)
+def reports(fixture_reports):
+    return fixture_reports  # analysed as fixtures/<name>: the path the goldens show
 
 
 def render(report, suffix: str) -> str:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import traceview
 from conftest import FIXTURES
 from traceview.codes import DIAGNOSTICS, FINDINGS
 
@@ -132,14 +131,14 @@ def test_loader_diagnostics_are_in_the_table():
 
     for code, (severity, _) in _MESSAGES.items():
         assert DIAGNOSTICS[code].severity == severity
-    for path in (PKG / "io" / "decode.py", PKG / "metadata.py", PKG / "model.py"):
+    for path in (*sorted((PKG / "io").glob("*.py")), PKG / "metadata.py", PKG / "model.py"):
         for code in re.findall(r'(?:append\(\(|Diagnostic\()"([a-z-]+)"', path.read_text()):
             assert code in DIAGNOSTICS, (path.name, code)
 
 
 @pytest.fixture(scope="module")
-def reports():
-    return {p.name: traceview.analyze(p) for p in FIXTURE_FILES}
+def reports(fixture_reports):
+    return fixture_reports
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)

@@ -9,7 +9,6 @@ import pytest
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-import traceview
 from conftest import FIXTURES
 from traceview.cli.app import app
 from traceview.multi.compare import diff_reports
@@ -32,8 +31,8 @@ def _by(part):
 
 
 @pytest.fixture(scope="module")
-def explained():
-    return {p.name: traceview.analyze(p) for p in ALL}
+def explained(fixture_reports):
+    return fixture_reports
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)

@@ -153,7 +153,7 @@ def test_compile_cold_five_compiled_calls_first_cold():
     assert ex.host_categories["compile"] > 0
 
 
-def test_model_schedule_steps_warm_no_compile():
+def test_model_schedule_steps_warm_no_compile(fixture_reports):
     evs = raw("model_schedule")
     steps = [e for e in evs if e["cat"] == "user_annotation" and e["name"].startswith("ProfilerStep#")]
     ex = analysed("model_schedule")
@@ -162,7 +162,7 @@ def test_model_schedule_steps_warm_no_compile():
     assert len(steps) == 5
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e in steps])
     assert ex.host_categories.get("compile", 0) == 0
-    assert not any(f.id == "cold-path" for f in traceview.analyze(FIXTURES / "shape_model_schedule.json.gz").findings)
+    assert not any(f.id == "cold-path" for f in fixture_reports["shape_model_schedule.json.gz"].findings)
 
 
 def test_model_schedule_cold_first_step_compiles_the_rest_warm():

@@ -19,6 +19,7 @@ The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``report
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
@@ -44,7 +45,7 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
     from traceview.io.decode import decode
     from traceview.model import build
 
-    check_foreign(path)  # Perfetto protobuf, Nsight reports: one line saying what to do
+    check_foreign(os.fspath(path))  # Perfetto protobuf, Nsight reports: one line saying what to do
     return build(decode(path, progress=progress))
 
 

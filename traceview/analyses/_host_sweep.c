@@ -1,12 +1,13 @@
 /* The optional compiled host sweep of traceview/analyses/host.py: the loop sweep
  * (attribute_host(general=True), the reference) as one pass in C.
  *
- * Why: the array sweep that stands in for the Python loop takes ~50 array passes over the
- * rows (1.1-1.3 CPU s and its row-sized temporaries on a real 450 MB torch.compile trace,
- * the largest stage once decoding was compiled, docs/performance.md). The loop itself is
- * O(rows) with a stack; in C it takes milliseconds. Same algorithm, line for line, as the
- * Python loop in host.py, so its answers are the reference's by construction; the tests
- * compare all three (tests/test_sweep.py).
+ * Why: a numpy array sweep that stood in for the Python loop took ~50 array passes over
+ * the rows (1.1-1.3 CPU s and its row-sized temporaries on a real 450 MB torch.compile
+ * trace, the largest stage once decoding was compiled: CHANGELOG.md, issue #15; it was
+ * deleted in issue #23). The loop itself is O(rows) with a stack; in C it takes
+ * milliseconds (0.19 s on that trace, docs/performance.md). Same algorithm, line for line,
+ * as the Python loop in host.py, so its answers are the reference's by construction; the
+ * tests compare the two (tests/test_sweep.py).
  *
  * Inputs, in sweep order (start, then longest first): starts, ends (clipped to the window),
  * own (category code, -1 inherit), subtree (0/1). Outputs: bounds (segments + 1 times; the
@@ -14,7 +15,7 @@
  * resolved (per row), *non_nested. Scratch: four stack arrays of n entries. Returns the
  * number of segments, or -2 if more than seg_cap (cannot happen with 2n + 1).
  *
- * Built by hatch_build.py; loaded with ctypes by traceview/native.py.
+ * Built by setup.py (setuptools Extension); loaded with ctypes by traceview/native.py.
  */
 #include <stdint.h>
 
@@ -108,3 +109,13 @@ int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t 
     }
     return clipped;
 }
+
+/* What native.py checks before it calls tv_host_sweep: the ABI version (bump it with any
+ * change of tv_host_sweep's arguments or meaning, together with native.py's table) and the
+ * sha256 of the source this library was built from (setup.py defines it), compared with
+ * the .c file beside the library, so a library left from an older source is refused. */
+#ifndef TV_SOURCE_SHA256
+#define TV_SOURCE_SHA256 "unknown"
+#endif
+int64_t tv_abi_version(void) { return 1; }
+const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }

@@ -6,8 +6,11 @@ exit code in ``_run`` (set ``TRACEVIEW_DEBUG=1`` for the traceback).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from traceview import __version__, native
 from traceview.cli import ab_cmd, capture_cmd, diff_cmd, explain_cmd, export_cmd, serve_cmd
 
 app = typer.Typer(
@@ -17,6 +20,31 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def version_line() -> str:
+    """``traceview 0.1.0 (compiled helpers: scan in use, sweep in use)``: the version and
+    whether the compiled helpers (``traceview/native.py``) are used, and why not."""
+    helpers = ", ".join(f"{name} {state}" for name, state in native.status().items())
+    return f"traceview {__version__} (compiled helpers: {helpers})"
+
+
+def _version(value: object) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[bool, typer.Option(
+    "--version", callback=_version, is_eager=True,
+    help="Print the version and which compiled helpers are in use.")]
+
+
+@app.callback()
+def _options(*, version: VersionOpt = False) -> None:
+    """Where a GPU operator's time goes: host categories, device busy/idle, per-call statistics."""
+
+
 app.command("explain")(explain_cmd.explain)
 app.command("diff")(diff_cmd.diff)
 app.command("capture")(capture_cmd.capture)

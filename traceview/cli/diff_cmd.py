@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 
 
@@ -36,10 +37,10 @@ def diff(
         d = diff_reports(load_report(before), load_report(after), str(before), str(after),
                          ab=saved_ab)
 
-        sys.stdout.write(renderer(format.value, "diff").render(
+        sys.stdout.write(as_text(renderer(format.value, "diff").render(
             d, RenderOptions(width=width or stdout_console(None).width,
                              color=stdout_console(None).color_system
-                             if format is Format.text else None)))
+                             if format is Format.text else None))))
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

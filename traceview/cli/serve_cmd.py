@@ -11,16 +11,17 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from traceview.cli._common import run_guarded
+from traceview.cli._output import as_text
 
 _MODEL, _LOAD, _SIDES, _PROTO, _OUT = "Model", "Workload", "Backends", "Protocol", "Output"
 
 
-def _opt(help: str, panel: str, *names: str, **kw: object) -> typer.models.OptionInfo:
+def _opt(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
     return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
 
 
@@ -138,7 +139,7 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
 
     def save(doc: dict) -> None:
         if out is not None:
-            _write_atomically(out, renderer("json", "serve").render(doc, RenderOptions()))
+            _write_atomically(out, as_text(renderer("json", "serve").render(doc, RenderOptions())))
 
     def launch(variant, task):
         return launch_mod.in_subprocess(variant, task, timeout_s=child_timeout)
@@ -148,9 +149,9 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     save(doc)
     from traceview.cli._common import stdout_console
 
-    sys.stdout.write(renderer(fmt, "serve").render(doc, RenderOptions(
+    sys.stdout.write(as_text(renderer(fmt, "serve").render(doc, RenderOptions(
         width=stdout_console(None).width,
-        color=stdout_console(None).color_system if fmt == "text" else None)))
+        color=stdout_console(None).color_system if fmt == "text" else None))))
     if doc["stopped"]:
         sys.stdout.flush()
         print(f"traceview: error: {doc['stopped']}", file=sys.stderr)

@@ -4,7 +4,7 @@
  * Why: on a real 450 MB torch.compile trace (1.7 M events) msgspec's typed decode plus
  * one Python pass per column took ~2.1 of the run's ~4.7 CPU seconds; no well-kept
  * library builds these columns faster (pyarrow.json 3.6 s, polars 2.9 s, duckdb 3.7 s:
- * docs/performance.md). This scanner is deliberately narrow: it accepts only what it can
+ * docs/json-decoder.md). This scanner is deliberately narrow: it accepts only what it can
  * decode exactly as the msgspec path would (ASCII text, ts/dur with at most three
  * decimals and no exponent below 2**43 us, integer or string pid/tid, string ph/cat/name,
  * no duplicate keys, no surrogate escapes) and returns BAIL for anything else, so the caller decodes that chunk
@@ -15,7 +15,7 @@
  * its args value. The distinct keys and names of the chunk are returned as byte spans, in
  * order of first sight; the caller decodes those few and maps them to its global codes.
  *
- * Built by hatch_build.py (cc -O2 -shared); loaded with ctypes by traceview/io/fastscan.py.
+ * Built by setup.py (setuptools Extension); loaded with ctypes by traceview/native.py.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -419,3 +419,13 @@ done:
     free(nt.hash);
     return rc;
 }
+
+/* What native.py checks before it calls tv_scan_chunk: the ABI version (bump it with any
+ * change of tv_scan_chunk's arguments or meaning, together with native.py's table) and the
+ * sha256 of the source this library was built from (setup.py defines it), compared with
+ * the .c file beside the library, so a library left from an older source is refused. */
+#ifndef TV_SOURCE_SHA256
+#define TV_SOURCE_SHA256 "unknown"
+#endif
+int64_t tv_abi_version(void) { return 1; }
+const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }

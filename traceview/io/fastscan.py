@@ -3,8 +3,8 @@
 Why: msgspec's typed decode plus one Python pass per column was most of what a large
 real trace cost (``docs/performance.md``); the scanner builds the same columns with no
 Python object per event. It is optional (``traceview/native.py``): without it every
-chunk takes the msgspec path, and a chunk the scanner declines (non-ASCII text, a number
-it cannot convert exactly, an odd type) does too. ``tests/test_fastscan.py`` checks that
+chunk takes the msgspec path (``io/collector.py``), and a chunk the scanner declines
+(non-ASCII text, a number it cannot convert exactly, an odd type) does too. ``tests/test_fastscan.py`` checks that
 both paths give identical columns.
 """
 
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from traceview import native
 
 _FULL = -2
+_STRING = msgspec.json.Decoder()
 #: Room for a chunk's distinct keys and names before a retry with room for one per event.
 UNIQUE_CAP = 1 << 16
 
@@ -28,7 +30,7 @@ class Scanned:
 
     key: np.ndarray  # int32, local key code
     name: np.ndarray  # int32, local name code
-    ts: np.ndarray  # int64 ns (decode.MISSING when absent); its own array
+    ts: np.ndarray  # int64 ns (exact_time.MISSING when absent); its own array
     dur: np.ndarray  # int64 ns; its own array
     ev: np.ndarray  # (n, 2) int64: the event object's span
     args: np.ndarray  # (n, 2) int64: the args value's span, -1 when absent
@@ -54,6 +56,8 @@ def scan(text: bytes | bytearray | memoryview) -> Scanned | None:
 
 
 def _scan(buf: np.ndarray) -> Scanned | None:
+    fn = _SCAN
+    assert fn is not None  # scan() checked
     size = buf.size
     cap = size // 16 + 16  # events; an event takes at least 2 bytes and a separator
     ucap = min(cap, UNIQUE_CAP)  # distinct keys and names (thousands per chunk)
@@ -67,7 +71,7 @@ def _scan(buf: np.ndarray) -> Scanned | None:
         key_spans = np.empty((ucap, 8), np.int64)
         name_spans = np.empty((ucap, 2), np.int64)
         counts = np.zeros(2, np.int32)
-        n = _SCAN(buf.ctypes.data, size, cap, ucap, key.ctypes.data, name.ctypes.data,
+        n = fn(buf.ctypes.data, size, cap, ucap, key.ctypes.data, name.ctypes.data,
                   ts.ctypes.data, dur.ctypes.data, ev.ctypes.data, args.ctypes.data,
                   key_spans.ctypes.data, name_spans.ctypes.data, counts.ctypes.data)
         if n == _FULL and (cap < size // 2 + 16 or ucap < cap):
@@ -80,3 +84,25 @@ def _scan(buf: np.ndarray) -> Scanned | None:
         # ts and dur may be kept as the file's columns: copies, not views of the buffers
         return Scanned(key[:n], name[:n], ts[:n].copy(), dur[:n].copy(), ev[:n], args[:n],
                        key_spans[:k], name_spans[:m])
+
+
+def token_str(view: memoryview, a: int, b: int) -> str:
+    """A string token of a scanned chunk (with its quotes; ``a < 0``: absent, "")."""
+    if a < 0:
+        return ""
+    raw = bytes(view[a:b])
+    if b"\\" not in raw:
+        return str(raw[1:-1], "ascii")  # the scanner passes ASCII only
+    value = _STRING.decode(raw)
+    if not isinstance(value, str):
+        raise ValueError("not a string")
+    return value
+
+
+def token_id(view: memoryview, a: int, b: int) -> int | str:
+    """A pid/tid token: a string, or an integer (absent: 0, as ``FastEvent``'s default)."""
+    if a < 0:
+        return 0
+    if view[a] == 0x22:  # '"'
+        return token_str(view, a, b)
+    return int(str(view[a:b], "ascii"))

@@ -11,15 +11,20 @@ import os
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import cast
 
 from traceview.errors import TraceLoadError
 from traceview.io import sources
 
-try:  # ISA-L inflates gzip about twice as fast as zlib (docs/performance.md); the same
+inflate: ModuleType
+INFLATE_ERRORS: tuple[type[Exception], ...]
+try:  # ISA-L inflates gzip about twice as fast as zlib (docs/json-decoder.md); the same
     # API, except that on a stream cut short it holds back the end (see _gunzip)
-    from isal import isal_zlib as inflate
+    from isal import isal_zlib
 
-    INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, inflate.error)
+    inflate = isal_zlib
+    INFLATE_ERRORS = (zlib.error, cast("type[Exception]", isal_zlib.error))
 except ImportError:  # a platform without an isal wheel: the standard library
     inflate = zlib
     INFLATE_ERRORS = (zlib.error,)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #16 on the H200: correctness first, isolated. The FlagGems 5.0.2 broadcast mul
+# Correctness first, isolated (issue #16), on the H200. The FlagGems 5.0.2 broadcast mul
 # (bf16, 8x16x128x64 * 8x1x128x64, the rotary-embedding shape) must be reported as wrong
 # (or crashed) with the worst element, the operands' strides and exit 3, before any
 # timing; a contiguous mul must pass and capture normally; --check-layouts shows which
@@ -7,7 +7,7 @@
 # Writes: $OUT/log.txt (every command, its exit code, the reports as a user sees them)
 #         $OUT/reports.jsonl (one JSON line per command: name, rc, the --format json output)
 set -uo pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=.:/tmp/site
+export PYTHONUNBUFFERED=1 PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
 W=/tmp/w16; rm -rf "$W"; mkdir -p "$W"
 LOG=$OUT/log.txt; JL=$OUT/reports.jsonl; : >"$LOG"; : >"$JL"
 
@@ -16,7 +16,7 @@ LOG=$OUT/log.txt; JL=$OUT/reports.jsonl; : >"$LOG"; : >"$JL"
 step() {
   local name=$1 lim=$2; shift 2
   echo "### $name t=${SECONDS}s: traceview capture $*" | tee -a "$LOG"
-  (cd "$W" && timeout -k 5 "$lim" env PYTHONPATH="$OLDPWD:/tmp/site" \
+  (cd "$W" && timeout -k 5 "$lim" env PYTHONPATH="$OLDPWD${PYTHONPATH:+:$PYTHONPATH}" \
      python3 -m traceview capture "$@" --format json) >"$W/out.json" 2>"$W/err.txt"
   local rc=$?
   echo "--- rc=$rc t=${SECONDS}s" | tee -a "$LOG"

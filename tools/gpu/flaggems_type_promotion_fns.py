@@ -3,7 +3,7 @@
 ``unpatched`` and ``patched`` are FlagGems 5.0.2 ``add`` through ``use_gems()`` (entered once,
 at import, for the process's life, as ``capture --impl flag_gems`` does). They differ only
 in the module global ``flag_gems.utils.pointwise_dynamic.type_promotion`` the call sees:
-FlagGems' own function, or the cached wrapper of ``issue13_patch/sitecustomize.py``
+FlagGems' own function, or the cached wrapper of ``flaggems_type_promotion_patch/sitecustomize.py``
 (same key, same result). Each callable sets the global before its call, so both pay the
 same one attribute store and the only difference is the cache. ``patched`` checks once
 that its call went through the cache (a FlagGems that stopped reading that global would
@@ -11,7 +11,7 @@ otherwise make this an A/A run). Everything after import runs under ``use_gems()
 both sides alike: the inputs, the float64 references, the graph captures.
 
     traceview ab --op add --shape 16x4096 --dtype bf16 --same-process \\
-        --a-fn issue13_fns:unpatched --b-fn issue13_fns:patched --a-name unpatched --b-name patched
+        --a-fn flaggems_type_promotion_fns:unpatched --b-fn flaggems_type_promotion_fns:patched --a-name unpatched --b-name patched
 """
 
 import importlib
@@ -48,6 +48,6 @@ def patched(a, b):
     _pd.type_promotion = _cached
     out = torch.add(a, b)
     if not _hits[0]:
-        raise RuntimeError("issue13_fns.patched: FlagGems did not call type_promotion "
+        raise RuntimeError("flaggems_type_promotion_fns.patched: FlagGems did not call type_promotion "
                            "through the module global; the patch does not apply here")
     return out

@@ -1,7 +1,7 @@
 """issue 13's independent check for ``ab --same-process``: a plain loop, no traceview code.
 
-``python3 issue13_loop_same.py PROCS`` runs PROCS fresh processes. Each child imports
-``issue13_fns`` (FlagGems ``add`` under ``use_gems()``, unpatched and patched callables in
+``python3 loop_flaggems_type_promotion_same_process.py PROCS`` runs PROCS fresh processes. Each child imports
+``flaggems_type_promotion_fns`` (FlagGems ``add`` under ``use_gems()``, unpatched and patched callables in
 one interpreter), builds two 16x4096 bf16 CUDA tensors, warms each side up with 30 calls,
 then runs 10 blocks per side in the order A B, B A, A B, ...; a block is 200 calls, each
 timed as perf_counter_ns around call + torch.cuda.synchronize. Per process: the median of
@@ -22,12 +22,12 @@ BLOCKS, CALLS, WARMUP = 10, 200, 30
 
 def child() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import issue13_fns
+    import flaggems_type_promotion_fns
     import torch
 
     a = torch.randn(16, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn_like(a)
-    fns = {"A": issue13_fns.unpatched, "B": issue13_fns.patched}
+    fns = {"A": flaggems_type_promotion_fns.unpatched, "B": flaggems_type_promotion_fns.patched}
     ref = (a.double() + b.double())
     for side, fn in fns.items():
         err = (fn(a, b).double() - ref).abs().max().item()
@@ -46,7 +46,7 @@ def child() -> None:
                 samples[side].append(time.perf_counter_ns() - t0)
     med = {s: int(statistics.median_low(v)) for s, v in samples.items()}
     print(json.dumps({"a_ns": med["A"], "b_ns": med["B"], "b_minus_a_ns": med["B"] - med["A"],
-                      "hits": issue13_fns._hits[0]}))
+                      "hits": flaggems_type_promotion_fns._hits[0]}))
 
 
 def main() -> None:

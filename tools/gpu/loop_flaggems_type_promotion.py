@@ -1,6 +1,6 @@
 """issue 13's independent check: a plain perf_counter_ns + synchronize loop, no traceview.
 
-``python3 issue13_loop.py PAIRS PATCH_DIR`` runs PAIRS pairs of fresh processes in
+``python3 loop_flaggems_type_promotion.py PAIRS PATCH_DIR`` runs PAIRS pairs of fresh processes in
 alternating order (AB BA AB ...); side B has PATCH_DIR first on PYTHONPATH and
 TV13_PATCH=1 (the cached FlagGems type promotion). Each child: FlagGems ``add`` of two
 16x4096 bf16 CUDA tensors through ``flag_gems.use_gems()``, 30 warm-up calls, then the

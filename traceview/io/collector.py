@@ -1,0 +1,225 @@
+"""Chunks of whole events -> the columns of ``io/columns.py``, as the chunks arrive.
+
+One fast path and one reference give the same columns (``tests/test_fastscan.py``):
+the compiled scanner (``io/fastscan.py``: no Python object per event), used when it is
+built and accepts the chunk, and msgspec's typed decode into ``FastEvent`` structs (the
+reference, and the path of every chunk the scanner declines: non-ASCII text, a number it
+cannot convert exactly, an odd type). A chunk whose fields have unexpected types is
+damaged input, not a third decoder: it is decoded generically and each event converted
+alone (``events.coerce``), so one odd event never costs the whole file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from traceview.io import fastscan
+from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
+from traceview.io.events import (
+    ANY,
+    EVENTS,
+    EXACT_EVENTS,
+    LINK_ARGS,
+    ONE_EVENT,
+    LooseEvent,
+    coerce,
+    decode_args,
+    int_or_none,
+    loose_of,
+)
+from traceview.io.exact_time import (
+    EXACT_FLOAT_LIMIT_US,
+    MISSING,
+    or_missing,
+    split_ns,
+    text_to_ns,
+    value_to_ns,
+)
+
+Key = tuple[str, str, int | str, int | str]
+_KEY = attrgetter("ph", "cat", "pid", "tid")
+_NAME = attrgetter("name")
+_TS = attrgetter("ts")
+_DUR = attrgetter("dur")
+
+
+class _Codes(dict):
+    """value -> dense code, assigned on first sight (``map(codes.__getitem__, values)``
+    runs in C; only new values call back into Python)."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+
+class Collector:
+    """Turns decoded chunks into columns as they arrive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.keys: dict[Key, int] = _Codes()
+        self.names: dict[str, int] = _Codes()
+        self.key_parts: list[np.ndarray] = []
+        self.name_parts: list[np.ndarray] = []
+        self.ts_parts: list[np.ndarray] = []
+        self.dur_parts: list[np.ndarray] = []
+        self.link_rows: list[int] = []
+        self.link_vals: list[tuple[int, ...]] = []
+        self.args_raw: dict[int, bytes] = {}
+        self.others: list[tuple[LooseEvent, int | None]] = []
+        self.rows = 0
+        self.malformed = 0
+
+    def chunk(self, text: bytes) -> None:
+        """One chunk ``[{...}, ...]``: the scanner's columns, else the reference's."""
+        scanned = fastscan.scan(text)
+        if scanned is not None and self._add_scanned(text, scanned):
+            return
+        self._reference(text)
+
+    def _reference(self, text: bytes) -> None:
+        try:
+            events = EVENTS.decode(text)
+        except msgspec.ValidationError:
+            self._damaged(bytes(text))  # a copy: the events kept must not pin the buffer
+            return
+        if not events:
+            return
+        ts = np.fromiter(map(_TS, events), np.float64, len(events))
+        if np.nanmax(np.abs(ts), initial=0.0) >= EXACT_FLOAT_LIMIT_US:
+            exact = EXACT_EVENTS.decode(text)
+            ts_ns = np.asarray([or_missing(text_to_ns(bytes(e.ts)) if e.ts else None)
+                                for e in exact], dtype=np.int64)
+        else:
+            ts_ns = split_ns(ts)
+        dur = np.fromiter(map(_DUR, events), np.float64, len(events))
+        self._add(events, ts_ns, split_ns(np.clip(dur, -2**61 / 1000, 2**61 / 1000)))
+
+    def _damaged(self, text: bytes) -> None:
+        """A chunk with unexpected field types: decoded generically, event by event."""
+        items = ANY.decode(text)
+        events = []
+        for item in items if isinstance(items, list) else []:
+            ev = coerce(item)
+            if ev is None:
+                self.malformed += 1
+            else:
+                events.append(ev)
+        if not events:
+            return
+        ts_ns = np.asarray([or_missing(value_to_ns(e.ts)) for e in events], dtype=np.int64)
+        dur_ns = np.asarray([or_missing(value_to_ns(e.dur)) for e in events], dtype=np.int64)
+        self._add(events, ts_ns, dur_ns)
+
+    def _add(self, events: list, ts_ns: np.ndarray, dur_ns: np.ndarray) -> None:
+        n = len(events)
+        kc = np.fromiter(map(self.keys.__getitem__, map(_KEY, events)), np.int32, n)
+        is_x_lut = np.fromiter((k[0] == "X" for k in self.keys), np.bool_, len(self.keys))
+        is_x = is_x_lut[kc]
+        for i in np.flatnonzero(~is_x).tolist():
+            e = events[i]
+            v = int(ts_ns[i])
+            self.others.append((loose_of(e), None if v == MISSING else v))
+        xi = np.flatnonzero(is_x)
+        if xi.size == 0:
+            return
+        nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
+        self._append_x(kc, nc, ts_ns, dur_ns, xi, lambda j: bytes(events[j].args))
+
+    def _append_x(self, kc: np.ndarray, nc: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray,
+                  xi: np.ndarray, raw_args: Callable[[int], bytes]) -> None:
+        """Append a chunk's X events (``xi``: their places in the chunk; the columns are
+        the whole chunk's) and keep the args of those whose category the model reads;
+        ``raw_args(j)`` is chunk event ``j``'s raw args (empty when absent). Both decode
+        paths end here."""
+        if xi.size != kc.size:  # filter the columns, not the events (a new list costs more)
+            kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
+        self.key_parts.append(kc)
+        self.name_parts.append(nc)
+        self.ts_parts.append(ts_ns)
+        self.dur_parts.append(dur_ns)
+        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
+                               np.bool_, len(self.keys))
+        base = self.rows
+        for i in np.flatnonzero(keep_lut[kc]).tolist():
+            raw = raw_args(int(xi[i]))
+            if raw:
+                self._link(base + i, raw)
+        self.rows += xi.size
+
+    def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
+        """``_add`` for a chunk the compiled scanner read: the same codes, columns, kept
+        args and other-phase events, in the same order. False (nothing changed) when a
+        distinct key, name or other-phase event does not decode, so the caller decodes
+        the chunk the msgspec way."""
+        n = s.key.size
+        if n == 0:
+            return True
+        view = memoryview(text)
+        ts_ns, dur_ns = s.ts, s.dur
+        try:  # everything that can fail, before anything changes
+            keys = [(fastscan.token_str(view, a, b), fastscan.token_str(view, c, d),
+                     fastscan.token_id(view, e, f), fastscan.token_id(view, g, h))
+                    for a, b, c, d, e, f, g, h in s.key_spans.tolist()]
+            names = [fastscan.token_str(view, a, b) for a, b in s.name_spans.tolist()]
+            is_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))[s.key]
+            others = []
+            for i in np.flatnonzero(~is_x).tolist():
+                a, b = s.ev[i].tolist()
+                v = int(ts_ns[i])
+                others.append((loose_of(ONE_EVENT.decode(view[a:b])), None if v == MISSING else v))
+        except (msgspec.DecodeError, ValueError):
+            return False
+        self.others.extend(others)
+        key_lut = np.fromiter(map(self.keys.__getitem__, keys), np.int32, len(keys))
+        kc = key_lut[s.key]
+        xi = np.flatnonzero(is_x)
+        if xi.size == 0:
+            return True
+        name_lut = np.fromiter(map(self.names.__getitem__, names), np.int32, len(names))
+
+        def raw_args(j: int) -> bytes:
+            a, b = s.args[j].tolist()
+            return bytes(view[a:b]) if a >= 0 else b""
+
+        self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
+        return True
+
+    def _link(self, row: int, b: bytes) -> None:
+        """Keep one row's raw args, and its correlation, stream and device if any."""
+        self.args_raw[row] = b
+        vals: tuple[int | None, ...]
+        try:
+            la = LINK_ARGS.decode(b)
+            vals = (la.correlation, la.stream, la.device)
+        except msgspec.ValidationError:
+            d = decode_args(b)
+            vals = tuple(int_or_none(d.get(k)) for k in ("correlation", "stream", "device"))
+        except msgspec.DecodeError:
+            return
+        if vals != (None, None, None):
+            self.link_rows.append(row)
+            self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
+                                        for v in vals))
+
+    def columns(self) -> Columns:
+        def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        n = self.rows
+        corr = np.full(n, -1, np.int64)
+        stream = np.full(n, -1, np.int64)
+        device = np.full(n, -1, np.int64)
+        if self.link_rows:
+            rows = np.asarray(self.link_rows, np.int64)
+            vals = np.asarray(self.link_vals, np.int64)
+            corr[rows], stream[rows], device[rows] = vals[:, 0], vals[:, 1], vals[:, 2]
+        return Columns(cat(self.key_parts, np.int32), cat(self.name_parts, np.int32),
+                       cat(self.ts_parts, np.int64), cat(self.dur_parts, np.int64),
+                       corr, stream, device, LazyArgs(self.args_raw))

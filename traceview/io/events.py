@@ -1,0 +1,145 @@
+"""The event records msgspec decodes a chunk of Kineto text into, and the permissive
+conversion of damaged events.
+
+``FastEvent`` is what the reference decoder reads (the compiled scanner, ``io/fastscan.py``,
+reads the same fields without making one); ``ExactEvent`` is the same with ``ts`` kept
+as its text, for a chunk whose clock is past 2**43 us (``io/exact_time.py``). A chunk
+whose fields have unexpected types is decoded generically and each event converted
+alone by ``coerce`` (one odd event never costs the whole file). ``LooseEvent`` holds
+every event other than complete ('X') ones, whichever way it was read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import msgspec.structs
+
+NAN = float("nan")
+
+
+class FastEvent(msgspec.Struct, gc=False):
+    """One event as Kineto writes it; ``args`` stays raw JSON until needed."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = NAN
+    dur: float = NAN
+    id: int | str | None = None
+    bp: str = ""
+    args: msgspec.Raw = msgspec.Raw(b"")
+
+
+class ExactEvent(FastEvent, gc=False):
+    """The same, with ``ts`` as its JSON number text (for clocks past 2**43 us)."""
+
+    ts: msgspec.Raw = msgspec.Raw(b"")  # type: ignore[assignment]
+
+
+class LooseEvent(msgspec.Struct, gc=False):
+    """A kept non-X event, or a damaged one: numbers may be strings or null."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float | str | None = None
+    dur: float | str | None = None
+    id: int | str | None = None
+    bp: str = ""
+    args: msgspec.Raw = msgspec.Raw(b"")
+
+
+class LinkArgs(msgspec.Struct, gc=False):
+    """The args the model needs at build time; all other keys are skipped by the parser."""
+
+    correlation: int | None = None
+    stream: int | None = None
+    device: int | None = None
+
+
+EVENTS = msgspec.json.Decoder(list[FastEvent])
+ONE_EVENT = msgspec.json.Decoder(FastEvent)
+EXACT_EVENTS = msgspec.json.Decoder(list[ExactEvent])
+LINK_ARGS = msgspec.json.Decoder(LinkArgs)
+ANY = msgspec.json.Decoder()
+
+
+def decode_args(raw: bytes | msgspec.Raw) -> dict[str, Any]:
+    """Decode an event's ``args``; ``{}`` when absent or unusable."""
+    if not raw:
+        return {}
+    try:
+        value = ANY.decode(raw)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def int_or_none(v: Any) -> int | None:
+    """An id or count as an int within int64 (integral floats and integer text too);
+    None for anything else. The one place ids are coerced."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    elif isinstance(v, str):
+        try:
+            v = int(v.strip())
+        except ValueError:
+            return None
+    if isinstance(v, int):
+        return v if -2**63 <= v < 2**63 else None
+    return None
+
+
+def loose_of(e: FastEvent | ExactEvent | LooseEvent) -> LooseEvent:
+    """A kept (non-X) event, detached from the decode buffer."""
+    if isinstance(e, LooseEvent):
+        return msgspec.structs.replace(e, args=msgspec.Raw(bytes(e.args)))
+    ts = e.ts if not isinstance(e.ts, msgspec.Raw) else bytes(e.ts).decode()
+    return LooseEvent(ph=e.ph, cat=e.cat, name=e.name, pid=e.pid, tid=e.tid,
+                      ts=None if ts != ts else ts, dur=None if e.dur != e.dur else e.dur,
+                      id=e.id, bp=e.bp, args=msgspec.Raw(bytes(e.args)))
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else ("" if v is None else str(v))
+
+
+def _ident(v: Any) -> int | str:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, str)):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return _text(v)
+
+
+def _num(v: Any) -> float | str | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    return v if isinstance(v, str) else None
+
+
+def coerce(item: Any) -> LooseEvent | None:
+    """Best-effort conversion of one generically decoded event (None: not an object)."""
+    if not isinstance(item, dict):
+        return None
+    args = item.get("args")
+    fid = item.get("id")
+    return LooseEvent(
+        ph=_text(item.get("ph")), cat=_text(item.get("cat")), name=_text(item.get("name")),
+        pid=_ident(item.get("pid", 0)), tid=_ident(item.get("tid", 0)),
+        ts=_num(item.get("ts")), dur=_num(item.get("dur")),
+        id=_ident(fid) if fid is not None else None, bp=_text(item.get("bp")),
+        args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else msgspec.Raw(b""),
+    )
