@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from traceview.model import Trace
 
@@ -50,7 +51,7 @@ class RanksProgress:
 
     def __init__(self, what: str = "ranks") -> None:
         self.what = what
-        self._bar = None
+        self._bar: Any = None
         self._task = None
 
     def __enter__(self) -> RanksProgress | None:

@@ -61,7 +61,7 @@ class _Codes(dict):
 class Collector:
     """Turns decoded chunks into columns as they arrive."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = path
         self.keys: dict[Key, int] = _Codes()
         self.names: dict[str, int] = _Codes()

@@ -77,7 +77,7 @@ def decode(path: str | os.PathLike[str],
     """
     from traceview.io import sources
 
-    p = path if sources.is_url(path) else Path(path)  # a URL is read through fsspec
+    p: str | Path = os.fspath(path) if sources.is_url(path) else Path(path)  # a URL: fsspec
     if sources.is_dir(p):
         raise TraceLoadError(p, "is a directory, not a trace file")
     compressed = sources.size(p)

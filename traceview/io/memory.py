@@ -20,7 +20,7 @@ BYTES_PER_TEXT_BYTE = 1.0
 BASE_BYTES = 150 << 20
 
 
-def decompressed_size(path: Path | str, size: int) -> int | None:
+def decompressed_size(path: Path | str | os.PathLike[str], size: int) -> int | None:
     """The text size: the file's, or for gzip the trailer's ISIZE (mod 2**32, unwrapped
     so it is at least the compressed size); ``None`` for a streamed URL, whose end
     cannot be read without reading it all."""
@@ -64,7 +64,7 @@ def available_bytes() -> int | None:
     return avail
 
 
-def check_memory(path: Path | str, size: int) -> None:
+def check_memory(path: Path | str | os.PathLike[str], size: int) -> None:
     avail = available_bytes()
     if avail is None:
         return

@@ -33,7 +33,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 PIECE = 8 << 20  # bytes of decompressed text per piece (and so per decoded chunk)
 
 
-def pieces(path: Path | str, counter: list[int]) -> Iterator[bytes]:
+def pieces(path: Path | str | os.PathLike[str], counter: list[int]) -> Iterator[bytes]:
     """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip), from
     a local path or a URL (``io/sources.py``).
 
@@ -59,7 +59,7 @@ def pieces(path: Path | str, counter: list[int]) -> Iterator[bytes]:
         f.close()
 
 
-def _gunzip(path: Path, f, counter: list[int], codec=None, errors=None,
+def _gunzip(path: Path | str | os.PathLike[str], f, counter: list[int], codec=None, errors=None,
             skip: int = 0) -> Generator[bytes, None, bool]:
     """Every gzip member in turn, from ``f``'s position; garbage after the last is
     ignored; the first ``skip`` bytes of text are dropped. ``codec``: the inflate module

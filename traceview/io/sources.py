@@ -51,7 +51,7 @@ def is_glob(path: str | os.PathLike[str]) -> bool:
 
 def name(path: str | os.PathLike[str]) -> str:
     """The path as reports show it: a URL as given, a local path as ``Path`` prints it."""
-    return path if is_url(path) else str(Path(path))
+    return os.fspath(path) if is_url(path) else str(Path(path))
 
 
 def basename(path: str | os.PathLike[str]) -> str:
@@ -127,7 +127,7 @@ def size(path: str | os.PathLike[str]) -> int:
             return Path(path).stat().st_size
         except OSError as exc:
             raise load_error(path, exc) from None
-    fs, inner = filesystem(path)
+    fs, inner = filesystem(os.fspath(path))
     try:
         info = fs.info(inner)
     except _remote_errors() as exc:
@@ -140,12 +140,12 @@ def size(path: str | os.PathLike[str]) -> int:
 def is_dir(path: str | os.PathLike[str]) -> bool:
     if not is_url(path):
         return Path(path).is_dir()
-    if protocol(path) in ("http", "https"):
+    if protocol(os.fspath(path)) in ("http", "https"):
         return False  # an HTTP URL names one object; listings are HTML, not folders
     try:
-        fs, inner = filesystem(path)
+        fs, inner = filesystem(os.fspath(path))
         return bool(fs.isdir(inner))
-    except (TraceLoadError, *_remote_errors()):
+    except (TraceLoadError, *_remote_errors()):  # type: ignore[misc]
         return False  # the open reports the problem in its own words
 
 
@@ -153,7 +153,7 @@ def random_access(path: str | os.PathLike[str]) -> bool:
     """Whether seeking is cheap: local files and object stores (ranged reads); an
     ``http(s)://`` object is streamed, read from the start (many servers, Python's own
     among them, ignore ``Range``)."""
-    return not (is_url(path) and protocol(path) in ("http", "https"))
+    return not (is_url(path) and protocol(os.fspath(path)) in ("http", "https"))
 
 
 class _Forward:
@@ -208,10 +208,10 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
             return open(path, "rb")  # noqa: SIM115 - the caller owns it
         except OSError as exc:
             raise load_error(path, exc) from None
-    fs, inner = filesystem(path)
+    fs, inner = filesystem(os.fspath(path))
     try:
         if not random_access(path):  # one streamed GET, read in order
-            return _Forward(lambda: fs.open(inner, "rb", block_size=0))
+            return _Forward(lambda: fs.open(inner, "rb", block_size=0))  # type: ignore[return-value]
         return fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead")
     except _remote_errors() as exc:
         raise load_error(path, exc) from None

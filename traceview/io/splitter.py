@@ -53,7 +53,7 @@ class Splitter:
     tried. The split is therefore always at an event boundary, whatever the layout.
     """
 
-    def __init__(self, path: Path, decode_chunk) -> None:
+    def __init__(self, path: Path | str, decode_chunk) -> None:
         self.path = path
         self.decode_chunk = decode_chunk  # bytes-like '[...]' -> None (consumes events)
         self.buf = bytearray()  # the text not yet decoded (see ``feed`` once started)
