@@ -126,3 +126,64 @@ def share(achieved: float | None, reference: float | None) -> float | None:
     if achieved is None or not reference:
         return None
     return round(achieved / reference, 4)
+
+
+def for_report(op_name: str | None, op_args: dict[str, Any] | None,
+               capture: dict[str, Any] | None, kernel_p50_ns: int | None) -> dict[str, Any]:
+    """explain's bytes per call: capture's exact count when the trace has one, else the
+    launching op's recorded shapes, else unknown (``total`` None, ``source`` says why);
+    ``gb_per_s`` over the per-call device work p50."""
+    exact = ((capture or {}).get("bandwidth") or {}).get("bytes")
+    if isinstance(exact, dict) and isinstance(exact.get("total"), int):
+        got: dict[str, Any] = {"read": exact.get("read"), "written": exact.get("written"),
+                               "total": exact["total"], "assumed": None,
+                               "source": "capture's metadata (exact, from the tensors)"}
+    elif op_name is None:
+        return {"total": None, "source": "unknown: no aten op around the launches"}
+    elif not (op_args or {}).get("Input Dims"):
+        return {"total": None, "source": f"unknown: {op_name} has no recorded shapes "
+                                         "(record_shapes off)"}
+    else:
+        rec = from_recorded_op(op_name, op_args or {})
+        if rec is None:
+            return {"total": None, "source": f"unknown: {op_name} is not a known pointwise op"}
+        got = {"read": rec["read"], "written": rec["written"], "total": rec["total"],
+               "assumed": rec["assumed"],
+               "source": f"{op_name}'s recorded shapes"
+                         + ("" if rec["strides_recorded"] else " (no strides recorded: "
+                            "every input counted whole)")}
+    got["gb_per_s"] = gb_per_s(got["total"], kernel_p50_ns)
+    return got
+
+
+def copy_shares(bw: dict[str, Any]) -> str:
+    """A capture's ``bandwidth`` shares in words: ``41% of a device-to-device copy of
+    the same bytes (7.5 GB/s); 2% of this device's copy peak (3900 GB/s)``."""
+    from traceview.units import fmt_pct, fmt_rate  # the one unit formatter
+
+    copy = bw.get("copy") or {}
+    parts = []
+    for key, what in (("same_bytes", "a device-to-device copy of the same bytes"),
+                      ("peak", "this device's copy peak")):
+        got, ref = bw.get(f"share_of_copy_{key}"), copy.get(key)
+        if got is not None and ref:
+            parts.append(f"{fmt_pct(got)} of {what} ({fmt_rate(ref['gb_per_s'])})")
+    return "; ".join(parts) or "no copy rate measured"
+
+
+def sentence(total: int | None, source: str, rate: float | None,
+             capture_bandwidth: dict[str, Any] | None) -> str:
+    """``moves 393 kB per call (aten::add's recorded shapes): 372 GB/s at the device work
+    p50`` (with capture's unprofiled rate and copy shares when the trace has them), or
+    ``bytes moved unknown: why``."""
+    from traceview.units import fmt_bytes, fmt_rate
+
+    if total is None:
+        return f"bytes moved {source}"
+    out = f"moves {fmt_bytes(total)} per call ({source})"
+    if rate is not None:
+        out += f": {fmt_rate(rate)} at the device work p50"
+    bw = capture_bandwidth or {}
+    if bw.get("gb_per_s") is not None:
+        out += f"; unprofiled {fmt_rate(bw['gb_per_s'])}, {copy_shares(bw)}"
+    return out

@@ -114,6 +114,7 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
 
 def efficiency_rows(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(label, value, how) rows: kernels per call, bytes moved, achieved bandwidth."""
+    from traceview.analyses.kernel_bytes import copy_shares
     from traceview.analyses.kernels_used import describe
 
     rows = []
@@ -132,18 +133,6 @@ def efficiency_rows(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
             rows.append(("achieved bandwidth", fmt_rate(bw["gb_per_s"]),
                          "bytes / device per op; " + copy_shares(bw)))
     return rows
-
-
-def copy_shares(bw: dict[str, Any]) -> str:
-    """``41% of a D2D copy of the same bytes (7.5 GB/s); 2% of the copy peak (3.9 TB/s)``."""
-    copy = bw.get("copy") or {}
-    parts = []
-    for key, what in (("same_bytes", "a device-to-device copy of the same bytes"),
-                      ("peak", "this device's copy peak")):
-        got, ref = bw.get(f"share_of_copy_{key}"), copy.get(key)
-        if got is not None and ref:
-            parts.append(f"{fmt_pct(got)} of {what} ({fmt_rate(ref['gb_per_s'])})")
-    return "; ".join(parts) or "no copy rate measured"
 
 
 def _perturbation(api: float | None, base: dict[str, Any], proto: dict[str, Any]) -> str:
