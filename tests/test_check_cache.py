@@ -172,3 +172,19 @@ def test_check_cache_refuses_what_it_cannot_do(tmp_path):
     assert r.exit_code == 2 and "--check-cache writes nothing" in r.output
     r = CliRunner().invoke(app, ["capture", "--op", "add", "--check-cache", "--check-layouts"])
     assert r.exit_code == 2 and "one at a time" in r.output
+
+
+def test_ab_check_cache_stops_before_any_round_naming_the_side(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-m", "traceview", "ab", "--op", "add", "--shape",
+                           "4x6x8", "--device", "cpu", "--a-impl", "torch", "--b-fn",
+                           "examples.cached_add:bad_promotion_cache", "--check-cache",
+                           "--rounds", "2", "--baseline-n", "5", "--warmup", "1"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("traceview: error: side B: cache check failed")
+    assert "(dtype: both float16)" in first
+    assert "round" not in proc.stderr  # no round ran
