@@ -136,3 +136,29 @@ def test_diff_without_a_probe_compares_launches_per_call(tmp_path):
     d = diff_reports(traceview.analyze(paths[0]), traceview.analyze(paths[1]))
     assert d.kernels_used["differences"] == ["mul_kernel: 1 per call before, 2 after"]
     assert "grids not compared" in d.kernels_used["source"]
+
+
+def test_kernels_per_call_on_real_h200_traces():
+    """capture's own ranges (call_<i>) in fixtures captured on the H200: eager and graph."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+
+    def events(name):
+        return json.loads(gzip.decompress((fixtures / name).read_bytes()))["traceEvents"]
+
+    ev = events("flag_gems_add_16x4096_bf16.json.gz")
+    calls = [e for e in ev if e.get("cat") == "user_annotation"
+             and str(e.get("name", "")).startswith("call_")]
+    per = kernels_per_call(ev, r"call_\d+")
+    assert len(per) == len(calls) == 30
+    assert all(c == [{"name": "add_func_kernel_rank_1", "kind": "kernel", "grid": [256, 1, 1],
+                      "block": [128, 1, 1], "count": 1}] for c in per)
+    # a graph replay's kernel belongs to its cudaGraphLaunch (one kernel per replay here)
+    ev = events("torch_mul_graph.json.gz")
+    replays = [e for e in ev if e.get("name") == "cudaGraphLaunch"]
+    per = kernels_per_call(ev, r"call_\d+")
+    assert len(per) == 100 and len(replays) >= 100
+    assert {len(c) for c in per} == {1} and {c[0]["count"] for c in per} == {1}

@@ -42,7 +42,7 @@ say '```'
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$SUM" 2>&1
 python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], '| torch', torch.__version__, '| triton', triton.__version__)" >>"$SUM" 2>&1
 python3 -c "import flag_gems; print('flag_gems', getattr(flag_gems, '__version__', '?'))" >>"$SUM" 2>&1
-git log -1 --format='traceview commit %h %s' >>"$SUM" 2>/dev/null
+git log -1 --format='traceview commit %h (%cd)' --date=iso >>"$SUM" 2>/dev/null
 say '```'
 
 # -- 1. --check-cache, nine at once (each is one warm process; nothing is timed) ----------
@@ -82,8 +82,16 @@ done
 for spec in "${CHECKS[@]}"; do
   IFS='|' read -r name _ _ <<<"$spec"
   if [[ "$(cat "$R/cache_checks/$name.rc" 2>/dev/null)" != 0 ]]; then
-    say ""; say "<details><summary>$name: report</summary>"; say ""; say '```'
-    grep -v '^USDT' "$R/cache_checks/$name.stderr.txt" | head -n 30 >>"$SUM"
+    say ""; say "<details><summary>$name: the report as text</summary>"; say ""; say '```'
+    python3 - "$R/cache_checks/$name.json" "$R/cache_checks/$name.stderr.txt" >>"$SUM" 2>&1 <<'PY'
+import json, sys
+try:
+    rep = json.load(open(sys.argv[1]))
+    from traceview.capture.cache_check import render_text
+    print("\n".join(render_text(rep)) if "cache_check" in rep else json.dumps(rep)[:3000])
+except Exception:  # no JSON report (it could not run): its stderr instead
+    print("".join(ln for ln in open(sys.argv[2]) if not ln.startswith("USDT"))[-3000:])
+PY
     say '```'; say "</details>"
   fi
 done
