@@ -229,6 +229,7 @@ def _sweep(console, config, sizes, folder) -> None:
 
     from traceview.capture.summary import fmt_ns, render_sweep, write_sweep
     from traceview.capture.sweep import preflight, run_sweep
+    from traceview.units import fmt_bytes, fmt_rate
 
     folder = preflight(config, sizes, folder)
     console.print(f"[dim]sweep {config.op} ({config.impl}, {config.dtype}, {config.mode}): "
@@ -238,8 +239,12 @@ def _sweep(console, config, sizes, folder) -> None:
         if row.error is not None:
             console.print(f"  numel {row.numel}: [red]{escape(row.error)}[/]")
         else:
+            rate = "" if row.gb_per_s is None else (
+                f", {fmt_rate(row.gb_per_s)} for {fmt_bytes(row.bytes)}"
+                + ("" if row.share_of_copy_peak is None else
+                   f" ({100 * row.share_of_copy_peak:.0f}% of the copy peak)"))
             console.print(f"  numel {row.numel}: kernel {fmt_ns(row.kernel_ns)}, "
-                          f"full API {fmt_ns(row.full_api_ns)}")
+                          f"full API {fmt_ns(row.full_api_ns)}{rate}")
 
     result = run_sweep(config, sizes, folder=folder, on_row=progress)
     render_sweep(console, result, write_sweep(result))
