@@ -44,6 +44,24 @@ def fmt_pct(fraction: float) -> str:
     return f"{100 * fraction:.0f}%"
 
 
+def fmt_bytes(n: int | None) -> str:
+    """Bytes in decimal units with 3-4 significant digits: 768 B, 393 kB, 134 MB."""
+    if n is None:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:.3g} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
+    return f"{n} B"
+
+
+def fmt_rate(gb_per_s: float | None) -> str:
+    """A bandwidth in GB/s (10**9 bytes per second): 3.1 GB/s, 2870 GB/s."""
+    if gb_per_s is None:
+        return "-"
+    return f"{gb_per_s:.3g} GB/s" if gb_per_s < 1000 else f"{gb_per_s:.0f} GB/s"
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 call', '2 calls', '0 calls'."""
     return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -319,8 +319,20 @@ class ABResult:
             "sides": per_side,
             "method": METHOD,
             "comparisons": {k: comparison_dict(c) for k, c in self.comparisons.items()},
+            "kernels_used": kernels_used_dict(self.sides),
             "verdict": self.verdict(),
         }
+
+
+def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """``{same, differences}`` from each side's ``kernels_used`` probe; None without."""
+    from traceview.analyses.kernels_used import differences
+
+    a, b = (sides.get(x, {}).get("kernels_used") for x in ("A", "B"))
+    if a is None and b is None:
+        return None
+    diffs = differences(a, b)
+    return {"same": None if diffs is None else not diffs, "differences": diffs}
 
 
 def comparison_dict(c: PairedComparison) -> dict[str, Any]:
@@ -411,13 +423,33 @@ def profiled_trace(side: Side, config: Any, out: Path,
     return out
 
 
+def probe_kernels(side: Side, config: Any) -> dict[str, Any]:
+    """The kernels ``config`` launches per call in ``side``'s process setting: one fresh,
+    profiled process (``probe.probe_child``), never one of the timed ones."""
+    from traceview.capture import isolation
+    from traceview.capture.baseline_child import _encode
+    from traceview.capture.failure import STARTUP_S
+    from traceview.capture.probe import CPU_NOTE
+
+    if config.device != "cuda":
+        return {"note": CPU_NOTE, "calls": 0, "kernels": [], "how": "not probed"}
+    outcome = isolation.run_child("traceview.capture.probe:probe_child",
+                                  {"config": _encode(config)}, config.timeout_s,
+                                  env=child_env(side), python=side.python,
+                                  startup_s=max(config.timeout_s, STARTUP_S))
+    if outcome.status != "ok":
+        return {"note": f"kernel probe failed: {outcome.error}", "calls": 0, "kernels": [],
+                "how": "probe process"}
+    return (outcome.value or {}).get("kernels_used") or {"note": "kernel probe gave nothing"}
+
+
 def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | None = None,
                    sides: Mapping[str, Mapping[str, Any]] | None = None,
                    on_run: Callable[[ProcessRun], None] | None = None,
                    trace_dir: Path | None = None,
                    time_limit_s: float | None = None,
                    cpus: Sequence[int] = (), same_process: bool = False,
-                   blocks: int = 10) -> ABResult:
+                   blocks: int = 10, check_cache: bool = False) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
@@ -426,7 +458,11 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     profiled traces after them are not counted. ``same_process``: each round is one
     fresh process that measures both variants in ``blocks`` alternating blocks
     (``ab_pair_child``); the sides must then share interpreter, environment and import
-    path, and differ by implementation or callable only."""
+    path, and differ by implementation or callable only. ``check_cache``: each side's
+    ``--check-cache`` sequence (``cache_check``) in its own setting after the first
+    correctness check and before any round; a wrong side stops the run (exit 3). Then,
+    always, each side's kernels are probed once (``probe.probe_child``, a profiled
+    process of its own, not timed) so the result says which kernels each launched."""
     sides = sides or {}
     check_time_limit(time_limit_s)  # here too: before the checks, not after them
     if same_process:
@@ -463,6 +499,17 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         for label, config in (("A", config_a), ("B", config_b)):
             check_isolated(config, Path(root) / f"check-{label}", config.timeout_s,
                            python=made[label].python, env=child_env(made[label]))
+        cache_checks: dict[str, dict[str, Any]] = {}
+        if check_cache:
+            from traceview.capture.cache_check import check_cache as run_cache_check
+
+            for label, config in (("A", config_a), ("B", config_b)):
+                done = run_cache_check(config, config.timeout_s, python=made[label].python,
+                                       env=child_env(made[label]), side=label)
+                cache_checks[label] = {"passed": done["passed"], "calls": done["calls"],
+                                       "reproducer": done["reproducer"]}
+        kernels = {label: probe_kernels(made[label], config)
+                   for label, config in (("A", config_a), ("B", config_b))}
         if same_process:
             # one interpreter: the user's env is the same on both sides (checked above);
             # A's cache folders serve both, and the interpreter if either side needs it
@@ -495,6 +542,9 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                  reproducer=config.reproducer)
         if label in traces:
             d["trace"] = traces[label]
+        d["kernels_used"] = kernels[label]
+        if label in cache_checks:
+            d["cache_check"] = cache_checks[label]
         described[label] = d
     protocol = {
         "op": config_a.op, "shape": list(config_a.out_shape), "dtype": config_a.dtype,

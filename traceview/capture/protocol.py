@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import baseline_child, correctness, failure, metadata, profiling, tracefile
+from traceview.capture import (
+    baseline_child,
+    correctness,
+    failure,
+    metadata,
+    probe,
+    profiling,
+    tracefile,
+)
 from traceview.capture import device as device_mod
 from traceview.capture.config import CaptureConfig
 from traceview.capture.graphs import capture_graph
@@ -108,6 +116,7 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
     except CorrectnessError as exc:
         raise failure.from_comparison(config, torch, inputs, exc.report or {},
                                       "the capturing process's cold call") from None
+    out_probe = cold_output if isinstance(cold_output, torch.Tensor) else None
     del cold_output
 
     call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
@@ -138,7 +147,14 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
         record_shapes=config.record_shapes, trace_path=raw_dir / "warm.json",
     )
 
-    return metadata.build(
+    # Apart from every timed run: which kernels a call launches (a profiled probe of its
+    # own), and a device-to-device copy of the same bytes for the bandwidth figures.
+    kernels = probe.kernels_used(dev, replay if replay is not None else call)
+    bandwidth = (None if out_probe is None else
+                 probe.bandwidth_block(dev, inputs.tensors, out_probe, base.get("device_ns")))
+    del out_probe
+
+    meta = metadata.build(
         config,
         device_info=dev.info(),
         torch=torch,
@@ -153,6 +169,9 @@ def _measure(config: CaptureConfig, dev: device_mod.Device, raw_dir: Path,
             "fresh_caches": True,
         },
     )
+    meta["kernels_used"] = kernels
+    meta["bandwidth"] = bandwidth
+    return meta
 
 
 def _isolated_summary(first: dict[str, Any]) -> dict[str, Any]:

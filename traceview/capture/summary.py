@@ -18,7 +18,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from traceview.units import fmt_ns  # the one unit formatter (capture_cmd uses it from here)
+from traceview.units import (  # the one unit formatter (capture_cmd uses fmt_ns from here)
+    fmt_bytes,
+    fmt_ns,
+    fmt_pct,
+    fmt_rate,
+)
 
 if TYPE_CHECKING:
     from traceview.capture.sweep import SweepResult
@@ -68,6 +73,8 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
     if "replay_ns_p50" in base:
         table.add_row("graph replay p50", fmt_ns(base["replay_ns_p50"]),
                       f"unprofiled, {proto['graph_ops']} op(s) per replay, sync each")
+    for label, value, how in efficiency_rows(meta):
+        table.add_row(label, value, how)
 
     if analysis is not None:
         st = analysis.calls.stats
@@ -79,9 +86,12 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
                       f"stack {'on' if proto['with_stack'] else 'off'}")
         table.add_row("trace: call API p50", fmt_ns(api), _perturbation(api, base, proto))
         copy = st["copy_ns"].p50 if "copy_ns" in st else None
+        moved = ((meta.get("bandwidth") or {}).get("bytes") or {}).get("total")
+        rate = (f"; {fmt_rate(moved / st['kernel_ns'].p50)} for {fmt_bytes(moved)}"
+                if moved and st["kernel_ns"].p50 else "")
         table.add_row("trace: kernel p50", fmt_ns(st["kernel_ns"].p50),
                       "device work per call" + (f", of it memcpy/memset {fmt_ns(copy)}"
-                                                if copy else ""))
+                                                if copy else "") + rate)
         table.add_row("trace: host overhead p50",
                       fmt_ns(st["host_overhead_ns"].p50), "call minus kernel")
         table.add_row("trace: device busy / window",
@@ -100,6 +110,29 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
         console.print(f"[dim]{escape(why_not)}; baseline shown only[/]")
     console.print(f"trace: {escape(str(trace))}", highlight=False, soft_wrap=True)
     console.print(f"cold trace: {escape(str(cold))}", highlight=False, soft_wrap=True)
+
+
+def efficiency_rows(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value, how) rows: kernels per call, bytes moved, achieved bandwidth."""
+    from traceview.analyses.kernel_bytes import copy_shares
+    from traceview.analyses.kernels_used import describe
+
+    rows = []
+    k = meta.get("kernels_used")
+    if k is not None:
+        rows.append(("kernels per call", "-" if k.get("note") else str(k["launches_per_call"]),
+                     escape(describe(k)) + ("" if k.get("note") else
+                                            f" (profiled probe, {k['calls']} calls)")))
+    bw = meta.get("bandwidth")
+    if bw:
+        b = bw["bytes"]
+        rows.append(("bytes per call", fmt_bytes(b["total"]),
+                     f"read {fmt_bytes(b['read'])} + written {fmt_bytes(b['written'])}; "
+                     "each distinct element once"))
+        if bw.get("gb_per_s") is not None:
+            rows.append(("achieved bandwidth", fmt_rate(bw["gb_per_s"]),
+                         "bytes / device per op; " + copy_shares(bw)))
+    return rows
 
 
 def _perturbation(api: float | None, base: dict[str, Any], proto: dict[str, Any]) -> str:
@@ -147,8 +180,9 @@ def render_sweep(console: Console, result: SweepResult, files: list[Path]) -> No
     rows = [r.to_dict() for r in result.rows]
     copies = _has_copies(rows)
     table = Table(title=f"{c.op} | {c.impl} | {c.dtype} | {c.mode}", title_justify="left")
+    rates = _has_rates(rows)
     cols = ("numel", "kernel p50", *(("of it copies",) if copies else ()), "full API p50",
-            "host gap", "device (graph)", "crossover")
+            "host gap", "device (graph)", *(RATE_COLS if rates else ()), "crossover")
     for col in cols:
         table.add_column(col, justify="right")
     for r in rows:
@@ -158,9 +192,12 @@ def render_sweep(console: Console, result: SweepResult, files: list[Path]) -> No
         table.add_row(str(r["numel"]), fmt_ns(r["kernel_ns"]),
                       *((fmt_ns(r["copy_ns"]),) if copies else ()), fmt_ns(r["full_api_ns"]),
                       fmt_ns(r["host_gap_ns"]), fmt_ns(r["device_ns"]),
+                      *(rate_cells(r) if rates else ()),
                       "<-" if r["numel"] == result.crossover_numel else "")
     console.print(table)
     console.print(crossover_sentence(result.crossover_numel, result.fixed_host_gap_ns))
+    if rates:
+        console.print(bandwidth_sentence(result.bandwidth_bound_numel, rows))
     console.print(f"traces: {escape(str(result.folder))}/", highlight=False)
     for f in files:
         console.print(f"summary: {escape(str(f))}", highlight=False)
@@ -180,8 +217,9 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
     ]
     copies = _has_copies(summary["rows"])
+    rates = _has_rates(summary["rows"])
     cols = ["numel", "kernel p50", *(["of it copies"] if copies else []), "full API p50",
-            "host gap", "device (graph)", "submit"]
+            "host gap", "device (graph)", "submit", *(RATE_COLS if rates else [])]
     lines += ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     for r in summary["rows"]:
         if "error" in r:
@@ -193,10 +231,42 @@ def markdown(summary: dict[str, Any]) -> str:
             f"| {r['numel']} | {fmt_ns(r['kernel_ns'])} |{copy} {fmt_ns(r['full_api_ns'])} | "
             f"{fmt_ns(r['host_gap_ns'])}{mark} | {fmt_ns(r['device_ns'])} | "
             f"{fmt_ns(r['amortized_submit_ns'])} |"
+            + ("".join(f" {c} |" for c in rate_cells(r)) if rates else "")
         )
-    lines += ["", crossover_sentence(summary["crossover_numel"], summary["fixed_host_gap_ns"]), ""]
+    lines += ["", crossover_sentence(summary["crossover_numel"], summary["fixed_host_gap_ns"])]
+    if rates:
+        lines += ["", bandwidth_sentence(summary.get("bandwidth_bound_numel"), summary["rows"])]
+    lines += [""]
     lines += [f"- **{k}**: {v}" for k, v in summary["definitions"].items()]
     return "\n".join(lines) + "\n"
+
+
+RATE_COLS = ("bytes", "GB/s", "of copy, same bytes", "of copy peak")
+
+
+def _has_rates(rows: list[dict[str, Any]]) -> bool:
+    return any(r.get("gb_per_s") is not None for r in rows)
+
+
+def rate_cells(r: dict[str, Any]) -> tuple[str, str, str, str]:
+    """bytes moved, achieved GB/s, and its shares of the two measured copy rates."""
+    def pct(x: float | None) -> str:
+        return "-" if x is None else fmt_pct(x)
+
+    return (fmt_bytes(r.get("bytes")), fmt_rate(r.get("gb_per_s")),
+            pct(r.get("share_of_copy_same_bytes")), pct(r.get("share_of_copy_peak")))
+
+
+def bandwidth_sentence(bound: int | None, rows: list[dict[str, Any]]) -> str:
+    peaks = [r["copy_peak_gb_per_s"] for r in rows if r.get("copy_peak_gb_per_s")]
+    peak = f" (copy peak measured {fmt_rate(max(peaks))})" if peaks else ""
+    best = max((r["gb_per_s"] for r in rows if r.get("gb_per_s") is not None), default=None)
+    if bound is None:
+        return (f"Latency-bound over the whole range: no size reaches half of this device's "
+                f"copy peak{peak}; best {fmt_rate(best)}.")
+    return (f"Bandwidth-bound from numel {bound}: the first size whose kernel moves its bytes "
+            f"at half of this device's copy peak or more{peak}; below it the kernel is "
+            f"latency-bound. Best {fmt_rate(best)}.")
 
 
 def crossover_sentence(crossover: int | None, fixed_gap_ns: int | None) -> str:

@@ -35,6 +35,15 @@ DEFINITIONS = {
     "crossover": "first numel where kernel_ns >= host_gap_ns",
     "fixed_host_gap_ns": "median host_gap_ns of the sizes below the crossover (all sizes "
                          "when there is none)",
+    "bytes": "bytes one call must move: each distinct input element read once, each output "
+             "element written once (from the tensors' shapes, dtypes and strides)",
+    "gb_per_s": "bytes / device_ns (10**9 bytes per second)",
+    "share_of_copy_same_bytes": "gb_per_s / the rate of a device-to-device copy moving the "
+                                "same bytes, timed like device_ns in the capturing process",
+    "share_of_copy_peak": "gb_per_s / the rate of a 512 MB device-to-device copy (read + "
+                          "written) in the same process: this device's streaming limit",
+    "bandwidth_bound_numel": "first numel whose gb_per_s is at least half of the copy peak; "
+                             "below it the kernel is latency-bound",
 }
 
 
@@ -55,6 +64,11 @@ class SweepRow:
     trace: str | None = None  # the size's trace, relative to the sweep's folder
     cold_wall_ns: int | None = None
     explain: str | None = None  # why explain could not read the trace
+    bytes: int | None = None  # moved per call (capture's bandwidth block)
+    gb_per_s: float | None = None
+    share_of_copy_same_bytes: float | None = None
+    share_of_copy_peak: float | None = None
+    copy_peak_gb_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The row of ``sweep.json``: ``{numel, error}`` for a size that failed."""
@@ -81,6 +95,10 @@ class SweepResult:
     versions: dict[str, Any]
     protocol: dict[str, Any]
 
+    @property
+    def bandwidth_bound_numel(self) -> int | None:
+        return bandwidth_bound(self.rows)
+
     def summary(self) -> dict[str, Any]:
         """The content of ``sweep.json``."""
         c = self.config
@@ -93,6 +111,7 @@ class SweepResult:
             "rows": [r.to_dict() for r in self.rows],
             "crossover_numel": self.crossover_numel,
             "fixed_host_gap_ns": self.fixed_host_gap_ns,
+            "bandwidth_bound_numel": self.bandwidth_bound_numel,
             "definitions": DEFINITIONS,
             "device_info": self.device_info,
             "versions": self.versions,
@@ -166,6 +185,8 @@ def _row(n: int, meta: dict[str, Any], path: Path, folder: Path) -> SweepRow:
     kernel = trace_kernel if trace_kernel is not None else base.get("device_ns")
     copy = st["copy_ns"].p50 if st is not None and trace_kernel is not None else None
     full = base["full_api_ns_p50"]
+    bw = meta.get("bandwidth") or {}
+    peak = (bw.get("copy") or {}).get("peak") or {}
     return SweepRow(
         numel=n,
         kernel_ns=None if kernel is None else int(kernel),
@@ -180,7 +201,20 @@ def _row(n: int, meta: dict[str, Any], path: Path, folder: Path) -> SweepRow:
         trace=str(path.relative_to(folder)) if path.is_relative_to(folder) else str(path),
         cold_wall_ns=meta["cold"]["wall_ns"],
         explain=None if analysis is not None else why_not,
+        bytes=(bw.get("bytes") or {}).get("total"),
+        gb_per_s=bw.get("gb_per_s"),
+        share_of_copy_same_bytes=bw.get("share_of_copy_same_bytes"),
+        share_of_copy_peak=bw.get("share_of_copy_peak"),
+        copy_peak_gb_per_s=peak.get("gb_per_s"),
     )
+
+
+def bandwidth_bound(rows: tuple[SweepRow, ...] | list[SweepRow]) -> int | None:
+    """The first numel whose achieved GB/s is at least half of the measured copy peak."""
+    for r in rows:
+        if r.share_of_copy_peak is not None and r.share_of_copy_peak >= 0.5:
+            return r.numel
+    return None
 
 
 def _crossover(rows: list[SweepRow]) -> tuple[int | None, int | None]:

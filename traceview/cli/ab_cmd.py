@@ -96,6 +96,10 @@ def ab(
                                          "into this folder (diagnosis; traceview diff).",
                                          _OUT, show_default=False)] = None,
     width: Annotated[int | None, _o("Terminal width for text output.", _OUT)] = None,
+    check_cache: Annotated[bool, _o("Before any round: each side's capture --check-cache "
+                                    "sequence in its own setting (one warm process, one "
+                                    "change at a time, every output vs float64); a wrong "
+                                    "side stops with exit 3.", _RUN, "--check-cache")] = False,
 ) -> None:
     """A/B two variants of one call: interleaved fresh processes, unprofiled, paired
     difference with an exact confidence interval, and a verdict that says when it cannot
@@ -147,7 +151,7 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
 def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
         inputs, ref, rounds, order_seed, time_limit, same_process, blocks, cpus, a_impl,
         b_impl, a_fn, b_fn, a_python, b_python, a_env, b_env, a_path, b_path, a_name, b_name,
-        format, out, width, trace_dir=None) -> None:
+        format, out, width, trace_dir=None, check_cache=False) -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
@@ -210,10 +214,20 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
 
     if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
-    result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
-                            trace_dir=trace_dir, time_limit_s=time_limit,
-                            cpus=parse_cpus(cpus), same_process=same_process,
-                            blocks=blocks)
+    from traceview.errors import CorrectnessError
+
+    try:
+        result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
+                                trace_dir=trace_dir, time_limit_s=time_limit,
+                                cpus=parse_cpus(cpus), same_process=same_process,
+                                blocks=blocks, check_cache=check_cache)
+    except CorrectnessError as exc:
+        if not (exc.report or {}).get("cache_check"):
+            raise
+        from traceview.capture.cache_check import render_text
+
+        print("traceview: error: " + "\n".join(render_text(exc.report)), file=sys.stderr)
+        raise typer.Exit(exc.exit_code) from None
     doc = result.as_dict()
     if doc["protocol"].get("stopped"):
         err.print(f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")

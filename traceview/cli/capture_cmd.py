@@ -52,6 +52,10 @@ H_TIMEOUT = ("Seconds the isolated correctness check may go without an answer be
 H_CHECK_LAYOUTS = ("Only check correctness, no timing, over the layouts a model passes "
                    "(transposed, strided, sliced, broadcast on each axis, scalar, 0-dim); "
                    "prints a table. Default shape 4x8x16x32.")
+H_CHECK_CACHE = ("Only check that a warm (cached) path stays right: one process calls the op on "
+                 "a sequence that changes one thing at a time (shape, strides, offset, dtype, "
+                 "scalar, stream, CUDA graph) and calls the base again after each; every "
+                 "output vs float64. Exit 3 names the first wrong call. Default shape 4x8x16x32.")
 H_FORMAT = "text | json: the failure report, the --check-layouts table, or the capture summary."
 H_SWEEP = "numel=START..STOP[:FACTOR]: one capture per size (FACTOR defaults to 4), then a table."
 H_FN = ("Your callable, pkg.module:function: called with the op's inputs, checked against "
@@ -86,6 +90,7 @@ def capture(
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
     timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
     check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
+    check_cache: Annotated[bool, _opt(H_CHECK_CACHE, _OUT, "--check-cache")] = False,
     format: Annotated[str, _opt(H_FORMAT, _OUT, "--format")] = "text",
     fn: Annotated[str | None, _opt(H_FN, _RUN, show_default=False)] = None,
     inputs: Annotated[str | None, _opt(H_INPUTS, _RUN, show_default=False)] = None,
@@ -101,7 +106,8 @@ def capture(
 
 def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warmup, iters,
              baseline_n, with_stack, record_shapes, graph_ops, streams, seed, timeout,
-             check_layouts, format, sweep, out, fn=None, inputs=None, ref=None) -> None:
+             check_layouts, format, sweep, out, fn=None, inputs=None, ref=None,
+             check_cache=False) -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
@@ -113,13 +119,19 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
     if format == "json" and sweep is not None and not check_layouts:
         raise CaptureError("--format json with --sweep: the sweep writes sweep.json into its "
                            "folder already")
-    if check_layouts and (sweep is not None or out is not None):
-        raise CaptureError("--check-layouts writes nothing and times nothing: drop "
-                           + ("--sweep" if sweep is not None else "--out"))
+    if check_layouts and check_cache:
+        raise CaptureError("--check-layouts and --check-cache are two checks: run one at a time")
+    for flag, on in (("--check-layouts", check_layouts), ("--check-cache", check_cache)):
+        if on and (sweep is not None or out is not None):
+            raise CaptureError(f"{flag} writes nothing and times nothing: drop "
+                               + ("--sweep" if sweep is not None else "--out"))
+    if check_cache and inputs:
+        raise CaptureError("--check-cache builds its own operands from --op/--shape/--dtype; "
+                           "leave out --inputs")
     if shape is None:
         from traceview.capture.layouts import DEFAULT_SHAPE
 
-        shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts else "1x4096"
+        shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts or check_cache else "1x4096"
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
     if impl is None:
         impl = "fn" if fn else "triton"
@@ -136,6 +148,8 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
     try:
         if check_layouts:
             _check_layouts(console, config, format)
+        elif check_cache:
+            _check_cache(console, config, format)
         elif sizes is not None:
             _sweep(console, config, sizes, out)
         else:
@@ -144,6 +158,20 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
         if exc.report is None:
             raise
         _failure(exc, format)
+
+
+def _check_cache(console, config, format) -> None:
+    from rich.console import Console
+
+    from traceview.capture import cache_check
+
+    with Console(stderr=True).status(f"checking the warm path of {config.op} "
+                                     f"({config.impl_label}, {config.dtype}) on {config.device}..."):
+        doc = cache_check.check_cache(config, config.timeout_s)
+    if format == "json":
+        print(cache_check.to_json(doc))
+    else:
+        cache_check.render(console, doc)
 
 
 def _one(console, config, format) -> None:
@@ -166,9 +194,11 @@ def _one(console, config, format) -> None:
 
 def _failure(exc, format) -> None:
     """The one failure report: text on stderr, or JSON on stdout; then the exit code."""
+    from traceview.capture import cache_check
     from traceview.capture.failure import render_text
 
-    lines = render_text(exc.report)
+    lines = (cache_check.render_text(exc.report) if "cache_check" in exc.report
+             else render_text(exc.report))
     if format == "json":
         print(json.dumps(exc.report, indent=2))
         print(f"traceview: error: {lines[0]}", file=sys.stderr)
@@ -199,6 +229,7 @@ def _sweep(console, config, sizes, folder) -> None:
 
     from traceview.capture.summary import fmt_ns, render_sweep, write_sweep
     from traceview.capture.sweep import preflight, run_sweep
+    from traceview.units import fmt_bytes, fmt_rate
 
     folder = preflight(config, sizes, folder)
     console.print(f"[dim]sweep {config.op} ({config.impl}, {config.dtype}, {config.mode}): "
@@ -208,8 +239,12 @@ def _sweep(console, config, sizes, folder) -> None:
         if row.error is not None:
             console.print(f"  numel {row.numel}: [red]{escape(row.error)}[/]")
         else:
+            rate = "" if row.gb_per_s is None else (
+                f", {fmt_rate(row.gb_per_s)} for {fmt_bytes(row.bytes)}"
+                + ("" if row.share_of_copy_peak is None else
+                   f" ({100 * row.share_of_copy_peak:.0f}% of the copy peak)"))
             console.print(f"  numel {row.numel}: kernel {fmt_ns(row.kernel_ns)}, "
-                          f"full API {fmt_ns(row.full_api_ns)}")
+                          f"full API {fmt_ns(row.full_api_ns)}{rate}")
 
     result = run_sweep(config, sizes, folder=folder, on_row=progress)
     render_sweep(console, result, write_sweep(result))

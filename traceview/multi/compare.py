@@ -67,6 +67,8 @@ class Diff:
     unprofiled: dict[str, Any] | None = None
     #: Functions and families that changed between the profiled traces (``codepath``).
     code_path: dict[str, Any] | None = None
+    #: Which kernels each side launched per call and how they differ (:func:`kernels_used`).
+    kernels_used: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"schema_version": 3, "before": self.before_path, "after": self.after_path,
@@ -74,7 +76,8 @@ class Diff:
                 "unprofiled": self.unprofiled,
                 "comparisons": [c.as_dict() for c in self.comparisons],
                 "code_path": self.code_path,
-                "kernels": self.kernels, "warnings": self.warnings,
+                "kernels": self.kernels, "kernels_used": self.kernels_used,
+                "warnings": self.warnings,
                 "agreement": agreement(self),
                 "verdict": verdict(self)}
 
@@ -228,7 +231,38 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
     return Diff(before_path, after_path, before.calls.count, after.calls.count, comps, kernels,
                 same_question_warnings(before, after),
                 unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
-                code_path=code_path_changes(before, after))
+                code_path=code_path_changes(before, after),
+                kernels_used=kernels_used(before, after, kernels))
+
+
+def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
+                 ) -> dict[str, Any] | None:
+    """Did the two variants launch different kernels, counts per call or grids?
+
+    From capture's profiled probe (``kernels_used`` in its metadata: name, grid, block,
+    count per call) when both traces have one; otherwise from the traces' kernel rows,
+    count per call = launches / calls (names and counts, no grids)."""
+    from traceview.analyses.kernels_used import differences
+
+    a, b = before.capture.get("kernels_used"), after.capture.get("kernels_used")
+    if isinstance(a, dict) and isinstance(b, dict) and not (a.get("note") or b.get("note")):
+        diffs = differences(a, b, ("before", "after"))
+        return {"source": "capture's kernel probe (name, grid, block, count per call)",
+                "before": a, "after": b, "same": None if diffs is None else not diffs,
+                "differences": diffs}
+    nb, na = before.calls.count or 0, after.calls.count or 0
+    if not nb or not na or not kernels:
+        return None
+    diffs = []
+    for k in kernels:
+        if k["status"] != "common":
+            diffs.append(f"only {'after' if k['status'] == 'added' else 'before'} launched "
+                         f"{k['name']}")
+        elif k["count_before"] * na != k["count_after"] * nb:
+            diffs.append(f"{k['name']}: {k['count_before'] / nb:.3g} per call before, "
+                         f"{k['count_after'] / na:.3g} after")
+    return {"source": "the traces' kernel rows (launches / calls; grids not compared)",
+            "same": not diffs, "differences": diffs}
 
 
 def same_question_warnings(before: Report, after: Report) -> list[str]:

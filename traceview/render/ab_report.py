@@ -32,6 +32,28 @@ def side_lines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def kernel_lines(doc: dict[str, Any]) -> list[str]:
+    """Which kernels each side launched per call (its profiled probe), and whether the
+    two differ; nothing for a result saved before the probe existed."""
+    from traceview.analyses.kernels_used import describe
+
+    ku = doc.get("kernels_used")
+    if ku is None:
+        return []
+    out = []
+    for label, s in doc["sides"].items():
+        cc = s.get("cache_check")
+        if cc:
+            out.append(f"{label} --check-cache: {cc['calls']} calls in one warm process, all "
+                       "right against float64")
+        out.append(f"{label} kernels per call: {describe(s.get('kernels_used'))}")
+    if ku.get("same") is True:
+        out.append("kernels: both sides launched the same kernels, counts and grids")
+    elif ku.get("same") is False:
+        out.append("kernels DIFFER: " + "; ".join(ku["differences"]))
+    return out
+
+
 def _header(doc: dict[str, Any]) -> str:
     p = doc["protocol"]
     shape = "x".join(map(str, p["shape"]))
@@ -89,7 +111,7 @@ def _confidence(doc: dict[str, Any]) -> str:
 
 def render_ab_console(doc: dict[str, Any], console: Console) -> None:
     console.print(Text(_header(doc)))
-    for line in side_lines(doc):
+    for line in side_lines(doc) + kernel_lines(doc):
         console.print(Text(line))
     t = Table(title="per process: full call, synchronized each call (median per process)",
               title_justify="left", pad_edge=False)
@@ -119,7 +141,7 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
 
 def render_ab_markdown(doc: dict[str, Any]) -> str:
     parts = ["### traceview ab", esc(_header(doc))]
-    parts += ["- " + esc(line) for line in side_lines(doc)]
+    parts += ["- " + esc(line) for line in side_lines(doc) + kernel_lines(doc)]
     parts.append("**Per process** (full call, synchronized each call; median per process)")
     parts.append(table(["round", "order", "A", "B", "B - A"], _per_process_rows(doc)))
     parts.append("**Paired difference B - A over rounds** (Hodges-Lehmann estimate, exact "

@@ -14,6 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from traceview.analyses.kernel_bytes import sentence
 from traceview.render.labels import device_work, display_pattern, shown_metrics
 from traceview.render.names import short_kernel
 from traceview.report.model import VERDICT_IDS
@@ -100,6 +101,9 @@ def _device(r: Report) -> RenderableType:
         if d.copy_sum_ns is not None:
             t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)")
     t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
+    b = r.bytes_moved
+    if b is not None:
+        t.append("\n" + sentence(b.total, b.source, b.gb_per_s, r.capture.get("bandwidth")))
     if d.work_sum_ns > d.busy_ns:
         t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")
     if len(d.per_device) > 1:

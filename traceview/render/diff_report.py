@@ -143,7 +143,26 @@ def render_diff_console(d: Diff, console: Console) -> None:
     changed = [k for k in d.kernels if k["status"] != "common"]
     for k in changed:
         console.print(f"kernel {k['status']}: {k['name']}")
+    for line in kernels_used_lines(d):
+        console.print(Text(line))
     console.print(Text(verdict_line(d), style="bold"))
+
+
+def kernels_used_lines(d: Diff) -> list[str]:
+    """``kernels launched: the same ...`` or ``kernels launched DIFFER: ...`` (and, from
+    capture's probe, each side's kernels)."""
+    from traceview.analyses.kernels_used import describe
+
+    ku = d.kernels_used
+    if not ku or ku.get("same") is None:
+        return []
+    out = []
+    if "before" in ku:
+        out += [f"kernels per call before: {describe(ku['before'])}",
+                f"kernels per call after:  {describe(ku['after'])}"]
+    out.append(f"kernels launched: the same in both ({ku['source']})" if ku["same"] else
+               f"kernels launched DIFFER ({ku['source']}): " + "; ".join(ku["differences"]))
+    return out
 
 
 def verdict_line(d: Diff) -> str:
@@ -195,6 +214,7 @@ def render_diff_markdown(d: Diff) -> str:
         parts.append("<details><summary>Kernels by name</summary>\n\n"
                      + table(["kernel", "status", "count before", "count after", "p50 before",
                               "p50 after"], krows) + "\n\n</details>")
+    parts += ["- " + esc(line) for line in kernels_used_lines(d)]
     parts.append(f"**Verdict:** {esc(verdict_line(d))}")
     parts.append("<sub>traceview diff: speed from unprofiled figures only; profiled medians of "
                  "warm calls with a bootstrap 95% CI diagnose</sub>")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from traceview import __version__
+from traceview.analyses.kernel_bytes import sentence
 from traceview.render.labels import shown_metrics
 from traceview.render.names import short_kernel
 from traceview.units import fmt_ns, fmt_share, plural
@@ -140,6 +141,7 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
     device_result = (f"device work per call p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
                      f"n={k.n}){_copy_split(c)}; {busy}" if k.n else busy)
+    device_result += esc(bytes_sentence(r))
     a = st["api_ns"]
     api = (f"profiled call p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
            f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
@@ -187,6 +189,14 @@ def _devices(r: Report) -> str | None:
                   fmt_share(s.busy_ns, w), "", "", "", ""] for s in d.per_stream]
     return table(["device", "busy", "share", "kernels", "kernel sum", "copies/sets",
                   "copy sum"], rows)
+
+
+def bytes_sentence(r: Report) -> str:
+    """``; moves 393 kB per call (...)``: ``analyses.kernel_bytes.sentence`` of the report."""
+    b = r.bytes_moved
+    if b is None:
+        return ""
+    return "; " + sentence(b.total, b.source, b.gb_per_s, r.capture.get("bandwidth"))
 
 
 def _copy_split(c) -> str:

@@ -49,6 +49,7 @@ def build_report(a: Analysis) -> m.Report:
             pc.perturbation.unprofiled_share),
         tree_warm_calls=pc.warm_calls if pc else 0,
     )
+    op = op_info(a)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -85,7 +86,8 @@ def build_report(a: Analysis) -> m.Report:
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
-        op=op_info(a),
+        op=op,
+        bytes_moved=bytes_moved(op, a.trace.metadata.get("traceview"), calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps_info(a),
     )
@@ -130,6 +132,19 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
         ))
     return m.StepsInfo(len(rows), sum(1 for r in rows if not r.cold),
                        _label(a, a.timeline.lane.index), tuple(rows))
+
+
+def bytes_moved(op: m.OpInfo | None, capture: object,
+                calls: m.CallsInfo) -> m.BytesMoved | None:
+    """Bytes per call and GB/s (``analyses.kernel_bytes``); None when nothing launched."""
+    from traceview.analyses.kernel_bytes import for_report
+
+    k = calls.stats.get("kernel_ns")
+    if op is None and not isinstance(capture, dict) and (k is None or not k.n):
+        return None
+    got = for_report(op.name if op else None, op.args if op else None,
+                     capture if isinstance(capture, dict) else None, k.p50 if k else None)
+    return m.BytesMoved(**got)
 
 
 def _function(a: Analysis, f) -> m.FunctionRow:

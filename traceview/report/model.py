@@ -277,6 +277,20 @@ class OpInfo:
 
 
 @dataclass(frozen=True)
+class BytesMoved:
+    """Bytes one call must move (``analyses.kernel_bytes``): capture's exact count, or the
+    launching op's recorded shapes; ``total`` None when unknown (``source`` says why).
+    ``gb_per_s``: total over the per-call device work p50."""
+
+    total: int | None
+    source: str
+    read: int | None = None
+    written: int | None = None
+    assumed: str | None = None
+    gb_per_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
     id: str
     severity: Severity
@@ -388,6 +402,7 @@ class Report:
     diagnostics: tuple[Diagnostic, ...]
     typical_call: TypicalCall | None = None
     op: OpInfo | None = None
+    bytes_moved: BytesMoved | None = None
     threads: tuple[ThreadRow, ...] = ()  # every host thread with events in the window
     steps: StepsInfo | None = None  # set when the calls are training steps
 
