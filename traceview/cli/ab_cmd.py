@@ -162,6 +162,10 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
     blocks = 10 if blocks is None else blocks
     if out is not None and out.exists() and out.is_dir():
         raise CaptureError(f"--out {out} is a folder; give a file name")
+    from traceview.cli._common import check_output_dir, check_output_file
+
+    check_output_file(out, "--out")
+    check_output_dir(trace_dir, "--trace-dir")
 
     def config_for(side_impl, side_fn):
         # The most specific wins: a side's --X-fn, then its --X-impl (which replaces a

@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded
+from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 
 
 def _opt(help: str, panel: str, *names: str, **kw: object) -> typer.models.OptionInfo:
@@ -121,6 +121,10 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
 
         shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts else "1x4096"
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
+    if sizes is not None:
+        check_output_dir(out, "--out")
+    else:
+        check_output_file(out, "--out", creates=True)
     if impl is None:
         impl = "fn" if fn else "triton"
     config = cfg.CaptureConfig(

@@ -20,6 +20,7 @@ from traceview.cli._common import (
     ThreadOpt,
     WindowOpt,
     analysis_options,
+    check_output_dir,
     run_guarded,
 )
 
@@ -47,6 +48,7 @@ def export(
 
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
+        check_output_dir(parquet, "--parquet")
         result = export_parquet(traces, parquet, analysis_options(window, calls, rules, thread),
                                 jobs=jobs, recursive=recursive)
         for t in result.failed:

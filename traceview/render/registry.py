@@ -222,11 +222,16 @@ def renderer(name: str, subject: Subject = "report") -> Renderer:
 
 
 def write_figure(report: Report, path: str | Path) -> None:
-    """The typical call's picture into ``path``: a PNG for a ``.png`` name, else the SVG
-    (``explain --figure``), written whole or not at all."""
+    """The typical call's picture into ``path``: a PNG for a ``.png`` name, an SVG for an
+    ``.svg`` one, any other name refused (``explain --figure``); written whole or not at
+    all."""
     from traceview.atomic import write_bytes_atomic
+    from traceview.errors import UsageError
 
     path = Path(path)
-    out = renderer("png" if path.suffix.lower() == ".png" else "svg").render(
-        report, RenderOptions())
+    kind = path.suffix.lower().lstrip(".")
+    if kind not in ("svg", "png"):
+        raise UsageError(f"{path}: a figure is written as .svg or .png, not "
+                         f"{path.suffix or 'a name without a suffix'}")
+    out = renderer(kind).render(report, RenderOptions())
     write_bytes_atomic(path, out if isinstance(out, bytes) else out.encode())
