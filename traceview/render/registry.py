@@ -40,15 +40,17 @@ class Renderer(Protocol):
 
 
 def _console_text(options: RenderOptions, draw: Any) -> str:
-    """What ``draw(console)`` prints, on a console ``options.width`` wide."""
-    from rich.console import Console
+    """What ``draw(console)`` prints, on a console ``options.width`` wide, laid out by
+    the text layer (``traceview.render.text``: numbers keep their units, names break at
+    their boundaries)."""
+    from traceview.render.text import TextConsole, finish
 
     buf = StringIO()
-    console = Console(width=options.width, file=buf, highlight=False,
-                      color_system=options.color,  # type: ignore[arg-type]
-                      force_terminal=options.color is not None, legacy_windows=False)
+    console = TextConsole(width=options.width, file=buf, highlight=False,
+                          color_system=options.color,  # type: ignore[arg-type]
+                          force_terminal=options.color is not None, legacy_windows=False)
     draw(console)
-    return buf.getvalue()
+    return finish(buf.getvalue())
 
 
 class Terminal:
