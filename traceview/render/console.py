@@ -16,6 +16,7 @@ from rich.text import Text
 
 from traceview.render.labels import device_work, display_pattern, shown_metrics
 from traceview.render.names import short_kernel
+from traceview.render.text import name_text
 from traceview.report.model import VERDICT_IDS
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
@@ -218,7 +219,7 @@ def _kernels(r: Report, top: int) -> RenderableType | None:
         table.add_column(col, justify="right", no_wrap=True)
     for k in ks:
         # Text, not str: a kernel named like rich markup ('[/]') must print as written
-        table.add_row(Text(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns),
+        table.add_row(name_text(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns),
                       fmt_ns(k.stats.p50), fmt_ns(k.stats.max))
     return table
 
@@ -239,7 +240,7 @@ def _functions(r: Report, top: int) -> RenderableType | None:
     for f in fs:
         per = f.inclusive_ns_per_call is not None
         name = short_kernel(f.name) if f.category == "launch" else printable(f.name)
-        table.add_row(Text(name), Text(f.category, style=_style(f.category)),
+        table.add_row(name_text(name), Text(f.category, style=_style(f.category)),
                       fmt_ns(f.self_ns), fmt_ns(f.self_ns_per_call) if per else "-",
                       fmt_ns(f.inclusive_ns_per_call) if per else "-",
                       Text(f"{f.calls_with}/{warm}",

@@ -9,8 +9,9 @@ text renderer goes through it (``registry._console_text`` prints on ``TextConsol
 * a number and its unit are one word: the space between them becomes ``GLUE``, a
   character rich does not break at, written back as a space once the text is laid out;
 * names (kernels, functions, modules, files) may break at their own boundaries
-  (``::``, ``.``, ``/``, ``_``, ``<``, ``(``, ``,``, ``~``): ``name()`` puts ``SOFT``, a
-  break opportunity that prints nothing, after each, so a name wider than its column
+  (``::``, ``.``, ``/``, ``<``, ``(``, ``,``, ``~``, and ``_`` inside a long part):
+  ``name()`` puts ``SOFT``, a break opportunity that prints nothing, after each
+  (before ``<`` and ``(``), so a name wider than its column
   wraps at a boundary and is folded between letters only when one part alone is wider.
 
 Both marks are private characters (``GLUE``: a private-use code point, one cell wide;
@@ -42,7 +43,10 @@ _NUMBER_UNIT = re.compile(
 # Where even the longest words of a table do not fit, a text column may be this narrow.
 TEXT_COLUMN_FLOOR = 6
 # After these a name may break (the mark goes after the run: ``::`` stays whole).
-_NAME_BREAK = re.compile(r"(::|[./_,~\-]+|(?<=[\w>)\]])(?=[<(\[]))")
+_NAME_BREAK = re.compile(r"(::|[/,~]+|\.(?!\d)|(?<=[\w>)\]])(?=[<(\[]))")
+# A part between those longer than this may break after its underscores too (a hashed
+# module name); a shorter identifier stays whole (``_call_real_impl``).
+LONG_PART = 24
 
 
 def bind(s: str) -> str:
@@ -54,7 +58,9 @@ def bind(s: str) -> str:
 
 def name(s: str) -> str:
     """A name with a break opportunity after each of its boundaries (``SOFT``)."""
-    return _NAME_BREAK.sub(lambda m: m.group(0) + SOFT, s)
+    marked = _NAME_BREAK.sub(lambda m: m.group(0) + SOFT, s)
+    return re.sub(r"[^\s" + SOFT + r"]{%d,}" % (LONG_PART + 1),
+                  lambda m: re.sub(r"_+", lambda u: u.group(0) + SOFT, m.group(0)), marked)
 
 
 def name_text(s: str, style: str = "") -> Text:
@@ -93,6 +99,8 @@ def prepare(r: Any, console: Console | None = None) -> Any:
             r.title = prepare(r.title)
         for col in r.columns:
             col.header = prepare(col.header)
+            if isinstance(col.header, str) and "[" not in col.header:
+                col.header = name(col.header)  # "self/call" may go on two lines
             col.footer = prepare(col.footer)
             col._cells[:] = [prepare(c) for c in col._cells]
         return r
@@ -117,18 +125,15 @@ def fit_columns(table: Table, console: Console, width: int) -> None:
     from rich.measure import Measurement
 
     opts = console.options.update_width(width)
-    lows, highs, pads, rigid = [], [], [], []
+    lows, highs, pads, rigid, tight = [], [], [], [], []
     for i, col in enumerate(table.columns):
         head = ([col.header] if table.show_header else []) + (
             [col.footer] if table.show_footer else [])
-        lo = hi = 1
-        whole = True  # every body cell a single word (figures, "-", "3/5")
-        for cell in [*head, *col._cells]:
-            m = Measurement.get(console, opts, cell)
-            lo, hi = max(lo, m.minimum), max(hi, m.maximum)
-        for cell in col._cells:
-            m = Measurement.get(console, opts, cell)
-            whole = whole and m.minimum == m.maximum
+        body = [Measurement.get(console, opts, c) for c in col._cells]
+        over = [Measurement.get(console, opts, c) for c in head]
+        lo = max([1] + [m.minimum for m in body + over])
+        hi = max([1] + [m.maximum for m in body + over])
+        whole = all(m.minimum == m.maximum for m in body)  # figures, "-", "3/5"
         if col.no_wrap:
             lo = hi
         if col.max_width is not None:
@@ -138,28 +143,54 @@ def fit_columns(table: Table, console: Console, width: int) -> None:
         highs.append(hi + pad)
         pads.append(pad)
         rigid.append(whole or col.no_wrap)
+        # the least a column of single-word cells needs when its header may wrap
+        tight.append(max([1] + [m.maximum for m in body] + [m.minimum for m in over]) + pad
+                     if whole else None)
     room = width - table._extra_width
     if sum(highs) <= room or any(c.width is not None for c in table.columns):
         return
-    if sum(lows) > room:
-        # Not even the longest words fit: the text columns' long words give way (rich
-        # folds them), never a figure column's cells.
-        lows = [lo if r else min(lo, TEXT_COLUMN_FLOOR + pad)
-                for lo, r, pad in zip(lows, rigid, pads, strict=True)]
-        if sum(lows) > room:
+    if sum(lows) <= room:
+        widths = _grow(lows, highs, room - sum(lows))
+    else:
+        # Not even the longest words fit. Figure columns keep their cells whole and give
+        # up their headers' width first (a header wraps); the text columns then get their
+        # longest words back, then the figure headers, then the rest; a text column's
+        # word is folded only when that is not enough.
+        floor = [t if t is not None else lo if r else min(lo, TEXT_COLUMN_FLOOR + pad)
+                 for lo, r, pad, t in zip(lows, rigid, pads, tight, strict=True)]
+        if sum(floor) > room:
             return
-    spare, want = room - sum(lows), [h - lo for h, lo in zip(highs, lows, strict=True)]
-    total = sum(want)
-    widths = [lo + spare * w // total for lo, w in zip(lows, want, strict=True)]
-    left = room - sum(widths)
-    for i in sorted(range(len(widths)), key=lambda i: -(want[i] - (widths[i] - lows[i]))):
-        if left <= 0:
-            break
-        if widths[i] < highs[i]:
-            widths[i] += 1
-            left -= 1
+        text_words = [lo if t is None and not r else f
+                      for lo, f, r, t in zip(lows, floor, rigid, tight, strict=True)]
+        widths = _grow(floor, text_words, room - sum(floor))
+        widths = _grow(widths, [hi if t is not None else w for hi, w, t in
+                                zip(highs, widths, tight, strict=True)], room - sum(widths))
+        widths = _grow(widths, highs, room - sum(widths))
+        for col, t in zip(table.columns, tight, strict=True):
+            if t is not None:
+                col.no_wrap = False
     for col, w, pad in zip(table.columns, widths, pads, strict=True):
         col.width = max(1, w - pad)
+
+
+def _grow(widths: list[int], targets: list[int], spare: int) -> list[int]:
+    """``widths`` grown toward ``targets`` by at most ``spare`` in all, in proportion to
+    what each still wants (whole cells, the remainder one at a time to the neediest)."""
+    want = [max(0, t - w) for w, t in zip(widths, targets, strict=True)]
+    total = sum(want)
+    if total == 0 or spare <= 0:
+        return list(widths)
+    if total <= spare:
+        return [w + x for w, x in zip(widths, want, strict=True)]
+    out = [w + spare * x // total for w, x in zip(widths, want, strict=True)]
+    left = spare - (sum(out) - sum(widths))
+    for i in sorted(range(len(out)), key=lambda i: -(targets[i] - out[i])):
+        if left <= 0:
+            break
+        if out[i] < targets[i]:
+            out[i] += 1
+            left -= 1
+    return out
 
 
 class TextConsole(Console):
