@@ -7,6 +7,7 @@ printed text, with the rounding they were printed with."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -71,14 +72,14 @@ def check_table(title: str, header: list[str], rows: list[list[str]]) -> int:
         assert lo <= hi * 1.000001, (title, "shares of different wholes", rows[:6])
         parts = [duration(r[j - 1]) for r in rows if len(r) > j and share(r[j]) is not None
                  and duration(r[j - 1]) is not None and r[0].strip("*").lower() != "total"]
-        for a, b in zip(parts, parts[1:]):  # a total row closes a table, unsorted
+        for a, b in itertools.pairwise(parts):  # a total row closes a table, unsorted
             assert b[0] <= a[1], (title, "rows not sorted by the figure", a, b)
         checked += 1
     if title.startswith(SORTED_BY_FIRST_FIGURE):
         col = next((j for j in range(1, len(header)) if any(duration(r[j]) for r in rows)), None)
         figs = [duration(r[col]) for r in rows] if col is not None else []
         figs = [f for f in figs if f is not None]
-        for a, b in zip(figs, figs[1:]):
+        for a, b in itertools.pairwise(figs):
             assert b[0] <= a[1], (title, "rows not sorted", a, b)
     return checked
 

@@ -14,6 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_in_call, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics
 from traceview.render.names import short_kernel
 from traceview.render.text import name_text
@@ -23,12 +24,7 @@ from traceview.units import fmt_ns, fmt_share, plural, printable
 if TYPE_CHECKING:
     from traceview.report.model import Report
 
-CATEGORY_STYLE = {
-    "launch": "bold magenta", "sync": "red", "specialize": "yellow", "cache_key": "bright_yellow",
-    "launch_metadata": "cyan", "compile": "bold red", "import": "bright_red",
-    "dispatch": "blue", "library": "bright_blue", "user": "green", "profiler": "grey50",
-    "other": "white", "untraced": "grey35",
-}
+CATEGORY_STYLE = TERMINAL  # one table with the SVG's (render/call_picture.py)
 # One letter per category so the waterfall reads without colour too.
 CATEGORY_GLYPH = {
     "launch": "L", "sync": "S", "specialize": "s", "cache_key": "k", "launch_metadata": "m",
@@ -193,13 +189,11 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
             host.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in t.device_busy)
         dev.append("K" if busy * 2 >= (b - a) else ("k" if busy else "."),
-                   style="reverse bold green" if busy else "grey35")
-    items = []
-    for cat, ns in sorted(call.categories.items(), key=lambda kv: -kv[1]):
-        if ns:
-            items.append(Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
-                                       f" {cat} {fmt_ns(ns)}"))
-    items.append(Text.assemble(("K", "reverse bold green"), " device busy (k: partly)"))
+                   style=f"reverse {DEVICE_TERMINAL}" if busy else "grey35")
+    items = [Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
+                           f" {cat} {fmt_ns(ns)}") for cat, ns in legend(r)]
+    items.append(Text.assemble(("K", f"reverse {DEVICE_TERMINAL}"),
+                               f" device busy {fmt_ns(busy_in_call(t))} (k: partly)"))
     title = Text(f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
                  f", {device_work(call.metrics)}", style="bold")
     end = fmt_ns(span)
