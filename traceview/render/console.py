@@ -16,7 +16,7 @@ from rich.text import Text
 
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_in_call, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics
-from traceview.render.names import short_kernel
+from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.render.text import name_text
 from traceview.report.model import VERDICT_IDS
 from traceview.units import fmt_ns, fmt_share, plural, printable
@@ -206,14 +206,15 @@ def _kernels(r: Report, top: int) -> RenderableType | None:
     ks = r.device.kernels[:top]
     if not ks:
         return None
-    table = Table(title="Top kernels (sum over launches; template arguments dropped, full "
-                        "names in --format json)", title_justify="left", pad_edge=False)
+    table = Table(title=f"Top kernels (sum over launches; {KERNEL_NAMES_NOTE})",
+                  title_justify="left", pad_edge=False)
     table.add_column("kernel", overflow="fold", ratio=1)
     for col in ("count", "sum", "p50", "max"):
         table.add_column(col, justify="right", no_wrap=True)
+    labels = kernel_labels([k.name for k in r.device.kernels])
     for k in ks:
         # Text, not str: a kernel named like rich markup ('[/]') must print as written
-        table.add_row(name_text(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns),
+        table.add_row(name_text(labels[k.name]), str(k.count), fmt_ns(k.sum_ns),
                       fmt_ns(k.stats.p50), fmt_ns(k.stats.max))
     return table
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceview import __version__
 from traceview.render.labels import shown_metrics
-from traceview.render.names import short_kernel
+from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
@@ -328,9 +328,10 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
                               + _more(len(rows), len(fs))))
     ks = r.device.kernels
     if ks:
-        rows = [[code(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
+        labels = kernel_labels([k.name for k in ks])
+        rows = [[code(labels[k.name]), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
                  fmt_ns(k.stats.min), fmt_ns(k.stats.max)] for k in ks[:MAX_KERNEL_ROWS]]
-        parts.append(_details("Kernels (template arguments dropped; full names in the JSON)",
+        parts.append(_details(f"Kernels ({KERNEL_NAMES_NOTE})",
                               table(["kernel", "count", "sum", "p50", "min", "max"], rows)
                               + _more(len(rows), len(ks))))
     calls = c.per_call
