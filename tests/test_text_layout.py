@@ -106,3 +106,13 @@ def test_golden_text(reports, fixture, width):
 
     check(text(reports[fixture], width),
           GOLDEN / f"{fixture.removesuffix('.json.gz')}.text{width}.txt")
+
+
+def test_the_readme_shows_what_explain_prints_today(reports):
+    """README.md's first text block is explain's headline of the FlagGems fixture at 80
+    columns, as printed now."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    out = text(reports["flag_gems_add_16x4096_bf16.json.gz"], 80)
+    printed = "\n".join(ln.rstrip() for ln in out.splitlines())
+    assert block.strip() in printed
