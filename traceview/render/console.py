@@ -17,7 +17,7 @@ from rich.text import Text
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_in_call, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
-from traceview.render.text import name_text
+from traceview.render.text import laid_out, name_text
 from traceview.report.model import VERDICT_IDS
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
@@ -287,6 +287,7 @@ def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     return [p for p in parts if p is not None]
 
 
+@laid_out
 def render_console(r: Report, console: Console, top: int = 10) -> None:
     for p in renderables(r, console.width, top):
         console.print(p)

@@ -25,6 +25,7 @@ from traceview.render.diff_top import (
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
 from traceview.render.names import kernel_labels
+from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns
 
 PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
@@ -116,6 +117,7 @@ def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[i
     return t
 
 
+@laid_out
 def render_diff_console(d: Diff, console: Console) -> None:
     console.print(Text(f"before {d.before_path} ({d.calls_before} calls)\n"
                        f"after  {d.after_path} ({d.calls_after} calls)"))

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from traceview.render.text import laid_out
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -147,6 +148,7 @@ def _summary_lines(report: RanksReport) -> list[str]:
     return lines
 
 
+@laid_out
 def render_ranks_console(report: RanksReport, console: Console) -> None:
     # No vertical rules, and every column but the file name kept at its widest cell: nine
     # columns fit in 80 with the numbers whole; a long file name is cut instead.
@@ -166,10 +168,12 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
         # a two-word header on two lines: the column is as wide as its numbers
         table.add_column(col.replace(" ", "\n"), justify="left" if col == "verdict" else "right",
                          no_wrap=True, min_width=widest)
+    from traceview.render.text import name_text
+
     for i, (r, cells) in enumerate(zip(report.ranks, rows, strict=True)):
         style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers
                                              else "yellow" if damage(r) else None)
-        table.add_row(*cells, style=style)
+        table.add_row(cells[0], name_text(cells[1], long_part=0), *cells[2:], style=style)
     console.print(table)
     console.print()
     for line in _summary_lines(report):

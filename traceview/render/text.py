@@ -56,16 +56,19 @@ def bind(s: str) -> str:
     return _NUMBER_UNIT.sub(lambda m: m.group(1) + GLUE + m.group(2), s)
 
 
-def name(s: str) -> str:
-    """A name with a break opportunity after each of its boundaries (``SOFT``)."""
+def name(s: str, *, long_part: int = LONG_PART) -> str:
+    """A name with a break opportunity after each of its boundaries (``SOFT``); parts
+    longer than ``long_part`` break after underscores too (0: a file name, where every
+    ``_`` and ``-`` is a boundary)."""
     marked = _NAME_BREAK.sub(lambda m: m.group(0) + SOFT, s)
-    return re.sub(r"[^\s" + SOFT + r"]{%d,}" % (LONG_PART + 1),
-                  lambda m: re.sub(r"_+", lambda u: u.group(0) + SOFT, m.group(0)), marked)
+    seps = r"[_\-]+" if long_part == 0 else r"_+"
+    return re.sub(r"[^\s" + SOFT + r"]{%d,}" % (long_part + 1),
+                  lambda m: re.sub(seps, lambda u: u.group(0) + SOFT, m.group(0)), marked)
 
 
-def name_text(s: str, style: str = "") -> Text:
+def name_text(s: str, style: str = "", *, long_part: int = LONG_PART) -> Text:
     """``name(s)`` as a rich ``Text`` (plain: a name is never markup)."""
-    return Text(name(s), style=style)
+    return Text(name(s, long_part=long_part), style=style)
 
 
 def finish(laid_out: str) -> str:
@@ -133,7 +136,8 @@ def fit_columns(table: Table, console: Console, width: int) -> None:
         over = [Measurement.get(console, opts, c) for c in head]
         lo = max([1] + [m.minimum for m in body + over])
         hi = max([1] + [m.maximum for m in body + over])
-        whole = all(m.minimum == m.maximum for m in body)  # figures, "-", "3/5"
+        # a figure column: right-aligned single words (figures, "-", "3/5")
+        whole = col.justify == "right" and all(m.minimum == m.maximum for m in body)
         if col.no_wrap:
             lo = hi
         if col.max_width is not None:
@@ -199,3 +203,25 @@ class TextConsole(Console):
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
         super().print(*(prepare(o, self) for o in objects), **kwargs)
+
+
+def laid_out(draw: Any) -> Any:
+    """For a renderer's ``draw(report, console, ...)``: on a plain rich ``Console`` (a
+    caller's own), lay the text out on a ``TextConsole`` of the same width and colours and
+    write the finished text to that console's file, so the marks never reach it."""
+    import functools
+    from io import StringIO
+
+    @functools.wraps(draw)
+    def wrapper(report: Any, console: Console, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(console, TextConsole):
+            return draw(report, console, *args, **kwargs)
+        buf = StringIO()
+        text = TextConsole(width=console.width, file=buf, highlight=False,
+                           color_system=console.color_system,  # type: ignore[arg-type]
+                           force_terminal=console.is_terminal, legacy_windows=False)
+        out = draw(report, text, *args, **kwargs)
+        console.file.write(finish(buf.getvalue()))
+        return out
+
+    return wrapper
