@@ -94,3 +94,33 @@ def test_export_parquet_target_is_checked_first(tmp_path, no_work):
     _one_line_exit_2(r, "--parquet", "is a file")
     r = _runner().invoke(app, ["export", str(SMALL), "--parquet", str(f / "sub")])
     _one_line_exit_2(r, "--parquet", "is not a folder")
+
+
+@pytest.mark.parametrize("command", [
+    ["capture", "--op", "mul", "--device", "cpu", "--impl", "torch"],
+    ["ab", "--op", "add", "--device", "cpu", "--impl", "torch", "--rounds", "2"],
+])
+def test_capture_and_ab_out_are_checked_before_any_run(tmp_path, command, monkeypatch):
+    import traceview.capture.ab as ab_mod
+    import traceview.capture.protocol as protocol
+
+    def boom(*a, **k):
+        raise AssertionError("ran before the output path was checked")
+
+    monkeypatch.setattr(ab_mod, "run_capture_ab", boom)
+    monkeypatch.setattr(protocol, "run_capture", boom, raising=False)
+    f = tmp_path / "afile"
+    f.write_text("x")
+    r = _runner().invoke(app, [*command, "--out", str(f / "x.json.gz")])
+    _one_line_exit_2(r, "--out", "is not a folder")
+
+
+def test_the_launcher_flag_is_validated_and_reproduced():
+    from traceview.capture.config import CaptureConfig
+    from traceview.errors import CaptureError
+
+    with pytest.raises(CaptureError, match="launcher"):
+        CaptureConfig(op="add", launcher="fast").validate()
+    assert "--launcher library" in CaptureConfig(op="add", launcher="library").reproducer
+    assert "--launcher" not in CaptureConfig(op="add").reproducer
+    assert "--launcher" not in CaptureConfig(op="add", impl="torch", launcher="library").reproducer
