@@ -41,7 +41,15 @@ def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
 
 def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Path,
                    analysis: Report | None, why_not: str | None) -> None:
-    """The short summary table, the notes, and the paths written."""
+    """The short summary table, the notes, and the paths written, laid out by the text
+    layer (``traceview.render.text``: a number never parted from its unit)."""
+    from traceview.render.text import laid_out
+
+    laid_out(lambda _, c: _render_capture(c, meta, trace, cold, analysis, why_not))(None, console)
+
+
+def _render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Path,
+                    analysis: Report | None, why_not: str | None) -> None:
     base = meta["baseline"]
     proto = meta["protocol"]
     shape = "x".join(map(str, meta["shape"]))

@@ -114,7 +114,8 @@ def check_output_dir(path: Path | None, flag: str) -> None:
     if path is None:
         return
     if path.exists() and not path.is_dir():
-        raise UsageError(f"{flag} {path} is a file; give a folder (it is created)")
+        raise UsageError(f"{flag} {path} is a file, not a directory; give a folder (it is "
+                         "created)")
     if path.is_dir():
         if not os.access(path, os.W_OK | os.X_OK):
             raise UsageError(f"{flag} {path}: the folder is not writable")
