@@ -165,7 +165,7 @@ def test_wrong_triton_kernel_fails_correctness_exit_3(tmp_path):
         "kernels.PointwiseLauncher.__init__ = wrong\n"
     )
     proc, _ = capture_in_subprocess(tmp_path, "--op", "mul", "--impl", "triton",
-                                    "--shape", "8x8", pre=inject)
+                                    "--launcher", "library", "--shape", "8x8", pre=inject)
     assert proc.returncode == 3, proc.stderr
     lines = real_stderr(proc)
     assert lines[0].startswith("traceview: error: correctness check failed: mul (triton")

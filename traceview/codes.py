@@ -52,6 +52,9 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
     Code("truncated", "warning", "the file ends mid-JSON; every complete event before the cut kept"),
+    Code("compressed-stream-cut", "warning",
+         "the gzip stream ends unfinished: the file was cut; what was read is kept, "
+         "nothing concluded from the rest"),
     Code("event-malformed", "warning", "events that are not objects or have unusable fields"),
     Code("metadata-undecodable", "warning", "a top-level key that could not be decoded"),
     Code("metadata-malformed", "warning", "top-level metadata of an unexpected type ignored"),

@@ -22,6 +22,8 @@ LAYOUTS = ("contiguous", "transposed", "strided")
 DEVICES = ("cuda", "cpu")
 MODES = ("eager", "graph")
 SYNCS = ("each", "end")
+#: ``--launcher``: the built-in Triton implementation's form (``capture/kernels.py``).
+LAUNCHERS = ("auto", "minimal", "library")
 
 #: ``--with-stack`` left unset turns Python frames on when the op is this small or
 #: smaller: there host overhead is the story and the frames explain it. Larger ops are
@@ -56,6 +58,7 @@ class CaptureConfig:
     streams: int = 1
     seed: int = 0
     timeout_s: float = 120.0  # the isolated correctness check: seconds the op may take
+    launcher: str = "auto"  # --impl triton: minimal where it applies, else library
     #: The user's callable (``--fn pkg.module:function``; ``impl`` is then ``"fn"``), their
     #: input builder (``--inputs``) and reference (``--ref``): see ``capture.usercode``.
     fn: str | None = None
@@ -138,6 +141,8 @@ class CaptureConfig:
             parts += ["--graph-ops", str(self.graph_ops)]
         if self.streams != 1:
             parts += ["--streams", str(self.streams)]
+        if self.impl == "triton" and self.launcher != "auto":
+            parts += ["--launcher", self.launcher]
         for flag, value in (("--fn", self.fn), ("--inputs", self.inputs_fn), ("--ref", self.ref)):
             if value:
                 parts += [flag, value]
@@ -160,6 +165,7 @@ class CaptureConfig:
         _one_of("device", self.device, DEVICES)
         _one_of("mode", self.mode, MODES)
         _one_of("sync", self.sync, SYNCS)
+        _one_of("launcher", self.launcher, LAUNCHERS)
         ops.check_dtype(spec, self.dtype)
         _check_user_code(self)
         if spec.arity == 1 and (len(self.shapes) > 1 or self.scalar is not None):

@@ -57,16 +57,40 @@ def _torch_impl(config, device, inputs, stack) -> Impl:
 
 
 def _triton_impl(config, device, inputs, stack) -> Impl:
+    """The project's kernel in the form ``config.launcher`` names (``capture.kernels``):
+    ``minimal`` (allocate and launch) wherever it computes what the op does, ``library``
+    (promotion, broadcasting, strides per call) otherwise or when asked; ``auto`` picks
+    the first that applies. The form and the reason are recorded in the metadata."""
     if config.interpreted:
         _check_interpreter_possible()
     import_triton()
     from traceview.capture import kernels
 
-    launcher = kernels.PointwiseLauncher(device.torch, config.op)
     args = inputs.args
+    fits, why = kernels.minimal_applies(device.torch, config.op, args)
+    form = getattr(config, "launcher", "auto")
+    if form == "minimal" and not fits:
+        raise CaptureError(f"--launcher minimal does not apply: {why}; use --launcher "
+                           "library (or leave --launcher at auto)")
+    if form == "auto":
+        form = "minimal" if fits else "library"
+        reason = f"auto: {why}"
+    else:
+        reason = f"asked (--launcher {form})"
+    if form == "minimal":
+        launcher = kernels.MinimalLauncher(device.torch, config.op, args)
+        what = ("minimal: 1-D flat_kernel with 5 runtime arguments; per call only the output "
+                "allocation and the launch")
+    else:
+        launcher = kernels.PointwiseLauncher(device.torch, config.op)
+        what = ("library: strided rank-4 pointwise_kernel with 16 runtime arguments; per call "
+                "type promotion, broadcasting and stride work, as an operator library does")
     detail = {
         "kernel": launcher.kernel.__name__,
-        "launcher": "traceview.capture.kernels.PointwiseLauncher",
+        "launcher": f"traceview.capture.kernels.{type(launcher).__name__}",
+        "launcher_form": form,
+        "launcher_why": reason,
+        "launcher_does": what,
         "block": kernels.BLOCK,
         "num_warps": kernels.NUM_WARPS,
         "interpreter": config.interpreted,

@@ -46,7 +46,15 @@ def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
 
 def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Path,
                    analysis: Report | None, why_not: str | None) -> None:
-    """The short summary table, the notes, and the paths written."""
+    """The short summary table, the notes, and the paths written, laid out by the text
+    layer (``traceview.render.text``: a number never parted from its unit)."""
+    from traceview.render.text import laid_out
+
+    laid_out(lambda _, c: _render_capture(c, meta, trace, cold, analysis, why_not))(None, console)
+
+
+def _render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Path,
+                    analysis: Report | None, why_not: str | None) -> None:
     base = meta["baseline"]
     proto = meta["protocol"]
     shape = "x".join(map(str, meta["shape"]))
@@ -58,6 +66,10 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
     table.add_column("how", style="dim")
 
     corr = meta["correctness"]
+    detail = meta.get("impl_detail") or {}
+    if detail.get("launcher_form"):
+        table.add_row("launcher", detail["launcher_form"],
+                      f"{detail.get('launcher_does', '')} ({detail.get('launcher_why', '')})")
     table.add_row("correctness", "passed" if corr["passed"] else "FAILED",
                   f"max abs err {corr['max_abs_err']:.3g} vs float64 "
                   f"(rtol {corr['tolerance']['rtol']:g}, atol {corr['tolerance']['atol']:g})")
@@ -94,11 +106,16 @@ def render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: Pa
                                                 if copy else "") + rate)
         table.add_row("trace: host overhead p50",
                       fmt_ns(st["host_overhead_ns"].p50), "call minus kernel")
+        for owner, ns in owner_split(analysis):
+            table.add_row(f"trace: {owner} per call", fmt_ns(ns), OWNER_HOW[owner])
         table.add_row("trace: device busy / window",
                       f"{fmt_ns(analysis.device.busy_ns)} / "
                       f"{fmt_ns(analysis.window.dur_ns)}",
                       f"kernel sum {fmt_ns(analysis.device.kernel_sum_ns)}")
     console.print(table)
+    words = amortized_words(base)
+    if words:
+        console.print(f"[dim]{escape(words)}[/]")
 
     for note in meta.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(note)}")
@@ -133,6 +150,51 @@ def efficiency_rows(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
             rows.append(("achieved bandwidth", fmt_rate(bw["gb_per_s"]),
                          "bytes / device per op; " + copy_shares(bw)))
     return rows
+
+
+#: Whose code a warm call's host time runs in, by the innermost Python frame's module
+#: (explain's module table): the harness's own (traceview's frames: the call wrapper and,
+#: for --impl triton, the built-in launcher), Triton's, torch's, and everyone else's.
+OWNERS = (("harness (traceview)", "traceview"), ("Triton", "triton"), ("torch", "torch"))
+OWNER_HOW = {
+    "harness (traceview)": "frames of traceview's own code; sum of its modules' p50 per "
+                           "warm call (explain's module table)",
+    "Triton": "frames of triton.*; sum of module p50s per warm call",
+    "torch": "frames of torch.*; sum of module p50s per warm call",
+    "other code": "every other module (the library under test, user code); sum of p50s",
+}
+
+
+def owner_split(analysis: Report) -> list[tuple[str, int]]:
+    """A warm call's host time by whose code it runs in, from the trace's Python frames
+    (none without them)."""
+    if not analysis.trace.python_frames or not analysis.host.families:
+        return []
+    sums = dict.fromkeys([o for o, _ in OWNERS] + ["other code"], 0)
+    for f in analysis.host.families:
+        top = f.name.split(".", 1)[0]
+        owner = next((o for o, pkg in OWNERS if top == pkg), "other code")
+        sums[owner] += f.ns_per_call
+    return [(o, ns) for o, ns in sums.items() if ns or o != "other code"]
+
+
+def amortized_words(base: dict[str, Any]) -> str:
+    """Why 'amortized submit' and 'full API p50' differ, in words, with this run's figures."""
+    full, submit, n = base.get("full_api_ns_p50"), base.get("amortized_submit_ns"), base.get("n")
+    if full is None or submit is None:
+        return ""
+    words = (f"full API p50 ({fmt_ns(full)}) is the median of {n} calls each timed alone up to "
+             "a synchronize: host work, device work and the wait. Amortized submit "
+             f"({fmt_ns(submit)}) is the host time per call of {n} calls issued back to back "
+             "with one synchronize after the loop: no wait per call, device work overlapped "
+             "with the next call's host work, and a mean, not a median")
+    if submit > full:
+        words += (" -- so it can come out above the p50, as here, when the device is idle "
+                  "anyway and slower calls (allocator, queue, interpreter) weigh in a mean "
+                  "that a median drops.")
+    else:
+        words += " -- below the p50 by the wait and the device work it does not include."
+    return words
 
 
 def _perturbation(api: float | None, base: dict[str, Any], proto: dict[str, Any]) -> str:

@@ -95,3 +95,55 @@ AddressOpt = Annotated[str | None, typer.Option(
     "--address", help="--engine ray: the cluster to join (auto: the running one; "
                       "host:port, ray://host:10001). Default: the running one, else a new "
                       "local one.")]
+
+
+def check_output_file(path: Path | None, flag: str, *,
+                      suffixes: tuple[str, ...] | None = None, creates: bool = False) -> None:
+    """Refuse an output file that cannot be written, before any work is done: a report that
+    took minutes is not lost to a missing folder at the end. ``suffixes``: the only name
+    endings that flag honours (``--figure``: ``.svg`` and ``.png``); ``creates``: the
+    writer makes missing folders above the file."""
+    from traceview.errors import UsageError
+
+    if path is None:
+        return
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise UsageError(f"{flag} {path}: the name must end in {' or '.join(suffixes)} "
+                         f"(it picks the format), not {path.suffix or 'nothing'!r}")
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder; give a file name")
+    _check_writable_parent(path, flag, creates=creates)
+
+
+def check_output_dir(path: Path | None, flag: str) -> None:
+    """Refuse an output folder that cannot be made or written, before any work is done."""
+    from traceview.errors import UsageError
+
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a directory; give a folder (it is "
+                         "created)")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"{flag} {path}: the folder is not writable")
+        return
+    _check_writable_parent(path, flag, creates=True)
+
+
+def _check_writable_parent(path: Path, flag: str, *, creates: bool = False) -> None:
+    """The nearest existing folder above ``path`` must be a writable folder (with
+    ``creates``, folders in between are made; otherwise the parent must exist)."""
+    from traceview.errors import UsageError
+
+    parent = path.absolute().parent
+    if not creates:
+        if not parent.exists():
+            raise UsageError(f"{flag} {path}: the folder {parent} does not exist")
+    else:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: the folder {parent} is not writable")

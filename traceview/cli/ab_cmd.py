@@ -44,6 +44,8 @@ def ab(
     baseline_n: Annotated[int, _o("Calls per figure in each process.", _RUN,
                                   "--baseline-n")] = 200,
     seed: Annotated[int, _o("Seed for the random inputs.", _RUN)] = 0,
+    launcher: Annotated[str, _o("--impl triton's form on both sides: auto | minimal | "
+                                "library (see capture --help).", _RUN)] = "auto",
     fn: Annotated[Str, _o("Your callable pkg.module:function, for both sides.", _RUN,
                           show_default=False)] = None,
     inputs: Annotated[Str, _o("pkg.module:function(device) -> arguments.", _RUN,
@@ -149,6 +151,7 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
 
 
 def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
+        launcher="auto",
         inputs, ref, rounds, order_seed, time_limit, same_process, blocks, cpus, a_impl,
         b_impl, a_fn, b_fn, a_python, b_python, a_env, b_env, a_path, b_path, a_name, b_name,
         format, out, width, trace_dir=None, check_cache=False) -> None:
@@ -166,6 +169,10 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
     blocks = 10 if blocks is None else blocks
     if out is not None and out.exists() and out.is_dir():
         raise CaptureError(f"--out {out} is a folder; give a file name")
+    from traceview.cli._common import check_output_dir, check_output_file
+
+    check_output_file(out, "--out")
+    check_output_dir(trace_dir, "--trace-dir")
 
     def config_for(side_impl, side_fn):
         # The most specific wins: a side's --X-fn, then its --X-impl (which replaces a
@@ -180,7 +187,7 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
             op=op.strip().lower(), impl=the_impl, shapes=cfg.parse_shapes(shape),
             dtype=canonical_dtype(dtype), layout=layout, scalar=cfg.parse_scalar(scalar),
             device=device, mode=mode, warmup=warmup, baseline_n=baseline_n, seed=seed,
-            fn=the_fn, inputs_fn=inputs, ref=ref).validate()
+            fn=the_fn, inputs_fn=inputs, ref=ref, launcher=launcher).validate()
 
     ca, cb = config_for(a_impl, a_fn), config_for(b_impl, b_fn)
     sides = {

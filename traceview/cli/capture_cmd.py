@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded
+from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 
 
 def _opt(help: str, panel: str, *names: str, **kw: object) -> typer.models.OptionInfo:
@@ -62,6 +62,9 @@ H_FN = ("Your callable, pkg.module:function: called with the op's inputs, checke
         "the op's float64 reference (or --ref), measured like an --impl.")
 H_INPUTS = "pkg.module:function(device) -> tuple of arguments for --fn (default: from --op/--shape)."
 H_REF = "pkg.module:function: the reference, called on the inputs upcast to float64."
+H_LAUNCHER = ("--impl triton's form: minimal (1-D kernel, only allocate + launch per call: "
+              "contiguous inputs of one shape and dtype) | library (strided rank-4 kernel, "
+              "promotion, broadcasting and strides per call) | auto: minimal where it applies.")
 H_OUT_ = ("Trace file (.json.gz or .json); with --sweep, a folder. "
           "(default: traceview-<op>-<impl>-<shape>-<dtype>-<mode>.json.gz)")
 
@@ -89,6 +92,7 @@ def capture(
     streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
     timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
+    launcher: Annotated[str, _opt(H_LAUNCHER, _RUN)] = "auto",
     check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
     check_cache: Annotated[bool, _opt(H_CHECK_CACHE, _OUT, "--check-cache")] = False,
     format: Annotated[str, _opt(H_FORMAT, _OUT, "--format")] = "text",
@@ -107,7 +111,7 @@ def capture(
 def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warmup, iters,
              baseline_n, with_stack, record_shapes, graph_ops, streams, seed, timeout,
              check_layouts, format, sweep, out, fn=None, inputs=None, ref=None,
-             check_cache=False) -> None:
+             check_cache=False, launcher="auto") -> None:
     from rich.console import Console
 
     from traceview.capture import config as cfg
@@ -133,6 +137,10 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
 
         shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts or check_cache else "1x4096"
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
+    if sizes is not None:
+        check_output_dir(out, "--out")
+    else:
+        check_output_file(out, "--out", creates=True)
     if impl is None:
         impl = "fn" if fn else "triton"
     config = cfg.CaptureConfig(
@@ -141,7 +149,7 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
         device=device, mode=mode, sync=sync, warmup=warmup, iters=iters,
         baseline_n=baseline_n, with_stack=with_stack, record_shapes=record_shapes,
         graph_ops=graph_ops, streams=streams, seed=seed, timeout_s=timeout,
-        fn=fn, inputs_fn=inputs, ref=ref,
+        fn=fn, inputs_fn=inputs, ref=ref, launcher=launcher,
         out=None if sizes is not None else out, argv=_argv(),
     ).validate()
     console = Console()

@@ -25,6 +25,7 @@ from traceview.cli._common import (
     ThreadOpt,
     WindowOpt,
     analysis_options,
+    check_output_file,
     run_guarded,
     stdout_console,
 )
@@ -52,8 +53,8 @@ def explain(
     top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
     width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
     figure: Annotated[Path | None, typer.Option(
-        help="Also write a picture of a typical call here: SVG, or PNG for a .png name "
-             "(needs cairosvg). Markdown mentions it; text and JSON note it on stderr.")] = None,
+        help="Also write a picture of a typical call here: a .svg or a .png name (PNG "
+             "needs cairosvg); other names are refused. Markdown mentions it; text and JSON note it on stderr.")] = None,
     jobs: JobsOpt = None,
     recursive: RecursiveOpt = True,
     engine: EngineOpt = "local",
@@ -81,6 +82,7 @@ def explain(
 
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
+        check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
         report = run_explain(load_with_progress(trace),
                              analysis_options(window, calls, rules, thread, top=top,
                                               calls_depth=calls_depth))

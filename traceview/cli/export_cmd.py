@@ -7,6 +7,7 @@ none was (nothing is written then). Schema: ``docs/export.md``.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -21,6 +22,7 @@ from traceview.cli._common import (
     ThreadOpt,
     WindowOpt,
     analysis_options,
+    check_output_dir,
     run_guarded,
 )
 
@@ -56,6 +58,8 @@ def export(
 
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
+        if not is_url(parquet):
+            check_output_dir(Path(parquet), "--parquet")
         from traceview.cli._progress import RanksProgress
 
         with RanksProgress("traces") as bar:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from traceview.cli._common import run_guarded
+from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 from traceview.cli._output import as_text
 
 _MODEL, _LOAD, _SIDES, _PROTO, _OUT = "Model", "Workload", "Backends", "Protocol", "Output"
@@ -127,6 +127,8 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     ).validate()
     if not child_timeout > 0:
         raise UsageError("--child-timeout must be positive")
+    check_output_file(out, "--out", creates=True)
+    check_output_dir(trace_dir, "--trace-dir")
     if b is not None and rounds < 2:
         raise UsageError("an A/B needs --rounds 2 or more (6 for a 95% interval)")
     err = Console(stderr=True, highlight=False)

@@ -85,9 +85,10 @@ def decode(path: str | os.PathLike[str],
 
     check_memory(p, compressed)
     counter = [0]
+    cut: list[int] = []
     collector = Collector(p)
     splitter = Splitter(p, collector.chunk)
-    text = pieces(p, counter)
+    text = pieces(p, counter, cut)
     for piece in text:
         splitter.push(piece)
         if progress is not None:
@@ -95,9 +96,19 @@ def decode(path: str | os.PathLike[str],
     splitter.finish()
 
     problems: list[tuple[str, int, str]] = []
+    if cut:  # the damage as it is: the compressed stream is cut; the JSON only follows
+        where = (f"all {cut[0]} of the file's bytes" if cut[0] == compressed
+                 else f"{cut[0]} of the file's {compressed} bytes")
+        whole = "" if splitter.truncated else "; the text ends where an event ends"
+        problems.append(("compressed-stream-cut", 1,
+                         f"the compressed stream ends after {where} before its end (the "
+                         "file was cut short: a killed writer or an incomplete copy?): "
+                         f"{counter[0]} bytes of text read from it{whole}; what the rest "
+                         "held is unknown, so nothing is concluded from what is missing"))
     if splitter.truncated:
-        problems.append(("truncated", 1, "the file ends mid-JSON (a killed writer?): kept every "
-                         f"complete event before the cut, dropped the last "
+        problems.append(("truncated", 1, ("the text read ends mid-JSON" if cut else
+                                          "the file ends mid-JSON (a killed writer?)")
+                         + ": kept every complete event before the cut, dropped the last "
                          f"{splitter.truncated_bytes} of {counter[0]} bytes"))
     if collector.malformed:
         problems.append(("event-malformed", collector.malformed,

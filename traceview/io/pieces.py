@@ -1,7 +1,9 @@
 """Read a trace file's text in pieces: plain or gzip (by content, not by name).
 
-A gzip stream cut short (a killed writer) yields what inflates and stops, so the JSON
-layer can keep every complete event; corrupt gzip data is one ``TraceLoadError``.
+A gzip stream cut short (a killed writer, a copy that stopped) yields what inflates and
+stops, so the JSON layer can keep every complete event, and says so: ``cut`` receives
+how many of the file's bytes were read before the compressed stream ended without its
+end (the decoder names that damage as such); corrupt gzip data is one ``TraceLoadError``.
 Several gzip members are read one after another; garbage after the last is ignored.
 """
 
@@ -33,12 +35,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 PIECE = 8 << 20  # bytes of decompressed text per piece (and so per decoded chunk)
 
 
-def pieces(path: Path | str | os.PathLike[str], counter: list[int]) -> Iterator[bytes]:
+def pieces(path: Path | str | os.PathLike[str], counter: list[int],
+           cut: list[int] | None = None) -> Iterator[bytes]:
     """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip), from
     a local path or a URL (``io/sources.py``).
 
     A gzip stream cut short yields what inflates and stops (the JSON layer then keeps
-    every complete event); corrupt gzip data raises ``TraceLoadError``.
+    every complete event) and appends to ``cut`` the count of the file's bytes read when
+    the compressed stream ended unfinished; corrupt gzip data raises ``TraceLoadError``.
     """
     f = sources.open_binary(path)  # a local file, or a URL through fsspec
     errors = sources.read_errors() if sources.is_url(path) else (OSError,)
@@ -50,7 +54,7 @@ def pieces(path: Path | str | os.PathLike[str], counter: list[int]) -> Iterator[
                 counter[0] += len(b)
                 yield b
             return
-        whole_member = yield from _gunzip(path, f, counter)
+        whole_member = yield from _gunzip(path, f, counter, cut=cut)
         if counter[0] == 0 and not whole_member:
             raise TraceLoadError(path, "truncated or corrupt gzip data: nothing readable")
     except errors as exc:
@@ -60,10 +64,11 @@ def pieces(path: Path | str | os.PathLike[str], counter: list[int]) -> Iterator[
 
 
 def _gunzip(path: Path | str | os.PathLike[str], f, counter: list[int], codec=None, errors=None,
-            skip: int = 0) -> Generator[bytes, None, bool]:
+            skip: int = 0, cut: list[int] | None = None) -> Generator[bytes, None, bool]:
     """Every gzip member in turn, from ``f``'s position; garbage after the last is
     ignored; the first ``skip`` bytes of text are dropped. ``codec``: the inflate module
-    (ISA-L's when installed). Returns whether a whole member was read."""
+    (ISA-L's when installed). Returns whether a whole member was read; a member the file
+    ends inside puts the file's bytes read into ``cut``."""
     codec = codec or inflate
     errors = errors or INFLATE_ERRORS
     d = codec.decompressobj(31)
@@ -100,12 +105,15 @@ def _gunzip(path: Path | str | os.PathLike[str], f, counter: list[int], codec=No
         # of, and a stream cut short never gets there: inflate that member again with
         # zlib, which hands out all it can, past the text already given.
         f.seek(origin + start)
-        again = yield from _gunzip(path, f, counter, zlib, (zlib.error,), skip=inflated)
+        again = yield from _gunzip(path, f, counter, zlib, (zlib.error,), skip=inflated,
+                                   cut=cut)
         return whole_member or again
     out = d.flush()[skip:]
     if out:
         counter[0] += len(out)
         yield out
+    if read > start and not d.eof and cut is not None:
+        cut.append(origin + read)  # the file ended inside a member: the stream is cut
     return whole_member
 
 

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from traceview.capture.ab import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
+from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns, plural
 
 
@@ -109,6 +110,7 @@ def _confidence(doc: dict[str, Any]) -> str:
     return f"exact confidence {c['confidence']:.1%} with {c['rounds']} rounds"
 
 
+@laid_out
 def render_ab_console(doc: dict[str, Any], console: Console) -> None:
     console.print(Text(_header(doc)))
     for line in side_lines(doc) + kernel_lines(doc):

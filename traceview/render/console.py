@@ -15,20 +15,17 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.analyses.kernel_bytes import sentence
+from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_in_call, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics
-from traceview.render.names import short_kernel
+from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
+from traceview.render.text import laid_out, name_text
 from traceview.report.model import VERDICT_IDS
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
 
-CATEGORY_STYLE = {
-    "launch": "bold magenta", "sync": "red", "specialize": "yellow", "cache_key": "bright_yellow",
-    "launch_metadata": "cyan", "compile": "bold red", "import": "bright_red",
-    "dispatch": "blue", "library": "bright_blue", "user": "green", "profiler": "grey50",
-    "other": "white", "untraced": "grey35",
-}
+CATEGORY_STYLE = TERMINAL  # one table with the SVG's (render/call_picture.py)
 # One letter per category so the waterfall reads without colour too.
 CATEGORY_GLYPH = {
     "launch": "L", "sync": "S", "specialize": "s", "cache_key": "k", "launch_metadata": "m",
@@ -207,13 +204,11 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
             host.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in t.device_busy)
         dev.append("K" if busy * 2 >= (b - a) else ("k" if busy else "."),
-                   style="reverse bold green" if busy else "grey35")
-    items = []
-    for cat, ns in sorted(call.categories.items(), key=lambda kv: -kv[1]):
-        if ns:
-            items.append(Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
-                                       f" {cat} {fmt_ns(ns)}"))
-    items.append(Text.assemble(("K", "reverse bold green"), " device busy (k: partly)"))
+                   style=f"reverse {DEVICE_TERMINAL}" if busy else "grey35")
+    items = [Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
+                           f" {cat} {fmt_ns(ns)}") for cat, ns in legend(r)]
+    items.append(Text.assemble(("K", f"reverse {DEVICE_TERMINAL}"),
+                               f" device busy {fmt_ns(busy_in_call(t))} (k: partly)"))
     title = Text(f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
                  f", {device_work(call.metrics)}", style="bold")
     end = fmt_ns(span)
@@ -226,14 +221,15 @@ def _kernels(r: Report, top: int) -> RenderableType | None:
     ks = r.device.kernels[:top]
     if not ks:
         return None
-    table = Table(title="Top kernels (sum over launches; template arguments dropped, full "
-                        "names in --format json)", title_justify="left", pad_edge=False)
+    table = Table(title=f"Top kernels (sum over launches; {KERNEL_NAMES_NOTE})",
+                  title_justify="left", pad_edge=False)
     table.add_column("kernel", overflow="fold", ratio=1)
     for col in ("count", "sum", "p50", "max"):
         table.add_column(col, justify="right", no_wrap=True)
+    labels = kernel_labels([k.name for k in r.device.kernels])
     for k in ks:
         # Text, not str: a kernel named like rich markup ('[/]') must print as written
-        table.add_row(Text(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns),
+        table.add_row(name_text(labels[k.name]), str(k.count), fmt_ns(k.sum_ns),
                       fmt_ns(k.stats.p50), fmt_ns(k.stats.max))
     return table
 
@@ -254,7 +250,7 @@ def _functions(r: Report, top: int) -> RenderableType | None:
     for f in fs:
         per = f.inclusive_ns_per_call is not None
         name = short_kernel(f.name) if f.category == "launch" else printable(f.name)
-        table.add_row(Text(name), Text(f.category, style=_style(f.category)),
+        table.add_row(name_text(name), Text(f.category, style=_style(f.category)),
                       fmt_ns(f.self_ns), fmt_ns(f.self_ns_per_call) if per else "-",
                       fmt_ns(f.inclusive_ns_per_call) if per else "-",
                       Text(f"{f.calls_with}/{warm}",
@@ -309,6 +305,7 @@ def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     return [p for p in parts if p is not None]
 
 
+@laid_out
 def render_console(r: Report, console: Console, top: int = 10) -> None:
     for p in renderables(r, console.width, top):
         console.print(p)

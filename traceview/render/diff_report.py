@@ -15,8 +15,17 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.multi.compare import Diff
+from traceview.render.diff_top import (
+    KERNEL_HEADER,
+    TOP_FUNCTIONS,
+    more,
+    top_kernels,
+    top_warnings,
+)
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
+from traceview.render.names import kernel_labels
+from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns
 
 PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
@@ -101,16 +110,22 @@ def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[i
     for i, (col, w) in enumerate(zip(header, widths, strict=True)):
         t.add_column(col, width=w or None, ratio=None if w else 1,
                      justify="left" if i == 0 else "right", overflow="fold")
+    from traceview.render.text import name_text
+
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*([name_text(r[0]), *r[1:]] if r else r))
     return t
 
 
+@laid_out
 def render_diff_console(d: Diff, console: Console) -> None:
     console.print(Text(f"before {d.before_path} ({d.calls_before} calls)\n"
                        f"after  {d.after_path} ({d.calls_after} calls)"))
-    for w in d.warnings:
+    shown, rest = top_warnings(d.warnings)
+    for w in shown:
         console.print(Text(f"warning: {w}", style="yellow"))
+    if rest:
+        console.print(Text(f"warning: {rest}", style="yellow"))
     u = d.unprofiled
     if u is None:
         console.print(Text("unprofiled: no unprofiled figures on both sides (capture metadata "
@@ -127,8 +142,11 @@ def render_diff_console(d: Diff, console: Console) -> None:
     console.print(t)
     cp = d.code_path
     if cp and cp["functions"]:
+        rows = code_rows(cp)
         console.print(_table("code path: what changed between the profiled traces (per call)",
-                             CODE_HEADER, code_rows(cp), (0, 6, 8, 8, 8, 11)))
+                             CODE_HEADER, rows[:TOP_FUNCTIONS], (0, 6, 8, 8, 8, 11)))
+        if len(rows) > TOP_FUNCTIONS:
+            console.print(Text(more(len(rows) - TOP_FUNCTIONS, "functions"), style="grey50"))
         if any(r["status"].endswith("*") for r in cp["functions"]):
             console.print(Text(cp["status_note"], style="grey50"))
         if cp.get("families"):
@@ -140,9 +158,12 @@ def render_diff_console(d: Diff, console: Console) -> None:
         speed = cp.get("machine_speed") or {}
         if speed.get("note"):
             console.print(Text("note: " + speed["note"], style="yellow"))
-    changed = [k for k in d.kernels if k["status"] != "common"]
-    for k in changed:
-        console.print(f"kernel {k['status']}: {k['name']}")
+    krows, krest = top_kernels(d.kernels)
+    if krows:
+        console.print(_table("kernels added, removed or changed (the largest change in device "
+                             "time first)", KERNEL_HEADER, krows, (0, 7, 10, 10, 10)))
+    if krest:
+        console.print(Text(krest, style="grey50"))
     for line in kernels_used_lines(d):
         console.print(Text(line))
     console.print(Text(verdict_line(d), style="bold"))
@@ -209,7 +230,8 @@ def render_diff_markdown(d: Diff) -> str:
             parts.append(f"> **note:** {esc(speed['note'])}")
     ks = [k for k in d.kernels]
     if ks:
-        krows = [[code(k["name"]), k["status"], str(k["count_before"]), str(k["count_after"]),
+        labels = kernel_labels([k["name"] for k in ks])
+        krows = [[code(labels[k["name"]]), k["status"], str(k["count_before"]), str(k["count_after"]),
                   fmt_ns(k["p50_before"]), fmt_ns(k["p50_after"])] for k in ks[:30]]
         parts.append("<details><summary>Kernels by name</summary>\n\n"
                      + table(["kernel", "status", "count before", "count after", "p50 before",

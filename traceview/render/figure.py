@@ -6,7 +6,9 @@ optional ``cairosvg``). The axis is the typical call's own range; device work th
 on after the call is said in words, not drawn on a longer axis. Each row is drawn per
 pixel column (the category owning most of the column; the share of the column the
 device is busy), with neighbouring equal columns merged, so the file stays small (a few
-KB) whatever the trace, and the legend lists only what is drawn.
+KB) whatever the trace. The legend's figures are the text's (``call_picture.legend``:
+each category's time in the call, the device's busy time in it), not totals measured off
+the pixels, and it says that a pixel shows the category owning most of it.
 """
 
 from __future__ import annotations
@@ -15,20 +17,16 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 from traceview.errors import UsageError
+from traceview.render.call_picture import DEVICE_HEX, HEX, busy_in_call, legend
 from traceview.render.labels import device_work
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
     from traceview.report.model import Report
 
-# Hex colours per category (the console uses named terminal colours for the same ids).
-COLOURS = {
-    "launch": "#b0359e", "sync": "#d62728", "specialize": "#e0b000", "cache_key": "#f2d64b",
-    "launch_metadata": "#17becf", "compile": "#8c1c13", "import": "#ff7f50",
-    "dispatch": "#1f77b4", "library": "#6baed6", "user": "#2ca02c", "profiler": "#7f7f7f",
-    "other": "#c7c7c7", "untraced": "#e6e6e6",
-}
-BUSY = "#2ca02c"
+# Colours from the one table (call_picture): every category's distinct, and the device's.
+COLOURS = HEX
+BUSY = DEVICE_HEX
 WIDTH, LEFT, RIGHT = 900, 70, 20
 ROW_H = 28
 CHAR_W = 7.2  # average glyph width of 14px sans-serif, for fitting the title
@@ -106,21 +104,17 @@ def render_svg(r: Report) -> str:
              f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>',
              f'<text x="8" y="{40 + ROW_H * 0.65:.0f}" font-size="12" {FONT}>host</text>',
              f'<text x="8" y="{48 + ROW_H * 1.65:.0f}" font-size="12" {FONT}>device</text>']
-    drawn: dict[str, int] = {}
     for first, count, cat in _runs(owner):
         if cat is None:
             continue
         ns = sum(hcols[i].get(cat, 0) for i in range(first, first + count))
-        drawn[str(cat)] = drawn.get(str(cat), 0) + ns
         parts.append(f'<rect x="{LEFT + first}" y="40" width="{count}" height="{ROW_H}" '
                      f'fill="{COLOURS.get(str(cat), "#999999")}"><title>{escape(str(cat))} '
                      f'{fmt_ns(ns)}</title></rect>')
-    busy_drawn = 0
     for first, count, lv in _runs(level):
         if not lv:
             continue
         ns = sum(dcols[i].get("busy", 0) for i in range(first, first + count))
-        busy_drawn += ns
         parts.append(f'<rect x="{LEFT + first}" y="{48 + ROW_H}" width="{count}" '
                      f'height="{ROW_H}" fill="{BUSY}" fill-opacity="{int(lv) / 4:g}">'
                      f'<title>device busy {fmt_ns(ns)}</title></rect>')
@@ -134,10 +128,14 @@ def render_svg(r: Report) -> str:
     if note:
         parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>{escape(note)}</text>')
         ly += 18
-    items = [(COLOURS.get(c, "#999999"), f"{c} {fmt_ns(ns)}")
-             for c, ns in sorted(drawn.items(), key=lambda kv: -kv[1])]
-    if busy_drawn:
-        items.append((BUSY, f"device busy {fmt_ns(busy_drawn)} (paler: part of a pixel)"))
+    items = [(COLOURS.get(c, "#999999"), f"{c} {fmt_ns(ns)}") for c, ns in legend(r)]
+    busy_ns = busy_in_call(t) if t is not None else r.device.busy_ns
+    if busy_ns:
+        items.append((BUSY, f"device busy {fmt_ns(busy_ns)} (paler: part of a pixel)"))
+    parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>'
+                 + escape("each pixel column shows the host category owning most of it; "
+                          "figures: the call's own") + "</text>")
+    ly += 18
     lx = LEFT
     for colour, label in items:
         w = 24 + 6.2 * len(label)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from traceview import __version__
 from traceview.analyses.kernel_bytes import sentence
 from traceview.render.labels import shown_metrics
-from traceview.render.names import short_kernel
+from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
@@ -234,11 +234,10 @@ def gantt(r: Report) -> str | None:
     call = r.typical
     if t is None or call is None:
         return None
+    from traceview.render.call_picture import device_bars, host_bars
+
     lo, hi = t.start_ns, t.end_ns
-    merged = list(t.host)
-    if len(merged) > GANTT_MAX_BARS:  # keep the longest pieces, in time order
-        merged = sorted(sorted(merged, key=lambda x: x.start_ns - x.end_ns)[:GANTT_MAX_BARS],
-                        key=lambda x: x.start_ns)
+    host, device = host_bars(t, GANTT_MAX_BARS), device_bars(t, GANTT_MAX_BARS)
     # (ns per chart millisecond, axis format, unit the axis reads in): ticks must not wrap
     # (``%L`` is the millisecond part, 0-999; ``%S`` the seconds, 0-59)
     span = t.end_ns - lo
@@ -253,16 +252,21 @@ def gantt(r: Report) -> str | None:
              f"    title Typical call #{call.index} ({fmt_ns(call.metrics['api_ns'])}), "
              f"axis in {unit_name}",
              "    dateFormat x", f"    axisFormat {axis}", "    section host"]
-    for i, seg in enumerate(merged):
-        a, b = at(seg.start_ns), max(at(seg.end_ns), at(seg.start_ns) + 1)
-        lines.append(f"    {seg.category} {fmt_ns(seg.end_ns - seg.start_ns)} :h{i}, {a}, {b}")
+    for i, bar in enumerate(host.bars):
+        a, b = at(bar.start_ns), max(at(bar.end_ns), at(bar.start_ns) + 1)
+        lines.append(f"    {bar.label} {fmt_ns(bar.ns)} :h{i}, {a}, {b}")
     lines.append("    section device")
-    if not t.device_busy:
+    if not device.bars:
         lines.append(f"    idle :d0, 0, {max(at(hi), 1)}")
-    for i, (s, e) in enumerate(t.device_busy[:GANTT_MAX_BARS]):
-        a, b = at(s), max(at(e), at(s) + 1)
-        lines.append(f"    busy {fmt_ns(e - s)} :active, d{i}, {a}, {b}")
+    for i, bar in enumerate(device.bars):
+        a, b = at(bar.start_ns), max(at(bar.end_ns), at(bar.start_ns) + 1)
+        pieces = f" in {bar.pieces}" if bar.pieces > 1 else ""
+        lines.append(f"    busy {fmt_ns(bar.ns)}{pieces} :active, d{i}, {a}, {b}")
     lines.append("```")
+    notes = [n for n in (host.note("host"), device.note("device")) if n]
+    if notes:
+        lines.append("")
+        lines.append("_Chart: " + esc("; ".join(notes)) + "._")
     return "\n".join(lines)
 
 
@@ -347,9 +351,10 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
                               + _more(len(rows), len(fs))))
     ks = r.device.kernels
     if ks:
-        rows = [[code(short_kernel(k.name)), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
+        labels = kernel_labels([k.name for k in ks])
+        rows = [[code(labels[k.name]), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
                  fmt_ns(k.stats.min), fmt_ns(k.stats.max)] for k in ks[:MAX_KERNEL_ROWS]]
-        parts.append(_details("Kernels (template arguments dropped; full names in the JSON)",
+        parts.append(_details(f"Kernels ({KERNEL_NAMES_NOTE})",
                               table(["kernel", "count", "sum", "p50", "min", "max"], rows)
                               + _more(len(rows), len(ks))))
     calls = c.per_call

@@ -8,6 +8,8 @@ mostly template arguments and parameter types. The terminal and markdown show
 
 from __future__ import annotations
 
+import re
+
 
 def _drop_nested(s: str, open_: str, close: str) -> str:
     out, depth = [], 0
@@ -35,3 +37,104 @@ def short_kernel(name: str) -> str:
     s = _drop_nested(s, "<", ">")
     s = _drop_nested(s, "(", ")")
     return s.replace("<…>", "<…>").strip() or name
+
+
+# What the kernel tables say about their names.
+KERNEL_NAMES_NOTE = ("template arguments folded; kernels sharing a template show the "
+                     "arguments that differ; full names in --format json")
+
+
+def _top_args(s: str) -> tuple[str, list[str], str] | None:
+    """``prefix<a, b<c, d>, e>rest`` -> (prefix, [a, b<c, d>, e], rest): the first
+    template argument list split at its own commas; None without one."""
+    start = s.find("<")
+    if start <= 0:
+        return None
+    depth, args, cur = 0, [], []
+    for i in range(start, len(s)):
+        ch = s[i]
+        if ch in "<(":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch in ">)":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return s[:start], args, s[i + 1:]
+        elif ch == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    return None
+
+
+def _short_arg(a: str) -> str:
+    """A template argument as a reader names it: namespaces dropped, its own template
+    arguments kept one level deep (``MulFunctor<…>`` inside ``BinaryFunctor<…>``)."""
+    a = re.sub(r"\b(?:\w+::)+", "", a)
+    out, depth = [], 0
+    for ch in a:
+        if ch == "<":
+            depth += 1
+            if depth == 2:
+                out.append("<…")
+                continue
+        elif ch == ">":
+            depth -= 1
+            if depth == 1:
+                out.append(">")
+                continue
+        if depth < 2:
+            out.append(ch)
+    return re.sub(r"\s*>\s*>", ">>", "".join(out)).strip()
+
+
+def kernel_labels(names: list[str]) -> dict[str, str]:
+    """Each kernel's name as a reader tells it apart from the others in ``names``.
+
+    A name is ``short_kernel``'s (template arguments and parameters folded to ``<…>``,
+    ``(…)``) unless several kernels fold to the same one (``elementwise_kernel<…>(…)`` for
+    an add and a mul): those show the template arguments that differ between them
+    (namespaces dropped, nested arguments one level deep), ``…`` for those that do not,
+    and how many variants share the template (``[2 variants]``), numbered when even their
+    arguments agree. The full names stay in the JSON."""
+    groups: dict[str, list[str]] = {}
+    for n in dict.fromkeys(names):
+        groups.setdefault(short_kernel(n), []).append(n)
+    out: dict[str, str] = {}
+    for base, members in groups.items():
+        if len(members) == 1:
+            out[members[0]] = base
+            continue
+        parsed = {m: _top_args(m[5:] if m.startswith("void ") else m) for m in members}
+        width = max((len(p[1]) for p in parsed.values() if p), default=0)
+        differ = {i for i in range(width)
+                  if len({(p[1][i] if p and i < len(p[1]) else None)
+                          for p in parsed.values()}) > 1}
+        labels = {}
+        for m in members:
+            p = parsed[m]
+            if p is None or not differ:
+                labels[m] = base
+                continue
+            shown: list[str] = []
+            for i, a in enumerate(p[1]):
+                if i in differ:
+                    shown.append(_short_arg(a))
+                elif not shown or shown[-1] != "…":
+                    shown.append("…")
+            prefix = short_kernel(p[0] + "<>").removesuffix("<…>").removesuffix("<>")
+            labels[m] = f"{prefix}<{', '.join(shown)}>" + ("(…)" if "(" in p[2] else "")
+        seen: dict[str, int] = {}
+        for m in members:
+            seen[labels[m]] = seen.get(labels[m], 0) + 1
+        k = dict.fromkeys(seen, 0)
+        for m in members:
+            label = labels[m]
+            if seen[label] > 1:
+                k[label] += 1
+                label = f"{label} #{k[label]}"
+            out[m] = f"{label} [{len(members)} variants]"
+    return out

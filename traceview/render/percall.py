@@ -85,10 +85,29 @@ def _device_columns(c) -> tuple[tuple[str, ...], Any]:
     return ("kernel", "copy"), cells
 
 
-def _node_label(n: TreeRow, warm: int) -> str:
+def family_rows(r: Report) -> list[tuple[str, int, str]]:
+    """The module table's rows: (module, ns per call, share), the share computed from the
+    figure shown over the one whole the title names (a warm call's p50), sorted by that
+    figure; modules with no time in a typical warm call are left out."""
+    from traceview.units import fmt_share
+
+    call = _call_p50(r)
+    fams = sorted((f for f in r.host.families if f.ns_per_call > 0),
+                  key=lambda f: (-f.ns_per_call, f.name))
+    return [(f.name, f.ns_per_call, fmt_share(f.ns_per_call, call)) for f in fams]
+
+
+def family_title(r: Report, warm_calls: int) -> str:
+    return (f"A warm call by Python module (p50 of {warm_calls} warm calls; share of a call's "
+            f"p50, {fmt_ns(_call_p50(r))})")
+
+
+def _node_label(n: TreeRow, warm: int, name=None) -> str:
+    """A tree node's line; ``name``: what marks the name's break points (text only)."""
     count = f" x{n.count}" if n.count > 1 else ""
     few = f" (in {n.calls_with} of {warm} calls)" if 2 * n.calls_with < warm else ""
-    return (f"{n.name}{count}  {fmt_ns(n.inclusive_ns)} incl, {fmt_ns(n.self_ns)} self"
+    shown = n.name if name is None else name(n.name).plain
+    return (f"{shown}{count}  {fmt_ns(n.inclusive_ns)} incl, {fmt_ns(n.self_ns)} self"
             f"  [{n.category}]{few}")
 
 
@@ -100,6 +119,8 @@ def console_sections(r: Report) -> list[Any]:
     from rich.text import Text
     from rich.tree import Tree
 
+    from traceview.render.text import name_text
+
     out: list[Any] = []
     c = r.calls
     if not c.per_call:
@@ -108,7 +129,7 @@ def console_sections(r: Report) -> list[Any]:
     head = Text("\n".join(reasons)) if reasons else None
     if len(c.kinds) > 1 or (c.api_sync is not None and c.api_sync.n):
         t = Table(title="Call kinds (p50 over warm calls)", title_justify="left", pad_edge=False)
-        t.add_column("kind", overflow="ellipsis", max_width=24, no_wrap=True)
+        t.add_column("kind", overflow="fold", max_width=40)
         dev_cols, dev_cells = _device_columns(c)
         for col in ("calls", "warm", "call", "+ sync", *dev_cols):
             t.add_column(col, justify="right")
@@ -116,7 +137,7 @@ def console_sections(r: Report) -> list[Any]:
         if len(c.kinds) > 1:
             rows.append(("all kinds", c.count, c.warm_count, c.stats, c.api_sync))
         for name, n, w, st, sync in rows:
-            t.add_row(Text(name), str(n), str(w), fmt_ns(st["api_ns"].p50),
+            t.add_row(name_text(name), str(n), str(w), fmt_ns(st["api_ns"].p50),
                       fmt_ns(sync.p50 if sync is not None else None), *dev_cells(st))
         out.extend(x for x in (head, t) if x is not None)
     elif head is not None:
@@ -125,16 +146,16 @@ def console_sections(r: Report) -> list[Any]:
     families = r.host.families
     note = unprofiled_note(r)
     if families and r.trace.python_frames:
-        t = Table(title=f"A warm call by Python module (p50 of {warm_calls} warm calls)"
-                        f"{unprofiled_short(r)}",
+        t = Table(title=family_title(r, warm_calls) + unprofiled_short(r),
                   title_justify="left", pad_edge=False)
-        t.add_column("module (innermost frame)", overflow="ellipsis", max_width=46, no_wrap=True)
+        t.add_column("module (innermost frame)", overflow="fold")
         t.add_column("per call", justify="right")
         t.add_column("share", justify="right")
-        for f in families[:FAMILY_ROWS]:
-            t.add_row(Text(f.name), fmt_ns(f.ns_per_call), f"{100 * f.share:.1f}%")
-        if len(families) > FAMILY_ROWS:
-            t.add_row(Text(f"{len(families) - FAMILY_ROWS} more (--format json)"), "", "")
+        rows = family_rows(r)
+        for name, ns, share in rows[:FAMILY_ROWS]:
+            t.add_row(name_text(name), fmt_ns(ns), share)
+        if len(rows) > FAMILY_ROWS:
+            t.add_row(Text(f"{len(rows) - FAMILY_ROWS} more (--format json)"), "", "")
         out.append(t)
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
@@ -144,7 +165,7 @@ def console_sections(r: Report) -> list[Any]:
         def add(branch, nodes, depth):
             shown = _visible(nodes, floor)
             for n in shown:
-                sub = branch.add(Text(_node_label(n, warm_calls)))
+                sub = branch.add(Text(_node_label(n, warm_calls, name_text)))
                 if depth < TREE_DEPTH_TEXT:
                     add(sub, n.children, depth + 1)
             hidden = len(nodes) - len(shown)
@@ -180,10 +201,8 @@ def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
         parts.append(table(["kind", "calls", "warm", "call", "call + sync", *dev_cols], rows))
     warm_calls = c.tree_warm_calls
     if r.host.families and r.trace.python_frames:
-        rows = [[code(f.name), fmt_ns(f.ns_per_call), f"{100 * f.share:.1f}%"]
-                for f in r.host.families[:FAMILY_ROWS]]
-        parts.append(f"#### Where a warm call goes, by Python module (p50 over {warm_calls} "
-                     f"warm calls){unprofiled_short(r)}")
+        rows = [[code(name), fmt_ns(ns), share] for name, ns, share in family_rows(r)[:FAMILY_ROWS]]
+        parts.append(f"#### {esc(family_title(r, warm_calls))}{unprofiled_short(r)}")
         parts.append(table(["module (innermost frame)", "per call", "share"], rows))
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from traceview.render.text import laid_out
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -95,6 +96,15 @@ def reason_text(o: Outlier) -> str:
             f"{_value(o.metric, o.median)} ({_relative(o)}, MAD {_value(o.metric, o.mad)})")
 
 
+def damage(r: RankResult) -> list[str]:
+    """What is wrong with a rank's file, from its own report's diagnostics (the warnings:
+    cut short, malformed, duplicated records...): ``code: message`` each, none when whole.
+    A damaged rank's figures cover only what could be read, so the table says so."""
+    if not r.ok:
+        return []
+    return [f"{g.code}: {g.message}" for g in r.report.diagnostics if g.severity == "warning"]
+
+
 def _row(r: RankResult, *, copies: bool = False) -> list[str]:
     from traceview.multi.ranks import rank_metrics
 
@@ -106,7 +116,8 @@ def _row(r: RankResult, *, copies: bool = False) -> list[str]:
     return [str(r.rank), _file(r.path), fmt_ns(m["window_ns"]), _pct(m["device_busy_share"]),
             str(m["calls"]), fmt_ns(m["api_p50_ns"]), fmt_ns(kernel),
             *([fmt_ns(m["copy_p50_ns"])] if copies else []),
-            fmt_ns(m["host_overhead_p50_ns"]), m["verdict"] or "-"]
+            fmt_ns(m["host_overhead_p50_ns"]),
+            ("damaged; " if damage(r) else "") + (m["verdict"] or "-")]
 
 
 def _summary_lines(report: RanksReport) -> list[str]:
@@ -128,12 +139,16 @@ def _summary_lines(report: RanksReport) -> list[str]:
     else:
         lines.append(f"no stragglers (a rank stands out when more than {STRAGGLER_MAD_K:g} MAD "
                      f"and {100 * STRAGGLER_MIN_RELATIVE:.0f}% from the median)")
+    for r in report.ok:
+        for what in damage(r):
+            lines.append(f"damaged: rank {r.rank} ({_file(r.path)}): {what}")
     for r in report.failed:
         lines.append(f"failed: rank {r.rank}: {r.error}")
     lines += [f"warning: {w}" for w in report.warnings]
     return lines
 
 
+@laid_out
 def render_ranks_console(report: RanksReport, console: Console) -> None:
     # No vertical rules, and every column but the file name kept at its widest cell: nine
     # columns fit in 80 with the numbers whole; a long file name is cut instead.
@@ -153,14 +168,18 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
         # a two-word header on two lines: the column is as wide as its numbers
         table.add_column(col.replace(" ", "\n"), justify="left" if col == "verdict" else "right",
                          no_wrap=True, min_width=widest)
+    from traceview.render.text import name_text
+
     for i, (r, cells) in enumerate(zip(report.ranks, rows, strict=True)):
-        style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers else None)
-        table.add_row(*cells, style=style)
+        style = "bold red" if not r.ok else ("bold yellow" if i in report.stragglers
+                                             else "yellow" if damage(r) else None)
+        table.add_row(cells[0], name_text(cells[1], long_part=0), *cells[2:], style=style)
     console.print(table)
     console.print()
     for line in _summary_lines(report):
         kind = line.split(":", 1)[0]
-        style = {"straggler": "bold yellow", "failed": "bold red", "warning": "yellow"}.get(kind)
+        style = {"straggler": "bold yellow", "failed": "bold red", "warning": "yellow",
+                 "damaged": "yellow"}.get(kind)
         console.print(Text(line, style=style or ""))
 
 

@@ -40,15 +40,17 @@ class Renderer(Protocol):
 
 
 def _console_text(options: RenderOptions, draw: Any) -> str:
-    """What ``draw(console)`` prints, on a console ``options.width`` wide."""
-    from rich.console import Console
+    """What ``draw(console)`` prints, on a console ``options.width`` wide, laid out by
+    the text layer (``traceview.render.text``: numbers keep their units, names break at
+    their boundaries)."""
+    from traceview.render.text import TextConsole, finish
 
     buf = StringIO()
-    console = Console(width=options.width, file=buf, highlight=False,
-                      color_system=options.color,  # type: ignore[arg-type]
-                      force_terminal=options.color is not None, legacy_windows=False)
+    console = TextConsole(width=options.width, file=buf, highlight=False,
+                          color_system=options.color,  # type: ignore[arg-type]
+                          force_terminal=options.color is not None, legacy_windows=False)
     draw(console)
-    return buf.getvalue()
+    return finish(buf.getvalue())
 
 
 class Terminal:
@@ -222,11 +224,16 @@ def renderer(name: str, subject: Subject = "report") -> Renderer:
 
 
 def write_figure(report: Report, path: str | Path) -> None:
-    """The typical call's picture into ``path``: a PNG for a ``.png`` name, else the SVG
-    (``explain --figure``), written whole or not at all."""
+    """The typical call's picture into ``path``: a PNG for a ``.png`` name, an SVG for an
+    ``.svg`` one, any other name refused (``explain --figure``); written whole or not at
+    all."""
     from traceview.atomic import write_bytes_atomic
+    from traceview.errors import UsageError
 
     path = Path(path)
-    out = renderer("png" if path.suffix.lower() == ".png" else "svg").render(
-        report, RenderOptions())
+    kind = path.suffix.lower().lstrip(".")
+    if kind not in ("svg", "png"):
+        raise UsageError(f"{path}: a figure is written as .svg or .png, not "
+                         f"{path.suffix or 'a name without a suffix'}")
+    out = renderer(kind).render(report, RenderOptions())
     write_bytes_atomic(path, out if isinstance(out, bytes) else out.encode())

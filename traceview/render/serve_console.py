@@ -19,8 +19,10 @@ from traceview.render.serve_common import (
     versions_line,
     workload_line,
 )
+from traceview.render.text import laid_out
 
 
+@laid_out
 def render_serve_console(doc: dict[str, Any], console: Console) -> None:
     p = console.print
     p(f"[bold]model[/] {escape(model_line(doc))}")

@@ -37,6 +37,13 @@ COLD_FIRST_CALL_RATIO = 5.0
 HOST_BOUND_IDLE_SHARE = 0.5
 # Profiler overhead inside one call above this share of the warm median is reported.
 PERTURBATION_CALL_SHARE = 0.25
+# Findings that conclude from something's absence ("no Python frames: with_stack was off",
+# "no device work: a CPU-only trace"). From a file cut short the absent part may simply be
+# the part that is missing, so they are not drawn from one: the damage is said instead.
+FROM_ABSENCE = frozenset({"no-python-frames", "no-device-work", "no-host-events",
+                          "reproducer-incomplete", "launch-without-device-work"})
+# The loader's diagnostics that mean the file ends before its end.
+CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
 
 
 @dataclass(frozen=True)
@@ -244,7 +251,7 @@ def _no_python_frames(ex: Analysis) -> list[Detected]:
 
 def _input_problems(ex: Analysis) -> list[Detected]:
     out = []
-    cut = any(g.code == "truncated" for g in ex.trace.diagnostics)
+    cut = _cut_short(ex)
     if ex.window.dur_ns <= 0:
         out.append(Detected("no-activity", {"slices": len(ex.trace.slices)}))
     elif ex.device.work_rows.size == 0 and not (cut and ex.launches.count):
@@ -270,10 +277,16 @@ DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
 ]
 
 
+def _cut_short(ex: Analysis) -> bool:
+    return any(g.code in CUT_SHORT for g in ex.trace.diagnostics)
+
+
 def detect(ex: Analysis) -> list[Finding]:
-    """Every detector's findings, phrased, the most severe first."""
+    """Every detector's findings, phrased, the most severe first; from a file cut short,
+    none that rests on something being absent (``FROM_ABSENCE``)."""
     from traceview.report.messages import phrase
 
+    cut = _cut_short(ex)
     found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
-             for det in DETECTORS for d in det(ex)]
+             for det in DETECTORS for d in det(ex) if not (cut and d.id in FROM_ABSENCE)]
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))

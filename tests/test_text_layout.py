@@ -1,0 +1,118 @@
+"""The text layer (``traceview/render/text.py``): a number never parted from its unit, a
+name broken only at its boundaries, at every width; golden outputs at 80, 120 and 200
+columns on real H200 fixtures (a FlagGems op, a Triton capture, profiler steps of a
+compiled model).
+
+Refresh the goldens deliberately, and read the diff:
+
+    TRACEVIEW_UPDATE_GOLDEN=1 python -m pytest tests/test_text_layout.py
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import traceview
+from traceview.render.registry import RenderOptions, renderer
+from traceview.render.text import GLUE, SOFT, bind, finish, name
+
+ROOT = Path(__file__).parent.parent
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = bool(os.environ.get("TRACEVIEW_UPDATE_GOLDEN"))
+FIXTURES = (
+    "flag_gems_add_16x4096_bf16.json.gz",  # FlagGems add on the H200: long module names
+    "triton_add_16x4096_bcast.json.gz",  # traceview capture's built-in Triton launcher
+    "shape_model_schedule.json.gz",  # a compiled model's ProfilerStep#N steps
+)
+GOLDEN_WIDTHS = (80, 120, 200)
+WIDTHS = (60, 72, 80, 96, 100, 120, 137, 160, 200)
+# ("s" alone only before punctuation or a cell's end: the legend's glyph "s" names specialize)
+UNIT = r"(?:(?:ns|us|ms|KiB|MiB|GiB|%)(?=[\s,;)\]│┃]|$)|s(?=[,;)\]]|\s*[│┃]|\s*$))"
+# A line, or a table cell's line, that starts with a unit: its number is on the line above.
+STARTS_WITH_UNIT = re.compile(r"(?:^|[│┃|])[\s│├└─┃]*" + UNIT)
+# A line (or cell line) that ends inside a number: "8." or "3,"; its digits go on below.
+ENDS_IN_NUMBER = re.compile(r"(?<![\w.])\d+[.,]\s*(?:[│┃]|$)")
+
+
+@pytest.fixture(scope="module")
+def reports():
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # trace.path as written in the goldens: fixtures/<name>
+    try:
+        return {f: traceview.analyze(Path("fixtures") / f) for f in FIXTURES}
+    finally:
+        os.chdir(cwd)
+
+
+def text(report, width: int) -> str:
+    return renderer("text").render(report, RenderOptions(width=width))
+
+
+def broken_units(out: str) -> list[str]:
+    return [ln for ln in out.splitlines() if STARTS_WITH_UNIT.search(ln)
+            or ENDS_IN_NUMBER.search(ln)]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_no_number_is_parted_from_its_unit_at_any_width(reports, fixture):
+    for width in WIDTHS:
+        out = text(reports[fixture], width)
+        assert not broken_units(out), (width, broken_units(out)[:4])
+        assert max(len(ln) for ln in out.splitlines()) <= width
+        assert GLUE not in out and SOFT not in out
+
+
+def test_the_checks_above_can_fail():
+    assert broken_units("device work 3.05\nms")
+    assert broken_units("│ 1.8 ms incl, 311 │\n│ us self │")
+    assert broken_units("intervals [11.1 ms, 17\nms]")
+    assert broken_units("<built-in method add>  600 us incl, 8.\n51 us self")
+    assert not broken_units("device work 3.05 ms\nhost 1 us")
+
+
+def test_bind_keeps_numbers_with_units_and_the_length():
+    s = "untraced 16.6 ms, [11.1 ms, 17 ms] 4.5% +3.04 ms 12 streams 3 s"
+    b = bind(s)
+    assert len(b) == len(s)
+    assert finish(b) == s
+    assert "16.6" + GLUE + "ms" in b and "17" + GLUE + "ms]" in b and "3" + GLUE + "s" in b
+    assert "12 streams" in b  # a count and its noun may part
+
+
+def test_names_break_at_their_boundaries_only():
+    n = name("flag_gems/utils/pointwise_dynamic.py(1303): _call_real_impl")
+    parts = n.replace(" ", SOFT).split(SOFT)
+    assert parts[:4] == ["flag_gems/", "utils/", "pointwise_dynamic.", "py"]
+    assert "_call_real_impl" in parts  # a short identifier stays whole
+    assert name("at::native::add_kernel<…>(…)").split(SOFT) == [
+        "at::", "native::", "add_kernel", "<…>", "(…)"]
+    assert SOFT not in name("8.51 us")  # a decimal point is no boundary
+
+
+def test_module_names_are_whole_at_200_columns(reports):
+    out = text(reports["flag_gems_add_16x4096_bf16.json.gz"], 200)
+    assert "…" not in out.split("A warm call by Python module")[1].split("\n\n")[0]
+    assert "code_cache.pointwise_dynamic_2bc9b7c9~_add_func_kernel_rank_1_bptr" in out
+
+
+@pytest.mark.parametrize("width", GOLDEN_WIDTHS)
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_golden_text(reports, fixture, width):
+    from test_golden import check
+
+    check(text(reports[fixture], width),
+          GOLDEN / f"{fixture.removesuffix('.json.gz')}.text{width}.txt")
+
+
+def test_the_readme_shows_what_explain_prints_today(reports):
+    """README.md's first text block is explain's headline of the FlagGems fixture at 80
+    columns, as printed now."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    out = text(reports["flag_gems_add_16x4096_bf16.json.gz"], 80)
+    printed = "\n".join(ln.rstrip() for ln in out.splitlines())
+    assert block.strip() in printed
