@@ -32,7 +32,13 @@ def _t(*cells: str) -> list[Text]:
 
 
 def typical_step(r: Report) -> StepRow | None:
+    """The step the sections show; None when there is nothing a step view adds (no phase
+    but ``other`` and one thread on the path: an inference loop under a schedule)."""
     if r.steps is None or not r.steps.steps:
+        return None
+    if not any(p.phase != "other" for s in r.steps.steps for p in s.phases) and all(
+            len({p.resource for p in s.critical_path if p.kind == "host"}) < 2
+            for s in r.steps.steps):
         return None
     want = r.typical_call.index if r.typical_call is not None else None
     return next((s for s in r.steps.steps if s.index == want), r.steps.steps[0])
