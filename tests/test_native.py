@@ -103,8 +103,9 @@ def test_version_names_the_helpers():
 
     off = _version({"TRACEVIEW_NO_NATIVE": "1"})
     assert off == (f"traceview {traceview.__version__} (compiled helpers: scan switched off "
-                   f"(TRACEVIEW_NO_NATIVE), sweep switched off (TRACEVIEW_NO_NATIVE))")
+                   f"(TRACEVIEW_NO_NATIVE), sweep switched off (TRACEVIEW_NO_NATIVE), clip "
+                   f"switched off (TRACEVIEW_NO_NATIVE))")
     on = _version({"TRACEVIEW_NO_NATIVE": "0"})
     assert on.startswith(f"traceview {traceview.__version__} (compiled helpers: scan ")
     if os.environ.get("TRACEVIEW_REQUIRE_NATIVE") == "1":
-        assert on.endswith("(compiled helpers: scan in use, sweep in use)")
+        assert on.endswith("(compiled helpers: scan in use, sweep in use, clip in use)")

@@ -24,7 +24,7 @@ from traceview.render.diff_top import (
 )
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
-from traceview.render.names import kernel_labels
+from traceview.render.names import kernel_labels, short_kernel
 from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns
 
@@ -183,6 +183,14 @@ def kernels_used_lines(d: Diff) -> list[str]:
                 f"kernels per call after:  {describe(ku['after'])}"]
     out.append(f"kernels launched: the same in both ({ku['source']})" if ku["same"] else
                f"kernels launched DIFFER ({ku['source']}): " + "; ".join(ku["differences"]))
+    # full C++ signatures stay in the JSON; the text names kernels as the tables do
+    names = sorted({k["name"] for k in d.kernels if isinstance(k.get("name"), str)},
+                   key=len, reverse=True)
+    for i, line in enumerate(out):
+        for name in names:
+            if name in line:
+                line = line.replace(name, short_kernel(name))
+        out[i] = line
     return out
 
 
