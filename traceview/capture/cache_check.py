@@ -283,13 +283,9 @@ def report(config: CaptureConfig, todo: list[Step], rows: list[dict[str, Any]],
     if outcome.status == "wrong":
         rep["comparison"] = (bad or {}).get("comparison")
     else:
-        rep["crash"] = {
-            "error": outcome.error, "frame": outcome.frame, "stack": list(outcome.stack[-8:]),
-            "located": outcome.located, "first_error": outcome.first_error,
-            "signal": outcome.signal, "returncode": outcome.returncode,
-            "stderr_tail": list(outcome.stderr_tail[-5:]),
-            "timeout_s": outcome.timeout_s if outcome.status == "timeout" else None,
-        }
+        from traceview.capture.failure import crash_fields
+
+        rep["crash"] = crash_fields(outcome)
     return rep
 
 

@@ -100,14 +100,19 @@ def report(config: CaptureConfig, outcome: isolation.Outcome) -> dict[str, Any]:
     if outcome.status == "wrong":
         rep["comparison"] = value.get("comparison")
     else:
-        rep["crash"] = {
-            "error": outcome.error, "frame": outcome.frame, "stack": list(outcome.stack[-8:]),
-            "located": outcome.located, "first_error": outcome.first_error,
-            "signal": outcome.signal, "returncode": outcome.returncode,
-            "stderr_tail": list(outcome.stderr_tail[-5:]),
-            "timeout_s": outcome.timeout_s if outcome.status == "timeout" else None,
-        }
+        rep["crash"] = crash_fields(outcome)
     return rep
+
+
+def crash_fields(outcome) -> dict[str, Any]:
+    """A crashed or hung child's report block (the isolated check and the cache check)."""
+    return {
+        "error": outcome.error, "frame": outcome.frame, "stack": list(outcome.stack[-8:]),
+        "located": outcome.located, "first_error": outcome.first_error,
+        "signal": outcome.signal, "returncode": outcome.returncode,
+        "stderr_tail": list(outcome.stderr_tail[-5:]),
+        "timeout_s": outcome.timeout_s if outcome.status == "timeout" else None,
+    }
 
 
 def reproducer(config: CaptureConfig) -> str:
