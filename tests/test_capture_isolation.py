@@ -355,7 +355,8 @@ def test_check_layouts_goes_on_after_a_crash_and_a_hang(tmp_path):
     assert all(r["status"] == "pass" for n, r in rows.items() if n not in crashed)
     assert len(rows) == 17 and "SIGSEGV" in rows["both transposed"]["error"]
 
-    proc, rows = run_layouts(tmp_path, "broken_kernels:mul_hangs_on_scalar", "--timeout", "4")
+    # 20 s: every layout is a fresh process (imports included) and CI runs two test workers
+    proc, rows = run_layouts(tmp_path, "broken_kernels:mul_hangs_on_scalar", "--timeout", "20")
     assert proc.returncode == 2, proc.stderr
     assert rows["scalar operand (2.5)"]["status"] == "timeout"
     assert rows["0-dim tensor operand"]["status"] == "pass"  # after the hang, a new process
