@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,21 +298,11 @@ def _row_json(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def reproducer(config: CaptureConfig) -> str:
-    """The ``traceview capture ... --check-cache`` line that runs the same sequence."""
-    who = ["--fn", config.fn] if config.fn else ["--impl", config.impl]
-    if config.ref:
-        who += ["--ref", config.ref]
-    parts = ["traceview", "capture", "--op", config.op, *who, "--shape",
-             ",".join(_x(s) for s in config.shapes), "--dtype", config.dtype]
-    if config.layout != "contiguous":
-        parts += ["--layout", config.layout]
-    if config.scalar is not None:
-        parts += ["--scalar", str(config.scalar)]
-    if config.device != "cuda":
-        parts += ["--device", config.device]
-    if config.seed != 0:
-        parts += ["--seed", str(config.seed)]
-    line = shlex.join([*parts, "--check-cache"])
+    """The ``traceview capture ... --check-cache`` line that runs the same sequence:
+    capture's shortest reproducer (``failure.reproducer``) with the check."""
+    from traceview.capture.failure import reproducer as capture_line
+
+    line = capture_line(config) + " --check-cache"
     if config.device == "cpu" and config.impl == "fn":
         line = "TRITON_INTERPRET=1 " + line  # a Triton --fn on the CPU needs the interpreter
     return line
