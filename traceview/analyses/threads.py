@@ -52,7 +52,7 @@ class ThreadFigures:
     work_ns: int  # traced time that is work (not untraced, not waiting)
 
 
-def _role(lane: Lane, trace: Trace) -> ThreadRole:
+def _role(lane: Lane) -> ThreadRole:
     name = lane.thread_name
     if name.startswith("pt_autograd"):
         return "autograd"
@@ -131,7 +131,7 @@ def thread_figures(trace: Trace, rules: RuleSet, window: Window,
         cats = tl.totals()
         frames = int(np.count_nonzero(s.cat[tl.rows] == py)) if py >= 0 else 0
         out.append(ThreadFigures(
-            lane=lane, role=_role(lane, trace), launches=int(launches.get(idx, 0)),
+            lane=lane, role=_role(lane), launches=int(launches.get(idx, 0)),
             syncs=int(syncs.get(idx, 0)), python_frames=frames,
             categories={c: v for c, v in cats.items() if v},
             work_ns=sum(v for c, v in cats.items() if c not in NOT_WORK)))

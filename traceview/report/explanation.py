@@ -67,9 +67,8 @@ class Analysis:
     steps: tuple[StepFigures, ...] = ()  # calls that are training steps: phases, path
 
 
-# Calls are analysed as training steps (phases, critical path) when they are profiler
-# steps or the user named them, and the trace has more than one host thread doing work
-# or a backward pass.
+# Where calls may be analysed as training steps (phases, critical path): profiler steps
+# always; user ranges and --calls when they hold backward work (``_are_steps``).
 STEP_SOURCES = ("profiler_steps", "option", "annotations")
 
 
