@@ -32,8 +32,10 @@ from traceview.rules import UNTRACED, RuleSet
 
 ThreadRole = Literal["main", "autograd", "data", "helper", "other"]
 STEP = re.compile(r"^ProfilerStep#\d+$")
-# categories that are not work: a thread whose traced time is only these did nothing
-NOT_WORK = frozenset({UNTRACED, "wait"})
+# categories that are not the thread's work: a thread whose traced time is only these did
+# nothing. profiler: the profiler's own overhead, laid over every thread it may have
+# interrupted (host.host_rows_by_lane), so it would make every idle thread look busy
+NOT_WORK = frozenset({UNTRACED, "wait", "profiler"})
 # a thread that launches nothing, syncs nothing and works under this share of the window
 # is a helper (tqdm's monitor, a queue feeder, Inductor's compile-worker readers)
 HELPER_WORK_SHARE = 0.01

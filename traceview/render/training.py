@@ -107,7 +107,7 @@ def threads_table(r: Report) -> RenderableType | None:
                       f"{fmt_ns(t.work_ns)} ({fmt_share(t.work_ns, w)})",
                       ", ".join(f"{c} {fmt_ns(v)}" for c, v in cats)))
     note = Text("* the thread the calls and the per-call table are on; work = traced time "
-                "that is neither untraced nor waiting", style="dim")
+                "that is not untraced, waiting or the profiler's own", style="dim")
     return Group(table, note)
 
 
