@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -239,7 +240,12 @@ def ray_cluster(tmp: Path, env: dict[str, str]) -> Iterator[str]:
     ``ray stop``, which stops every Ray on the machine)."""
     ray = ray_executable()
     port = free_port()
-    temp = tmp / "ray"
+    # Ray's unix sockets live under its temp dir (session_*/sockets/plasma_store) and an
+    # AF_UNIX path may not exceed 107 bytes: pytest-xdist's basetemp
+    # (/tmp/pytest-of-root/pytest-N/popen-gw1/...) is too deep, so the cluster gets a short
+    # directory of its own, removed afterwards; its log stays beside the test's files
+    temp = Path(tempfile.mkdtemp(prefix="tvray", dir="/tmp" if Path("/tmp").is_dir() else None))
+    log = (tmp / "ray-start.log").open("wb")
     full = {**os.environ, **env, "RAY_USAGE_STATS_ENABLED": "0",
             "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent),
                                            os.environ.get("PYTHONPATH", "")])}
@@ -247,14 +253,15 @@ def ray_cluster(tmp: Path, env: dict[str, str]) -> Iterator[str]:
     proc = subprocess.Popen([ray, "start", "--head", "--block", "--num-cpus", "2",
                              "--port", str(port), "--include-dashboard=false",
                              "--disable-usage-stats", "--temp-dir", str(temp)],
-                            env=full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=full, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     address = f"127.0.0.1:{port}"
     try:
         end = time.monotonic() + 180
         while not (temp / "ray_current_cluster").exists() and not _raylet_up(temp):
             if proc.poll() is not None or time.monotonic() > end:
-                raise RuntimeError("ray start did not bring a cluster up")
+                tail = (tmp / "ray-start.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"ray start did not bring a cluster up:\n{tail}")
             time.sleep(0.5)
         time.sleep(1)
         yield address
@@ -270,6 +277,8 @@ def ray_cluster(tmp: Path, env: dict[str, str]) -> Iterator[str]:
         time.sleep(1)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # anything of the group left
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _raylet_up(temp: Path) -> bool:
