@@ -12,6 +12,14 @@ exactly that key is safe (:func:`add`, :func:`mul`: the key of ``tools/gpu/issue
 A cache keyed on the operands' *shapes* (:func:`add_by_shape`, :func:`mul_by_shape`) hands
 the first call in a new dtype the dtype of an earlier call of the same shapes.
 
+Not every FlagGems op asks that question. On Hopper with Triton >= 3.4, FlagGems 5.0.2
+registers ``flag_gems/runtime/backend/_nvidia/hopper/ops/mul.py`` for ``aten::mul``: two
+real tensors of the same rank go to ``mul_all_real_func`` (``torch.empty_like(a)`` and one
+flat 1-D kernel), which asks for no promotion at all -- and ignores strides, broadcasting
+and mixed dtypes, which is why ``capture --check-layouts`` finds FlagGems' ``mul`` wrong on
+the H200 (docs/capture.md). There :func:`mul` and :func:`mul_by_shape` refuse to run (the
+guard below) rather than report on a cache nothing consults; use :func:`add`.
+
 ``flag_gems.use_gems()`` is entered once, at import, for the process (as ``capture --impl
 flag_gems`` does). Each callable installs its cache as that module global for its own call
 only and puts FlagGems' function back after it, so everything else in the process (the
@@ -67,8 +75,12 @@ def _through(cache, op, a, b):
     finally:
         _pd.type_promotion = _shipped
     if not hits[0]:
-        raise RuntimeError("flag_gems_promotion_cache: FlagGems did not call type_promotion "
-                           "through the module global; the cache does not apply here")
+        raise RuntimeError(
+            "flag_gems_promotion_cache: this call never asked flag_gems.utils."
+            "pointwise_dynamic.type_promotion, so a promotion cache does not apply to it "
+            f"({getattr(op, '__name__', op)} of {tuple(a.shape)} and {tuple(b.shape)}; on "
+            "Hopper FlagGems' mul of two same-rank tensors takes mul_all_real_func, which "
+            "does no type promotion)")
     return out
 
 

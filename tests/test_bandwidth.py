@@ -87,6 +87,7 @@ def test_explain_says_unknown_without_recorded_shapes(analyze_builder, tb):
                                            "(record_shapes off)"
 
 
+@pytest.mark.capture
 def test_capture_records_exact_bytes_for_broadcast_and_strided_inputs(tmp_path):
     pytest.importorskip("torch")
     from typer.testing import CliRunner

@@ -188,3 +188,70 @@ def test_ab_check_cache_stops_before_any_round_naming_the_side(tmp_path):
     assert first.startswith("traceview: error: side B: cache check failed")
     assert "(dtype: both float16)" in first
     assert "round" not in proc.stderr  # no round ran
+
+
+def test_triton_s_own_promotion_of_bf16_plus_fp16_is_caught_at_the_mixed_dtype_call(tmp_path):
+    """What made FlagGems 5.0.2's ``add`` fail ``--check-cache`` on the H200 (bfloat16 base,
+    call 20 "dtype: rhs float16", worst error 2**-9): a kernel that loads each operand in its
+    own dtype leaves the arithmetic to Triton, whose promotion computes bfloat16 + float16 in
+    float16 ("if one operand is half, the other is implicitly converted to half",
+    triton/language/semantic.py), where PyTorch computes in float32. Only operands of two
+    different dtypes go to the Triton kernel here (broadcast and made contiguous first;
+    same dtypes, scalars and 0-dim tensors go to torch: Triton's CPU interpreter also
+    cannot store bfloat16), so that promotion is the one thing that can be wrong."""
+    (tmp_path / "cc_mixed.py").write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            x = tl.load(x_ptr + offs, mask=mask)
+            y = tl.load(y_ptr + offs, mask=mask)
+            tl.store(out_ptr + offs, x + y, mask=mask)  # Triton's promotion, not torch's
+
+        def add_in_triton_dtypes(a, b):
+            if not isinstance(b, torch.Tensor) or b.dim() == 0 or a.dtype == b.dtype:
+                return torch.add(a, b)
+            a, b = (t.contiguous() for t in torch.broadcast_tensors(a, b))
+            out = torch.empty_like(a, dtype=torch.result_type(a, b))
+            n = out.numel()
+            _add[(triton.cdiv(n, 1024),)](a, b, out, n, BLOCK=1024)
+            return out
+    '''))
+    code, rep, err = run(tmp_path, "--op", "add", "--dtype", "bfloat16",
+                         "--fn", "cc_mixed:add_in_triton_dtypes")
+    assert code == 3, err
+    cc = rep["cache_check"]
+    assert cc["name"] == "dtype: rhs float16"
+    assert cc["changed"] == ["b: dtype bfloat16 -> float16"]
+    assert cc["wrong_calls"] == [cc["call"]]  # nothing else in the sequence is wrong
+    c = rep["comparison"]
+    assert (c["out_dtype"], c["expected_dtype"]) == ("float32", "float32")
+    # float16 rounding of a sum below 8: at most half of float16's spacing there, 2**-8
+    assert 0 < c["max_abs_err"] <= 2 ** -9
+
+
+def test_eager_torch_in_bfloat16_passes_the_0_dim_float64_step(tmp_path):
+    """PyTorch on the CPU rounds a 0-dim float64 operand to bfloat16 before adding; where the
+    sum cancels that is far from the float64 reference (``-1.0 + 1.0318`` gives 0.03125,
+    the reference 0.0318), and eager PyTorch used to "fail" this step. Checked here on the
+    value that shows it, and on the whole sequence."""
+    import torch
+
+    from traceview.capture.correctness import compare
+
+    a = torch.tensor([-1.0, 2.0], dtype=torch.bfloat16)
+    b = torch.tensor(1.0318, dtype=torch.float64)
+    got = torch.add(a, b)
+    assert abs(float(got[0]) - (-1.0 + 1.0318)) > 0.016 * 0.0318 + 1e-5  # the old failure
+    assert compare(torch, torch.add, (a, b), got)["passed"]
+    wrong = got.clone()
+    wrong[1] = 2.5
+    c = compare(torch, torch.add, (a, b), wrong)
+    assert not c["passed"] and c["wrong"] == 1 and c["worst"]["index"] == [1]
+    code, doc, err = run(tmp_path, "--op", "add", "--dtype", "bfloat16", "--impl", "torch",
+                         interpret=False)
+    assert code == 0 and doc["passed"], err
