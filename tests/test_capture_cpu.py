@@ -206,10 +206,10 @@ def test_sync_end_and_sweep(tmp_path):
 
     folder = tmp_path / "sw"
     r = runner.invoke(app, ["capture", "--op", "relu", "--impl", "torch", "--sweep",
-                            "numel=2**6..2**10", *FAST, "--out", str(folder)])
+                            "numel=2**6..2**8", *FAST, "--out", str(folder)])
     assert r.exit_code == 0, r.output
     summary = json.loads((folder / "sweep.json").read_text())
-    assert [row["numel"] for row in summary["rows"]] == [64, 256, 1024]
+    assert [row["numel"] for row in summary["rows"]] == [64, 256]
     assert all(row["full_api_ns"] > 0 for row in summary["rows"])
     assert (folder / "numel_64.json.gz").exists() and (folder / "numel_64.cold.json.gz").exists()
     md = (folder / "sweep.md").read_text()
