@@ -63,11 +63,11 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
     a schema-1 dict is copied, never edited). ``UsageError`` for a schema this version does
     not read, or a schema-1 dict whose ``calls`` is not the shape schema 1 wrote."""
     version = d.get("schema_version")
-    if version == SCHEMA_VERSION:
-        return d
-    if version != 1 or isinstance(version, bool):
+    if type(version) is not int or version not in READABLE_VERSIONS:  # 2.0, True: not ints
         raise UsageError(f"not an explain report this traceview reads: schema_version "
                          f"{version!r} (it reads {' and '.join(map(str, READABLE_VERSIONS))})")
+    if version == SCHEMA_VERSION:
+        return d
     try:
         return {**d, "schema_version": SCHEMA_VERSION, "calls": _calls_from_1(d["calls"])}
     except (KeyError, TypeError, AttributeError) as exc:
