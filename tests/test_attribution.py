@@ -83,7 +83,7 @@ def test_graph_launch_links_many_kernels(tb, analyze_builder):
     d = analyze_builder(tb).to_dict()
     assert d["launches"]["by_api"] == {"cudaGraphLaunch": 1} and d["launches"]["linked"] == 1
     assert d["device"]["kernel_count"] == 3 and d["device"]["busy_ns"] == 2_100
-    assert d["calls"]["source"] == "launches" and d["calls"]["per_call"][0]["kernel_ns"] == 2_100
+    assert d["calls"]["source"] == "launches" and d["calls"]["per_call"][0]["metrics"]["kernel_ns"] == 2_100
 
 
 def test_non_nested_overlap_still_one_owner(tb, tmp_path):

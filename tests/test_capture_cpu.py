@@ -91,7 +91,7 @@ def test_explain_reads_what_capture_wrote(tmp_path):
 
     d = traceview.analyze(out).to_dict()
     assert d["calls"]["count"] == 5
-    assert d["calls"]["api_ns"]["p50"] > 0
+    assert d["calls"]["stats"]["api_ns"]["p50"] > 0
     r2 = runner.invoke(app, ["explain", str(out), "--width", "120"])
     assert r2.exit_code == 0, r2.output
     assert "add" in r2.stdout and "torch" in r2.stdout

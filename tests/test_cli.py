@@ -30,16 +30,18 @@ def test_explain_json_has_the_contract_keys():
     r = runner.invoke(app, ["explain", str(SMALL), "--format", "json"])
     assert r.exit_code == 0
     d = json.loads(r.stdout)
-    assert d["schema_version"] == 1
+    assert d["schema_version"] == 2
     for path in ("window.start_ns", "window.end_ns", "window.dur_ns", "device.busy_ns",
                  "device.idle_ns", "device.kernel_count", "device.kernel_sum_ns",
                  "device.per_device", "host.categories", "host.functions", "breakdown",
                  "launches.count", "launches.linked", "launches.by_api", "calls.count",
-                 "calls.source", "calls.api_ns.p50", "calls.kernel_ns.p99",
-                 "calls.launch_latency_ns.mean", "calls.host_overhead_ns.max", "findings"):
+                 "calls.source", "calls.stats.api_ns.p50", "calls.stats.kernel_ns.p99",
+                 "calls.stats.launch_latency_ns.mean", "calls.stats.host_overhead_ns.max",
+                 "calls.per_call.0.metrics.api_ns", "calls.kinds.0.stats.api_ns.p50",
+                 "findings"):
         node = d
         for part in path.split("."):
-            node = node[part]
+            node = node[int(part)] if isinstance(node, list) else node[part]
     f = d["host"]["functions"]
     assert [x["self_ns"] for x in f] == sorted((x["self_ns"] for x in f), reverse=True)
     assert d["device"]["per_device"][0].keys() >= {"device", "busy_ns", "kernel_count"}

@@ -74,7 +74,8 @@ def test_fixture_calls_split_against_raw_events(name, fixture_reports):
     calls = d["calls"]["per_call"]
     ref = independent_per_call(doc["traceEvents"], (th["pid"], th["tid"]),
                                [(c["start_ns"], c["end_ns"]) for c in calls])
-    got = [(c["kernel_ns"], c["kernel_only_ns"], c["copy_ns"]) for c in calls]
+    got = [(c["metrics"]["kernel_ns"], c["metrics"]["kernel_only_ns"], c["metrics"]["copy_ns"])
+           for c in calls]
     assert got == ref
     assert any(c[2] for c in ref), "the fixture's calls launch copies"
     for whole, kern, copy in got:
@@ -111,12 +112,12 @@ def test_synthetic_calls_split_and_stats(tb, tmp_path):
                                                       for x in c["per_call"]])
     assert ref == [tuple(want.values())] * 5  # the arithmetic above, from the raw events
     for row in c["per_call"]:
-        assert {k: row[k] for k in want} == want
+        assert {k: row["metrics"][k] for k in want} == want
     for k, v in want.items():
-        assert c[k]["p50"] == v and c[k]["n"] == 5
+        assert c["stats"][k]["p50"] == v and c["stats"][k]["n"] == 5
     assert r.calls.has_copies
     kind = c["kinds"][0]
-    assert kind["kernel_only_ns"]["p50"] == 2_000 and kind["copy_ns"]["p50"] == 1_800
+    assert kind["stats"]["kernel_only_ns"]["p50"] == 2_000 and kind["stats"]["copy_ns"]["p50"] == 1_800
 
 
 def _text(r, width=120):
@@ -149,7 +150,7 @@ def test_without_copies_nothing_changes(tb, tmp_path):
         tb.annotation(f"call_{i}", s, 10_000)
         tb.launched_kernel("k", s + 100, 300, s + 1_000, 2_000)
     r = traceview.analyze(tb.write(tmp_path / "t.json"))
-    row = r.to_dict()["calls"]["per_call"][0]
+    row = r.to_dict()["calls"]["per_call"][0]["metrics"]
     assert (row["kernel_ns"], row["kernel_only_ns"], row["copy_ns"]) == (2_000, 2_000, 0)
     assert not r.calls.has_copies
     text, md = _text(r), render_markdown(r, figure=None)
@@ -164,9 +165,11 @@ def test_saved_report_from_before_the_split_still_renders(tb, tmp_path):
     _copy_trace(tb)
     d = traceview.analyze(tb.write(tmp_path / "t.json")).to_dict()
     for k in ("kernel_only_ns", "copy_ns"):
-        d["calls"].pop(k)
-        for x in d["calls"]["per_call"] + d["calls"]["kinds"]:
-            x.pop(k)
+        d["calls"]["stats"].pop(k)
+        for x in d["calls"]["per_call"]:
+            x["metrics"].pop(k)
+        for x in d["calls"]["kinds"]:
+            x["stats"].pop(k)
     r = from_json(json.dumps(d))
     assert not r.calls.has_copies
     assert "device work (kernel+copy)" in _text(r)

@@ -53,10 +53,12 @@ def _slower(report: dict, factor: float) -> dict:
     """The same report with every per-call and function figure scaled (a slower machine)."""
     r = copy.deepcopy(report)
     for row in r["calls"]["per_call"]:
+        m = row["metrics"]
         for k in ("api_ns", "pre_launch_ns", "host_overhead_ns"):
-            if row.get(k) is not None:
-                row[k] = int(row[k] * factor)
-    r["calls"]["api_ns"]["p50"] = int(r["calls"]["api_ns"]["p50"] * factor)
+            if m.get(k) is not None:
+                m[k] = int(m[k] * factor)
+    api = r["calls"]["stats"]["api_ns"]
+    api["p50"] = int(api["p50"] * factor)
     for f in r["host"]["functions"]:
         f["self_ns"], f["total_ns"] = int(f["self_ns"] * factor), int(f["total_ns"] * factor)
         for k in ("inclusive_ns_per_call", "self_ns_per_call"):

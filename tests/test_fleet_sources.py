@@ -183,7 +183,7 @@ def test_analyze_ranks_api_and_its_polars_table(rankset):
         d = rr.report.to_dict()
         assert row["window_ns"] == d["window"]["dur_ns"]
         assert row["busy_ns"] == d["device"]["busy_ns"]
-        assert row["api_p50_ns"] == d["calls"]["api_ns"]["p50"]
+        assert row["api_p50_ns"] == d["calls"]["stats"]["api_ns"]["p50"]
         assert row["error"] is None and row["straggler"] in (True, False)
 
 

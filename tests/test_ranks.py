@@ -73,8 +73,8 @@ def test_directory_flags_the_slow_rank(plain_dir):
     assert [s["rank"] for s in c["stragglers"]] == [2]
     reasons = {x["metric"]: x for x in c["stragglers"][0]["reasons"]}
     assert reasons["api_p50_ns"]["direction"] == "above"
-    assert reasons["api_p50_ns"]["value"] == d["ranks"][2]["calls"]["api_ns"]["p50"]
-    assert reasons["api_p50_ns"]["median"] == d["ranks"][0]["calls"]["api_ns"]["p50"]
+    assert reasons["api_p50_ns"]["value"] == d["ranks"][2]["calls"]["stats"]["api_ns"]["p50"]
+    assert reasons["api_p50_ns"]["median"] == d["ranks"][0]["calls"]["stats"]["api_ns"]["p50"]
     assert reasons["device_busy_share"]["direction"] == "below"
     assert c["metrics"]["api_p50_ns"]["n"] == 5
 
@@ -102,7 +102,7 @@ def test_each_rank_is_the_single_trace_json(plain_dir):
 
 def test_json_shape(plain_dir):
     _, d = _json([plain_dir])
-    assert set(d) == {"schema_version", "ranks", "combined"} and d["schema_version"] == 1
+    assert set(d) == {"schema_version", "ranks", "combined"} and d["schema_version"] == 2
     assert set(d["combined"]) >= {"count", "ok", "failed", "rule", "metrics", "stragglers",
                                   "warnings"}
     assert set(d["combined"]["metrics"]) == {"device_busy_share", "api_p50_ns"}
@@ -313,7 +313,7 @@ def test_ranks_figures_against_raw_events(tmp_path):
                                kernel_ns=kernel_ns, gap_ns=1_000))
         paths.append(p)
     d = analyze_ranks([tmp_path], jobs=1).to_dict()
-    assert [x["calls"]["api_ns"]["p50"] for x in d["ranks"]] == [a for a, _ in raw]
+    assert [x["calls"]["stats"]["api_ns"]["p50"] for x in d["ranks"]] == [a for a, _ in raw]
     api = [a for a, _ in raw]
     m = _nearest_rank_median(api)
     mad = _nearest_rank_median([abs(x - m) for x in api])

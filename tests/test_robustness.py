@@ -186,7 +186,7 @@ def test_a_folder_of_ranks_with_damaged_files(tmp_path):
     no_traceback(r)
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["schema_version"] == 1
+    assert d["schema_version"] == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 2 and "rank1" in lines[0] and "empty file" in lines[0]
     assert "rank3" in lines[1] and "not a JSON trace" in lines[1]
@@ -214,7 +214,7 @@ def test_diff_of_damaged_saved_reports(tmp_path):
         ("cut", text[: len(text) // 2]),
         ("busy-as-text", edit(lambda d: d["device"].update(busy_ns="12"))),
         ("per-call-not-list", edit(lambda d: d["calls"].update(per_call={"a": 1}))),
-        ("metric-as-float", edit(lambda d: d["calls"]["per_call"][0].update(api_ns=1.5))),
+        ("metric-as-float", edit(lambda d: d["calls"]["per_call"][0]["metrics"].update(api_ns=1.5))),
         ("no-device", edit(lambda d: d.pop("device"))),
         ("huge-category", edit(lambda d: d["calls"]["per_call"][0]["categories"].update(x=2**64))),
     ]:

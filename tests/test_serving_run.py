@@ -119,6 +119,8 @@ def test_profiled_decode_steps_are_explained(ab_doc):
     start = min(round(e["ts"] * 1000) for e in ranges)
     end = max(round((e["ts"] + e["dur"]) * 1000) for e in ranges)
     assert abs(dec["window_ns"] - (end - start)) <= 1  # us floats -> ns
+    walls = [round((e["ts"] + e["dur"]) * 1000) - round(e["ts"] * 1000) for e in ranges]
+    assert any(abs(dec["step_ns"]["p50"] - w) <= 1 for w in walls)  # a decode step's wall
     assert dec["device_busy_ns"] == 0 and dec["device_busy_share"] == 0.0  # CPU: no device
     assert sum(dec["host_categories_per_step_ns"].values()) <= dec["window_ns"] // 2
     names = {o["name"] for o in dec["host_ops_per_step"]}

@@ -7,7 +7,7 @@ Python API::
     r = traceview.explain(trace)                     # every analysis: one frozen Report
     r = traceview.analyze("trace.json.gz")           # both steps
     r.calls.stats["api_ns"].p50                      # typed attributes
-    r.to_dict()["calls"]["api_ns"]["p50"]            # the JSON (docs/json.md)
+    r.to_dict()["calls"]["stats"]["api_ns"]["p50"]   # the JSON (docs/json.md)
     ranks = traceview.analyze_ranks(["s3://bucket/job/"], engine="ray")  # many traces
     ranks.table()                                    # a polars row per rank
 

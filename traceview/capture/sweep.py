@@ -24,11 +24,11 @@ from traceview.stats import median
 
 DEFINITIONS = {
     "kernel_ns": "device work per call, median over profiled calls (explain's "
-                 "calls.kernel_ns.p50: the kernels and any memcpy/memset the call launched; "
+                 "calls.stats.kernel_ns.p50: the kernels and any memcpy/memset the call launched; "
                  "copy_ns says how much of it is copies); falls back to device_ns when "
                  "explain is unavailable",
     "copy_ns": "memcpy/memset work per call, median over profiled calls (explain's "
-               "calls.copy_ns.p50); null when kernel_ns is not from the trace",
+               "calls.stats.copy_ns.p50); null when kernel_ns is not from the trace",
     "device_ns": "device time per op from CUDA graph replay timed with events (unprofiled)",
     "full_api_ns": "one synchronised call, median (unprofiled)",
     "host_gap_ns": "full_api_ns - kernel_ns",

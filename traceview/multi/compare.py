@@ -1,7 +1,7 @@
 """``traceview diff``: compare two explain reports with honest uncertainty.
 
 Works on ``Report`` objects (from a trace, analysed now, or from a saved
-``--format json`` file read back through ``schema.from_dict``), so both kinds of input
+``--format json`` file of any schema read back through ``schema.upgrade``), so both kinds of input
 take the same path.
 
 Each per-call metric is compared by the difference of medians over warm calls, with a
@@ -98,19 +98,19 @@ def load_report(path: str | Path) -> Report:
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and "schema_version" in doc and "calls" in doc:
-            problem = _report_problem(doc)
-            if problem:
-                from traceview.errors import TraceLoadError
-
-                raise TraceLoadError(p, f"not a usable explain report: {problem}")
-            from traceview.errors import TraceviewError
-            from traceview.report.schema import from_dict
+            from traceview.errors import TraceLoadError, TraceviewError
+            from traceview.report.model import from_dict
+            from traceview.report.schema import upgrade
 
             try:
+                doc = upgrade(doc)  # a schema-1 file in schema 2's layout
+                problem = _report_problem(doc)
+                if problem:
+                    raise TraceLoadError(p, f"not a usable explain report: {problem}")
                 return from_dict(doc)
+            except TraceLoadError:
+                raise
             except TraceviewError as exc:
-                from traceview.errors import TraceLoadError
-
                 raise TraceLoadError(p, f"not a usable explain report: {exc}") from None
     from traceview import analyze
 
@@ -136,7 +136,8 @@ def _report_problem(doc: dict[str, Any]) -> str | None:
                      ("host.categories", lambda v: isinstance(v, dict)),
                      ("calls.per_call", lambda v: isinstance(v, list)
                       and all(isinstance(r, dict) and isinstance(r.get("categories", {}), dict)
-                              and all(r.get(m) is None or is_int(r.get(m))
+                              and isinstance(r.get("metrics"), dict)
+                              and all(r["metrics"].get(m) is None or is_int(r["metrics"].get(m))
                                       for m in (*CALL_METRICS, "device_busy_ns"))
                               and all(is_int(x) for x in r.get("categories", {}).values())
                               for r in v)),

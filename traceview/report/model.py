@@ -439,16 +439,12 @@ class Report:
         return to_dict(self)
 
 
-# The dict form. The JSON is flatter than the report in three places (a kernel's stats,
-# the per-metric stats of ``calls`` and each call's metrics sit beside the other keys);
-# they are undone here and nowhere else.
+# The dict form (schema 2). Every map of metric names sits under a key of its own
+# (``calls.stats``, each call's ``metrics``, each kind's ``stats``), so each object's keys are
+# fixed and read here by name. The JSON differs from the report's fields in two ways: a
+# kernel's stats (the fixed keys of ``_STATS_KEYS``) sit in its row, and ``api_sync`` is
+# written ``api_sync_ns``. Reports of schema 1 are read through ``schema.from_dict``.
 _STATS_KEYS = ("n", "p50", "p90", "p99", "min", "max", "mean")
-_CALLS_KEYS = ("count", "source", "pattern", "warm_count", "cold", "categories", "per_call",
-               "description", "how", "outliers", "api_sync_ns", "kinds", "tree", "perturbation",
-               "tree_warm_calls")
-_CALL_ROW_KEYS = ("index", "name", "start_ns", "end_ns", "cold", "launches", "kernels",
-                  "categories", "kind", "cold_reason", "outlier", "outlier_reason", "api_sync_ns")
-_KIND_KEYS = ("name", "count", "warm_count", "api_sync_ns")
 
 
 def _stats(s: Stats) -> dict[str, int | None]:
@@ -477,22 +473,15 @@ def to_dict(r: Report) -> dict[str, Any]:
         "pattern": c.pattern,
         "warm_count": c.warm_count,
         "cold": list(c.cold),
-        **{m: _stats(s) for m, s in c.stats.items()},
+        "stats": {m: _stats(s) for m, s in c.stats.items()},
         "categories": {k: _stats(s) for k, s in c.categories.items()},
-        "per_call": [
-            {"index": x.index, "name": x.name, "start_ns": x.start_ns, "end_ns": x.end_ns,
-             "cold": x.cold, "launches": x.launches, "kernels": x.kernels, **x.metrics,
-             "categories": x.categories, "kind": x.kind, "cold_reason": x.cold_reason,
-             "outlier": x.outlier, "outlier_reason": x.outlier_reason,
-             "api_sync_ns": x.api_sync_ns}
-            for x in c.per_call
-        ],
+        "per_call": _lists(msgspec.to_builtins(c.per_call)),  # CallRow's fields, in order
         "description": c.description,
         "how": c.how,
         "outliers": list(c.outliers),
         "api_sync_ns": None if c.api_sync is None else _stats(c.api_sync),
         "kinds": [{"name": k.name, "count": k.count, "warm_count": k.warm_count,
-                   **{m: _stats(s) for m, s in k.stats.items()},
+                   "stats": {m: _stats(s) for m, s in k.stats.items()},
                    "api_sync_ns": _stats(k.api_sync)} for k in c.kinds],
         "tree": _lists(msgspec.to_builtins(c.tree)),
         "tree_warm_calls": c.tree_warm_calls,
@@ -502,7 +491,9 @@ def to_dict(r: Report) -> dict[str, Any]:
 
 
 def from_dict(d: dict[str, Any]) -> Report:
-    """The report a saved JSON dict stands for; ``UsageError`` naming the first bad key."""
+    """The report a dict of the current schema's layout stands for (``to_dict``'s output);
+    ``UsageError`` naming the first bad key. A saved file of any schema goes through
+    ``schema.from_dict``, which brings older layouts to this one first."""
     try:
         d = dict(d)
         dev = dict(d["device"])
@@ -512,26 +503,18 @@ def from_dict(d: dict[str, Any]) -> Report:
             for k in dev["kernels"]]
         d["device"] = dev
         calls = d["calls"]
-        per_call = []
-        for row in calls["per_call"]:
-            per_call.append(msgspec.convert(
-                {**{k: row[k] for k in _CALL_ROW_KEYS if k in row},  # defaults fill the rest
-                 "metrics": {k: v for k, v in row.items() if k not in _CALL_ROW_KEYS}},
-                CallRow))
         sync = calls.get("api_sync_ns")
         d["calls"] = CallsInfo(
             count=calls["count"], source=calls["source"], pattern=calls["pattern"],
             warm_count=calls["warm_count"], cold=tuple(calls["cold"]),
-            stats={k: msgspec.convert(v, Stats) for k, v in calls.items()
-                   if k not in _CALLS_KEYS},
-            categories={k: msgspec.convert(v, Stats) for k, v in calls["categories"].items()},
-            per_call=tuple(per_call),
+            stats=msgspec.convert(calls["stats"], dict[str, Stats]),
+            categories=msgspec.convert(calls["categories"], dict[str, Stats]),
+            per_call=msgspec.convert(calls["per_call"], tuple[CallRow, ...]),
             description=calls.get("description", ""), how=calls.get("how", ""),
             outliers=tuple(calls.get("outliers", ())),
             api_sync=None if sync is None else msgspec.convert(sync, Stats),
             kinds=tuple(KindRow(k["name"], k["count"], k["warm_count"],
-                                {m: msgspec.convert(v, Stats) for m, v in k.items()
-                                 if m not in _KIND_KEYS},
+                                msgspec.convert(k["stats"], dict[str, Stats]),
                                 msgspec.convert(k["api_sync_ns"], Stats))
                         for k in calls.get("kinds", ())),
             tree=msgspec.convert(calls.get("tree", []), tuple[TreeRow, ...]),
@@ -542,5 +525,3 @@ def from_dict(d: dict[str, Any]) -> Report:
         return msgspec.convert(d, Report, from_attributes=True)
     except (msgspec.ValidationError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"not an explain report: {exc}") from None
-
-

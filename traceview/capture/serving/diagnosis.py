@@ -32,6 +32,7 @@ def summarize_decode(ex: dict[str, Any], steps: int) -> dict[str, Any]:
     window = ex["window"]["dur_ns"]
     busy = ex["device"]["busy_ns"]
     calls = ex.get("calls") or {}
+    stats = calls.get("stats") or {}  # the per-call statistics (explain schema 2)
     cats = ex.get("host", {}).get("categories", {})
     funcs = ex.get("host", {}).get("functions", [])
     ops = [f for f in funcs if str(f.get("name", "")).startswith("aten::")]
@@ -42,9 +43,9 @@ def summarize_decode(ex: dict[str, Any], steps: int) -> dict[str, Any]:
         "window_ns": window,
         "device_busy_ns": busy,
         "device_busy_share": busy / window if window else None,
-        "step_ns": _stats(calls.get("api_ns")),
-        "step_device_busy_ns": _stats(calls.get("device_busy_ns")),
-        "step_host_overhead_ns": _stats(calls.get("host_overhead_ns")),
+        "step_ns": _stats(stats.get("api_ns")),
+        "step_device_busy_ns": _stats(stats.get("device_busy_ns")),
+        "step_host_overhead_ns": _stats(stats.get("host_overhead_ns")),
         "warm_steps": calls.get("warm_count"),
         "launches_per_step": (ex.get("launches", {}).get("count") or 0) // steps if steps
         else None,
