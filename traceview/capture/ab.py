@@ -17,9 +17,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from traceview.capture.failure import check_isolated
 from traceview.capture.fresh_processes import (
@@ -30,8 +32,11 @@ from traceview.capture.fresh_processes import (
     run_interleaved,
     run_same_process,
 )
+from traceview.capture.process_template import start_templates
 from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze
+
+T = TypeVar("T")
 
 
 def capture_side(label: str, config: Any, *, python: str | None = None,
@@ -53,7 +58,27 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
     return Side(label=label, entry=("-m", "traceview.capture.ab_child"),
                 config=json.loads(_encode(config)), python=python or sys.executable,
                 env=full_env, path=tuple(str(Path(p).resolve()) for p in path),
-                cwd=os.getcwd(), cpus=tuple(sorted(set(cpus))))
+                cwd=os.getcwd(), cpus=tuple(sorted(set(cpus))),
+                call="traceview.capture.ab_child:measure_side",
+                preload=preload_for(config.impl))
+
+
+#: What a side's template imports before it forks: torch, triton, the capture modules a
+#: round's child runs, and torch._dynamo (the correctness check's reference call imports
+#: it: 4.8 s of a child's 4.9 s preparation on this project's 2-core machine), so the
+#: child only creates its CUDA context, builds, compiles or loads, and measures.
+PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.capture.baseline_child",
+           "traceview.capture.baseline", "traceview.capture.impls",
+           "traceview.capture.inputs", "traceview.capture.correctness",
+           "traceview.capture.graphs", "traceview.capture.metadata")
+
+
+def preload_for(*impls: str) -> tuple[str, ...]:
+    """:data:`PRELOAD`, with the built-in kernels for Triton and flag_gems for FlagGems
+    (optional: left out and imported per child if its import initialises CUDA)."""
+    extra = (("?traceview.capture.kernels",) if "triton" in impls else ()) + \
+        (("?flag_gems",) if "flag_gems" in impls else ())
+    return PRELOAD + extra
 
 
 def profiled_trace(side: Side, config: Any, out: Path,
@@ -111,122 +136,204 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    trace_dir: Path | None = None,
                    time_limit_s: float | None = None,
                    cpus: Sequence[int] = (), same_process: bool = False,
-                   blocks: int = 10, check_cache: bool = False) -> ABResult:
+                   blocks: int = 10, check_cache: bool = False,
+                   fork: bool = True) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
-    (``<name>.json.gz``), recorded as ``sides[label]["trace"]``. ``time_limit_s``: for
-    the rounds (:func:`run_interleaved`); the correctness checks before them and the
-    profiled traces after them are not counted. ``same_process``: each round is one
-    fresh process that measures both variants in ``blocks`` alternating blocks
-    (``ab_pair_child``); the sides must then share interpreter, environment and import
-    path, and differ by implementation or callable only. ``check_cache``: each side's
-    ``--check-cache`` sequence (``cache_check``) in its own setting after the first
-    correctness check and before any round; a wrong side stops the run (exit 3). Then,
-    always, each side's kernels are probed once (``probe.probe_child``, a profiled
-    process of its own, not timed) so the result says which kernels each launched."""
+    (``<name>.json.gz``), recorded as ``sides[label]["trace"]``. ``time_limit_s``: from
+    the start of this call (the correctness checks, cache checks and kernel probes
+    before the rounds count, so a run ends in time); the profiled traces after the rounds
+    are not counted. ``same_process``: each round is one fresh process that measures
+    both variants in ``blocks`` alternating blocks (``ab_pair_child``); the sides must
+    then share interpreter, environment and import path, and differ by implementation or
+    callable only. ``check_cache``: each side's ``--check-cache`` sequence
+    (``cache_check``) in its own setting after the first correctness check and before
+    any round; a wrong side stops the run (exit 3). Then, always, each side's kernels
+    are probed once (``probe.probe_child``, a profiled process of its own, not timed)
+    so the result says which kernels each launched. ``fork``: each round's process is a
+    child forked from a per-side template that has imported everything
+    (:mod:`traceview.capture.process_template`); where that cannot work, and with
+    ``fork=False``, a fresh interpreter per process."""
+    started = time.monotonic()
     sides = sides or {}
     check_time_limit(time_limit_s)  # here too: before the checks, not after them
     if same_process:
-        if not 2 <= blocks <= 1000 or blocks % 2:
-            raise CaptureError(f"--blocks takes an even number from 2 to 1000 (each side "
-                               f"first in half of the pairs), got {blocks}")
-        if seed is not None:
-            raise CaptureError("--order-seed orders processes; with --same-process each "
-                               "process runs both sides in blocks A B, B A, ...: leave it out")
-        a_opts, b_opts = (dict(sides.get(x, {})) for x in ("A", "B"))
-        for key, flag in (("python", "python"), ("env", "env"), ("path", "path")):
-            if (a_opts.get(key) or None) != (b_opts.get(key) or None):
-                raise CaptureError(f"--same-process runs both variants in one interpreter: "
-                                   f"--a-{flag} and --b-{flag} must be the same (they "
-                                   "may differ by --a-impl/--b-impl or --a-fn/--b-fn)")
-        for cfg in (config_a, config_b):
-            if cfg.impl == "flag_gems":
-                raise CaptureError("--same-process cannot take --impl flag_gems: it enters "
-                                   "flag_gems.use_gems() for the whole process, so the other "
-                                   "side would run through FlagGems too; give two --a-fn/"
-                                   "--b-fn callables instead (tools/gpu/issue13_fns.py)")
-            if cfg.mode != "eager":
-                raise CaptureError("--same-process measures eager calls only; leave out "
-                                   "--mode graph")
+        check_same_process(config_a, config_b, sides, seed, blocks)
+    configs = {"A": config_a, "B": config_b}
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
-        made = {}
-        for label, config in (("A", config_a), ("B", config_b)):
-            opts = dict(sides.get(label, {}))
-            made[label] = capture_side(label, config, python=opts.get("python"),
-                                       env=opts.get("env"), path=opts.get("path", ()),
-                                       cache_root=root, cpus=cpus)
-        # Correctness first, each side alone in a fresh process of its own setting: a
-        # wrong, crashing or hanging variant is named before any round is timed.
-        for label, config in (("A", config_a), ("B", config_b)):
-            check_isolated(config, Path(root) / f"check-{label}", config.timeout_s,
-                           python=made[label].python, env=child_env(made[label]))
-        cache_checks: dict[str, dict[str, Any]] = {}
-        if check_cache:
-            from traceview.capture.cache_check import check_cache as run_cache_check
-
-            for label, config in (("A", config_a), ("B", config_b)):
-                done = run_cache_check(config, config.timeout_s, python=made[label].python,
-                                       env=child_env(made[label]), side=label)
-                cache_checks[label] = {"passed": done["passed"], "calls": done["calls"],
-                                       "reproducer": done["reproducer"]}
-        kernels = {label: probe_kernels(made[label], config)
-                   for label, config in (("A", config_a), ("B", config_b))}
-        if same_process:
-            # one interpreter: the user's env is the same on both sides (checked above);
-            # A's cache folders serve both, and the interpreter if either side needs it
-            pair_env = dict(made["A"].env)
-            if config_a.interpreted or config_b.interpreted:
-                pair_env.setdefault("TRITON_INTERPRET", "1")
-            pair = Side(label="A+B", entry=("-m", "traceview.capture.ab_pair_child"),
-                        config={"a": made["A"].config, "b": made["B"].config,
-                                "blocks": blocks},
-                        python=made["A"].python, env=pair_env, path=made["A"].path,
-                        cwd=made["A"].cwd, cpus=made["A"].cpus)
-            runs = run_same_process(pair, rounds, on_run, time_limit_s=time_limit_s)
-        else:
-            runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run,
-                                   time_limit_s=time_limit_s)
+        made = {label: capture_side(label, config, python=sides.get(label, {}).get("python"),
+                                    env=sides.get(label, {}).get("env"),
+                                    path=sides.get(label, {}).get("path", ()),
+                                    cache_root=root, cpus=cpus)
+                for label, config in configs.items()}
+        processes = {"A+B": pair_side(configs, made, blocks)} if same_process else made
+        with start_templates(processes, fork=fork) as templates:  # importing meanwhile
+            cache_checks, kernels = check_sides(configs, made, Path(root),
+                                                check_cache=check_cache)
+            if same_process:
+                runs = run_same_process(processes["A+B"], rounds, on_run,
+                                        time_limit_s=time_limit_s, started=started,
+                                        starter=templates.starters.get("A+B"))
+            else:
+                runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run,
+                                       time_limit_s=time_limit_s, started=started,
+                                       starters=templates.starters)
+            process = templates.describe()
     traces: dict[str, str] = {}
     if trace_dir is not None:
         trace_dir.mkdir(parents=True, exist_ok=True)
-        for label, config in (("A", config_a), ("B", config_b)):
+        for label, config in configs.items():
             name = (sides.get(label, {}).get("name") or label).replace("/", "_")
             traces[label] = str(profiled_trace(made[label], config,
                                                trace_dir / f"{name}.json.gz"))
-    described = {}
-    for label, config in (("A", config_a), ("B", config_b)):
-        opts = sides.get(label, {})
-        d = made[label].describe()
-        d.pop("entry")
-        d["env"] = dict(opts.get("env") or {})  # what the user set, not the cache folders
-        d.update(name=opts.get("name") or label, impl=config.impl, fn=config.fn,
-                 reproducer=config.reproducer)
-        if label in traces:
-            d["trace"] = traces[label]
-        d["kernels_used"] = kernels[label]
-        if label in cache_checks:
-            d["cache_check"] = cache_checks[label]
-        described[label] = d
-    protocol = {
-        "op": config_a.op, "shape": list(config_a.out_shape), "dtype": config_a.dtype,
-        "layout": config_a.layout, "device": config_a.device, "mode": config_a.mode,
-        "warmup": config_a.warmup, "baseline_n": config_a.baseline_n,
-        "timer": "time.perf_counter_ns around call+synchronize (full call), a batch of "
-                 "baseline_n calls and one sync (amortized)",
-        "cpus": sorted(set(cpus)) or None,
-        "blocks": blocks if same_process else None,
-        "process": ("one fresh process per round measuring both variants in "
-                    f"{blocks} blocks per side (A B, B A, ...), profiler never started"
-                    if same_process else
-                    "fresh process per side per round, profiler never started"),
-        "rounds_planned": rounds,
-        "time_limit_s": time_limit_s,
-        "stopped": None if len(runs) // 2 == rounds else
-        f"time limit: {len(runs) // 2} of {rounds} rounds fit in {time_limit_s:g} s",
-    }
+    described = {label: _described(label, config, made[label], sides.get(label, {}),
+                                   traces, kernels, cache_checks)
+                 for label, config in configs.items()}
+    protocol = _protocol(config_a, rounds, len(runs) // 2, cpus=cpus,
+                         time_limit_s=time_limit_s, blocks=blocks if same_process else None,
+                         process=process)
     return analyze(runs, described, len(runs) // 2,
                    f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
                    if same_process else
                    "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
                    protocol)
+
+
+def check_same_process(config_a: Any, config_b: Any, sides: Mapping[str, Mapping[str, Any]],
+                       seed: int | None, blocks: int) -> None:
+    """``--same-process`` takes two sides that can live in one interpreter: same
+    interpreter, environment and path, no FlagGems (process-wide), eager mode."""
+    if not 2 <= blocks <= 1000 or blocks % 2:
+        raise CaptureError(f"--blocks takes an even number from 2 to 1000 (each side "
+                           f"first in half of the pairs), got {blocks}")
+    if seed is not None:
+        raise CaptureError("--order-seed orders processes; with --same-process each "
+                           "process runs both sides in blocks A B, B A, ...: leave it out")
+    a_opts, b_opts = (dict(sides.get(x, {})) for x in ("A", "B"))
+    for key, flag in (("python", "python"), ("env", "env"), ("path", "path")):
+        if (a_opts.get(key) or None) != (b_opts.get(key) or None):
+            raise CaptureError(f"--same-process runs both variants in one interpreter: "
+                               f"--a-{flag} and --b-{flag} must be the same (they "
+                               "may differ by --a-impl/--b-impl or --a-fn/--b-fn)")
+    for cfg in (config_a, config_b):
+        if cfg.impl == "flag_gems":
+            raise CaptureError("--same-process cannot take --impl flag_gems: it enters "
+                               "flag_gems.use_gems() for the whole process, so the other "
+                               "side would run through FlagGems too; give two --a-fn/"
+                               "--b-fn callables instead (tools/gpu/flaggems_type_promotion_fns.py)")
+        if cfg.mode != "eager":
+            raise CaptureError("--same-process measures eager calls only; leave out "
+                               "--mode graph")
+
+
+def check_sides(configs: Mapping[str, Any], made: Mapping[str, Side], root: Path, *,
+                check_cache: bool) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Before any round, per side in a fresh process of its own setting: correctness
+    alone (a wrong, crashing or hanging variant is named before anything is timed), the
+    ``--check-cache`` sequence when asked, the kernel probe. The two sides' checks run at
+    the same time (none is timed): (cache checks, kernels used), by label."""
+    def one_side(label: str) -> tuple[dict[str, Any] | None, Any]:
+        config, side = configs[label], made[label]
+        check_isolated(config, root / f"check-{label}", config.timeout_s,
+                       python=side.python, env=child_env(side))
+        cached = None
+        if check_cache:
+            from traceview.capture.cache_check import check_cache as run_cache_check
+
+            done = run_cache_check(config, config.timeout_s, python=side.python,
+                                   env=child_env(side), side=label)
+            cached = {"passed": done["passed"], "calls": done["calls"],
+                      "reproducer": done["reproducer"]}
+        return cached, probe_kernels(side, config)
+
+    done = per_side(one_side, list(configs))
+    cache_checks = {label: c for label, (c, _) in done.items() if c is not None}
+    return cache_checks, {label: k for label, (_, k) in done.items()}
+
+
+def per_side(work: Callable[[str], T], labels: Sequence[str]) -> dict[str, T]:
+    """``work(label)`` for every label at once, each in a thread that waits on its own
+    child processes; the first label's error (in order) is raised. Daemon threads: on
+    Ctrl-C the process leaves at once and the children die with it (PR_SET_PDEATHSIG)."""
+    results: dict[str, T] = {}
+    errors: dict[str, BaseException] = {}
+
+    def run(label: str) -> None:
+        try:
+            results[label] = work(label)
+        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+            errors[label] = exc
+
+    threads = [threading.Thread(target=run, args=(label,), daemon=True) for label in labels]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for label in labels:
+        if label in errors:
+            raise errors[label]
+    return results
+
+
+def pair_side(configs: Mapping[str, Any], made: Mapping[str, Side], blocks: int) -> Side:
+    """The one process of a ``--same-process`` round: A's setting (the user's setting
+    is the same on both sides, checked), A's cache folders serve both, and the
+    interpreter if either side needs it."""
+    a = made["A"]
+    pair_env = dict(a.env)
+    if any(c.interpreted for c in configs.values()):
+        pair_env.setdefault("TRITON_INTERPRET", "1")
+    return Side(label="A+B", entry=("-m", "traceview.capture.ab_pair_child"),
+                config={"a": a.config, "b": made["B"].config, "blocks": blocks},
+                python=a.python, env=pair_env, path=a.path, cwd=a.cwd, cpus=a.cpus,
+                call="traceview.capture.ab_pair_child:measure_both",
+                preload=preload_for(*(c.impl for c in configs.values())))
+
+
+def _described(label: str, config: Any, side: Side, opts: Mapping[str, Any],
+               traces: Mapping[str, str], kernels: Mapping[str, Any],
+               cache_checks: Mapping[str, Any]) -> dict[str, Any]:
+    """``sides.X`` of the result: the side's setting as the user gave it, what it ran,
+    its trace, kernels and cache check."""
+    d = side.describe()
+    d.pop("entry")
+    d["env"] = dict(opts.get("env") or {})  # what the user set, not the cache folders
+    d.update(name=opts.get("name") or label, impl=config.impl, fn=config.fn,
+             reproducer=config.reproducer)
+    if label in traces:
+        d["trace"] = traces[label]
+    d["kernels_used"] = kernels[label]
+    if label in cache_checks:
+        d["cache_check"] = cache_checks[label]
+    return d
+
+
+def _protocol(config: Any, planned: int, ran: int, *, cpus: Sequence[int],
+              time_limit_s: float | None, blocks: int | None,
+              process: dict[str, Any]) -> dict[str, Any]:
+    """``protocol`` of the result: what was measured, how, and how processes started."""
+    forked = process["mode"] == "fork"
+    start = ("each a child forked from its side's template process (imports done "
+             "once, CUDA initialised in the child)" if forked else
+             "each a fresh interpreter" + (f" ({process['why']})" if process.get("why")
+                                           else ""))
+    words = (f"one fresh process per round measuring both variants in {blocks} blocks "
+             f"per side (A B, B A, ...), profiler never started; {start}"
+             if blocks is not None else
+             f"fresh process per side per round, profiler never started; {start}")
+    return {
+        "op": config.op, "shape": list(config.out_shape), "dtype": config.dtype,
+        "layout": config.layout, "device": config.device, "mode": config.mode,
+        "warmup": config.warmup, "baseline_n": config.baseline_n,
+        "timer": "time.perf_counter_ns around call+synchronize (full call), a batch of "
+                 "baseline_n calls and one sync (amortized)",
+        "cpus": sorted(set(cpus)) or None,
+        "blocks": blocks,
+        "process": words,
+        "process_start": process,
+        "rounds_planned": planned,
+        "time_limit_s": time_limit_s,
+        "stopped": None if ran == planned else
+        f"time limit: {ran} of {planned} rounds fit in {time_limit_s:g} s",
+    }

@@ -45,6 +45,11 @@ from traceview.paired import interleaved_order
 
 #: A child that compiles, or imports a large library, can take a while.
 PROCESS_TIMEOUT_S = 600
+#: The environment variable that tells a child when (``time.monotonic_ns()``, one clock
+#: for every process of the machine) its parent started it: the child's phases begin there.
+SPAWNED_ENV = "TRACEVIEW_SPAWNED_NS"
+#: One process of a side for a round: ``(round, timeout_s) -> (wall ns, JSON result)``.
+Starter = Callable[[int, float], tuple[int, dict[str, Any]]]
 #: The traceview package's parent folder: on every child's PYTHONPATH.
 _ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -64,6 +69,13 @@ class Side:
     #: wherever the OS puts it. Both sides get the same set, so which core a process lands
     #: on is not a difference between them.
     cpus: tuple[int, ...] = ()
+    #: ``"module:function"``: the same work as ``entry`` as a function of the config's
+    #: JSON text, returning the result dict (raising TraceviewError for a problem the
+    #: user can fix). Only with it can a round be a child forked from a preloaded
+    #: template (:mod:`traceview.capture.process_template`); None: always spawned fresh.
+    call: str | None = None
+    #: Modules the template imports before it forks (``"?name"``: only if importable).
+    preload: tuple[str, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {"label": self.label, "python": self.python, "env": dict(self.env),
@@ -88,8 +100,10 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     t0 = time.perf_counter_ns()
     try:
+        env = child_env(side)
+        env[SPAWNED_ENV] = str(time.monotonic_ns())  # the child's start-to-ready clock
         proc = subprocess.run([side.python, *side.entry], input=json.dumps(side.config),
-                              capture_output=True, text=True, env=child_env(side),
+                              capture_output=True, text=True, env=env,
                               cwd=side.cwd, timeout=timeout_s, check=False,
                               preexec_fn=pin)  # noqa: PLW1509 (no threads started here)
     except subprocess.TimeoutExpired:
@@ -97,7 +111,15 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
     except OSError as exc:
         raise CaptureError(f"{where}: cannot start {side.python!r}: {exc.strerror}") from None
     wall = time.perf_counter_ns() - t0
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return wall, read_result(where, proc.returncode, proc.stdout, proc.stderr)
+
+
+def read_result(where: str, returncode: int | None, stdout: str, stderr: str
+                ) -> dict[str, Any]:
+    """A finished process's JSON result (its last ``{``-line), or the TraceviewError
+    that names ``where`` and what went wrong: its own error line, else the last line of
+    stderr or the exit code."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     result = None
     if lines:
         try:
@@ -107,13 +129,13 @@ def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_
     if isinstance(result, dict) and "error" in result:
         err = CorrectnessError if result.get("exit_code") == 3 else CaptureError
         raise err(f"{where}: {result['error']}")
-    if proc.returncode != 0 or not isinstance(result, dict):
-        err_lines = [ln for ln in proc.stderr.splitlines()
+    if returncode != 0 or not isinstance(result, dict):
+        err_lines = [ln for ln in stderr.splitlines()
                      if ln.strip() and not ln.startswith("USDT")]
         raise CaptureError(f"{where}: the process failed: "
-                           + (err_lines[-1] if err_lines else f"exit code {proc.returncode}"
+                           + (err_lines[-1] if err_lines else f"exit code {returncode}"
                               + ("" if lines else ", no JSON result line")))
-    return wall, result
+    return result
 
 
 def check_time_limit(time_limit_s: float | None) -> None:
@@ -130,14 +152,20 @@ def _longest(took: Sequence[float]) -> float:
 
 
 def rounds_in_time(rounds: int, time_limit_s: float | None,
-                   clock: Callable[[], float] = time.monotonic) -> Iterator[int]:
+                   clock: Callable[[], float] = time.monotonic,
+                   started: float | None = None) -> Iterator[int]:
     """The rounds ``0 .. rounds-1`` that may start: each only when the time used so far
     plus the longest round so far (:func:`_longest`) still fits in ``time_limit_s``, so
-    a run planned for more rounds than the time allows ends with whole rounds."""
+    a run planned for more rounds than the time allows ends with whole rounds.
+
+    ``started`` (a ``clock()`` value): when the time limit began, if before the rounds
+    (``ab`` counts its checks and probes too); then round 1 also needs a guess of its
+    length, and gets none: it always starts, and the limit binds from round 2."""
     if rounds < 1:
         raise CaptureError(f"--rounds must be >= 1, got {rounds}")
     check_time_limit(time_limit_s)
-    start = round_start = clock()
+    round_start = clock()
+    start = round_start if started is None else started
     took: list[float] = []
     for r in range(rounds):
         now = clock()
@@ -153,22 +181,30 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
                     on_run: Callable[[ProcessRun], None] | None = None,
                     timeout_s: float = PROCESS_TIMEOUT_S,
                     time_limit_s: float | None = None,
-                    clock: Callable[[], float] = time.monotonic) -> list[ProcessRun]:
+                    clock: Callable[[], float] = time.monotonic,
+                    starters: Mapping[str, Starter] | None = None,
+                    started: float | None = None) -> list[ProcessRun]:
     """Run ``rounds`` rounds of one fresh process per side, in interleaved order.
 
     ``seed`` None: balanced order (AB, BA, AB, ...); an int: each round's order drawn at
     random from it. ``on_run`` sees each process as it finishes (progress). Returns the
     runs in the order they ran; the first failing process stops the run (TraceviewError).
     ``time_limit_s``: :func:`rounds_in_time` (never half a pair); the caller compares
-    ``len(runs) // 2`` with ``rounds`` to say it stopped early.
+    ``len(runs) // 2`` with ``rounds`` to say it stopped early; ``started`` as there.
+    ``starters`` (by label): how a side's process starts, e.g. forked from a template
+    (:class:`traceview.capture.process_template.Template`); default: spawned fresh
+    (:func:`run_process`).
     """
     sides = {"A": a, "B": b}
+    start = dict(starters or {})
+    for label, side in sides.items():
+        start.setdefault(label, _spawner(side))
     order = interleaved_order(rounds, seed)
     runs: list[ProcessRun] = []
-    for r in rounds_in_time(rounds, time_limit_s, clock):
+    for r in rounds_in_time(rounds, time_limit_s, clock, started):
         for _, which in order[2 * r:2 * r + 2]:
             i = len(runs)
-            wall, result = run_process(sides[which], r, timeout_s)
+            wall, result = start[which](r, timeout_s)
             run = ProcessRun(index=i, round=r, side=which, position=i % 2, wall_ns=wall,
                              result=result)
             runs.append(run)
@@ -181,17 +217,21 @@ def run_same_process(pair: Side, rounds: int,
                      on_run: Callable[[ProcessRun], None] | None = None,
                      timeout_s: float = PROCESS_TIMEOUT_S,
                      time_limit_s: float | None = None,
-                     clock: Callable[[], float] = time.monotonic) -> list[ProcessRun]:
+                     clock: Callable[[], float] = time.monotonic,
+                     starter: Starter | None = None,
+                     started: float | None = None) -> list[ProcessRun]:
     """``rounds`` fresh processes of ``pair``, each measuring both variants in blocks.
 
     ``pair``'s entry prints ``{"A": figures, "B": figures, ...}``
     (``traceview.capture.ab_pair_child``); each process becomes two :class:`ProcessRun`
     records of one round, so :func:`paired_figures` and the statistics are the same as
-    for fresh processes per side. ``time_limit_s`` as in :func:`run_interleaved`.
+    for fresh processes per side. ``time_limit_s``, ``started`` and ``starter`` as in
+    :func:`run_interleaved`.
     """
+    start = starter or _spawner(pair)
     runs: list[ProcessRun] = []
-    for r in rounds_in_time(rounds, time_limit_s, clock):
-        wall, result = run_process(pair, r, timeout_s)
+    for r in rounds_in_time(rounds, time_limit_s, clock, started):
+        wall, result = start(r, timeout_s)
         shared = {k: v for k, v in result.items() if k not in ("A", "B")}
         for label in ("A", "B"):
             run = ProcessRun(index=len(runs), round=r, side=label, position=None,
@@ -200,3 +240,7 @@ def run_same_process(pair: Side, rounds: int,
             if on_run is not None:
                 on_run(run)
     return runs
+
+
+def _spawner(side: Side) -> Starter:
+    return lambda round_, timeout_s: run_process(side, round_, timeout_s)

@@ -85,7 +85,8 @@ class ABResult:
                 {"round": r.round + 1,
                  "position": None if r.position is None else r.position + 1,
                  "wall_ns": r.wall_ns,
-                 **{k: r.result.get(k) for k in FIGURES}, "cpu": r.result.get("cpu")}
+                 **{k: r.result.get(k) for k in FIGURES}, "cpu": r.result.get("cpu"),
+                 "phases_ns": r.result.get("phases_ns")}
                 for r in mine],
                 correctness=first.get("correctness"), versions=first.get("versions"),
                 device=first.get("device"))
