@@ -95,13 +95,13 @@ def test_capture_names_the_form_shows_the_harness_part_and_explains_amortized(tm
     assert proc.returncode == 0, proc.stderr
     m = load(out)["traceview"]
     d = m["impl_detail"]
-    assert d["launcher_form"] == "minimal" and d["kernel"] == "flat_kernel"
+    assert d["launcher_form"] == "minimal" and d["kernel"] == "flat_binary_kernel"
     assert d["launcher"] == "traceview.capture.kernels.MinimalLauncher"
     assert d["launcher_why"].startswith("auto: contiguous inputs of one shape and dtype")
     import re
 
     text = " ".join(re.sub(r"[│┃]", " ", proc.stdout).split())
-    assert "launcher minimal minimal: 1-D flat_kernel with 5 runtime arguments" in text
+    assert "launcher minimal minimal: 1-D flat_binary_kernel with 4 runtime arguments, grid and launch prepared once" in text
     assert "is the median of 10 calls each timed alone up to a synchronize" in text
     assert "Amortized submit" in text and "a mean, not a median" in text
     import traceview

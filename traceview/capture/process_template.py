@@ -353,8 +353,13 @@ def main() -> None:
     spawned = int(os.environ.get(SPAWNED_ENV) or t0)
     hello = json.loads(sys.stdin.readline())
     module, _, name = hello["call"].partition(":")
-    done, skipped, culprit = _preload([*(hello.get("preload") or ()), module])
-    call = getattr(importlib.import_module(module), name)
+    done: list[str] = []
+    skipped: list[str] = []
+    culprit: str | None = ("the interpreter's start-up (sitecustomize, .pth files)"
+                           if cuda_initialized() else None)
+    if culprit is None:
+        done, skipped, culprit = _preload([*(hello.get("preload") or ()), module])
+    call = getattr(importlib.import_module(module), name) if culprit is None else None
     _say({"ready": True, "cuda_initialized": culprit, "start_ns": t0 - spawned,
           "imports_ns": time.monotonic_ns() - t0, "preloaded": done, "skipped": skipped})
     if culprit:
