@@ -77,6 +77,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
         reason = f"auto: {why}"
     else:
         reason = f"asked (--launcher {form})"
+    launcher: Any
     if form == "minimal":
         launcher = kernels.MinimalLauncher(device.torch, config.op, args)
         what = (f"minimal: 1-D {launcher.kernel.__name__} with 4 runtime arguments, grid "

@@ -10,6 +10,7 @@ still printed and the trace is still on disk for a later ``traceview explain``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,9 @@ def _render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: P
                       fmt_ns(st["host_overhead_ns"].p50), "call minus kernel")
         for owner, ns in owner_split(analysis):
             table.add_row(f"trace: {owner} per call", fmt_ns(ns), OWNER_HOW[owner])
+            if owner == OWNERS[0][0] and ns:
+                table.add_row("trace: of it, traceview's own Python", fmt_ns(harness_python(
+                    analysis)), HARNESS_PYTHON_HOW)
         table.add_row("trace: device busy / window",
                       f"{fmt_ns(analysis.device.busy_ns)} / "
                       f"{fmt_ns(analysis.window.dur_ns)}",
@@ -158,6 +162,21 @@ OWNER_HOW = {
     "torch": "frames of torch.*; sum of module p50s per warm call",
     "other code": "every other module (the library under test, user code); sum of p50s",
 }
+
+
+#: A traceview Python frame in the trace's function names (``.../traceview/x.py(12): f``).
+_TRACEVIEW_FRAME = re.compile(r"(^|/)traceview/[\w/]+\.py\(\d+\): ")
+HARNESS_PYTHON_HOW = ("self time of traceview's Python frames (p50 per warm call, summed); "
+                      "the rest of the harness row is C++ work those frames call directly: "
+                      "the output's torch.empty_like, the op itself for --impl torch, the "
+                      "profiler's own ranges")
+
+
+def harness_python(analysis: Report) -> int:
+    """The harness row's part that is traceview's own Python (not the torch calls and
+    profiler ranges its frames make, which the module table gives to the caller)."""
+    return sum(f.self_ns_per_call or 0 for f in analysis.host.functions
+               if _TRACEVIEW_FRAME.search(f.name))
 
 
 def owner_split(analysis: Report) -> list[tuple[str, int]]:
