@@ -28,14 +28,20 @@ if TYPE_CHECKING:
     from traceview.report.model import Report
 
 
+#: ``host.functions`` rows kept for the summary: all of them (see :func:`harness_python`).
+ALL_FUNCTIONS = 10**9
+
+
 def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
     """(explain's report, None) or (None, why not)."""
     try:
         from traceview import analyze  # the explain half; may not be installed/landed
     except Exception as exc:  # noqa: BLE001  (ImportError, or a missing optional dependency)
         return None, f"explain unavailable ({type(exc).__name__}: {exc})"
-    try:
-        return analyze(path), None
+    from traceview.options import Options
+
+    try:  # every host function, not explain's top 50: harness_python sums traceview's
+        return analyze(path, Options(functions_limit=ALL_FUNCTIONS)), None
     except Exception as exc:  # noqa: BLE001  (explain's problem must not lose a capture)
         return None, f"explain failed on {path.name} ({type(exc).__name__}: {exc})"
 
