@@ -389,7 +389,7 @@ def _child(call: Any, request: dict[str, Any], forked: int) -> None:
             os.dup2(target, fd)
         from traceview.capture.ab_child import answer
 
-        code = answer(lambda _text: call(request["config"]), exit=False)
+        code = answer(call, request["config"], exit=False)
     except BaseException:  # noqa: BLE001 (reported on the round's stderr, then exit 1)
         import traceback
 
