@@ -17,7 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from traceview.capture import ab
+from traceview.capture import fresh_processes as runner
 from traceview.errors import CaptureError, CorrectnessError
+from traceview.multi import ab_result
 from traceview.paired import compare
 
 SPIN_CHILD = textwrap.dedent('''
@@ -49,8 +51,8 @@ def child(tmp_path: Path) -> Path:
 
 def _sides(child: Path, extra_b: int, n: int = 30, base: int = 20_000):
     cfg = {"n": n, "base_ns": base}
-    a = ab.Side("A", entry=(str(child),), config=cfg, env={"EXTRA_NS": "0"})
-    b = ab.Side("B", entry=(str(child),), config=cfg, env={"EXTRA_NS": str(extra_b)})
+    a = runner.Side("A", entry=(str(child),), config=cfg, env={"EXTRA_NS": "0"})
+    b = runner.Side("B", entry=(str(child),), config=cfg, env={"EXTRA_NS": str(extra_b)})
     return a, b
 
 
@@ -58,11 +60,11 @@ def test_runner_interleaves_and_finds_an_injected_delay(child):
     delay = 50_000
     a, b = _sides(child, delay)
     seen = []
-    runs = ab.run_interleaved(a, b, rounds=8, on_run=seen.append)
+    runs = runner.run_interleaved(a, b, rounds=8, on_run=seen.append)
     assert [(r.round, r.side) for r in runs] == [(r, s) for r in range(8)
                                                   for s in (("A", "B") if r % 2 == 0 else ("B", "A"))]
     assert seen == runs and all(r.wall_ns > 0 for r in runs)
-    pairs = ab.paired_figures(runs, "p50_ns")
+    pairs = ab_result.paired_figures(runs, "p50_ns")
     assert pairs is not None
     a_vals, b_vals = pairs
     # independent count: per-round differences straight from the processes' JSON
@@ -72,20 +74,20 @@ def test_runner_interleaves_and_finds_an_injected_delay(child):
     assert c.verdict == "B slower" and c.b_slower_rounds >= 7
     # both sides spin to a deadline, so the overshoot cancels: the interval holds the delay
     assert c.ci_low_ns <= delay * 1.02 and c.ci_high_ns >= delay * 0.98, c
-    line = ab.verdict_line(c, 8)
+    line = ab_result.verdict_line(c, 8)
     assert line.startswith("B slower by ") and f"{c.b_slower_rounds} of 8 rounds" in line
     assert "unprofiled" in line
 
 
 def test_a_vs_a_false_positive_rate_is_low(child):
     a, _ = _sides(child, 0, n=20)
-    b = ab.Side("B", entry=a.entry, config=a.config, env=a.env)
+    b = runner.Side("B", entry=a.entry, config=a.config, env=a.env)
     verdicts = []
     for seed in range(8):
-        runs = ab.run_interleaved(a, b, rounds=6, seed=seed)
+        runs = runner.run_interleaved(a, b, rounds=6, seed=seed)
         order = [r.side for r in runs]
         assert all(sorted(order[i:i + 2]) == ["A", "B"] for i in range(0, 12, 2))
-        verdicts.append(compare(*ab.paired_figures(runs, "p50_ns")).verdict)
+        verdicts.append(compare(*ab_result.paired_figures(runs, "p50_ns")).verdict)
     # exact 96.9% intervals: about 3% false positives each when the machine is steady; a
     # loaded machine drifts within a round too, so allow 2 of 8 here (P(>=3) < 0.1% at 3%);
     # the rate itself is checked on simulated drifting rounds below
@@ -113,26 +115,26 @@ def test_a_vs_a_false_positive_rate_under_drift_simulated():
 def test_extra_path_env_and_python_reach_the_child(child, tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()
-    side = ab.Side("A", entry=(str(child),), config={"n": 1, "base_ns": 1},
+    side = runner.Side("A", entry=(str(child),), config={"n": 1, "base_ns": 1},
                    python=sys.executable, path=(str(extra),))
-    _, result = ab.run_process(side)
+    _, result = runner.run_process(side)
     assert result["path0"] == str(extra)
 
 
 def test_child_errors_name_the_side_and_round(child):
-    bad = ab.Side("B", entry=(str(child),), config={"fail": 3})
+    bad = runner.Side("B", entry=(str(child),), config={"fail": 3})
     with pytest.raises(CorrectnessError, match="side B, round 1: told to fail"):
-        ab.run_process(bad)
+        runner.run_process(bad)
     with pytest.raises(CaptureError, match="cannot start"):
-        ab.run_process(ab.Side("A", entry=("-c", "1"), python="/nonexistent/python"))
+        runner.run_process(runner.Side("A", entry=("-c", "1"), python="/nonexistent/python"))
     with pytest.raises(CaptureError, match="no JSON result line"):
-        ab.run_process(ab.Side("A", entry=("-c", "print('hi')")))
+        runner.run_process(runner.Side("A", entry=("-c", "print('hi')")))
 
 
 def test_too_few_rounds_cannot_tell():
     c = compare([100, 101, 102, 103, 104], [200, 201, 202, 203, 204])
     assert c.ci_low_ns is None
-    assert ab.verdict_line(c, 5).startswith("cannot tell: 5 rounds are too few")
+    assert ab_result.verdict_line(c, 5).startswith("cannot tell: 5 rounds are too few")
 
 
 USER_FN = textwrap.dedent('''
@@ -255,13 +257,13 @@ def test_time_limit_stops_between_rounds_never_inside_one(child):
     def on_run(run):
         t[0] += 10.0
 
-    runs = ab.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=45, clock=clock)
+    runs = runner.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=45, clock=clock)
     assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "B"), (1, "A")]
     t[0] = 0.0
-    runs = ab.run_interleaved(a, b, rounds=3, on_run=on_run, time_limit_s=1000, clock=clock)
+    runs = runner.run_interleaved(a, b, rounds=3, on_run=on_run, time_limit_s=1000, clock=clock)
     assert len(runs) == 6
     with pytest.raises(CaptureError, match="--time-limit"):
-        ab.run_interleaved(a, b, rounds=3, time_limit_s=0)
+        runner.run_interleaved(a, b, rounds=3, time_limit_s=0)
 
 
 def test_cpus_pin_every_process_and_are_checked(child):
@@ -278,9 +280,9 @@ def test_cpus_pin_every_process_and_are_checked(child):
         with pytest.raises(UsageError, match="--cpus"):
             parse_cpus(bad)
     # the child sees the pinned set (the spin child prints its affinity)
-    side = ab.Side("A", entry=("-c", "import os, json; print(json.dumps("
+    side = runner.Side("A", entry=("-c", "import os, json; print(json.dumps("
                                "{'aff': sorted(os.sched_getaffinity(0))}))"), cpus=(mine[0],))
-    _, result = ab.run_process(side)
+    _, result = runner.run_process(side)
     assert result["aff"] == [mine[0]]
 
 
@@ -386,17 +388,17 @@ def test_same_process_report_says_what_each_process_ran():
 def test_run_same_process_makes_two_runs_per_process_and_honours_the_limit():
     src = ("import json, sys; json.load(sys.stdin); print(json.dumps({'A': {'v': 1}, "
            "'B': {'v': 3}, 'cpu': {'last': 0}}))")
-    pair = ab.Side("A+B", entry=("-c", src), config={})
+    pair = runner.Side("A+B", entry=("-c", src), config={})
     t = [0.0]
 
     def on_run(run):
         t[0] += 5.0  # 10 s per process (two records)
 
-    runs = ab.run_same_process(pair, 5, on_run=on_run, time_limit_s=25,
+    runs = runner.run_same_process(pair, 5, on_run=on_run, time_limit_s=25,
                                clock=lambda: t[0])
     assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
     assert all(r.result["cpu"] == {"last": 0} for r in runs)
-    assert ab.paired_figures(runs, "v") == ([1, 1], [3, 3])
+    assert ab_result.paired_figures(runs, "v") == ([1, 1], [3, 3])
 
 
 def test_time_limit_leaves_the_compiling_first_round_out_of_the_longest(child):
@@ -408,6 +410,6 @@ def test_time_limit_leaves_the_compiling_first_round_out_of_the_longest(child):
     def on_run(run):
         t[0] += 20.0 if run.round == 0 else 10.0
 
-    runs = ab.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=85,
+    runs = runner.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=85,
                               clock=lambda: t[0])
     assert len(runs) == 6

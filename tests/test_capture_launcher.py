@@ -95,13 +95,13 @@ def test_capture_names_the_form_shows_the_harness_part_and_explains_amortized(tm
     assert proc.returncode == 0, proc.stderr
     m = load(out)["traceview"]
     d = m["impl_detail"]
-    assert d["launcher_form"] == "minimal" and d["kernel"] == "flat_kernel"
+    assert d["launcher_form"] == "minimal" and d["kernel"] == "flat_binary_kernel"
     assert d["launcher"] == "traceview.capture.kernels.MinimalLauncher"
     assert d["launcher_why"].startswith("auto: contiguous inputs of one shape and dtype")
     import re
 
     text = " ".join(re.sub(r"[│┃]", " ", proc.stdout).split())
-    assert "launcher minimal minimal: 1-D flat_kernel with 5 runtime arguments" in text
+    assert "launcher minimal minimal: 1-D flat_binary_kernel with 4 runtime arguments, grid and launch prepared once" in text
     assert "is the median of 10 calls each timed alone up to a synchronize" in text
     assert "Amortized submit" in text and "a mean, not a median" in text
     import traceview
@@ -114,6 +114,7 @@ def test_capture_names_the_form_shows_the_harness_part_and_explains_amortized(tm
     line = re.search(r"trace: harness \(traceview\) per call (\S+ \S+)", text)
     assert line and line.group(1) == fmt_ns(want)
     assert "trace: Triton per call" in text and "trace: torch per call" in text
+    assert "trace: of it, traceview's own Python" in text
     assert "--launcher" not in m["reproducer"]  # auto is the default
 
 
@@ -150,3 +151,36 @@ def test_amortized_words_say_which_way_and_why():
     below = amortized_words({"full_api_ns_p50": 68_900, "amortized_submit_ns": 20_000, "n": 200})
     assert "below the p50" in below
     assert amortized_words({"full_api_ns_p50": None, "amortized_submit_ns": 1, "n": 1}) == ""
+
+
+def test_the_harness_row_names_traceviews_own_python_apart_from_what_it_calls():
+    """--impl torch's call wrapper (impls.py's lambda) holds the op itself: the harness
+    row (module table: builtins and ops go to their caller's module) counts aten::mul,
+    traceview's own Python is the lambda's self time. Independent count from the raw
+    events: per call, the lambda's duration minus the union of the events inside it on
+    its thread, median over the calls after the cold first one."""
+    import gzip
+
+    import traceview
+    from rawcount import length, union
+    from traceview.capture.summary import harness_python, owner_split
+
+    path = REPO / "fixtures" / "torch_mul_1x4096_f32_stack.json.gz"
+    r = traceview.analyze(path)
+    events = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X"]
+
+    def ns(x):
+        return round(float(x) * 1000)
+
+    own = []
+    for lam in (e for e in events if e["name"].endswith("traceview/capture/impls.py(55): <lambda>")):
+        lo, hi = ns(lam["ts"]), ns(lam["ts"]) + ns(lam["dur"])
+        inside = [[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e is not lam and e.get("tid") == lam.get("tid")
+                  and lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi]
+        own.append(hi - lo - length(union(inside)))
+    assert len(own) == 30
+    warm = sorted(own[1:])
+    assert harness_python(r) == warm[len(warm) // 2]
+    harness = dict(owner_split(r))["harness (traceview)"]
+    assert harness_python(r) < harness / 10  # the rest is the op under the wrapper

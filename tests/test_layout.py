@@ -23,12 +23,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path, modules: set[str]) -> set[str]:
-    """traceview modules imported by ``path``, lazy ones included, TYPE_CHECKING ones not."""
+def _imports(path: Path, modules: set[str], *, type_only: bool = False) -> set[str]:
+    """traceview modules imported by ``path``, lazy ones included; TYPE_CHECKING (type-only)
+    ones too when ``type_only``."""
     tree = ast.parse(path.read_text())
     skip: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skip.update(id(n) for b in node.body for n in ast.walk(b))
     me = _module_name(path)
     out: set[str] = set()
@@ -53,10 +54,10 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, type_only: bool = False) -> dict[str, set[str]]:
     files = [p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts]
     modules = {_module_name(p) for p in files}
-    return {_module_name(p): _imports(p, modules) for p in files}
+    return {_module_name(p): _imports(p, modules, type_only=type_only) for p in files}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -86,6 +87,49 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_cycle():
     cycle = find_cycle(_graph())
     assert cycle is None, " -> ".join(cycle)
+
+
+def test_no_import_cycle_counting_type_only_imports():
+    """A cycle through a TYPE_CHECKING import is still two modules that need each other."""
+    cycle = find_cycle(_graph(type_only=True))
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_type_only_imports_are_seen(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    mod = tmp_path / "m.py"
+    mod.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                   "    from traceview.model import Trace\n")
+    assert _imports(mod, {"traceview.model"}) == set()
+    assert _imports(mod, {"traceview.model"}, type_only=True) == {"traceview.model"}
+
+
+def test_capture_is_imported_only_by_the_cli_and_the_public_api():
+    """capture runs processes and imports torch: the rest of the package (analyses,
+    report, render, multi) reads what it wrote, never the package itself."""
+    graph = _graph(type_only=True)
+    for mod, deps in graph.items():
+        if mod.startswith(("traceview.capture", "traceview.cli")) or mod == "traceview":
+            continue
+        assert not {d for d in deps if d.startswith("traceview.capture")}, (mod, deps)
+    assert any(d.startswith("traceview.capture") for d in graph["traceview.cli.ab_cmd"])
+
+
+#: Functions over the limit that belong to work in progress elsewhere (the serving
+#: runner is being split by its own change).
+LONG_ALLOWED = {"traceview/capture/serving/runner.py:run_serve"}
+
+
+def test_no_function_over_80_lines_in_capture_and_the_ab_command():
+    long = []
+    for path in [*sorted((PKG / "capture").rglob("*.py")), PKG / "cli" / "ab_cmd.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                where = f"{path.relative_to(ROOT)}:{node.name}"
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 80 and where not in LONG_ALLOWED:
+                    long.append(f"{where} ({length} lines)")
+    assert not long, long
 
 
 def test_the_cycle_finder_finds_a_cycle():

@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 
 from traceview.capture import CaptureConfig, write_sweep
-from traceview.capture.summary import markdown, render_sweep
 from traceview.capture.sweep import DEFINITIONS, SweepResult, SweepRow, _crossover
+from traceview.capture.sweep_report import markdown, render_sweep
 
 
 def _result(tmp_path, rows):

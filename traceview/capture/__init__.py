@@ -56,7 +56,7 @@ def run_sweep(config: CaptureConfig, sizes: list[int], **kwargs: Any) -> SweepRe
 
 
 def write_sweep(result: SweepResult) -> list[Path]:
-    """Write a sweep's ``sweep.json`` and ``sweep.md``; see :mod:`traceview.capture.summary`."""
-    from traceview.capture.summary import write_sweep as _write
+    """Write a sweep's ``sweep.json`` and ``sweep.md``; see :mod:`traceview.capture.sweep_report`."""
+    from traceview.capture.sweep_report import write_sweep as _write
 
     return _write(result)

@@ -13,8 +13,42 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
+
+from traceview.capture.fresh_processes import SPAWNED_ENV
+
+
+class Phases:
+    """Where a process's time goes, in ns: ``start_to_ready`` from the moment its parent
+    started it (spawned: interpreter start and traceview's imports; forked from a
+    template: the fork) to the entry, then each :meth:`mark`'s share since the last one
+    (``imports``, ``cuda_init``, ``build_compile_warmup``, ``measure``)."""
+
+    def __init__(self) -> None:
+        now = time.monotonic_ns()
+        started = int(os.environ.get(SPAWNED_ENV) or now)
+        self.ns: dict[str, int] = {"start_to_ready": max(0, now - started)}
+        self._last = now
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic_ns()
+        self.ns[name] = now - self._last
+        self._last = now
+
+
+def import_libraries(phases: Phases, *, triton: bool) -> None:
+    """torch (and triton for a Triton side), timed as ``imports``: the whole import in
+    a spawned process, nothing in a child forked from a template that preloaded them."""
+    from traceview.capture.device import import_torch
+
+    import_torch()
+    if triton:
+        from traceview.capture.device import import_triton
+
+        import_triton()
+    phases.mark("imports")
 
 
 def where_it_ran() -> dict[str, object]:
@@ -34,24 +68,40 @@ def where_it_ran() -> dict[str, object]:
     return out
 
 
-def answer(measure: Callable[[str], dict[str, Any]]) -> None:
-    """The protocol of ``ab``'s children: stdin -> ``measure`` -> one JSON line with
-    where the process ran, or ``{"error", "exit_code"}`` and that exit code."""
+def answer(measure: Callable[[str], dict[str, Any]], text: str | None = None, *,
+           exit: bool = True) -> int:
+    """The protocol of ``ab``'s children: the config (``text``, else stdin) ->
+    ``measure`` -> one JSON line with where the process ran, or ``{"error",
+    "exit_code"}`` and that exit code (returned instead when not ``exit``)."""
     from traceview.errors import TraceviewError
 
     try:
-        result = measure(sys.stdin.read())
+        result = measure(sys.stdin.read() if text is None else text)
     except TraceviewError as exc:
         print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}), flush=True)
-        sys.exit(exc.exit_code)
+        if exit:
+            sys.exit(exc.exit_code)
+        return exc.exit_code
     result["cpu"] = where_it_ran()
     print(json.dumps(result), flush=True)
+    return 0
+
+
+def measure_side(text: str) -> dict[str, Any]:
+    """One side's process (``Side.call``): the config's baseline, checked, with the
+    process's phases (``phases_ns``)."""
+    from traceview.capture.baseline_child import _decode, measure_here
+
+    phases = Phases()
+    config = _decode(text)
+    import_libraries(phases, triton=config.impl == "triton")
+    result = measure_here(config, check=True, phases=phases)
+    result["phases_ns"] = phases.ns
+    return result
 
 
 def main() -> None:
-    from traceview.capture.baseline_child import _decode, measure_here
-
-    answer(lambda text: measure_here(_decode(text), check=True))
+    answer(measure_side)
 
 
 if __name__ == "__main__":

@@ -33,19 +33,23 @@ def block_order(blocks: int) -> list[str]:
     return [side for i in range(blocks) for side in (("A", "B") if i % 2 == 0 else ("B", "A"))]
 
 
-def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
+def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
+                 ) -> dict[str, Any]:
     from traceview.capture import baseline as baseline_mod
     from traceview.capture import device as device_mod
     from traceview.capture.baseline_child import prepare
     from traceview.capture.metadata import versions
 
+    mark = phases.mark if phases is not None else (lambda _name: None)
     dev = device_mod.open_device(config_a)
     device_mod.check_memory(dev, config_a)
     device_mod.check_memory(dev, config_b)
+    mark("cuda_init")
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         sides = {label: prepare(cfg, dev, stack, check=True)
                  for label, cfg in (("A", config_a), ("B", config_b))}
+        mark("build_compile_warmup")
         n = config_a.baseline_n
         samples: dict[str, list[int]] = {"A": [], "B": []}
         submit: dict[str, list[int]] = {"A": [], "B": []}
@@ -75,21 +79,31 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int) -> dict[str, Any]:
         else:
             for label in configs:
                 out[label]["device_ns"] = None
+    mark("measure")
     out["versions"] = versions(dev.torch)
     out["device"] = dev.info()
     return out
 
 
-def main() -> None:
-    from traceview.capture.ab_child import answer
+def measure_both(text: str) -> dict[str, Any]:
+    """One round's process (``Side.call``): both sides in blocks, with the process's
+    phases (``phases_ns``, ``ab_child.Phases``)."""
+    from traceview.capture.ab_child import Phases, import_libraries
     from traceview.capture.baseline_child import _decode
 
-    def measure(text: str) -> dict[str, Any]:
-        doc = json.loads(text)
-        return measure_pair(_decode(json.dumps(doc["a"])), _decode(json.dumps(doc["b"])),
-                            int(doc["blocks"]))
+    phases = Phases()
+    doc = json.loads(text)
+    config_a, config_b = (_decode(json.dumps(doc[x])) for x in ("a", "b"))
+    import_libraries(phases, triton="triton" in (config_a.impl, config_b.impl))
+    out = measure_pair(config_a, config_b, int(doc["blocks"]), phases)
+    out["phases_ns"] = phases.ns
+    return out
 
-    answer(measure)
+
+def main() -> None:
+    from traceview.capture.ab_child import answer
+
+    answer(measure_both)
 
 
 if __name__ == "__main__":

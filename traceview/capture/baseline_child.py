@@ -138,24 +138,30 @@ def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
     return Prepared(call, impl.call, inputs, out_bytes, checked)
 
 
-def measure_here(config: CaptureConfig, *, check: bool = False) -> dict[str, Any]:
+def measure_here(config: CaptureConfig, *, check: bool = False,
+                 phases: Any = None) -> dict[str, Any]:
     """The ``baseline`` block measured in this process: :func:`prepare`, then
     ``baseline.measure``.
 
     ``check`` also compares the first output with the reference (``correctness`` key) and
     records ``versions``: what ``traceview ab``'s children report. Raises TraceviewError
-    for a problem the user can fix (no GPU, too large, wrong output).
+    for a problem the user can fix (no GPU, too large, wrong output). ``phases``
+    (``ab_child.Phases``) is marked after the device opens, after the preparation, and
+    after the measurement.
     """
     from traceview.capture import baseline as baseline_mod
     from traceview.capture import device as device_mod
     from traceview.capture.graphs import capture_graph
 
+    mark = phases.mark if phases is not None else (lambda _name: None)
     dev = device_mod.open_device(config)
     device_mod.check_memory(dev, config)
+    mark("cuda_init")
     torch = dev.torch
     what = f"--impl {config.impl} {config.op}"
     with contextlib.ExitStack() as stack:
         ready = prepare(config, dev, stack, check=check)
+        mark("build_compile_warmup")
         replay = None
         if config.mode == "graph":
             graph = capture_graph(torch, ready.impl_call, config.graph_ops, what)
@@ -168,6 +174,7 @@ def measure_here(config: CaptureConfig, *, check: bool = False) -> dict[str, Any
             replay = graph.replay
         block = baseline_mod.measure(dev, ready.call, config.baseline_n, ready.out_bytes,
                                      what, replay=replay)
+    mark("measure")
     if check:
         from traceview.capture.metadata import versions
 

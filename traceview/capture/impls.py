@@ -77,10 +77,12 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
         reason = f"auto: {why}"
     else:
         reason = f"asked (--launcher {form})"
+    launcher: Any
     if form == "minimal":
         launcher = kernels.MinimalLauncher(device.torch, config.op, args)
-        what = ("minimal: 1-D flat_kernel with 5 runtime arguments; per call only the output "
-                "allocation and the launch")
+        what = (f"minimal: 1-D {launcher.kernel.__name__} with 4 runtime arguments, grid "
+                "and launch prepared once; per call only the output allocation and the "
+                "launch")
     else:
         launcher = kernels.PointwiseLauncher(device.torch, config.op)
         what = ("library: strided rank-4 pointwise_kernel with 16 runtime arguments; per call "
@@ -95,7 +97,8 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
         "num_warps": kernels.NUM_WARPS,
         "interpreter": config.interpreted,
     }
-    return Impl("triton", lambda: launcher(*args), detail)
+    call = launcher.call if form == "minimal" else launcher
+    return Impl("triton", lambda: call(*args), detail)
 
 
 def _check_interpreter_possible() -> None:

@@ -1,12 +1,13 @@
 """The project's own Triton kernels, in two documented forms (``--launcher``).
 
 **minimal** (the default where it applies: contiguous inputs of one shape and one dtype,
-a scalar that does not promote): ``flat_kernel``, a 1-D kernel over flat offsets with five
-runtime arguments (three pointers, the scalar, the element count), and
-``MinimalLauncher``, which per call only allocates the output and launches -- what a
-kernel author ships for that case and what a plain hand-written wrapper does. No type
-promotion, broadcasting or stride work happens per call; whether the inputs qualify is
-decided once, when the capture is set up (``minimal_applies``).
+a scalar that does not promote): ``flat_binary_kernel`` (tensor op tensor) or
+``flat_scalar_kernel`` (tensor op scalar, unary), 1-D kernels over flat offsets with four
+runtime arguments, the op and block bound as defaults, and ``MinimalLauncher``, whose
+call only allocates the output and launches with a grid computed once -- what a kernel
+author ships for that case and what a plain hand-written wrapper does. No type
+promotion, broadcasting, stride or validation work happens per call; whether the inputs
+qualify is decided once, when the capture is set up (``minimal_applies``).
 
 **library** (``--launcher library``, and the only form for broadcast, mixed-dtype or
 non-contiguous inputs): ``pointwise_kernel``, a general strided rank-4 kernel with 16
@@ -120,29 +121,26 @@ def pointwise_kernel(
     tl.store(out_ptr + offs, r, mask=mask)
 
 
-def flat_kernel(
-    x_ptr, y_ptr, out_ptr, scalar, n,
-    OP: tl.constexpr,
-    Y_KIND: tl.constexpr,
-    UPCAST: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
-    """The minimal form: out[i] = OP(x[i], y[i] | scalar) over ``n`` contiguous elements
-    of one dtype. Five runtime arguments; everything else is a compile-time constant."""
+@triton.jit
+def _load(ptr, offs, mask, other):
+    """A load, half precision widened to float32 (rounded once on store, like ATen):
+    decided from the pointer's type when the kernel compiles, not by an argument."""
+    v = tl.load(ptr + offs, mask=mask, other=other)
+    if ptr.dtype.element_ty == tl.float16 or ptr.dtype.element_ty == tl.bfloat16:
+        v = v.to(tl.float32)
+    return v
+
+
+def flat_binary_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr = "add",
+                       BLOCK: tl.constexpr = 1024):
+    """The minimal form, tensor op tensor: out[i] = OP(x[i], y[i]) over ``n`` contiguous
+    elements of one dtype. The runtime arguments are a hand-written wrapper's (three
+    pointers and the count); a call passes ``OP`` by keyword, ``BLOCK`` keeps its default
+    (a hand-written wrapper passes ``BLOCK=`` and ``num_warps=``)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    if UPCAST:
-        x = x.to(tl.float32)
-    if Y_KIND == "tensor":
-        y = tl.load(y_ptr + offs, mask=mask, other=1)  # 1: masked lanes never divide by 0
-        if UPCAST:
-            y = y.to(tl.float32)
-    elif Y_KIND == "scalar":
-        y = scalar
-    else:
-        y = x
-
+    x = _load(x_ptr, offs, mask, 0)
+    y = _load(y_ptr, offs, mask, 1)  # 1: masked lanes never divide by 0
     if OP == "add":
         r = x + y
     elif OP == "sub":
@@ -166,7 +164,40 @@ def flat_kernel(
     elif OP == "exp":
         r = tl.exp(x)
     else:
-        tl.static_assert(False, "flat_kernel: unknown OP")  # noqa: FBT003
+        tl.static_assert(False, "flat kernel: unknown OP")  # noqa: FBT003
+    tl.store(out_ptr + offs, r, mask=mask)
+
+
+def flat_scalar_kernel(x_ptr, out_ptr, y, n, OP: tl.constexpr = "add",
+                       BLOCK: tl.constexpr = 1024):
+    """The minimal form, tensor op scalar (or a unary op, which ignores ``y``)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = _load(x_ptr, offs, mask, 0)
+    if OP == "add":
+        r = x + y
+    elif OP == "sub":
+        r = x - y
+    elif OP == "mul":
+        r = x * y
+    elif OP == "div":
+        r = x / y
+    elif OP == "neg":
+        r = -x
+    elif OP == "abs":
+        r = tl.abs(x)
+    elif OP == "relu":
+        r = tl.maximum(x, 0)
+    elif OP == "sigmoid":
+        r = tl.sigmoid(x)
+    elif OP == "silu":
+        r = x * tl.sigmoid(x)
+    elif OP == "gelu":
+        r = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
+    elif OP == "exp":
+        r = tl.exp(x)
+    else:
+        tl.static_assert(False, "flat kernel: unknown OP")  # noqa: FBT003
     tl.store(out_ptr + offs, r, mask=mask)
 
 
@@ -285,35 +316,47 @@ def minimal_applies(torch, op, args):
 
 
 class MinimalLauncher:
-    """Host side of ``flat_kernel``: allocate the output, launch. Nothing else per call.
+    """Host side of the minimal kernels: allocate the output, launch. Nothing else per call.
 
-    Built for inputs that ``minimal_applies`` accepted: the constants that depend on them
-    (dtype handling, the kind of second operand) are fixed here, once.
+    What a kernel author ships for inputs that ``minimal_applies`` accepted: everything
+    that depends on them is decided here, once, before any timed call -- which kernel
+    (tensor-tensor, or tensor-scalar/unary), the element count, the grid, and the
+    launch bound to that grid (``kernel[grid]``). A call is then ``out =
+    torch.empty_like(x)``, one launch with four runtime arguments and ``OP=``, ``return
+    out``: what a hand-written wrapper does (which passes ``BLOCK=`` and ``num_warps=``;
+    here the block is the kernel's default and 4 warps Triton's).
     """
 
     def __init__(self, torch, op, args, kernel=None):
         self.torch = torch
         self.op = op
-        self.kernel = kernel if kernel is not None else make_kernel(op, flat_kernel)
         x = args[0]
         other = args[1] if len(args) > 1 else None
         self.y_kind = ("none" if other is None else
                        "tensor" if isinstance(other, torch.Tensor) else "scalar")
-        self.upcast = x.dtype in (torch.float16, torch.bfloat16)
+        fn = flat_binary_kernel if self.y_kind == "tensor" else flat_scalar_kernel
+        self.kernel = kernel if kernel is not None else make_kernel(op, fn)
+        self.n = x.numel()
+        self.grid = (triton.cdiv(self.n, BLOCK),)
+        launch, empty_like, n = self.kernel[self.grid], torch.empty_like, self.n
+        if self.y_kind == "tensor":
+            def call(x, y=None):
+                out = empty_like(x)
+                launch(x, y, out, n, OP=op)
+                return out
+        else:
+            scalar = 0.0 if other is None else other
+
+            def call(x, y=None):
+                out = empty_like(x)
+                launch(x, out, scalar, n, OP=op)
+                return out
+        self.call = call
 
     def __call__(self, x, other=None):
-        out = self.torch.empty_like(x)
-        n = x.numel()
-        if self.y_kind == "tensor":
-            y, scalar = other, 0.0
-        else:
-            y, scalar = x, (0.0 if other is None else other)
-        self.kernel[(triton.cdiv(n, BLOCK),)](
-            x, y, out, scalar, n,
-            OP=self.op, Y_KIND=self.y_kind, UPCAST=self.upcast, BLOCK=BLOCK,
-            num_warps=NUM_WARPS,
-        )
-        return out
+        """For a caller that keeps the launcher: the same call (``impls`` binds
+        :attr:`call` itself, so a timed call has no frame of this method)."""
+        return self.call(x, other)
 
 
 def _strides4(t, out_shape):

@@ -102,10 +102,10 @@ def ab(
                                     "sequence in its own setting (one warm process, one "
                                     "change at a time, every output vs float64); a wrong "
                                     "side stops with exit 3.", _RUN, "--check-cache")] = False,
+    spawn: Annotated[bool, _o("A fresh interpreter per process (default: each forked from "
+                              "a per-side template).", _RUN, "--spawn")] = False,
 ) -> None:
-    """A/B two variants of one call: interleaved fresh processes, unprofiled, paired
-    difference with an exact confidence interval, and a verdict that says when it cannot
-    tell."""
+    """A/B of one call in interleaved fresh processes: exact interval, honest verdict."""
     options = dict(locals())
     run_guarded(lambda: _ab(**options))
 
@@ -150,17 +150,10 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
     return tuple(sorted(got))
 
 
-def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n, seed, fn,
-        launcher="auto",
-        inputs, ref, rounds, order_seed, time_limit, same_process, blocks, cpus, a_impl,
-        b_impl, a_fn, b_fn, a_python, b_python, a_env, b_env, a_path, b_path, a_name, b_name,
-        format, out, width, trace_dir=None, check_cache=False) -> None:
-    from rich.console import Console
-
-    from traceview.capture import config as cfg
+def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, out, width,
+        trace_dir=None, check_cache=False, spawn=False, **options) -> None:
     from traceview.capture.ab import run_capture_ab
-    from traceview.capture.ops import canonical_dtype
-    from traceview.errors import CaptureError
+    from traceview.errors import CaptureError, CorrectnessError
 
     if rounds < 1 or rounds > 200:
         raise CaptureError(f"--rounds takes 1 to 200, got {rounds}")
@@ -173,6 +166,32 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
 
     check_output_file(out, "--out")
     check_output_dir(trace_dir, "--trace-dir")
+    ca, cb, sides = side_configs(**options)
+    if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
+        raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
+    try:
+        result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides,
+                                on_run=progress_printer(rounds), trace_dir=trace_dir,
+                                time_limit_s=time_limit, cpus=parse_cpus(cpus),
+                                same_process=same_process, blocks=blocks,
+                                check_cache=check_cache, fork=not spawn)
+    except CorrectnessError as exc:
+        if not (exc.report or {}).get("cache_check"):
+            raise
+        from traceview.capture.cache_check import render_text
+
+        print("traceview: error: " + "\n".join(render_text(exc.report)), file=sys.stderr)
+        raise typer.Exit(exc.exit_code) from None
+    _print(result.as_dict(), format, out, width)
+
+
+def side_configs(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n,
+                 seed, fn, inputs, ref, a_impl, b_impl, a_fn, b_fn, a_python, b_python,
+                 a_env, b_env, a_path, b_path, a_name, b_name, launcher="auto"):
+    """The two sides' CaptureConfigs (validated) and their settings (``sides``)."""
+    from traceview.capture import config as cfg
+    from traceview.capture.ops import canonical_dtype
+    from traceview.errors import CaptureError
 
     def config_for(side_impl, side_fn):
         # The most specific wins: a side's --X-fn, then its --X-impl (which replaces a
@@ -200,14 +219,20 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
         for folder in sides[label]["path"]:
             if not Path(folder).is_dir():
                 raise CaptureError(f"--{label.lower()}-path {folder}: no such folder")
+    return ca, cb, sides
+
+
+def progress_printer(rounds: int):
+    """One dim stderr line per process (with --same-process, per round: both sides)."""
+    from rich.console import Console
+
+    from traceview.units import fmt_ns
+
     err = Console(stderr=True, highlight=False)
-    total = 2 * rounds
     seen_a: dict[int, int | None] = {}
 
     def progress(run) -> None:
         ms = run.result.get("full_api_ns_p50")
-        from traceview.units import fmt_ns
-
         if run.position is None:  # --same-process: one line per process, both sides
             if run.side == "A":
                 seen_a[run.round] = ms
@@ -216,30 +241,20 @@ def _ab(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baselin
                       f"process): full call A {fmt_ns(seen_a.get(run.round))}, B "
                       f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
             return
-        err.print(f"[dim]{run.index + 1}/{total} round {run.round + 1} {run.side}: full call "
-                  f"{fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
+        err.print(f"[dim]{run.index + 1}/{2 * rounds} round {run.round + 1} {run.side}: "
+                  f"full call {fmt_ns(ms)} (process {run.wall_ns / 1e9:.1f} s)[/]")
 
-    if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
-        raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
-    from traceview.errors import CorrectnessError
+    return progress
 
-    try:
-        result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides, on_run=progress,
-                                trace_dir=trace_dir, time_limit_s=time_limit,
-                                cpus=parse_cpus(cpus), same_process=same_process,
-                                blocks=blocks, check_cache=check_cache)
-    except CorrectnessError as exc:
-        if not (exc.report or {}).get("cache_check"):
-            raise
-        from traceview.capture.cache_check import render_text
 
-        print("traceview: error: " + "\n".join(render_text(exc.report)), file=sys.stderr)
-        raise typer.Exit(exc.exit_code) from None
-    doc = result.as_dict()
-    if doc["protocol"].get("stopped"):
-        err.print(f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")
+def _print(doc, format, out, width) -> None:
+    from rich.console import Console
+
     from traceview.render.registry import RenderOptions, renderer
 
+    if doc["protocol"].get("stopped"):
+        Console(stderr=True, highlight=False).print(
+            f"[yellow]stopped early: {doc['protocol']['stopped']}[/]")
     if out is not None:
         from traceview.atomic import write_text_atomic
 

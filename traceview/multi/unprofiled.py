@@ -131,7 +131,7 @@ def load_ab(path: str | Path) -> dict[str, Any]:
 
 def from_ab(doc: dict[str, Any]) -> dict[str, Any]:
     """The unprofiled block from a saved ab result: side A is before, B is after."""
-    from traceview.capture.ab import verdict_line
+    from traceview.multi.ab_result import verdict_line
     from traceview.paired import compare
 
     figures = []

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceview.capture.ab import FIGURE_LABELS, FIGURES
+from traceview.multi.ab_result import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
 from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns, plural

@@ -16,10 +16,10 @@ a named constant below, with its reasoning in ``docs/findings.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceview.codes import FINDINGS, SEVERITY_ORDER, Severity
+from traceview.codes import FINDINGS, SEVERITY_ORDER
+from traceview.report.detected import Detected
 from traceview.report.model import Finding
 
 if TYPE_CHECKING:
@@ -44,16 +44,6 @@ FROM_ABSENCE = frozenset({"no-python-frames", "no-device-work", "no-host-events"
                           "reproducer-incomplete", "launch-without-device-work"})
 # The loader's diagnostics that mean the file ends before its end.
 CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
-
-
-@dataclass(frozen=True)
-class Detected:
-    """What a detector found: the id, the JSON evidence, the figures of the message."""
-
-    id: str
-    evidence: dict[str, Any]
-    facts: dict[str, Any] = field(default_factory=dict)
-    severity: Severity | None = None  # None: the table's severity
 
 
 def _verdict(ex: Analysis) -> list[Detected]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from traceview.units import fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
-    from traceview.report.findings import Detected
+    from traceview.report.detected import Detected
 
 
 def _scope(scope: tuple[str, int]) -> str:

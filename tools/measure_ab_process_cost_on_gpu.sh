@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# What an `ab` round costs on the GPU, and whether capture's built-in Triton launcher is
+# what a kernel author ships (issue #24 items 8 and 9), in one run of at most 170 s (steps: 50 + 115 s):
+#
+#   a. `ab --same-process`: the default (minimal) built-in Triton add against a plain
+#      hand-written wrapper (tools/handwritten_triton_add.py), 16x4096 bf16, as many
+#      rounds as fit in 36 s (the goal: the built-in within 10% of the wrapper);
+#   b. a 10-round FlagGems A/B in fresh-process mode (each process forked from a per-side
+#      template): the recorded case of docs/ab.md (FlagGems add 16x4096 bf16 as shipped
+#      vs with tools/gpu/flaggems_type_promotion_patch), timed (the goal: <= 120 s);
+#   c. where each process's time goes, from both JSON results: per side the template's
+#      start and imports (once), per process fork-to-ready, imports, CUDA init,
+#      build/compile/warm-up, measure (protocol.process_start, processes[].phases_ns).
+#
+# Run from the repository root on the GPU machine, with OUT an empty folder (FlagGems
+# and the other wheels in /tmp/site, as for tools/check_cache_and_bandwidth_on_gpu.sh):
+#   OUT=/tmp/out bash tools/measure_ab_process_cost_on_gpu.sh
+# Every step runs under `timeout`; results are written as they come; everything ends in
+# $OUT/measure_ab_process_cost.tar.gz, and $OUT/SUMMARY.txt (also printed) holds each
+# step's command, exit code, seconds, verdict lines and the phase table.
+set -uo pipefail
+: "${OUT:?set OUT to an output folder}"
+export PYTHONUNBUFFERED=1 COLUMNS=120
+export PYTHONPATH="$PWD:$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
+[[ -d /tmp/site ]] && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+W="$OUT/measure_ab_process_cost"
+mkdir -p "$W"
+SUM="$OUT/SUMMARY.txt"
+: >"$SUM"
+# (versions and the device are in each JSON result: sides.X.versions, sides.X.device)
+
+# step NAME LIMIT CMD...: under `timeout LIMIT`, output to $W/NAME.txt, a line in SUMMARY.
+step() {
+    local name="$1" limit="$2"; shift 2
+    local t0=$SECONDS
+    timeout -s INT -k 5 "$limit" "$@" >"$W/$name.txt" 2>&1
+    local rc=$?
+    { echo "### $name rc=$rc $((SECONDS - t0))s (limit ${limit}s): $*"
+      grep -E "faster|slower|cannot tell|stopped early|error" "$W/$name.txt" | head -8
+    } >>"$SUM"
+}
+
+TV=(python3 -m traceview ab --op add --shape 16x4096 --dtype bf16 --width 120)
+step a_same_process_minimal_vs_handwritten 50 "${TV[@]}" --same-process --blocks 10 \
+    --a-impl triton --launcher minimal --b-fn handwritten_triton_add:add \
+    --a-name builtin --b-name handwritten --rounds 30 --time-limit 36 --out "$W/a.json"
+step b_flaggems_fresh_processes 115 "${TV[@]}" --impl flag_gems --rounds 10 --time-limit 105 \
+    --b-path tools/gpu/flaggems_type_promotion_patch --b-env TV13_PATCH=1 \
+    --a-name unpatched --b-name patched --out "$W/b.json"
+
+# c. the phase table, from the JSON results (torch-free; a missing file is one line)
+python3 - "$W/a.json" "$W/b.json" >>"$SUM" 2>&1 <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        doc = json.load(open(path))
+    except (OSError, ValueError) as exc:
+        print(f"## {path}: no result ({exc})")
+        continue
+    p = doc["protocol"]
+    start = p.get("process_start") or {}
+    print(f"## {path}: {doc['rounds']} rounds; {p['process']}")
+    print("verdict:", doc["verdict"])
+    c = doc["comparisons"].get("full_api_ns_p50") or {}
+    print("full call medians A/B ns:", c.get("a_median_ns"), c.get("b_median_ns"),
+          "relative:", c.get("relative"))
+    for label, t in (start.get("templates") or {}).items():
+        print(f"template {label}: start {t['start_ns'] / 1e9:.2f} s, imports "
+              f"{t['imports_ns'] / 1e9:.2f} s, left out: {t.get('left_out')}")
+    if start.get("why"):
+        print("fell back:", start["why"])
+    keys = ("start_to_ready", "imports", "cuda_init", "build_compile_warmup", "measure")
+    print("side round wall_s " + " ".join(keys))
+    for label, side in doc["sides"].items():
+        print(f"side {label} versions:", side.get("versions"), side.get("device"))
+        for proc in side["processes"]:
+            ph = proc.get("phases_ns") or {}
+            print(label, proc["round"], f"{proc['wall_ns'] / 1e9:.2f}",
+                  " ".join(f"{ph[k] / 1e9:.3f}" if k in ph else "-" for k in keys))
+EOF
+tar -C "$OUT" -czf "$OUT/measure_ab_process_cost.tar.gz" measure_ab_process_cost SUMMARY.txt
+echo "### done in ${SECONDS}s" >>"$SUM"
+cat "$SUM"

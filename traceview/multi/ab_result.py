@@ -1,0 +1,174 @@
+"""An A/B's rounds paired and judged (torch-free, no process work): :class:`ABResult`.
+
+What ``traceview ab`` measured -- one :class:`ProcessRun` per side and round -- becomes
+per-figure paired comparisons (:func:`analyze`, statistics in :mod:`traceview.paired`)
+and one verdict line that names its data (:func:`verdict_line`). The renderers
+(``render/ab_report.py``) and ``diff --ab`` (``multi/unprofiled.py``) read these without
+importing the capture package that ran the processes. JSON: ``ABResult.as_dict``,
+schema in docs/ab.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from traceview.paired import PairedComparison, compare
+
+#: The figures a capture child reports, in the order they are shown. The first judges.
+FIGURES = ("full_api_ns_p50", "amortized_submit_ns", "amortized_ns", "device_ns")
+FIGURE_LABELS = {
+    "full_api_ns_p50": "full call, synchronized each call (median per process)",
+    "amortized_submit_ns": "amortized submit, one sync per batch",
+    "amortized_ns": "amortized completion per call",
+    "device_ns": "device time per op (CUDA graph replay)",
+}
+METHOD = ("Hodges-Lehmann estimate of the paired per-round difference B - A; exact "
+          "Wilcoxon signed-rank confidence interval")
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """One fresh process: its place in the run and what it printed."""
+
+    index: int
+    round: int
+    side: str
+    position: int | None  # 0 or 1 within its round; None: both sides in one process
+    wall_ns: int
+    result: dict[str, Any]
+
+
+def paired_figures(runs: Sequence[ProcessRun], key: str) -> tuple[list[int], list[int]] | None:
+    """Per-round (A values, B values) of ``result[key]``; None when any round lacks it."""
+    by_round: dict[int, dict[str, Any]] = {}
+    for run in runs:
+        by_round.setdefault(run.round, {})[run.side] = run.result.get(key)
+    a, b = [], []
+    for r in sorted(by_round):
+        x, y = by_round[r].get("A"), by_round[r].get("B")
+        if not isinstance(x, int) or not isinstance(y, int):
+            return None
+        a.append(x)
+        b.append(y)
+    return a, b
+
+
+@dataclass(frozen=True)
+class ABResult:
+    """An interleaved A/B: the sides, every process, and the paired comparisons."""
+
+    sides: dict[str, dict[str, Any]]
+    runs: tuple[ProcessRun, ...]
+    rounds: int
+    order: str
+    comparisons: dict[str, PairedComparison]
+    protocol: dict[str, Any]
+
+    @property
+    def judged(self) -> PairedComparison | None:
+        return self.comparisons.get(FIGURES[0])
+
+    def verdict(self) -> str:
+        """The one-line verdict; sides named ``B (patched)`` when they have names."""
+        names = tuple(f"{k} ({v['name']})" if v.get("name") and v["name"] != k else k
+                      for k, v in sorted(self.sides.items()))
+        return verdict_line(self.judged, self.rounds, names=names)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, Any]:
+        per_side: dict[str, Any] = {}
+        for label, desc in self.sides.items():
+            mine = [r for r in self.runs if r.side == label]
+            first = mine[0].result if mine else {}
+            per_side[label] = dict(desc, processes=[
+                {"round": r.round + 1,
+                 "position": None if r.position is None else r.position + 1,
+                 "wall_ns": r.wall_ns,
+                 **{k: r.result.get(k) for k in FIGURES}, "cpu": r.result.get("cpu"),
+                 "phases_ns": r.result.get("phases_ns")}
+                for r in mine],
+                correctness=first.get("correctness"), versions=first.get("versions"),
+                device=first.get("device"))
+        return {
+            "schema": "traceview.ab/1",
+            "protocol": self.protocol,
+            "rounds": self.rounds,
+            "order": self.order,
+            "run_order": [[r.round + 1, r.side] for r in self.runs],
+            "sides": per_side,
+            "method": METHOD,
+            "comparisons": {k: comparison_dict(c) for k, c in self.comparisons.items()},
+            "kernels_used": kernels_used_dict(self.sides),
+            "verdict": self.verdict(),
+        }
+
+
+def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """``{same, differences}`` from each side's ``kernels_used`` probe; None without."""
+    from traceview.analyses.kernels_used import differences
+
+    a, b = (sides.get(x, {}).get("kernels_used") for x in ("A", "B"))
+    if a is None and b is None:
+        return None
+    diffs = differences(a, b)
+    return {"same": None if diffs is None else not diffs, "differences": diffs}
+
+
+def comparison_dict(c: PairedComparison) -> dict[str, Any]:
+    return {"rounds": c.rounds, "a_ns": list(c.a), "b_ns": list(c.b),
+            "diff_ns": list(c.diffs), "a_median_ns": c.a_median_ns,
+            "b_median_ns": c.b_median_ns, "estimate_ns": c.estimate_ns,
+            "ci_low_ns": c.ci_low_ns, "ci_high_ns": c.ci_high_ns, "confidence": c.confidence,
+            "b_faster_rounds": c.b_faster_rounds, "b_slower_rounds": c.b_slower_rounds,
+            "min_detectable_ns": c.min_detectable_ns, "relative": c.relative,
+            "verdict": c.verdict}
+
+
+def analyze(runs: Sequence[ProcessRun], sides: dict[str, dict[str, Any]], rounds: int,
+            order: str, protocol: dict[str, Any]) -> ABResult:
+    comps = {}
+    for key in FIGURES:
+        pairs = paired_figures(runs, key)
+        if pairs is not None:
+            comps[key] = compare(*pairs)
+    return ABResult(sides=sides, runs=tuple(runs), rounds=rounds, order=order,
+                    comparisons=comps, protocol=protocol)
+
+
+def _us(ns: float) -> str:
+    from traceview.units import fmt_ns
+
+    return fmt_ns(round(ns))
+
+
+def verdict_line(c: PairedComparison | None, rounds: int,
+                 data: str = "unprofiled, synchronized each call",
+                 names: tuple[str, str] = ("A", "B")) -> str:
+    """One line that names its data: "B faster by 9.8 us per call (95% CI [...]; ...)".
+
+    ``names`` relabels the sides (``diff`` says before/after)."""
+    a_name, b_name = names
+    if c is None:
+        return f"cannot tell: no full-call figure on both sides in every round ({data})"
+    if c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
+        from traceview.units import plural
+
+        few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
+        return (f"cannot tell: {few} too few for a 95% interval "
+                f"(6 at least; {data})")
+    agree = c.b_faster_rounds if c.estimate_ns < 0 else c.b_slower_rounds
+    if c.verdict == "cannot tell":
+        mdd = "" if c.min_detectable_ns is None else \
+            f"; these rounds could detect about {_us(c.min_detectable_ns)}"
+        return (f"cannot tell: {b_name} - {a_name} = {_us(c.estimate_ns)} per call (95% CI "
+                f"[{_us(c.ci_low_ns)}, {_us(c.ci_high_ns)}] covers zero; {b_name} faster in "
+                f"{c.b_faster_rounds} of {c.rounds} rounds{mdd}; {data})")
+    if c.verdict == "B faster":
+        lo, hi = -c.ci_high_ns, -c.ci_low_ns
+    else:
+        lo, hi = c.ci_low_ns, c.ci_high_ns
+    pct = "" if c.relative is None else \
+        f", {abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name}"
+    return (f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} "
+            f"(95% CI [{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})")
