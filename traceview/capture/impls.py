@@ -77,6 +77,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
         reason = f"auto: {why}"
     else:
         reason = f"asked (--launcher {form})"
+    launcher: kernels.MinimalLauncher | kernels.PointwiseLauncher
     if form == "minimal":
         launcher = kernels.MinimalLauncher(device.torch, config.op, args)
         what = ("minimal: 1-D flat_kernel with 5 runtime arguments; per call only the output "
