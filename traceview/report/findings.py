@@ -23,7 +23,6 @@ from traceview.codes import FINDINGS, SEVERITY_ORDER, Severity
 from traceview.report.model import Finding
 
 if TYPE_CHECKING:
-    from traceview.analyses.calls import Call
     from traceview.report.explanation import Analysis
 
 # A kernel ending this long after its call's range counts as outliving it. Host and device
@@ -128,14 +127,6 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
     return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count})]
 
 
-def _api_ns(call: Call) -> int:
-    """The call's wall time: ``metrics`` values are ``int | None`` because launch latency
-    can be missing, but every call has ``api_ns`` (its own span)."""
-    api = call.metrics["api_ns"]
-    assert api is not None
-    return api
-
-
 def _cold_path(ex: Analysis) -> list[Detected]:
     """Compile/import work in the window, or a first call far above the warm median."""
     cold_ns = ex.host_categories.get("compile", 0) + ex.host_categories.get("import", 0)
@@ -144,7 +135,7 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     warm_p50 = calls.stats["api_ns"].p50 if calls.warm_count else None
     # a first call whose excess the profiler's own work explains is an outlier, reported
     # by profiler-perturbation, not a cold path
-    ratio = _api_ns(first) / warm_p50 if first is not None and warm_p50 \
+    ratio = first.api_ns / warm_p50 if first is not None and warm_p50 \
         and not first.outlier else 0.0
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
         return []
@@ -157,7 +148,7 @@ def _cold_path(ex: Analysis) -> list[Detected]:
         facts["first_ns"] = first.metrics["api_ns"]
         facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
         facts["profiler_start"] = not cold_ns and first.categories.get(
-            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * _api_ns(first)
+            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.api_ns
     return [Detected(
         "cold-path",
         {"compile_import_ns": cold_ns,
