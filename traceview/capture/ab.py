@@ -534,7 +534,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                                                trace_dir / f"{name}.json.gz"))
     described = {}
     for label, config in (("A", config_a), ("B", config_b)):
-        opts = sides.get(label, {})
+        opts = dict(sides.get(label, {}))
         d = made[label].describe()
         d.pop("entry")
         d["env"] = dict(opts.get("env") or {})  # what the user set, not the cache folders
