@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from traceview import intervals
+from traceview.codes import Severity
 from traceview.diagnostics import Diagnostic
 from traceview.io.decode import (
     ARGS_KEPT_CATS,
@@ -182,7 +183,7 @@ def norm_id(value: Any) -> int | str:
     return str(value)
 
 
-_MESSAGES = {
+_MESSAGES: dict[str, tuple[Severity, str]] = {
     "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
     "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
     "negative-dur": ("warning", "events with a negative duration were dropped"),
@@ -285,7 +286,10 @@ def build(decoded: Decoded) -> Trace:
             if nm not in name_code:
                 name_code[nm] = len(names)
                 names.append(nm)
-            ek.append(key_index[k]), en.append(name_code[nm]), es.append(s), ed.append(e - s)
+            ek.append(key_index[k])
+            en.append(name_code[nm])
+            es.append(s)
+            ed.append(e - s)
             if a and cat in ARGS_KEPT_CATS:
                 extra_args[base + i] = a
         key_of_row = np.concatenate([key_of_row, np.asarray(ek, np.int32)])
@@ -357,8 +361,8 @@ def build(decoded: Decoded) -> Trace:
         key_tid = np.asarray([_as_int(k[3]) for k in keys], np.int64)
         kr = key_of_row[dev_rows]
         d = np.where(device[dev_rows] >= 0, device[dev_rows], key_pid[kr])
-        s = np.where(stream[dev_rows] >= 0, stream[dev_rows], key_tid[kr])
-        pairs, inverse = np.unique(np.stack([d, s]), axis=1, return_inverse=True)
+        st = np.where(stream[dev_rows] >= 0, stream[dev_rows], key_tid[kr])
+        pairs, inverse = np.unique(np.stack([d, st]), axis=1, return_inverse=True)
         codes = np.asarray([lane_for(("device", a, b, a, b)) for a, b in pairs.T.tolist()],
                            np.int32)
         lane_of_row[dev_rows] = codes[inverse.ravel()]

@@ -33,9 +33,9 @@ def breakdown(timeline: HostTimeline, busy: intervals.Set) -> list[Cell]:
     all_by = intervals.sum_by(timeline.seg_cat, timeline.seg_end - timeline.seg_start, n)
     cells = []
     for i, cat in enumerate(timeline.categories):
-        busy_ns = int(busy_by[i])
+        busy_cat = int(busy_by[i])
         total = int(all_by[i])
         if total:
-            cells.append(Cell(cat, "busy", busy_ns))
-            cells.append(Cell(cat, "idle", total - busy_ns))
+            cells.append(Cell(cat, "busy", busy_cat))
+            cells.append(Cell(cat, "idle", total - busy_cat))
     return cells

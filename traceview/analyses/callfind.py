@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -50,7 +51,10 @@ SYNC_NAME = re.compile(r"synchronize", re.IGNORECASE)
 MODULE_FRAME = "nn.Module: "
 GENERATE_FRAME = re.compile(r"^transformers/generation/utils\.py\(\d+\): generate$")
 
-HOW = {
+#: How the calls were found: ``calls.source`` in the JSON (docs/json.md)
+CallsSource = Literal["option", "capture", "annotations", "profiler_steps", "python_frames",
+                      "forward_passes", "launches", "none"]
+HOW: dict[CallsSource, str] = {
     "option": "chosen by --calls",
     "capture": "ranges recorded by traceview capture",
     "annotations": "found from numbered record_function ranges",
@@ -75,7 +79,7 @@ class CallSpan:
 @dataclass(frozen=True)
 class FoundCalls:
     spans: list[CallSpan]
-    source: str  # a key of HOW
+    source: CallsSource
     pattern: str | None  # series pattern, regex, or frame name(s)
 
     @property
@@ -207,7 +211,9 @@ def option_thread(trace: Trace, window: Window, regex: str) -> int | None:
 
 def _captured(trace: Trace, window: Window) -> FoundCalls | None:
     cap = trace.metadata.get("traceview")
-    proto = cap.get("protocol") if isinstance(cap, dict) else None
+    if not isinstance(cap, dict):
+        return None
+    proto = cap.get("protocol")
     if not isinstance(proto, dict):
         return None
     cold = cap.get("kind") == "cold"

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.callfind import FoundCalls, find_calls
+from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.window import Window
@@ -84,6 +84,14 @@ class Call:
         return self.outlier_reason is not None
 
     @property
+    def api_ns(self) -> int:
+        """The call's wall time: ``metrics`` values are ``int | None`` because launch
+        latency can be missing, but every call has ``api_ns`` (its own span)."""
+        api = self.metrics["api_ns"]
+        assert api is not None
+        return api
+
+    @property
     def warm(self) -> bool:
         return not self.cold and not self.outlier
 
@@ -101,7 +109,7 @@ class CallKind:
 
 @dataclass(frozen=True)
 class CallsSummary:
-    source: str  # callfind.HOW keys: "annotations" | "python_frames" | "launches" | ... | "none"
+    source: CallsSource
     pattern: str | None
     calls: list[Call]
     stats: dict[str, Stats]  # over warm calls
@@ -225,10 +233,10 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
             "host_overhead_ns": int(en - st - busy_in[i]),
         }
         reason = _cold_reason(cats, int(n_compile[i]), recorded=sp.recorded_cold)
-        api_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
+        call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, int(every.size), len(work), reason is not None,
                           metrics, cats, k_end, kind=sp.kind, cold_reason=reason,
-                          api_sync_ns=api_sync))
+                          api_sync_ns=call_sync))
     outliers = _outliers(calls)
     if outliers:
         calls = [Call(**{**c.__dict__, "outlier_reason": outliers.get(c.index)}) for c in calls]

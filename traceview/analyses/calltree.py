@@ -236,7 +236,7 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     events = np.bincount(ci, minlength=n_calls)
     frames = np.bincount(ci[s.cat[rows[pos]] == py], minlength=n_calls) if py >= 0 else None
     prof = [c.categories.get("profiler", 0) for c in warm]
-    api_p50 = p50([c.metrics["api_ns"] for c in warm])
+    api_p50 = p50([c.api_ns for c in warm])
     perturbation = Perturbation(
         p50(frames.tolist()) if frames is not None and frames.any() else None,
         p50(events.tolist()), p50(prof),

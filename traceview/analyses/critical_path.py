@@ -93,9 +93,10 @@ class _Device:
         return None
 
     def previous_on_lane(self, lane: int, t: int, exclude: int) -> int | None:
-        r, e = self.by_lane.get(lane, (None, None))
-        if r is None:
+        found = self.by_lane.get(lane)
+        if found is None:
             return None
+        r, e = found
         j = int(np.searchsorted(e, t, side="right")) - 1
         while j >= 0:
             if int(r[j]) != exclude:

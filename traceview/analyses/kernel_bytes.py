@@ -108,7 +108,7 @@ def from_recorded_op(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
     if shape is None:
         return None
     out = Operand(shape, None, max(op.itemsize for op in inputs))
-    moved = bytes_moved(inputs, [out])
+    moved: dict[str, Any] = bytes_moved(inputs, [out])
     moved["assumed"] = "output: broadcast shape of the inputs, widest input dtype"
     moved["strides_recorded"] = isinstance(strides, list)
     return moved

@@ -57,13 +57,13 @@ def kernels_per_call(events: list[dict[str, Any]], range_pattern: str) -> list[l
         if kind is None or e.get("ph") != "X":
             continue
         args = e.get("args") or {}
-        i = call_of.get(args.get("correlation"))
-        if i is None:
+        call = call_of.get(args.get("correlation"))
+        if call is None:
             continue
         grid, block = _dim3(args.get("grid")), _dim3(args.get("block"))
         key = (str(e.get("name")), kind, tuple(grid) if grid else None,
                tuple(block) if block else None)
-        counts[i][key] += 1
+        counts[call][key] += 1
     return [[{"name": n, "kind": k, "grid": list(g) if g else None,
               "block": list(b) if b else None, "count": c}
              for (n, k, g, b), c in sorted(cnt.items(), key=lambda kv: (kv[0][0], str(kv[0][2])))]

@@ -82,11 +82,11 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
     in_step = np.flatnonzero((s.end > start) & (s.start < end))
     claimed: intervals.Set = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     out: dict[str, intervals.Set] = {}
-    fallback: list[PhaseRule] = []
+    fallback: list[tuple[str, PhaseRule]] = []  # (the phase it comes before, rule)
     names = trace.names
     for rule in rules.phases:
         if rule.before is not None:
-            fallback.append(rule)
+            fallback.append((rule.before, rule))
             continue
         cats = {i for i, c in enumerate(trace.cat_names) if rule.cats is None or c in rule.cats}
         rows = in_step[np.isin(s.cat[in_step], list(cats))]
@@ -107,8 +107,8 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
                 np.concatenate([prev[0], mine[0]]), np.concatenate([prev[1], mine[1]]))
             claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
                                       np.concatenate([claimed[1], mine[1]]))
-    for rule in fallback:
-        anchor = out.get(rule.before)
+    for before, rule in fallback:
+        anchor = out.get(before)
         if rule.phase in out or anchor is None or anchor[0].size == 0:
             continue
         head = (np.asarray([start]), np.asarray([int(anchor[0][0])]))

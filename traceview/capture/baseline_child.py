@@ -64,7 +64,7 @@ def measure_in_children(config: CaptureConfig, cache_root: Path,
     out = dict(next(b for b in blocks if b["full_api_ns_p50"] == mid))  # the median process
     for name in ("full_api_ns_p50", "amortized_submit_ns", "amortized_ns", "device_ns",
                  "replay_ns_p50"):
-        values = [b.get(name) for b in blocks if b.get(name) is not None]
+        values = [v for b in blocks if (v := b.get(name)) is not None]
         if values:
             out[name] = int(median(values))
     out["processes"] = procs

@@ -30,7 +30,8 @@ def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[s
     block = {k: found[k] for k in ("reference", "tolerance", "max_abs_err", "max_rel_err",
                                    "passed", "out_dtype", "out_shape", "out_strides")}
     if not found["passed"]:
-        w, rtol, atol = found["worst"], *found["tolerance"].values()
+        w = found["worst"]
+        rtol, atol = found["tolerance"]["rtol"], found["tolerance"]["atol"]
         raise CorrectnessError(
             f"correctness check failed for {label}: max abs error {fmt(found['max_abs_err'])} "
             f"(max rel {fmt(found['max_rel_err'])}) exceeds rtol={rtol:g} atol={atol:g}; worst "
@@ -80,7 +81,7 @@ def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any, *,
         shape, dtype = _eager_meta(torch, fn, args)
     out_dtype = str(dtype).removeprefix("torch.")
     rtol, atol = ops.tolerance(out_dtype) if out_dtype in ops.TOLERANCES else (0.0, 0.0)
-    base = {
+    base: dict[str, Any] = {
         "reference": reference_name,
         "tolerance": {"rtol": rtol, "atol": atol},
         "out_dtype": str(out.dtype).removeprefix("torch."),
@@ -111,9 +112,9 @@ def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any, *,
     sized = finite & (ref.abs() > atol)
     max_rel = float((diff[sized] / ref[sized].abs()).max()) if bool(sized.any()) else 0.0
     wrong = int(bad.sum())
-    found = {**base, "passed": wrong == 0, "max_abs_err": _num(max_abs),
-             "max_rel_err": _num(max_rel), "total": int(out.numel()), "wrong": wrong,
-             "mismatch": None}
+    found: dict[str, Any] = {**base, "passed": wrong == 0, "max_abs_err": _num(max_abs),
+                             "max_rel_err": _num(max_rel), "total": int(out.numel()),
+                             "wrong": wrong, "mismatch": None}
     if wrong == 0:
         return found
     score = torch.where(bad, diff.nan_to_num(nan=float("inf")), torch.full_like(diff, -1.0))

@@ -77,7 +77,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
         reason = f"auto: {why}"
     else:
         reason = f"asked (--launcher {form})"
-    launcher: Any
+    launcher: kernels.MinimalLauncher | kernels.PointwiseLauncher
     if form == "minimal":
         launcher = kernels.MinimalLauncher(device.torch, config.op, args)
         what = (f"minimal: 1-D {launcher.kernel.__name__} with 4 runtime arguments, grid "
@@ -97,7 +97,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
         "num_warps": kernels.NUM_WARPS,
         "interpreter": config.interpreted,
     }
-    call = launcher.call if form == "minimal" else launcher
+    call = launcher.call if isinstance(launcher, kernels.MinimalLauncher) else launcher
     return Impl("triton", lambda: call(*args), detail)
 
 

@@ -74,8 +74,10 @@ def copy_bandwidth(dev: Any, op_bytes: int | None) -> dict[str, Any] | None:
             continue
         src = torch.empty(half, dtype=torch.uint8, device=dev.torch_device).random_(0, 255)
         dst = torch.empty_like(src)
-        got = device_per_op(dev, lambda s=src, d=dst: d.copy_(s), 20_000, half,
-                            "a device-to-device copy")
+        def copy(s: Any = src, d: Any = dst) -> Any:
+            return d.copy_(s)
+
+        got = device_per_op(dev, copy, 20_000, half, "a device-to-device copy")
         ns = got.get("device_ns")
         out[key] = None if not ns else {"bytes": 2 * half, "device_ns": int(ns),
                                         "gb_per_s": round(2 * half / ns, 3)}

@@ -218,8 +218,11 @@ def bandwidth_bound(rows: tuple[SweepRow, ...] | list[SweepRow]) -> int | None:
 
 
 def _crossover(rows: list[SweepRow]) -> tuple[int | None, int | None]:
-    ok = [r for r in rows if r.kernel_ns is not None]
-    crossover = next((r.numel for r in ok if r.kernel_ns >= r.host_gap_ns), None)
-    below = [r.host_gap_ns for r in ok if crossover is None or r.numel < crossover]
+    # (numel, kernel, host gap) of the sizes with both figures (the gap is None exactly
+    # when the kernel is)
+    ok = [(r.numel, r.kernel_ns, r.host_gap_ns) for r in rows
+          if r.kernel_ns is not None and r.host_gap_ns is not None]
+    crossover = next((numel for numel, kernel, gap in ok if kernel >= gap), None)
+    below = [gap for numel, _, gap in ok if crossover is None or numel < crossover]
     fixed = int(median(below)) if below else None
     return crossover, fixed

@@ -10,11 +10,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from traceview.errors import TraceviewError
+
+if TYPE_CHECKING:
+    from traceview.options import Options
 
 
 def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None:
@@ -58,8 +61,9 @@ def stdout_console(width: int | None):
 
 
 def analysis_options(window: str | None, calls: str | None, rules: Path | None,
-                     thread: str | None, **more: object):
-    """The ``Options`` the shared flags below stand for."""
+                     thread: str | None, **more: Any) -> Options:
+    """The ``Options`` the shared flags below stand for (``more``: further ``Options``
+    fields, by name)."""
     from traceview.options import Options
 
     return Options(window=window, calls=calls, rules=str(rules) if rules else None,

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 
 _RUN, _SIDES, _OUT = "Run (both sides)", "Per side", "Output"
 
 
-def _o(help: str, panel: str, *names: str, **kw: object):
+def _o(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
     return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
 
 
@@ -176,11 +177,12 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
                                 same_process=same_process, blocks=blocks,
                                 check_cache=check_cache, fork=not spawn)
     except CorrectnessError as exc:
-        if not (exc.report or {}).get("cache_check"):
+        report = exc.report or {}
+        if not report.get("cache_check"):
             raise
         from traceview.capture.cache_check import render_text
 
-        print("traceview: error: " + "\n".join(render_text(exc.report)), file=sys.stderr)
+        print("traceview: error: " + "\n".join(render_text(report)), file=sys.stderr)
         raise typer.Exit(exc.exit_code) from None
     _print(result.as_dict(), format, out, width)
 
@@ -258,7 +260,7 @@ def _print(doc, format, out, width) -> None:
     if out is not None:
         from traceview.atomic import write_text_atomic
 
-        write_text_atomic(out, renderer("json", "ab").render(doc, RenderOptions()))
-    sys.stdout.write(renderer(format.value, "ab").render(doc, RenderOptions(
+        write_text_atomic(out, as_text(renderer("json", "ab").render(doc, RenderOptions())))
+    sys.stdout.write(as_text(renderer(format.value, "ab").render(doc, RenderOptions(
         width=width or stdout_console(None).width,
-        color=stdout_console(None).color_system if format is Format.text else None)))
+        color=stdout_console(None).color_system if format is Format.text else None))))

@@ -16,14 +16,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 
 
-def _opt(help: str, panel: str, *names: str, **kw: object) -> typer.models.OptionInfo:
+def _opt(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
     return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
 
 

@@ -29,6 +29,7 @@ from traceview.cli._common import (
     run_guarded,
     stdout_console,
 )
+from traceview.cli._output import as_text
 
 
 class Format(str, enum.Enum):
@@ -67,7 +68,7 @@ def explain(
             sources.is_glob(trace[0]) and not Path(trace[0]).exists()):
         return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
                               recursive=recursive, engine=engine, address=address)
-    trace = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
+    source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
 
     def body() -> None:
         from traceview import explain as run_explain
@@ -77,13 +78,13 @@ def explain(
             from traceview.errors import UsageError
 
             raise UsageError("--engine and --address are for several traces (ranks)")
-        if figure is not None and not isinstance(trace, str) and _same_file(figure, trace):
+        if figure is not None and not isinstance(source, str) and _same_file(figure, source):
             from traceview.errors import UsageError
 
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
         check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
-        report = run_explain(load_with_progress(trace),
+        report = run_explain(load_with_progress(source),
                              analysis_options(window, calls, rules, thread, top=top,
                                               calls_depth=calls_depth))
         from traceview.render.registry import RenderOptions, renderer, write_figure
@@ -96,9 +97,9 @@ def explain(
                 print(f"traceview: figure written to {figure}", file=sys.stderr)
         # only the text report reads the terminal (JSON and markdown skip rich's import)
         console = stdout_console(None) if format is Format.text else None
-        out = renderer(format.value).render(report, RenderOptions(
+        out = as_text(renderer(format.value).render(report, RenderOptions(
             width=width or (console.width if console is not None else 80), top=top,
-            color=console.color_system if console is not None else None, figure=ref))
+            color=console.color_system if console is not None else None, figure=ref)))
         sys.stdout.write(out)
         sys.stdout.flush()
 
@@ -139,10 +140,10 @@ def _explain_ranks(paths: list[str], format: Format, window: str | None, calls: 
             raise typer.Exit(2)
         from traceview.render.registry import RenderOptions, renderer
 
-        sys.stdout.write(renderer(format.value, "ranks").render(
+        sys.stdout.write(as_text(renderer(format.value, "ranks").render(
             report, RenderOptions(width=width or stdout_console(None).width,
                                   color=stdout_console(None).color_system
-                                  if format is Format.text else None)))
+                                  if format is Format.text else None))))
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

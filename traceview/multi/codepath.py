@@ -108,7 +108,7 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
     fb, complete_b = function_figures(before)
     fa, complete_a = function_figures(after)
     call_b, call_a = _call_ns(before), _call_ns(after)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in set(fb) | set(fa):
         x, y = fb.get(key), fa.get(key)
         if x is None:
@@ -120,7 +120,8 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
         inc_b = x.inclusive_ns_per_call if x else 0.0
         inc_a = y.inclusive_ns_per_call if y else 0.0
         rows.append({
-            "function": key, "family": (x or y).family, "status": status,
+            "function": key, "family": (x if x is not None else fa[key]).family,
+            "status": status,
             "before_inclusive_ns_per_call": round(inc_b) if x else None,
             "after_inclusive_ns_per_call": round(inc_a) if y else None,
             "before_self_ns_per_call": round(x.self_ns_per_call) if x else None,
@@ -170,7 +171,7 @@ def family_changes(before: Report, after: Report) -> tuple[list[dict[str, Any]],
                     "for traces with warm calls (and reports saved since it has them)")
     fb = {f.name: f for f in before.host.families}
     fa = {f.name: f for f in after.host.families}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in set(fb) | set(fa):
         x, y = fb.get(name), fa.get(name)
         rows.append({

@@ -84,7 +84,8 @@ def pool_pays(sizes: Sequence[int | None], jobs: int | None = None) -> bool:
         return False
     if jobs is not None and jobs > 1:
         return True  # asked for by name
-    return any(s is None for s in sizes) or sum(sizes) >= POOL_MIN_BYTES
+    known = [s for s in sizes if s is not None]
+    return len(known) < len(sizes) or sum(known) >= POOL_MIN_BYTES
 
 
 def each(fn: Callable[[T], R], items: Sequence[T], *, engine: str = "local",

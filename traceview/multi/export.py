@@ -238,7 +238,7 @@ def _worker_died(item: tuple[int, str], detail: str | None = None) -> TraceTable
 
 @dataclass
 class ExportResult:
-    out: Path
+    out: Path | str  # a local directory, or a URL
     traces: list[TraceTables]
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows written
 
@@ -269,10 +269,10 @@ def build_tables(paths: Sequence[str | os.PathLike[str]], options: Options | Non
                            failed=lambda t: t.error is not None, progress=progress), len(items))
     ok = [t for t in traces if t.error is None]
     tables = {
-        "slices": pl.concat([t.slices for t in ok], how="vertical") if ok
-        else pl.DataFrame(schema=SLICES_SCHEMA),
-        "calls": pl.concat([t.calls for t in ok], how="diagonal") if ok
-        else pl.DataFrame(schema=CALLS_SCHEMA),
+        "slices": pl.concat([t.slices for t in ok if t.slices is not None], how="vertical")
+        if ok else pl.DataFrame(schema=SLICES_SCHEMA),
+        "calls": pl.concat([t.calls for t in ok if t.calls is not None], how="diagonal")
+        if ok else pl.DataFrame(schema=CALLS_SCHEMA),
         "summary": pl.DataFrame([t.summary for t in traces], schema=SUMMARY_SCHEMA,
                                 orient="row"),
     }
@@ -346,6 +346,7 @@ def rank_parts(item: tuple[int, str], options: Options, staging: str) -> TraceTa
 
         from traceview.io.sources import read_errors
 
+        errors: tuple[type[BaseException], ...] = (*read_errors(), ImportError)
         try:
             fs, root = url_to_fs(staging)
             for name in PARTS:
@@ -355,7 +356,7 @@ def rank_parts(item: tuple[int, str], options: Options, staging: str) -> TraceTa
                 with fs.open(path, "wb") as f:
                     frame.write_parquet(f)
                 tables.rows[name] = frame.height
-        except (*read_errors(), ImportError) as exc:
+        except errors as exc:
             from traceview.io.sources import load_error
 
             line = f"{tables.path}: cannot write its tables: {load_error(staging, exc).problem}"
@@ -384,7 +385,6 @@ def export_parts(paths: Sequence[str | os.PathLike[str]], out: str,
     from fsspec.core import url_to_fs
 
     from traceview.io.sources import is_url
-    from traceview.multi.engine import each
     from traceview.rules import load_rules
 
     options = options or Options()
@@ -403,14 +403,13 @@ def export_parts(paths: Sequence[str | os.PathLike[str]], out: str,
     staging_root = f"{root}/.staging-{uuid.uuid4().hex[:12]}"
     staging = staging_root if not is_url(out) else f"{out.split('://', 1)[0]}://{staging_root}"
     items = [(i, str(f)) for i, f in enumerate(files)]
-    traces: list[TraceTables | None] = [None] * len(items)
     try:
-        for i, t in each(partial(rank_parts, options=options, staging=staging), items,
-                         engine=engine, jobs=jobs, address=address, sizes=file_sizes(files),
-                         crashed=_worker_died, failed=lambda t: t.error is not None,
-                         progress=progress):
-            traces[i] = t
-        result = ExportResult(Path(out) if not is_url(out) else out, list(traces))
+        traces = in_order(each(partial(rank_parts, options=options, staging=staging), items,
+                               engine=engine, jobs=jobs, address=address,
+                               sizes=file_sizes(files), crashed=_worker_died,
+                               failed=lambda t: t.error is not None, progress=progress),
+                          len(items))
+        result = ExportResult(Path(out) if not is_url(out) else out, traces)
         if not result.ok:
             _remove(fs, staging_root)
             if created:

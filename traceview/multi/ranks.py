@@ -109,8 +109,9 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]], *,
                 files = [raw]
             else:
                 base = raw.split("*", 1)[0].rsplit("/", 1)[0] if sources.is_glob(raw) else raw
-                files = sorted((f for f in found if is_trace_name(f) or sources.is_glob(raw)),
-                               key=lambda f: _natural_key(f[len(base):]))
+                urls = sorted((f for f in found if is_trace_name(f) or sources.is_glob(raw)),
+                              key=lambda f: _natural_key(f[len(base):]))
+                files = list(urls)
                 if not files:
                     raise UsageError(f"{raw}: no trace files there "
                                      f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
@@ -122,9 +123,10 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]], *,
             if not files:
                 raise UsageError(f"{raw}: no file matches")
         elif (p := Path(raw)).is_dir():
-            found = p.rglob("*") if recursive else p.iterdir()
-            files = sorted((c for c in found if c.is_file() and is_trace_name(c.name)),
+            entries = p.rglob("*") if recursive else p.iterdir()
+            local = sorted((c for c in entries if c.is_file() and is_trace_name(c.name)),
                            key=lambda c: [_natural_key(part) for part in c.relative_to(p).parts])
+            files = list(local)
             if not files:
                 where = "this directory or its subfolders" if recursive else "this directory"
                 raise UsageError(f"{p}: no trace files in {where} "
@@ -179,7 +181,7 @@ def raise_if_interrupted(exc: BaseException) -> None:
     """Ctrl-C while a trace was being read can surface as another error raised while the
     interrupt unwound (``BufferError: memoryview has N exported buffers``): that is the
     user's interrupt, not a failed trace, so it goes on as ``KeyboardInterrupt``."""
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, KeyboardInterrupt):
             raise KeyboardInterrupt from None
@@ -299,7 +301,7 @@ class RanksReport:
 
         ranks = []
         for r in self.ranks:
-            if r.ok:
+            if r.report is not None:
                 ranks.append({**r.report.to_dict(), "rank": r.rank, "rank_source": r.rank_source})
             else:
                 ranks.append({"rank": r.rank, "rank_source": r.rank_source,
@@ -390,7 +392,7 @@ def outliers(values: Sequence[float],
     for i in apart:
         x = values[i]
         dev = x - m
-        direction = "above" if dev > 0 else "below"
+        direction: Literal["above", "below"] = "above" if dev > 0 else "below"
         if side != "both" and direction != side:
             continue
         rel = dev / abs(m) if m else (INF if dev > 0 else -INF)
@@ -405,8 +407,8 @@ def combine(ranks: list[RankResult]) -> RanksReport:
     stragglers: dict[int, list[Outlier]] = {}
     warnings = []
     for name, side in STRAGGLER_METRICS.items():
-        have = [(i, r.metric(name)) for i, r in enumerate(ranks)]
-        have = [(i, v) for i, v in have if v is not None]
+        measured = [(i, r.metric(name)) for i, r in enumerate(ranks)]
+        have = [(i, v) for i, v in measured if v is not None]
         summary, found, split = outliers([v for _, v in have], side)
         metrics[name] = summary
         if split:

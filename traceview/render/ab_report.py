@@ -71,11 +71,11 @@ def _header(doc: dict[str, Any]) -> str:
 
 
 def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:
-    first = {}
+    first: dict[int, str] = {}  # round -> the side that ran first in it
     for r, side in doc["run_order"]:
         first.setdefault(r, side)
     c = doc["comparisons"].get(FIGURES[0])
-    rows = []
+    rows: list[list[str]] = []
     if c is None:
         return rows
     same = bool(doc["protocol"].get("blocks"))

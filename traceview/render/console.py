@@ -150,7 +150,8 @@ def _calls(r: Report) -> RenderableType | None:
         s = c.stats.get(m)
         if s is None or s.n == 0:
             continue
-        row = [label, fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)]
+        row: list[str | Text] = [label, fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min),
+                                 fmt_ns(s.max)]
         if cold_call is not None:
             row.append(fmt_ns(cold_call.metrics.get(m)))
         table.add_row(*row)

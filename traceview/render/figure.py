@@ -13,7 +13,7 @@ the pixels, and it says that a pixel shows the category owning most of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from xml.sax.saxutils import escape
 
 from traceview.errors import UsageError
@@ -57,9 +57,12 @@ def _columns(spans: list[tuple[int, int, str]], lo: int, hi: int, n: int) -> lis
     return cols
 
 
-def _runs(values: list[object]) -> list[tuple[int, int, object]]:
+_V = TypeVar("_V")
+
+
+def _runs(values: list[_V]) -> list[tuple[int, int, _V]]:
     """Run-length encoding: (first column, column count, value)."""
-    out: list[tuple[int, int, object]] = []
+    out: list[tuple[int, int, _V]] = []
     for i, v in enumerate(values):
         if out and out[-1][2] == v:
             out[-1] = (out[-1][0], out[-1][1] + 1, v)
@@ -104,12 +107,12 @@ def render_svg(r: Report) -> str:
              f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>',
              f'<text x="8" y="{40 + ROW_H * 0.65:.0f}" font-size="12" {FONT}>host</text>',
              f'<text x="8" y="{48 + ROW_H * 1.65:.0f}" font-size="12" {FONT}>device</text>']
-    for first, count, cat in _runs(owner):
-        if cat is None:
+    for first, count, top in _runs(owner):
+        if top is None:
             continue
-        ns = sum(hcols[i].get(cat, 0) for i in range(first, first + count))
+        ns = sum(hcols[i].get(top, 0) for i in range(first, first + count))
         parts.append(f'<rect x="{LEFT + first}" y="40" width="{count}" height="{ROW_H}" '
-                     f'fill="{COLOURS.get(str(cat), "#999999")}"><title>{escape(str(cat))} '
+                     f'fill="{COLOURS.get(str(top), "#999999")}"><title>{escape(str(top))} '
                      f'{fmt_ns(ns)}</title></rect>')
     for first, count, lv in _runs(level):
         if not lv:
@@ -136,7 +139,7 @@ def render_svg(r: Report) -> str:
                  + escape("each pixel column shows the host category owning most of it; "
                           "figures: the call's own") + "</text>")
     ly += 18
-    lx = LEFT
+    lx: float = LEFT
     for colour, label in items:
         w = 24 + 6.2 * len(label)
         if lx > LEFT and lx + w > WIDTH - RIGHT:

@@ -50,7 +50,9 @@ def _top_args(s: str) -> tuple[str, list[str], str] | None:
     start = s.find("<")
     if start <= 0:
         return None
-    depth, args, cur = 0, [], []
+    depth = 0
+    args: list[str] = []
+    cur: list[str] = []
     for i in range(start, len(s)):
         ch = s[i]
         if ch in "<(":

@@ -16,6 +16,7 @@ from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
     from traceview.report.model import Report, TreeRow
+    from traceview.stats import Stats
 
 TREE_DEPTH_TEXT = 12  # levels shown in the terminal and markdown trees
 TREE_MIN_SHARE_TEXT = 0.02  # nodes below this share of the call are folded there
@@ -65,7 +66,7 @@ def reasons_lines(r: Report) -> list[str]:
     return out
 
 
-def _visible(nodes: tuple[TreeRow, ...], floor: float) -> tuple[TreeRow, ...]:
+def _visible(nodes: tuple[TreeRow, ...], floor: float) -> list[TreeRow]:
     return [n for n in nodes if n.inclusive_ns >= floor]
 
 
@@ -133,10 +134,11 @@ def console_sections(r: Report) -> list[Any]:
         dev_cols, dev_cells = _device_columns(c)
         for col in ("calls", "warm", "call", "+ sync", *dev_cols):
             t.add_column(col, justify="right")
-        rows = [(k.name, k.count, k.warm_count, k.stats, k.api_sync) for k in c.kinds[:KIND_ROWS]]
+        kind_rows: list[tuple[str, int, int, dict[str, Stats], Stats | None]] = [
+            (k.name, k.count, k.warm_count, k.stats, k.api_sync) for k in c.kinds[:KIND_ROWS]]
         if len(c.kinds) > 1:
-            rows.append(("all kinds", c.count, c.warm_count, c.stats, c.api_sync))
-        for name, n, w, st, sync in rows:
+            kind_rows.append(("all kinds", c.count, c.warm_count, c.stats, c.api_sync))
+        for name, n, w, st, sync in kind_rows:
             t.add_row(name_text(name), str(n), str(w), fmt_ns(st["api_ns"].p50),
                       fmt_ns(sync.p50 if sync is not None else None), *dev_cells(st))
         out.extend(x for x in (head, t) if x is not None)

@@ -40,7 +40,7 @@ def columns(report: RanksReport) -> tuple[str, ...]:
 
 
 def _copies(report: RanksReport) -> bool:
-    return any(r.report.calls.has_copies for r in report.ok)
+    return any(r.report.calls.has_copies for r in report.ranks if r.report is not None)
 
 
 def _file(path: str) -> str:
@@ -100,7 +100,7 @@ def damage(r: RankResult) -> list[str]:
     """What is wrong with a rank's file, from its own report's diagnostics (the warnings:
     cut short, malformed, duplicated records...): ``code: message`` each, none when whole.
     A damaged rank's figures cover only what could be read, so the table says so."""
-    if not r.ok:
+    if r.report is None:
         return []
     return [f"{g.code}: {g.message}" for g in r.report.diagnostics if g.severity == "warning"]
 

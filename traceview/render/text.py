@@ -201,7 +201,7 @@ class TextConsole(Console):
     """A console whose ``print`` lays text out with traceview's breaks (``prepare``);
     what it writes still holds the marks: pass it through ``finish``."""
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         super().print(*(prepare(o, self) for o in objects), **kwargs)
 
 

@@ -19,7 +19,7 @@ from rich.text import Text
 from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
-    from traceview.report.model import PathRow, Report, StepRow
+    from traceview.report.model import PathRow, Report, StepRow, StepsInfo
 
 PATH_ROWS = 12  # rows of the critical-path table; the rest are summed in one row
 DEVICE_WORK = "device work (kernels, copies)"
@@ -31,17 +31,19 @@ def _t(*cells: str) -> list[Text]:
     return [Text(c) for c in cells]
 
 
-def typical_step(r: Report) -> StepRow | None:
-    """The step the sections show; None when there is nothing a step view adds (no phase
-    but ``other`` and one thread on the path: an inference loop under a schedule)."""
-    if r.steps is None or not r.steps.steps:
+def typical_step(r: Report) -> tuple[StepsInfo, StepRow] | None:
+    """The report's steps and the step the sections show; None when there is nothing a
+    step view adds (no phase but ``other`` and one thread on the path: an inference loop
+    under a schedule)."""
+    steps = r.steps
+    if steps is None or not steps.steps:
         return None
-    if not any(p.phase != "other" for s in r.steps.steps for p in s.phases) and all(
+    if not any(p.phase != "other" for s in steps.steps for p in s.phases) and all(
             len({p.resource for p in s.critical_path if p.kind == "host"}) < 2
-            for s in r.steps.steps):
+            for s in steps.steps):
         return None
     want = r.typical_call.index if r.typical_call is not None else None
-    return next((s for s in r.steps.steps if s.index == want), r.steps.steps[0])
+    return steps, next((s for s in steps.steps if s.index == want), steps.steps[0])
 
 
 def path_rows(step: StepRow) -> list[tuple[str, str, int]]:
@@ -70,16 +72,17 @@ def step_word(r: Report) -> str:
 
 def headline(r: Report) -> str | None:
     """One sentence for a training trace: the typical step and who holds its path."""
-    step = typical_step(r)
-    if step is None:
+    found = typical_step(r)
+    if found is None:
         return None
+    steps, step = found
     by_res: Counter[str] = Counter()
     for res, _what, ns in path_rows(step):
         by_res[res] += ns
     who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in by_res.most_common(3))
     phases = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
     return (f"{step_word(r)} {step.name}: {fmt_ns(step.wall_ns)} (typical of "
-            f"{r.steps.warm_count} warm of {plural(r.steps.count, 'step')}); {phases}; "
+            f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {phases}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
 
 
@@ -112,12 +115,13 @@ def threads_table(r: Report) -> RenderableType | None:
 
 
 def step_sections(r: Report) -> list[RenderableType]:
-    step = typical_step(r)
-    if step is None:
+    found = typical_step(r)
+    if found is None:
         return []
+    steps, step = found
     wall = step.wall_ns
     phases = Table(title=Text(f"Typical step {step.name} by phase ({fmt_ns(wall)} on "
-                              f"{r.steps.thread}; device: all streams)"),
+                              f"{steps.thread}; device: all streams)"),
                    title_justify="left", show_footer=True, pad_edge=False)
     phases.add_column("phase", footer="step", no_wrap=True)
     phases.add_column("wall", justify="right", footer=fmt_ns(wall), no_wrap=True)
@@ -163,7 +167,7 @@ def step_sections(r: Report) -> list[RenderableType]:
         out.append(Text(f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the "
                         f"device, {fmt_ns(step.exposed_communication_ns)} exposed (no other "
                         f"device work running)"))
-    others = [s for s in r.steps.steps if s.index != step.index]
+    others = [s for s in steps.steps if s.index != step.index]
     if others:
         out.append(Text("other steps: " + "; ".join(
             f"{s.name} {fmt_ns(s.wall_ns)}{' (cold)' if s.cold else ''}" for s in others)))
@@ -172,10 +176,10 @@ def step_sections(r: Report) -> list[RenderableType]:
 
 def markdown_section(r: Report) -> list[str]:
     """The step part of the markdown report: blocks (a heading, a table, a sentence)."""
-    step = typical_step(r)
-    if step is None:
+    found = typical_step(r)
+    if found is None:
         return []
-    lines = _markdown_lines(r, step)
+    lines = _markdown_lines(r, *found)
     blocks, cur = [], []
     for line in lines:
         if line:
@@ -188,12 +192,12 @@ def markdown_section(r: Report) -> list[str]:
     return blocks
 
 
-def _markdown_lines(r: Report, step: StepRow) -> list[str]:
+def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow) -> list[str]:
     wall = step.wall_ns
     word = step_word(r)
     out = [f"#### {word[0].upper()}{word[1:]} {step.name} ({fmt_ns(wall)}, typical of "
-           f"{r.steps.warm_count} warm of {plural(r.steps.count, 'step')}, on "
-           f"{r.steps.thread})", "",
+           f"{steps.warm_count} warm of {plural(steps.count, 'step')}, on "
+           f"{steps.thread})", "",
            "| phase | wall | share | device busy | device idle |", "|---|---:|---:|---:|---:|"]
     for p in step.phases:
         out.append(f"| {p.phase} | {fmt_ns(p.wall_ns)} | {fmt_share(p.wall_ns, wall)} | "

@@ -170,8 +170,10 @@ def unprofiled_baseline(trace: Trace) -> int | None:
     graph replays."""
     cap = trace.metadata.get("traceview")
     cap = cap if isinstance(cap, dict) else {}
-    base = cap.get("baseline") if isinstance(cap.get("baseline"), dict) else {}
-    proto = cap.get("protocol") if isinstance(cap.get("protocol"), dict) else {}
+    base = cap.get("baseline")
+    base = base if isinstance(base, dict) else {}
+    proto = cap.get("protocol")
+    proto = proto if isinstance(proto, dict) else {}
     if proto.get("mode", "eager") != "eager" or cap.get("kind", "warm") == "cold":
         return None
     value = base.get("amortized_submit_ns" if proto.get("sync") == "end" else "full_api_ns_p50")

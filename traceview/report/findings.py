@@ -77,8 +77,9 @@ def _verdict(ex: Analysis) -> list[Detected]:
 
 
 def _unsynchronized(ex: Analysis) -> list[Detected]:
-    calls = [c for c in ex.calls.calls if c.kernel_end_ns is not None]
-    late = [(c, c.kernel_end_ns - c.end_ns) for c in calls if c.kernel_end_ns - c.end_ns > UNSYNC_TAIL_NS]
+    tails = [(c, c.kernel_end_ns - c.end_ns) for c in ex.calls.calls if c.kernel_end_ns is not None]
+    calls = [c for c, _ in tails]
+    late = [(c, t) for c, t in tails if t > UNSYNC_TAIL_NS]
     if not late:
         return []
     worst = max(t for _, t in late)
@@ -124,7 +125,7 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     warm_p50 = calls.stats["api_ns"].p50 if calls.warm_count else None
     # a first call whose excess the profiler's own work explains is an outlier, reported
     # by profiler-perturbation, not a cold path
-    ratio = first.metrics["api_ns"] / warm_p50 if first is not None and warm_p50 \
+    ratio = first.api_ns / warm_p50 if first is not None and warm_p50 \
         and not first.outlier else 0.0
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
         return []
@@ -137,7 +138,7 @@ def _cold_path(ex: Analysis) -> list[Detected]:
         facts["first_ns"] = first.metrics["api_ns"]
         facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
         facts["profiler_start"] = not cold_ns and first.categories.get(
-            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.metrics["api_ns"]
+            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.api_ns
     return [Detected(
         "cold-path",
         {"compile_import_ns": cold_ns,
@@ -163,7 +164,8 @@ REPRODUCER_ITEMS = (
 
 def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
-    cap = meta.get("traceview") if isinstance(meta.get("traceview"), dict) else {}
+    recorded = meta.get("traceview")
+    cap = recorded if isinstance(recorded, dict) else {}
     args = [a for r, a in ex.trace.slices.args.items()
             if ex.trace.cat_names[ex.trace.slices.cat[r]] == "cpu_op"]
 

@@ -12,17 +12,16 @@ Field order is the JSON's key order (``docs/json.md``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from traceview.analyses.breakdown import DeviceState
+from traceview.analyses.callfind import CallsSource
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
 from traceview.stats import Stats
-
-CallsSource = Literal["annotations", "launches", "none"]
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ def arrival_offsets_ns(workload: Workload) -> list[int]:
     n = workload.requests
     if workload.arrival == "offline":
         return [0] * n
+    assert workload.rate is not None  # Workload refuses poisson arrivals without a rate
     offsets = [0]
     for gap in poisson_gaps_ns(n, float(workload.rate), workload.seed):
         offsets.append(offsets[-1] + gap)

@@ -78,7 +78,7 @@ def diagnose(trace_path: str, steps: int) -> dict[str, Any]:
 
     try:
         decode = analyze(trace_path, Options(window=DECODE_PATTERN, calls=DECODE_PATTERN))
-        out = {"decode": summarize_decode(decode.to_dict(), steps)}
+        out: dict[str, Any] = {"decode": summarize_decode(decode.to_dict(), steps)}
         try:
             prefill = analyze(trace_path, Options(window=PREFILL_RANGE))
             out["prefill"] = summarize_prefill(prefill.to_dict())

@@ -25,7 +25,10 @@ def build_model(spec: ModelSpec, positions: int) -> tuple[Any, Any]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
+    # attn_implementation is a PreTrainedConfig keyword: transformers 5 wraps the config
+    # dataclass's __init__ at runtime to take it (wrap_init_to_accept_kwargs), which the
+    # generated signature mypy reads does not show
+    config = LlamaConfig(  # type: ignore[call-arg]
         vocab_size=spec.vocab, hidden_size=spec.hidden, intermediate_size=spec.intermediate,
         num_hidden_layers=spec.layers, num_attention_heads=spec.heads,
         num_key_value_heads=spec.kv_heads, max_position_embeddings=max(MIN_POSITIONS, positions),

@@ -34,7 +34,7 @@ from traceview.capture.serving.bisect import bisect
 from traceview.capture.serving.diagnosis import diagnose
 from traceview.capture.serving.spec import ServeSpec, Variant, model_to_dict
 from traceview.errors import CaptureError
-from traceview.paired import compare, interleaved_order
+from traceview.paired import Side, compare, interleaved_order
 from traceview.stats import median
 
 SCHEMA = "traceview.serve/1"
@@ -249,6 +249,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
             return doc
     spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
 
+    order: list[tuple[int, Side]]
     if spec.b is None:
         order = [(r, "A") for r in range(spec.rounds)]
     else:
@@ -256,10 +257,10 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     doc["protocol"]["order"] = [[r, side] for r, side in order]
     reps: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     for position, (rnd, side) in enumerate(order):
-        v = spec.a if side == "A" else spec.b
-        assert v is not None
-        log(f"round {rnd + 1}/{spec.rounds}: {side} ({v.describe()})")
-        reps[side].append(measure_once(spec, v, launch, rnd, position))
+        variant = spec.a if side == "A" else spec.b
+        assert variant is not None  # side B runs only when there is a B
+        log(f"round {rnd + 1}/{spec.rounds}: {side} ({variant.describe()})")
+        reps[side].append(measure_once(spec, variant, launch, rnd, position))
         _fill(doc, spec, reps)  # a run cut short still has its summaries so far
         on_stage(doc)
     doc["measured"] = True
