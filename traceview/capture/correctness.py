@@ -117,6 +117,15 @@ def compare(torch: Any, fn: Any, args: tuple[Any, ...], out: Any, *,
                              "wrong": wrong, "mismatch": None}
     if wrong == 0:
         return found
+    found.update(_where_wrong(torch, got, ref, diff, bad, finite, atol))
+    return found
+
+
+def _where_wrong(torch: Any, got: Any, ref: Any, diff: Any, bad: Any, finite: Any,
+                 atol: float) -> dict[str, Any]:
+    """The worst and first wrong element, the non-finite and out-of-range counts and
+    the wrong indices per dimension (what :func:`compare` adds for a failed check)."""
+    found: dict[str, Any] = {}
     score = torch.where(bad, diff.nan_to_num(nan=float("inf")), torch.full_like(diff, -1.0))
     flat_worst = int(score.reshape(-1).argmax())
     flat_first = int(bad.reshape(-1).nonzero()[0])

@@ -10,7 +10,8 @@ device-to-device copy of the same bytes achieves on this GPU.
   events exactly as the baseline's ``device_ns`` is (``baseline.device_per_op``), and once
   more for a copy of :data:`PEAK_COPY_BYTES`, the device's streaming copy rate. A kernel's
   GB/s is read against the first (what any kernel moving these bytes can reach, latency
-  included) and the second (the device's limit).
+  included) and the second (the device's copy rate: not its limit, since a graph-captured
+  copy is a memcpy node; on the H200 FlagGems' add moves 1.6x its bytes per second).
 * :func:`probe_child`: both, in a fresh process of a ``traceview ab`` side's setting.
 """
 
