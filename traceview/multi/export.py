@@ -35,14 +35,9 @@ from traceview.errors import TraceviewError, UsageError
 from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
 from traceview.multi.engine import each, in_order
-from traceview.multi.ranks import (
-    error_line,
-    expand_paths,
-    file_sizes,
-    metadata_rank,
-    raise_if_interrupted,
-    worker_died_line,
-)
+from traceview.multi.ranks import metadata_rank
+from traceview.multi.trace_files import expand_paths, file_sizes
+from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
 from traceview.options import Options
 
 if TYPE_CHECKING:
