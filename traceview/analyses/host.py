@@ -12,10 +12,10 @@ The same sweep resolves each slice's category through the rule table (see
 ``traceview.rules``): a ``subtree`` rule on an ancestor wins, then the slice's own
 rule, and ``inherit`` takes the parent's category.
 
-Three implementations of that one sweep give the same answer (``tests/test_sweep.py``):
-the plain Python loop (``general=True``, the reference), the same loop compiled
-(``_host_sweep.c``, used when it is built: ``traceview/native.py``), and array
-operations (``_sweep_arrays``, used otherwise).
+Two implementations of that one sweep give the same answer (``tests/test_sweep.py``):
+the plain Python loop (``general=True``, the reference, and the path taken when the
+helpers are not built) and the same loop compiled (``host_sweep_native.py``). Which rows
+a thread owns is ``host_rows.py``; functions by self time, ``hot_functions.py``.
 """
 
 from __future__ import annotations
@@ -27,14 +27,10 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.artifacts import clip_frames
 from traceview.analyses.host_rows import host_rows
-from traceview.analyses.host_sweep_native import _sweep
+from traceview.analyses.host_sweep_native import compiled_sweep
 from traceview.analyses.window import Window
 from traceview.model import Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
-
-# categories resolve one depth level at a time up to this depth (nested traces), and
-# from nearest ancestors beyond it or when slices overlap without nesting
-LEVEL_LOOP_MAX_DEPTH = 512
 
 
 @dataclass(frozen=True)
@@ -151,7 +147,7 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         rows, starts, ends = rows[order], starts[order], ends[order]
 
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else _sweep(starts, ends, own_code, own_subtree, w0, w1,
+    fast = None if general else compiled_sweep(starts, ends, own_code, own_subtree, w0, w1,
                                        untraced, other)
     if fast is not None:
         seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast

@@ -10,10 +10,10 @@ from traceview import native
 _NATIVE_SWEEP = native.load("sweep")
 
 
-def _sweep(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
-           w0: int, w1: int, untraced: int, other: int):
-    """The loop sweep compiled (``_host_sweep.c``) when it is built, else the array sweep;
-    both give the loop's answer (``tests/test_sweep.py``)."""
+def compiled_sweep(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
+                   w0: int, w1: int, untraced: int, other: int):
+    """The loop sweep compiled (``_host_sweep.c``) when it is built, else None (the
+    caller runs the loop itself); both give the loop's answer (``tests/test_sweep.py``)."""
     if _NATIVE_SWEEP is not None and starts.size < 2**31 - 1:
         return _sweep_native(starts, ends, own, subtree, w0, w1, untraced, other)
 

@@ -33,8 +33,8 @@ from traceview.multi.stragglers import (
     STRAGGLER_MIN_RANKS,
     STRAGGLER_MIN_RELATIVE,
     Outlier,
-    _round,
     outliers,
+    round_share,
 )
 from traceview.multi.trace_files import expand_paths, file_sizes
 from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
@@ -185,7 +185,7 @@ def rank_metrics(report: Report | None) -> dict[str, Any]:
     return {
         "window_ns": report.window.dur_ns,
         "busy_ns": report.device.busy_ns,
-        "device_busy_share": None if share is None else _round(share),
+        "device_busy_share": None if share is None else round_share(share),
         "calls": calls.count,
         "api_p50_ns": calls.stats["api_ns"].p50,
         "kernel_p50_ns": calls.stats["kernel_ns"].p50,  # device work: kernels and copies

@@ -54,18 +54,18 @@ class Outlier:
     direction: Literal["above", "below"]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "value": self.value, "median": _num(self.median),
-                "mad": _num(self.mad),
-                "relative": None if self.relative in (INF, -INF) else _round(self.relative),
+        return {"metric": self.metric, "value": self.value, "median": plain_number(self.median),
+                "mad": plain_number(self.mad),
+                "relative": None if self.relative in (INF, -INF) else round_share(self.relative),
                 "direction": self.direction}
 
 
-def _round(x: float) -> float:
+def round_share(x: float) -> float:
     return x if x in (INF, -INF) else round(x, SHARE_DIGITS)
 
 
-def _num(x: float) -> float | int:
-    return int(x) if float(x).is_integer() else _round(x)
+def plain_number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else round_share(x)
 
 
 def outliers(values: Sequence[float],
@@ -76,7 +76,7 @@ def outliers(values: Sequence[float],
         return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}, False
     m = median(values)
     mad = median([abs(x - m) for x in values])
-    summary = {"n": len(values), "median": _num(m), "mad": _num(mad),
+    summary = {"n": len(values), "median": plain_number(m), "mad": plain_number(mad),
                "min": min(values), "max": max(values)}
     if len(values) < STRAGGLER_MIN_RANKS:
         return summary, {}, False
