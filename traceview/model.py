@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from traceview import intervals
+from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
 from traceview.io.decode import (
     ARGS_KEPT_CATS,
@@ -32,7 +33,6 @@ from traceview.io.decode import (
     Decoded,
     LazyArgs,
     decode_args,
-    int_or_none,
 )
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
@@ -47,7 +47,6 @@ ACTIVITY_CATS = frozenset({
 })
 KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead",
                               "python_function", ""}
-NO_ID = -1
 # No profiler trace spans an hour (it would be tens of GB): a longer slice is a corrupt
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
 # cannot poison totals.
@@ -156,32 +155,6 @@ class Trace:
         return [lane for lane in self.lanes if lane.kind == "host"]
 
 
-INT64 = 2**63
-
-
-def _as_int(value: Any) -> int:
-    """An id as an int64 (NO_ID when absent, not integral, or out of range)."""
-    v = int_or_none(value)
-    return NO_ID if v is None else v
-
-
-def norm_id(value: Any) -> int | str:
-    """A pid/tid as written, made comparable and JSON-safe: integers (or integer text)
-    within int64 become ints, anything else its text. So "100" and 100 are one thread."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            return value
-    if isinstance(value, int):
-        return value if -INT64 <= value < INT64 else str(value)
-    return str(value)
-
-
 _MESSAGES = {
     "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
     "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
@@ -230,18 +203,18 @@ def build(decoded: Decoded) -> Trace:
     for ev, ts in others:
         ph = ev.ph
         if ph in ("s", "t", "f"):
-            fid = _as_int(ev.id)
+            fid = id_or_no_id(ev.id)
             if ts is not None and fid != NO_ID:
-                key = (norm_id(ev.pid), norm_id(ev.tid), ts)
+                key = (thread_id(ev.pid), thread_id(ev.tid), ts)
                 if ph == "s":
                     flow_start[key] = fid
                 elif ph == "f":
                     flow_end[key] = fid  # 't' (flow step) links nothing here
         elif ph == "B":
             if ts is not None:
-                open_b[(norm_id(ev.pid), norm_id(ev.tid))].append((ev, ts))
+                open_b[(thread_id(ev.pid), thread_id(ev.tid))].append((ev, ts))
         elif ph == "E":
-            stack = open_b.get((norm_id(ev.pid), norm_id(ev.tid)))
+            stack = open_b.get((thread_id(ev.pid), thread_id(ev.tid)))
             if ts is not None and stack:
                 bev, bts = stack.pop()
                 if ts >= bts:
@@ -252,8 +225,8 @@ def build(decoded: Decoded) -> Trace:
             if ev.name in ("thread_name", "process_name"):
                 nm = decode_args(ev.args).get("name")
                 if isinstance(nm, str):
-                    thread_names[(ev.name, norm_id(ev.pid), norm_id(ev.tid))] = _meaningful(
-                        thread_names.get((ev.name, norm_id(ev.pid), norm_id(ev.tid))), nm)
+                    thread_names[(ev.name, thread_id(ev.pid), thread_id(ev.tid))] = _meaningful(
+                        thread_names.get((ev.name, thread_id(ev.pid), thread_id(ev.tid))), nm)
         elif ph in ("i", "I", "R", "n"):
             instants += 1
         elif ph in ("C", "b", "e", "N", "O", "D"):
@@ -293,9 +266,9 @@ def build(decoded: Decoded) -> Trace:
         start = np.concatenate([start, np.asarray(es, np.int64)])
         dur = np.concatenate([dur, np.asarray(ed, np.int64)])
         link = [decode_args(extra_args.get(base + i, b"")) for i in range(len(extra))]
-        corr = np.concatenate([corr, [_as_int(d.get("correlation")) for d in link]])
-        stream = np.concatenate([stream, [_as_int(d.get("stream")) for d in link]])
-        device = np.concatenate([device, [_as_int(d.get("device")) for d in link]])
+        corr = np.concatenate([corr, [id_or_no_id(d.get("correlation")) for d in link]])
+        stream = np.concatenate([stream, [id_or_no_id(d.get("stream")) for d in link]])
+        device = np.concatenate([device, [id_or_no_id(d.get("device")) for d in link]])
         args = args.with_items(extra_args)
 
     # -- validity: drop what cannot be placed on a timeline, count each reason
@@ -349,12 +322,12 @@ def build(decoded: Decoded) -> Trace:
     host_lut = np.full(len(keys), -1, np.int32)
     for i, (_, _, pid, tid) in enumerate(keys):
         if not key_device[i]:
-            host_lut[i] = lane_for(("host", norm_id(pid), norm_id(tid)))
+            host_lut[i] = lane_for(("host", thread_id(pid), thread_id(tid)))
     lane_of_row[host_rows] = host_lut[key_of_row[host_rows]]
     dev_rows = np.flatnonzero(~host_rows)
     if dev_rows.size:
-        key_pid = np.asarray([_as_int(k[2]) for k in keys], np.int64)
-        key_tid = np.asarray([_as_int(k[3]) for k in keys], np.int64)
+        key_pid = np.asarray([id_or_no_id(k[2]) for k in keys], np.int64)
+        key_tid = np.asarray([id_or_no_id(k[3]) for k in keys], np.int64)
         kr = key_of_row[dev_rows]
         d = np.where(device[dev_rows] >= 0, device[dev_rows], key_pid[kr])
         s = np.where(stream[dev_rows] >= 0, stream[dev_rows], key_tid[kr])

@@ -38,14 +38,14 @@ import msgspec
 from traceview.errors import TraceLoadError
 from traceview.io.collector import Collector, Key
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
-from traceview.io.events import ANY, LooseEvent, decode_args, int_or_none
+from traceview.io.events import ANY, LooseEvent, decode_args
 from traceview.io.exact_time import MISSING, value_to_ns
 from traceview.io.pieces import pieces
 from traceview.io.splitter import Splitter
 
 # what the model and the other layers import from here
 __all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "decode",
-           "decode_args", "int_or_none", "value_to_ns"]
+           "decode_args", "value_to_ns"]
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 

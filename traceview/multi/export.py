@@ -31,8 +31,8 @@ import numpy as np
 import polars as pl
 
 from traceview.analyses.calls import METRICS
+from traceview.coerce import int_or_none
 from traceview.errors import TraceviewError, UsageError
-from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
 from traceview.multi.engine import each, in_order
 from traceview.multi.ranks import metadata_rank

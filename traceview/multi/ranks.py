@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
+from traceview.coerce import rank_or_none
 from traceview.errors import TraceviewError, UsageError
 from traceview.multi.stragglers import (
     STRAGGLER_MAD_K,
@@ -50,16 +51,7 @@ def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
     info = (metadata or {}).get("distributedInfo")
     if not isinstance(info, dict):
         return None
-    r = info.get("rank")
-    if isinstance(r, bool):
-        return None
-    if isinstance(r, int):
-        return r if r >= 0 else None
-    if isinstance(r, float) and r.is_integer() and r >= 0:
-        return int(r)
-    if isinstance(r, str) and r.strip().isdigit():
-        return int(r.strip())
-    return None
+    return rank_or_none(info.get("rank"))
 
 
 def _explain_report(path: str, options: Options) -> bytes | str:
