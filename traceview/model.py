@@ -19,21 +19,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import ItemsView, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from traceview import intervals
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.decode import (
-    ARGS_KEPT_CATS,
-    MISSING,
-    Decoded,
-    LazyArgs,
-    decode_args,
-)
+from traceview.io.columns import MISSING, Decoded
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -83,6 +78,20 @@ class Lane:
         return f"{self.name} [{base}]" if self.name else f"thread {base}"
 
 
+class RowArgs(Protocol):
+    """Row -> the slice's decoded ``args`` (io hands the model one: ``io.columns.LazyArgs``)."""
+
+    def __getitem__(self, row: int) -> dict[str, Any]: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, row: object) -> bool: ...
+    def get(self, row: int, default: Any = None) -> Any: ...
+    def items(self) -> ItemsView[int, dict[str, Any]]: ...
+    def subset(self, rows: dict[int, int]) -> RowArgs:
+        """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
+        ...
+
+
 @dataclass
 class Slices:
     """Duration events as columns. Row ``i`` is one slice; ``end = start + dur``."""
@@ -93,7 +102,7 @@ class Slices:
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
     corr: np.ndarray  # int64 correlation id, NO_ID when absent
-    args: LazyArgs  # row -> decoded args (on access), for ARGS_KEPT_CATS only
+    args: RowArgs  # row -> decoded args (on access), for io's ARGS_KEPT_CATS only
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
@@ -168,108 +177,21 @@ _MESSAGES = {
 }
 
 
-_GENERIC_THREAD = re.compile(r"^thread \d+ \((python\d*(\.\d+)*|[^()]*\.py)\)$|^thread \d+$")
-
-
-def _meaningful(seen: str | None, new: str) -> str:
-    """The name to keep when a trace names one thread twice: Kineto writes
-    ``thread 543 (pt_autograd_0)`` and then ``thread 543 (python3)`` for PyTorch's
-    autograd thread; the process's generic name never replaces a specific one."""
-    if seen is None or seen == new:
-        return new
-    if _GENERIC_THREAD.match(new) and not _GENERIC_THREAD.match(seen):
-        return seen
-    return new
-
-
 def build(decoded: Decoded) -> Trace:
     """Turn decoded columns into lanes, slices and links (vectorised over X events)."""
     x = decoded.x
-    counts: dict[str, int] = defaultdict(int)
-    names = list(decoded.names)
-    name_code = {n: i for i, n in enumerate(names)}
-
-    # -- the rarer phases, in file order: B/E pairs become slices; flows, names, instants
-    extra: list[tuple[str, str, Any, Any, int, int, bytes]] = []  # cat, name, pid, tid, s, e, args
-    open_b: dict[tuple, list[tuple[Any, int]]] = defaultdict(list)
-    flow_start: dict[tuple, int] = {}
-    flow_end: dict[tuple, int] = {}
-    thread_names: dict[tuple, str] = {}
-    instants = 0
-    # B/E pair up in time order, not file order; events at one instant keep their file
-    # order (a zero-length B/E pair inside an open slice must not close its parent)
-    others = sorted(decoded.others, key=lambda o: (
-        0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0))
-    for ev, ts in others:
-        ph = ev.ph
-        if ph in ("s", "t", "f"):
-            fid = id_or_no_id(ev.id)
-            if ts is not None and fid != NO_ID:
-                key = (thread_id(ev.pid), thread_id(ev.tid), ts)
-                if ph == "s":
-                    flow_start[key] = fid
-                elif ph == "f":
-                    flow_end[key] = fid  # 't' (flow step) links nothing here
-        elif ph == "B":
-            if ts is not None:
-                open_b[(thread_id(ev.pid), thread_id(ev.tid))].append((ev, ts))
-        elif ph == "E":
-            stack = open_b.get((thread_id(ev.pid), thread_id(ev.tid)))
-            if ts is not None and stack:
-                bev, bts = stack.pop()
-                if ts >= bts:
-                    extra.append((bev.cat, bev.name, bev.pid, bev.tid, bts, ts, bytes(bev.args)))
-            elif ts is not None:
-                counts["unmatched-end"] += 1
-        elif ph == "M":
-            if ev.name in ("thread_name", "process_name"):
-                nm = decode_args(ev.args).get("name")
-                if isinstance(nm, str):
-                    thread_names[(ev.name, thread_id(ev.pid), thread_id(ev.tid))] = _meaningful(
-                        thread_names.get((ev.name, thread_id(ev.pid), thread_id(ev.tid))), nm)
-        elif ph in ("i", "I", "R", "n"):
-            instants += 1
-        elif ph in ("C", "b", "e", "N", "O", "D"):
-            counts["other-phase"] += 1
-        elif ph != "X":
-            counts["unknown-phase"] += 1
-    unclosed = sum(len(v) for v in open_b.values())
-    if unclosed:
-        counts["unclosed-begin"] += unclosed
-
-    # -- X columns plus the B/E slices
-    keys = list(decoded.keys)
+    phases = decoded.phases
+    counts: dict[str, int] = defaultdict(int, phases.counts)
+    names = decoded.names
+    thread_names = phases.thread_names
+    instants = phases.instants
+    keys = decoded.keys
     key_of_row = x.key  # int32 codes index the per-key tables directly
     start = x.ts
     dur = x.dur
     corr, stream, device = x.corr, x.stream, x.device
     name_of_row = x.name
     args = x.args
-    if extra:
-        key_index = {k: i for i, k in enumerate(keys)}
-        ek, en, es, ed = [], [], [], []
-        extra_args: dict[int, bytes] = {}
-        base = key_of_row.size
-        for i, (cat, nm, pid, tid, s, e, a) in enumerate(extra):
-            k = ("X", cat, pid, tid)
-            if k not in key_index:
-                key_index[k] = len(keys)
-                keys.append(k)
-            if nm not in name_code:
-                name_code[nm] = len(names)
-                names.append(nm)
-            ek.append(key_index[k]), en.append(name_code[nm]), es.append(s), ed.append(e - s)
-            if a and cat in ARGS_KEPT_CATS:
-                extra_args[base + i] = a
-        key_of_row = np.concatenate([key_of_row, np.asarray(ek, np.int32)])
-        name_of_row = np.concatenate([name_of_row, np.asarray(en, np.int32)])
-        start = np.concatenate([start, np.asarray(es, np.int64)])
-        dur = np.concatenate([dur, np.asarray(ed, np.int64)])
-        link = [decode_args(extra_args.get(base + i, b"")) for i in range(len(extra))]
-        corr = np.concatenate([corr, [id_or_no_id(d.get("correlation")) for d in link]])
-        stream = np.concatenate([stream, [id_or_no_id(d.get("stream")) for d in link]])
-        device = np.concatenate([device, [id_or_no_id(d.get("device")) for d in link]])
-        args = args.with_items(extra_args)
 
     # -- validity: drop what cannot be placed on a timeline, count each reason
     missing_ts = start == MISSING
@@ -354,7 +276,7 @@ def build(decoded: Decoded) -> Trace:
     slices, dups = _dedupe(slices)
     if dups:
         counts["duplicate"] += dups
-    _fill_corr_from_flows(flow_start, flow_end, slices, lanes, cat_names)
+    _fill_corr_from_flows(phases.flow_start, phases.flow_end, slices, lanes, cat_names)
     launch_to_work, work_to_launch = _link(slices, cat_names)
 
     diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in decoded.problems]
@@ -379,7 +301,7 @@ def build(decoded: Decoded) -> Trace:
     )
 
 
-def _renumber(args: LazyArgs, kept: np.ndarray) -> dict[int, int]:
+def _renumber(args: RowArgs, kept: np.ndarray) -> dict[int, int]:
     """Old row -> new row for the rows with args, given the sorted kept old rows."""
     if not len(args):
         return {}
