@@ -28,7 +28,7 @@ import numpy as np
 from traceview import intervals
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.columns import MISSING, Decoded
+from traceview.io.columns import MISSING, Columns, Decoded
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -180,20 +180,36 @@ _MESSAGES = {
 def build(decoded: Decoded) -> Trace:
     """Turn decoded columns into lanes, slices and links (vectorised over X events)."""
     x = decoded.x
-    phases = decoded.phases
-    counts: dict[str, int] = defaultdict(int, phases.counts)
-    names = decoded.names
-    thread_names = phases.thread_names
-    instants = phases.instants
-    keys = decoded.keys
-    key_of_row = x.key  # int32 codes index the per-key tables directly
-    start = x.ts
-    dur = x.dur
-    corr, stream, device = x.corr, x.stream, x.device
-    name_of_row = x.name
-    args = x.args
+    counts: dict[str, int] = defaultdict(int, decoded.phases.counts)
+    dur, keep = _placeable(x.ts, x.dur, counts)
+    cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
+    lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
+    slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
+    slices, dups = _dedupe(slices)
+    if dups:
+        counts["duplicate"] += dups
+    _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices, lanes,
+                          cat_names)
+    launch_to_work, work_to_launch = _link(slices, cat_names)
+    return Trace(
+        path=decoded.path,
+        metadata=decoded.metadata,
+        cat_names=cat_names,
+        names=decoded.names,
+        lanes=lanes,
+        slices=slices,
+        launch_to_work=launch_to_work,
+        work_to_launch=work_to_launch,
+        diagnostics=_diagnostics(decoded.problems, counts, unknown),
+        instant_count=decoded.phases.instants,
+        decoded_bytes=decoded.decoded_bytes,
+    )
 
-    # -- validity: drop what cannot be placed on a timeline, count each reason
+
+def _placeable(start: np.ndarray, dur: np.ndarray,
+               counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Validity: which rows can be placed on a timeline (each reason counted in
+    ``counts``), and the durations with a missing one read as zero-length."""
     missing_ts = start == MISSING
     no_dur = dur == MISSING
     missing_dur = no_dur & ~missing_ts
@@ -206,9 +222,13 @@ def build(decoded: Decoded) -> Trace:
                     ("negative-dur", negative), ("absurd-dur", absurd | huge)):
         if m.any():
             counts[code] += int(m.sum())
-    keep = ~(missing_ts | negative | absurd | huge)
+    return dur, ~(missing_ts | negative | absurd | huge)
 
-    # -- categories and lanes, per key (host lanes) or per row (device lanes)
+
+def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: np.ndarray,
+                keep: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, int]]:
+    """Category codes, per key and then per row (codes in order of first sight), which
+    keys are device work, and the kept events of each unknown category."""
     cat_names: list[str] = []
     cat_index: dict[str, int] = {}
     key_cat = np.empty(len(keys), np.int32)
@@ -220,11 +240,19 @@ def build(decoded: Decoded) -> Trace:
             cat_names.append(cat)
         key_cat[i] = cat_index[cat]
         key_device[i] = cat in DEVICE_CATS
-    cat_of_row = key_cat[key_of_row]
+    cat_of_row = key_cat[key_of_row]  # int32 codes index the per-key tables directly
     for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True), strict=True):
         if cat_names[c] not in KNOWN_CATS:
             unknown[cat_names[c]] += int(n)
+    return cat_names, key_device, cat_of_row, unknown
 
+
+def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_device: np.ndarray,
+           thread_names: dict[tuple[str, int | str, int | str], str]
+           ) -> tuple[list[Lane], np.ndarray]:
+    """The lanes and each row's lane: per key for host threads (pid, tid), per row for
+    device work (its device and stream args, else the key's pid and tid)."""
+    key_of_row = x.key
     lanes: list[Lane] = []
     lane_index: dict[tuple, int] = {}
 
@@ -251,54 +279,47 @@ def build(decoded: Decoded) -> Trace:
         key_pid = np.asarray([id_or_no_id(k[2]) for k in keys], np.int64)
         key_tid = np.asarray([id_or_no_id(k[3]) for k in keys], np.int64)
         kr = key_of_row[dev_rows]
-        d = np.where(device[dev_rows] >= 0, device[dev_rows], key_pid[kr])
-        s = np.where(stream[dev_rows] >= 0, stream[dev_rows], key_tid[kr])
+        d = np.where(x.device[dev_rows] >= 0, x.device[dev_rows], key_pid[kr])
+        s = np.where(x.stream[dev_rows] >= 0, x.stream[dev_rows], key_tid[kr])
         pairs, inverse = np.unique(np.stack([d, s]), axis=1, return_inverse=True)
         codes = np.asarray([lane_for(("device", a, b, a, b)) for a, b in pairs.T.tolist()],
                            np.int32)
         lane_of_row[dev_rows] = codes[inverse.ravel()]
+    return lanes, lane_of_row
 
-    corr = np.asarray(corr, np.int64)
+
+def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.ndarray,
+                 lane_of_row: np.ndarray) -> Slices:
+    """The placeable rows as slices: the columns themselves when every row is kept."""
+    start, args = x.ts, x.args
+    corr = np.asarray(x.corr, np.int64)
     if keep.all():  # the usual case: no copies
-        slices = Slices(cat=cat_of_row.astype(np.int32, copy=False), name=name_of_row,
-                        lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
-    else:
-        rows = np.flatnonzero(keep)
-        slices = Slices(
-            cat=cat_of_row[rows].astype(np.int32, copy=False),
-            name=name_of_row[rows].astype(np.int32, copy=False),
-            lane=lane_of_row[rows],
-            start=start[rows],
-            end=start[rows] + dur[rows],
-            corr=corr[rows],
-            args=args.subset(_renumber(args, rows)),
-        )
-    slices, dups = _dedupe(slices)
-    if dups:
-        counts["duplicate"] += dups
-    _fill_corr_from_flows(phases.flow_start, phases.flow_end, slices, lanes, cat_names)
-    launch_to_work, work_to_launch = _link(slices, cat_names)
+        return Slices(cat=cat_of_row.astype(np.int32, copy=False), name=x.name,
+                      lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
+    rows = np.flatnonzero(keep)
+    return Slices(
+        cat=cat_of_row[rows].astype(np.int32, copy=False),
+        name=x.name[rows].astype(np.int32, copy=False),
+        lane=lane_of_row[rows],
+        start=start[rows],
+        end=start[rows] + dur[rows],
+        corr=corr[rows],
+        args=args.subset(_renumber(args, rows)),
+    )
 
-    diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in decoded.problems]
-    for code, (sev, msg) in _MESSAGES.items():  # a fixed order, whatever the event order
+
+def _diagnostics(problems: list[tuple[str, int, str]], counts: dict[str, int],
+                 unknown: dict[str, int]) -> list[Diagnostic]:
+    """The decoder's problems, then the model's counts in a fixed order (whatever the
+    event order), then the unknown categories by name."""
+    diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in problems]
+    for code, (sev, msg) in _MESSAGES.items():
         if counts.get(code):
             diags.append(Diagnostic(code, sev, counts[code], msg))
     for cat, count in sorted(unknown.items()):
         diags.append(Diagnostic("unknown-category", "info", count,
                                 f"events of unknown category {cat!r} kept as host work ('other')"))
-    return Trace(
-        path=decoded.path,
-        metadata=decoded.metadata,
-        cat_names=cat_names,
-        names=names,
-        lanes=lanes,
-        slices=slices,
-        launch_to_work=launch_to_work,
-        work_to_launch=work_to_launch,
-        diagnostics=diags,
-        instant_count=instants,
-        decoded_bytes=decoded.decoded_bytes,
-    )
+    return diags
 
 
 def _renumber(args: RowArgs, kept: np.ndarray) -> dict[int, int]:

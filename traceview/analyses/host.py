@@ -119,7 +119,7 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
 def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleSet, *,
                    general: bool = False, rows: np.ndarray | None = None) -> HostTimeline:
     """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep:
-    the plain reference the array sweep is tested against, overlaps of any kind).
+    the plain reference the compiled sweep is tested against, overlaps of any kind).
     ``rows``: the lane's rows from ``host_rows_by_lane``, when already computed."""
     cats = category_ids(rules)
     code = {c: i for i, c in enumerate(cats)}
@@ -129,6 +129,21 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         rows = np.zeros(0, np.int64)
     elif rows is None:
         rows = host_rows(trace, lane, window)
+    rows, starts, ends = _in_sweep_order(trace, rows, w0, w1)
+    own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
+    fast = None if general else compiled_sweep(starts, ends, own_code, own_subtree, w0, w1,
+                                               untraced, other)
+    if fast is None:
+        fast = _loop_sweep(starts, ends, own_code, own_subtree, w0, w1, untraced, other)
+    seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
+    return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
+                     non_nested)
+
+
+def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int,
+                    w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows in sweep order with their spans clipped to the window, after Python
+    frames outliving their caller are clipped (``artifacts.clip_frames``)."""
     s = trace.slices
     starts = np.maximum(s.start[rows], w0)
     ends = np.minimum(s.end[rows], w1)
@@ -145,15 +160,15 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         ends = np.minimum(s.end[rows], w1)
         order = sweep_order(trace, rows, starts, ends)
         rows, starts, ends = rows[order], starts[order], ends[order]
+    return rows, starts, ends
 
-    own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else compiled_sweep(starts, ends, own_code, own_subtree, w0, w1,
-                                       untraced, other)
-    if fast is not None:
-        seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
-        return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
-                         non_nested)
-    row_cat = np.empty(rows.size, dtype=np.int32)
+
+def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
+                own_subtree: np.ndarray, w0: int, w1: int, untraced: int, other: int):
+    """The sweep as a plain Python loop: the reference (``compiled_sweep`` is this loop
+    in C). Segments (start, end, category code, owning position), each position's
+    resolved category, and the count of slices overlapping their parent."""
+    row_cat = np.empty(starts.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
     seg_c: list[int] = []
@@ -164,8 +179,8 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     push, pop = stack.append, stack.pop
     t = w0
     non_nested = 0
-    resolved_list = [0] * rows.size
-    for pos, st, en, oc, sub in zip(range(rows.size), starts.tolist(), ends.tolist(),
+    resolved_list = [0] * starts.size
+    for pos, st, en, oc, sub in zip(range(starts.size), starts.tolist(), ends.tolist(),
                                     own_code.tolist(), own_subtree.tolist(), strict=True):
         # the time up to this start belongs to the open slice that started last
         while t < st:
@@ -210,8 +225,8 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
         t = end
     row_cat[:] = resolved_list
-    return _timeline(lane, cats, rows, np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64),
-                     np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64), row_cat, non_nested)
+    return (np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64),
+            np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64), row_cat, non_nested)
 
 
 def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
