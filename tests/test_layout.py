@@ -109,6 +109,51 @@ def test_layers_point_down():
                 assert not dep.startswith("traceview.cli"), (mod, dep)
 
 
+def test_the_model_reads_only_ios_interface():
+    """io hands the model finished columns (``io/columns.py``): the model never reaches
+    into io's decoding helpers; and ``coerce`` is a bottom module, importing nothing."""
+    graph = _graph()
+    assert {d for d in graph["traceview.model"] if d.startswith("traceview.io")} == {
+        "traceview.io.columns"}
+    assert graph["traceview.coerce"] == set()
+
+
+MAX_FUNCTION_LINES = 80
+# Until the capture/ab engineer's split lands (issue #23 item 4); remove at merge.
+LONG_FUNCTION_EXEMPT = {"capture/ab.py:run_capture_ab", "cli/ab_cmd.py:_ab"}
+
+
+def long_functions(source: str, where: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``where:name (lines)`` of every function or method in ``source`` longer than
+    ``limit`` lines, from its ``def`` line to its last line (nested ones too)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > limit:
+                out.append(f"{where}:{node.name} ({lines})")
+    return out
+
+
+def test_the_long_function_finder_finds_one():
+    body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    assert long_functions(f"def f():\n{body}", "m.py") == ["m.py:f (81)"]
+    assert long_functions(f"def f():\n{body[:-len('    x79 = 79') - 1]}", "m.py") == []
+    nested = "class C:\n    def g(self):\n" + body.replace("    ", "        ") + "        pass\n"
+    assert long_functions(nested, "m.py") == ["m.py:g (82)"]
+
+
+def test_no_function_over_80_lines():
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        where = path.relative_to(PKG).as_posix()
+        found += [f for f in long_functions(path.read_text(), where)
+                  if f.split(" ", 1)[0] not in LONG_FUNCTION_EXEMPT]
+    assert not found, "functions over 80 lines: " + ", ".join(found)
+
+
 def _doc_table(heading: str) -> list[tuple[str, str, str]]:
     text = (ROOT / "docs" / "findings.md").read_text()
     section = text.split(heading, 1)[1].split("\n## ", 1)[0]
