@@ -9,7 +9,8 @@
 * **links** — launch API slice -> device work slices, by ``args.correlation``, falling
   back to ``ac2g`` flow ids when a side lacks the correlation argument.
 
-Timestamps arrive as integer ns from the decoder (``traceview.io.decode``, which
+Columns arrive finished from the decoder (``traceview.io.columns``: times in integer ns,
+``B``/``E`` pairs already among the X events, flows and thread names read; ``io/decode.py``
 explains how Kineto's microsecond floats convert exactly). Here slices that cannot be
 placed on a timeline are dropped and counted: no start, negative or absurd durations,
 exact duplicates.

@@ -3,7 +3,7 @@
 ``traceview explain DIR`` or ``traceview explain A B C`` lands here (one plain file keeps
 the single-trace path). The steps, none of which print:
 
-* :func:`expand_paths` — a directory stands for its trace files (``*.json``,
+* ``expand_paths`` (``multi/trace_files.py``) — a directory stands for its trace files (``*.json``,
   ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), a glob for its matches, sorted
   by name with numbers compared as numbers (``rank2`` before ``rank10``); files given by
   name are taken as they are; URLs (``s3://``, ``gs://``, ``http(s)://``) likewise
