@@ -56,7 +56,7 @@ WRAP = [
     ("traceview.analyses.host", "sweep_order", "sweep order", 1),
     ("traceview.analyses.host", "_classify_rows", "classify rows", 1),
     ("traceview.analyses.host", "_sweep_nested", "array sweep (nested only, before #15)", 1),
-    ("traceview.analyses.host", "_sweep_native", "compiled loop sweep (C)", 1),
+    ("traceview.analyses.host_sweep_native", "_sweep_native", "compiled loop sweep (C)", 1),
     ("traceview.analyses.host", "_sweep_arrays", "array sweep", 1),
     ("traceview.analyses.host", "_open_parents", "open parents", 2),
     ("traceview.analyses.host", "_subtree_ends", "subtree ends", 2),

@@ -15,13 +15,9 @@ from typer.testing import CliRunner
 import traceview
 from conftest import FIXTURES
 from traceview.cli.app import app
-from traceview.multi.ranks import (
-    STRAGGLER_MIN_RANKS,
-    analyze_ranks,
-    expand_paths,
-    metadata_rank,
-    outliers,
-)
+from traceview.multi.ranks import analyze_ranks, metadata_rank
+from traceview.multi.stragglers import STRAGGLER_MIN_RANKS, outliers
+from traceview.multi.trace_files import expand_paths
 
 runner = CliRunner()
 PEER = FIXTURES / "torch_mul_1x4096_f32.json.gz"  # API p50 ~34 us
@@ -342,7 +338,7 @@ def _die_on_three(x: int) -> int:
 
 
 def test_a_worker_that_dies_costs_only_its_own_item():
-    from traceview.multi.ranks import parallel_map
+    from traceview.multi.workers import parallel_map
 
     got = parallel_map(_die_on_three, [0, 1, 2, 3, 4, 5], jobs=2, crashed=lambda x: -x)
     assert got == [0, 1, 4, -3, 16, 25]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import traceview
 from tracebuilder import TraceBuilder
-from traceview.analyses import host
+from traceview.analyses import host, host_sweep_native, hot_functions
 from traceview.analyses.window import find_window
 from traceview.options import Options
 from traceview.rules import load_rules
@@ -73,7 +73,7 @@ def _nested(tb: TraceBuilder, plan, overhang=()) -> None:
             made += 1
 
 
-COMPILED = host._NATIVE_SWEEP is not None
+COMPILED = host_sweep_native._NATIVE_SWEEP is not None
 needs_compiled = pytest.mark.skipif(not COMPILED, reason="the compiled sweep is not built "
                                     "(TRACEVIEW_NO_NATIVE or no compiler); CI requires it")
 
@@ -85,7 +85,7 @@ def _timelines(path, ran=None):
     window = find_window(trace, Options().window)
     rules = load_rules(None)
     lane = max(trace.host_lanes, key=lambda ln: int((trace.slices.lane == ln.index).sum()))
-    compiled = host._sweep_native
+    compiled = host_sweep_native._sweep_native
 
     def spy(*args):
         out = compiled(*args)
@@ -93,11 +93,11 @@ def _timelines(path, ran=None):
             ran.append(out is not None)
         return out
 
-    host._sweep_native = spy
+    host_sweep_native._sweep_native = spy
     try:
         fast = host.attribute_host(trace, lane, window, rules)
     finally:
-        host._sweep_native = compiled
+        host_sweep_native._sweep_native = compiled
     loop = host.attribute_host(trace, lane, window, rules, general=True)
     return trace, fast, loop
 
@@ -154,13 +154,13 @@ def test_compiled_sweep_equals_loop_on_nested_slices_with_overhangs(tmp_path, pl
 def test_hot_functions_union_paths_agree(tmp_path, plan):
     tb = _spans(plan)
     trace, _, fast = _timelines(tb.write(tmp_path / "t.json"))  # the loop's timeline
-    got = host.hot_functions(trace, fast)
-    limit = host.UNION_OFFSET_LIMIT
-    host.UNION_OFFSET_LIMIT = 0  # force the per-function loop
+    got = hot_functions.hot_functions(trace, fast)
+    limit = hot_functions.UNION_OFFSET_LIMIT
+    hot_functions.UNION_OFFSET_LIMIT = 0  # force the per-function loop
     try:
-        assert host.hot_functions(trace, fast) == got
+        assert hot_functions.hot_functions(trace, fast) == got
     finally:
-        host.UNION_OFFSET_LIMIT = limit
+        hot_functions.UNION_OFFSET_LIMIT = limit
     # and against the definition: a function's total is the union of its intervals
     s = trace.slices
     for f in got:

@@ -68,7 +68,7 @@ def use_sanitized(folder: Path) -> None:
     from dataclasses import replace
 
     from traceview import native
-    from traceview.analyses import host
+    from traceview.analyses import host_sweep_native
     from traceview.io import fastscan
 
     for which in native.LIBRARIES:
@@ -78,7 +78,7 @@ def use_sanitized(folder: Path) -> None:
             raise SystemExit(f"fuzz_native: the sanitized {which} library is {why}")
         native._LOADED[which] = (fn, why)
     fastscan._SCAN = native.load("scan")
-    host._NATIVE_SWEEP = native.load("sweep")
+    host_sweep_native._NATIVE_SWEEP = native.load("sweep")
 
 
 def chunks() -> list[bytes]:
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
 class _Sanitized:
     """A pytest plugin that swaps the sanitized libraries in once the tests are imported
-    (they read ``fastscan._SCAN`` and ``host._NATIVE_SWEEP`` at call time)."""
+    (they read ``fastscan._SCAN`` and ``host_sweep_native._NATIVE_SWEEP`` at call time)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

@@ -9,7 +9,8 @@
 * **links** — launch API slice -> device work slices, by ``args.correlation``, falling
   back to ``ac2g`` flow ids when a side lacks the correlation argument.
 
-Timestamps arrive as integer ns from the decoder (``traceview.io.decode``, which
+Columns arrive finished from the decoder (``traceview.io.columns``: times in integer ns,
+``B``/``E`` pairs already among the X events, flows and thread names read; ``io/decode.py``
 explains how Kineto's microsecond floats convert exactly). Here slices that cannot be
 placed on a timeline are dropped and counted: no start, negative or absurd durations,
 exact duplicates.
@@ -19,22 +20,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import ItemsView, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
 
 from traceview import intervals
 from traceview.codes import Severity
+from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.decode import (
-    ARGS_KEPT_CATS,
-    MISSING,
-    Decoded,
-    LazyArgs,
-    decode_args,
-    int_or_none,
-)
+from traceview.io.columns import MISSING, Columns, Decoded
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -48,7 +44,6 @@ ACTIVITY_CATS = frozenset({
 })
 KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead",
                               "python_function", ""}
-NO_ID = -1
 # No profiler trace spans an hour (it would be tens of GB): a longer slice is a corrupt
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
 # cannot poison totals.
@@ -85,6 +80,28 @@ class Lane:
         return f"{self.name} [{base}]" if self.name else f"thread {base}"
 
 
+_T = TypeVar("_T")
+
+
+class RowArgs(Protocol):
+    """Row -> the slice's decoded ``args`` (io hands the model one: ``io.columns.LazyArgs``)."""
+
+    def __getitem__(self, row: int) -> dict[str, Any]: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, row: object) -> bool: ...
+    @overload
+    def get(self, row: int, /) -> dict[str, Any] | None: ...
+    @overload
+    def get(self, row: int, default: dict[str, Any], /) -> dict[str, Any]: ...
+    @overload
+    def get(self, row: int, default: _T, /) -> dict[str, Any] | _T: ...
+    def items(self) -> ItemsView[int, dict[str, Any]]: ...
+    def subset(self, rows: dict[int, int]) -> RowArgs:
+        """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
+        ...
+
+
 @dataclass
 class Slices:
     """Duration events as columns. Row ``i`` is one slice; ``end = start + dur``."""
@@ -95,7 +112,7 @@ class Slices:
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
     corr: np.ndarray  # int64 correlation id, NO_ID when absent
-    args: LazyArgs  # row -> decoded args (on access), for ARGS_KEPT_CATS only
+    args: RowArgs  # row -> decoded args (on access), for io's ARGS_KEPT_CATS only
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
@@ -157,32 +174,6 @@ class Trace:
         return [lane for lane in self.lanes if lane.kind == "host"]
 
 
-INT64 = 2**63
-
-
-def _as_int(value: Any) -> int:
-    """An id as an int64 (NO_ID when absent, not integral, or out of range)."""
-    v = int_or_none(value)
-    return NO_ID if v is None else v
-
-
-def norm_id(value: Any) -> int | str:
-    """A pid/tid as written, made comparable and JSON-safe: integers (or integer text)
-    within int64 become ints, anything else its text. So "100" and 100 are one thread."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            return value
-    if isinstance(value, int):
-        return value if -INT64 <= value < INT64 else str(value)
-    return str(value)
-
-
 _MESSAGES: dict[str, tuple[Severity, str]] = {
     "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
     "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
@@ -196,113 +187,39 @@ _MESSAGES: dict[str, tuple[Severity, str]] = {
 }
 
 
-_GENERIC_THREAD = re.compile(r"^thread \d+ \((python\d*(\.\d+)*|[^()]*\.py)\)$|^thread \d+$")
-
-
-def _meaningful(seen: str | None, new: str) -> str:
-    """The name to keep when a trace names one thread twice: Kineto writes
-    ``thread 543 (pt_autograd_0)`` and then ``thread 543 (python3)`` for PyTorch's
-    autograd thread; the process's generic name never replaces a specific one."""
-    if seen is None or seen == new:
-        return new
-    if _GENERIC_THREAD.match(new) and not _GENERIC_THREAD.match(seen):
-        return seen
-    return new
-
-
 def build(decoded: Decoded) -> Trace:
     """Turn decoded columns into lanes, slices and links (vectorised over X events)."""
     x = decoded.x
-    counts: dict[str, int] = defaultdict(int)
-    names = list(decoded.names)
-    name_code = {n: i for i, n in enumerate(names)}
+    counts: dict[str, int] = defaultdict(int, decoded.phases.counts)
+    dur, keep = _placeable(x.ts, x.dur, counts)
+    cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
+    lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
+    slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
+    slices, dups = _dedupe(slices)
+    if dups:
+        counts["duplicate"] += dups
+    _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices, lanes,
+                          cat_names)
+    launch_to_work, work_to_launch = _link(slices, cat_names)
+    return Trace(
+        path=decoded.path,
+        metadata=decoded.metadata,
+        cat_names=cat_names,
+        names=decoded.names,
+        lanes=lanes,
+        slices=slices,
+        launch_to_work=launch_to_work,
+        work_to_launch=work_to_launch,
+        diagnostics=_diagnostics(decoded.problems, counts, unknown),
+        instant_count=decoded.phases.instants,
+        decoded_bytes=decoded.decoded_bytes,
+    )
 
-    # -- the rarer phases, in file order: B/E pairs become slices; flows, names, instants
-    extra: list[tuple[str, str, Any, Any, int, int, bytes]] = []  # cat, name, pid, tid, s, e, args
-    open_b: dict[tuple, list[tuple[Any, int]]] = defaultdict(list)
-    flow_start: dict[tuple, int] = {}
-    flow_end: dict[tuple, int] = {}
-    thread_names: dict[tuple, str] = {}
-    instants = 0
-    # B/E pair up in time order, not file order; events at one instant keep their file
-    # order (a zero-length B/E pair inside an open slice must not close its parent)
-    others = sorted(decoded.others, key=lambda o: (
-        0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0))
-    for ev, ts in others:
-        ph = ev.ph
-        if ph in ("s", "t", "f"):
-            fid = _as_int(ev.id)
-            if ts is not None and fid != NO_ID:
-                key = (norm_id(ev.pid), norm_id(ev.tid), ts)
-                if ph == "s":
-                    flow_start[key] = fid
-                elif ph == "f":
-                    flow_end[key] = fid  # 't' (flow step) links nothing here
-        elif ph == "B":
-            if ts is not None:
-                open_b[(norm_id(ev.pid), norm_id(ev.tid))].append((ev, ts))
-        elif ph == "E":
-            stack = open_b.get((norm_id(ev.pid), norm_id(ev.tid)))
-            if ts is not None and stack:
-                bev, bts = stack.pop()
-                if ts >= bts:
-                    extra.append((bev.cat, bev.name, bev.pid, bev.tid, bts, ts, bytes(bev.args)))
-            elif ts is not None:
-                counts["unmatched-end"] += 1
-        elif ph == "M":
-            if ev.name in ("thread_name", "process_name"):
-                nm = decode_args(ev.args).get("name")
-                if isinstance(nm, str):
-                    thread_names[(ev.name, norm_id(ev.pid), norm_id(ev.tid))] = _meaningful(
-                        thread_names.get((ev.name, norm_id(ev.pid), norm_id(ev.tid))), nm)
-        elif ph in ("i", "I", "R", "n"):
-            instants += 1
-        elif ph in ("C", "b", "e", "N", "O", "D"):
-            counts["other-phase"] += 1
-        elif ph != "X":
-            counts["unknown-phase"] += 1
-    unclosed = sum(len(v) for v in open_b.values())
-    if unclosed:
-        counts["unclosed-begin"] += unclosed
 
-    # -- X columns plus the B/E slices
-    keys = list(decoded.keys)
-    key_of_row = x.key  # int32 codes index the per-key tables directly
-    start = x.ts
-    dur = x.dur
-    corr, stream, device = x.corr, x.stream, x.device
-    name_of_row = x.name
-    args = x.args
-    if extra:
-        key_index = {k: i for i, k in enumerate(keys)}
-        ek, en, es, ed = [], [], [], []
-        extra_args: dict[int, bytes] = {}
-        base = key_of_row.size
-        for i, (cat, nm, pid, tid, s, e, a) in enumerate(extra):
-            k = ("X", cat, pid, tid)
-            if k not in key_index:
-                key_index[k] = len(keys)
-                keys.append(k)
-            if nm not in name_code:
-                name_code[nm] = len(names)
-                names.append(nm)
-            ek.append(key_index[k])
-            en.append(name_code[nm])
-            es.append(s)
-            ed.append(e - s)
-            if a and cat in ARGS_KEPT_CATS:
-                extra_args[base + i] = a
-        key_of_row = np.concatenate([key_of_row, np.asarray(ek, np.int32)])
-        name_of_row = np.concatenate([name_of_row, np.asarray(en, np.int32)])
-        start = np.concatenate([start, np.asarray(es, np.int64)])
-        dur = np.concatenate([dur, np.asarray(ed, np.int64)])
-        link = [decode_args(extra_args.get(base + i, b"")) for i in range(len(extra))]
-        corr = np.concatenate([corr, [_as_int(d.get("correlation")) for d in link]])
-        stream = np.concatenate([stream, [_as_int(d.get("stream")) for d in link]])
-        device = np.concatenate([device, [_as_int(d.get("device")) for d in link]])
-        args = args.with_items(extra_args)
-
-    # -- validity: drop what cannot be placed on a timeline, count each reason
+def _placeable(start: np.ndarray, dur: np.ndarray,
+               counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Validity: which rows can be placed on a timeline (each reason counted in
+    ``counts``), and the durations with a missing one read as zero-length."""
     missing_ts = start == MISSING
     no_dur = dur == MISSING
     missing_dur = no_dur & ~missing_ts
@@ -315,9 +232,13 @@ def build(decoded: Decoded) -> Trace:
                     ("negative-dur", negative), ("absurd-dur", absurd | huge)):
         if m.any():
             counts[code] += int(m.sum())
-    keep = ~(missing_ts | negative | absurd | huge)
+    return dur, ~(missing_ts | negative | absurd | huge)
 
-    # -- categories and lanes, per key (host lanes) or per row (device lanes)
+
+def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: np.ndarray,
+                keep: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, int]]:
+    """Category codes, per key and then per row (codes in order of first sight), which
+    keys are device work, and the kept events of each unknown category."""
     cat_names: list[str] = []
     cat_index: dict[str, int] = {}
     key_cat = np.empty(len(keys), np.int32)
@@ -329,11 +250,19 @@ def build(decoded: Decoded) -> Trace:
             cat_names.append(cat)
         key_cat[i] = cat_index[cat]
         key_device[i] = cat in DEVICE_CATS
-    cat_of_row = key_cat[key_of_row]
+    cat_of_row = key_cat[key_of_row]  # int32 codes index the per-key tables directly
     for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True), strict=True):
         if cat_names[c] not in KNOWN_CATS:
             unknown[cat_names[c]] += int(n)
+    return cat_names, key_device, cat_of_row, unknown
 
+
+def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_device: np.ndarray,
+           thread_names: dict[tuple[str, int | str, int | str], str]
+           ) -> tuple[list[Lane], np.ndarray]:
+    """The lanes and each row's lane: per key for host threads (pid, tid), per row for
+    device work (its device and stream args, else the key's pid and tid)."""
+    key_of_row = x.key
     lanes: list[Lane] = []
     lane_index: dict[tuple, int] = {}
 
@@ -353,64 +282,57 @@ def build(decoded: Decoded) -> Trace:
     host_lut = np.full(len(keys), -1, np.int32)
     for i, (_, _, pid, tid) in enumerate(keys):
         if not key_device[i]:
-            host_lut[i] = lane_for(("host", norm_id(pid), norm_id(tid)))
+            host_lut[i] = lane_for(("host", thread_id(pid), thread_id(tid)))
     lane_of_row[host_rows] = host_lut[key_of_row[host_rows]]
     dev_rows = np.flatnonzero(~host_rows)
     if dev_rows.size:
-        key_pid = np.asarray([_as_int(k[2]) for k in keys], np.int64)
-        key_tid = np.asarray([_as_int(k[3]) for k in keys], np.int64)
+        key_pid = np.asarray([id_or_no_id(k[2]) for k in keys], np.int64)
+        key_tid = np.asarray([id_or_no_id(k[3]) for k in keys], np.int64)
         kr = key_of_row[dev_rows]
-        d = np.where(device[dev_rows] >= 0, device[dev_rows], key_pid[kr])
-        st = np.where(stream[dev_rows] >= 0, stream[dev_rows], key_tid[kr])
-        pairs, inverse = np.unique(np.stack([d, st]), axis=1, return_inverse=True)
+        d = np.where(x.device[dev_rows] >= 0, x.device[dev_rows], key_pid[kr])
+        s = np.where(x.stream[dev_rows] >= 0, x.stream[dev_rows], key_tid[kr])
+        pairs, inverse = np.unique(np.stack([d, s]), axis=1, return_inverse=True)
         codes = np.asarray([lane_for(("device", a, b, a, b)) for a, b in pairs.T.tolist()],
                            np.int32)
         lane_of_row[dev_rows] = codes[inverse.ravel()]
+    return lanes, lane_of_row
 
-    corr = np.asarray(corr, np.int64)
+
+def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.ndarray,
+                 lane_of_row: np.ndarray) -> Slices:
+    """The placeable rows as slices: the columns themselves when every row is kept."""
+    start, args = x.ts, x.args
+    corr = np.asarray(x.corr, np.int64)
     if keep.all():  # the usual case: no copies
-        slices = Slices(cat=cat_of_row.astype(np.int32, copy=False), name=name_of_row,
-                        lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
-    else:
-        rows = np.flatnonzero(keep)
-        slices = Slices(
-            cat=cat_of_row[rows].astype(np.int32, copy=False),
-            name=name_of_row[rows].astype(np.int32, copy=False),
-            lane=lane_of_row[rows],
-            start=start[rows],
-            end=start[rows] + dur[rows],
-            corr=corr[rows],
-            args=args.subset(_renumber(args, rows)),
-        )
-    slices, dups = _dedupe(slices)
-    if dups:
-        counts["duplicate"] += dups
-    _fill_corr_from_flows(flow_start, flow_end, slices, lanes, cat_names)
-    launch_to_work, work_to_launch = _link(slices, cat_names)
+        return Slices(cat=cat_of_row.astype(np.int32, copy=False), name=x.name,
+                      lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
+    rows = np.flatnonzero(keep)
+    return Slices(
+        cat=cat_of_row[rows].astype(np.int32, copy=False),
+        name=x.name[rows].astype(np.int32, copy=False),
+        lane=lane_of_row[rows],
+        start=start[rows],
+        end=start[rows] + dur[rows],
+        corr=corr[rows],
+        args=args.subset(_renumber(args, rows)),
+    )
 
-    diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in decoded.problems]
-    for code, (sev, msg) in _MESSAGES.items():  # a fixed order, whatever the event order
+
+def _diagnostics(problems: list[tuple[str, int, str]], counts: dict[str, int],
+                 unknown: dict[str, int]) -> list[Diagnostic]:
+    """The decoder's problems, then the model's counts in a fixed order (whatever the
+    event order), then the unknown categories by name."""
+    diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in problems]
+    for code, (sev, msg) in _MESSAGES.items():
         if counts.get(code):
             diags.append(Diagnostic(code, sev, counts[code], msg))
     for cat, count in sorted(unknown.items()):
         diags.append(Diagnostic("unknown-category", "info", count,
                                 f"events of unknown category {cat!r} kept as host work ('other')"))
-    return Trace(
-        path=decoded.path,
-        metadata=decoded.metadata,
-        cat_names=cat_names,
-        names=names,
-        lanes=lanes,
-        slices=slices,
-        launch_to_work=launch_to_work,
-        work_to_launch=work_to_launch,
-        diagnostics=diags,
-        instant_count=instants,
-        decoded_bytes=decoded.decoded_bytes,
-    )
+    return diags
 
 
-def _renumber(args: LazyArgs, kept: np.ndarray) -> dict[int, int]:
+def _renumber(args: RowArgs, kept: np.ndarray) -> dict[int, int]:
     """Old row -> new row for the rows with args, given the sorted kept old rows."""
     if not len(args):
         return {}

@@ -165,6 +165,54 @@ def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
             summarize([c.api_sync_ns for c in warm]))
 
 
+def _call_metrics(trace: Trace, st: int, en: int, every: np.ndarray, own_lane: int | None,
+                  busy_in: int, cats: dict[str, int],
+                  kernel_cat: int) -> tuple[dict[str, int | None], list[int], int | None]:
+    """One call's metrics from the launches in it (``every``, on any thread: its device
+    work), its device work rows and the end of its last device work."""
+    s = trace.slices
+    work = [w for r in every.tolist() for w in trace.launch_to_work.get(r, ())]
+    # host figures are the attributed thread's, like the categories beside them
+    mine = every if own_lane is None else every[s.lane[every] == own_lane]
+    pre = int(s.start[mine[0]] - st) if mine.size else None
+    api_time = intervals.length(intervals.union(s.start[mine], s.end[mine])) if mine.size else None
+    latency = kernel = kernel_only = copy = k_end = None
+    if work:
+        w = np.asarray(work)
+        kernel = intervals.length(intervals.union(s.start[w], s.end[w]))
+        wk, wc = w[s.cat[w] == kernel_cat], w[s.cat[w] != kernel_cat]
+        kernel_only = intervals.length(intervals.union(s.start[wk], s.end[wk]))
+        copy = intervals.length(intervals.union(s.start[wc], s.end[wc]))
+        k_end = int(s.end[w].max())
+        first_linked = next((r for r in mine.tolist() if trace.launch_to_work.get(r)), None)
+        if first_linked is not None:
+            latency = int(min(s.start[x] for x in trace.launch_to_work[first_linked])
+                          - s.start[first_linked])
+    metrics = {
+        "api_ns": en - st,
+        "pre_launch_ns": pre,
+        "launch_api_ns": api_time,
+        "launch_latency_ns": latency,
+        "kernel_ns": kernel,
+        "kernel_only_ns": kernel_only,
+        "copy_ns": copy,
+        "sync_ns": cats.get("sync", 0),
+        "device_busy_ns": busy_in,
+        "host_overhead_ns": int(en - st - busy_in),
+    }
+    return metrics, work, k_end
+
+
+def _kinds(calls: list[Call]) -> list[CallKind]:
+    """The calls of each kind, in order of first appearance, with their own statistics."""
+    kinds = []
+    for k in dict.fromkeys(c.kind for c in calls):
+        mine_k = [c for c in calls if c.kind == k]
+        k_stats, k_sync = _kind_stats(mine_k)
+        kinds.append(CallKind(k, len(mine_k), sum(1 for c in mine_k if c.warm), k_stats, k_sync))
+    return kinds
+
+
 def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
                   busy: intervals.Set, regex: str | None, rules: RuleSet | None = None,
                   depth: int = 1) -> CallsSummary:
@@ -202,36 +250,9 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     for i, sp in enumerate(spans):
         st, en = sp.start_ns, sp.end_ns
         every = l_rows[lo[i]:hi[i]]  # launches in the call on any thread: its device work
-        work = [w for r in every.tolist() for w in trace.launch_to_work.get(r, ())]
-        # host figures are the attributed thread's, like the categories beside them
-        mine = every if own_lane is None else every[s.lane[every] == own_lane]
-        pre = int(s.start[mine[0]] - st) if mine.size else None
-        api_time = intervals.length(intervals.union(s.start[mine], s.end[mine])) if mine.size else None
-        latency = kernel = kernel_only = copy = k_end = None
-        if work:
-            w = np.asarray(work)
-            kernel = intervals.length(intervals.union(s.start[w], s.end[w]))
-            wk, wc = w[s.cat[w] == kernel_cat], w[s.cat[w] != kernel_cat]
-            kernel_only = intervals.length(intervals.union(s.start[wk], s.end[wk]))
-            copy = intervals.length(intervals.union(s.start[wc], s.end[wc]))
-            k_end = int(s.end[w].max())
-            first_linked = next((r for r in mine.tolist() if trace.launch_to_work.get(r)), None)
-            if first_linked is not None:
-                latency = int(min(s.start[x] for x in trace.launch_to_work[first_linked])
-                              - s.start[first_linked])
         cats = {c: int(v[i]) for c, v in cat_ns.items() if v[i]}
-        metrics = {
-            "api_ns": en - st,
-            "pre_launch_ns": pre,
-            "launch_api_ns": api_time,
-            "launch_latency_ns": latency,
-            "kernel_ns": kernel,
-            "kernel_only_ns": kernel_only,
-            "copy_ns": copy,
-            "sync_ns": cats.get("sync", 0),
-            "device_busy_ns": int(busy_in[i]),
-            "host_overhead_ns": int(en - st - busy_in[i]),
-        }
+        metrics, work, k_end = _call_metrics(trace, st, en, every, own_lane, int(busy_in[i]),
+                                             cats, kernel_cat)
         reason = _cold_reason(cats, int(n_compile[i]), recorded=sp.recorded_cold)
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, int(every.size), len(work), reason is not None,
@@ -245,11 +266,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     category_stats = {c: summarize([call.categories.get(c, 0) for call in warm])
                       for c in timeline.categories
                       if any(call.categories.get(c) for call in warm)}
-    kinds = []
-    for k in dict.fromkeys(c.kind for c in calls):
-        mine_k = [c for c in calls if c.kind == k]
-        k_stats, k_sync = _kind_stats(mine_k)
-        kinds.append(CallKind(k, len(mine_k), sum(1 for c in mine_k if c.warm), k_stats, k_sync))
+    kinds = _kinds(calls)
     return CallsSummary(found.source, found.pattern, calls, stats, category_stats,
                         warm_count=sum(1 for c in calls if c.warm),
                         cold_indices=[c.index for c in calls if c.cold],

@@ -145,13 +145,52 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     warm = [c for c in calls if c.warm]
     s = trace.slices
     tl = timeline
-    rows = tl.rows
     empty = PerCall(len(warm), {}, [], [], Perturbation(None, None, None, None, None))
-    if not warm or rows.size == 0:
+    if not warm or tl.rows.size == 0:
         return empty
+    rows, row_cat, seg_pos, st, en = _rows_in_calls(trace, tl, warm)
+    depth, par = parents(st, en)
+    names = s.name[rows]
+    fam, fam_names = _families(trace, rows, names, depth, par)
+    seg_fam = (np.where(seg_pos >= 0, fam[np.maximum(seg_pos, 0)], fam_names.index(UNTRACED_FAMILY))
+               if fam.size else np.full(seg_pos.size, fam_names.index(UNTRACED_FAMILY), np.int64))
+
+    c_st = np.asarray([c.start_ns for c in warm], np.int64)
+    c_en = np.asarray([c.end_ns for c in warm], np.int64)
+    fam_per_call, self_in = _time_per_call(tl, seg_pos, seg_fam, c_st, c_en, len(fam_names),
+                                           rows.size)
+    families = _family_shares(fam_per_call, fam_names)
+
+    # rows starting inside each warm call (calls are disjoint and sorted)
+    order = np.argsort(c_st, kind="stable")
+    c_st, c_en = c_st[order], c_en[order]
+    ci = np.searchsorted(c_st, st, side="right") - 1
+    inside = (ci >= 0) & (st < c_en[np.maximum(ci, 0)])
+    pos = np.flatnonzero(inside)
+    ci = ci[pos]
+    ends = np.minimum(en[pos], c_en[ci])
+    self_ns = self_in[pos]
+    if pos.size == 0:  # the calls hold no event of this thread (calls on another thread)
+        return PerCall(len(warm), {}, families, [], Perturbation(None, None, None, None, None))
+
+    n_calls = len(warm)
+    api_p50 = p50([c.api_ns for c in warm])
+    perturbation = _perturbation(trace, warm, rows[pos], ci, api_p50, baseline_ns)
+    functions = _functions_per_call(trace, ci, names[pos], st[pos], ends, self_ns, c_st, c_en,
+                                    n_calls)
+    tree = _tree(trace, tl.categories, row_cat, pos, ci, par, names, st, ends, self_ns,
+                 n_calls, api_p50 or 0)
+    return PerCall(n_calls, functions, families, tree, perturbation)
+
+
+def _rows_in_calls(trace: Trace, tl: HostTimeline, warm: list[Call]):
+    """Only the rows overlapping a warm call (their ancestors included) matter: a cold
+    compile's million frames outside the warm calls are left out before any pass. The
+    kept rows, their categories, the segments' positions renumbered to them, and their
+    spans clipped to the window."""
+    s = trace.slices
+    rows = tl.rows
     w0, w1 = int(tl.seg_start[0]), int(tl.seg_end[-1])
-    # only the rows overlapping a warm call (their ancestors included) matter: a cold
-    # compile's million frames outside the warm calls are left out before any pass
     c0 = np.sort(np.asarray([c.start_ns for c in warm], np.int64))
     c1 = np.asarray([c.end_ns for c in sorted(warm, key=lambda c: c.start_ns)], np.int64)
     r0, r1 = s.start[rows], s.end[rows]
@@ -166,10 +205,14 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     row_cat = tl.row_cat[keep]
     st = np.maximum(s.start[rows], w0)
     en = np.minimum(s.end[rows], w1)
-    depth, par = parents(st, en)
-    names = s.name[rows]
+    return rows, row_cat, seg_pos, st, en
 
-    # family of each row: its own module, else (builtins, ops) its parent's
+
+def _families(trace: Trace, rows: np.ndarray, names: np.ndarray, depth: np.ndarray,
+              par: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The family of each row: its own module, else (builtins, ops) its parent's; and
+    the family names its codes index."""
+    s = trace.slices
     uniq = np.unique(names)
     fam_names = [UNTRACED_FAMILY, NO_FRAME_FAMILY]
     fam_index = {f: i for i, f in enumerate(fam_names)}
@@ -191,24 +234,31 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
         lv = by_depth[bounds[d]:bounds[d + 1]]
         inherited = fam[par[lv]] if d else np.full(lv.size, fam_index[NO_FRAME_FAMILY])
         fam[lv] = np.where(own[lv] >= 0, own[lv], inherited)
-    seg_fam = (np.where(seg_pos >= 0, fam[np.maximum(seg_pos, 0)], fam_index[UNTRACED_FAMILY])
-               if fam.size else np.full(seg_pos.size, fam_index[UNTRACED_FAMILY], np.int64))
+    return fam, fam_names
 
-    c_st = np.asarray([c.start_ns for c in warm], np.int64)
-    c_en = np.asarray([c.end_ns for c in warm], np.int64)
-    # families per call, from the segments clipped to the call (they sum to its wall time)
-    fam_per_call = np.zeros((len(warm), len(fam_names)), np.int64)
-    owned_pos, owned_ns = [], []  # each row's own time inside the calls
+
+def _time_per_call(tl: HostTimeline, seg_pos: np.ndarray, seg_fam: np.ndarray,
+                   c_st: np.ndarray, c_en: np.ndarray, n_fams: int,
+                   n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Families per call, from the segments clipped to the call (they sum to its wall
+    time), and each row's own time inside the calls."""
+    fam_per_call = np.zeros((c_st.size, n_fams), np.int64)
+    owned_pos, owned_ns = [], []
     for i, (a, b) in enumerate(zip(c_st.tolist(), c_en.tolist(), strict=True)):
         j0 = int(np.searchsorted(tl.seg_end, a, side="right"))
         j1 = int(np.searchsorted(tl.seg_start, b, side="left"))
         ln = np.minimum(tl.seg_end[j0:j1], b) - np.maximum(tl.seg_start[j0:j1], a)
-        fam_per_call[i] = np.bincount(seg_fam[j0:j1], weights=ln, minlength=len(fam_names))
+        fam_per_call[i] = np.bincount(seg_fam[j0:j1], weights=ln, minlength=n_fams)
         sp = seg_pos[j0:j1]
         owned_pos.append(sp[sp >= 0])
         owned_ns.append(ln[sp >= 0])
     self_in = np.bincount(np.concatenate(owned_pos).astype(np.int64),
-                          weights=np.concatenate(owned_ns), minlength=rows.size).astype(np.int64)
+                          weights=np.concatenate(owned_ns), minlength=n_rows).astype(np.int64)
+    return fam_per_call, self_in
+
+
+def _family_shares(fam_per_call: np.ndarray, fam_names: list[str]) -> list[Family]:
+    """Each family that holds time: its p50 per call, share of all, calls it is in."""
     total = int(fam_per_call.sum())
     families = []
     for f, name in enumerate(fam_names):
@@ -218,37 +268,36 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
         families.append(Family(name, p50(col.tolist()) or 0, round(int(col.sum()) / max(total, 1), 4),
                                int((col > 0).sum())))
     families.sort(key=lambda f: (-f.share, f.name))
+    return families
 
-    # rows starting inside each warm call (calls are disjoint and sorted)
-    order = np.argsort(c_st, kind="stable")
-    c_st, c_en = c_st[order], c_en[order]
-    ci = np.searchsorted(c_st, st, side="right") - 1
-    inside = (ci >= 0) & (st < c_en[np.maximum(ci, 0)])
-    pos = np.flatnonzero(inside)
-    ci = ci[pos]
-    ends = np.minimum(en[pos], c_en[ci])
-    self_ns = self_in[pos]
-    if pos.size == 0:  # the calls hold no event of this thread (calls on another thread)
-        return PerCall(len(warm), {}, families, [], Perturbation(None, None, None, None, None))
 
-    # perturbation: events and Python frames per call
+def _perturbation(trace: Trace, warm: list[Call], rows_inside: np.ndarray, ci: np.ndarray,
+                  api_p50: int | None, baseline_ns: int | None) -> Perturbation:
+    """How much the profiler may have perturbed the calls: events and Python frames per
+    call, profiler time, and the profiled API p50 against the unprofiled baseline."""
     n_calls = len(warm)
+    py = trace.cat_code("python_function")
     events = np.bincount(ci, minlength=n_calls)
-    frames = np.bincount(ci[s.cat[rows[pos]] == py], minlength=n_calls) if py >= 0 else None
+    frames = (np.bincount(ci[trace.slices.cat[rows_inside] == py], minlength=n_calls)
+              if py >= 0 else None)
     prof = [c.categories.get("profiler", 0) for c in warm]
-    api_p50 = p50([c.api_ns for c in warm])
-    perturbation = Perturbation(
+    return Perturbation(
         p50(frames.tolist()) if frames is not None and frames.any() else None,
         p50(events.tolist()), p50(prof),
         round(baseline_ns / api_p50, 4) if baseline_ns and api_p50 else None, baseline_ns)
 
-    # functions per call: union of intervals and self time per (call, name)
-    key = ci * (len(trace.names) + 1) + names[pos]
+
+def _functions_per_call(trace: Trace, ci: np.ndarray, names: np.ndarray, st: np.ndarray,
+                        ends: np.ndarray, self_ns: np.ndarray, c_st: np.ndarray,
+                        c_en: np.ndarray, n_calls: int) -> dict[str, FunctionPerCall]:
+    """Functions per call: union of intervals and self time per (call, name), then the
+    p50 over the calls each function is in (rows are inside calls, in start order)."""
+    key = ci * (len(trace.names) + 1) + names
     by = np.argsort(key, kind="stable")  # within a key, still in start order
     k_sorted = key[by]
     first = np.flatnonzero(np.append(True, k_sorted[1:] != k_sorted[:-1]))
     grp = np.repeat(np.arange(first.size), np.diff(np.append(first, by.size)))
-    g_st, g_en = st[pos][by] - c_st[ci[by]], ends[by] - c_st[ci[by]]
+    g_st, g_en = st[by] - c_st[ci[by]], ends[by] - c_st[ci[by]]
     span = int((c_en - c_st).max()) + 1
     off = grp * span
     prev = np.maximum.accumulate(g_en + off)
@@ -267,10 +316,7 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
             trace.names[nm], len(vals), p50([v[0] for v in vals]) or 0,
             p50([v[1] for v in vals]) or 0, p50([v[2] for v in vals]) or 0,
             2 * len(vals) < n_calls)
-
-    tree = _tree(trace, tl.categories, row_cat, pos, ci, par, names, st, ends, self_ns,
-                 n_calls, api_p50 or 0)
-    return PerCall(n_calls, functions, families, tree, perturbation)
+    return functions
 
 
 def _group_p50(group: np.ndarray, values: np.ndarray, n: int, over: int) -> np.ndarray:
@@ -294,15 +340,10 @@ def _group_p50(group: np.ndarray, values: np.ndarray, n: int, over: int) -> np.n
     return out
 
 
-def _tree(trace, categories, row_cat, pos, ci, par, names, st, ends, self_ns, n_calls,
-          api_p50):
-    """Merge the calls' rows by path of names; p50 per node over all the warm calls (0
-    where the node is absent; ``calls_with`` says in how many it ran).
-
-    Path ids are built level by level with array operations (a compile trace puts a
-    million frames in one call)."""
-    if pos.size == 0:
-        return []
+def _paths(trace, pos, par, names):
+    """Each row's path id (the path of names from its call's top level down), and per
+    path: its parent path, its name, its first row; then the count of paths. Built level
+    by level with array operations (a compile trace puts a million frames in one call)."""
     n_rows = par.size
     in_call = np.zeros(n_rows, bool)
     in_call[pos] = True
@@ -340,9 +381,21 @@ def _tree(trace, categories, row_cat, pos, ci, par, names, st, ends, self_ns, n_
             break
         todo = child_order[np.repeat(lo, counts) + (np.arange(counts.sum())
                                                     - np.repeat(np.cumsum(counts) - counts, counts))]
-    p_parent = np.concatenate(path_parent)
-    p_name = np.concatenate(path_name)
-    p_cat = row_cat[np.concatenate(path_first)]
+    return (path, np.concatenate(path_parent), np.concatenate(path_name),
+            np.concatenate(path_first), next_id)
+
+
+def _tree(trace, categories, row_cat, pos, ci, par, names, st, ends, self_ns, n_calls,
+          api_p50):
+    """Merge the calls' rows by path of names; p50 per node over all the warm calls (0
+    where the node is absent; ``calls_with`` says in how many it ran).
+
+    Path ids are built level by level with array operations (a compile trace puts a
+    million frames in one call)."""
+    if pos.size == 0:
+        return []
+    path, p_parent, p_name, p_first, next_id = _paths(trace, pos, par, names)
+    p_cat = row_cat[p_first]
     # per (path, call): inclusive (sum of the merged siblings' spans), self, count
     incl = ends - st[pos]
     pc = path[pos] * max(n_calls, 1) + ci

@@ -107,113 +107,138 @@ class _Device:
 
 def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
                   timelines: dict[int, HostTimeline], work_rows: np.ndarray) -> CriticalPath:
-    s = trace.slices
-    dev = _Device(trace, work_rows)
-    cats = next(iter(timelines.values())).categories if timelines else []
-    sync_code = cats.index("sync") if "sync" in cats else -2
-    wait_code = cats.index("wait") if "wait" in cats else -2
-    untraced_code = cats.index(UNTRACED) if UNTRACED in cats else -2
-    idle_codes = {untraced_code, wait_code}
-    got: Counter = Counter()
-    edges: Counter = Counter()
-
-    def charge(kind: PathKind, lane: int | None, what: str, a: int, b: int) -> None:
-        if b > a:
-            got[(kind, lane, what)] += b - a
-
-    t = end_ns
-    lane: int = step_lane
-    on_device: int | None = None  # device row the walk stands on
-    returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
+    w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows))
     budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
-    while t > start_ns and budget > 0:
+    while w.t > start_ns and budget > 0:
         budget -= 1
-        if on_device is not None:
-            k = on_device
-            ks = max(int(s.start[k]), start_ns)
-            charge("device", int(s.lane[k]), trace.names[int(s.name[k])], ks, t)
-            t = ks
-            on_device = None
-            if t <= start_ns:
-                break
-            launch = trace.work_to_launch.get(k)
-            prev = dev.previous_on_lane(int(s.lane[k]), t, k)
-            prev_end = int(s.end[prev]) if prev is not None else None
-            edge_at = min(int(s.end[launch]), t) if launch is not None else None
-            release = max(x for x in (prev_end, edge_at, start_ns) if x is not None)
-            if t - release > CROSS_STREAM_SLACK_NS:
-                other = dev.last_ending(release, t, exclude=k)
-                if other is not None and int(s.lane[other]) != int(s.lane[k]):
-                    charge("queued", int(s.lane[k]), "cross-stream wait", int(s.end[other]), t)
-                    t, on_device = int(s.end[other]), other
-                    edges["cross_stream"] += 1
-                    continue
-            if prev_end is not None and (edge_at is None or prev_end >= edge_at) \
-                    and prev_end > start_ns:
-                charge("queued", int(s.lane[k]), "queued behind previous work", prev_end, t)
-                t, on_device = prev_end, prev
-                edges["stream_order"] += 1
-            elif edge_at is not None and launch is not None:
-                host = int(s.lane[launch])
-                charge("launch_latency", host, "launch latency", edge_at, t)
-                t = edge_at
-                if host in timelines:
-                    lane = host
-                edges["launch_to_kernel"] += 1
-            else:  # no launch record and nothing before it: back to the step's thread
-                lane = step_lane
-                edges["unlinked_work"] += 1
-            continue
-
-        tl = timelines.get(lane)
-        if tl is None or tl.seg_end.size == 0:
-            charge("host", lane, UNTRACED, start_ns, t)
+        if w.from_device() if w.on_device is not None else w.on_host():
             break
+    if w.t > start_ns:  # the budget ran out (a cycle would be a bug): charge honestly
+        w.charge("host", step_lane, UNTRACED, start_ns, w.t)
+    items = tuple(sorted((PathItem(k, ln, what, ns) for (k, ln, what), ns in w.got.items()),
+                         key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
+    path = CriticalPath(start_ns, end_ns, items, w.edges)
+    if path.total_ns != end_ns - start_ns:
+        raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
+    return path
+
+
+class _Walk:
+    """The backward walk's state: where it stands (time ``t``, host ``lane`` or device
+    row ``on_device``, the waiting threads to return to) and what it charged so far.
+    Each step moves ``t`` back and says whether the walk has ended."""
+
+    def __init__(self, trace: Trace, start_ns: int, end_ns: int, step_lane: int,
+                 timelines: dict[int, HostTimeline], dev: _Device) -> None:
+        self.trace, self.s = trace, trace.slices
+        self.start_ns, self.step_lane = start_ns, step_lane
+        self.timelines, self.dev = timelines, dev
+        cats = next(iter(timelines.values())).categories if timelines else []
+        self.cats = cats
+        self.sync_code = cats.index("sync") if "sync" in cats else -2
+        self.wait_code = cats.index("wait") if "wait" in cats else -2
+        untraced_code = cats.index(UNTRACED) if UNTRACED in cats else -2
+        self.idle_codes = {untraced_code, self.wait_code}
+        self.got: Counter = Counter()
+        self.edges: Counter = Counter()
+        self.t = end_ns
+        self.lane: int = step_lane
+        self.on_device: int | None = None  # device row the walk stands on
+        self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
+
+    def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int) -> None:
+        if b > a:
+            self.got[(kind, lane, what)] += b - a
+
+    def from_device(self) -> bool:
+        """On a device row: charge it back to its start, then follow what released it
+        (another stream's work, the previous work on its stream, or its launch)."""
+        s, start_ns, dev, edges = self.s, self.start_ns, self.dev, self.edges
+        k = self.on_device
+        assert k is not None
+        ks = max(int(s.start[k]), start_ns)
+        self.charge("device", int(s.lane[k]), self.trace.names[int(s.name[k])], ks, self.t)
+        t = self.t = ks
+        self.on_device = None
+        if t <= start_ns:
+            return True
+        launch = self.trace.work_to_launch.get(k)
+        prev = dev.previous_on_lane(int(s.lane[k]), t, k)
+        prev_end = int(s.end[prev]) if prev is not None else None
+        edge_at = min(int(s.end[launch]), t) if launch is not None else None
+        release = max(x for x in (prev_end, edge_at, start_ns) if x is not None)
+        if t - release > CROSS_STREAM_SLACK_NS:
+            other = dev.last_ending(release, t, exclude=k)
+            if other is not None and int(s.lane[other]) != int(s.lane[k]):
+                self.charge("queued", int(s.lane[k]), "cross-stream wait", int(s.end[other]), t)
+                self.t, self.on_device = int(s.end[other]), other
+                edges["cross_stream"] += 1
+                return False
+        if prev_end is not None and (edge_at is None or prev_end >= edge_at) \
+                and prev_end > start_ns:
+            self.charge("queued", int(s.lane[k]), "queued behind previous work", prev_end, t)
+            self.t, self.on_device = prev_end, prev
+            edges["stream_order"] += 1
+        elif edge_at is not None and launch is not None:
+            host = int(s.lane[launch])
+            self.charge("launch_latency", host, "launch latency", edge_at, t)
+            self.t = edge_at
+            if host in self.timelines:
+                self.lane = host
+            edges["launch_to_kernel"] += 1
+        else:  # no launch record and nothing before it: back to the step's thread
+            self.lane = self.step_lane
+            edges["unlinked_work"] += 1
+        return False
+
+    def on_host(self) -> bool:
+        """On a host thread: the segment owning the instant before ``t``; a sync jumps
+        to the device work it waited for, a wait to the thread that worked meanwhile,
+        an idle helper thread hands the path back; anything else is charged as is."""
+        s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
+        step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
+        tl = self.timelines.get(lane)
+        if tl is None or tl.seg_end.size == 0:
+            self.charge("host", lane, UNTRACED, start_ns, t)
+            return True
         j = int(np.searchsorted(tl.seg_end, t, side="left"))
         if j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
-            charge("host", lane, UNTRACED, start_ns, t)
-            break
+            self.charge("host", lane, UNTRACED, start_ns, t)
+            return True
         a = max(int(tl.seg_start[j]), start_ns)
         if returns and returns[-1][0] != lane:
             a = max(a, returns[-1][1])
         code = int(tl.seg_cat[j])
-        if lane != step_lane and code in idle_codes and not returns:
-            lane = step_lane  # an idle helper thread hands the path back
+        if lane != step_lane and code in self.idle_codes and not returns:
+            self.lane = step_lane  # an idle helper thread hands the path back
             edges["back_to_step_thread"] += 1
-            continue
+            return False
         if lane != step_lane and code == wait_code and returns:
-            lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
-            continue
+            self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
+            return False
         owner = int(tl.rows[int(tl.seg_pos[j])]) if int(tl.seg_pos[j]) >= 0 else -1
-        if code == sync_code and owner >= 0:
-            done = dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
+        if code == self.sync_code and owner >= 0:
+            done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
             if done is not None and int(s.end[done]) > start_ns:
-                charge("host", lane, "sync", int(s.end[done]), t)
-                t, on_device = int(s.end[done]), done
+                self.charge("host", lane, "sync", int(s.end[done]), t)
+                self.t, self.on_device = int(s.end[done]), done
                 edges["kernel_to_sync"] += 1
-                continue
+                return False
         if code == wait_code and owner >= 0:
             ws = max(int(s.start[owner]), start_ns)
-            src = _last_worker(timelines, lane, ws, t, idle_codes)
+            src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
             if src is not None:
                 q_lane, q = src
-                charge("host", lane, "wait", q, t)
+                self.charge("host", lane, "wait", q, t)
                 returns.append((lane, ws))
-                lane, t = q_lane, q
+                self.lane, self.t = q_lane, q
                 edges["wait_to_thread"] += 1
-                continue
-        charge("host", lane, cats[code], a, t)
-        t = a
-        if returns and returns[-1][0] != lane and t <= returns[-1][1]:
-            lane = returns.pop()[0]
-    if t > start_ns:  # the budget ran out (a cycle would be a bug): charge honestly
-        charge("host", step_lane, UNTRACED, start_ns, t)
-    items = tuple(sorted((PathItem(k, ln, w, ns) for (k, ln, w), ns in got.items()),
-                         key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
-    path = CriticalPath(start_ns, end_ns, items, edges)
-    if path.total_ns != end_ns - start_ns:
-        raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
-    return path
+                return False
+        self.charge("host", lane, self.cats[code], a, t)
+        self.t = a
+        if returns and returns[-1][0] != lane and a <= returns[-1][1]:
+            self.lane = returns.pop()[0]
+        return False
 
 
 def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: int,

@@ -12,10 +12,10 @@ The same sweep resolves each slice's category through the rule table (see
 ``traceview.rules``): a ``subtree`` rule on an ancestor wins, then the slice's own
 rule, and ``inherit`` takes the parent's category.
 
-Three implementations of that one sweep give the same answer (``tests/test_sweep.py``):
-the plain Python loop (``general=True``, the reference), the same loop compiled
-(``_host_sweep.c``, used when it is built: ``traceview/native.py``), and array
-operations (``_sweep_arrays``, used otherwise).
+Two implementations of that one sweep give the same answer (``tests/test_sweep.py``):
+the plain Python loop (``general=True``, the reference, and the path taken when the
+helpers are not built) and the same loop compiled (``host_sweep_native.py``). Which rows
+a thread owns is ``host_rows.py``; functions by self time, ``hot_functions.py``.
 """
 
 from __future__ import annotations
@@ -24,20 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview import intervals, native
+from traceview import intervals
 from traceview.analyses.artifacts import clip_frames
+from traceview.analyses.host_rows import host_rows
+from traceview.analyses.host_sweep_native import compiled_sweep
 from traceview.analyses.window import Window
-from traceview.model import DEVICE_CATS, Lane, Trace
+from traceview.model import Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
-
-# hot_functions offsets each function's times past the previous one's: only while that
-# stays within int64 (functions x window length); otherwise it unions one by one
-UNION_OFFSET_LIMIT = 2**62
-# categories resolve one depth level at a time up to this depth (nested traces), and
-# from nearest ancestors beyond it or when slices overlap without nesting
-LEVEL_LOOP_MAX_DEPTH = 512
-LABEL_CATS = frozenset({"user_annotation", "Trace"}) | DEVICE_CATS
-OVERLAY_CATS = frozenset({"overhead"})
 
 
 @dataclass(frozen=True)
@@ -80,37 +73,6 @@ class HostTimeline:
 def category_ids(rules: RuleSet) -> list[str]:
     ids = [c for c in rules.categories if c not in (UNTRACED, OTHER)]
     return ids + [OTHER, UNTRACED]
-
-
-def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
-    """Every host lane's rows (see ``host_rows``), in one pass over the slices."""
-    s = trace.slices
-    ncat = len(trace.cat_names)
-    is_label = np.zeros(ncat + 1, bool)
-    is_label[[i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]] = True
-    is_overlay = np.zeros(ncat + 1, bool)
-    is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
-    live = (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
-    overlay = np.flatnonzero(live & is_overlay[s.cat])
-    own = np.flatnonzero(live & ~(is_label | is_overlay)[s.cat])
-    lane_of = s.lane[own]
-    if len(trace.lanes) < 2**15:
-        lane_of = lane_of.astype(np.int16)  # a radix sort
-    order = np.argsort(lane_of, kind="stable")
-    by_lane = own[order]
-    bounds = np.searchsorted(lane_of[order], np.arange(len(trace.lanes) + 1))
-    out = {}
-    for lane in trace.host_lanes:
-        rows = by_lane[bounds[lane.index]:bounds[lane.index + 1]]
-        if overlay.size:
-            rows = np.sort(np.concatenate([rows, overlay]))
-        out[lane.index] = rows
-    return out
-
-
-def host_rows(trace: Trace, lane: Lane, window: Window) -> np.ndarray:
-    """Rows of the thread's own slices plus overlaid profiler overhead, in the window."""
-    return host_rows_by_lane(trace, window)[lane.index]
 
 
 def sweep_order(trace: Trace, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -157,7 +119,7 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
 def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleSet, *,
                    general: bool = False, rows: np.ndarray | None = None) -> HostTimeline:
     """Cut the window on ``lane`` into owned segments (``general`` forces the loop sweep:
-    the plain reference the array sweep is tested against, overlaps of any kind).
+    the plain reference the compiled sweep is tested against, overlaps of any kind).
     ``rows``: the lane's rows from ``host_rows_by_lane``, when already computed."""
     cats = category_ids(rules)
     code = {c: i for i, c in enumerate(cats)}
@@ -167,6 +129,21 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         rows = np.zeros(0, np.int64)
     elif rows is None:
         rows = host_rows(trace, lane, window)
+    rows, starts, ends = _in_sweep_order(trace, rows, w0, w1)
+    own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
+    fast = None if general else compiled_sweep(starts, ends, own_code, own_subtree, w0, w1,
+                                               untraced, other)
+    if fast is None:
+        fast = _loop_sweep(starts, ends, own_code, own_subtree, w0, w1, untraced, other)
+    seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
+    return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
+                     non_nested)
+
+
+def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int,
+                    w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows in sweep order with their spans clipped to the window, after Python
+    frames outliving their caller are clipped (``artifacts.clip_frames``)."""
     s = trace.slices
     starts = np.maximum(s.start[rows], w0)
     ends = np.minimum(s.end[rows], w1)
@@ -183,15 +160,15 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         ends = np.minimum(s.end[rows], w1)
         order = sweep_order(trace, rows, starts, ends)
         rows, starts, ends = rows[order], starts[order], ends[order]
+    return rows, starts, ends
 
-    own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else _sweep(starts, ends, own_code, own_subtree, w0, w1,
-                                       untraced, other)
-    if fast is not None:
-        seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
-        return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
-                         non_nested)
-    row_cat = np.empty(rows.size, dtype=np.int32)
+
+def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
+                own_subtree: np.ndarray, w0: int, w1: int, untraced: int, other: int):
+    """The sweep as a plain Python loop: the reference (``compiled_sweep`` is this loop
+    in C). Segments (start, end, category code, owning position), each position's
+    resolved category, and the count of slices overlapping their parent."""
+    row_cat = np.empty(starts.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
     seg_c: list[int] = []
@@ -202,8 +179,8 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     push, pop = stack.append, stack.pop
     t = w0
     non_nested = 0
-    resolved_list = [0] * rows.size
-    for pos, st, en, oc, sub in zip(range(rows.size), starts.tolist(), ends.tolist(),
+    resolved_list = [0] * starts.size
+    for pos, st, en, oc, sub in zip(range(starts.size), starts.tolist(), ends.tolist(),
                                     own_code.tolist(), own_subtree.tolist(), strict=True):
         # the time up to this start belongs to the open slice that started last
         while t < st:
@@ -248,8 +225,8 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
         t = end
     row_cat[:] = resolved_list
-    return _timeline(lane, cats, rows, np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64),
-                     np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64), row_cat, non_nested)
+    return (np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64),
+            np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64), row_cat, non_nested)
 
 
 def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
@@ -266,133 +243,3 @@ def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
         rows=rows, row_cat=row_cat.astype(np.int32, copy=False), self_ns=self_ns,
         non_nested=non_nested,
     )
-
-
-_NATIVE_SWEEP = native.load("sweep")
-
-
-def _sweep(starts: np.ndarray, ends: np.ndarray, own: np.ndarray, subtree: np.ndarray,
-           w0: int, w1: int, untraced: int, other: int):
-    """The loop sweep compiled (``_host_sweep.c``) when it is built, else the array sweep;
-    both give the loop's answer (``tests/test_sweep.py``)."""
-    if _NATIVE_SWEEP is not None and starts.size < 2**31 - 1:
-        return _sweep_native(starts, ends, own, subtree, w0, w1, untraced, other)
-
-
-def _sweep_native(starts, ends, own, subtree, w0, w1, untraced, other):
-    """The loop of ``attribute_host(general=True)`` in C: one pass, a stack, no
-    temporaries beyond the outputs (segments are contiguous: starts and ends are two
-    views of one array of bounds, as in the array sweep)."""
-    n = starts.size
-    starts = np.ascontiguousarray(starts, np.int64)
-    ends = np.ascontiguousarray(ends, np.int64)
-    own = np.ascontiguousarray(own, np.int32)
-    subtree = np.ascontiguousarray(subtree, np.uint8)
-    cap = 2 * n + 1
-    bounds = np.empty(cap + 1, np.int64)
-    seg_cat = np.empty(cap, np.int32)
-    seg_pos = np.empty(cap, np.int32)
-    resolved = np.empty(n, np.int32)
-    non_nested = np.zeros(1, np.int64)
-    st_end = np.empty(max(n, 1), np.int64)
-    st_i32 = [np.empty(max(n, 1), np.int32) for _ in range(3)]
-    segs = _NATIVE_SWEEP(n, starts.ctypes.data, ends.ctypes.data, own.ctypes.data,
-                         subtree.ctypes.data, w0, w1, untraced, other, bounds.ctypes.data,
-                         seg_cat.ctypes.data, seg_pos.ctypes.data, cap, resolved.ctypes.data,
-                         non_nested.ctypes.data, st_end.ctypes.data, st_i32[0].ctypes.data,
-                         st_i32[1].ctypes.data, st_i32[2].ctypes.data)
-    del st_end, st_i32
-    if segs < 0:
-        raise RuntimeError("host sweep: more segments than 2n + 1")  # cannot happen
-    # views: the untouched tail of each buffer was never paged in
-    bounds = bounds[:segs + 1] if segs else np.zeros(1, np.int64)
-    return (bounds[:-1], bounds[1:], seg_cat[:segs], seg_pos[:segs], resolved,
-            int(non_nested[0]))
-
-
-
-
-@dataclass(frozen=True)
-class FunctionStat:
-    name: str
-    category: str
-    self_ns: int
-    total_ns: int  # union of the function's intervals (recursion counted once)
-    count: int
-
-
-def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
-    """Host functions (Python frames, ops, API calls) by self time, biggest first.
-
-    Grouped by name with array operations: the swept rows are in start order, so after
-    a stable sort by name each group is too, and the union of a group's intervals is a
-    running maximum of ends that restarts at each group (made to restart by offsetting
-    each group's times past the previous group's; the per-group loop is kept for
-    windows too long for that offset). Groups are runs of rows, so their sums are
-    ``np.add.reduceat``; the arrays of one row each are made in place, few at a time
-    (this was the run's peak memory on big traces).
-    """
-    rows = timeline.rows
-    n = rows.size
-    if n == 0:
-        return []
-    s = trace.slices
-    names = s.name[rows]
-    narrow = names.astype(np.uint16) if len(trace.names) <= 1 << 16 else names
-    order = np.argsort(narrow, kind="stable")  # a radix sort for up to 65536 names
-    del narrow
-    if n < 2**31:
-        order = order.astype(np.int32)
-    names = names[order]
-    first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
-    codes = names[first]
-    del names
-    count = np.diff(np.append(first, n))
-    group = np.repeat(np.arange(first.size, dtype=np.int32 if first.size < 2**31 else np.int64),
-                      count)
-    own_ns = timeline.self_ns[order]
-    self_ns = np.add.reduceat(own_ns, first)
-    # the category holding most of the function's self time (+1 each: a tie-break that
-    # still names a category for functions with no self time)
-    ncat = len(timeline.categories)
-    own_ns += 1
-    key = np.multiply(group, ncat, dtype=np.int64)
-    key += timeline.row_cat[order]
-    by_cat = intervals.sum_by(key, own_ns, first.size * ncat)
-    del key, own_ns
-    category = np.argmax(by_cat.reshape(first.size, ncat), axis=1)
-    # union of each function's intervals, times relative to the window's start
-    w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
-    by_name = rows[order]
-    del order
-    starts = s.start[by_name]
-    np.maximum(starts, w0, out=starts)
-    starts -= w0
-    ends = s.end[by_name]
-    np.minimum(ends, w1, out=ends)
-    ends -= w0
-    del by_name
-    span = w1 - w0 + 1
-    if first.size * span < UNION_OFFSET_LIMIT:
-        # run = the running maximum of ends offset by group * span; before each row,
-        # its group's latest end so far (< 0 at a group's first row)
-        run = np.multiply(group, span, dtype=np.int64)
-        run += ends
-        np.maximum.accumulate(run, out=run)
-        prev = np.multiply(group[1:], span, dtype=np.int64)
-        np.subtract(run[:-1], prev, out=prev)
-        del run
-        np.maximum(starts[1:], prev, out=starts[1:])  # row 0 starts at >= 0 > -1
-        del prev
-        np.subtract(ends, starts, out=starts)  # the part of each row not yet covered
-        np.maximum(starts, 0, out=starts)
-        total = np.add.reduceat(starts, first)
-    else:
-        total = np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
-                            for a, b in zip(first.tolist(), (first + count).tolist(),
-                                            strict=True)], np.int64)
-    out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
-           for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
-                                        total.tolist(), count.tolist(), strict=True)]
-    out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
-    return out

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from traceview.coerce import int_or_none
 from traceview.io import fastscan
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
 from traceview.io.events import (
@@ -30,7 +31,6 @@ from traceview.io.events import (
     LooseEvent,
     coerce,
     decode_args,
-    int_or_none,
     loose_of,
 )
 from traceview.io.exact_time import (

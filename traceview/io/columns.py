@@ -1,15 +1,24 @@
-"""What the decoder hands the model: complete ('X') events as columns, and their args
-kept as raw bytes, decoded only when the model reads them."""
+"""What the decoder hands the model, finished: complete events as columns (``X`` events
+and the ``B``/``E`` pairs, ids already coerced, times in integer ns with ``MISSING`` where
+unusable), their args kept as raw bytes and decoded only when read, what the other
+phases said (flows, thread names, counts), the metadata and the problems met.
+
+This is the whole io -> model interface: the model reads these fields and never calls
+io's decode helpers.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from traceview.io.events import decode_args
+from traceview.io.exact_time import MISSING
+
+__all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "Phases"]
 
 # Event categories whose args the model reads (kept as raw bytes, decoded on access).
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
@@ -58,3 +67,36 @@ class Columns:
     stream: np.ndarray  # int64, -1 when absent
     device: np.ndarray  # int64, -1 when absent
     args: LazyArgs
+
+
+FlowKey = tuple[int | str, int | str, int]  # (pid, tid, ts ns) of a flow event
+
+
+@dataclass
+class Phases:
+    """What the non-X events said, besides the slices they added to the columns."""
+
+    flow_start: dict[FlowKey, int] = field(default_factory=dict)  # 's' events
+    flow_end: dict[FlowKey, int] = field(default_factory=dict)  # 'f' events
+    # ("thread_name" | "process_name", pid, tid) -> name
+    thread_names: dict[tuple[str, int | str, int | str], str] = field(default_factory=dict)
+    instants: int = 0
+    # diagnostic code -> events: unmatched-end, unclosed-begin, other-phase, unknown-phase
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Decoded:
+    """What the file held: X events and ``B``/``E`` pairs as columns, what the other
+    phases said, metadata, and problems met while decoding (turned into diagnostics by
+    the model)."""
+
+    path: str
+    keys: list[tuple[str, str, int | str, int | str]]  # (ph, cat, pid, tid) per key code
+    names: list[str]
+    x: Columns
+    phases: Phases
+    metadata: dict[str, Any]
+    problems: list[tuple[str, int, str]] = field(default_factory=list)
+    compressed_bytes: int = 0
+    decoded_bytes: int = 0

@@ -22,48 +22,34 @@ One idea per module under ``io/``:
   chunk whose fields have unexpected types is decoded again permissively, one event at a
   time (``events.coerce``), so one odd event never costs the whole file. Only input with
   nothing usable raises ``TraceLoadError``.
-* **What the model gets** (``columns.py``): X events as columns, args decoded lazily.
+* **The rarer phases** (``phases.py``): B/E pairs join the X columns; flows, thread
+  names and instants are read once.
+* **What the model gets** (``columns.py``): finished columns, args decoded lazily.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from traceview.errors import TraceLoadError
-from traceview.io.collector import Collector, Key
-from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
-from traceview.io.events import ANY, LooseEvent, decode_args, int_or_none
+from traceview.io.collector import Collector
+from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
+from traceview.io.events import ANY, decode_args
 from traceview.io.exact_time import MISSING, value_to_ns
+from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
 from traceview.io.splitter import Splitter
 
-# what the model and the other layers import from here
+# what the other layers import from here (the model reads ``io/columns.py``)
 __all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "decode",
-           "decode_args", "int_or_none", "value_to_ns"]
+           "decode_args", "value_to_ns"]
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
-
-
-@dataclass
-class Decoded:
-    """What the file held: X events as columns, the rarer phases as events, metadata,
-    and problems met while decoding (turned into diagnostics by the model)."""
-
-    path: str
-    keys: list[Key]
-    names: list[str]
-    x: Columns
-    others: list[tuple[LooseEvent, int | None]]  # (event, ts ns) for every non-X event
-    metadata: dict[str, Any]
-    problems: list[tuple[str, int, str]] = field(default_factory=list)
-    compressed_bytes: int = 0
-    decoded_bytes: int = 0
 
 
 # ------------------------------------------------------------------------ entry point
@@ -133,6 +119,7 @@ def decode(path: str | os.PathLike[str],
         raise TraceLoadError(p, "the trace holds no events")
     keys = list(collector.keys)  # codes are assigned in order of first sight
     names = list(collector.names)
-    return Decoded(path=str(p), keys=keys, names=names, x=x, others=collector.others,
+    x, phases = fold_phases(x, keys, names, collector.others)  # B/E pairs join the columns
+    return Decoded(path=str(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0])

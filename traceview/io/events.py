@@ -16,6 +16,8 @@ from typing import Any
 import msgspec
 import msgspec.structs
 
+from traceview.coerce import thread_id
+
 NAN = float("nan")
 
 
@@ -81,23 +83,6 @@ def decode_args(raw: bytes | msgspec.Raw) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def int_or_none(v: Any) -> int | None:
-    """An id or count as an int within int64 (integral floats and integer text too);
-    None for anything else. The one place ids are coerced."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    elif isinstance(v, str):
-        try:
-            v = int(v.strip())
-        except ValueError:
-            return None
-    if isinstance(v, int):
-        return v if -2**63 <= v < 2**63 else None
-    return None
-
-
 def loose_of(e: FastEvent | ExactEvent | LooseEvent) -> LooseEvent:
     """A kept (non-X) event, detached from the decode buffer."""
     if isinstance(e, LooseEvent):
@@ -110,16 +95,6 @@ def loose_of(e: FastEvent | ExactEvent | LooseEvent) -> LooseEvent:
 
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else ("" if v is None else str(v))
-
-
-def _ident(v: Any) -> int | str:
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, (int, str)):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return _text(v)
 
 
 def _num(v: Any) -> float | str | None:
@@ -138,8 +113,8 @@ def coerce(item: Any) -> LooseEvent | None:
     fid = item.get("id")
     return LooseEvent(
         ph=_text(item.get("ph")), cat=_text(item.get("cat")), name=_text(item.get("name")),
-        pid=_ident(item.get("pid", 0)), tid=_ident(item.get("tid", 0)),
+        pid=thread_id(item.get("pid", 0)), tid=thread_id(item.get("tid", 0)),
         ts=_num(item.get("ts")), dur=_num(item.get("dur")),
-        id=_ident(fid) if fid is not None else None, bp=_text(item.get("bp")),
+        id=thread_id(fid) if fid is not None else None, bp=_text(item.get("bp")),
         args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) else msgspec.Raw(b""),
     )

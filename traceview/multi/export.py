@@ -31,18 +31,13 @@ import numpy as np
 import polars as pl
 
 from traceview.analyses.calls import METRICS
+from traceview.coerce import int_or_none
 from traceview.errors import TraceviewError, UsageError
-from traceview.io.decode import int_or_none
 from traceview.model import NO_ID
 from traceview.multi.engine import each, in_order
-from traceview.multi.ranks import (
-    error_line,
-    expand_paths,
-    file_sizes,
-    metadata_rank,
-    raise_if_interrupted,
-    worker_died_line,
-)
+from traceview.multi.ranks import metadata_rank
+from traceview.multi.trace_files import expand_paths, file_sizes
+from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
 from traceview.options import Options
 
 if TYPE_CHECKING:
@@ -89,7 +84,8 @@ def _nullable(values: np.ndarray, missing: int) -> pl.Series:
 
 def slices_frame(ex: Analysis, path: str, rank: int) -> pl.DataFrame:
     """One row per slice of the trace; host categories from each host thread's sweep."""
-    from traceview.analyses.host import attribute_host, host_rows_by_lane
+    from traceview.analyses.host import attribute_host
+    from traceview.analyses.host_rows import host_rows_by_lane
 
     trace = ex.trace
     s = trace.slices

@@ -3,7 +3,7 @@
 ``traceview explain DIR`` or ``traceview explain A B C`` lands here (one plain file keeps
 the single-trace path). The steps, none of which print:
 
-* :func:`expand_paths` — a directory stands for its trace files (``*.json``,
+* ``expand_paths`` (``multi/trace_files.py``) — a directory stands for its trace files (``*.json``,
   ``*.json.gz``, which covers ``*.pt.trace.json(.gz)``), a glob for its matches, sorted
   by name with numbers compared as numbers (``rank2`` before ``rank10``); files given by
   name are taken as they are; URLs (``s3://``, ``gs://``, ``http(s)://``) likewise
@@ -15,149 +15,35 @@ the single-trace path). The steps, none of which print:
   be analysed becomes that rank's one-line error; the others still run.
 * the **rank** of a file is ``distributedInfo.rank`` from the trace's metadata when it is
   an integer, else the file's position in the list (``rank_source`` says which).
-* :func:`combine` — medians across ranks and the straggler rule (below).
-
-**Stragglers.** For each metric in :data:`STRAGGLER_METRICS` over the ranks that have a
-value, with ``m`` the median and ``MAD`` the median absolute deviation from ``m`` (both
-the project's one median, ``stats.median``: the nearest-rank p50, so for an even count
-the lower of the two middle values, a value one rank measured), a rank
-stands out when ``|x - m| > STRAGGLER_MAD_K * MAD`` **and** ``|x - m| >=
-STRAGGLER_MIN_RELATIVE * |m|``. The MAD test is robust: one or two slow ranks cannot drag
-the median or the MAD toward themselves, as they would a mean and a standard deviation.
-The relative floor keeps out differences too small to matter when the ranks agree very
-closely (with identical ranks the MAD is 0, and any difference at all would pass the
-first test). Fewer than :data:`STRAGGLER_MIN_RANKS` ranks with a value: no rule applies
-(with two ranks, neither is "the odd one"). A straggler is in a minority: when the two
-tests pick out half the ranks (they cannot pick more), the ranks have split into two
-halves, and which half is odd is arbitrary (the lower median sits in the lower half);
-none is named on that metric, and a warning says so. The per-call API p50 counts only when it is
-*above* the median (a straggler is slow; an unusually fast rank is not one); the device
-busy share counts both ways (a starved device and an overloaded one both mark a rank
-that does not do what the others do). ``docs/ranks.md`` has the reasoning.
+* :func:`combine` — medians across ranks and the straggler rule (``multi/stragglers.py``).
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
+from traceview.coerce import rank_or_none
 from traceview.errors import TraceviewError, UsageError
+from traceview.multi.stragglers import (
+    STRAGGLER_MAD_K,
+    STRAGGLER_METRICS,
+    STRAGGLER_MIN_RANKS,
+    STRAGGLER_MIN_RELATIVE,
+    Outlier,
+    outliers,
+    round_share,
+)
+from traceview.multi.trace_files import expand_paths, file_sizes
+from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
 from traceview.options import Options
-from traceview.stats import median
 
 if TYPE_CHECKING:
     from traceview.multi.engine import Progress
     from traceview.report.model import Report
-
-# A directory stands for the files in it whose names end so (not recursive).
-TRACE_SUFFIXES = (".json", ".json.gz")
-# A rank stands out when it is more than this many median absolute deviations from the
-# median across ranks ...
-STRAGGLER_MAD_K = 3.0
-# ... and at least this far from the median, relative to it.
-STRAGGLER_MIN_RELATIVE = 0.10
-# The rule needs this many ranks with a value.
-STRAGGLER_MIN_RANKS = 3
-# metric -> which side counts: "above", "below" or "both".
-STRAGGLER_METRICS = {
-    "device_busy_share": "both",
-    "api_p50_ns": "above",
-}
-# Rounding of the shares written to JSON.
-SHARE_DIGITS = 6
-INF = float("inf")
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-def _natural_key(name: str) -> list[Any]:
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
-
-
-def is_trace_name(name: str) -> bool:
-    return name.endswith(TRACE_SUFFIXES)
-
-
-def expand_paths(paths: Iterable[str | os.PathLike[str]], *,
-                 recursive: bool = True) -> list[Path | str]:
-    """Files, directories, globs and URLs -> the list of trace files, in rank order.
-
-    A directory (local, or a folder of an object store: ``s3://bucket/job/``) is
-    searched with its subfolders (``recursive=False``: only its own files), in natural
-    order of the path below it; a glob (``'traces/*.json.gz'``,
-    ``s3://bucket/job/rank*.json.gz``) stands for what it matches, in natural order. A
-    directory or glob with no trace file is a usage error (it is almost always a wrong
-    path). Local files come back as ``Path``, URLs as the ``str`` given
-    (``io/sources.py``).
-    """
-    from traceview.io import sources
-
-    out: list[Path | str] = []
-    seen: set[str] = set()
-    for raw in paths:
-        raw = os.fspath(raw)
-        files: list[Path | str]
-        if sources.is_url(raw):
-            found = sources.expand(raw, recursive=recursive)
-            if found is None:
-                files = [raw]
-            else:
-                base = raw.split("*", 1)[0].rsplit("/", 1)[0] if sources.is_glob(raw) else raw
-                urls = sorted((f for f in found if is_trace_name(f) or sources.is_glob(raw)),
-                              key=lambda f: _natural_key(f[len(base):]))
-                files = list(urls)
-                if not files:
-                    raise UsageError(f"{raw}: no trace files there "
-                                     f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
-        elif sources.is_glob(raw) and not Path(raw).exists():
-            import glob
-
-            files = sorted((Path(f) for f in glob.glob(raw, recursive=True)
-                            if Path(f).is_file()), key=lambda c: _natural_key(str(c)))
-            if not files:
-                raise UsageError(f"{raw}: no file matches")
-        elif (p := Path(raw)).is_dir():
-            entries = p.rglob("*") if recursive else p.iterdir()
-            local = sorted((c for c in entries if c.is_file() and is_trace_name(c.name)),
-                           key=lambda c: [_natural_key(part) for part in c.relative_to(p).parts])
-            files = list(local)
-            if not files:
-                where = "this directory or its subfolders" if recursive else "this directory"
-                raise UsageError(f"{p}: no trace files in {where} "
-                                 f"({', '.join('*' + s for s in TRACE_SUFFIXES)})")
-        else:
-            files = [p]
-        for f in files:
-            key = f if isinstance(f, str) else os.path.realpath(f)
-            if key not in seen:
-                seen.add(key)
-                out.append(f)
-    return out
-
-
-def file_sizes(files: Sequence[Path | str]) -> Callable[[], list[int | None]]:
-    """Each trace's stored size, asked for only by the local engine, which decides from
-    them whether a pool pays (it is about to read every byte anyway; Ray never asks)."""
-
-    def sizes() -> list[int | None]:
-        from traceview.errors import TraceLoadError
-        from traceview.io.sources import size
-
-        out: list[int | None] = []
-        for f in files:
-            try:
-                out.append(size(f))
-            except (OSError, TraceLoadError):
-                out.append(0)  # the worker reports it; it costs nothing to read
-        return out
-
-    return sizes
 
 
 def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
@@ -165,36 +51,7 @@ def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
     info = (metadata or {}).get("distributedInfo")
     if not isinstance(info, dict):
         return None
-    r = info.get("rank")
-    if isinstance(r, bool):
-        return None
-    if isinstance(r, int):
-        return r if r >= 0 else None
-    if isinstance(r, float) and r.is_integer() and r >= 0:
-        return int(r)
-    if isinstance(r, str) and r.strip().isdigit():
-        return int(r.strip())
-    return None
-
-
-def raise_if_interrupted(exc: BaseException) -> None:
-    """Ctrl-C while a trace was being read can surface as another error raised while the
-    interrupt unwound (``BufferError: memoryview has N exported buffers``): that is the
-    user's interrupt, not a failed trace, so it goes on as ``KeyboardInterrupt``."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            raise KeyboardInterrupt from None
-        seen = seen.__context__
-
-
-def error_line(exc: BaseException) -> str:
-    """The one line the CLI would print for this exception (without the prefix)."""
-    if isinstance(exc, TraceviewError):
-        return str(exc)
-    if isinstance(exc, MemoryError):
-        return "out of memory while reading the trace"
-    return f"internal error (a traceview bug): {type(exc).__name__}: {exc}"
+    return rank_or_none(info.get("rank"))
 
 
 def _explain_report(path: str, options: Options) -> bytes | str:
@@ -212,22 +69,6 @@ def _explain_report(path: str, options: Options) -> bytes | str:
             raise
         raise_if_interrupted(exc)
         return error_line(exc)
-
-
-def parallel_map(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None,
-                 crashed: Callable[[T], R] | None = None) -> list[R]:
-    """``[fn(x) for x in items]`` in local worker processes (``multi/engine.py``),
-    results in input order; ``crashed(item)`` for an item whose own process died."""
-    from traceview.multi.engine import each, in_order
-
-    return in_order(each(fn, items, jobs=jobs,
-                         crashed=None if crashed is None else lambda x, _d: crashed(x)),
-                    len(items))
-
-
-def worker_died_line(path: str, detail: str | None = None) -> str:
-    why = f" ({detail})" if detail else " (killed, most likely for memory)"
-    return f"{path}: the worker process analysing it died{why}"
 
 
 def _worker_died(path: str, detail: str | None = None) -> str:
@@ -249,22 +90,6 @@ class RankResult:
 
     def metric(self, name: str) -> float | int | None:
         return rank_metrics(self.report).get(name) if self.report else None
-
-
-@dataclass
-class Outlier:
-    metric: str
-    value: float | int
-    median: float
-    mad: float
-    relative: float  # (value - median) / |median|; inf when the median is 0
-    direction: Literal["above", "below"]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "value": self.value, "median": _num(self.median),
-                "mad": _num(self.mad),
-                "relative": None if self.relative in (INF, -INF) else _round(self.relative),
-                "direction": self.direction}
 
 
 @dataclass
@@ -327,14 +152,6 @@ class RanksReport:
         }
 
 
-def _round(x: float) -> float:
-    return x if x in (INF, -INF) else round(x, SHARE_DIGITS)
-
-
-def _num(x: float) -> float | int:
-    return int(x) if float(x).is_integer() else _round(x)
-
-
 def _p50(stats: dict[str, Any], metric: str) -> int | None:
     s = stats.get(metric)  # absent from a report saved before the metric existed
     return None if s is None else s.p50
@@ -360,7 +177,7 @@ def rank_metrics(report: Report | None) -> dict[str, Any]:
     return {
         "window_ns": report.window.dur_ns,
         "busy_ns": report.device.busy_ns,
-        "device_busy_share": None if share is None else _round(share),
+        "device_busy_share": None if share is None else round_share(share),
         "calls": calls.count,
         "api_p50_ns": calls.stats["api_ns"].p50,
         "kernel_p50_ns": calls.stats["kernel_ns"].p50,  # device work: kernels and copies
@@ -370,34 +187,6 @@ def rank_metrics(report: Report | None) -> dict[str, Any]:
         "host_overhead_p50_ns": calls.stats["host_overhead_ns"].p50,
         "verdict": None if verdict is None else verdict.id,
     }
-
-
-def outliers(values: Sequence[float],
-             side: str = "both") -> tuple[dict[str, Any], dict[int, Outlier], bool]:
-    """The straggler rule over one metric: summary, position -> outlier, and whether the
-    values split into two halves (then no position is an outlier)."""
-    if not values:
-        return {"n": 0, "median": None, "mad": None, "min": None, "max": None}, {}, False
-    m = median(values)
-    mad = median([abs(x - m) for x in values])
-    summary = {"n": len(values), "median": _num(m), "mad": _num(mad),
-               "min": min(values), "max": max(values)}
-    if len(values) < STRAGGLER_MIN_RANKS:
-        return summary, {}, False
-    apart = [i for i, x in enumerate(values)
-             if abs(x - m) > STRAGGLER_MAD_K * mad and abs(x - m) >= STRAGGLER_MIN_RELATIVE * abs(m)]
-    if 2 * len(apart) >= len(values):  # half the ranks against the other half
-        return summary, {}, True
-    found: dict[int, Outlier] = {}
-    for i in apart:
-        x = values[i]
-        dev = x - m
-        direction: Literal["above", "below"] = "above" if dev > 0 else "below"
-        if side != "both" and direction != side:
-            continue
-        rel = dev / abs(m) if m else (INF if dev > 0 else -INF)
-        found[i] = Outlier("", x, m, mad, rel, direction)
-    return summary, found, False
 
 
 def combine(ranks: list[RankResult]) -> RanksReport:

@@ -59,12 +59,28 @@ def table(header: list[str], rows: list[list[str]], align: str | None = None) ->
 def reproducer(r: Report) -> list[tuple[str, str]]:
     """The seed's template, in its order, each field from the trace or 'not recorded'."""
     cap = r.capture
-    meta = r.trace.metadata
     proto = cap.get("protocol") or {}
     op_args = None if r.op is None else {"name": r.op.name, "launches": r.op.launches,
                                          **r.op.args}
-    kernels = ", ".join(f"{code(short_kernel(k.name))} x{k.count}" for k in r.device.kernels[:3])
+    device_result, api = _results(r, cap)
+    return [
+        ("Operation / model", _operation(r, cap, op_args)),
+        ("Shape, dtype, strides and scalar arguments", _shape(cap, op_args)),
+        ("Device, driver, framework and compiler revisions", _device_line(cap, r.trace.metadata)),
+        ("Correctness reference and tolerance", _correctness(cap)),
+        ("Cold or warmed? Eager or graph replay?", _warm_mode(r, cap, proto)),
+        ("Timer, synchronization points and repetitions", _timer(r, proto)),
+        ("Device-kernel result", device_result),
+        ("Full-API result", api),
+        ("Serving result, if measured", "not measured (traceview measures one op)"),
+        ("Public reproducer / trace", _repro(r, cap)),
+    ]
 
+
+def _operation(r: Report, cap: dict[str, Any], op_args: dict[str, Any] | None) -> str:
+    """What ran: capture's op and impl, else the training step, else the op around the
+    launches; then the top kernels."""
+    kernels = ", ".join(f"{code(short_kernel(k.name))} x{k.count}" for k in r.device.kernels[:3])
     if cap.get("op"):
         op = f"{code(cap['op'])} via {code(cap.get('impl'))}"
     elif r.steps is not None:
@@ -80,6 +96,10 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     if kernels:
         op += f"; kernels: {kernels}"
 
+    return op
+
+
+def _shape(cap: dict[str, Any], op_args: dict[str, Any] | None) -> str:
     if cap.get("shape"):
         shape = (f"shape {code(cap['shape'])}, dtype {code(cap.get('dtype'))}, strides "
                  f"{code(cap.get('strides'))}, layout {code(cap.get('layout'))}, scalars "
@@ -91,6 +111,11 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     else:
         shape = NOT_RECORDED
 
+    return shape
+
+
+def _device_line(cap: dict[str, Any], meta: dict[str, Any]) -> str:
+    """Device name, driver, CUDA runtime and the versions capture recorded."""
     dev_parts = []
     props = meta.get("deviceProperties")
     capdev = cap.get("device") or {}
@@ -110,6 +135,10 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     if not versions:
         device += "; framework/compiler versions " + NOT_RECORDED
 
+    return device
+
+
+def _correctness(cap: dict[str, Any]) -> str:
     corr = cap.get("correctness") or {}
     if corr:
         tol = corr.get("tolerance") or {}
@@ -119,6 +148,10 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     else:
         correctness = NOT_RECORDED
 
+    return correctness
+
+
+def _warm_mode(r: Report, cap: dict[str, Any], proto: dict[str, Any]) -> str:
     graph = any(f.id == "graph-replay" for f in r.findings)
     mode = proto.get("mode") or ("graph replay" if graph else "eager (no graph launches seen)")
     c = r.calls
@@ -128,6 +161,11 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
         cold += f"; cold first call measured apart: {fmt_ns(cap['cold'].get('wall_ns'))}"
     warm_mode = f"{cold}; {esc(mode)}"
 
+    return warm_mode
+
+
+def _timer(r: Report, proto: dict[str, Any]) -> str:
+    c = r.calls
     if proto:
         timer = (f"{esc(proto.get('timer', 'torch.profiler'))}; sync {esc(proto.get('sync'))}; "
                  f"warm-up {esc(proto.get('warmup'))}, {esc(proto.get('iters'))} profiled calls; "
@@ -136,6 +174,13 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
         timer = (f"torch.profiler trace; {plural(c.count, 'call')} from {c.source}; "
                  f"sync points {NOT_RECORDED}")
 
+    return timer
+
+
+def _results(r: Report, cap: dict[str, Any]) -> tuple[str, str]:
+    """The device-kernel result and the full-API result (with capture's unprofiled
+    baseline when it measured one)."""
+    c = r.calls
     st = c.stats
     k = st["kernel_ns"]
     busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
@@ -150,20 +195,13 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
         api += (f"; **unprofiled** synchronized call p50 {fmt_ns(base['full_api_ns_p50'])}, "
                 f"amortized submit {fmt_ns(base.get('amortized_submit_ns'))}, device "
                 f"{fmt_ns(base.get('device_ns'))}")
+    return device_result, api
+
+
+def _repro(r: Report, cap: dict[str, Any]) -> str:
     repro = code(cap["command"]) if cap.get("command") else NOT_RECORDED
     repro += f"; trace {code(r.trace.path.rsplit('/', 1)[-1])}"
-    return [
-        ("Operation / model", op),
-        ("Shape, dtype, strides and scalar arguments", shape),
-        ("Device, driver, framework and compiler revisions", device),
-        ("Correctness reference and tolerance", correctness),
-        ("Cold or warmed? Eager or graph replay?", warm_mode),
-        ("Timer, synchronization points and repetitions", timer),
-        ("Device-kernel result", device_result),
-        ("Full-API result", api),
-        ("Serving result, if measured", "not measured (traceview measures one op)"),
-        ("Public reproducer / trace", repro),
-    ]
+    return repro
 
 
 def _matrix(r: Report) -> str:
@@ -286,19 +324,8 @@ def _more(shown: int, total: int) -> str:
 
 
 def render_markdown(r: Report, figure: str | None = None) -> str:
-    cap = r.capture
-    title = (f"{cap.get('op')} · {cap.get('impl')} · {'x'.join(map(str, cap.get('shape') or []))} "
-             f"{cap.get('dtype')}" if cap.get("op") else r.trace.path.rsplit("/", 1)[-1])
-    verdict = r.verdict
     c = r.calls
-    parts = [f"### traceview: {esc(title)}"]
-    if verdict:
-        parts.append(f"> **{esc(verdict.message)}**")
-    thread = r.host.thread
-    parts.append(f"Window {fmt_ns(r.window.dur_ns)} ({esc(r.window.description)}); host "
-                 f"{esc(thread.label if thread else 'thread: none')}; "
-                 + (f"{esc(c.description)}." if c.description else
-                    f"{plural(c.count, 'call')} from {c.source}."))
+    parts = _heading(r)
     from traceview.render.training import headline, markdown_section
 
     step_line = headline(r)
@@ -332,6 +359,38 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     parts.append("#### Findings")
     parts.append(_findings(r))
 
+    for details in (_hot_functions(r), _kernels(r), _every_call(r)):
+        if details:
+            parts.append(details)
+    parts.append(f"<sub>traceview {__version__} · times are integer-ns interval unions: host and "
+                 "device time are never added together</sub>")
+    text = "\n\n".join(parts) + "\n"
+    if len(text) > MAX_CHARS:  # cannot happen with the row caps above; keep the promise anyway
+        text = text[: MAX_CHARS - 40] + "\n\n_(truncated)_\n"
+    return text
+
+
+def _heading(r: Report) -> list[str]:
+    """The title, the verdict and the one line about the window, thread and calls."""
+    cap = r.capture
+    title = (f"{cap.get('op')} · {cap.get('impl')} · {'x'.join(map(str, cap.get('shape') or []))} "
+             f"{cap.get('dtype')}" if cap.get("op") else r.trace.path.rsplit("/", 1)[-1])
+    verdict = r.verdict
+    c = r.calls
+    parts = [f"### traceview: {esc(title)}"]
+    if verdict:
+        parts.append(f"> **{esc(verdict.message)}**")
+    thread = r.host.thread
+    parts.append(f"Window {fmt_ns(r.window.dur_ns)} ({esc(r.window.description)}); host "
+                 f"{esc(thread.label if thread else 'thread: none')}; "
+                 + (f"{esc(c.description)}." if c.description else
+                    f"{plural(c.count, 'call')} from {c.source}."))
+    return parts
+
+
+def _hot_functions(r: Report) -> str | None:
+    """The hot host functions table, folded (None: no function has self time)."""
+    c = r.calls
     fs = [f for f in r.host.functions if f.self_ns > 0]
     warm = c.tree_warm_calls
 
@@ -344,19 +403,30 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     if fs:
         rows = [[code(f.name), code(f.category), fmt_ns(f.self_ns), *_pc(f),
                  fmt_ns(f.total_ns), str(f.count)] for f in fs[:MAX_FUNCTION_ROWS]]
-        parts.append(_details("Hot host functions (self time; per call: p50 over the warm calls "
-                              "that contain it)",
-                              table(["function", "category", "self", "self/call", "incl/call",
-                                     "in calls", "inclusive", "count"], rows)
-                              + _more(len(rows), len(fs))))
+        return _details("Hot host functions (self time; per call: p50 over the warm calls "
+                        "that contain it)",
+                        table(["function", "category", "self", "self/call", "incl/call",
+                               "in calls", "inclusive", "count"], rows)
+                        + _more(len(rows), len(fs)))
+    return None
+
+
+def _kernels(r: Report) -> str | None:
+    """The kernels table, folded (None: no kernel)."""
     ks = r.device.kernels
     if ks:
         labels = kernel_labels([k.name for k in ks])
         rows = [[code(labels[k.name]), str(k.count), fmt_ns(k.sum_ns), fmt_ns(k.stats.p50),
                  fmt_ns(k.stats.min), fmt_ns(k.stats.max)] for k in ks[:MAX_KERNEL_ROWS]]
-        parts.append(_details(f"Kernels ({KERNEL_NAMES_NOTE})",
-                              table(["kernel", "count", "sum", "p50", "min", "max"], rows)
-                              + _more(len(rows), len(ks))))
+        return _details(f"Kernels ({KERNEL_NAMES_NOTE})",
+                        table(["kernel", "count", "sum", "p50", "min", "max"], rows)
+                        + _more(len(rows), len(ks)))
+    return None
+
+
+def _every_call(r: Report) -> str | None:
+    """Every call's row, folded (None: no calls)."""
+    c = r.calls
     calls = c.per_call
     if calls:
         split = c.has_copies
@@ -370,10 +440,5 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
         head = ["#", "range", "kind", "wall", "device work",
                 *(("kernels", "memcpy/memset") if split else ()), "launch latency",
                 "host overhead"]
-        parts.append(_details("Every call", table(head, rows) + _more(len(rows), len(calls))))
-    parts.append(f"<sub>traceview {__version__} · times are integer-ns interval unions: host and "
-                 "device time are never added together</sub>")
-    text = "\n\n".join(parts) + "\n"
-    if len(text) > MAX_CHARS:  # cannot happen with the row caps above; keep the promise anyway
-        text = text[: MAX_CHARS - 40] + "\n\n_(truncated)_\n"
-    return text
+        return _details("Every call", table(head, rows) + _more(len(rows), len(calls)))
+    return None

@@ -22,7 +22,8 @@ from traceview.render.text import laid_out
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.multi.ranks import Outlier, RankResult, RanksReport
+    from traceview.multi.ranks import RankResult, RanksReport
+    from traceview.multi.stragglers import Outlier
 
 METRIC_NAMES = {"device_busy_share": "device busy share", "api_p50_ns": "call API p50"}
 # rank, file, window, device busy share, calls, and the per-call p50s (warm calls):
@@ -127,7 +128,11 @@ def _summary_lines(report: RanksReport) -> list[str]:
     busy, api = med["device_busy_share"], med["api_p50_ns"]
     lines.append(f"{ok} of {n} ranks analysed · median device busy {_value('device_busy_share', busy['median'])}"
                  f" · median call API p50 {_value('api_p50_ns', api['median'])}")
-    from traceview.multi.ranks import STRAGGLER_MAD_K, STRAGGLER_MIN_RANKS, STRAGGLER_MIN_RELATIVE
+    from traceview.multi.stragglers import (
+        STRAGGLER_MAD_K,
+        STRAGGLER_MIN_RANKS,
+        STRAGGLER_MIN_RELATIVE,
+    )
 
     if report.stragglers:
         for i, why in sorted(report.stragglers.items()):

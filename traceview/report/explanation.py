@@ -19,14 +19,9 @@ from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.device import DeviceSummary, analyze_device
-from traceview.analyses.host import (
-    OVERLAY_CATS,
-    FunctionStat,
-    HostTimeline,
-    attribute_host,
-    host_rows_by_lane,
-    hot_functions,
-)
+from traceview.analyses.host import HostTimeline, attribute_host
+from traceview.analyses.host_rows import OVERLAY_CATS, host_rows_by_lane
+from traceview.analyses.hot_functions import FunctionStat, hot_functions
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.steps import StepFigures, analyze_steps
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures

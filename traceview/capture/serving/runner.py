@@ -199,6 +199,22 @@ def _fill(doc: dict[str, Any], spec: ServeSpec, reps: dict[str, list[dict[str, A
             doc["ab"] = ab_block(spec, pick["A"], pick["B"])
 
 
+def _stopped(v: Variant, block: dict[str, Any]) -> str:
+    """Why the run stopped at a variant's correctness check, and what to rerun with."""
+    bis = block.get("bisect") or {}
+    culprits = bis.get("culprits") or []
+    slow = bis.get("timed_out") or []
+    status = (block.get("recheck") or block["check"])["status"]
+    what = ("did not finish its correctness check within --child-timeout"
+            if status == "timeout" else "failed the correctness check")
+    return (f"{v.label} ({v.describe()}) {what}"
+            + (f"; culprit op(s): {', '.join(culprits)}: rerun with "
+               f"--exclude-ops {','.join(culprits)} (or --exclude-failing)"
+               if culprits else "")
+            + (f"; {', '.join(slow)} ran past --child-timeout alone (slow, "
+               "not shown wrong): raise --child-timeout" if slow else ""))
+
+
 def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
               log: Log = lambda s: None, trace_dir: Path | None = None,
               argv: list[str] | None = None,
@@ -233,18 +249,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                                     diagnosis=None, environment=None))
         on_stage(doc)
         if not ok:
-            bis = block.get("bisect") or {}
-            culprits = bis.get("culprits") or []
-            slow = bis.get("timed_out") or []
-            status = (block.get("recheck") or block["check"])["status"]
-            what = ("did not finish its correctness check within --child-timeout"
-                    if status == "timeout" else "failed the correctness check")
-            doc["stopped"] = (f"{v.label} ({v.describe()}) {what}"
-                              + (f"; culprit op(s): {', '.join(culprits)}: rerun with "
-                                 f"--exclude-ops {','.join(culprits)} (or --exclude-failing)"
-                                 if culprits else "")
-                              + (f"; {', '.join(slow)} ran past --child-timeout alone (slow, "
-                                 "not shown wrong): raise --child-timeout" if slow else ""))
+            doc["stopped"] = _stopped(v, block)
             doc["complete"] = True
             return doc
     spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
