@@ -322,7 +322,10 @@ def test_same_process_ab_finds_a_delay_between_two_callables(tmp_path, monkeypat
     doc = json.loads(r.stdout)
     c = doc["comparisons"]["full_api_ns_p50"]
     assert c["verdict"] == "B slower" and c["b_slower_rounds"] == 6
-    assert c["ci_low_ns"] <= 40_000 * 1.05 and c["ci_high_ns"] >= 40_000 * 0.95, c
+    # the longer spin is the likelier to be preempted on a loaded machine (its loop then
+    # ends late, never early): measured with CI's second test worker busy, B - A was
+    # 45.3-45.8 us per round, spawned or forked alike; quiet, 40.1-44.0 us
+    assert c["ci_low_ns"] <= 40_000 * 1.25 and c["ci_high_ns"] >= 40_000 * 0.95, c
     assert all(p["position"] is None for p in doc["sides"]["A"]["processes"])
     assert doc["protocol"]["blocks"] == 4
     assert doc["protocol"]["process"].startswith("one fresh process per round")
