@@ -37,7 +37,13 @@ from typing import Any
 
 from traceview.capture import isolation
 from traceview.capture.config import CaptureConfig
-from traceview.capture.failure import STARTUP_S, operand_text, out_of_range_text
+from traceview.capture.failure import (
+    STARTUP_S,
+    crash_frame_line,
+    element_text,
+    operand_text,
+    out_of_range_text,
+)
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 
 CHILD_ENTRY = "traceview.capture.cache_check:run_sequence"
@@ -356,18 +362,14 @@ def render_text(rep: dict[str, Any]) -> list[str]:
         add("output", f"{_x(c.get('out_shape'))} {c.get('out_dtype')}; eager PyTorch: "
                       f"{_x(c.get('expected_shape'))} {c.get('expected_dtype')}")
         if c.get("worst"):
-            w = c["worst"]
-            add("worst", f"index {tuple(w['index'])}: got {fmt(w['got'])}, expected "
-                         f"{fmt(w['expected'])} (abs err {fmt(w['abs_err'])}); max abs err "
+            add("worst", f"{element_text(c['worst'])}; max abs err "
                          f"{fmt(c.get('max_abs_err'))}")
             add("wrong", f"{c['wrong']:,} of {c['total']:,} elements")
             add("range", out_of_range_text(c))
     crash = rep.get("crash")
     if crash is not None:
         if crash.get("frame"):
-            how = " (located with CUDA_LAUNCH_BLOCKING=1)" if crash.get("located") else ""
-            where = "stuck at" if rep["verdict"] == "timeout" else "raised at"
-            add(where, f"{isolation.short_frame(crash['frame'])}{how}")
+            add(*crash_frame_line(rep))
     others = [n for n in cc.get("wrong_calls") or [] if n != cc["call"]]
     if others:
         names = {r["call"]: r["name"] for r in cc["rows"]}

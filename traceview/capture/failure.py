@@ -174,9 +174,7 @@ def render_text(rep: dict[str, Any]) -> list[str]:
                       f"{_x(c.get('expected_shape'))} {c.get('expected_dtype')}")
         if c.get("worst"):
             for key in ("worst", "first"):
-                e = c[key]
-                add(key, f"index {tuple(e['index'])}: got {fmt(e['got'])}, expected "
-                         f"{fmt(e['expected'])} (abs err {fmt(e['abs_err'])})")
+                add(key, element_text(c[key]))
             per_dim = " x ".join(f"{a}/{b}" for a, b in c.get("wrong_per_dim") or [])
             add("wrong", f"{c['wrong']:,} of {c['total']:,} elements; indices per dim holding "
                          f"a wrong element: {per_dim}")
@@ -184,9 +182,7 @@ def render_text(rep: dict[str, Any]) -> list[str]:
     crash = rep.get("crash")
     if crash is not None:
         if crash.get("frame"):
-            how = " (located with CUDA_LAUNCH_BLOCKING=1)" if crash.get("located") else ""
-            where = "stuck at" if rep["verdict"] == "timeout" else "raised at"
-            add(where, f"{isolation.short_frame(crash['frame'])}{how}")
+            add(*crash_frame_line(rep))
         if crash.get("first_error") and crash["first_error"] != crash.get("error"):
             add("first", f"without CUDA_LAUNCH_BLOCKING: {crash['first_error']}")
     if not rep.get("found_by", "").startswith("isolated"):
@@ -194,6 +190,20 @@ def render_text(rep: dict[str, Any]) -> list[str]:
                         "differs between processes or modes")
     add("reproduce", rep["reproducer"])
     return lines
+
+
+def element_text(e: dict[str, Any]) -> str:
+    """One compared element (``correctness.compare``'s ``worst``/``first``) for people."""
+    return (f"index {tuple(e['index'])}: got {fmt(e['got'])}, expected {fmt(e['expected'])} "
+            f"(abs err {fmt(e['abs_err'])})")
+
+
+def crash_frame_line(rep: dict[str, Any]) -> tuple[str, str]:
+    """The report's (label, text) line for the frame a crash or hang happened in."""
+    crash = rep["crash"]
+    how = " (located with CUDA_LAUNCH_BLOCKING=1)" if crash.get("located") else ""
+    where = "stuck at" if rep["verdict"] == "timeout" else "raised at"
+    return where, f"{isolation.short_frame(crash['frame'])}{how}"
 
 
 def operand_text(op: dict[str, Any], *, show_device: bool = False) -> str:
