@@ -42,6 +42,39 @@ BLOCK = 1024
 NUM_WARPS = 4
 
 
+@triton.jit
+def _apply(x, y, OP: tl.constexpr):
+    """OP(x, y) (unary ops ignore ``y``): the one definition of every op the kernels
+    below compute. ``OP`` is a compile-time string, so each op's kernel holds only its
+    own branch."""
+    if OP == "add":
+        r = x + y
+    elif OP == "sub":
+        r = x - y
+    elif OP == "mul":
+        r = x * y
+    elif OP == "div":
+        r = x / y
+    elif OP == "neg":
+        r = -x
+    elif OP == "abs":
+        r = tl.abs(x)
+    elif OP == "relu":
+        r = tl.maximum(x, 0)
+    elif OP == "sigmoid":
+        r = tl.sigmoid(x)
+    elif OP == "silu":
+        r = x * tl.sigmoid(x)
+    elif OP == "gelu":
+        r = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
+    elif OP == "exp":
+        r = tl.exp(x)
+    else:
+        # Triton's builtin takes the condition positionally (no keyword in the JIT's subset)
+        tl.static_assert(False, "unknown OP")  # noqa: FBT003
+    return r
+
+
 def pointwise_kernel(
     x_ptr, y_ptr, out_ptr, scalar, n,
     size1, size2, size3,
@@ -93,31 +126,7 @@ def pointwise_kernel(
     else:
         y = x
 
-    if OP == "add":
-        r = x + y
-    elif OP == "sub":
-        r = x - y
-    elif OP == "mul":
-        r = x * y
-    elif OP == "div":
-        r = x / y
-    elif OP == "neg":
-        r = -x
-    elif OP == "abs":
-        r = tl.abs(x)
-    elif OP == "relu":
-        r = tl.maximum(x, 0)
-    elif OP == "sigmoid":
-        r = tl.sigmoid(x)
-    elif OP == "silu":
-        r = x * tl.sigmoid(x)
-    elif OP == "gelu":
-        r = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
-    elif OP == "exp":
-        r = tl.exp(x)
-    else:
-        # Triton's builtin takes the condition positionally (no keyword in the JIT's subset)
-        tl.static_assert(False, "pointwise_kernel: unknown OP")  # noqa: FBT003
+    r = _apply(x, y, OP)
     tl.store(out_ptr + offs, r, mask=mask)
 
 
@@ -141,30 +150,7 @@ def flat_binary_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr = "add",
     mask = offs < n
     x = _load(x_ptr, offs, mask, 0)
     y = _load(y_ptr, offs, mask, 1)  # 1: masked lanes never divide by 0
-    if OP == "add":
-        r = x + y
-    elif OP == "sub":
-        r = x - y
-    elif OP == "mul":
-        r = x * y
-    elif OP == "div":
-        r = x / y
-    elif OP == "neg":
-        r = -x
-    elif OP == "abs":
-        r = tl.abs(x)
-    elif OP == "relu":
-        r = tl.maximum(x, 0)
-    elif OP == "sigmoid":
-        r = tl.sigmoid(x)
-    elif OP == "silu":
-        r = x * tl.sigmoid(x)
-    elif OP == "gelu":
-        r = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
-    elif OP == "exp":
-        r = tl.exp(x)
-    else:
-        tl.static_assert(False, "flat kernel: unknown OP")  # noqa: FBT003
+    r = _apply(x, y, OP)
     tl.store(out_ptr + offs, r, mask=mask)
 
 
@@ -174,30 +160,7 @@ def flat_scalar_kernel(x_ptr, out_ptr, y, n, OP: tl.constexpr = "add",
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = _load(x_ptr, offs, mask, 0)
-    if OP == "add":
-        r = x + y
-    elif OP == "sub":
-        r = x - y
-    elif OP == "mul":
-        r = x * y
-    elif OP == "div":
-        r = x / y
-    elif OP == "neg":
-        r = -x
-    elif OP == "abs":
-        r = tl.abs(x)
-    elif OP == "relu":
-        r = tl.maximum(x, 0)
-    elif OP == "sigmoid":
-        r = tl.sigmoid(x)
-    elif OP == "silu":
-        r = x * tl.sigmoid(x)
-    elif OP == "gelu":
-        r = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
-    elif OP == "exp":
-        r = tl.exp(x)
-    else:
-        tl.static_assert(False, "flat kernel: unknown OP")  # noqa: FBT003
+    r = _apply(x, y, OP)
     tl.store(out_ptr + offs, r, mask=mask)
 
 
