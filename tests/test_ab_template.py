@@ -122,6 +122,26 @@ def test_an_optional_preload_that_initialises_cuda_is_left_to_the_children(mods)
     assert result["v"] == 0
 
 
+def test_a_preload_marked_as_cuda_suspect_is_tried_in_a_throwaway_child_first(mods):
+    """``~x``: imported in a forked child first; if CUDA came up there, the template
+    leaves it to the rounds' children without restarting (one template, one launch);
+    if not, the template imports it itself; a missing one is skipped."""
+    (mods / "initialises_cuda.py").write_text("import torch\n")  # the fake torch: CUDA up
+    path = (str(mods / "faketorch"), str(mods))
+    a = _side(mods, "A", {}, path=path,
+              preload=("~initialises_cuda", "~heavy_import", "~no_such_module_xyz"))
+    with start_templates({"A": a}) as started:
+        _, result = started.starters["A"](0, 60)
+        assert started.templates["A"] is started.launched["A"]  # no second template
+        how = started.describe()
+    t = how["templates"]["A"]
+    assert how["mode"] == "fork"
+    assert t["left_out"] == "initialises_cuda (its import initialises CUDA)"
+    assert "heavy_import" in t["preloaded"] and "initialises_cuda" not in t["preloaded"]
+    assert t["skipped"] == ["no_such_module_xyz"]
+    assert result["loaded_at"] == result["ppid"]  # heavy_import came from the template
+
+
 def test_spawn_when_asked_or_when_a_side_has_no_function(mods):
     a = _side(mods, "A", {})
     with start_templates({"A": a}, fork=False) as started:

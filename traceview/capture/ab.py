@@ -75,9 +75,10 @@ PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.capture.baseline_chi
 
 def preload_for(*impls: str) -> tuple[str, ...]:
     """:data:`PRELOAD`, with the built-in kernels for Triton and flag_gems for FlagGems
-    (optional: left out and imported per child if its import initialises CUDA)."""
+    (``~``: tried in a throwaway child first; FlagGems 5's import queries the device,
+    which initialises CUDA, so then each round's child imports it after the fork)."""
     extra = (("?traceview.capture.kernels",) if "triton" in impls else ()) + \
-        (("?flag_gems",) if "flag_gems" in impls else ())
+        (("~flag_gems",) if "flag_gems" in impls else ())
     return PRELOAD + extra
 
 
@@ -229,32 +230,39 @@ def check_same_process(config_a: Any, config_b: Any, sides: Mapping[str, Mapping
 
 def check_sides(configs: Mapping[str, Any], made: Mapping[str, Side], root: Path, *,
                 check_cache: bool) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Before any round, per side in a fresh process of its own setting: correctness
-    alone (a wrong, crashing or hanging variant is named before anything is timed), the
-    ``--check-cache`` sequence when asked, the kernel probe. The two sides' checks run at
-    the same time (none is timed): (cache checks, kernels used), by label."""
-    def one_side(label: str) -> tuple[dict[str, Any] | None, Any]:
+    """Before any round, per side in fresh processes of its own setting: correctness
+    alone (a wrong, crashing or hanging variant is named before anything is timed), then
+    the ``--check-cache`` sequence when asked; beside them, the kernel probe. All of it
+    runs at once, both sides' checks and probes in processes of their own (none is
+    timed; on the H200 a FlagGems check or probe process costs 10-15 s, mostly imports):
+    (cache checks, kernels used), by label. A check's error comes first."""
+    def check(label: str) -> dict[str, Any] | None:
         config, side = configs[label], made[label]
         check_isolated(config, root / f"check-{label}", config.timeout_s,
                        python=side.python, env=child_env(side))
-        cached = None
-        if check_cache:
-            from traceview.capture.cache_check import check_cache as run_cache_check
+        if not check_cache:
+            return None
+        from traceview.capture.cache_check import check_cache as run_cache_check
 
-            done = run_cache_check(config, config.timeout_s, python=side.python,
-                                   env=child_env(side), side=label)
-            cached = {"passed": done["passed"], "calls": done["calls"],
-                      "reproducer": done["reproducer"]}
-        return cached, probe_kernels(side, config)
+        done = run_cache_check(config, config.timeout_s, python=side.python,
+                               env=child_env(side), side=label)
+        return {"passed": done["passed"], "calls": done["calls"],
+                "reproducer": done["reproducer"]}
 
-    done = per_side(one_side, list(configs))
-    cache_checks = {label: c for label, (c, _) in done.items() if c is not None}
-    return cache_checks, {label: k for label, (_, k) in done.items()}
+    def one(task: str) -> Any:
+        what, label = task.split(":")
+        return check(label) if what == "check" else probe_kernels(made[label], configs[label])
+
+    done = at_once(one, [f"{what}:{label}" for what in ("check", "probe")
+                          for label in configs])
+    cache_checks = {label: c for label in configs
+                    if (c := done[f"check:{label}"]) is not None}
+    return cache_checks, {label: done[f"probe:{label}"] for label in configs}
 
 
-def per_side(work: Callable[[str], T], labels: Sequence[str]) -> dict[str, T]:
-    """``work(label)`` for every label at once, each in a thread that waits on its own
-    child processes; the first label's error (in order) is raised. Daemon threads: on
+def at_once(work: Callable[[str], T], labels: Sequence[str]) -> dict[str, T]:
+    """``work(label)`` for every label (a side, or a task) at once, each in a thread that
+    waits on its own child processes; the first label's error (in order) is raised. Daemon threads: on
     Ctrl-C the process leaves at once and the children die with it (PR_SET_PDEATHSIG)."""
     results: dict[str, T] = {}
     errors: dict[str, BaseException] = {}

@@ -10,6 +10,8 @@ one JSON line: the baseline block plus ``correctness``, ``versions`` and ``devic
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import sys
@@ -38,9 +40,12 @@ class Phases:
         self._last = now
 
 
-def import_libraries(phases: Phases, *, triton: bool) -> None:
-    """torch (and triton for a Triton side), timed as ``imports``: the whole import in
-    a spawned process, nothing in a child forked from a template that preloaded them."""
+def import_libraries(phases: Phases, *, triton: bool, flag_gems: bool = False) -> None:
+    """torch (and triton for a Triton side, flag_gems for a FlagGems side), timed as
+    ``imports``: the whole import in a spawned process, nothing in a child forked from
+    a template that preloaded them, and flag_gems alone in a forked child (its import
+    initialises CUDA, so no template holds it). A missing flag_gems is left to the
+    implementation, which says how to install it."""
     from traceview.capture.device import import_torch
 
     import_torch()
@@ -48,6 +53,9 @@ def import_libraries(phases: Phases, *, triton: bool) -> None:
         from traceview.capture.device import import_triton
 
         import_triton()
+    if flag_gems:
+        with contextlib.suppress(ImportError):
+            importlib.import_module("flag_gems")
     phases.mark("imports")
 
 
@@ -94,7 +102,8 @@ def measure_side(text: str) -> dict[str, Any]:
 
     phases = Phases()
     config = _decode(text)
-    import_libraries(phases, triton=config.impl == "triton")
+    import_libraries(phases, triton=config.impl == "triton",
+                     flag_gems=config.impl == "flag_gems")
     result = measure_here(config, check=True, phases=phases)
     result["phases_ns"] = phases.ns
     return result

@@ -321,24 +321,58 @@ def cuda_initialized() -> bool:
         return False
 
 
-def _preload(names: list[str]) -> tuple[list[str], list[str], str | None]:
-    """Import ``names`` in order (``"?x"``: only if importable), checking after each that
-    CUDA is still uninitialised: (imported, skipped, the first that initialised it)."""
-    done, skipped = [], []
+def _preload(names: list[str]) -> tuple[list[str], list[str], list[str], str | None]:
+    """Import ``names`` in order, checking after each that CUDA is still uninitialised:
+    (imported, skipped as not importable, left out as initialising CUDA, the first
+    import that initialised it here). ``"?x"``: only if importable. ``"~x"``: optional,
+    and known to be able to initialise CUDA at import (FlagGems queries the device at
+    import): tried first in a forked child, and imported here only if CUDA stayed down
+    there; otherwise each round's child imports it. That costs one import in a
+    throwaway child, where finding out here would cost a second template."""
+    done: list[str] = []
+    skipped: list[str] = []
+    left_out: list[str] = []
     for name in names:
-        optional = name.startswith("?")
-        name = name.lstrip("?")
+        optional = name[:1] in "?~"
+        bare = name.lstrip("?~")
+        tried = _try_import(bare) if name.startswith("~") else "ok"
+        if tried != "ok":
+            (left_out if tried == "cuda" else skipped).append(bare)
+            continue
         try:
-            importlib.import_module(name)
+            importlib.import_module(bare)
         except ImportError:
             if not optional:
                 raise
-            skipped.append(name)
+            skipped.append(bare)
             continue
-        done.append(name)
+        done.append(bare)
         if cuda_initialized():
-            return done, skipped, name
-    return done, skipped, None
+            return done, skipped, left_out, bare
+    return done, skipped, left_out, None
+
+
+def _try_import(name: str) -> str:
+    """Import ``name`` in a forked child (this process imports nothing): ``"ok"``,
+    ``"cuda"`` (the import initialised CUDA) or ``"missing"`` (it failed, or the child
+    died)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the forked child: one byte on the pipe, then out
+        os.close(read)
+        answer = b"m"
+        with contextlib.suppress(BaseException):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)  # the template's stdout is its reply pipe
+            importlib.import_module(name)
+            answer = b"c" if cuda_initialized() else b"k"
+        os.write(write, answer)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read(1)
+    os.waitpid(pid, 0)
+    return {b"k": "ok", b"c": "cuda"}.get(answer, "missing")
 
 
 def _say(obj: dict[str, Any]) -> None:
@@ -355,13 +389,16 @@ def main() -> None:
     module, _, name = hello["call"].partition(":")
     done: list[str] = []
     skipped: list[str] = []
+    left_out: list[str] = []
     culprit: str | None = ("the interpreter's start-up (sitecustomize, .pth files)"
                            if cuda_initialized() else None)
     if culprit is None:
-        done, skipped, culprit = _preload([*(hello.get("preload") or ()), module])
+        done, skipped, left_out, culprit = _preload([*(hello.get("preload") or ()), module])
     call = getattr(importlib.import_module(module), name) if culprit is None else None
     _say({"ready": True, "cuda_initialized": culprit, "start_ns": t0 - spawned,
-          "imports_ns": time.monotonic_ns() - t0, "preloaded": done, "skipped": skipped})
+          "imports_ns": time.monotonic_ns() - t0, "preloaded": done, "skipped": skipped,
+          "left_out": ", ".join(f"{n} (its import initialises CUDA)" for n in left_out)
+          or None})
     if culprit:
         return
     for line in sys.stdin:

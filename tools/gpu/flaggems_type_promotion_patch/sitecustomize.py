@@ -13,10 +13,20 @@ traceview figure: the cached path skips the call entirely.
 Python imports ``sitecustomize`` at start-up from the first folder on ``sys.path`` that
 has one, so this one chains to the next one found, if any, to leave the machine's own
 start-up as it was.
+
+The patch is applied when FlagGems' ``pointwise_dynamic`` module is first imported (an
+import hook), not by importing FlagGems here: FlagGems' import queries the device, which
+initialises CUDA, and a process whose start-up initialises CUDA cannot serve as
+``traceview ab``'s template (a CUDA context does not survive a fork), so every round
+would pay a fresh interpreter. A process that never imports FlagGems is never patched;
+``ab``'s kernel lines would show that side launching other kernels.
 """
 
+import importlib.abc
 import os
 import sys
+
+TARGET = "flag_gems.utils.pointwise_dynamic"
 
 
 def _chain() -> None:
@@ -30,13 +40,10 @@ def _chain() -> None:
             return
 
 
-def _patch() -> None:
-    import importlib
-
+def _patch(pointwise_dynamic) -> None:
+    """Cache ``type_promotion`` in the module (``flag_gems.utils`` re-exports a
+    *function* named pointwise_dynamic; this is the module)."""
     import torch
-
-    # the module: flag_gems.utils re-exports a *function* named pointwise_dynamic
-    pointwise_dynamic = importlib.import_module("flag_gems.utils.pointwise_dynamic")
 
     original = pointwise_dynamic.type_promotion
     cache: dict = {}
@@ -52,12 +59,36 @@ def _patch() -> None:
     pointwise_dynamic.type_promotion = cached_type_promotion
 
 
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for ``TARGET`` it asks the other finders for the module's
+    spec and wraps its loader so that the patch runs right after the module's code."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != TARGET:
+            return None
+        sys.meta_path.remove(self)  # once: the module is imported once
+        for finder in sys.meta_path:
+            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                break
+        else:
+            return None
+        real_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            real_exec(module)
+            # an Exception here would surface as FlagGems' ImportError and could be
+            # caught; SystemExit stops the process (and the A/B with it): a patch that
+            # cannot apply must not pass for an A/A run
+            try:
+                _patch(module)
+            except Exception as exc:  # noqa: BLE001
+                raise SystemExit(f"issue13 patch failed: {type(exc).__name__}: {exc}") from None
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 _chain()
 if os.environ.get("TV13_PATCH") == "1":
-    # site.py swallows an Exception from sitecustomize (the process would run unpatched:
-    # an A/A run that looks like an A/B); SystemExit is not swallowed, so a patch that
-    # cannot apply stops the process and the A/B with it.
-    try:
-        _patch()
-    except Exception as exc:  # noqa: BLE001
-        raise SystemExit(f"issue13 patch failed: {type(exc).__name__}: {exc}") from None
+    sys.meta_path.insert(0, _PatchOnImport())
