@@ -64,9 +64,10 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
 
 
 #: What a side's template imports before it forks: torch, triton, the capture modules a
-#: round's child runs, and torch._dynamo (the correctness check's reference call imports
-#: it: 4.8 s of a child's 4.9 s preparation on this project's 2-core machine), so the
-#: child only creates its CUDA context, builds, compiles or loads, and measures.
+#: round's child runs, and torch._dynamo (``--impl inductor`` compiles through it, and
+#: libraries may import it: 4-5 s of a process's start, paid here once; the correctness
+#: check itself no longer needs it), so the child only creates its CUDA context, builds,
+#: compiles or loads, and measures.
 PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.capture.baseline_child",
            "traceview.capture.baseline", "traceview.capture.impls",
            "traceview.capture.inputs", "traceview.capture.correctness",

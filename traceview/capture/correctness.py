@@ -178,8 +178,31 @@ def _reference_in_result_dtype(torch: Any, fn: Any, args: tuple[Any, ...],
 
 
 def _eager_meta(torch: Any, fn: Any, args: tuple[Any, ...]) -> tuple[tuple, Any]:
-    """(shape, dtype) eager PyTorch returns for ``args`` (meta tensors, no data; 0-dim CPU
-    tensors stay CPU tensors so that mixed-device promotion behaves as in eager)."""
+    """(shape, dtype) eager PyTorch returns for ``args``: the shape by broadcasting, the
+    dtype from ``fn`` on one-element CPU stand-ins of the same dtypes and ranks (a 0-dim
+    tensor stays 0-dim and Python scalars stay as given, so promotion sees what eager
+    sees; every op here is pointwise).
+
+    Why stand-ins: on meta tensors the first call of a meta kernel imports
+    ``torch._dynamo`` (its Python meta functions are wrapped to disable dynamo), 4-5 s in
+    every checking process, on the H200 as on the CPU; and the real inputs would, inside
+    ``flag_gems.use_gems()``, ask the implementation under test what the answer's dtype
+    is. Meta tensors remain the fallback for an op the CPU lacks for a dtype.
+    """
+    def stand_in(a: Any) -> Any:
+        return torch.ones((1,) * a.dim(), dtype=a.dtype) if isinstance(a, torch.Tensor) else a
+
+    try:
+        dtype = fn(*(stand_in(a) for a in args)).dtype
+        shape = torch.broadcast_shapes(*(a.shape for a in args if isinstance(a, torch.Tensor)))
+        return tuple(shape), dtype
+    except (RuntimeError, TypeError, NotImplementedError):
+        return _meta_call(torch, fn, args)
+
+
+def _meta_call(torch: Any, fn: Any, args: tuple[Any, ...]) -> tuple[tuple, Any]:
+    """(shape, dtype) of ``fn`` on meta tensors (no data; 0-dim CPU tensors stay CPU
+    tensors so that mixed-device promotion behaves as in eager)."""
     def meta(a: Any) -> Any:
         if not isinstance(a, torch.Tensor):
             return a
