@@ -12,6 +12,7 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.capture
 
 from traceview.capture import correctness, ops  # noqa: E402
 

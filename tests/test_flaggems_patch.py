@@ -14,6 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.capture  # torch in child processes
+
 PATCH = Path(__file__).resolve().parents[1] / "tools" / "gpu" / "flaggems_type_promotion_patch"
 
 MODULE = '''CALLS = []
