@@ -4,7 +4,7 @@
 
 Each TREE is a directory holding a ``traceview`` package (a checkout, or
 ``git archive COMMIT traceview | tar -x -C DIR``). Every rep runs each tree once, in
-turn, as a fresh process pinned to one core, with the tree as working directory and
+turn (the order rotated each rep, so every tree runs in every position), as a fresh process pinned to one core, with the tree as working directory and
 ``PYTHONPATH`` (so ``python -m traceview`` imports that tree). Printed per run and as
 medians: user + sys CPU seconds of the child, wall seconds, peak RSS (``ru_maxrss``) and
 minor page faults. On a shared or uneven machine only such interleaved runs separate a
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[Path, list[dict]] = {t: [] for t in trees}
     same = True
     for rep in range(args.reps):
-        for tree in trees:
+        shift = rep % len(trees)  # each tree in each position in turn: no position bias
+        for tree in trees[shift:] + trees[:shift]:
             r = run(tree, trace, cpu, out if args.check else None)
             if args.check:
                 r["same"] = out.read_bytes() == args.check.read_bytes()
@@ -79,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {tree} | {med('cpu'):.2f} ({min(cpus):.2f}-{max(cpus):.2f}) | "
               f"{med('user'):.2f} | {med('sys'):.2f} | {med('wall'):.2f} | "
               f"{med('peak_mib'):.0f} | {med('minflt'):.0f} |")
+    last = trees[-1]
+    for tree in trees[:-1]:  # paired by rep: the last tree's CPU seconds over this one's
+        ratios = [b["cpu"] / a["cpu"] for a, b in zip(runs[tree], runs[last], strict=True)]
+        print(f"{last.name} / {tree.name} CPU per rep: "
+              + " ".join(f"{r:.3f}" for r in ratios)
+              + f"; median {statistics.median(ratios):.3f}")
     return 0 if same and all(r["rc"] == 0 for rs in runs.values() for r in rs) else 1
 
 

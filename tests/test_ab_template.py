@@ -138,8 +138,24 @@ def test_a_preload_marked_as_cuda_suspect_is_tried_in_a_throwaway_child_first(mo
     assert how["mode"] == "fork"
     assert t["left_out"] == "initialises_cuda (its import initialises CUDA)"
     assert "heavy_import" in t["preloaded"] and "initialises_cuda" not in t["preloaded"]
-    assert t["skipped"] == ["no_such_module_xyz"]
+    assert t["skipped"] == ["no_such_module_xyz (not importable)"]
     assert result["loaded_at"] == result["ppid"]  # heavy_import came from the template
+
+
+def test_the_throwaway_child_says_why_and_is_killed_when_it_hangs(tmp_path, monkeypatch):
+    from traceview.capture.process_template import _try_import
+
+    (tmp_path / "stops_here.py").write_text("raise SystemExit('patch failed')\n")
+    (tmp_path / "hangs_here.py").write_text("import time\ntime.sleep(60)\n")
+    (tmp_path / "fine_here.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _try_import("fine_here") == "ok"
+    assert _try_import("stops_here") == "its import raised"
+    assert _try_import("no_such_module_xyz") == "not importable"
+    t0 = time.monotonic()
+    assert _try_import("hangs_here", timeout_s=1) == "the import took over 1 s"
+    assert time.monotonic() - t0 < 10
+    assert "fine_here" not in sys.modules  # the template itself imported nothing
 
 
 def test_spawn_when_asked_or_when_a_side_has_no_function(mods):

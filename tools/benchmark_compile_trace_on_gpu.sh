@@ -28,7 +28,8 @@ for tree in . $OLD; do
   done
 done
 # the current tree must report its helpers in use, or the comparison is not of the fast paths
-python3 -m traceview --version
+python3 -m traceview --version | tee /dev/stderr | grep -q "scan in use, sweep in use" \
+  || { echo "the compiled helpers are not in use: stopping"; exit 1; }
 S=$SECONDS
 BIG_K=1 python3 tools/gpu/shapes.py compile_big /tmp/big.json 2>&1 | grep -v USDT | tail -2
 echo "capture $((SECONDS - S)) s, $(stat -c %s /tmp/big.json) bytes"

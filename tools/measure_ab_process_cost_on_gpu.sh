@@ -13,7 +13,7 @@
 #   c. the same as an A/A (as shipped on both sides), 10 rounds: it must say "cannot tell";
 #   d. the recorded same-process case (tools/gpu/flaggems_type_promotion_fns.py, both
 #      callables in one forked process per round), 12 rounds or 75 s;
-#   c. where each process's time goes, from both JSON results: per side the template's
+#   e. where each process's time goes, from both JSON results: per side the template's
 #      start and imports (once), per process fork-to-ready, imports, CUDA init,
 #      build/compile/warm-up, measure (protocol.process_start, processes[].phases_ns).
 #

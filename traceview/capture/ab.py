@@ -151,9 +151,9 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     then share interpreter, environment and import path, and differ by implementation or
     callable only. ``check_cache``: each side's ``--check-cache`` sequence
     (``cache_check``) in its own setting after the first correctness check and before
-    any round; a wrong side stops the run (exit 3). Then, always, each side's kernels
-    are probed once (``probe.probe_child``, a profiled process of its own, not timed)
-    so the result says which kernels each launched. ``fork``: each round's process is a
+    any round; a wrong side stops the run (exit 3). Beside those checks, always, each
+    side's kernels are probed once (``probe.probe_child``, a profiled process of its own,
+    not timed) so the result says which kernels each launched. ``fork``: each round's process is a
     child forked from a per-side template that has imported everything
     (:mod:`traceview.capture.process_template`); where that cannot work, and with
     ``fork=False``, a fresh interpreter per process."""

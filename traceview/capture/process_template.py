@@ -6,8 +6,10 @@ CUDA's context, the kernels loaded from the compile cache. Only the last two bel
 "a fresh process" in the sense the protocol needs (its own CUDA context, allocator and
 in-memory caches, nothing left over from an earlier round). So each side gets one
 **template**: a process with exactly the side's interpreter, environment and import path
-that imports torch, triton, traceview's capture modules (and what the side preloads, such
-as flag_gems) **without initialising CUDA**, then forks one child per round. The child is
+that imports torch, triton, traceview's capture modules (and what the side preloads)
+**without initialising CUDA**, then forks one child per round; a library whose import
+initialises CUDA (FlagGems) is found in a throwaway child first and left to each round's
+child. The child is
 the fresh process that measures: it creates its own CUDA context, builds its inputs and
 implementation, compiles or loads its kernels, warms up, measures, exits.
 
@@ -266,19 +268,21 @@ def start_templates(sides: Mapping[str, Side], *, fork: bool = True) -> Iterator
 
 
 def _ready(template: Template, folder: Path) -> Template:
-    """:meth:`Template.wait_ready`; when an optional preload (``"?x"``, such as
-    flag_gems) initialised CUDA at import, once more without it (each child then
-    imports it)."""
+    """:meth:`Template.wait_ready`; when an optional preload (``"?x"`` or ``"~x"``)
+    initialised CUDA at import in the template itself, once more without it (each child
+    then imports it)."""
     try:
         return template.wait_ready()
     except TemplateFailed as exc:
         side = template.side
-        if exc.culprit is None or f"?{exc.culprit}" not in side.preload:
+        names = {f"?{exc.culprit}", f"~{exc.culprit}"}
+        if exc.culprit is None or not names & set(side.preload):
             raise
-        lighter = replace(side, preload=tuple(p for p in side.preload
-                                             if p != f"?{exc.culprit}"))
+        lighter = replace(side, preload=tuple(p for p in side.preload if p not in names))
         again = Template.launch(lighter, folder).wait_ready()
-        again.ready["left_out"] = f"{exc.culprit} (its import initialises CUDA)"
+        said = again.ready.get("left_out")
+        again.ready["left_out"] = ", ".join(
+            filter(None, (said, f"{exc.culprit} (its import initialises CUDA)")))
         return again
 
 
@@ -321,14 +325,20 @@ def cuda_initialized() -> bool:
         return False
 
 
+#: Seconds a throwaway child may take to import one ``~`` preload before it is killed.
+TRY_IMPORT_S = 120
+#: What the throwaway child's one byte means.
+_TRIED = {b"k": "ok", b"c": "cuda", b"m": "not importable", b"e": "its import raised"}
+
+
 def _preload(names: list[str]) -> tuple[list[str], list[str], list[str], str | None]:
     """Import ``names`` in order, checking after each that CUDA is still uninitialised:
-    (imported, skipped as not importable, left out as initialising CUDA, the first
-    import that initialised it here). ``"?x"``: only if importable. ``"~x"``: optional,
-    and known to be able to initialise CUDA at import (FlagGems queries the device at
-    import): tried first in a forked child, and imported here only if CUDA stayed down
-    there; otherwise each round's child imports it. That costs one import in a
-    throwaway child, where finding out here would cost a second template."""
+    (imported, skipped with why, left out as initialising CUDA, the first import that
+    initialised it here). ``"?x"``: only if importable. ``"~x"``: optional, and known to
+    be able to initialise CUDA at import (FlagGems queries the device at import): tried
+    first in a forked child, and imported here only if CUDA stayed down there; otherwise
+    each round's child imports it. That costs one import in a throwaway child, where
+    finding out here would cost a second template."""
     done: list[str] = []
     skipped: list[str] = []
     left_out: list[str] = []
@@ -336,8 +346,11 @@ def _preload(names: list[str]) -> tuple[list[str], list[str], list[str], str | N
         optional = name[:1] in "?~"
         bare = name.lstrip("?~")
         tried = _try_import(bare) if name.startswith("~") else "ok"
+        if tried == "cuda":
+            left_out.append(bare)
+            continue
         if tried != "ok":
-            (left_out if tried == "cuda" else skipped).append(bare)
+            skipped.append(f"{bare} ({tried})")
             continue
         try:
             importlib.import_module(bare)
@@ -352,27 +365,44 @@ def _preload(names: list[str]) -> tuple[list[str], list[str], list[str], str | N
     return done, skipped, left_out, None
 
 
-def _try_import(name: str) -> str:
+def _try_import(name: str, timeout_s: float = TRY_IMPORT_S) -> str:
     """Import ``name`` in a forked child (this process imports nothing): ``"ok"``,
-    ``"cuda"`` (the import initialised CUDA) or ``"missing"`` (it failed, or the child
-    died)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the forked child: one byte on the pipe, then out
-        os.close(read)
-        answer = b"m"
-        with contextlib.suppress(BaseException):
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 1)  # the template's stdout is its reply pipe
-            importlib.import_module(name)
-            answer = b"c" if cuda_initialized() else b"k"
-        os.write(write, answer)
-        os._exit(0)
+    ``"cuda"`` (the import initialised CUDA), or why not: a value of :data:`_TRIED`,
+    ``"the import took over N s"``, ``"the child died"``, ``"cannot fork"``."""
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return "cannot fork"
+    if pid == 0:  # the forked child: one byte on the pipe, then out, whatever happens
+        try:
+            os.close(read)
+            _die_with_parent()
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)  # the template's stdin is its command pipe,
+            os.dup2(null, 1)  # its stdout the reply pipe
+            said = b"e"
+            try:
+                importlib.import_module(name)
+                said = b"c" if cuda_initialized() else b"k"
+            except ImportError:
+                said = b"m"
+            except BaseException:  # noqa: BLE001 (a SystemExit from a patch, anything)
+                said = b"e"
+            os.write(write, said)
+        finally:
+            os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as pipe:
-        answer = pipe.read(1)
+        ready, _, _ = select.select([pipe], [], [], timeout_s)
+        answer: bytes | None = pipe.read(1) if ready else None
+    if answer is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    return {b"k": "ok", b"c": "cuda"}.get(answer, "missing")
+    if answer is None:
+        return f"the import took over {timeout_s:g} s"
+    return _TRIED.get(answer, "the child died")
 
 
 def _say(obj: dict[str, Any]) -> None:

@@ -77,6 +77,8 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             real_exec(module)
+            if module.__name__ != TARGET:  # a loader shared by other modules (zip, egg)
+                return
             # an Exception here would surface as FlagGems' ImportError and could be
             # caught; SystemExit stops the process (and the A/B with it): a patch that
             # cannot apply must not pass for an A/A run
