@@ -4,9 +4,9 @@
 
 Each TREE is a directory holding a ``traceview`` package (a checkout, or
 ``git archive COMMIT traceview | tar -x -C DIR``). Every rep runs each tree once, in
-turn (the order rotated each rep, so every tree runs in every position), as a fresh process pinned to one core, with the tree as working directory and
-``PYTHONPATH`` (so ``python -m traceview`` imports that tree). Printed per run and as
-medians: user + sys CPU seconds of the child, wall seconds, peak RSS (``ru_maxrss``) and
+turn (the order rotated each rep, so every tree runs in every position), as a fresh
+process pinned to one core, with the tree as working directory and ``PYTHONPATH`` (so
+``python -m traceview`` imports that tree). Printed per run and as medians: user + sys CPU seconds of the child, wall seconds, peak RSS (``ru_maxrss``) and
 minor page faults. On a shared or uneven machine only such interleaved runs separate a
 10-20% change: sequential batches of one tree then the other drift with the host
 (CHANGELOG.md, issue #15 follow-up). ``--check FILE`` also compares each run's

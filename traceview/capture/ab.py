@@ -37,6 +37,7 @@ from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 def capture_side(label: str, config: Any, *, python: str | None = None,
@@ -153,8 +154,8 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     (``cache_check``) in its own setting after the first correctness check and before
     any round; a wrong side stops the run (exit 3). Beside those checks, always, each
     side's kernels are probed once (``probe.probe_child``, a profiled process of its own,
-    not timed) so the result says which kernels each launched. ``fork``: each round's process is a
-    child forked from a per-side template that has imported everything
+    not timed) so the result says which kernels each launched. ``fork``: each round's
+    process is a child forked from a per-side template that has imported everything
     (:mod:`traceview.capture.process_template`); where that cannot work, and with
     ``fork=False``, a fresh interpreter per process."""
     started = time.monotonic()
@@ -250,25 +251,24 @@ def check_sides(configs: Mapping[str, Any], made: Mapping[str, Side], root: Path
         return {"passed": done["passed"], "calls": done["calls"],
                 "reproducer": done["reproducer"]}
 
-    def one(task: str) -> Any:
-        what, label = task.split(":")
+    def one(task: tuple[str, str]) -> Any:
+        what, label = task
         return check(label) if what == "check" else probe_kernels(made[label], configs[label])
 
-    done = at_once(one, [f"{what}:{label}" for what in ("check", "probe")
-                          for label in configs])
-    cache_checks = {label: c for label in configs
-                    if (c := done[f"check:{label}"]) is not None}
-    return cache_checks, {label: done[f"probe:{label}"] for label in configs}
+    done = at_once(one, [(what, label) for what in ("check", "probe") for label in configs])
+    cache_checks = {label: c for label in configs if (c := done["check", label]) is not None}
+    return cache_checks, {label: done["probe", label] for label in configs}
 
 
-def at_once(work: Callable[[str], T], labels: Sequence[str]) -> dict[str, T]:
+def at_once(work: Callable[[K], T], labels: Sequence[K]) -> dict[K, T]:
     """``work(label)`` for every label (a side, or a task) at once, each in a thread that
-    waits on its own child processes; the first label's error (in order) is raised. Daemon threads: on
-    Ctrl-C the process leaves at once and the children die with it (PR_SET_PDEATHSIG)."""
-    results: dict[str, T] = {}
-    errors: dict[str, BaseException] = {}
+    waits on its own child processes; the first label's error (in order) is raised.
+    Daemon threads: on Ctrl-C the process leaves at once and the children die with it
+    (PR_SET_PDEATHSIG)."""
+    results: dict[K, T] = {}
+    errors: dict[K, BaseException] = {}
 
-    def run(label: str) -> None:
+    def run(label: K) -> None:
         try:
             results[label] = work(label)
         except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)

@@ -9,9 +9,9 @@ in-memory caches, nothing left over from an earlier round). So each side gets on
 that imports torch, triton, traceview's capture modules (and what the side preloads)
 **without initialising CUDA**, then forks one child per round; a library whose import
 initialises CUDA (FlagGems) is found in a throwaway child first and left to each round's
-child. The child is
-the fresh process that measures: it creates its own CUDA context, builds its inputs and
-implementation, compiles or loads its kernels, warms up, measures, exits.
+child. The child is the fresh process that measures: it creates its own CUDA context,
+builds its inputs and implementation, compiles or loads its kernels, warms up, measures,
+exits.
 
 Guards: the template's environment has ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (so a
 ``torch.cuda.is_available()`` during an import asks NVML, not the driver); after its
@@ -281,9 +281,14 @@ def _ready(template: Template, folder: Path) -> Template:
         lighter = replace(side, preload=tuple(p for p in side.preload if p not in names))
         again = Template.launch(lighter, folder).wait_ready()
         said = again.ready.get("left_out")
-        again.ready["left_out"] = ", ".join(
-            filter(None, (said, f"{exc.culprit} (its import initialises CUDA)")))
+        again.ready["left_out"] = ", ".join(filter(None, (said, left_out_text([exc.culprit]))))
         return again
+
+
+def left_out_text(names: list[str]) -> str | None:
+    """``protocol.process_start.templates.X.left_out``: the preloads each round's child
+    imports itself, and why; None when there are none."""
+    return ", ".join(f"{n} (its import initialises CUDA)" for n in names) or None
 
 
 def _text(path: Path) -> str:
@@ -427,8 +432,7 @@ def main() -> None:
     call = getattr(importlib.import_module(module), name) if culprit is None else None
     _say({"ready": True, "cuda_initialized": culprit, "start_ns": t0 - spawned,
           "imports_ns": time.monotonic_ns() - t0, "preloaded": done, "skipped": skipped,
-          "left_out": ", ".join(f"{n} (its import initialises CUDA)" for n in left_out)
-          or None})
+          "left_out": left_out_text(left_out)})
     if culprit:
         return
     for line in sys.stdin:
