@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from traceview.capture.serving.bisect import bisect
-from traceview.capture.serving.launch import Outcome
-from traceview.capture.serving.spec import Variant
+from traceview.serve.bisect import bisect
+from traceview.serve.launch import Outcome
+from traceview.serve.spec import Variant
 
 OPS = ["add", "mul", "rms_norm", "silu", "softmax"]
 
@@ -78,11 +78,11 @@ def test_a_child_that_cannot_list_ops_is_reported_not_looped():
 
 
 def test_a_variant_decides_its_interpreter_and_environment(monkeypatch):
-    from traceview.capture.serving.launch import TRACEVIEW_ROOT, command
+    from traceview.serve.launch import TRACEVIEW_ROOT, command
 
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     argv, env = command(Variant("B", env={"FOO": "1"}, python="/opt/py/bin/python3"))
-    assert argv == ["/opt/py/bin/python3", "-m", "traceview.capture.serving.child"]
+    assert argv == ["/opt/py/bin/python3", "-m", "traceview.serve.child"]
     assert env["FOO"] == "1" and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/elsewhere"]
     argv, env = command(Variant("A", env={"PYTHONPATH": "/fake"}))
     assert argv[0] == sys.executable and env["PYTHONPATH"].split(":") == [TRACEVIEW_ROOT, "/fake"]

@@ -1,7 +1,7 @@
 """traceview serve's arithmetic, arrivals and options: no torch needed.
 
 Every expected figure is computed here from raw integer timestamps, independently of
-``traceview.capture.serving.metrics``.
+``traceview.serve.metrics``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.capture.serving import arrivals, metrics
-from traceview.capture.serving.spec import ModelSpec, ServeSpec, Variant, Workload, parse_env
 from traceview.errors import UsageError
+from traceview.serve import arrivals, metrics
+from traceview.serve.spec import ModelSpec, ServeSpec, Variant, Workload, parse_env
 
 
 def nearest_rank(values, p):
@@ -151,7 +151,7 @@ def test_param_count_matches_a_hand_count():
 def test_ab_block_pairs_rounds_and_gives_the_exact_interval():
     """Six rounds at alpha 0.05: k = 1, so the interval runs from the smallest to the
     largest Walsh average, i.e. min(d) .. max(d), at confidence 1 - 2/64."""
-    from traceview.capture.serving.runner import ab_block
+    from traceview.serve.runner import ab_block
 
     def rep(wall, tpot, digest="x"):
         lat = {name: {p: tpot for p in metrics.PERCENTILES} for name in metrics.LATENCIES}

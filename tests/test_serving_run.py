@@ -22,12 +22,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 
-from traceview.capture.serving import launch
-from traceview.capture.serving.arrivals import arrival_offsets_ns
-from traceview.capture.serving.runner import run_serve
-from traceview.capture.serving.spec import ModelSpec, ServeSpec, Variant, Workload
 from traceview.paired import interleaved_order
 from traceview.render.registry import RenderOptions, renderer
+from traceview.serve import launch
+from traceview.serve.arrivals import arrival_offsets_ns
+from traceview.serve.runner import run_serve
+from traceview.serve.spec import ModelSpec, ServeSpec, Variant, Workload
 
 pytestmark = pytest.mark.capture
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,8 +235,8 @@ def test_cli_json_and_text_outputs(monkeypatch, tmp_path):
     """The command's own output paths (children run in this process here)."""
     from typer.testing import CliRunner
 
-    from traceview.capture.serving import launch as launch_mod
     from traceview.cli.app import app
+    from traceview.serve import launch as launch_mod
 
     monkeypatch.setattr(launch_mod, "in_subprocess",
                         lambda v, t, timeout_s=0: launch_mod.in_this_process(v, t))

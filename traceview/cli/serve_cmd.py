@@ -1,7 +1,7 @@
 """``traceview serve``: a controlled generation workload with the op backend swapped.
 
 Only option parsing and printing live here; the protocol is
-``traceview.capture.serving.runner``. The parent never imports torch: every measurement,
+``traceview.serve.runner``. The parent never imports torch: every measurement,
 check and profile runs in a fresh child process. A failed correctness check is exit 3
 (after the report, which names the culprit ops the bisect found).
 """
@@ -102,10 +102,10 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     from rich.console import Console
     from rich.markup import escape
 
-    from traceview.capture.serving import launch as launch_mod
-    from traceview.capture.serving import spec as sp
-    from traceview.capture.serving.runner import run_serve
     from traceview.errors import UsageError
+    from traceview.serve import launch as launch_mod
+    from traceview.serve import spec as sp
+    from traceview.serve.runner import run_serve
 
     if fmt not in ("text", "json", "md"):
         raise UsageError(f"--format {fmt!r}: expected text, json or md")

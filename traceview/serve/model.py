@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.capture.serving.spec import ModelSpec
+from traceview.serve.spec import ModelSpec
 
 #: Context the position embedding is sized for, at least.
 MIN_POSITIONS = 2048

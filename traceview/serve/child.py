@@ -1,4 +1,4 @@
-"""The fresh process behind every serving task: ``python -m traceview.capture.serving.child``.
+"""The fresh process behind every serving task: ``python -m traceview.serve.child``.
 
 It reads one task as JSON on stdin and prints JSON lines on stdout, the last one being
 ``{"result": ...}`` or ``{"error": "one line"}``. Tasks:
@@ -26,17 +26,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.serving import backends, correctness, engine
-from traceview.capture.serving import model as model_mod
-from traceview.capture.serving.arrivals import prompts
-from traceview.capture.serving.spec import (
+from traceview.errors import TraceviewError
+from traceview.serve import backends, correctness, engine
+from traceview.serve import model as model_mod
+from traceview.serve.arrivals import prompts
+from traceview.serve.spec import (
     ModelSpec,
     Variant,
     Workload,
     model_from_dict,
     workload_from_dict,
 )
-from traceview.errors import TraceviewError
 
 Emit = Callable[[dict[str, Any]], None]
 #: Greedy steps per op in the bisect: enough to run the decode path, few enough for
@@ -123,7 +123,7 @@ def task_measure(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """One op at a time; stops at the first crash (the CUDA context is gone after one)."""
-    from traceview.capture.serving.opcalls import aten_ops
+    from traceview.serve.opcalls import aten_ops
 
     torch, model, spec, workload, variant = _setup(task)
     steps = min(int(task["check_steps"]), BISECT_STEPS)
@@ -155,7 +155,7 @@ def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 
 def task_profile(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    from traceview.capture.serving.profile import profile_steps
+    from traceview.serve.profile import profile_steps
 
     torch, model, spec, workload, variant = _setup(task)
     batch = _check_batch(workload, spec.vocab)

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.serving.spec import Variant
+from traceview.serve.spec import Variant
 
 #: Default limit per child: it imports torch + transformers (+ FlagGems), builds the
 #: model and may compile (torch.compile, Triton). ``--child-timeout`` changes it.
 CHILD_TIMEOUT_S = 600
-CHILD_MODULE = "traceview.capture.serving.child"
+CHILD_MODULE = "traceview.serve.child"
 #: The folder that holds the ``traceview`` package this process runs.
-TRACEVIEW_ROOT = str(Path(__file__).resolve().parents[3])
+TRACEVIEW_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def in_this_process(variant: Variant, task: dict[str, Any]) -> Outcome:
     The task goes through JSON both ways, exactly as it would to a child.
     """
     from traceview.capture.device import environ
-    from traceview.capture.serving.child import run_task
+    from traceview.serve.child import run_task
 
     lines: list[dict[str, Any]] = []
     with environ(dict(variant.env)):

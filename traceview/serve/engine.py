@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from traceview.capture.serving.arrivals import arrival_offsets_ns, prompts
-from traceview.capture.serving.spec import Workload
+from traceview.serve.arrivals import arrival_offsets_ns, prompts
+from traceview.serve.spec import Workload
 
 
 class StepClock:

@@ -16,8 +16,8 @@ def aten_ops(torch: Any, model: Any, batch: list[list[int]]) -> list[str]:
     from torch.profiler import ProfilerActivity, profile
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from traceview.capture.serving.engine import generate
-    from traceview.capture.serving.model import generation_config
+    from traceview.serve.engine import generate
+    from traceview.serve.model import generation_config
 
     seen: set[str] = set()
 

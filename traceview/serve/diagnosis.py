@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.capture.serving.profile import DECODE_PATTERN, PREFILL_RANGE
+from traceview.serve.profile import DECODE_PATTERN, PREFILL_RANGE
 
 TOP_FUNCTIONS = 12
 TOP_KERNELS = 8

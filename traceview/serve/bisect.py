@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from traceview.capture.serving.launch import Launcher, Outcome
-from traceview.capture.serving.spec import Variant
+from traceview.serve.launch import Launcher, Outcome
+from traceview.serve.spec import Variant
 
 #: Fresh processes one bisect may start (each crash costs one).
 MAX_CHILDREN = 8

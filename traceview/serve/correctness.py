@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from traceview.capture.serving import backends
-from traceview.capture.serving.engine import generate
-from traceview.capture.serving.model import generation_config
-from traceview.capture.serving.spec import Variant
 from traceview.errors import TraceviewError
+from traceview.serve import backends
+from traceview.serve.engine import generate
+from traceview.serve.model import generation_config
+from traceview.serve.spec import Variant
 
 #: max |backend - eager| / max |eager| allowed on the first-step logits, by dtype.
 TOLERANCE = {"bfloat16": 5e-2, "float16": 1e-2, "float32": 1e-3}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from traceview.capture.serving.spec import Workload
+from traceview.serve.spec import Workload
 
 
 def poisson_gaps_ns(n: int, rate: float, seed: int) -> list[int]:

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from traceview import __version__
-from traceview.capture.serving import arrivals, metrics
-from traceview.capture.serving import launch as launch_mod
-from traceview.capture.serving.bisect import bisect
-from traceview.capture.serving.diagnosis import diagnose
-from traceview.capture.serving.spec import ServeSpec, Variant, model_to_dict
 from traceview.errors import CaptureError
 from traceview.paired import Side, compare, interleaved_order
+from traceview.serve import arrivals, metrics
+from traceview.serve import launch as launch_mod
+from traceview.serve.bisect import bisect
+from traceview.serve.diagnosis import diagnose
+from traceview.serve.spec import ServeSpec, Variant, model_to_dict
 from traceview.stats import median
 
 SCHEMA = "traceview.serve/1"

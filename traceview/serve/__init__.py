@@ -20,6 +20,6 @@ Two halves, split by what they import:
 
 from __future__ import annotations
 
-from traceview.capture.serving.spec import ModelSpec, ServeSpec, Variant, Workload
+from traceview.serve.spec import ModelSpec, ServeSpec, Variant, Workload
 
 __all__ = ["ModelSpec", "ServeSpec", "Variant", "Workload"]

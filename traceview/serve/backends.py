@@ -21,8 +21,8 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
-from traceview.capture.serving.spec import Variant
 from traceview.errors import CaptureError
+from traceview.serve.spec import Variant
 
 FLAG_GEMS_MISSING = ("the flag_gems backend needs FlagGems importable in the variant's "
                      "Python (pip install flag_gems)")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.serving.engine import StepClock, generate
-from traceview.capture.serving.model import generation_config
+from traceview.serve.engine import StepClock, generate
+from traceview.serve.model import generation_config
 
 PREFILL_RANGE = "serve_prefill"
 DECODE_RANGE = "decode_{i}"
