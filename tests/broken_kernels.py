@@ -104,7 +104,7 @@ def mul_hangs_on_scalar(a, b):
     return a * b
 
 
-# -- entries for traceview.capture.isolation.run_child's own tests --------------------------
+# -- entries for traceview.runner.isolation.run_child's own tests --------------------------
 def entry_ok(payload, emit):
     emit({"step": 1})
     return {"echo": payload["x"]}

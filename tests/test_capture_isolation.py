@@ -24,10 +24,11 @@ torch = pytest.importorskip("torch")
 
 import broken_kernels
 
-from traceview.capture import isolation, layouts
+from traceview.capture import layouts
 from traceview.capture.config import CaptureConfig
 from traceview.capture.correctness import compare
 from traceview.cli.app import app
+from traceview.runner import isolation
 
 pytestmark = pytest.mark.capture
 runner = CliRunner()

@@ -116,10 +116,10 @@ def profiled_trace(side: Side, config: Any, out: Path,
 def probe_kernels(side: Side, config: Any) -> dict[str, Any]:
     """The kernels ``config`` launches per call in ``side``'s process setting: one fresh,
     profiled process (``probe.probe_child``), never one of the timed ones."""
-    from traceview.capture import isolation
     from traceview.capture.baseline_child import _encode
     from traceview.capture.failure import STARTUP_S
     from traceview.capture.probe import CPU_NOTE
+    from traceview.runner import isolation
 
     if config.device != "cuda":
         return {"note": CPU_NOTE, "calls": 0, "kernels": [], "how": "not probed"}

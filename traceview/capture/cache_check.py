@@ -35,7 +35,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture import isolation
 from traceview.capture.config import CaptureConfig
 from traceview.capture.failure import (
     STARTUP_S,
@@ -45,6 +44,7 @@ from traceview.capture.failure import (
     out_of_range_text,
 )
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
+from traceview.runner import isolation
 
 CHILD_ENTRY = "traceview.capture.cache_check:run_sequence"
 SCHEMA = 1

@@ -1,6 +1,6 @@
 """The correctness check's child side: run the op once on fresh inputs and compare.
 
-Entry points for :func:`traceview.capture.isolation.run_child` (so they run in a fresh
+Entry points for :func:`traceview.runner.isolation.run_child` (so they run in a fresh
 process, where a crash or a hang cannot reach the tool or a later measurement):
 
 * :func:`check`: the capture's own inputs (same seed, shapes, layout as the capture

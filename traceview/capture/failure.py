@@ -1,7 +1,7 @@
 """Correctness first, isolated, and one report when it fails.
 
 :func:`check_isolated` is step 1 of every capture: the op runs once on the capture's own
-seeded inputs in a fresh child process (:mod:`traceview.capture.isolation`), its output
+seeded inputs in a fresh child process (:mod:`traceview.runner.isolation`), its output
 is compared with the float64 reference there, and only when that passes does anything
 else run (baseline processes, the profiled process). A wrong result, a crash (an
 illegal memory access, a device-side assert, a segfault) or a hang is raised as
@@ -19,10 +19,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import isolation
 from traceview.capture.config import CaptureConfig
 from traceview.capture.correctness import fmt
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
+from traceview.runner import isolation
 
 CHECK_ENTRY = "traceview.capture.check_child:check"
 #: Default seconds the isolated check may go without an answer before it is a hang. It

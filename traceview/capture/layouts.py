@@ -18,9 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture import isolation
 from traceview.capture.config import CaptureConfig
 from traceview.capture.failure import STARTUP_S
+from traceview.runner import isolation
 
 #: The output shape used when ``--shape`` is not given: rank 4, every dim > 1, small
 #: enough for Triton's CPU interpreter.

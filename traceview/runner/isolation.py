@@ -37,7 +37,7 @@ error surfaces at the launch that caused it instead of at some later synchronize
 re-run's outcome is returned with ``located=True`` and the first run's error in
 ``first_error``. ``records`` always holds what was emitted, in order.
 
-The child runs as ``python -m traceview.capture.isolation ENTRY RESULT_FILE`` with the
+The child runs as ``python -m traceview.runner.isolation ENTRY RESULT_FILE`` with the
 payload on stdin, the parent's environment plus ``env``, the same working directory.
 """
 
@@ -66,7 +66,7 @@ POLL_S = 0.05
 STDERR_TAIL = 20
 #: Path prefixes of frames that are the machinery, not the code that went wrong: the
 #: frame reported is the innermost one outside them (the innermost of all if none is).
-_MACHINERY = ("/torch/", "/triton/", "/traceview/capture/isolation.py",
+_MACHINERY = ("/torch/", "/triton/", "/traceview/runner/isolation.py",
               sysconfig.get_paths()["stdlib"] + "/")
 
 
@@ -128,7 +128,7 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
         with open(Path(tmp) / "stderr.txt", "w+") as err:
             t0 = time.monotonic_ns()
             proc = subprocess.Popen(
-                [python, "-m", "traceview.capture.isolation", entry, str(result)],
+                [python, "-m", "traceview.runner.isolation", entry, str(result)],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=child_env,
                 start_new_session=True, text=True,
             )
