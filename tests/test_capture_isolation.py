@@ -24,9 +24,9 @@ torch = pytest.importorskip("torch")
 
 import broken_kernels
 
-from traceview.capture import layouts
 from traceview.capture.config import CaptureConfig
-from traceview.capture.correctness import compare
+from traceview.checks import layouts
+from traceview.checks.correctness import compare
 from traceview.cli.app import app
 from traceview.runner import isolation
 

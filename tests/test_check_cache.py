@@ -21,8 +21,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from traceview.capture import cache_check  # noqa: E402
 from traceview.capture.config import CaptureConfig  # noqa: E402
+from traceview.checks import cache_check  # noqa: E402
 
 pytestmark = pytest.mark.capture
 REPO = Path(__file__).resolve().parents[1]
@@ -241,7 +241,7 @@ def test_eager_torch_in_bfloat16_passes_the_0_dim_float64_step(tmp_path):
     value that shows it, and on the whole sequence."""
     import torch
 
-    from traceview.capture.correctness import compare
+    from traceview.checks.correctness import compare
 
     a = torch.tensor([-1.0, 2.0], dtype=torch.bfloat16)
     b = torch.tensor(1.0318, dtype=torch.float64)

@@ -34,7 +34,7 @@ class CaptureError(TraceviewError):
 class CorrectnessError(TraceviewError):
     """capture's correctness check failed (wrong values, or the kernel crashed): no
     timings are written. ``report`` is the structured failure report when there is one
-    (``traceview.capture.failure``); the message is its first line."""
+    (``traceview.checks.failure``); the message is its first line."""
 
     exit_code = 3
 

@@ -31,11 +31,11 @@ except ValueError:
     d = None
     print("(stdout was not JSON)", text[:2000])
 if isinstance(d, dict) and "traceview_check" in d:
-    from traceview.capture.failure import render_text
+    from traceview.checks.failure import render_text
     print("\n".join(render_text(d)))
 elif isinstance(d, dict) and "traceview_check_layouts" in d:
     from rich.console import Console
-    from traceview.capture import layouts
+    from traceview.checks import layouts
     from traceview.capture.config import CaptureConfig
     rows = [layouts.Row(**r) for r in d["rows"]]
     cfg = CaptureConfig(op=d["op"], impl=d["impl"], dtype=d["dtype"], device=d["device"],

@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from traceview.capture.failure import check_isolated
 from traceview.capture.fresh_processes import (
     PROCESS_TIMEOUT_S,
     Side,
@@ -33,6 +32,7 @@ from traceview.capture.fresh_processes import (
     run_same_process,
 )
 from traceview.capture.process_template import start_templates
+from traceview.checks.failure import check_isolated
 from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze
 
@@ -71,7 +71,7 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
 #: compiles or loads, and measures.
 PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.capture.baseline_child",
            "traceview.capture.baseline", "traceview.capture.impls",
-           "traceview.capture.inputs", "traceview.capture.correctness",
+           "traceview.capture.inputs", "traceview.checks.correctness",
            "traceview.capture.graphs", "traceview.capture.metadata")
 
 
@@ -117,8 +117,8 @@ def probe_kernels(side: Side, config: Any) -> dict[str, Any]:
     """The kernels ``config`` launches per call in ``side``'s process setting: one fresh,
     profiled process (``probe.probe_child``), never one of the timed ones."""
     from traceview.capture.baseline_child import _encode
-    from traceview.capture.failure import STARTUP_S
     from traceview.capture.probe import CPU_NOTE
+    from traceview.checks.failure import STARTUP_S
     from traceview.runner import isolation
 
     if config.device != "cuda":
@@ -244,7 +244,7 @@ def check_sides(configs: Mapping[str, Any], made: Mapping[str, Side], root: Path
                        python=side.python, env=child_env(side))
         if not check_cache:
             return None
-        from traceview.capture.cache_check import check_cache as run_cache_check
+        from traceview.checks.cache_check import check_cache as run_cache_check
 
         done = run_cache_check(config, config.timeout_s, python=side.python,
                                env=child_env(side), side=label)

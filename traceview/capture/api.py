@@ -26,7 +26,7 @@ def _check(torch: Any, first: Any, inputs: tuple[Any, ...], reference: Any,
            label: str) -> dict[str, Any]:
     """The correctness block (correctness.compare against ``reference`` on float64 inputs);
     CorrectnessError, with the full comparison as its report, when it fails."""
-    from traceview.capture.correctness import compare, fmt
+    from traceview.checks.correctness import compare, fmt
 
     found = compare(torch, None, inputs, first, reference=reference,
                     reference_name="float64 via reference=")

@@ -126,7 +126,7 @@ def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
     dev.sync()
     checked = None
     if check:
-        from traceview.capture import correctness
+        from traceview.checks import correctness
 
         checked = correctness.check(dev.torch, config, inputs, first)
     out_bytes = first.numel() * first.element_size()
@@ -168,7 +168,7 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
             graph.replay()
             dev.sync()
             if check:  # the replays are what gets timed: check what they produce too
-                from traceview.capture import correctness
+                from traceview.checks import correctness
 
                 correctness.check(torch, config, ready.inputs, graph.outputs[-1])
             replay = graph.replay

@@ -30,8 +30,6 @@ from typing import Any
 
 from traceview.capture import (
     baseline_child,
-    correctness,
-    failure,
     metadata,
     probe,
     profiling,
@@ -42,6 +40,7 @@ from traceview.capture.config import CaptureConfig
 from traceview.capture.graphs import capture_graph
 from traceview.capture.impls import build_impl, on_streams
 from traceview.capture.inputs import make_inputs
+from traceview.checks import correctness, failure
 from traceview.errors import CaptureError, CorrectnessError
 
 

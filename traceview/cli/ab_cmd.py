@@ -180,7 +180,7 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
         report = exc.report or {}
         if not report.get("cache_check"):
             raise
-        from traceview.capture.cache_check import render_text
+        from traceview.checks.cache_check import render_text
 
         print("traceview: error: " + "\n".join(render_text(report)), file=sys.stderr)
         raise typer.Exit(exc.exit_code) from None

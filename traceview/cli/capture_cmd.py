@@ -5,7 +5,7 @@ Choices are plain strings validated by ``CaptureConfig`` so that every bad value
 line on stderr and exit 2 through ``run_guarded`` (typer's own choice errors print a
 usage box). A failed correctness check (wrong values, or the op crashed) is exit 3 and
 a hang past ``--timeout`` exit 2, each with the one failure report of
-``traceview.capture.failure`` on stderr (``--format json``: that report as JSON on
+``traceview.checks.failure`` on stderr (``--format json``: that report as JSON on
 stdout). Nothing heavy is imported at module level: torch and triton load only when a
 capture actually runs.
 """
@@ -133,7 +133,7 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
         raise CaptureError("--check-cache builds its own operands from --op/--shape/--dtype; "
                            "leave out --inputs")
     if shape is None:
-        from traceview.capture.layouts import DEFAULT_SHAPE
+        from traceview.checks.layouts import DEFAULT_SHAPE
 
         shape = "x".join(map(str, DEFAULT_SHAPE)) if check_layouts or check_cache else "1x4096"
     sizes = cfg.parse_sweep(sweep) if sweep is not None else None
@@ -171,7 +171,7 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
 def _check_cache(console, config, format) -> None:
     from rich.console import Console
 
-    from traceview.capture import cache_check
+    from traceview.checks import cache_check
 
     with Console(stderr=True).status(f"checking the warm path of {config.op} "
                                      f"({config.impl_label}, {config.dtype}) on {config.device}..."):
@@ -202,8 +202,8 @@ def _one(console, config, format) -> None:
 
 def _failure(exc, format) -> None:
     """The one failure report: text on stderr, or JSON on stdout; then the exit code."""
-    from traceview.capture import cache_check
-    from traceview.capture.failure import render_text
+    from traceview.checks import cache_check
+    from traceview.checks.failure import render_text
 
     lines = (cache_check.render_text(exc.report) if "cache_check" in exc.report
              else render_text(exc.report))
@@ -218,7 +218,7 @@ def _failure(exc, format) -> None:
 def _check_layouts(console, config, format) -> None:
     from rich.console import Console
 
-    from traceview.capture import layouts
+    from traceview.checks import layouts
 
     with Console(stderr=True).status(f"checking {config.op} ({config.impl}, {config.dtype}) "
                                      f"over layouts on {config.device}..."):

@@ -8,7 +8,7 @@ run of anything untrusted happens in a process of its own, under a timeout.
 
 API (torch-free on the parent side)::
 
-    outcome = run_child("traceview.capture.check_child:check", payload, timeout_s=120)
+    outcome = run_child("traceview.checks.check_child:check", payload, timeout_s=120)
 
 ``entry`` is ``"package.module:function"``, imported in the child. The child calls
 ``function(payload, emit)``: ``payload`` is the JSON-able dict given here, ``emit(record)``

@@ -7,7 +7,7 @@ process, where a crash or a hang cannot reach the tool or a later measurement):
   will use), one call, one synchronize, the float64 comparison. Returns
   ``{"status": "ok"|"wrong", "operands": [...], "comparison": {...}}``.
 * :func:`check_variants`: the same for a list of operand layouts
-  (:mod:`traceview.capture.layouts`), emitting ``{"start": i}`` before and
+  (:mod:`traceview.checks.layouts`), emitting ``{"start": i}`` before and
   ``{"done": i, ...}`` after each, so that the parent knows which one a crash or a hang
   belongs to and can go on with the rest in a new process.
 
@@ -64,8 +64,8 @@ def check_variants(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
 
 
 def _run_one(config: CaptureConfig, dev: Any, inputs: Any, emit: Any) -> dict[str, Any]:
-    from traceview.capture.correctness import compare_config
     from traceview.capture.impls import build_impl
+    from traceview.checks.correctness import compare_config
 
     torch = dev.torch
     operands = describe_operands(torch, inputs.args)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
-from traceview.capture.failure import (
+from traceview.checks.failure import (
     STARTUP_S,
     crash_frame_line,
     element_text,
@@ -46,7 +46,7 @@ from traceview.capture.failure import (
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.runner import isolation
 
-CHILD_ENTRY = "traceview.capture.cache_check:run_sequence"
+CHILD_ENTRY = "traceview.checks.cache_check:run_sequence"
 SCHEMA = 1
 #: The base shape when ``--shape`` is not given: rank 4, every dim > 1 (so transposed and
 #: broadcast views exist), small enough for Triton's CPU interpreter.
@@ -288,7 +288,7 @@ def report(config: CaptureConfig, todo: list[Step], rows: list[dict[str, Any]],
     if outcome.status == "wrong":
         rep["comparison"] = (bad or {}).get("comparison")
     else:
-        from traceview.capture.failure import crash_fields
+        from traceview.checks.failure import crash_fields
 
         rep["crash"] = crash_fields(outcome)
     return rep
@@ -306,7 +306,7 @@ def _row_json(r: dict[str, Any]) -> dict[str, Any]:
 def reproducer(config: CaptureConfig) -> str:
     """The ``traceview capture ... --check-cache`` line that runs the same sequence:
     capture's shortest reproducer (``failure.reproducer``) with the check."""
-    from traceview.capture.failure import reproducer as capture_line
+    from traceview.checks.failure import reproducer as capture_line
 
     line = capture_line(config) + " --check-cache"
     if config.device == "cpu" and config.impl == "fn":
@@ -340,7 +340,7 @@ def headline(rep: dict[str, Any]) -> str:
 
 def render_text(rep: dict[str, Any]) -> list[str]:
     """The report for a terminal: a headline, then one labelled line per fact."""
-    from traceview.capture.correctness import fmt
+    from traceview.checks.correctness import fmt
 
     cc = rep["cache_check"]
     lines = [headline(rep)]
@@ -404,7 +404,7 @@ def render(console: Any, doc: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from traceview.capture.correctness import fmt
+    from traceview.checks.correctness import fmt
 
     t = Table(title=escape(f"--check-cache: {doc['op']} ({doc['impl']}, {doc['dtype']}, "
                            f"{doc['device']}): {doc['calls']} calls in one warm process"),
@@ -438,7 +438,7 @@ def run_sequence(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
 
     from traceview.capture import device as device_mod
     from traceview.capture.baseline_child import _decode
-    from traceview.capture.correctness import compare_config
+    from traceview.checks.correctness import compare_config
 
     config = _decode(payload["config"])
     dev = device_mod.open_device(config)
@@ -536,7 +536,7 @@ def build_args(torch: Any, config: CaptureConfig, device: Any, gen: Any,
 
 def describe(torch: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]:
     """``check_child.describe_operands`` plus each tensor's 16-byte alignment."""
-    from traceview.capture.check_child import describe_operands
+    from traceview.checks.check_child import describe_operands
 
     out = describe_operands(torch, args)
     for d, a in zip(out, args, strict=True):

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
-from traceview.capture.correctness import fmt
+from traceview.checks.correctness import fmt
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.runner import isolation
 
-CHECK_ENTRY = "traceview.capture.check_child:check"
+CHECK_ENTRY = "traceview.checks.check_child:check"
 #: Default seconds the isolated check may go without an answer before it is a hang. It
 #: covers importing torch, building the inputs and compiling the kernel (Inductor can
 #: take a minute), so a real hang costs this long to detect: ``--timeout`` changes it.
@@ -70,7 +70,7 @@ def from_comparison(config: CaptureConfig, torch: Any, inputs: Any, comparison: 
     """The same report for a wrong output found in the capturing process itself (the
     cold call, or a graph replay) after the isolated check passed: an implementation
     whose result changes between processes or between eager and graph."""
-    from traceview.capture.check_child import describe_operands
+    from traceview.checks.check_child import describe_operands
 
     rep = _base(config, "wrong", describe_operands(torch, inputs.args), found_by)
     rep["comparison"] = comparison

@@ -7,7 +7,7 @@ slices with a storage offset, every-other-element views, broadcast on one axis (
 embeddings: ``(B, H, S, D) * (B, 1, S, D)``), a bias of lower rank, a stride-0 expanded
 view, a Python scalar, a 0-dim tensor (on the device, or on the CPU as
 ``x * torch.tensor(0.5)`` gives). Each variant is one operand list; all run in one child
-process (:mod:`traceview.capture.check_child`), and a crash or hang ends that process
+process (:mod:`traceview.checks.check_child`), and a crash or hang ends that process
 only: the variant is marked and the rest go on in a new one. Torch-free on this side.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
-from traceview.capture.failure import STARTUP_S
+from traceview.checks.failure import STARTUP_S
 from traceview.runner import isolation
 
 #: The output shape used when ``--shape`` is not given: rank 4, every dim > 1, small
@@ -27,7 +27,7 @@ from traceview.runner import isolation
 DEFAULT_SHAPE = (4, 8, 16, 32)
 #: The scalar used by the scalar-operand variant (an int for integer dtypes).
 SCALAR_FLOAT, SCALAR_INT = 2.5, 3
-CHILD_ENTRY = "traceview.capture.check_child:check_variants"
+CHILD_ENTRY = "traceview.checks.check_child:check_variants"
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def render(console: Any, config: CaptureConfig, rows: list[Row]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from traceview.capture.failure import out_of_range_text
+    from traceview.checks.failure import out_of_range_text
 
     passed = sum(r.status == "pass" for r in rows)
     title = (f"{config.op} | {config.impl_label} | {config.dtype} | {config.device} | output "
@@ -248,7 +248,7 @@ def short_operand(op: dict[str, Any]) -> str:
 
 
 def _detail(r: Row, out_of_range_text: Any) -> str:
-    from traceview.capture.correctness import fmt
+    from traceview.checks.correctness import fmt
 
     if r.status == "pass":
         c = r.comparison or {}

@@ -1,0 +1,1 @@
+"""Correctness checks: a float64 reference, isolated checking children, failure reports."""
