@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from traceview.capture import ab
-from traceview.capture import fresh_processes as runner
+from traceview.ab import fresh_processes as runner
+from traceview.ab import harness as ab
 from traceview.errors import CaptureError, CorrectnessError
 from traceview.multi import ab_result
 from traceview.paired import compare
@@ -212,7 +212,7 @@ def test_ab_cli_wrong_side_is_exit_3_and_bad_env_exit_2(tmp_path, monkeypatch):
 def test_the_parent_side_does_not_import_torch():
     import subprocess
 
-    code = ("import sys, traceview.capture.ab, traceview.cli.ab_cmd, traceview.render.ab_report, "
+    code = ("import sys, traceview.ab.harness, traceview.cli.ab_cmd, traceview.render.ab_report, "
             "traceview.multi.unprofiled, traceview.multi.codepath; "
             "sys.exit('torch' in sys.modules or 'triton' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
@@ -368,7 +368,7 @@ def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeyp
 
 
 def test_same_process_block_order_gives_each_side_the_first_slot_half_the_time():
-    from traceview.capture.ab_pair_child import block_order
+    from traceview.ab.ab_pair_child import block_order
 
     order = block_order(4)
     assert order == ["A", "B", "B", "A", "A", "B", "B", "A"]

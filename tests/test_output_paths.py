@@ -101,7 +101,7 @@ def test_export_parquet_target_is_checked_first(tmp_path, no_work):
     ["ab", "--op", "add", "--device", "cpu", "--impl", "torch", "--rounds", "2"],
 ])
 def test_capture_and_ab_out_are_checked_before_any_run(tmp_path, command, monkeypatch):
-    import traceview.capture.ab as ab_mod
+    import traceview.ab.harness as ab_mod
     import traceview.capture.protocol as protocol
 
     def boom(*a, **k):

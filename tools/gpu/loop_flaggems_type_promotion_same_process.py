@@ -7,7 +7,7 @@ then runs 10 blocks per side in the order A B, B A, A B, ...; a block is 200 cal
 timed as perf_counter_ns around call + torch.cuda.synchronize. Per process: the median of
 each side's 2000 samples and B - A. Prints one JSON line: per process A, B, B - A (ns) and
 how many processes had B faster. Written from the issue's definition, apart from
-traceview's pair child (capture/ab_pair_child.py), so the two can disagree.
+traceview's pair child (ab/ab_pair_child.py), so the two can disagree.
 """
 
 import json

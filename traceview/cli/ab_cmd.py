@@ -1,6 +1,6 @@
 """``traceview ab``: two variants of the same call, interleaved in fresh processes.
 
-Option parsing and printing only; the runner is ``traceview.capture.ab`` (torch-free:
+Option parsing and printing only; the runner is ``traceview.ab.harness`` (torch-free:
 the children import torch). Options shared by both sides are capture's; ``--a-X`` /
 ``--b-X`` override one side. Bad values are one line and exit 2; a side whose output is
 wrong is exit 3.
@@ -153,7 +153,7 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
 
 def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, out, width,
         trace_dir=None, check_cache=False, spawn=False, **options) -> None:
-    from traceview.capture.ab import run_capture_ab
+    from traceview.ab.harness import run_capture_ab
     from traceview.errors import CaptureError, CorrectnessError
 
     if rounds < 1 or rounds > 200:

@@ -32,7 +32,7 @@ Wire protocol, one JSON object per line: the parent writes ``{"preload": [...], 
 round on the template's stdin; the template answers ``{"ready": ...}`` once, then
 ``{"forked": pid}`` and ``{"done": pid, "code": exit code}`` per round. The child writes
 its result line to ``stdout`` (as a spawned child prints it) and its errors to
-``stderr``, so :func:`~traceview.capture.fresh_processes.read_result` reads both kinds
+``stderr``, so :func:`~traceview.ab.fresh_processes.read_result` reads both kinds
 alike. Ctrl-C: the template and its children run in a session of their own with SIGINT
 ignored; the parent's interrupt kills the whole group (and the template dies with its
 parent, ``PR_SET_PDEATHSIG``), so no process prints a traceback.
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.fresh_processes import (
+from traceview.ab.fresh_processes import (
     SPAWNED_ENV,
     Side,
     Starter,
@@ -104,7 +104,7 @@ class Template:
         with open(folder / "template.stderr", "wb") as err:
             try:
                 proc = subprocess.Popen(  # noqa: PLW1509 (no threads started here)
-                    [side.python, "-m", "traceview.capture.process_template"],
+                    [side.python, "-m", "traceview.ab.process_template"],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
                     cwd=side.cwd, start_new_session=True,
                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
@@ -458,7 +458,7 @@ def _child(call: Any, request: dict[str, Any], forked: int) -> None:
         for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)
-        from traceview.capture.ab_child import answer
+        from traceview.ab.ab_child import answer
 
         code = answer(call, request["config"], exit=False)
     except BaseException:  # noqa: BLE001 (reported on the round's stderr, then exit 1)

@@ -88,7 +88,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
 def measure_both(text: str) -> dict[str, Any]:
     """One round's process (``Side.call``): both sides in blocks, with the process's
     phases (``phases_ns``, ``ab_child.Phases``)."""
-    from traceview.capture.ab_child import Phases, import_libraries
+    from traceview.ab.ab_child import Phases, import_libraries
     from traceview.capture.baseline_child import _decode
 
     phases = Phases()
@@ -101,7 +101,7 @@ def measure_both(text: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    from traceview.capture.ab_child import answer
+    from traceview.ab.ab_child import answer
 
     answer(measure_both)
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from traceview.capture.fresh_processes import SPAWNED_ENV
+from traceview.ab.fresh_processes import SPAWNED_ENV
 
 
 class Phases:

@@ -1,12 +1,12 @@
 """The capture A/B: the parent side of ``traceview ab`` (torch-free).
 
-:func:`capture_side` makes a :class:`~traceview.capture.fresh_processes.Side` whose child
-(``traceview.capture.ab_child``) builds the inputs and the implementation of a
+:func:`capture_side` makes a :class:`~traceview.ab.fresh_processes.Side` whose child
+(``traceview.ab.ab_child``) builds the inputs and the implementation of a
 ``CaptureConfig``, checks the first output against the reference, warms up and
 measures exactly as capture's unprofiled baseline does (``baseline.measure``: full API
 synchronised each call, amortized submit, device per op from graph replays on CUDA).
 :func:`run_capture_ab` checks both sides, runs the rounds
-(:mod:`traceview.capture.fresh_processes`) and pairs them
+(:mod:`traceview.ab.fresh_processes`) and pairs them
 (:func:`traceview.multi.ab_result.analyze`) into an ``ABResult``.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from traceview.capture.fresh_processes import (
+from traceview.ab.fresh_processes import (
     PROCESS_TIMEOUT_S,
     Side,
     check_time_limit,
@@ -31,7 +31,7 @@ from traceview.capture.fresh_processes import (
     run_interleaved,
     run_same_process,
 )
-from traceview.capture.process_template import start_templates
+from traceview.ab.process_template import start_templates
 from traceview.checks.failure import check_isolated
 from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze
@@ -56,11 +56,11 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
         full_env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache_root, label, "inductor"))
     if config.interpreted:
         full_env.setdefault("TRITON_INTERPRET", "1")
-    return Side(label=label, entry=("-m", "traceview.capture.ab_child"),
+    return Side(label=label, entry=("-m", "traceview.ab.ab_child"),
                 config=json.loads(_encode(config)), python=python or sys.executable,
                 env=full_env, path=tuple(str(Path(p).resolve()) for p in path),
                 cwd=os.getcwd(), cpus=tuple(sorted(set(cpus))),
-                call="traceview.capture.ab_child:measure_side",
+                call="traceview.ab.ab_child:measure_side",
                 preload=preload_for(config.impl))
 
 
@@ -156,7 +156,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     side's kernels are probed once (``probe.probe_child``, a profiled process of its own,
     not timed) so the result says which kernels each launched. ``fork``: each round's
     process is a child forked from a per-side template that has imported everything
-    (:mod:`traceview.capture.process_template`); where that cannot work, and with
+    (:mod:`traceview.ab.process_template`); where that cannot work, and with
     ``fork=False``, a fresh interpreter per process."""
     started = time.monotonic()
     sides = sides or {}
@@ -293,10 +293,10 @@ def pair_side(configs: Mapping[str, Any], made: Mapping[str, Side], blocks: int)
     pair_env = dict(a.env)
     if any(c.interpreted for c in configs.values()):
         pair_env.setdefault("TRITON_INTERPRET", "1")
-    return Side(label="A+B", entry=("-m", "traceview.capture.ab_pair_child"),
+    return Side(label="A+B", entry=("-m", "traceview.ab.ab_pair_child"),
                 config={"a": a.config, "b": made["B"].config, "blocks": blocks},
                 python=a.python, env=pair_env, path=a.path, cwd=a.cwd, cpus=a.cpus,
-                call="traceview.capture.ab_pair_child:measure_both",
+                call="traceview.ab.ab_pair_child:measure_both",
                 preload=preload_for(*(c.impl for c in configs.values())))
 
 
