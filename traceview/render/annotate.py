@@ -43,6 +43,7 @@ from traceview.analyses.steps import LAUNCH_LATENCY, phase_intervals
 from traceview.atomic import replace_atomic
 from traceview.errors import TraceLoadError
 from traceview.io.annotations import ANNOTATION_CAT
+from traceview.report.build import _label as lane_label  # the report's names for lanes
 from traceview.report.explanation import Analysis
 from traceview.report.model import Report
 
@@ -178,7 +179,7 @@ def path_slices(a: Analysis, st) -> tuple[list[AddedSlice], list[AddedFlow]]:
         else:
             runs.append([seg.kind, seg.lane, seg.what, seg.start_ns, seg.end_ns, target])
     for kind, lane, what, a0, a1, target in runs:
-        resource = trace.lanes[lane].label if lane is not None else "device"
+        resource = lane_label(a, lane)
         out.append(AddedSlice(PATH, what, a0, a1, {
             "kind": kind, "resource": resource, "ns": a1 - a0, "step": st.index}, st.index))
         if target is not None:
@@ -228,7 +229,7 @@ def idle_slices(a: Analysis, lane: int | None, start: int, end: int, step: int |
                 ) -> list[AddedSlice]:
     out = []
     for x0, x1, ln, what in idle_segments(a, lane, start, end):
-        who = a.trace.lanes[ln].label if ln is not None else "device"
+        who = lane_label(a, ln)
         name = what if ln is None else f"{what} ({who})"
         out.append(AddedSlice(IDLE, name, x0, x1, {"waited_for": who, "what": what,
                                                     "ns": x1 - x0}, step))
