@@ -86,7 +86,7 @@ def explain(
         from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
 
-        if _proton(source, format, options_given=[
+        if _proton(source, format, width, options_given=[
                 ("--window", window), ("--calls", calls), ("--rules", rules),
                 ("--thread", thread), ("--figure", figure), ("--annotate", annotate)]):
             return
@@ -136,7 +136,7 @@ def explain(
 PROTON_SUFFIXES = (".chrome_trace", ".chrome_trace.gz", ".hatchet", ".hatchet.gz")
 
 
-def _proton(source: str | Path, format: Format, *,
+def _proton(source: str | Path, format: Format, width: int | None, *,
             options_given: list[tuple[str, object]]) -> bool:
     """A Proton profile (by content; a URL by its name): its report, and True."""
     from traceview.io import proton
@@ -158,7 +158,7 @@ def _proton(source: str | Path, format: Format, *,
 
     report = trace_report(proton.read_trace(source)) if kind == "trace" \
         else tree_report(proton.read_tree(source))
-    sys.stdout.write(render(report, format.value))
+    sys.stdout.write(render(report, format.value, width or stdout_console(None).width))
     sys.stdout.flush()
     return True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -185,11 +186,25 @@ def tree_text(r: ProtonTreeReport, *, md: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(r: ProtonTraceReport | ProtonTreeReport, fmt: str) -> str:
+def render(r: ProtonTraceReport | ProtonTreeReport, fmt: str, width: int = 80) -> str:
+    """``fmt``: text, json or md. Text prose is wrapped at ``width``; tables are not."""
     if fmt == "json":
         return json.dumps(r.to_dict(), indent=2) + "\n"
     md = fmt == "md"
-    return trace_text(r, md=md) if isinstance(r, ProtonTraceReport) else tree_text(r, md=md)
+    out = trace_text(r, md=md) if isinstance(r, ProtonTraceReport) else tree_text(r, md=md)
+    return out if md else _wrap(out, width)
+
+
+def _wrap(text: str, width: int) -> str:
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("  ") or len(line) <= width:
+            lines.append(line)
+        else:
+            indent = "  " if line.startswith("- ") else ""
+            lines += textwrap.wrap(line, width, subsequent_indent=indent,
+                                   break_on_hyphens=False)
+    return "\n".join(lines) + "\n"
 
 
 def to_json(r: ProtonTraceReport | ProtonTreeReport) -> dict[str, Any]:
