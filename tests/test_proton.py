@@ -323,3 +323,16 @@ def test_out_of_range_numbers_do_not_become_figures(tmp_path):
         assert any("out of range" in n for n in d["notes"])
     else:
         assert r.exit_code == 2 and r.output.count("\n") == 1
+
+
+def test_the_python_api_reads_proton_and_load_says_what_the_file_is():
+    import traceview
+    from traceview.errors import TraceLoadError
+
+    r = traceview.proton(CALLS_TRACE)
+    assert len(r.calls) == 20
+    assert traceview.proton(NESTED_TREE).count == 20
+    with pytest.raises(TraceLoadError, match="Proton trace"):
+        traceview.load(CALLS_TRACE)
+    with pytest.raises(TraceLoadError, match="not a Triton Proton"):
+        traceview.proton(FIXTURES / "torch_mul_1x4096_f32.json.gz")

@@ -68,6 +68,13 @@ def check_foreign(path: str | Path) -> None:
         raise TraceLoadError(p, "a Perfetto protobuf trace, not a Chrome/Kineto JSON trace: "
                                 "convert it with Perfetto's `traceconv json TRACE OUT.json`, "
                                 f"or {TORCH_JSON}")
+    from traceview.io.proton import sniff
+
+    kind = sniff(p)
+    if kind is not None:
+        raise TraceLoadError(p, f"a Triton Proton {kind}, not a Chrome/Kineto trace: "
+                                "`traceview explain FILE` reads it on its own (docs/proton.md), "
+                                "traceview.proton(FILE) in Python")
     if head.startswith(b"SQLite format 3"):
         raise TraceLoadError(p, "an SQLite database (an `nsys export` or Perfetto's trace "
                                 f"processor?), not a Chrome/Kineto JSON trace: {TORCH_JSON}")
