@@ -209,6 +209,34 @@ def test_a_trace_without_steps_gets_calls_idle_and_findings(tmp_path):
     assert again.to_dict()["calls"] == report["calls"]
 
 
+@pytest.mark.parametrize("name", ["train_llama_reduce_overhead.json.gz",
+                                  "generate_llama_16_tokens.json.gz"])
+def test_other_real_traces_keep_the_invariants(name, tmp_path):
+    out = tmp_path / "a.json.gz"
+    r = runner.invoke(app, ["explain", str(FIXTURES / name), "--annotate", str(out),
+                            "--format", "json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    doc = json.loads(gzip.decompress(out.read_bytes()))
+    t = tracks(doc)
+    for events in t.values():
+        assert raw_nests(spans(events))
+    idle = t["traceview: device idle"]
+    steps = (report["steps"] or {}).get("steps") or []
+    for s in steps:
+        assert sum(b - a for a, b in spans(
+            [e for e in t["traceview: critical path"] if e["args"]["step"] == s["index"]])) \
+            == s["wall_ns"]
+        assert sum(b - a for a, b in spans(
+            [e for e in idle if s["start_ns"] <= ns(e["ts"]) < s["end_ns"]])) \
+            == s["device_idle_ns"]
+    if not steps:
+        assert sum(b - a for a, b in spans(idle)) == report["device"]["idle_ns"]
+    again = json.loads(runner.invoke(app, ["explain", str(out), "--format", "json"]).stdout)
+    assert {k: v for k, v in again.items() if k != "trace"} == \
+        {k: v for k, v in report.items() if k != "trace"}
+
+
 def test_written_atomically_and_never_over_the_input(tmp_path):
     src = tmp_path / "in.json.gz"
     src.write_bytes(SMALL.read_bytes())

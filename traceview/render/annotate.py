@@ -227,8 +227,14 @@ def idle_segments(a: Analysis, step_lane: int | None, start: int, end: int
 
 def idle_slices(a: Analysis, lane: int | None, start: int, end: int, step: int | None
                 ) -> list[AddedSlice]:
-    out = []
+    out: list[AddedSlice] = []
+    merged: list[list[Any]] = []  # adjacent stretches with one cause become one slice
     for x0, x1, ln, what in idle_segments(a, lane, start, end):
+        if merged and merged[-1][1] == x0 and merged[-1][2] == ln and merged[-1][3] == what:
+            merged[-1][1] = x1
+        else:
+            merged.append([x0, x1, ln, what])
+    for x0, x1, ln, what in merged:
         who = lane_label(a, ln)
         name = what if ln is None else f"{what} ({who})"
         out.append(AddedSlice(IDLE, name, x0, x1, {"waited_for": who, "what": what,
