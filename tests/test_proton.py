@@ -336,3 +336,31 @@ def test_the_python_api_reads_proton_and_load_says_what_the_file_is():
         traceview.load(CALLS_TRACE)
     with pytest.raises(TraceLoadError, match="not a Triton Proton"):
         traceview.proton(FIXTURES / "torch_mul_1x4096_f32.json.gz")
+
+
+def _event(stack, ts, dur, tid=7):
+    return {"args": {"call_stack": stack}, "cat": "kernel", "dur": dur, "name": stack[-1],
+            "ph": "X", "tid": tid, "ts": ts}
+
+
+def test_one_json_object_per_stream_per_line_is_read(tmp_path):
+    f = tmp_path / "two.chrome_trace"
+    lines = [{"displayTimeUnit": "us", "traceEvents": [
+        _event(["ROOT", "call_0", "k"], 0.0, 1.5), _event(["ROOT", "call_1", "k"], 10.0, 2.0)]},
+        {"displayTimeUnit": "us", "traceEvents": [
+            _event(["ROOT", "call_0", "k2"], 0.5, 1.0, tid=9)]}]
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert proton.sniff(f) == "trace"
+    r = trace_report(proton.read_trace(f))
+    assert r.streams == ("7", "9")
+    assert [(c.name, c.kernels, c.kernel_ns, c.busy_ns) for c in r.calls] == \
+        [("call_0", 2, 2500, 1500), ("call_1", 1, 2000, 2000)]
+
+
+def test_one_scope_name_reused_for_every_call_is_said(tmp_path):
+    f = tmp_path / "same.chrome_trace"
+    f.write_text(json.dumps({"displayTimeUnit": "us", "traceEvents": [
+        _event(["ROOT", "call", "k"], float(i * 10), 1.0) for i in range(5)]}))
+    r = trace_report(proton.read_trace(f))
+    assert len(r.calls) == 1 and r.calls[0].kernels == 5
+    assert any("name each call's scope uniquely" in n for n in r.notes)
