@@ -70,7 +70,10 @@ def check_foreign(path: str | Path) -> None:
                                 f"or {TORCH_JSON}")
     from traceview.io.proton import sniff
 
-    kind = sniff(p)
+    # a second, longer look only when the head could be Proton's (a Kineto trace starts
+    # with its schemaVersion): no extra read for the traces of a fleet
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    kind = sniff(p) if start[:1] == b"[" or start.startswith(b'{"displayTimeUnit"') else None
     if kind is not None:
         raise TraceLoadError(p, f"a Triton Proton {kind}, not a Chrome/Kineto trace: "
                                 "`traceview explain FILE` reads it on its own (docs/proton.md), "
