@@ -23,7 +23,8 @@ import os
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
-__all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "explain", "load"]
+__all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "explain", "load",
+           "proton"]
 
 from traceview.options import Options
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from traceview.model import Trace
     from traceview.multi.ranks import RanksReport
     from traceview.report.model import Report
+    from traceview.report.proton import ProtonTraceReport, ProtonTreeReport
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -47,6 +49,21 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     check_foreign(os.fspath(path))  # Perfetto protobuf, Nsight reports: one line saying what to do
     return build(decode(path, progress=progress))
+
+
+def proton(path: str | PathLike[str]) -> ProtonTraceReport | ProtonTreeReport:
+    """The report of a Triton Proton profile (a ``.chrome_trace`` or a ``.hatchet`` tree,
+    recognised by content; ``docs/proton.md``). ``TraceLoadError`` for anything else."""
+    from traceview.errors import TraceLoadError
+    from traceview.io import proton as p
+    from traceview.report.proton import trace_report, tree_report
+
+    kind = p.sniff(path)
+    if kind == "trace":
+        return trace_report(p.read_trace(path))
+    if kind == "tree":
+        return tree_report(p.read_tree(path))
+    raise TraceLoadError(path, "not a Triton Proton trace or tree")
 
 
 def explain(trace: Trace, options: Options | None = None) -> Report:

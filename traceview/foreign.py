@@ -68,6 +68,16 @@ def check_foreign(path: str | Path) -> None:
         raise TraceLoadError(p, "a Perfetto protobuf trace, not a Chrome/Kineto JSON trace: "
                                 "convert it with Perfetto's `traceconv json TRACE OUT.json`, "
                                 f"or {TORCH_JSON}")
+    from traceview.io.proton import sniff
+
+    # a second, longer look only when the head could be Proton's (a Kineto trace starts
+    # with its schemaVersion): no extra read for the traces of a fleet
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    kind = sniff(p) if start[:1] == b"[" or start.startswith(b'{"displayTimeUnit"') else None
+    if kind is not None:
+        raise TraceLoadError(p, f"a Triton Proton {kind}, not a Chrome/Kineto trace: "
+                                "`traceview explain FILE` reads it on its own (docs/proton.md), "
+                                "traceview.proton(FILE) in Python")
     if head.startswith(b"SQLite format 3"):
         raise TraceLoadError(p, "an SQLite database (an `nsys export` or Perfetto's trace "
                                 f"processor?), not a Chrome/Kineto JSON trace: {TORCH_JSON}")

@@ -30,6 +30,7 @@ from traceview import intervals
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
+from traceview.io.annotations import ANNOTATION_CAT
 from traceview.io.columns import MISSING, Columns, Decoded
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
@@ -192,6 +193,9 @@ def build(decoded: Decoded) -> Trace:
     x = decoded.x
     counts: dict[str, int] = defaultdict(int, decoded.phases.counts)
     dur, keep = _placeable(x.ts, x.dur, counts)
+    added = [i for i, k in enumerate(decoded.keys) if k[1] == ANNOTATION_CAT]
+    if added:  # traceview's own tracks (explain --annotate) are not the trace's events
+        keep = keep & ~np.isin(x.key, added)
     cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
     lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
     slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)

@@ -34,7 +34,7 @@ could at most save: the path may move to another chain once it is shorter.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -59,11 +59,26 @@ class PathItem:
 
 
 @dataclass(frozen=True)
+class PathSegment:
+    """One stretch of the walk in time: [start_ns, end_ns) charged to (kind, lane, what),
+    and the slice row of the work it stood on or waited on (None when no one slice is)."""
+
+    kind: PathKind
+    lane: int | None
+    what: str
+    start_ns: int
+    end_ns: int
+    row: int | None = None
+
+
+@dataclass(frozen=True)
 class CriticalPath:
     start_ns: int
     end_ns: int
     items: tuple[PathItem, ...]  # biggest first; sums to end - start
     edges: Counter  # edge kind -> times the path took it
+    # the same time as the items, in time order and tiling [start_ns, end_ns)
+    segments: tuple[PathSegment, ...] = field(default=(), compare=False)
 
     @property
     def total_ns(self) -> int:
@@ -117,7 +132,7 @@ def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
         w.charge("host", step_lane, UNTRACED, start_ns, w.t)
     items = tuple(sorted((PathItem(k, ln, what, ns) for (k, ln, what), ns in w.got.items()),
                          key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
-    path = CriticalPath(start_ns, end_ns, items, w.edges)
+    path = CriticalPath(start_ns, end_ns, items, w.edges, tuple(reversed(w.segments)))
     if path.total_ns != end_ns - start_ns:
         raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
     return path
@@ -145,10 +160,13 @@ class _Walk:
         self.lane: int = step_lane
         self.on_device: int | None = None  # device row the walk stands on
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
+        self.segments: list[PathSegment] = []  # in the walk's (backward) order
 
-    def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int) -> None:
+    def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
+               row: int | None = None) -> None:
         if b > a:
             self.got[(kind, lane, what)] += b - a
+            self.segments.append(PathSegment(kind, lane, what, a, b, row))
 
     def from_device(self) -> bool:
         """On a device row: charge it back to its start, then follow what released it
@@ -157,7 +175,7 @@ class _Walk:
         k = self.on_device
         assert k is not None
         ks = max(int(s.start[k]), start_ns)
-        self.charge("device", int(s.lane[k]), self.trace.names[int(s.name[k])], ks, self.t)
+        self.charge("device", int(s.lane[k]), self.trace.names[int(s.name[k])], ks, self.t, k)
         t = self.t = ks
         self.on_device = None
         if t <= start_ns:
@@ -170,18 +188,20 @@ class _Walk:
         if t - release > CROSS_STREAM_SLACK_NS:
             other = dev.last_ending(release, t, exclude=k)
             if other is not None and int(s.lane[other]) != int(s.lane[k]):
-                self.charge("queued", int(s.lane[k]), "cross-stream wait", int(s.end[other]), t)
+                self.charge("queued", int(s.lane[k]), "cross-stream wait", int(s.end[other]), t,
+                            other)
                 self.t, self.on_device = int(s.end[other]), other
                 edges["cross_stream"] += 1
                 return False
         if prev_end is not None and (edge_at is None or prev_end >= edge_at) \
                 and prev_end > start_ns:
-            self.charge("queued", int(s.lane[k]), "queued behind previous work", prev_end, t)
+            self.charge("queued", int(s.lane[k]), "queued behind previous work", prev_end, t,
+                        prev)
             self.t, self.on_device = prev_end, prev
             edges["stream_order"] += 1
         elif edge_at is not None and launch is not None:
             host = int(s.lane[launch])
-            self.charge("launch_latency", host, "launch latency", edge_at, t)
+            self.charge("launch_latency", host, "launch latency", edge_at, t, launch)
             self.t = edge_at
             if host in self.timelines:
                 self.lane = host
@@ -220,7 +240,7 @@ class _Walk:
         if code == self.sync_code and owner >= 0:
             done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
             if done is not None and int(s.end[done]) > start_ns:
-                self.charge("host", lane, "sync", int(s.end[done]), t)
+                self.charge("host", lane, "sync", int(s.end[done]), t, done)
                 self.t, self.on_device = int(s.end[done]), done
                 edges["kernel_to_sync"] += 1
                 return False
@@ -229,12 +249,12 @@ class _Walk:
             src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
             if src is not None:
                 q_lane, q = src
-                self.charge("host", lane, "wait", q, t)
+                self.charge("host", lane, "wait", q, t, owner)
                 returns.append((lane, ws))
                 self.lane, self.t = q_lane, q
                 edges["wait_to_thread"] += 1
                 return False
-        self.charge("host", lane, self.cats[code], a, t)
+        self.charge("host", lane, self.cats[code], a, t, owner if owner >= 0 else None)
         self.t = a
         if returns and returns[-1][0] != lane and a <= returns[-1][1]:
             self.lane = returns.pop()[0]

@@ -56,6 +56,11 @@ def explain(
     figure: Annotated[Path | None, typer.Option(
         help="Also write a picture of a typical call here: a .svg or a .png name (PNG "
              "needs cairosvg); other names are refused. Markdown mentions it; text and JSON note it on stderr.")] = None,
+    annotate: Annotated[Path | None, typer.Option(
+        help="Also write the trace with traceview's tracks added (calls, steps and phases, "
+             "the critical path with flow arrows, device idle by cause, findings) for "
+             "Perfetto or chrome://tracing: a .json or .json.gz name (gzipped by name). "
+             "See docs/annotate.md.")] = None,
     jobs: JobsOpt = None,
     recursive: RecursiveOpt = True,
     engine: EngineOpt = "local",
@@ -66,6 +71,13 @@ def explain(
 
     if len(trace) != 1 or sources.is_dir(trace[0]) or (
             sources.is_glob(trace[0]) and not Path(trace[0]).exists()):
+        if annotate is not None:
+            from traceview.errors import UsageError
+
+            def refuse() -> None:
+                raise UsageError("--annotate needs a single trace")
+
+            return run_guarded(refuse)
         return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
                               recursive=recursive, engine=engine, address=address)
     source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
@@ -74,6 +86,10 @@ def explain(
         from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
 
+        if _proton(source, format, width, options_given=[
+                ("--window", window), ("--calls", calls), ("--rules", rules),
+                ("--thread", thread), ("--figure", figure), ("--annotate", annotate)]):
+            return
         if engine != "local" or address is not None:
             from traceview.errors import UsageError
 
@@ -84,9 +100,20 @@ def explain(
             raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
                              "to its input")
         check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
-        report = run_explain(load_with_progress(source),
-                             analysis_options(window, calls, rules, thread, top=top,
-                                              calls_depth=calls_depth))
+        _check_annotate(annotate, source)
+        opts = analysis_options(window, calls, rules, thread, top=top, calls_depth=calls_depth)
+        if annotate is None:
+            report = run_explain(load_with_progress(source), opts)
+        else:
+            from traceview.render.annotate import write_annotated
+            from traceview.report.build import build_report
+            from traceview.report.explanation import analyze_trace
+
+            analysis = analyze_trace(load_with_progress(source), opts)
+            report = build_report(analysis)
+            added = write_annotated(source, annotate, analysis, report)
+            print(f"traceview: annotated trace written to {annotate} ({added} events "
+                  "added; open it in https://ui.perfetto.dev)", file=sys.stderr)
         from traceview.render.registry import RenderOptions, renderer, write_figure
 
         ref = None
@@ -104,6 +131,49 @@ def explain(
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)
+
+
+PROTON_SUFFIXES = (".chrome_trace", ".chrome_trace.gz", ".hatchet", ".hatchet.gz")
+
+
+def _proton(source: str | Path, format: Format, width: int | None, *,
+            options_given: list[tuple[str, object]]) -> bool:
+    """A Proton profile (by content; a URL by its name): its report, and True."""
+    from traceview.io import proton
+
+    if isinstance(source, str):
+        kind = proton.sniff(source) if source.lower().endswith(PROTON_SUFFIXES) else None
+    else:
+        kind = proton.sniff(source)
+    if kind is None:
+        return False
+    given = [flag for flag, value in options_given if value is not None]
+    if given:
+        from traceview.errors import UsageError
+
+        raise UsageError(f"{', '.join(given)}: not for a Proton {kind} ({source}); Proton "
+                         "profiles have no host events, windows or Kineto calls")
+    from traceview.render.proton import render
+    from traceview.report.proton import trace_report, tree_report
+
+    report = trace_report(proton.read_trace(source)) if kind == "trace" \
+        else tree_report(proton.read_tree(source))
+    sys.stdout.write(render(report, format.value, width or stdout_console(None).width))
+    sys.stdout.flush()
+    return True
+
+
+def _check_annotate(annotate: Path | None, source: str | Path) -> None:
+    from traceview.errors import UsageError
+
+    if annotate is None:
+        return
+    if not annotate.name.lower().endswith((".json", ".json.gz")):
+        raise UsageError(f"--annotate {annotate}: the name must end in .json or .json.gz")
+    if not isinstance(source, str) and _same_file(annotate, source):
+        raise UsageError(f"--annotate {annotate} is the input trace: traceview never writes "
+                         "to its input")
+    check_output_file(annotate, "--annotate")
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
+from traceview.io.annotations import ANNOTATION_CAT
 from traceview.io.collector import Key
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Phases
 from traceview.io.events import LooseEvent, decode_args
@@ -60,6 +61,8 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
     others = sorted(others, key=lambda o: (
         0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0))
     for ev, ts in others:
+        if ev.cat == ANNOTATION_CAT:  # traceview's own tracks (--annotate): not the trace's
+            continue
         ph = ev.ph
         if ph in ("s", "t", "f"):
             fid = id_or_no_id(ev.id)

@@ -7,7 +7,7 @@ renderer and consumer reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,6 +60,8 @@ class Analysis:
     per_call: PerCall | None = None  # per warm call: functions, families, tree
     threads: tuple[ThreadFigures, ...] = ()  # every host thread with events in the window
     steps: tuple[StepFigures, ...] = ()  # calls that are training steps: phases, path
+    # host lane -> its attributed timeline (every working thread; what the steps used)
+    timelines: dict[int, HostTimeline] = field(default_factory=dict, compare=False)
 
 
 # Where calls may be analysed as training steps (phases, critical path): profiler steps
@@ -112,7 +114,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         functions=hot_functions(trace, timeline), cells=cells, calls=calls,
         other_threads=others, has_python_frames=has_py,
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
-        threads=tuple(threads), steps=tuple(steps),
+        threads=tuple(threads), steps=tuple(steps), timelines=timelines,
     )
     _check_identities(ex)
     return ex
