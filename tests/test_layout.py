@@ -292,6 +292,6 @@ def test_every_subject_has_text_json_and_markdown():
     from traceview.render.registry import RENDERERS
 
     subjects = {s for s, _ in RENDERERS}
-    assert subjects == {"report", "ranks", "diff", "ab", "serve"}
+    assert subjects == {"report", "ranks", "diff", "ab", "serve", "proton"}
     for s in subjects:
         assert {"text", "json", "md"} <= {f for t, f in RENDERERS if t == s}, s

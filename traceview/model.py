@@ -30,8 +30,7 @@ from traceview import intervals
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.annotations import ANNOTATION_CAT
-from traceview.io.columns import MISSING, Columns, Decoded
+from traceview.io.columns import ANNOTATION_CAT, MISSING, Columns, Decoded
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -71,15 +71,9 @@ def explain(
 
     if len(trace) != 1 or sources.is_dir(trace[0]) or (
             sources.is_glob(trace[0]) and not Path(trace[0]).exists()):
-        if annotate is not None:
-            from traceview.errors import UsageError
-
-            def refuse() -> None:
-                raise UsageError("--annotate needs a single trace")
-
-            return run_guarded(refuse)
         return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
-                              recursive=recursive, engine=engine, address=address)
+                              recursive=recursive, engine=engine, address=address,
+                              annotate=annotate)
     source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
 
     def body() -> None:
@@ -102,18 +96,8 @@ def explain(
         check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
         _check_annotate(annotate, source)
         opts = analysis_options(window, calls, rules, thread, top=top, calls_depth=calls_depth)
-        if annotate is None:
-            report = run_explain(load_with_progress(source), opts)
-        else:
-            from traceview.render.annotate import write_annotated
-            from traceview.report.build import build_report
-            from traceview.report.explanation import analyze_trace
-
-            analysis = analyze_trace(load_with_progress(source), opts)
-            report = build_report(analysis)
-            added = write_annotated(source, annotate, analysis, report)
-            print(f"traceview: annotated trace written to {annotate} ({added} events "
-                  "added; open it in https://ui.perfetto.dev)", file=sys.stderr)
+        report = run_explain(load_with_progress(source), opts) if annotate is None \
+            else _explain_and_annotate(source, annotate, opts)
         from traceview.render.registry import RenderOptions, renderer, write_figure
 
         ref = None
@@ -153,14 +137,31 @@ def _proton(source: str | Path, format: Format, width: int | None, *,
 
         raise UsageError(f"{', '.join(given)}: not for a Proton {kind} ({source}); Proton "
                          "profiles have no host events, windows or Kineto calls")
-    from traceview.render.proton import render
+    from traceview.render.registry import RenderOptions, renderer
     from traceview.report.proton import trace_report, tree_report
 
     report = trace_report(proton.read_trace(source)) if kind == "trace" \
         else tree_report(proton.read_tree(source))
-    sys.stdout.write(render(report, format.value, width or stdout_console(None).width))
+    out = renderer(format.value, "proton").render(
+        report, RenderOptions(width=width or stdout_console(None).width))
+    sys.stdout.write(as_text(out))
     sys.stdout.flush()
     return True
+
+
+def _explain_and_annotate(source: str | Path, annotate: Path, opts: Any) -> Any:
+    """The report, with the annotated trace written to ``annotate`` on the way."""
+    from traceview.cli._progress import load_with_progress
+    from traceview.render.registry import write_annotated_trace
+    from traceview.report.build import build_report
+    from traceview.report.explanation import analyze_trace
+
+    analysis = analyze_trace(load_with_progress(source), opts)
+    report = build_report(analysis)
+    added = write_annotated_trace(source, annotate, analysis, report)
+    print(f"traceview: annotated trace written to {annotate} ({added} events "
+          "added; open it in https://ui.perfetto.dev)", file=sys.stderr)
+    return report
 
 
 def _check_annotate(annotate: Path | None, source: str | Path) -> None:
@@ -186,7 +187,7 @@ def _same_file(a: Path, b: Path) -> bool:
 def _explain_ranks(paths: list[str], format: Format, window: str | None, calls: str | None,
                    rules: Path | None, thread: str | None, width: int | None,
                    figure: Path | None, jobs: int | None, *, recursive: bool, engine: str,
-                   address: str | None) -> None:
+                   address: str | None, annotate: Path | None = None) -> None:
     """Many traces: exit 0 when at least one rank was analysed (the failures are listed
     in the report and on stderr), 2 when none was."""
 
@@ -196,6 +197,8 @@ def _explain_ranks(paths: list[str], format: Format, window: str | None, calls: 
 
         if figure is not None:
             raise UsageError("--figure needs a single trace")
+        if annotate is not None:
+            raise UsageError("--annotate needs a single trace")
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
         from traceview.cli._progress import RanksProgress

@@ -7,4 +7,6 @@ same figures as the original (``traceview/render/annotate.py`` writes them).
 
 from __future__ import annotations
 
-ANNOTATION_CAT = "traceview"
+from traceview.io.columns import ANNOTATION_CAT
+
+__all__ = ["ANNOTATION_CAT"]

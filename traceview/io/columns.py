@@ -20,6 +20,10 @@ from traceview.io.exact_time import MISSING
 
 __all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "Phases"]
 
+# The category of every event ``explain --annotate`` adds to a trace (io/annotations.py
+# says why the loader and the model leave them out).
+ANNOTATION_CAT = "traceview"
+
 # Event categories whose args the model reads (kept as raw bytes, decoded on access).
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
                             "cuda_driver", "user_annotation", "gpu_user_annotation"})

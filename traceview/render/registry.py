@@ -29,7 +29,7 @@ class RenderOptions:
     figure: str | None = None  # a figure written beside a markdown report, to mention
 
 
-Subject = Literal["report", "ranks", "diff", "ab", "serve"]
+Subject = Literal["report", "ranks", "diff", "ab", "serve", "proton"]
 
 
 class Renderer(Protocol):
@@ -210,12 +210,27 @@ class ServeMarkdown:
         return render_serve_markdown(report)
 
 
+class Proton:
+    """A Proton profile's report (``traceview.report.proton``): its text, JSON or markdown."""
+
+    binary = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.proton import render
+
+        return render(report, self.name, options.width)
+
+
 RENDERERS: dict[tuple[Subject, str], Renderer] = {
     **{("report", r.name): r for r in (Terminal(), Json(), Markdown(), Svg(), Png())},
     **{("ranks", r.name): r for r in (RanksTerminal(), RanksJson(), RanksMarkdown())},
     **{("diff", r.name): r for r in (DiffTerminal(), DiffJson(), DiffMarkdown())},
     **{("ab", r.name): r for r in (AbTerminal(), AbJson(), AbMarkdown())},
     **{("serve", r.name): r for r in (ServeTerminal(), ServeJson(), ServeMarkdown())},
+    **{("proton", name): Proton(name) for name in ("text", "json", "md")},
 }
 
 
@@ -237,3 +252,11 @@ def write_figure(report: Report, path: str | Path) -> None:
                          f"{path.suffix or 'a name without a suffix'}")
     out = renderer(kind).render(report, RenderOptions())
     write_bytes_atomic(path, out if isinstance(out, bytes) else out.encode())
+
+
+def write_annotated_trace(source: str | Path, out: Path, analysis: Any, report: Report) -> int:
+    """The trace at ``source`` with traceview's tracks added, written whole to ``out``
+    (``explain --annotate``, docs/annotate.md); returns how many events were added."""
+    from traceview.render.annotate import write_annotated
+
+    return write_annotated(source, out, analysis, report)
