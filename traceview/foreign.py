@@ -7,8 +7,6 @@ reports. Each gets one line naming the format and how to get a JSON trace (exit 
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from pathlib import Path
 
 from traceview.errors import TraceLoadError
@@ -20,18 +18,9 @@ TORCH_JSON = ("profile with torch.profiler and save the trace as JSON "
 
 
 def _head(path: Path | str, n: int = 64) -> bytes:
-    from traceview.io.sources import open_binary
+    from traceview.io.sources import read_head  # a local file or a URL
 
-    with open_binary(path) as f:  # a local file or a URL (io/sources.py)
-        head = f.read(n)
-        if head[:2] != b"\x1f\x8b":
-            return head
-        f.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=f, mode="rb") as g:
-                return g.read(n)
-        except (OSError, EOFError, zlib.error):  # damaged gzip: the loader says so itself
-            return b""
+    return read_head(path, n)
 
 
 def _looks_like_perfetto(head: bytes) -> bool:

@@ -91,18 +91,9 @@ def _read_all(path: str | os.PathLike[str]) -> bytes:
 
 
 def _head(path: str | os.PathLike[str]) -> bytes:
-    from traceview.io import sources
+    from traceview.io.sources import read_head
 
-    with sources.open_binary(path) as f:
-        raw = f.read(HEAD_BYTES)
-        if raw[:2] != b"\x1f\x8b":
-            return raw
-        f.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=f, mode="rb") as g:
-                return g.read(HEAD_BYTES)
-        except (OSError, EOFError, zlib.error):
-            return b""
+    return read_head(path, HEAD_BYTES)
 
 
 def kind_of_head(head: bytes) -> ProtonKind | None:

@@ -240,3 +240,21 @@ def expand(pattern_or_dir: str, *, recursive: bool) -> list[str] | None:
     except _remote_errors() as exc:
         raise load_error(pattern_or_dir, exc) from None
     return None
+
+
+def read_head(path: str | os.PathLike[str], n: int) -> bytes:
+    """The first ``n`` bytes of a local file or URL, inflated when it is gzipped; empty
+    for a damaged gzip (the loader names that itself). For sniffing a file's format."""
+    import gzip
+    import zlib
+
+    with open_binary(path) as f:
+        head = f.read(n)
+        if head[:2] != b"\x1f\x8b":
+            return head
+        f.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=f, mode="rb") as g:
+                return g.read(n)
+        except (OSError, EOFError, zlib.error):
+            return b""
