@@ -177,7 +177,7 @@ def test_ab_cli_finds_an_env_var_delay_with_the_right_sign(tmp_path, monkeypatch
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert json.loads(out.read_text())["verdict"] == doc["verdict"]
-    assert doc["schema"] == "traceview.ab/1" and doc["rounds"] == 6
+    assert doc["schema_version"] == 2 and "schema" not in doc and doc["rounds"] == 6
     a_proc = [p["full_api_ns_p50"] for p in doc["sides"]["A"]["processes"]]
     b_proc = [p["full_api_ns_p50"] for p in doc["sides"]["B"]["processes"]]
     c = doc["comparisons"]["full_api_ns_p50"]

@@ -247,7 +247,7 @@ def test_cli_json_and_text_outputs(monkeypatch, tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc == json.loads(out.read_text()) and doc["complete"] and doc["measured"]
-    assert doc["schema"] == "traceview.serve/1"
+    assert doc["schema_version"] == 2 and "schema" not in doc
     rep = doc["variants"][0]["repetitions"][0]
     assert rep["figures"]["output_tokens"] == 9 and len(rep["requests"]) == 3
     r = CliRunner().invoke(app, args)

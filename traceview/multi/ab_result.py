@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traceview.documents import stamp
 from traceview.paired import PairedComparison, compare
 
 #: The figures a capture child reports, in the order they are shown. The first judges.
@@ -91,7 +92,7 @@ class ABResult:
                 correctness=first.get("correctness"), versions=first.get("versions"),
                 device=first.get("device"))
         return {
-            "schema": "traceview.ab/1",
+            **stamp("ab"),
             "protocol": self.protocol,
             "rounds": self.rounds,
             "order": self.order,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from traceview.documents import stamp
 from traceview.stats import median
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Diff:
     kernels_used: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"schema_version": 3, "before": self.before_path, "after": self.after_path,
+        return {**stamp("diff"), "before": self.before_path, "after": self.after_path,
                 "calls": {"before": self.calls_before, "after": self.calls_after},
                 "unprofiled": self.unprofiled,
                 "comparisons": [c.as_dict() for c in self.comparisons],

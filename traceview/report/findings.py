@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traceview.codes import FINDINGS, SEVERITY_ORDER
+from traceview.metadata import NO_CAPTURE
 from traceview.report.detected import Detected
 from traceview.report.model import Finding
 
@@ -164,8 +165,7 @@ REPRODUCER_ITEMS = (
 
 def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
-    recorded = meta.get("traceview")
-    cap = recorded if isinstance(recorded, dict) else {}
+    cap = ex.trace.capture or NO_CAPTURE
     args = [a for r, a in ex.trace.slices.args.items()
             if ex.trace.cat_names[ex.trace.slices.cat[r]] == "cpu_op"]
 
@@ -173,15 +173,15 @@ def _reproducer(ex: Analysis) -> list[Detected]:
         return any(key in a for a in args)
 
     present = {
-        "shapes": bool(cap.get("shape")) or has("Input Dims"),
-        "dtypes": bool(cap.get("dtype")) or has("Input type"),
-        "strides": bool(cap.get("strides")) or has("Input Strides"),
-        "scalar arguments": "scalars" in cap or has("Concrete Inputs"),
-        "device": bool(meta.get("deviceProperties")) or bool(cap.get("device")),
-        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.get("device")),
-        "framework and compiler versions": bool(cap.get("versions")),
-        "synchronization protocol": bool(cap.get("protocol")),
-        "correctness reference": bool(cap.get("correctness")),
+        "shapes": bool(cap.shape) or has("Input Dims"),
+        "dtypes": bool(cap.dtype) or has("Input type"),
+        "strides": bool(cap.strides) or has("Input Strides"),
+        "scalar arguments": cap.scalars is not None or has("Concrete Inputs"),
+        "device": bool(meta.get("deviceProperties")) or bool(cap.device),
+        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.device),
+        "framework and compiler versions": bool(cap.versions),
+        "synchronization protocol": cap.protocol is not None,
+        "correctness reference": cap.correctness is not None,
     }
     missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
     if not missing:
@@ -213,13 +213,12 @@ def _perturbation(ex: Analysis) -> list[Detected]:
         evidence["spike_calls"] = [c.index for c in spikes]
     from traceview.report.explanation import unprofiled_baseline
 
-    cap = ex.trace.metadata.get("traceview")
-    proto = cap.get("protocol") if isinstance(cap, dict) else None
-    proto = proto if isinstance(proto, dict) else {}
+    cap = ex.trace.capture
+    sync = cap.protocol.sync if cap is not None and cap.protocol is not None else None
     # Compare like with like (unprofiled_baseline): a call that synchronizes with the
     # synchronized full-API figure, a call that only submits (--sync end) with the
     # amortized submit time; never a cold call (cold twins) and never graph replays.
-    like = ("amortized_submit_ns", "unprofiled amortized submit") if proto.get("sync") == "end" \
+    like = ("amortized_submit_ns", "unprofiled amortized submit") if sync == "end" \
         else ("full_api_ns_p50", "unprofiled")
     unprof = unprofiled_baseline(ex.trace)
     if unprof and warm_p50 and ex.calls.warm_count:

@@ -21,6 +21,7 @@ from traceview.analyses.callfind import CallsSource
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
+from traceview.metadata import CaptureMeta, capture_meta
 from traceview.stats import Stats
 
 
@@ -29,7 +30,9 @@ class TraceInfo:
     path: str
     slices: int
     metadata: dict[str, Any]
-    capture: Any  # capture's own metadata (a dict) or None; wrong-typed fields set aside
+    # capture's own metadata block as recorded, or None; wrong-typed fields set aside
+    # (typed: ``Report.capture_meta``)
+    capture: dict[str, Any] | None
     python_frames: bool
 
 
@@ -418,8 +421,15 @@ class Report:
 
     @property
     def capture(self) -> dict[str, Any]:
-        """Capture's metadata as a dict ({} when the trace was not made by capture)."""
+        """Capture's metadata as recorded, a dict ({} when the trace was not made by
+        capture): what the JSON shows and what other tools' fields are read from."""
         return self.trace.capture if isinstance(self.trace.capture, dict) else {}
+
+    @property
+    def capture_meta(self) -> CaptureMeta | None:
+        """Capture's metadata, typed (``metadata.CaptureMeta``); None when the trace was
+        not made by capture."""
+        return capture_meta(self.trace.capture)
 
     @property
     def typical(self) -> CallRow | None:

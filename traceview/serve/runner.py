@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from traceview import __version__
+from traceview.documents import stamp
 from traceview.errors import CaptureError
 from traceview.paired import Side, compare, interleaved_order
 from traceview.serve import arrivals, metrics
@@ -37,7 +38,6 @@ from traceview.serve.diagnosis import diagnose
 from traceview.serve.spec import ServeSpec, Variant, model_to_dict
 from traceview.stats import median
 
-SCHEMA = "traceview.serve/1"
 Log = Callable[[str], None]
 
 ENGINE = ("Hugging Face transformers generate(): greedy, KV cache (DynamicCache; static "
@@ -227,7 +227,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     """
     launch = launch or launch_mod.in_subprocess
     doc: dict[str, Any] = {
-        "schema": SCHEMA, "tool_version": __version__,
+        **stamp("serve"), "tool_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": argv, "model": model_to_dict(spec.model),
         "workload": dict(asdict(spec.workload), engine=ENGINE,
