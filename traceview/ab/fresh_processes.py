@@ -72,7 +72,7 @@ class Side:
     #: ``"module:function"``: the same work as ``entry`` as a function of the config's
     #: JSON text, returning the result dict (raising TraceviewError for a problem the
     #: user can fix). Only with it can a round be a child forked from a preloaded
-    #: template (:mod:`traceview.ab.process_template`); None: always spawned fresh.
+    #: template (:mod:`traceview.runner.fork_server`); None: always spawned fresh.
     call: str | None = None
     #: Modules the template imports before it forks (``"?name"``: only if importable).
     preload: tuple[str, ...] = ()
@@ -192,7 +192,7 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     ``time_limit_s``: :func:`rounds_in_time` (never half a pair); the caller compares
     ``len(runs) // 2`` with ``rounds`` to say it stopped early; ``started`` as there.
     ``starters`` (by label): how a side's process starts, e.g. forked from a template
-    (:class:`traceview.ab.process_template.Template`); default: spawned fresh
+    (:class:`traceview.runner.fork_server.Template`); default: spawned fresh
     (:func:`run_process`).
     """
     sides = {"A": a, "B": b}

@@ -31,7 +31,7 @@ from traceview.ab.fresh_processes import (
     run_interleaved,
     run_same_process,
 )
-from traceview.ab.process_template import start_templates
+from traceview.runner.fork_server import start_templates
 from traceview.checks.failure import check_isolated
 from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze
@@ -156,7 +156,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     side's kernels are probed once (``probe.probe_child``, a profiled process of its own,
     not timed) so the result says which kernels each launched. ``fork``: each round's
     process is a child forked from a per-side template that has imported everything
-    (:mod:`traceview.ab.process_template`); where that cannot work, and with
+    (:mod:`traceview.runner.fork_server`); where that cannot work, and with
     ``fork=False``, a fresh interpreter per process."""
     started = time.monotonic()
     sides = sides or {}

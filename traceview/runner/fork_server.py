@@ -104,7 +104,7 @@ class Template:
         with open(folder / "template.stderr", "wb") as err:
             try:
                 proc = subprocess.Popen(  # noqa: PLW1509 (no threads started here)
-                    [side.python, "-m", "traceview.ab.process_template"],
+                    [side.python, "-m", "traceview.runner.fork_server"],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
                     cwd=side.cwd, start_new_session=True,
                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
