@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from traceview.ab import fresh_processes as runner
-from traceview.runner.fork_server import start_templates
 from traceview.errors import CaptureError
+from traceview.runner.fork_server import start_templates
 
 CHILD_MOD = textwrap.dedent('''
     import json, os, sys, time
