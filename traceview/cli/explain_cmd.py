@@ -77,8 +77,8 @@ def explain(
     source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
 
     def body() -> None:
-        from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
+        from traceview.report.build import explain as run_explain
 
         if _proton(source, format, width, options_given=[
                 ("--window", window), ("--calls", calls), ("--rules", rules),

@@ -205,9 +205,9 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
     index, path = item
     try:
-        from traceview import load
         from traceview.report.build import build_report
         from traceview.report.explanation import analyze_trace
+        from traceview.report.pipeline import load
 
         ex = analyze_trace(load(path), options)
         report = build_report(ex)
