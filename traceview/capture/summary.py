@@ -1,4 +1,4 @@
-"""capture's summary text (the sweep's table and page: :mod:`traceview.capture.sweep_report`).
+"""capture's summary text (the sweep's table and page: :mod:`traceview.sweep.sweep_report`).
 
 The capture summary puts explain's headline numbers beside the unprofiled baseline.
 
