@@ -66,3 +66,17 @@ def test_the_measuring_packages_are_those_the_architecture_names():
     text = (Path(PKG.parent) / "docs" / "architecture.md").read_text()
     for pkg in MEASURING:
         assert f"`{pkg.split('.')[-1]}`" in text, pkg
+
+
+def test_runner_needs_nothing_it_runs_and_capture_none_of_the_products_built_on_it():
+    """``runner`` imports only itself, ``errors`` and the config it carries; ``capture``
+    (the protocol) never imports the A/B harness, the sweep or serve."""
+    graph = _graph(type_only=True)
+    for mod, deps in graph.items():
+        inside = {d for d in deps if d.startswith("traceview.")}
+        if mod.startswith("traceview.runner"):
+            assert inside <= {"traceview.errors", "traceview.capture.config",
+                              *(d for d in inside if d.startswith("traceview.runner"))}, mod
+        if mod.startswith("traceview.capture"):
+            assert not {d for d in inside if d.startswith(
+                ("traceview.ab", "traceview.sweep", "traceview.serve"))}, mod
