@@ -41,6 +41,17 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Set:
     return s[first], run_end[last]
 
 
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``(k, i)`` with ``lo[k] <= i < hi[k]``: ``k`` ascending, ``i`` ascending
+    within one ``k`` (the positions each query's run of a sorted array covers, for all
+    queries at once, without a Python loop over them). Empty where ``hi <= lo``."""
+    lo = np.asarray(lo, dtype=np.int64)
+    counts = np.maximum(np.asarray(hi, dtype=np.int64) - lo, 0)
+    k = np.repeat(np.arange(lo.size), counts)
+    i = np.arange(k.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts - lo, counts)
+    return k, i
+
+
 def union_length_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                           n: int) -> np.ndarray:
     """``length(union(...))`` of each group's intervals, for integer ``groups`` in

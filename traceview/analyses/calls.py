@@ -181,15 +181,6 @@ class _Metrics:
     k_end: np.ndarray
 
 
-def _pairs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (group, position) with ``lo[group] <= position < hi[group]``, grouped in
-    order and positions ascending within a group."""
-    counts = np.maximum(hi - lo, 0)
-    group = np.repeat(np.arange(lo.size), counts)
-    pos = np.arange(group.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts - lo, counts)
-    return group, pos
-
-
 def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Whether each of ``range(n)`` occurs in sorted ``group``, and where it first does."""
     first = np.searchsorted(group, np.arange(n), side="left")
@@ -217,7 +208,7 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     if w_rows.size:
         w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
 
-    call, pos = _pairs(lo, hi)  # (call, launch position) for every launch in a call
+    call, pos = intervals.expand_ranges(lo, hi)  # (call, launch position) for every launch in a call
     n_launch = np.bincount(call, minlength=n)
     rows = l_rows[pos]
     mine = np.ones(call.size, bool) if own_lane is None else s.lane[rows] == own_lane
@@ -230,7 +221,7 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     lat_pos = m_pos[lk][l_first] if lk.any() else np.zeros(n, np.int64)
     latency = w_min_start[lat_pos] - s.start[l_rows[lat_pos]]
 
-    wc_call, wc_k = _pairs(w_first[pos], w_first[pos] + w_count[pos])
+    wc_call, wc_k = intervals.expand_ranges(w_first[pos], w_first[pos] + w_count[pos])
     w_call, work = call[wc_call], w_rows[wc_k]
     n_work = np.bincount(w_call, minlength=n)
     w_st, w_en = s.start[work], s.end[work]
