@@ -247,9 +247,9 @@ def _time_per_call(tl: HostTimeline, seg_pos: np.ndarray, seg_fam: np.ndarray,
     j1 = np.searchsorted(tl.seg_start, c_en, side="left")
     call, j = intervals.expand_ranges(j0, j1)  # every (call, segment inside it) pair
     ln = np.minimum(tl.seg_end[j], c_en[call]) - np.maximum(tl.seg_start[j], c_st[call])
-    fam_per_call = np.zeros(c_st.size * n_fams, np.int64)
-    np.add.at(fam_per_call, call * n_fams + seg_fam[j], ln)
-    fam_per_call = fam_per_call.reshape(c_st.size, n_fams)
+    flat = np.zeros(c_st.size * n_fams, np.int64)
+    np.add.at(flat, call * n_fams + seg_fam[j], ln)
+    fam_per_call = flat.reshape(c_st.size, n_fams)
     sp = seg_pos[j]
     owned = sp >= 0
     self_in = np.zeros(n_rows, np.int64)
