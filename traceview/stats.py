@@ -69,7 +69,7 @@ def medians_of_others(values: np.ndarray) -> np.ndarray:
 
 
 def summarize(values: Sequence[int | None]) -> Stats:
-    v = sorted(int(x) for x in values if x is not None)
+    v = sorted(map(int, [x for x in values if x is not None]))
     if not v:
         return Stats(0, None, None, None, None, None, None)
     return Stats(

@@ -325,9 +325,9 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         calls = [Call(**{**c.__dict__, "outlier_reason": outliers.get(c.index)}) for c in calls]
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
+    held = {c for call in warm for c, v in call.categories.items() if v}
     category_stats = {c: summarize([call.categories.get(c, 0) for call in warm])
-                      for c in timeline.categories
-                      if any(call.categories.get(c) for call in warm)}
+                      for c in timeline.categories if c in held}
     kinds = _kinds(calls)
     return CallsSummary(found.source, found.pattern, calls, stats, category_stats,
                         warm_count=sum(1 for c in calls if c.warm),
