@@ -218,8 +218,10 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     api_time = intervals.union_length_by_group(m_call, s.start[m_rows], s.end[m_rows], n)
     lk = linked[m_pos]
     has_latency, l_first = _first_of_group(m_call[lk], n)
-    lat_pos = m_pos[lk][l_first] if lk.any() else np.zeros(n, np.int64)
-    latency = w_min_start[lat_pos] - s.start[l_rows[lat_pos]]
+    latency = np.zeros(n, np.int64)
+    if lk.any():
+        lat_pos = m_pos[lk][l_first]
+        latency = w_min_start[lat_pos] - s.start[l_rows[lat_pos]]
 
     wc_call, wc_k = intervals.expand_ranges(w_first[pos], w_first[pos] + w_count[pos])
     w_call, work = call[wc_call], w_rows[wc_k]
