@@ -216,19 +216,24 @@ def op_info(a: Analysis) -> m.OpInfo | None:
         return None
     ops = ops[np.argsort(s.start[ops], kind="stable")]
     o_st, o_en = s.start[ops], s.end[ops]
-    counts: dict[int, int] = {}
-    for row in a.launches.rows.tolist():
-        ls, le = int(s.start[row]), int(s.end[row])
-        k = int(np.searchsorted(o_st, ls, side="right")) - 1
-        for j in range(k, max(k - 64, -1), -1):  # innermost: latest start that contains it
-            if o_en[j] >= le:
-                counts[int(ops[j])] = counts.get(int(ops[j]), 0) + 1
-                break
-    if not counts:
+    l_rows = a.launches.rows
+    ls, le = s.start[l_rows], s.end[l_rows]
+    k = np.searchsorted(o_st, ls, side="right") - 1
+    found = np.full(l_rows.size, -1, np.int64)  # innermost: latest start that contains it
+    todo = np.flatnonzero(k >= 0)
+    for d in range(64):  # up to 64 ops back, all launches at once
+        if todo.size == 0:
+            break
+        j = k[todo] - d
+        ok = j >= 0
+        hit = ok & (o_en[np.maximum(j, 0)] >= le[todo])
+        found[todo[hit]] = ops[j[hit]]
+        todo = todo[ok & ~hit]
+    hits = found[found >= 0]
+    if hits.size == 0:
         return None
-    by_name: dict[int, list[int]] = {}
-    for row, n in counts.items():
-        by_name.setdefault(int(s.name[row]), []).extend([row] * n)
-    name = max(by_name, key=lambda c: (len(by_name[c]), a.trace.names[c]))
-    row = by_name[name][0]
-    return m.OpInfo(a.trace.names[name], len(by_name[name]), dict(s.args.get(row, {})))
+    codes, first, n = np.unique(s.name[hits], return_index=True, return_counts=True)
+    best = max(range(codes.size), key=lambda i: (int(n[i]), a.trace.names[int(codes[i])]))
+    name, row = int(codes[best]), int(hits[first[best]])  # the first such op met
+    count = int(n[best])
+    return m.OpInfo(a.trace.names[name], count, dict(s.args.get(row, {})))
