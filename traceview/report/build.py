@@ -76,7 +76,7 @@ def build_report(a: Analysis) -> m.Report:
                                               dict(t.categories)) for t in a.other_threads),
             families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
                            for f in (pc.families if pc else ()))),
-        breakdown=tuple(m.Cell(c.host, c.device, c.ns) for c in a.cells),
+        breakdown=tuple(a.cells),
         launches=m.LaunchesInfo(
             count=a.launches.count, linked=a.launches.linked, by_api=dict(a.launches.by_api),
             by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,

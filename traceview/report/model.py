@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from traceview.analyses.breakdown import DeviceState
+from traceview.analyses.breakdown import Cell
 from traceview.analyses.callfind import CallsSource
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
@@ -141,13 +141,6 @@ class HostInfo:
     functions_total: int
     other_threads: tuple[OtherThread, ...]
     families: tuple[FamilyRow, ...] = ()
-
-
-@dataclass(frozen=True)
-class Cell:
-    host: str
-    device: DeviceState
-    ns: int
 
 
 @dataclass(frozen=True)
