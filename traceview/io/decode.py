@@ -37,10 +37,10 @@ from typing import Any
 import msgspec
 
 from traceview.errors import TraceLoadError
+from traceview.io import limits
 from traceview.io.collector import Collector
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
 from traceview.io.events import ANY, decode_args
-from traceview.io import limits
 from traceview.io.exact_time import MISSING, value_to_ns
 from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
