@@ -6,6 +6,7 @@ are re-raised.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -134,6 +135,11 @@ def check_output_file(path: Path | None, flag: str, *,
                          f"(it picks the format), not {path.suffix or 'nothing'!r}")
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; give a file name")
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{flag} {path}: {exc.strerror} (a symlink loop)") from None
     _check_writable_parent(path, flag, creates=creates)
 
 
