@@ -180,7 +180,7 @@ def _check_annotate(annotate: Path | None, source: str | Path) -> None:
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (check_output_file says so)
         return False
 
 
