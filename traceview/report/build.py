@@ -131,7 +131,8 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
             path_edges=dict(sorted(st.path.edges.items())),
         ))
     return m.StepsInfo(len(rows), sum(1 for r in rows if not r.cold),
-                       _label(a, a.timeline.lane.index), tuple(rows))
+                       _label(a, a.step_lane if a.step_lane is not None
+                              else a.timeline.lane.index), tuple(rows))
 
 
 def bytes_moved(op: m.OpInfo | None, capture: object,
