@@ -44,6 +44,7 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
@@ -258,9 +259,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         calls.append(Call(i, sp.name, st, en, int(every.size), len(work), reason is not None,
                           metrics, cats, k_end, kind=sp.kind, cold_reason=reason,
                           api_sync_ns=call_sync))
-    outliers = _outliers(calls)
-    if outliers:
-        calls = [Call(**{**c.__dict__, "outlier_reason": outliers.get(c.index)}) for c in calls]
+    calls = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
     category_stats = {c: summarize([call.categories.get(c, 0) for call in warm])
