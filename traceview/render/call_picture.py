@@ -84,6 +84,19 @@ def busy_in_call(t: TypicalCall) -> int:
     return sum(max(0, min(e, t.end_ns) - max(s, t.start_ns)) for s, e in t.device_busy)
 
 
+def busy_after_call(t: TypicalCall) -> int:
+    """The device's busy time the picture draws after the call returned (its work runs on
+    past the range: an unsynchronized call)."""
+    return sum(max(0, min(e, t.axis_end_ns) - max(s, t.end_ns)) for s, e in t.device_busy)
+
+
+def busy_words(t: TypicalCall) -> str:
+    """The device row's legend: every busy ns it draws, inside the call and after it."""
+    after = busy_after_call(t)
+    inside = f"device busy {fmt_ns(busy_in_call(t))}"
+    return f"{inside} in the call, {fmt_ns(after)} after it" if after else inside
+
+
 def host_bars(t: TypicalCall, limit: int) -> Bars:
     """The host row's segments; past ``limit``, the longest ``limit`` in time order and a
     count of the rest."""

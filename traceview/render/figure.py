@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING, TypeVar
 from xml.sax.saxutils import escape
 
 from traceview.errors import UsageError
-from traceview.render.call_picture import DEVICE_HEX, HEX, busy_in_call, legend
-from traceview.render.labels import device_work
+from traceview.render.call_picture import (
+    DEVICE_HEX,
+    HEX,
+    busy_after_call,
+    busy_in_call,
+    busy_words,
+    legend,
+)
+from traceview.render.labels import device_work, unit
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -87,7 +94,7 @@ def render_svg(r: Report) -> str:
         note = "stacked totals, not a timeline"
     else:
         lo, hi = t.start_ns, t.end_ns
-        title = (f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
+        title = (f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
                  f"{device_work(call.metrics)}")
         host = [(s.start_ns, s.end_ns, s.category) for s in t.host]
         busy = list(t.device_busy)
@@ -132,9 +139,10 @@ def render_svg(r: Report) -> str:
         parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>{escape(note)}</text>')
         ly += 18
     items = [(COLOURS.get(c, "#999999"), f"{c} {fmt_ns(ns)}") for c, ns in legend(r)]
-    busy_ns = busy_in_call(t) if t is not None else r.device.busy_ns
+    busy_ns = busy_in_call(t) + busy_after_call(t) if t is not None else r.device.busy_ns
     if busy_ns:
-        items.append((BUSY, f"device busy {fmt_ns(busy_ns)} (paler: part of a pixel)"))
+        words = busy_words(t) if t is not None else f"device busy {fmt_ns(busy_ns)}"
+        items.append((BUSY, f"{words} (paler: part of a pixel)"))
     parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>'
                  + escape("each pixel column shows the host category owning most of it; "
                           "figures: the call's own") + "</text>")

@@ -49,7 +49,8 @@ def build_report(a: Analysis) -> m.Report:
             pc.perturbation.unprofiled_share),
         tree_warm_calls=pc.warm_calls if pc else 0,
     )
-    op = op_info(a)
+    # a training step runs many ops: no one op's name, shapes or bytes stands for it
+    op = None if a.steps else op_info(a)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -87,7 +88,8 @@ def build_report(a: Analysis) -> m.Report:
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
         op=op,
-        bytes_moved=bytes_moved(op, a.trace.metadata.get("traceview"), calls_info),
+        bytes_moved=None if a.steps else bytes_moved(op, a.trace.metadata.get("traceview"),
+                                                     calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps_info(a),
     )
