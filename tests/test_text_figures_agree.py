@@ -45,7 +45,8 @@ def _svg_legend(svg: str) -> dict[str, str]:
 
 def _text_legend(text: str) -> dict[str, str]:
     """The waterfall's legend lines (after the axis line) in the terminal report."""
-    lines = re.split(r"Typical (?:call|step) #", text)[1].splitlines()[4:]
+    lines = re.split(r"Typical (?:call|step) #", text)[1].splitlines()
+    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("       0")) + 1:]
     out = {}
     for ln in lines:
         if not ln.startswith("  "):

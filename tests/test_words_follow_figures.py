@@ -135,8 +135,17 @@ def check_text(r) -> None:
         assert "Per step:" in text and "Per call:" not in text
         assert "traceview measures one op" not in md
         assert r.op is None and r.bytes_moved is None
-    # the waterfall's device row draws work after the call: the legend counts it
+    # a step runs on every working thread: each is a row of the waterfall and the figure
     t = r.typical_call
+    working = [th for th in r.threads if th.role != "helper" and th.work_ns > 0]
+    if r.steps is not None and t is not None and len(working) > 1:
+        others = {th.label for th in working if not th.attributed}
+        assert {ln.label for ln in t.threads} == others
+        svg = renderer("svg").render(r, RenderOptions())
+        for label in others:
+            assert f"= {label}" in flat(text) and f"<title>{label}</title>" in svg
+            assert f"section {label}" in md
+    # the waterfall's device row draws work after the call: the legend counts it
     if t is not None:
         after = sum(max(0, min(e, t.axis_end_ns) - max(s, t.end_ns)) for s, e in t.device_busy)
         assert (f"{fmt_ns(after)} after it" in text) == (after > 0)

@@ -97,10 +97,10 @@ def busy_words(t: TypicalCall) -> str:
     return f"{inside} in the call, {fmt_ns(after)} after it" if after else inside
 
 
-def host_bars(t: TypicalCall, limit: int) -> Bars:
-    """The host row's segments; past ``limit``, the longest ``limit`` in time order and a
-    count of the rest."""
-    segs = list(t.host)
+def host_bars(t: TypicalCall, limit: int, segments: tuple | None = None) -> Bars:
+    """The host row's segments (or another thread's, ``segments``); past ``limit``, the
+    longest ``limit`` in time order and a count of the rest."""
+    segs = list(t.host if segments is None else segments)
     if len(segs) <= limit:
         return Bars(tuple(Bar(s.start_ns, s.end_ns, s.category, s.end_ns - s.start_ns)
                           for s in segs), len(segs))

@@ -191,20 +191,26 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
     bar = max(10, min(BAR_WIDTH, width - 8))
     lo, hi = t.start_ns, t.axis_end_ns
     span = max(hi - lo, 1)
-    host = Text()
+    # a training step runs on several threads: one row each, on the same axis
+    lanes = [("host", t.host)]
+    if t.threads and r.host.thread is not None:
+        lanes = [(r.host.thread.label, t.host)] + [(ln.label, ln.host) for ln in t.threads]
+    rows = [Text() for _ in lanes]
     dev = Text()
     edges = [lo + span * i // bar for i in range(bar + 1)]
     for a, b in pairwise(edges):
         b = max(b, a + 1)
-        owned: dict[str, int] = {}  # the category owning most of this cell
-        for seg in t.host:
-            if seg.end_ns > a and seg.start_ns < b:
-                owned[seg.category] = owned.get(seg.category, 0) + min(seg.end_ns, b) - max(seg.start_ns, a)
-        best = max(owned, key=lambda k: (owned[k], k)) if owned else "untraced"
-        if a >= t.end_ns:
-            host.append(" ")
-        else:
-            host.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
+        for row, (_, segs) in zip(rows, lanes, strict=True):
+            owned: dict[str, int] = {}  # the category owning most of this cell
+            for seg in segs:
+                if seg.end_ns > a and seg.start_ns < b:
+                    owned[seg.category] = (owned.get(seg.category, 0) + min(seg.end_ns, b)
+                                           - max(seg.start_ns, a))
+            best = max(owned, key=lambda k: (owned[k], k)) if owned else "untraced"
+            if a >= t.end_ns:
+                row.append(" ")
+            else:
+                row.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in t.device_busy)
         dev.append("K" if busy * 2 >= (b - a) else ("k" if busy else "."),
                    style=f"reverse {DEVICE_TERMINAL}" if busy else "grey35")
@@ -216,8 +222,17 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
                  f", {device_work(call.metrics)}", style="bold")
     end = fmt_ns(span)
     axis = Text(f"       0{' ' * max(1, bar - 1 - len(end))}{end}")
-    return Group(title, Text("host   ") + host, Text("device ") + dev, axis,
-                 *_legend_lines(items, width))
+    heads = ["host   "] if len(lanes) == 1 else [f"{_short(label):<6} " for label, _ in lanes]
+    key = [] if len(lanes) == 1 else [Text("  rows: " + "; ".join(
+        f"{_short(label)} = {label}" for label, _ in lanes) + "; figures: the first row's")]
+    return Group(title, *(Text(h) + row for h, row in zip(heads, rows, strict=True)),
+                 Text("device ") + dev, axis, *_legend_lines(items, width), *key)
+
+
+def _short(label: str) -> str:
+    """A thread's row head: ``main``, ``pt_aut`` (six characters; the key gives the rest)."""
+    name = label.split(" [")[0].removesuffix(" thread")
+    return name[:6]
 
 
 def _kernels(r: Report, top: int) -> RenderableType | None:

@@ -293,10 +293,19 @@ def gantt(r: Report) -> str | None:
     lines = ["```mermaid", "---", "displayMode: compact", "---", "gantt",
              f"    title Typical {unit_word(r)} #{call.index} ({fmt_ns(call.metrics['api_ns'])}), "
              f"axis in {unit_name}",
-             "    dateFormat x", f"    axisFormat {axis}", "    section host"]
-    for i, bar in enumerate(host.bars):
-        a, b = at(bar.start_ns), max(at(bar.end_ns), at(bar.start_ns) + 1)
-        lines.append(f"    {bar.label} {fmt_ns(bar.ns)} :h{i}, {a}, {b}")
+             "    dateFormat x", f"    axisFormat {axis}"]
+    # a training step runs on several threads: a section each
+    rows = [("host", host)]
+    if t.threads and r.host.thread is not None:
+        rows = [(r.host.thread.label, host)] + [
+            (ln.label, host_bars(t, GANTT_MAX_BARS, ln.host)) for ln in t.threads]
+    n = 0
+    for label, bars in rows:
+        lines.append(f"    section {label.replace(':', ' ')}")
+        for bar in bars.bars:
+            a, b = at(bar.start_ns), max(at(bar.end_ns), at(bar.start_ns) + 1)
+            lines.append(f"    {bar.label} {fmt_ns(bar.ns)} :h{n}, {a}, {b}")
+            n += 1
     lines.append("    section device")
     if not device.bars:
         lines.append(f"    idle :d0, 0, {max(at(hi), 1)}")

@@ -179,7 +179,23 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
     src = a.calls.calls[call.index]
     lo, hi = call.start_ns, call.end_ns
     axis_end = max(hi, src.kernel_end_ns or 0)
-    tl = a.timeline
+    host = _segments(a.timeline, lo, hi)
+    bs, be = a.device.busy
+    dm = (be > lo) & (bs < axis_end)
+    busy = tuple((max(int(s), lo), min(int(e), axis_end))
+                 for s, e in zip(bs[dm].tolist(), be[dm].tolist(), strict=True))
+    lanes: tuple[m.ThreadLane, ...] = ()
+    if a.steps and a.timeline.lane is not None:
+        own = a.timeline.lane.index
+        lanes = tuple(m.ThreadLane(describe(t.lane, t.role), tuple(_segments(tl, lo, hi)))
+                      for t in a.threads
+                      if t.lane.index != own and t.role != "helper" and t.work_ns > 0
+                      and (tl := a.timelines.get(t.lane.index)) is not None)
+    return m.TypicalCall(call.index, lo, hi, axis_end, tuple(host), busy, lanes)
+
+
+def _segments(tl, lo: int, hi: int) -> list[m.Segment]:
+    """A thread's timeline inside [lo, hi), neighbours of one category merged."""
     # the segments that meet the call: one run of them (segments are sorted and disjoint)
     j0 = int(np.searchsorted(tl.seg_end, lo, side="right"))
     j1 = max(j0, int(np.searchsorted(tl.seg_start, hi, side="left")))
@@ -196,11 +212,7 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
         last = np.append(first[1:], st.size) - 1
         host = [m.Segment(s, e, tl.categories[c]) for s, e, c in
                 zip(st[first].tolist(), en[last].tolist(), cat[first].tolist(), strict=True)]
-    bs, be = a.device.busy
-    dm = (be > lo) & (bs < axis_end)
-    busy = tuple((max(int(s), lo), min(int(e), axis_end))
-                 for s, e in zip(bs[dm].tolist(), be[dm].tolist(), strict=True))
-    return m.TypicalCall(call.index, lo, hi, axis_end, tuple(host), busy)
+    return host
 
 
 def op_info(a: Analysis) -> m.OpInfo | None:
