@@ -145,14 +145,14 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     # by profiler-perturbation, not a cold path
     ratio = first.api_ns / warm_p50 if first is not None and warm_p50 \
         and not first.outlier else 0.0
-    if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
+    if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO and not calls.cold_indices:
         return []
     cold_calls = [c for c in calls.calls if c.cold]
     facts: dict[str, Any] = {"cold_ns": cold_ns, "window_ns": ex.window.dur_ns, "ratio": ratio,
                              "warm_p50": warm_p50, "warm_count": calls.warm_count,
                              "first_ns": None, "first_top": [], "profiler_start": False,
                              "cold_reasons": [(c.index, c.cold_reason) for c in cold_calls]}
-    if first is not None:
+    if first is not None and (first.cold or ratio > COLD_FIRST_CALL_RATIO):
         facts["first_ns"] = first.metrics["api_ns"]
         facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
         facts["profiler_start"] = not cold_ns and first.categories.get(
