@@ -257,6 +257,17 @@ class TypicalCall:
     axis_end_ns: int
     host: tuple[Segment, ...]
     device_busy: tuple[tuple[int, int], ...]
+    # a training step's other working threads (the autograd engine's, a data loader's),
+    # each clipped to the step like ``host``: the step runs on all of them
+    threads: tuple[ThreadLane, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThreadLane:
+    """One more host thread's segments inside the typical call."""
+
+    label: str
+    host: tuple[Segment, ...]
 
 
 @dataclass(frozen=True)
