@@ -1,8 +1,8 @@
 """A planted library whose stages the profiler perturbs very differently.
 
-``op`` runs three stages: a 25 us busy-wait (two frames: the profiler adds almost
+``op`` runs three stages: a 50 us busy-wait (two frames: the profiler adds almost
 nothing), 400 tiny Python calls (about 20 us unprofiled, several times that profiled)
-and a C call (``zlib.crc32`` over 256 KiB, one builtin frame).
+and a C call (``zlib.crc32`` over 64 KiB, one builtin frame).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 import zlib
 
-BUSY_NS = 25_000
+BUSY_NS = 50_000
 TINY_CALLS = 400
-DATA = bytes(range(256)) * 1024
+DATA = bytes(range(256)) * 256
 
 
 def busy_stage() -> None:
