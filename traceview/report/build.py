@@ -18,6 +18,7 @@ from traceview.report import model as m
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
+from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
 def explain(trace: Trace, options: Options | None = None) -> m.Report:
@@ -92,7 +93,37 @@ def build_report(a: Analysis) -> m.Report:
                                                      calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps_info(a),
+        unprofiled=unprofiled_info(a),
     )
+
+
+def unprofiled_info(a: Analysis) -> UnprofiledInfo | None:
+    """The call's estimated unprofiled split (``report/unprofiled.py``): measured where
+    capture recorded ``baseline.split``, else the per-event model where an unprofiled
+    call figure is known, else a note of what cannot be known. None with no warm call."""
+    from traceview.report.explanation import unprofiled_baseline
+    from traceview.stats import median
+
+    pc = a.per_call
+    warm = [c for c in a.calls.calls if c.warm]
+    if pc is None or not pc.tree or not warm:
+        return None
+    profiled = int(median([c.api_ns for c in warm]))
+    cats = sorted({k for c in warm for k in c.categories})
+    prof_cats = {k: int(median([c.categories.get(k, 0) for c in warm])) for k in cats}
+    cap = a.trace.metadata.get("traceview")
+    base = cap.get("baseline") if isinstance(cap, dict) else None
+    split = base.get("split") if isinstance(base, dict) else None
+    override = a.options.unprofiled_call
+    if isinstance(split, dict) and split.get("functions") and isinstance(split.get("call_ns"), int):
+        source = "--unprofiled-call" if override else "capture's split child (same process as the functions)"
+        return from_split(pc.tree, split, profiled, prof_cats, source, override)
+    call = override or unprofiled_baseline(a.trace)
+    if call:
+        source = "--unprofiled-call" if override else "capture's baseline"
+        return from_model(pc.tree, call, profiled, pc.perturbation.events_per_call or 0,
+                          prof_cats, source)
+    return none_known(profiled)
 
 
 def _label(a: Analysis, lane: int | None) -> str:

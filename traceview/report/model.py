@@ -22,6 +22,7 @@ from traceview.analyses.callfind import CallsSource
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
+from traceview.report.unprofiled import UnprofiledInfo
 from traceview.stats import Stats
 
 
@@ -409,6 +410,7 @@ class Report:
     bytes_moved: BytesMoved | None = None
     threads: tuple[ThreadRow, ...] = ()  # every host thread with events in the window
     steps: StepsInfo | None = None  # set when the calls are training steps
+    unprofiled: UnprofiledInfo | None = None  # the call's split without the profiler
 
     def matrix(self) -> list[MatrixRow]:
         """The breakdown pivoted to one row per host category, biggest total first."""
