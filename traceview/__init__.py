@@ -73,12 +73,9 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     ``progress``, if given, is called with the count of decompressed bytes read so far.
     """
-    from traceview.foreign import check_foreign
-    from traceview.io.decode import decode
-    from traceview.model import build
+    from traceview.report.pipeline import load as _load
 
-    check_foreign(os.fspath(path))  # Perfetto protobuf, Nsight reports: one line saying what to do
-    return build(decode(path, progress=progress))
+    return _load(path, progress)
 
 
 def proton(path: str | PathLike[str]) -> ProtonTraceReport | ProtonTreeReport:
@@ -105,7 +102,9 @@ def explain(trace: Trace, options: Options | None = None) -> Report:
 
 def analyze(path: str | PathLike[str], options: Options | None = None) -> Report:
     """``explain(load(path))``."""
-    return explain(load(path), options)
+    from traceview.report.pipeline import analyze as _analyze
+
+    return _analyze(path, options)
 
 
 def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
@@ -116,7 +115,6 @@ def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
     (``address`` as ``ray.init`` takes it; ``pip install 'traceview[ray]'``). The result
     has each rank's ``Report`` (``.ranks[i].report``), the stragglers, ``.to_dict()``
     (the ranks JSON) and ``.table()`` (a polars row per rank)."""
-    import os
 
     from traceview.multi.ranks import analyze_ranks as _analyze_ranks
 

@@ -35,6 +35,7 @@ class BaselineMeta(msgspec.Struct, frozen=True):
     amortized_submit_ns: int | float | None = None
     device_ns: int | float | None = None
     per_process: Any = None  # one row of the figures per fresh process, when measured so
+    split: dict[str, Any] | None = None  # the call's unprofiled split (docs/capture.md)
 
 
 class ColdMeta(msgspec.Struct, frozen=True):
