@@ -36,10 +36,7 @@ def build_report(a: Analysis) -> m.Report:
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
         stats=dict(calls.stats), categories=dict(calls.category_stats),
-        per_call=tuple(m.CallRow(c.index, c.name, c.start_ns, c.end_ns, c.cold, c.launches,
-                                 c.kernels, dict(c.metrics), dict(c.categories), c.kind,
-                                 c.cold_reason, c.outlier, c.outlier_reason, c.api_sync_ns)
-                       for c in calls.calls),
+        per_call=tuple(calls.calls),
         description=calls.description, how=calls.how, outliers=tuple(calls.outlier_indices),
         api_sync=calls.api_sync,
         kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
@@ -207,9 +204,8 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
     call = pick_typical(calls)
     if call is None:
         return None
-    src = a.calls.calls[call.index]
     lo, hi = call.start_ns, call.end_ns
-    axis_end = max(hi, src.kernel_end_ns or 0)
+    axis_end = max(hi, a.calls.kernel_end_ns[call.index] or 0)
     host = _segments(a.timeline, lo, hi)
     bs, be = a.device.busy
     dm = (be > lo) & (bs < axis_end)

@@ -96,7 +96,8 @@ def _threads_named(ex: Analysis) -> tuple[str, list[str]] | None:
 
 
 def _unsynchronized(ex: Analysis) -> list[Detected]:
-    tails = [(c, c.kernel_end_ns - c.end_ns) for c in ex.calls.calls if c.kernel_end_ns is not None]
+    tails = [(c, k - c.end_ns) for c, k in zip(ex.calls.calls, ex.calls.kernel_end_ns, strict=True)
+             if k is not None]
     calls = [c for c, _ in tails]
     late = [(c, t) for c, t in tails if t > UNSYNC_TAIL_NS]
     if not late:
