@@ -27,10 +27,10 @@ training step's backward kernels come from the autograd thread):
 
 A call is **cold** when it contains compile, autotune or module-load work (host category
 ``compile``), imports (``import``), Dynamo/Inductor compiler ranges, or when capture
-recorded it as cold; each cold call says why. Being first in the window is not a reason.
-A call far slower than the others (``OUTLIER_RATIO``) whose excess the profiler's own
-work explains is an **outlier** (with that reason). Both are left out of the warm
-statistics (when warm calls remain).
+recorded it as cold; each cold call says why. Calls far slower than the others of their
+kind are classed cold or outlier by ``analyses.slow_calls``, with what holds their excess
+(the profiler's own work: ``_outliers``). Both are left out of the warm statistics (when
+warm calls remain).
 """
 
 from __future__ import annotations
