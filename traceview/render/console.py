@@ -312,12 +312,12 @@ def _notes(r: Report) -> RenderableType | None:
 
 def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     """The terminal report's parts, in reading order, for a console ``width`` wide."""
-    from traceview.render.percall import console_sections
+    from traceview.render.percall import console_sections, unprofiled_console
     from traceview.render.training import headline, step_sections, threads_table
 
     step_line = headline(r)
     parts = [_header(r), _verdict(r), Text(step_line, style="bold") if step_line else None,
-             _baseline(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
+             _baseline(r), unprofiled_console(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
              _calls(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
              _functions(r, top), _notes(r)]
     return [p for p in parts if p is not None]

@@ -12,12 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.artifacts import overhang_diagnostic
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.callfind import option_thread
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
-from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import HostTimeline, attribute_host
 from traceview.analyses.host_rows import OVERLAY_CATS, host_rows_by_lane
@@ -27,7 +25,6 @@ from traceview.analyses.steps import StepFigures, analyze_steps
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
 from traceview.analyses.window import Window, activity_window, find_window
 from traceview.errors import IdentityError
-from traceview.metadata import clean_metadata
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
@@ -72,11 +69,7 @@ STEP_SOURCES = ("profiler_steps", "option", "annotations")
 
 def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     options = options or Options()
-    malformed = clean_metadata(trace.metadata)  # idempotent: a second explain adds nothing
-    if malformed is not None:
-        trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
-    drop_implausible_device_work(trace)  # idempotent, like clean_metadata
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)
     thread = _attributed_thread(trace, rules, window, options)
@@ -88,9 +81,6 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     if timeline is None:
         timeline = attribute_host(trace, thread, window, rules,
                                   rows=None if thread is None else by_lane[thread.index])
-    overhang = overhang_diagnostic(trace)  # what the attribution clipped (once)
-    if overhang is not None:
-        trace.diagnostics.append(overhang)
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
     calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,

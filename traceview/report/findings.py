@@ -184,11 +184,10 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
     recorded = meta.get("traceview")
     cap = recorded if isinstance(recorded, dict) else {}
-    args = [a for r, a in ex.trace.slices.args.items()
-            if ex.trace.cat_names[ex.trace.slices.cat[r]] == "cpu_op"]
+    ops = ex.trace.rows_of_cats({"cpu_op"}).tolist()
 
     def has(key: str) -> bool:
-        return any(key in a for a in args)
+        return ex.trace.slices.args.any_has_key(ops, key)
 
     present = {
         "shapes": bool(cap.get("shape")) or has("Input Dims"),
