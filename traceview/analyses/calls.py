@@ -36,7 +36,7 @@ warm calls remain).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -323,7 +323,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         calls.append(Call(i, sp.name, st, en, int(m.launches[i]), int(m.work[i]),
                           reason is not None, metrics, cats, k_end, kind=sp.kind,
                           cold_reason=reason, api_sync_ns=call_sync))
-    calls = classify_slow(trace, calls, _outliers(calls))
+    slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
+    calls = [replace(c, **vars(slow[c.index])) if c.index in slow else c for c in calls]
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

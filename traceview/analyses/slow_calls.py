@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -39,8 +40,38 @@ from traceview.stats import median
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.analyses.calls import Call
     from traceview.model import Trace
+
+
+class SlowCandidate(Protocol):
+    """What the classifier reads of a call (``analyses.calls.Call``, which imports this
+    module: named by its shape here, not imported)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def end_ns(self) -> int: ...
+    @property
+    def cold(self) -> bool: ...
+    @property
+    def cold_reason(self) -> str | None: ...
+    @property
+    def categories(self) -> dict[str, int]: ...
+    @property
+    def api_ns(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Slow:
+    """A slow call's class and reason: the fields of ``Call`` it replaces."""
+
+    cold: bool
+    cold_reason: str | None
+    outlier_reason: str | None
 
 SLOW_RATIO = 2.0
 FIRST_CALL_RATIO = 5.0  # the cold-path finding's COLD_FIRST_CALL_RATIO
@@ -108,7 +139,8 @@ class _Ops:
         return out
 
 
-def holder(trace: Trace, call: Call, others: list[Call], ops: _Ops | None = None,
+def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
+           ops: _Ops | None = None,
            med: int | None = None) -> Holder | None:
     """What holds ``call``'s excess over the median of ``others`` (in index order; None:
     no excess)."""
@@ -157,19 +189,21 @@ def _median_without(sorted_api: np.ndarray, drop: int | None) -> int | None:
     return int(sorted_api[k] if k < p else sorted_api[k + 1])
 
 
-def classify(trace: Trace, calls: list[Call], profiler_outliers: dict[int, str]) -> list[Call]:
-    """The calls with slow ones classed cold or outlier, each with its reason."""
-    by_kind: dict[str, list[Call]] = {}
+def classify(trace: Trace, calls: Sequence[SlowCandidate],
+             profiler_outliers: dict[int, str]) -> dict[int, Slow]:
+    """Call index -> its class and reason, for the slow calls (and the profiler's
+    outliers); the calls not named stay as they are."""
+    by_kind: dict[str, list[SlowCandidate]] = {}
     for c in calls:
         by_kind.setdefault(c.kind, []).append(c)
     ops: _Ops | None = None
-    changed: dict[int, Call] = {}
+    out: dict[int, Slow] = {}
     for mine in by_kind.values():
         plain = [c for c in mine if not c.cold]
         api = np.sort(np.asarray([c.api_ns for c in plain], np.int64))
         for k, c in enumerate(mine):
             if c.index in profiler_outliers:
-                changed[c.index] = replace(c, outlier_reason=profiler_outliers[c.index])
+                out[c.index] = Slow(c.cold, c.cold_reason, profiler_outliers[c.index])
                 continue
             med = _median_without(api, None if c.cold else c.api_ns)
             if med is None or med <= 0 or c.api_ns <= SLOW_RATIO * med:
@@ -184,10 +218,11 @@ def classify(trace: Trace, calls: list[Call], profiler_outliers: dict[int, str])
             times = f"{fmt_ns(c.api_ns)}, {c.api_ns / med:.1f}x the median of the others " \
                     f"({fmt_ns(med)})"
             if c.cold:
-                changed[c.index] = replace(c, cold_reason=f"{times}{held}; {c.cold_reason}")
+                out[c.index] = Slow(cold=True, cold_reason=f"{times}{held}; {c.cold_reason}",
+                                    outlier_reason=None)
             elif first:
-                changed[c.index] = replace(
-                    c, cold=True, cold_reason=f"first call of its kind, {times}{held}")
+                out[c.index] = Slow(cold=True, cold_reason=f"first call of its kind, {times}{held}",
+                                    outlier_reason=None)
             else:
-                changed[c.index] = replace(c, outlier_reason=f"{times}{held}")
-    return [changed.get(c.index, c) for c in calls]
+                out[c.index] = Slow(cold=False, cold_reason=None, outlier_reason=f"{times}{held}")
+    return out
