@@ -158,8 +158,9 @@ def _warm_mode(r: Report, cap: CaptureMeta, proto: ProtocolMeta | None) -> str:
     graph = any(f.id == "graph-replay" for f in r.findings)
     mode = (proto.mode if proto is not None else None) or ("graph replay" if graph else "eager (no graph launches seen)")
     c = r.calls
-    cold = (f"{plural(c.warm_count, 'warm call')}; cold call(s) #{', #'.join(map(str, c.cold))}"
-            " reported apart" if c.cold else plural(c.warm_count, "warm call"))
+    u = unit_word(r)
+    cold = (f"{plural(c.warm_count, f'warm {u}')}; cold {u}(s) #{', #'.join(map(str, c.cold))}"
+            " reported apart" if c.cold else plural(c.warm_count, f"warm {u}"))
     if cap.cold is not None:
         cold += f"; cold first call measured apart: {fmt_ns(cap.cold.wall_ns)}"
     warm_mode = f"{cold}; {esc(mode)}"
