@@ -44,6 +44,7 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
@@ -322,9 +323,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         calls.append(Call(i, sp.name, st, en, int(m.launches[i]), int(m.work[i]),
                           reason is not None, metrics, cats, k_end, kind=sp.kind,
                           cold_reason=reason, api_sync_ns=call_sync))
-    outliers = _outliers(calls)
-    if outliers:
-        calls = [Call(**{**c.__dict__, "outlier_reason": outliers.get(c.index)}) for c in calls]
+    calls = classify_slow(trace, calls, _outliers(calls))
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

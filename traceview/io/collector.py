@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from traceview.coerce import int_or_none
-from traceview.io import fastscan
+from traceview.io import fastscan, limits
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
 from traceview.io.events import (
     ANY,
@@ -80,9 +80,23 @@ class Collector:
         self.others: list[tuple[LooseEvent, int | None]] = []
         self.rows = 0
         self.malformed = 0
+        self.too_deep = 0  # values nested past ``limits.MAX_DEPTH``, replaced by null
 
     def chunk(self, text: bytes) -> None:
-        """One chunk ``[{...}, ...]``: the scanner's columns, else the reference's."""
+        """One chunk ``[{...}, ...]``. Nesting deep enough to exhaust the decoder's
+        recursion is capped first (``io/limits.py``); a chunk cut inside such a value is
+        reported as a cut (``DecodeError``), as any other cut chunk is."""
+        try:
+            self._chunk(text)
+        except RecursionError:
+            capped, n = limits.cap_nesting(text, 2)
+            if not n:
+                raise msgspec.DecodeError("nesting too deep, and cut short") from None
+            self._chunk(capped)
+            self.too_deep += n
+
+    def _chunk(self, text: bytes) -> None:
+        """The scanner's columns, else the reference's."""
         scanned = fastscan.scan(text)
         if scanned is not None and self._add_scanned(text, scanned):
             return
@@ -217,6 +231,9 @@ class Collector:
 
     def _link(self, row: int, b: bytes) -> None:
         """Keep one row's raw args, and its correlation, stream and device if any."""
+        if limits.may_be_deep(b):
+            b, n = limits.cap_nesting(b, 0)
+            self.too_deep += n
         self.args_raw[row] = b
         vals: tuple[int | None, ...]
         try:

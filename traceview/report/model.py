@@ -17,11 +17,12 @@ from typing import Any
 
 import msgspec
 
-from traceview.analyses.breakdown import DeviceState
+from traceview.analyses.breakdown import Cell
 from traceview.analyses.callfind import CallsSource
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
+from traceview.report.unprofiled import UnprofiledInfo
 from traceview.stats import Stats
 
 
@@ -144,13 +145,6 @@ class HostInfo:
 
 
 @dataclass(frozen=True)
-class Cell:
-    host: str
-    device: DeviceState
-    ns: int
-
-
-@dataclass(frozen=True)
 class LaunchesInfo:
     count: int
     linked: int
@@ -264,6 +258,17 @@ class TypicalCall:
     axis_end_ns: int
     host: tuple[Segment, ...]
     device_busy: tuple[tuple[int, int], ...]
+    # a training step's other working threads (the autograd engine's, a data loader's),
+    # each clipped to the step like ``host``: the step runs on all of them
+    threads: tuple[ThreadLane, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThreadLane:
+    """One more host thread's segments inside the typical call."""
+
+    label: str
+    host: tuple[Segment, ...]
 
 
 @dataclass(frozen=True)
@@ -405,6 +410,7 @@ class Report:
     bytes_moved: BytesMoved | None = None
     threads: tuple[ThreadRow, ...] = ()  # every host thread with events in the window
     steps: StepsInfo | None = None  # set when the calls are training steps
+    unprofiled: UnprofiledInfo | None = None  # the call's split without the profiler
 
     def matrix(self) -> list[MatrixRow]:
         """The breakdown pivoted to one row per host category, biggest total first."""
