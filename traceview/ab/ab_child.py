@@ -73,6 +73,14 @@ def where_it_ran() -> dict[str, object]:
         out["last"] = int(stat[stat.rindex(")") + 2:].split()[36])
     except (OSError, ValueError, IndexError):
         pass
+    if "last" in out:  # the NUMA node of that CPU (a suspect for per-process clusters)
+        try:
+            nodes = [n for n in os.listdir(f"/sys/devices/system/cpu/cpu{out['last']}")
+                     if n.startswith("node") and n[4:].isdigit()]
+            if nodes:
+                out["numa_node"] = int(nodes[0][4:])
+        except OSError:
+            pass
     return out
 
 
