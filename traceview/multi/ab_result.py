@@ -107,6 +107,7 @@ class ABResult:
             "method": METHOD,
             "comparisons": {k: comparison_dict(c) for k, c in self.comparisons.items()},
             "kernels_used": kernels_used_dict(self.sides),
+            "clusters": clusters_dict(self.runs),
             "verdict": self.verdict(),
         }
 
@@ -120,6 +121,32 @@ def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None
         return None
     diffs = differences(a, b)
     return {"same": None if diffs is None else not diffs, "differences": diffs}
+
+
+def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
+    """Per side: do its processes' full-call medians fall into two clusters
+    (:func:`traceview.clusters.two_clusters`), and does the CPU or NUMA node a process
+    ran on go with the cluster (permutation tests, :func:`traceview.clusters.association`)?
+    """
+    from traceview.clusters import association, two_clusters
+
+    out: dict[str, Any] = {}
+    for label in ("A", "B"):
+        mine = [r for r in runs if r.side == label
+                and isinstance(r.result.get("full_api_ns_p50"), int)]
+        split = two_clusters([r.result["full_api_ns_p50"] for r in mine])
+        if split is None:
+            continue
+        entry: dict[str, Any] = {"split": split.as_dict(), "suspects": []}
+        if split.clustered:
+            high = [r.result["full_api_ns_p50"] > split.threshold for r in mine]
+            for name in ("last", "numa_node"):
+                got = association(f"cpu.{name}", high,
+                                  [(r.result.get("cpu") or {}).get(name) for r in mine])
+                if got is not None:
+                    entry["suspects"].append(got.as_dict())
+        out[label] = entry
+    return out
 
 
 def comparison_dict(c: PairedComparison) -> dict[str, Any]:
