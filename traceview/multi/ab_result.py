@@ -125,8 +125,8 @@ def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None
 
 def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
     """Per side: do its processes' full-call medians fall into two clusters
-    (:func:`traceview.clusters.two_clusters`), and does the CPU or NUMA node a process
-    ran on go with the cluster (permutation tests, :func:`traceview.clusters.association`)?
+    (:func:`traceview.clusters.two_clusters`), and does the CPU, NUMA node or GPU clock
+    a process saw go with the cluster (permutation tests, :func:`traceview.clusters.association`)?
     """
     from traceview.clusters import association, two_clusters
 
@@ -140,7 +140,7 @@ def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
         entry: dict[str, Any] = {"split": split.as_dict(), "suspects": []}
         if split.clustered:
             high = [r.result["full_api_ns_p50"] > split.threshold for r in mine]
-            for name in ("last", "numa_node"):
+            for name in ("last", "numa_node", "gpu_sm_mhz", "gpu_mem_mhz"):
                 got = association(f"cpu.{name}", high,
                                   [(r.result.get("cpu") or {}).get(name) for r in mine])
                 if got is not None:
