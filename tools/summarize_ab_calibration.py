@@ -89,7 +89,7 @@ def _us(ns: float | None) -> str:
 def table(summary: dict[str, Any]) -> str:
     lines = ["| planted delay | mode | rounds | time | verdict | B - A, interval (us) |",
              "|---|---|---:|---:|---|---|"]
-    for name, s in summary.items():
+    for s in summary.values():
         planted = f"+{s['planted_ns'] / 1e3:g} us" if s["planted_ns"] else "none (A/A)"
         if "runs" in s:
             runs = s["runs"]
