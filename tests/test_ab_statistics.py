@@ -223,3 +223,10 @@ def test_association_names_the_planted_cause_and_clears_an_unrelated_one():
     got = clusters.association("clock_mhz", high, clock)
     assert got.kind == "numeric" and got.p_value < 0.01
     assert clusters.association("same", high, [3] * 30) is None
+
+
+def test_a_cpu_id_is_a_category_not_a_size():
+    high = [True, False] * 10
+    cpu = [3, 12] * 10  # every high process on CPU 3: a perfect category match
+    got = clusters.association("cpu.last", high, cpu, categorical=True)
+    assert got.kind == "categorical" and got.p_value < 0.01

@@ -116,12 +116,14 @@ def _statistic(high: Sequence[bool], attr: Sequence[Hashable], *, numeric: bool)
 
 
 def association(name: str, high: Sequence[bool], attr: Sequence[Hashable],
-                permutations: int = 2000, seed: int = 0) -> Association | None:
+                permutations: int = 2000, seed: int = 0, *,
+                categorical: bool = False) -> Association | None:
     """Does ``attr`` go with cluster membership ``high``? None when the attribute is
-    missing for a process or takes one value only (nothing to test)."""
+    missing for a process or takes one value only (nothing to test). ``categorical``:
+    numbers that name things (a CPU's id), never compared by size."""
     if len(high) != len(attr) or any(a is None for a in attr) or len(set(attr)) < 2:
         return None
-    numeric = _numeric(attr)
+    numeric = not categorical and _numeric(attr)
     observed = _statistic(high, attr, numeric=numeric)
     rng = random.Random(seed)
     labels = list(high)

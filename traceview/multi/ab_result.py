@@ -142,7 +142,8 @@ def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
             high = [r.result["full_api_ns_p50"] > split.threshold for r in mine]
             for name in ("last", "numa_node", "gpu_sm_mhz", "gpu_mem_mhz"):
                 got = association(f"cpu.{name}", high,
-                                  [(r.result.get("cpu") or {}).get(name) for r in mine])
+                                  [(r.result.get("cpu") or {}).get(name) for r in mine],
+                                  categorical=name in ("last", "numa_node"))
                 if got is not None:
                     entry["suspects"].append(got.as_dict())
         out[label] = entry
