@@ -194,6 +194,10 @@ def test_failing_backend_is_bisected_and_culprits_named(fake_gems):
     assert [r["op"] for r in a["correctness"]["bisect"]["tested"]] == ["mean", "rsqrt", "silu"]
     assert a["exclude_ops"] == ["neg", "mean", "silu"]
     assert a["correctness"]["recheck"]["status"] == "passed"
+    # wrong, not crashed: the check's own process bisected and checked again (one child)
+    assert a["correctness"]["bisect"]["children"] == 1
+    assert a["correctness"]["recheck"]["same_process"] is True
+    assert a["correctness"]["recheck"]["backend_detail"]["excluded_ops"] == ["neg", "mean", "silu"]
     assert b["correctness"]["check"]["status"] == "passed" and "bisect" not in b["correctness"]
     assert excluded["measured"] and excluded["ab"]["rounds"] == 2
 

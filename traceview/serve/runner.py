@@ -84,13 +84,26 @@ def _status(out: Outcome) -> tuple[str, dict[str, Any]]:
 
 def check(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher) -> dict[str, Any]:
     """The correctness block of one variant (without bisect)."""
+    return _checked(spec, variant, launch)[0]
+
+
+def _checked(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher, *,
+             bisect_on_failure: bool = False) -> tuple[dict[str, Any], Outcome | None]:
+    """(correctness block, the check process's outcome: None for the reference)."""
     if variant.is_plain_eager:
         return {"status": "reference", "note": "torch eager in this environment is the "
-                                               "reference"}
-    out = launch(variant, dict(base_task(spec), task="check", variant=variant.to_dict()))
+                                               "reference"}, None
+    out = launch(variant, dict(base_task(spec), task="check", variant=variant.to_dict(),
+                               bisect_on_failure=bisect_on_failure))
     status, r = _status(out)
+    return _block(spec, variant, status, r), out
+
+
+def _block(spec: ServeSpec, variant: Variant, status: str, r: dict[str, Any]
+           ) -> dict[str, Any]:
     block = dict(r, status=status, exclude_ops=list(variant.exclude_ops))
     block.pop("environment", None)
+    block.pop("recheck", None)
     tokens = r.get("tokens") or {}
     if status == "passed" and tokens.get("earliest_divergence") is not None:
         block["note"] = LEGITIMATE_DIVERGENCE.format(dtype=spec.model.dtype)
@@ -101,21 +114,34 @@ def resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
             log: Log) -> tuple[Variant, dict[str, Any], bool]:
     """(variant to measure, correctness block, ok)."""
     log(f"correctness: {variant.label} ({variant.describe()}) vs torch eager")
-    block: dict[str, Any] = {"check": check(spec, variant, launch)}
+    checked, out = _checked(spec, variant, launch,
+                            bisect_on_failure=variant.backend == "flag_gems")
+    block: dict[str, Any] = {"check": checked}
     status = block["check"]["status"]
     if status in ("passed", "reference"):
         return variant, block, True
     if variant.backend != "flag_gems":
         return variant, block, False
-    log(f"{variant.label}: {status}; bisecting the backend's ops one at a time")
-    result = bisect(variant, dict(base_task(spec), variant=variant.to_dict()), launch)
+    began = out is not None and any("candidates" in line for line in out.records)
+    log(f"{variant.label}: {status}; bisecting the backend's ops one at a time"
+        + (" (in the check's process)" if began else ""))
+    result = bisect(variant, dict(base_task(spec), variant=variant.to_dict()), launch,
+                    first=out if began else None)
     block["bisect"] = result.to_dict()
     if not (spec.exclude_failing and result.culprits and result.incomplete is None):
         return variant, block, False
     fixed = replace(variant, exclude_ops=variant.exclude_ops + tuple(result.culprits))
     log(f"{variant.label}: excluding {', '.join(result.culprits)} and checking again")
     block["excluded_after_bisect"] = result.culprits
-    block["recheck"] = check(spec, fixed, launch)
+    done = (out.value or {}).get("recheck") if out is not None else None
+    if done is not None and done.get("exclude_ops") == list(fixed.exclude_ops):
+        # checked again in the same process, right after its bisect
+        status_again = "crashed" if done["crashed"] else \
+            "passed" if done["logits"]["passed"] else "wrong"
+        block["recheck"] = dict(_block(spec, fixed, status_again, done),
+                                same_process=True)
+    else:
+        block["recheck"] = check(spec, fixed, launch)
     return fixed, block, block["recheck"]["status"] == "passed"
 
 
