@@ -113,6 +113,27 @@ def _block(spec: ServeSpec, variant: Variant, status: str, r: dict[str, Any]
 def resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
             log: Log) -> tuple[Variant, dict[str, Any], bool]:
     """(variant to measure, correctness block, ok)."""
+    if spec.check_cache and not variant.is_plain_eager:
+        from traceview.serve import check_cache
+
+        seen = check_cache.versions(variant)
+        k = check_cache.key(spec, variant, seen) if seen is not None else None
+        kept = check_cache.load(k) if k is not None else None
+        if kept is not None:
+            fixed = replace(variant, exclude_ops=tuple(kept["exclude_ops"]))
+            log(f"correctness: {variant.label} ({fixed.describe()}) passed before with the "
+                f"same model, inputs and versions ({kept['path']})")
+            return fixed, dict(kept["correctness"], cached={"path": kept["path"], "key": k,
+                                                            "versions": seen}), True
+        fixed, block, ok = _resolve(spec, variant, launch, log)
+        if ok and k is not None and seen is not None:
+            check_cache.save(k, fixed, block, seen)
+        return fixed, block, ok
+    return _resolve(spec, variant, launch, log)
+
+
+def _resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
+             log: Log) -> tuple[Variant, dict[str, Any], bool]:
     log(f"correctness: {variant.label} ({variant.describe()}) vs torch eager")
     checked, out = _checked(spec, variant, launch,
                             bisect_on_failure=variant.backend == "flag_gems")
