@@ -3,7 +3,7 @@ made by tools/calibrate_ab_planted_delays_on_gpu.sh and tools/summarize_ab_calib
 
 Every round's B - A is recomputed here from the recorded block medians by an independent
 count (the lower median of each pair order's differences, written out below), checked
-against what the child computed on the H200 and what ``traceview.block_pairs`` gives,
+against what the child computed on the H200 and what ``traceview.multi.block_pairs`` gives,
 and the verdicts are recomputed from those rounds: the table in docs/ab.md is what the
 code's estimator makes of the recorded data, not a copy of numbers.
 """

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview import block_pairs, clusters, sequential
 from traceview.ab.ab_pair_child import block_order
+from traceview.multi import block_pairs, clusters, sequential
 from traceview.paired import compare
 from traceview.stats import median
 

@@ -5,7 +5,7 @@
 Reads ``same_1us.json``, ``same_aa.json``, ``fresh_3us.json`` and ``fresh_aa.json`` (``ab
 --out``) and the seconds each step took (the last line of its ``.txt``). The same-process
 runs are read as consecutive 10-round runs; each run's rounds are recomputed from the
-recorded block medians (``traceview.block_pairs``) and judged with
+recorded block medians (``traceview.multi.block_pairs``) and judged with
 ``traceview.paired.compare``. ``--fixture`` keeps what the test needs to recompute
 every verdict: per round, each side's block medians (and the reference's).
 """
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from traceview import block_pairs
+from traceview.multi import block_pairs
 from traceview.paired import compare
 
 STEPS = {"same_1us": 1000, "same_aa": 0, "fresh_3us": 3000, "fresh_aa": 0}

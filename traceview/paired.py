@@ -168,7 +168,7 @@ def compare(a: Sequence[int], b: Sequence[int], alpha: float = 0.05,
     """Paired comparison of per-round figures ``a[r]`` and ``b[r]`` (integer ns).
 
     ``diffs``: each round's B - A when the round measures it better than ``b[r] - a[r]``
-    (both sides in one process: from neighbouring blocks, ``traceview.block_pairs``);
+    (both sides in one process: from neighbouring blocks, ``traceview.multi.block_pairs``);
     ``a`` and ``b`` are then shown, not judged."""
     if len(a) != len(b) or (diffs is not None and len(diffs) != len(a)):
         raise ValueError(f"paired rounds differ in number: {len(a)} vs {len(b)}")

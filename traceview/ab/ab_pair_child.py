@@ -19,7 +19,7 @@ CUDA-graph device time at the end, both sides' graphs replayed alternately
 (``baseline.device_per_op_interleaved``). Prints one JSON line ``{"A": block, "B": block,
 "pair_estimate_ns": ..., "cpu": ...}`` or ``{"error": ..., "exit_code": N}``;
 ``pair_estimate_ns`` is the round's B - A from neighbouring blocks
-(:mod:`traceview.block_pairs`: robust to a process that drifts), the figure ``ab``
+(:mod:`traceview.multi.block_pairs`: robust to a process that drifts), the figure ``ab``
 judges.
 
 ``ab --reference``: :func:`measure_against_reference` runs one side's call against a
@@ -34,7 +34,7 @@ import contextlib
 import json
 from typing import Any
 
-from traceview import block_pairs
+from traceview.multi import block_pairs
 from traceview.stats import median
 
 

@@ -26,10 +26,10 @@ from traceview.ab.fresh_processes import check_time_limit, run_interleaved, run_
 from traceview.checks.failure import check_isolated
 from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze, judged_diffs
+from traceview.multi.sequential import Until, plan_looks
 from traceview.runner.fork_server import start_templates
 from traceview.runner.outcome import CHILD_TIMEOUT_S
 from traceview.runner.process import ChildSpec, child_env, last_stderr_line, spawn
-from traceview.sequential import Until, plan_looks
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -155,7 +155,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     ``fork=False``, a fresh interpreter per process. ``reference`` (a ``CaptureConfig``):
     each side's process also measures this call in alternating blocks, and the side's
     figure is its difference from it (``ab_pair_child.measure_against_reference``).
-    ``until``: planned looks (:mod:`traceview.sequential`); ``rounds`` is then the most
+    ``until``: planned looks (:mod:`traceview.multi.sequential`); ``rounds`` is then the most
     rounds, and the intervals are at the looks' level."""
     started = time.monotonic()
     if reference is not None:
@@ -230,7 +230,7 @@ def run_until(run_rounds: Callable[[int, int, float | None], list[ProcessRun]],
               rounds: int, until: Until | None, time_limit_s: float | None,
               started: float) -> tuple[list[ProcessRun], dict[str, Any] | None]:
     """All ``rounds`` (no ``until``), or up to the planned look that meets ``until``
-    (:mod:`traceview.sequential`): (runs, what the looks saw, for ``protocol.until``)."""
+    (:mod:`traceview.multi.sequential`): (runs, what the looks saw, for ``protocol.until``)."""
     if until is None:
         return run_rounds(rounds, 0, time_limit_s), None
     from traceview.multi.ab_result import paired_figures

@@ -167,7 +167,7 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
         **options) -> None:
     from traceview.ab.harness import run_capture_ab
     from traceview.errors import CaptureError, CorrectnessError
-    from traceview.sequential import parse_until
+    from traceview.multi.sequential import parse_until
 
     wanted = parse_until(until)
     rounds = rounds if rounds is not None else 60 if wanted is not None else 10

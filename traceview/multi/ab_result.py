@@ -125,10 +125,10 @@ def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None
 
 def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
     """Per side: do its processes' full-call medians fall into two clusters
-    (:func:`traceview.clusters.two_clusters`), and does the CPU, NUMA node or GPU clock
-    a process saw go with the cluster (permutation tests, :func:`traceview.clusters.association`)?
+    (:func:`traceview.multi.clusters.two_clusters`), and does the CPU, NUMA node or GPU clock
+    a process saw go with the cluster (permutation tests, :func:`traceview.multi.clusters.association`)?
     """
-    from traceview.clusters import association, two_clusters
+    from traceview.multi.clusters import association, two_clusters
 
     out: dict[str, Any] = {}
     for label in ("A", "B"):
