@@ -11,7 +11,8 @@
 #             planned looks, stop at the first interval that excludes zero;
 #   fresh_aa  the same without the planted delay (A/A), --until AA_S s.
 #
-# Run from the repository root on the GPU machine, OUT an empty folder (STEPS="same_1us same_aa"
+# Run from the repository root on the GPU machine with traceview's dependencies importable (orjson
+# writes --out: install the carried wheels into /tmp/site first), OUT an empty folder (STEPS="same_1us same_aa"
 # runs some steps; SAME_S=110 etc. change the time each step is given):
 #   OUT=/tmp/out bash tools/calibrate_ab_planted_delays_on_gpu.sh
 # Then, here: python tools/summarize_ab_calibration.py OUT_FOLDER --fixture fixtures/ab_h200_planted_delays.json
