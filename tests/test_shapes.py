@@ -166,7 +166,7 @@ def test_model_schedule_steps_warm_no_compile(fixture_reports):
 
 
 def test_model_schedule_cold_first_step_compiles_the_rest_warm():
-    """The compiled model profiled from its first step (session 2): step 0 holds Dynamo
+    """The compiled model profiled from its first step: step 0 holds Dynamo
     and Inductor's compile ranges, so it is cold; the later steps are warm, none compile."""
     evs = raw("model_schedule_cold")
     steps = sorted((e for e in evs if e["cat"] == "user_annotation"

@@ -3,7 +3,7 @@
 The capture summary puts explain's headline numbers beside the unprofiled baseline.
 
 Putting the trace's per-call figures next to the same call measured without the
-profiler makes the profiler's own perturbation visible at a glance (trap 4). explain is
+profiler makes the profiler's own perturbation visible at a glance. explain is
 optional here: if ``traceview.analyze`` cannot be imported or fails, the baseline is
 still printed and the trace is still on disk for a later ``traceview explain``.
 """

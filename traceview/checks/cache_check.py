@@ -1,7 +1,7 @@
 """``capture --check-cache``: is a warm cached path still right when the next call differs?
 
-The review question of a FlagGems #4812-style fix (cache the host work of a pointwise
-call): does the cache store reusable structural work, or does it keep state of one
+The review question of a fix that caches the host work of a pointwise call (as
+FlagGems #4812 proposes): does the cache store reusable structural work, or does it keep state of one
 invocation that the next one then gets? ``--check-layouts`` cannot tell: each of its
 layouts is a first call. Here one warm process calls the implementation on a sequence
 that changes one thing at a time against a *base* call (the capture's own operands) and

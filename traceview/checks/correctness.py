@@ -1,6 +1,6 @@
 """Correctness before speed: compare an implementation's output with a float64 reference.
 
-A fast wrong kernel is not a result (trap 5). The reference is the same ATen op run on
+A fast wrong kernel is not a result. The reference is the same ATen op run on
 the same inputs upcast to float64, on the same device. Output *behaviour* is checked
 too: shape after broadcasting and dtype after type promotion must match eager PyTorch,
 or the comparison of speeds compares different operations.

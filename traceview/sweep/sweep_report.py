@@ -42,7 +42,7 @@ def _has_copies(rows: list[dict[str, Any]]) -> bool:
 
 
 def render_sweep(console: Console, result: SweepResult, files: list[Path]) -> None:
-    """The #4812-style table: numel, kernel, full API, host gap, device, crossover."""
+    """The table over sizes: numel, kernel, full API, host gap, device, crossover."""
     c = result.config
     rows = [r.to_dict() for r in result.rows]
     copies = _has_copies(rows)
