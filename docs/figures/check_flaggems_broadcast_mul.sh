@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Correctness first, isolated (issue #16), on the H200. The FlagGems 5.0.2 broadcast mul
+# Correctness first, isolated, on the H200. The FlagGems 5.0.2 broadcast mul
 # (bf16, 8x16x128x64 * 8x1x128x64, the rotary-embedding shape) must be reported as wrong
 # (or crashed) with the worst element, the operands' strides and exit 3, before any
 # timing; a contiguous mul must pass and capture normally; --check-layouts shows which
