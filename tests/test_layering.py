@@ -80,3 +80,20 @@ def test_runner_needs_nothing_it_runs_and_capture_none_of_the_products_built_on_
         if mod.startswith("traceview.capture"):
             assert not {d for d in inside if d.startswith(
                 ("traceview.ab", "traceview.sweep", "traceview.serve"))}, mod
+
+
+def test_the_measuring_packages_draw_nothing():
+    """Their reports reach people through the render registry (``render/measured/``):
+    no measuring module imports rich."""
+    drawing = []
+    for path in sorted(PKG.rglob("*.py")):
+        mod = _module_name(path)
+        if not mod.startswith(MEASURING):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "rich" for n in names):
+                drawing.append(mod)
+    assert not drawing, drawing

@@ -88,8 +88,9 @@ for spec in "${CHECKS[@]}"; do
 import json, sys
 try:
     rep = json.load(open(sys.argv[1]))
-    from traceview.checks.cache_check import render_text
-    print("\n".join(render_text(rep)) if "cache_check" in rep else json.dumps(rep)[:3000])
+    from traceview.render.registry import RenderOptions, renderer
+    print(renderer("text", "failure").render(rep, RenderOptions()) if "cache_check" in rep
+          else json.dumps(rep)[:3000])
 except Exception:  # no JSON report (it could not run): its stderr instead
     print("".join(ln for ln in open(sys.argv[2]) if not ln.startswith("USDT"))[-3000:])
 PY

@@ -31,16 +31,11 @@ except ValueError:
     d = None
     print("(stdout was not JSON)", text[:2000])
 if isinstance(d, dict) and "traceview_check" in d:
-    from traceview.checks.failure import render_text
-    print("\n".join(render_text(d)))
+    from traceview.render.registry import RenderOptions, renderer
+    print(renderer("text", "failure").render(d, RenderOptions()))
 elif isinstance(d, dict) and "traceview_check_layouts" in d:
-    from rich.console import Console
-    from traceview.checks import layouts
-    from traceview.capture.config import CaptureConfig
-    rows = [layouts.Row(**r) for r in d["rows"]]
-    cfg = CaptureConfig(op=d["op"], impl=d["impl"], dtype=d["dtype"], device=d["device"],
-                        shapes=(tuple(d["shape"]),))
-    layouts.render(Console(width=220, force_terminal=False), cfg, rows)
+    from traceview.render.registry import RenderOptions, renderer
+    print(renderer("text", "layouts").render(d, RenderOptions(width=220)), end="")
 elif isinstance(d, dict) and "traceview" in d:
     m = d["traceview"]
     d = {"trace": d["trace"], "correctness": m["correctness"],
