@@ -97,7 +97,10 @@ def test_cold_twins_are_cold_and_warm_traces_are_not(reports):
             assert d["host"]["categories"].get("compile", 0) > 0, name
         if ".cold." not in name and name not in ("triton_mul_cold_stack.json.gz",
                                                  "shape_compile_cold.json.gz",
-                                                 "shape_model_schedule_cold.json.gz"):
+                                                 "shape_model_schedule_cold.json.gz",
+                                                 # a plain loop: its first torch mul call is
+                                                 # 7x the others, nobody kept it apart
+                                                 "shape_loop_two_ops.json.gz"):
             assert "cold-path" not in ids, name
 
 

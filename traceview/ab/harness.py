@@ -196,6 +196,27 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
 
             runs, looked = run_until(run_rounds, rounds, until, time_limit_s, started)
             process = templates.describe()
+    traces = _profiled_traces(trace_dir, configs, made, sides)
+    described = {label: _described(label, config, made[label], sides.get(label, {}),
+                                   traces, kernels, cache_checks)
+                 for label, config in configs.items()}
+    protocol = _protocol(config_a, rounds, len(runs) // 2, cpus=cpus,
+                         time_limit_s=time_limit_s, blocks=blocks if same_process else None,
+                         process=process)
+    alpha = _with_reference_and_looks(protocol, reference, blocks, looked, rounds,
+                                      len(runs) // 2)
+    return analyze(runs, described, len(runs) // 2,
+                   f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
+                   if same_process else
+                   "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
+                   protocol, alpha=alpha)
+
+
+def _profiled_traces(trace_dir: Path | None, configs: Mapping[str, Any],
+                     made: Mapping[str, Any], sides: Mapping[str, Mapping[str, Any]]
+                     ) -> dict[str, str]:
+    """One profiled capture per side in ``trace_dir`` (``<name>.json.gz``), after the
+    rounds so that profiling never touches a timed process."""
     traces: dict[str, str] = {}
     if trace_dir is not None:
         trace_dir.mkdir(parents=True, exist_ok=True)
@@ -203,27 +224,23 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
             name = (sides.get(label, {}).get("name") or label).replace("/", "_")
             traces[label] = str(profiled_trace(made[label], config,
                                                trace_dir / f"{name}.json.gz"))
-    described = {label: _described(label, config, made[label], sides.get(label, {}),
-                                   traces, kernels, cache_checks)
-                 for label, config in configs.items()}
-    protocol = _protocol(config_a, rounds, len(runs) // 2, cpus=cpus,
-                         time_limit_s=time_limit_s, blocks=blocks if same_process else None,
-                         process=process)
+    return traces
+
+
+def _with_reference_and_looks(protocol: dict[str, Any], reference: Any, blocks: int,
+                              looked: dict[str, Any] | None, rounds: int, ran: int) -> float:
+    """Record ``--reference`` and ``--until`` in the protocol; the intervals' alpha (the
+    per-look level when looks were planned)."""
     if reference is not None:
         protocol["reference"] = {"impl": reference.impl, "fn": reference.fn,
                                  "blocks": blocks, "reproducer": reference.reproducer}
-    alpha = 0.05
-    if looked is not None:
-        protocol["until"] = looked
-        alpha = looked["per_look_alpha"]
-        if looked["stopped_because"] and len(runs) // 2 < rounds:
-            protocol["stopped"] = (f"--until: {looked['stopped_because']} after "
-                                   f"{len(runs) // 2} of at most {rounds} rounds")
-    return analyze(runs, described, len(runs) // 2,
-                   f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
-                   if same_process else
-                   "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
-                   protocol, alpha=alpha)
+    if looked is None:
+        return 0.05
+    protocol["until"] = looked
+    if looked["stopped_because"] and ran < rounds:
+        protocol["stopped"] = (f"--until: {looked['stopped_because']} after "
+                               f"{ran} of at most {rounds} rounds")
+    return float(looked["per_look_alpha"])
 
 
 def run_until(run_rounds: Callable[[int, int, float | None], list[ProcessRun]],

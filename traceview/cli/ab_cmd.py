@@ -28,6 +28,45 @@ def _o(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo
 Str = str | None
 Many = list[str] | None
 
+# options whose help is long, named once (``ab``'s signature stays readable)
+UntilOpt = Annotated[Many, _o("Stop at the first planned look whose interval is at most "
+                              "this wide (2us) or, given a time budget (90s, 2min), "
+                              "excludes zero; the intervals keep 95% over all looks.",
+                              _RUN, show_default=False)]
+ReferenceOpt = Annotated[Str, _o("Fresh processes per side: each also measures this call "
+                                 "(an --impl such as torch, or pkg.module:function) in "
+                                 "alternating blocks, and the side is judged by its "
+                                 "difference from it: a process's fast or slow state "
+                                 "cancels.", _RUN, show_default=False)]
+TimeLimitOpt = Annotated[float | None, _o("Seconds for the rounds: a round starts only if "
+                                          "the longest round so far still fits; the "
+                                          "verdict rests on the whole rounds run.", _RUN,
+                                          show_default=False)]
+SameProcessOpt = Annotated[bool, _o("Each round: ONE fresh process measures both variants "
+                                    "in alternating blocks (sides that differ by "
+                                    "--a-impl/--b-impl or --a-fn/--b-fn only): the "
+                                    "process's own fast or slow state cancels.", _RUN,
+                                    "--same-process")]
+BlocksOpt = Annotated[int | None, _o("With --same-process or --reference: blocks per side and process, "
+                                     "even (A B, B A, ...), each --baseline-n calls "
+                                     "[default: 10].", _RUN, show_default=False)]
+APythonOpt = Annotated[Str, _o("Side A's interpreter (another venv).", _SIDES,
+                               show_default=False)]
+BPythonOpt = Annotated[Str, _o("Side B's interpreter (another venv).", _SIDES,
+                               show_default=False)]
+AEnvOpt = Annotated[Many, _o("K=V for side A's processes (repeat).", _SIDES,
+                             show_default=False)]
+BEnvOpt = Annotated[Many, _o("K=V for side B's processes (repeat).", _SIDES,
+                             show_default=False)]
+APathOpt = Annotated[Many, _o("Folder put first on side A's import path (repeat).", _SIDES,
+                              show_default=False)]
+BPathOpt = Annotated[Many, _o("Folder put first on side B's import path (repeat).", _SIDES,
+                              show_default=False)]
+ANameOpt = Annotated[Str, _o("A label for side A (e.g. before).", _SIDES,
+                             show_default=False)]
+BNameOpt = Annotated[Str, _o("A label for side B (e.g. after).", _SIDES,
+                             show_default=False)]
+
 
 def ab(
     *,
@@ -56,27 +95,11 @@ def ab(
     rounds: Annotated[int | None, _o("Rounds: one fresh process per side each [default: "
                                      "10; with --until, the most: 60].", _RUN,
                                      show_default=False)] = None,
-    until: Annotated[Many, _o("Stop at the first planned look whose interval is at most "
-                              "this wide (2us) or, given a time budget (90s, 2min), "
-                              "excludes zero; the intervals keep 95% over all looks.",
-                              _RUN, show_default=False)] = None,
-    reference: Annotated[Str, _o("Fresh processes per side: each also measures this call "
-                                 "(an --impl such as torch, or pkg.module:function) in "
-                                 "alternating blocks, and the side is judged by its "
-                                 "difference from it: a process's fast or slow state "
-                                 "cancels.", _RUN, show_default=False)] = None,
-    time_limit: Annotated[float | None, _o("Seconds for the rounds: a round starts only if "
-                                           "the longest round so far still fits; the "
-                                           "verdict rests on the whole rounds run.", _RUN,
-                                           show_default=False)] = None,
-    same_process: Annotated[bool, _o("Each round: ONE fresh process measures both variants "
-                                     "in alternating blocks (sides that differ by "
-                                     "--a-impl/--b-impl or --a-fn/--b-fn only): the "
-                                     "process's own fast or slow state cancels.", _RUN,
-                                     "--same-process")] = False,
-    blocks: Annotated[int | None, _o("With --same-process or --reference: blocks per side and process, "
-                                     "even (A B, B A, ...), each --baseline-n calls "
-                                     "[default: 10].", _RUN, show_default=False)] = None,
+    until: UntilOpt = None,
+    reference: ReferenceOpt = None,
+    time_limit: TimeLimitOpt = None,
+    same_process: SameProcessOpt = False,
+    blocks: BlocksOpt = None,
     cpus: Annotated[Str, _o("Pin every process of both sides to these CPUs, e.g. 4-7 or "
                             "2,3 (default: wherever the OS puts it).", _RUN,
                             show_default=False)] = None,
@@ -87,22 +110,14 @@ def ab(
     b_impl: Annotated[Str, _o("Side B's --impl.", _SIDES, show_default=False)] = None,
     a_fn: Annotated[Str, _o("Side A's --fn.", _SIDES, show_default=False)] = None,
     b_fn: Annotated[Str, _o("Side B's --fn.", _SIDES, show_default=False)] = None,
-    a_python: Annotated[Str, _o("Side A's interpreter (another venv).", _SIDES,
-                                show_default=False)] = None,
-    b_python: Annotated[Str, _o("Side B's interpreter (another venv).", _SIDES,
-                                show_default=False)] = None,
-    a_env: Annotated[Many, _o("K=V for side A's processes (repeat).", _SIDES,
-                              show_default=False)] = None,
-    b_env: Annotated[Many, _o("K=V for side B's processes (repeat).", _SIDES,
-                              show_default=False)] = None,
-    a_path: Annotated[Many, _o("Folder put first on side A's import path (repeat).", _SIDES,
-                               show_default=False)] = None,
-    b_path: Annotated[Many, _o("Folder put first on side B's import path (repeat).", _SIDES,
-                               show_default=False)] = None,
-    a_name: Annotated[Str, _o("A label for side A (e.g. before).", _SIDES,
-                              show_default=False)] = None,
-    b_name: Annotated[Str, _o("A label for side B (e.g. after).", _SIDES,
-                              show_default=False)] = None,
+    a_python: APythonOpt = None,
+    b_python: BPythonOpt = None,
+    a_env: AEnvOpt = None,
+    b_env: BEnvOpt = None,
+    a_path: APathOpt = None,
+    b_path: BPathOpt = None,
+    a_name: ANameOpt = None,
+    b_name: BNameOpt = None,
     format: Annotated[Format, _o("Output format.", _OUT, "--format", "-f")] = Format.text,
     out: Annotated[Path | None, _o("Also save the JSON result here (diff --ab reads it).",
                                    _OUT, show_default=False)] = None,
