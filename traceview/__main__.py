@@ -1,5 +1,6 @@
-"""``python -m traceview`` runs the CLI (used on machines where it is not installed)."""
+"""``python -m traceview`` runs the CLI (used on machines where it is not installed),
+through the same entry point as the installed command (``cli/entry.py``)."""
 
-from traceview.cli.app import main
+from traceview.cli.entry import main
 
 main()

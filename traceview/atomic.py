@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -25,24 +26,63 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     replace_atomic(path, write)
 
 
+def staged_name(path: Path) -> Path:
+    """A new empty file beside ``path`` with a name no other run uses
+    (``.<name>.<random>.tmp``), with the usual mode (mkstemp makes 0600)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())
+    return Path(tmp)
+
+
 def replace_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """``write(tmp)`` fills a temporary file beside ``path``, which then replaces ``path``.
 
     For writers that want a file name rather than bytes (``DataFrame.write_parquet``).
+    A failure to write (a full disk) is an ``OutputError`` naming ``path``; the
+    temporary file is removed whatever happens, a second Ctrl-C meanwhile held.
     """
+    from traceview.errors import OutputError
+    from traceview.interrupts import deferred
+
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    os.close(fd)
+    if path.is_dir() and not path.is_symlink():
+        raise OutputError(f"{path} is a folder; give a file name")
     try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
-        os.replace(tmp, path)
-    except BaseException:
+        tmp = staged_name(path)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+            write(tmp)
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    except BaseException:
+        with deferred():
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (``flock`` on the folder itself: no lock file
+    to leave behind) while the block runs: another traceview writing into the same folder
+    waits for it. Where there is no ``flock``, nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -27,6 +27,11 @@ class UsageError(TraceviewError):
     """An option value that makes no sense (bad window, bad regex, bad rules file)."""
 
 
+class OutputError(TraceviewError):
+    """An output cannot be written (a full disk, a folder where a file goes, no
+    permission, a store that refuses): nothing half-written is left."""
+
+
 class CaptureError(TraceviewError):
     """capture cannot run as asked (no GPU, unknown op, bad shape...)."""
 

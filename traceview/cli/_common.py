@@ -6,6 +6,7 @@ are re-raised.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -38,13 +39,31 @@ def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None
     except MemoryError:
         print("traceview: error: out of memory while reading the trace", file=sys.stderr)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:  # Ctrl-C: the shell's convention, 128 + SIGINT
-        print("traceview: interrupted", file=sys.stderr)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C 130, SIGTERM 143 (cli/_signals.py)
+        from traceview.cli import _signals
+
+        print(_signals.message(exc), file=sys.stderr)
+        raise typer.Exit(_signals.exit_code(exc)) from None
     except BrokenPipeError:  # `traceview explain ... | head`: the reader has what it wanted
         # the interpreter flushes stdout again at exit; point it at /dev/null first
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0) from None
+    except OSError as exc:  # a full disk, an unwritable file: one line naming it
+        if os.environ.get("TRACEVIEW_DEBUG"):
+            raise
+        print(os_error_line(exc), file=sys.stderr)
+        if exc.filename is None:  # standard output's: the exit's own flush would fail too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(2) from None
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error. Writers of named files raise with the name
+    (``atomic.py``, the export); an error without one came from standard output."""
+    why = exc.strerror or str(exc)
+    if exc.filename is None:
+        return f"traceview: error: cannot write to standard output: {why}"
+    return f"traceview: error: {exc.filename}: {why}"
 
 
 def stdout_console(width: int | None):
@@ -91,10 +110,11 @@ JobsOpt = Annotated[int | None, typer.Option(
                          "at most one per CPU).")]
 RecursiveOpt = Annotated[bool, typer.Option(
     "--recursive/--no-recursive", help="Search directories' subfolders for traces too.")]
+# rich reads '[ray]' in help as a style tag and drops it: the bracket is escaped
 EngineOpt = Annotated[str, typer.Option(
     "--engine", help="With several traces: where they are analysed. local: this process, "
                      "or a process pool when the traces are big enough to pay for it; ray: "
-                     "one Ray task per trace (pip install 'traceview[ray]').")]
+                     "one Ray task per trace (pip install 'traceview\\[ray]').")]
 AddressOpt = Annotated[str | None, typer.Option(
     "--address", help="--engine ray: the cluster to join (auto: the running one; "
                       "host:port, ray://host:10001). Default: the running one, else a new "
@@ -116,6 +136,11 @@ def check_output_file(path: Path | None, flag: str, *,
                          f"(it picks the format), not {path.suffix or 'nothing'!r}")
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; give a file name")
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{flag} {path}: {exc.strerror} (a symlink loop)") from None
     _check_writable_parent(path, flag, creates=creates)
 
 

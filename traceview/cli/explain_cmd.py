@@ -81,8 +81,8 @@ def explain(
     source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
 
     def body() -> None:
-        from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
+        from traceview.report.build import explain as run_explain
 
         if _proton(source, format, width, options_given=[
                 ("--window", window), ("--calls", calls), ("--rules", rules),
@@ -185,7 +185,7 @@ def _check_annotate(annotate: Path | None, source: str | Path) -> None:
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (check_output_file says so)
         return False
 
 

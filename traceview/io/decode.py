@@ -37,6 +37,7 @@ from typing import Any
 import msgspec
 
 from traceview.errors import TraceLoadError
+from traceview.io import limits
 from traceview.io.collector import Collector
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
 from traceview.io.events import ANY, decode_args
@@ -99,19 +100,7 @@ def decode(path: str | os.PathLike[str],
     if collector.malformed:
         problems.append(("event-malformed", collector.malformed,
                          "events that are not objects or have unusable fields"))
-    metadata: dict[str, Any] = {}
-    for raw in splitter.meta_raw:
-        try:
-            top = _TOP.decode(raw)
-        except msgspec.DecodeError:
-            continue
-        for key, value in top.items():
-            if key == "traceEvents":
-                continue
-            try:
-                metadata[key] = ANY.decode(value)
-            except msgspec.DecodeError:
-                problems.append(("metadata-undecodable", 1, f"top-level key {key!r}"))
+    metadata = _metadata(splitter.meta_raw, collector.too_deep, problems)
     x = collector.columns()
     if x.key.size == 0 and not collector.others and not metadata:
         if splitter.truncated:
@@ -123,3 +112,36 @@ def decode(path: str | os.PathLike[str],
     return Decoded(path=str(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0])
+
+
+def _metadata(meta_raw: list[bytes], too_deep: int,
+              problems: list[tuple[str, int, str]]) -> dict[str, Any]:
+    """The top-level keys other than ``traceEvents``, decoded within ``io/limits.py``'s
+    limits; what those limits changed (and the events' ``too_deep`` count) is added to
+    ``problems``."""
+    metadata: dict[str, Any] = {}
+    for raw in meta_raw:
+        if limits.may_be_deep(raw):
+            raw, n = limits.cap_nesting(raw, 0)
+            too_deep += n
+        try:
+            top = _TOP.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        for key, value in top.items():
+            if key == "traceEvents":
+                continue
+            try:
+                metadata[key] = ANY.decode(value)
+            except (msgspec.DecodeError, RecursionError):
+                problems.append(("metadata-undecodable", 1, f"top-level key {key!r}"))
+    metadata, wide = limits.fit_ints(metadata)
+    if wide:
+        shown = ", ".join(wide[:3]) + (f" and {len(wide) - 3} more" if len(wide) > 3 else "")
+        problems.append(("int-out-of-range", len(wide),
+                         f"integers outside 64 bits kept as text: {shown}"))
+    if too_deep:
+        problems.append(("nested-too-deep", too_deep,
+                         f"values nested over {limits.MAX_DEPTH} levels deep replaced by "
+                         "null"))
+    return metadata

@@ -17,6 +17,7 @@ import msgspec
 import msgspec.structs
 
 from traceview.coerce import thread_id
+from traceview.io import limits
 
 NAN = float("nan")
 
@@ -69,18 +70,24 @@ EVENTS = msgspec.json.Decoder(list[FastEvent])
 ONE_EVENT = msgspec.json.Decoder(FastEvent)
 EXACT_EVENTS = msgspec.json.Decoder(list[ExactEvent])
 LINK_ARGS = msgspec.json.Decoder(LinkArgs)
+LINK_LIST = msgspec.json.Decoder(list[LinkArgs])  # a chunk's link args in one call
 ANY = msgspec.json.Decoder()
 
 
 def decode_args(raw: bytes | msgspec.Raw) -> dict[str, Any]:
-    """Decode an event's ``args``; ``{}`` when absent or unusable."""
+    """Decode an event's ``args``; ``{}`` when absent or unusable. Integers past 64 bits
+    become their text (``io/limits.py``: JSON output is 64-bit)."""
     if not raw:
         return {}
     try:
         value = ANY.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return {}
-    return value if isinstance(value, dict) else {}
+    if not isinstance(value, dict):
+        return {}
+    if limits.has_long_int(raw):
+        value = limits.fit_ints(value)[0]
+    return value
 
 
 def loose_of(e: FastEvent | ExactEvent | LooseEvent) -> LooseEvent:

@@ -81,9 +81,25 @@ def filesystem(url: str) -> tuple[Any, str]:
         raise TraceLoadError(url, f"cannot read: {exc}") from None
 
 
+def _cause(exc: BaseException) -> BaseException | None:
+    """What a "file not found" from fsspec's HTTP driver really was: it reports every
+    failed request as ``FileNotFoundError`` with the client's error as the cause, so a
+    refused connection read "no such file". ``None`` unless the cause was a network
+    failure (a 404, a missing bucket: the file is missing indeed)."""
+    cause = exc.__cause__
+    return cause if cause is not None and _network_problem(cause) is not None else None
+
+
 def _problem(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
-        return "no such file"
+        cause = _cause(exc)
+        if cause is None:
+            return "no such file"
+        exc = cause
+    network = _network_problem(exc)
+    if network is not None:
+        text = str(exc).strip().splitlines()
+        return f"{network}: {text[0] if text else type(exc).__name__}"
     if isinstance(exc, IsADirectoryError):
         return "is a directory, not a trace file"
     if isinstance(exc, PermissionError):
@@ -92,6 +108,20 @@ def _problem(exc: BaseException) -> str:
         return f"cannot read: {exc.strerror}"
     text = str(exc).strip().splitlines()
     return f"cannot read: {text[0] if text else type(exc).__name__}"
+
+
+def _network_problem(exc: BaseException) -> str | None:
+    """The words for a network failure, not a missing file: a transfer cut short (the
+    server died or closed mid-transfer), or a refused, reset or unreachable connection.
+    By class name, so that no client library is imported to ask."""
+    names = {t.__name__ for t in type(exc).__mro__}
+    if names & {"ClientPayloadError", "ServerDisconnectedError", "IncompleteReadError",
+                "ResponseStreamingError", "ConnectionResetError"}:
+        return "the connection was lost mid-transfer"
+    if names & {"ClientConnectionError", "EndpointConnectionError", "ConnectTimeoutError",
+                "ReadTimeoutError", "ConnectionError", "TimeoutError"}:
+        return "cannot connect"
+    return None
 
 
 def load_error(path: str | os.PathLike[str], exc: BaseException) -> TraceLoadError:
@@ -249,11 +279,14 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
     import zlib
 
     with open_binary(path) as f:
-        head = f.read(n)
+        try:
+            head = f.read(n)
+        except _remote_errors() as exc:  # a server that dies mid-transfer
+            raise load_error(path, exc) from None
         if head[:2] != b"\x1f\x8b":
             return head
-        f.seek(0)
         try:
+            f.seek(0)
             with gzip.GzipFile(fileobj=f, mode="rb") as g:
                 return g.read(n)
         except (OSError, EOFError, zlib.error):

@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from traceview.errors import TraceLoadError
+from traceview.io import limits
 
 MAX_UNSPLIT = 256 << 20  # a buffer this large with no decodable event boundary is not JSON
 MAX_SPLIT_TRIES = 16  # event-boundary candidates tried per piece before reading more
@@ -22,9 +23,24 @@ _TE_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _RAW = msgspec.json.Decoder(msgspec.Raw)
 
 
-def _complete(text: bytes | bytearray | memoryview) -> bool:
+def _raw(text: bytes | bytearray | memoryview, outer: int) -> bytes | bytearray | memoryview:
+    """Check that ``text`` is one JSON value (``DecodeError`` if not) and return it, with
+    nesting too deep for the decoder's recursion capped (``io/limits.py``; ``outer`` as
+    there)."""
     try:
         _RAW.decode(text)
+        return text
+    except RecursionError:
+        capped, n = limits.cap_nesting(text, outer)
+        if not n:
+            raise msgspec.DecodeError("JSON is truncated: nesting too deep, and cut short") from None
+        _RAW.decode(capped)
+        return capped
+
+
+def _complete(text: bytes | bytearray | memoryview) -> bool:
+    try:
+        _raw(text, 0)
     except msgspec.DecodeError:
         return False
     return True
@@ -93,7 +109,7 @@ class Splitter:
         while (m := _TE_RE.search(self.buf, start)) is not None:
             head = bytes(self.buf[: m.start()]) + b'"traceEvents":0}'
             if _complete(head):  # a top-level key iff the header closes into an object
-                self.meta_raw.append(head)
+                self.meta_raw.append(head)  # deep nesting is capped where it is decoded
                 self.offset = m.end()
                 self.buf = bytearray(b"[") + self.buf[m.end():]
                 return True
@@ -171,7 +187,7 @@ class Splitter:
             if trailer[:1] == b",":
                 tail_meta = b"{" + trailer[1:]
                 try:
-                    _RAW.decode(tail_meta)
+                    _raw(tail_meta, 0)
                 except msgspec.DecodeError as exc:
                     if not _is_cut(str(exc), tail_meta):
                         hi = j
@@ -224,7 +240,7 @@ class Splitter:
         """
         buf = self.buf
         try:
-            _RAW.decode(bytes(buf))
+            _raw(bytes(buf), 2)
         except msgspec.DecodeError as exc:
             if not _is_cut(str(exc), buf):
                 why = self.first_error or self._where(exc)

@@ -24,11 +24,14 @@ the local pool, where a dead worker breaks the whole pool and the items in fligh
 cannot tell which one did it, those items are run again one at a time in fresh
 processes first; a Ray task is retried once (:data:`RAY_RETRIES`) by Ray itself.
 
-**Ctrl-C.** Only the driver sees the interrupt. Local workers are started with SIGINT
-blocked (the terminal sends it to the whole process group; a worker interrupted in its
-bootstrap or mid-task would print its own ``KeyboardInterrupt`` traceback), and on
-interrupt the driver terminates them and waits for them; Ray tasks are cancelled
-(``force=True``). Then ``KeyboardInterrupt`` goes on to the CLI: exit 130.
+**Ctrl-C and SIGTERM.** Only the driver sees the interrupt. Local workers are started
+with SIGINT and SIGTERM blocked (the terminal sends Ctrl-C to the whole process group; a
+worker interrupted in its bootstrap or mid-task would print its own traceback), and they
+ignore SIGINT; a signal that arrives while the pool starts waits until the pool exists,
+so that the driver always has a pool to stop. On interrupt the driver terminates the
+workers and waits for them, a second signal held meanwhile (``interrupts.deferred``);
+Ray tasks are cancelled (``force=True``). Then the interrupt goes on to the CLI: exit 130
+(143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -150,14 +153,14 @@ def in_order(pairs: Iterator[tuple[int, R]], n: int) -> list[R]:
 
 @contextmanager
 def _sigint_blocked() -> Iterator[None]:
-    """Block SIGINT in this thread while worker processes start: a child inherits the
-    mask (through fork and exec alike), so the pool's workers, and the forkserver they
-    fork from, never receive the terminal's Ctrl-C. A Ctrl-C meanwhile stays pending
-    and is delivered here when the mask is restored."""
+    """Block SIGINT and SIGTERM in this thread while worker processes start: a child
+    inherits the mask (through fork and exec alike), so the pool's workers, and the
+    forkserver they fork from, never receive the terminal's Ctrl-C. A signal meanwhile
+    stays pending and is delivered here when the mask is restored."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
@@ -168,8 +171,11 @@ def _worker_init() -> None:
     from traceview.io.allocator import keep_freed_memory
 
     # the second guard: a worker forked from a forkserver some earlier code started
-    # (without the blocked mask) ignores Ctrl-C from here on
+    # (without the blocked mask) ignores Ctrl-C from here on; SIGTERM keeps its default
+    # (the driver's way of stopping a worker, silent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     keep_freed_memory()  # pool processes are traceview's own: keep freed memory for reuse
 
 
@@ -183,16 +189,22 @@ def _pool(workers: int):
 
 
 def _stop(pool) -> None:
-    """Terminate the pool's workers now and wait for them (Ctrl-C, or an error here)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        try:
-            p.terminate()
-        except (OSError, ValueError):
-            pass
-    pool.shutdown(wait=True, cancel_futures=True)
-    for p in procs:
-        p.join(5)
+    """Terminate the pool's workers now and wait for them (Ctrl-C, or an error here); a
+    second Ctrl-C meanwhile is held, so that no worker outlives the driver."""
+    from traceview.interrupts import deferred
+
+    with deferred():
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        for p in procs:
+            try:
+                p.terminate()
+            except (OSError, ValueError):
+                pass
+        pool.shutdown(wait=True, cancel_futures=True)
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
 
 
 def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple[int, Any]]:
@@ -200,10 +212,11 @@ def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple
     from concurrent.futures.process import BrokenProcessPool
 
     broken: list[int] = []
-    with _sigint_blocked():
-        pool = _pool(workers)
-        futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
+    pool = None
     try:
+        with _sigint_blocked():  # a signal meanwhile is raised as the block ends
+            pool = _pool(workers)
+            futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
         pending = set(futures)
         while pending:
             # a timeout, so that this thread wakes to take a Ctrl-C even when the kernel
@@ -219,24 +232,28 @@ def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple
                 yield i, r
         pool.shutdown(wait=True)
     except BaseException:
-        _stop(pool)
+        if pool is not None:
+            _stop(pool)
         raise
     for i in broken:
-        with _sigint_blocked():
-            one = _pool(1)
-            fut = one.submit(fn, items[i])
+        one = None
         try:
+            with _sigint_blocked():
+                one = _pool(1)
+                fut = one.submit(fn, items[i])
             while not fut.done():
                 wait([fut], timeout=POLL_S)
             r = fut.result()
             one.shutdown(wait=True)
         except BrokenProcessPool:
-            one.shutdown(wait=True)
+            if one is not None:
+                one.shutdown(wait=True)
             if crashed is None:
                 raise
             r = crashed(items[i], None)
         except BaseException:
-            _stop(one)
+            if one is not None:
+                _stop(one)
             raise
         yield i, r
 
@@ -258,11 +275,9 @@ def _connect(ray, address: str | None) -> bool:
     disconnects at the end; a session the caller opened stays theirs)."""
     import logging
 
-    import traceview
-
     if ray.is_initialized():
         return False
-    package = os.path.dirname(os.path.abspath(traceview.__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # traceview/
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
                  include_dashboard=False if address is None else None,

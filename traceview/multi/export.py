@@ -32,7 +32,7 @@ import polars as pl
 
 from traceview.analyses.calls import METRICS
 from traceview.coerce import int_or_none
-from traceview.errors import TraceviewError, UsageError
+from traceview.errors import OutputError, TraceviewError, UsageError
 from traceview.model import NO_ID
 from traceview.multi.engine import each, in_order
 from traceview.multi.ranks import metadata_rank
@@ -56,8 +56,8 @@ SLICES_SCHEMA: dict[str, Any] = {
 }
 CALLS_SCHEMA: dict[str, Any] = {
     "path": pl.String, "rank": pl.Int64, "index": pl.Int64, "name": pl.String,
-    "start_ns": pl.Int64, "end_ns": pl.Int64, "cold": pl.Boolean, "launches": pl.Int64,
-    "kernels": pl.Int64, **{m: pl.Int64 for m in METRICS},
+    "start_ns": pl.Int64, "end_ns": pl.Int64, "cold": pl.Boolean, "outlier": pl.Boolean,
+    "launches": pl.Int64, "kernels": pl.Int64, **{m: pl.Int64 for m in METRICS},
 }
 SUMMARY_SCHEMA: dict[str, Any] = {
     "path": pl.String, "rank": pl.Int64, "rank_source": pl.String, "error": pl.String,
@@ -154,7 +154,7 @@ def calls_frame(report: Report, path: str, rank: int,
     rows = []
     for c in report.calls.per_call:
         fields = {"index": c.index, "name": c.name, "start_ns": c.start_ns, "end_ns": c.end_ns,
-                  "cold": c.cold, "launches": c.launches, "kernels": c.kernels, **c.metrics}
+                  "cold": c.cold, "outlier": c.outlier, "launches": c.launches, "kernels": c.kernels, **c.metrics}
         row = {k: fields.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
         row.update({category_column(k): c.categories.get(k, 0) for k in categories})
         rows.append({"path": path, "rank": rank, **row})
@@ -205,9 +205,9 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
     index, path = item
     try:
-        from traceview import load
         from traceview.report.build import build_report
         from traceview.report.explanation import analyze_trace
+        from traceview.report.pipeline import load
 
         ex = analyze_trace(load(path), options)
         report = build_report(ex)
@@ -297,29 +297,63 @@ def export_parquet(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     result = ExportResult(out, traces)
     if not result.ok:
         return result
+    _write_tables(out, tables, result)
+    return result
+
+
+def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResult) -> None:
+    """Every table to a temporary file of its own (a unique name: two runs into one
+    folder never share one), then all renamed at once, under a lock on the folder: two
+    runs into one folder write one after the other, never a mix of both. An interrupt
+    leaves the previous tables (or no folder), never half a file; the clean-up holds a
+    second Ctrl-C or SIGTERM until it is done."""
+    from traceview.atomic import folder_lock, staged_name
+    from traceview.interrupts import deferred
+
+    for name in TABLES:
+        target = out / f"{name}.parquet"
+        if target.is_dir() and not target.is_symlink():
+            raise OutputError(f"{target} is a folder; the table cannot be written there "
+                              "(remove it or export into another folder)")
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot create the folder: {exc.strerror or exc}") from None
     staged: list[Path] = []
     try:
-        # every table to a temporary file first, then all renamed at once: an interrupt
-        # (Ctrl-C) leaves the previous tables, or no folder, never a mix or half a file
-        for name in TABLES:
-            tmp = out / f".{name}.parquet.tmp"
-            staged.append(tmp)
-            tables[name].write_parquet(tmp)
-            result.rows[name] = tables[name].height
-        for name, tmp in zip(TABLES, staged, strict=True):
-            os.replace(tmp, out / f"{name}.parquet")
-        staged = []
+        with folder_lock(out):
+            for name in TABLES:
+                tmp = staged_name(out / f"{name}.parquet")
+                staged.append(tmp)
+                try:
+                    tables[name].write_parquet(tmp)
+                except (OSError, pl.exceptions.PolarsError) as exc:
+                    raise OutputError(f"{out / f'{name}.parquet'}: cannot write: "
+                                      f"{_first_line(exc)}") from None
+                result.rows[name] = tables[name].height
+            with deferred():  # the three renames together, or none
+                for name, tmp in zip(TABLES, staged, strict=True):
+                    os.replace(tmp, out / f"{name}.parquet")
+                staged = []
     except BaseException:
-        for tmp in staged:
-            tmp.unlink(missing_ok=True)
-        if created:
-            import shutil
-
-            shutil.rmtree(out, ignore_errors=True)
+        with deferred():
+            for tmp in staged:
+                tmp.unlink(missing_ok=True)
+            if created:
+                try:
+                    out.rmdir()  # only if empty: another run may be writing there
+                except OSError:
+                    pass
         raise
-    return result
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message, one line (polars: "No space left on device (os error 28)")."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 # ------------------------------------------------------------------ per-rank parts
@@ -395,7 +429,7 @@ def export_parts(paths: Sequence[str | os.PathLike[str]], out: str,
     except ImportError as exc:
         raise UsageError(f"{out}: {exc}") from None
     root = root.rstrip("/")
-    created = not fs.exists(root)
+    created = _is_new(fs, root, out)
     staging_root = f"{root}/.staging-{uuid.uuid4().hex[:12]}"
     staging = staging_root if not is_url(out) else f"{out.split('://', 1)[0]}://{staging_root}"
     items = [(i, str(f)) for i, f in enumerate(files)]
@@ -432,19 +466,41 @@ def export_parts(paths: Sequence[str | os.PathLike[str]], out: str,
         _remove(fs, staging_root)
         if created:
             _remove(fs, root)
-        from traceview.io.sources import load_error, read_errors
+        from traceview.io.sources import read_errors
 
         if isinstance(exc, read_errors()):
-            raise UsageError(f"{out}: cannot write: {load_error(out, exc).problem}") from None
+            raise OutputError(f"{out}: cannot write: {_store_problem(out, exc)}") from None
         raise
     result.rows = {name: sum(t.rows.get(name, 0) for t in result.ok) for name in PARTS}
     result.rows["summary"] = summary.height
     return result
 
 
+def _store_problem(out: str, exc: BaseException) -> str:
+    """A store's failure in the loader's words ("cannot connect: ...", "Unable to locate
+    credentials"), without its "cannot read" (this is a write)."""
+    from traceview.io.sources import load_error
+
+    problem = load_error(out, exc).problem
+    return problem.removeprefix("cannot read: ")
+
+
+def _is_new(fs, root: str, out: str) -> bool:
+    """Whether the output folder is new (``not fs.exists``); a store that cannot be
+    reached (no credentials, a refused endpoint) is one line naming it."""
+    from traceview.io.sources import read_errors
+
+    try:
+        return not fs.exists(root)
+    except read_errors() as exc:
+        raise OutputError(f"{out}: cannot write: {_store_problem(out, exc)}") from None
+
+
 def _remove(fs, path: str) -> None:
+    from traceview.io.sources import read_errors
+
     try:
         if fs.exists(path):
             fs.rm(path, recursive=True)
-    except (OSError, ValueError):
+    except read_errors():
         pass

@@ -15,11 +15,12 @@ R = TypeVar("R")
 def raise_if_interrupted(exc: BaseException) -> None:
     """Ctrl-C while a trace was being read can surface as another error raised while the
     interrupt unwound (``BufferError: memoryview has N exported buffers``): that is the
-    user's interrupt, not a failed trace, so it goes on as ``KeyboardInterrupt``."""
+    user's interrupt, not a failed trace, so it goes on as ``KeyboardInterrupt`` (or its
+    subclass ``interrupts.Terminated`` for SIGTERM: the exit code tells them apart)."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, KeyboardInterrupt):
-            raise KeyboardInterrupt from None
+            raise type(seen)() from None
         seen = seen.__context__
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from traceview.render.labels import unit
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -165,7 +166,8 @@ def family_rows(r: Report) -> list[tuple[str, int, str]]:
 
 
 def family_title(r: Report, warm_calls: int) -> str:
-    return (f"A warm call by Python module (p50 of {warm_calls} warm calls; share of a call's "
+    u = unit(r)
+    return (f"A warm {u} by Python module (p50 of {warm_calls} warm {u}s; share of a {u}'s "
             f"p50, {fmt_ns(_call_p50(r))})")
 
 
@@ -227,8 +229,9 @@ def console_sections(r: Report) -> list[Any]:
         out.append(t)
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
-        tree = Tree(Text(f"Typical warm call, top-down (p50 per warm call; nodes under "
-                         f"{100 * TREE_MIN_SHARE_TEXT:.0f}% of the call folded)", style="bold"))
+        u = unit(r)
+        tree = Tree(Text(f"Typical warm {u}, top-down (p50 per warm {u}; nodes under "
+                         f"{100 * TREE_MIN_SHARE_TEXT:.0f}% of the {u} folded)", style="bold"))
 
         def add(branch, nodes, depth):
             shown = _visible(nodes, floor)
@@ -284,8 +287,9 @@ def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
 
         add(c.tree, 1)
         # a fenced block: deep nested lists exceed markdown renderers' nesting limits
-        parts.append(details("Typical warm call, top-down (p50 per warm call, inclusive and self"
-                             f"; nodes under {100 * TREE_MIN_SHARE_TEXT:.0f}% of the call left out)",
+        u = unit(r)
+        parts.append(details(f"Typical warm {u}, top-down (p50 per warm {u}, inclusive and self"
+                             f"; nodes under {100 * TREE_MIN_SHARE_TEXT:.0f}% of the {u} left out)",
                              "```text\n" + "\n".join(lines) + "\n```"))
     extra = [x for x in (perturbation_line(r), unprofiled_note(r)) if x]
     if extra:

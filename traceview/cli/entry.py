@@ -1,0 +1,103 @@
+"""The console entry point (``traceview``, ``python -m traceview``): signal handling and
+the state of standard output first, then the CLI.
+
+Importing the CLI takes a noticeable fraction of a second (typer, rich, numpy); a Ctrl-C
+or a ``kill`` meanwhile printed an import traceback. So this module imports only the
+standard library and ``cli/_signals.py`` before it installs the handlers, and an
+interrupt anywhere, start-up included, ends as one line and exit 130 (143 for SIGTERM).
+A write to standard output that fails (a full disk, ``> /dev/full``) ends as one line and
+exit 2, never a report cut short with exit 0.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+
+class _WholeWrites(io.RawIOBase):
+    """Standard output's file descriptor, written whole: a short write (a disk that
+    fills up mid-report, a size limit) is continued, so the error that follows it is
+    raised. Python's buffered writer took a short write as the end and the report was
+    cut at 4 KB with exit 0."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, b) -> int:
+        view = memoryview(b).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self.fd, view[done:])
+        return done
+
+
+def _whole_stdout() -> None:
+    """Put ``_WholeWrites`` under ``sys.stdout``, keeping its encoding and buffering."""
+    old = sys.stdout
+    if old is None or not hasattr(old, "buffer"):
+        return
+    try:
+        fd = old.fileno()
+    except (OSError, ValueError):
+        return
+    old.flush()
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_WholeWrites(fd)), encoding=old.encoding,
+                                  errors=old.errors, line_buffering=bool(old.line_buffering))
+
+
+def _quiet_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's last flush at exit cannot fail again
+    (it would print "Exception ignored" and exit 120)."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def main() -> None:
+    from traceview.cli import _signals
+
+    _signals.install()
+    code = 0
+    try:
+        if sys.stdout is None:  # started with fd 1 closed (`>&-`)
+            print("traceview: error: standard output is closed; redirect it to a file or "
+                  "/dev/null", file=sys.stderr)
+            code = 2
+        else:
+            _whole_stdout()
+            from traceview.cli.app import main as app_main
+
+            try:
+                app_main()
+            finally:
+                sys.stdout.flush()  # a write error shows here, inside the guard
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(_signals.message(exc), file=sys.stderr)
+        code = _signals.exit_code(exc)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        _quiet_stdout()
+    except OSError as exc:  # at the last flush, or outside a command's guard
+        from traceview.cli._common import os_error_line
+
+        print(os_error_line(exc), file=sys.stderr)
+        _quiet_stdout()
+        code = 2
+    sys.exit(code)
