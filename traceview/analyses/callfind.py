@@ -320,6 +320,7 @@ def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
     if not groups and rows.size:
         # one step (``--window ProfilerStep#3``) is still a step: the profiler numbers
         # its steps, so one name is no constant hash
+        s = trace.slices
         n_launch = np.searchsorted(l_st, s.end[rows]) - np.searchsorted(l_st, s.start[rows])
         if int((n_launch > 0).sum()):
             groups = {"ProfilerStep#N": rows}
