@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from traceview.unprofiled.find import _same_file, parse  # noqa: E402
+from traceview.unprofiled.find import parse, same_file  # noqa: E402
 
 
 def _key(frame: str) -> tuple[str, int, str] | None:
@@ -42,7 +42,7 @@ def match(functions: list[dict[str, Any]], stages: list[dict[str, Any]]) -> list
         hit = None
         for f in functions:
             got = _key(f["name"])
-            if got and got[1:] == want[1:] and _same_file(got[0], want[0]):
+            if got and got[1:] == want[1:] and same_file(got[0], want[0]):
                 hit = f
                 break
         rows.append({
