@@ -118,7 +118,7 @@ def _unprofiled_calls(a: Analysis) -> UnprofiledInfo | None:
     when the calls are its steps, ``--unprofiled-call``), else a note of what cannot be
     known. None with no warm call."""
     from traceview.report.explanation import unprofiled_baseline
-    from traceview.report.unprofiled_steps import _block
+    from traceview.report.unprofiled_steps import step_block
     from traceview.stats import median
 
     pc = a.per_call
@@ -135,7 +135,7 @@ def _unprofiled_calls(a: Analysis) -> UnprofiledInfo | None:
     if isinstance(split, dict) and split.get("functions") and isinstance(split.get("call_ns"), int):
         source = "--unprofiled-call" if override else "capture's split child (same process as the functions)"
         return from_split(pc.tree, split, profiled, prof_cats, source, override)
-    stepped = _block(a.trace.metadata) if a.steps else None
+    stepped = step_block(a.trace.metadata) if a.steps else None
     call = override or unprofiled_baseline(a.trace) or (stepped or {}).get("step_ns_p50")
     if call:
         source = ("--unprofiled-call" if override else "capture's baseline"

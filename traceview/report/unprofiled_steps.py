@@ -48,7 +48,7 @@ class UnprofiledSteps:
     timer: str = ""
 
 
-def _block(metadata: dict[str, Any]) -> dict[str, Any] | None:
+def step_block(metadata: dict[str, Any]) -> dict[str, Any] | None:
     b = metadata.get("traceview_steps")
     if not isinstance(b, dict) or not isinstance(b.get("step_ns_p50"), int) or b["step_ns_p50"] <= 0:
         return None
@@ -57,7 +57,7 @@ def _block(metadata: dict[str, Any]) -> dict[str, Any] | None:
 
 def correct(steps: Any, metadata: dict[str, Any]) -> UnprofiledSteps | None:
     """``steps``: the report's ``StepsInfo``; None without unprofiled step times."""
-    b = _block(metadata)
+    b = step_block(metadata)
     if b is None or steps is None or not steps.steps:
         return None
     warm = [s for s in steps.steps if not s.cold] or list(steps.steps)
