@@ -91,7 +91,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
                                record_shapes=True, trace_path=raw_dir / "warm.json")
         base["split"] = _split_here(call, dev, raw_dir / "warm.json") if with_stack else None
         meta = {
-            "schema": metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
+            **metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
             "command": f"traceview.capture({name}, ...)", "reproducer": None,
             "op": getattr(fn, "__name__", "fn"), "impl": "fn", "impl_detail": {"entry": name, "api": True},
             "shape": list(tensors[0].shape),

@@ -1,4 +1,4 @@
-"""The ``traceview`` metadata block: the seed's reproducer template, filled in by machine.
+"""The ``traceview`` metadata block: the reproducer template, filled in by machine.
 
 Everything someone needs to reproduce or question a number goes here: what ran (op,
 impl, shapes, dtype, strides, scalars), where (device, driver, CUDA), with what
@@ -17,8 +17,9 @@ from typing import Any
 
 from traceview.capture.baseline import TIMER
 from traceview.capture.config import CaptureConfig
+from traceview.documents import stamp
 
-SCHEMA = 1
+SCHEMA = stamp("capture")  # the version field the block starts with (documents.py)
 
 #: The protocol's steps, in the order the harness performs them.
 STEPS = (
@@ -111,7 +112,7 @@ def build(config: CaptureConfig, *, device_info: dict[str, Any], torch: Any,
           baseline: dict[str, Any], cold: dict[str, Any]) -> dict[str, Any]:
     """The complete block for the main (warm) trace."""
     return {
-        "schema": SCHEMA,
+        **SCHEMA,
         "tool_version": tool_version(),
         "kind": "warm",
         "command": config.command,

@@ -2,8 +2,11 @@
 
 Every output format is a ``Renderer`` registered here under (subject, format): the one
 trace ``Report`` (``explain``), the ranks' ``RanksReport`` (``explain DIR``), the
-``Diff`` (``diff``), the ``traceview ab`` result (``ab``: its ``traceview.ab/1`` JSON
-document) and the ``traceview serve`` document (``serve``, docs/serving.md). The CLI
+``Diff`` (``diff``), the ``traceview ab`` result (``ab``: its versioned JSON
+document), the ``traceview serve`` document (``serve``, docs/serving.md), and what
+``traceview capture`` prints: its summary (``capture``), a sweep (``sweep``), a
+correctness failure report (``failure``), the warm-cache check (``cache_check``) and the
+layout matrix (``layouts``), from ``traceview.render.measured``. The CLI
 looks them up with ``renderer(format, subject)`` and imports no renderer module itself
 (``tests/test_layout.py`` checks both), and later formats register here too. A renderer
 computes nothing its report does not hold (the typical call, the matrix, shares come
@@ -18,7 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from traceview.multi.compare import Diff
+    from traceview.multi.ranks import RanksReport
     from traceview.report.model import Report
+    from traceview.report.proton import ProtonTraceReport, ProtonTreeReport
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,8 @@ class RenderOptions:
     figure: str | None = None  # a figure written beside a markdown report, to mention
 
 
-Subject = Literal["report", "ranks", "diff", "ab", "serve", "proton"]
+Subject = Literal["report", "ranks", "diff", "ab", "serve", "proton", "capture", "sweep",
+                  "failure", "cache_check", "layouts"]
 
 
 class Renderer(Protocol):
@@ -101,7 +108,7 @@ class Png:
 class RanksTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: RanksReport, options: RenderOptions) -> str:
         from traceview.render.ranks_report import render_ranks_console
 
         return _console_text(options, lambda c: render_ranks_console(report, c))
@@ -110,7 +117,7 @@ class RanksTerminal:
 class RanksJson:
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: RanksReport, options: RenderOptions) -> str:
         from traceview.render.ranks_report import render_ranks_json
 
         return render_ranks_json(report).decode()
@@ -119,7 +126,7 @@ class RanksJson:
 class RanksMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: RanksReport, options: RenderOptions) -> str:
         from traceview.render.ranks_report import render_ranks_markdown
 
         return render_ranks_markdown(report)
@@ -128,7 +135,7 @@ class RanksMarkdown:
 class DiffTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: Diff, options: RenderOptions) -> str:
         from traceview.render.diff_report import render_diff_console
 
         return _console_text(options, lambda c: render_diff_console(report, c))
@@ -137,7 +144,7 @@ class DiffTerminal:
 class DiffJson:
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: Diff, options: RenderOptions) -> str:
         import orjson
 
         return (orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n").decode()
@@ -146,7 +153,7 @@ class DiffJson:
 class DiffMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: Diff, options: RenderOptions) -> str:
         from traceview.render.diff_report import render_diff_markdown
 
         return render_diff_markdown(report)
@@ -155,18 +162,18 @@ class DiffMarkdown:
 class AbTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.ab_report import render_ab_console
 
         return _console_text(options, lambda c: render_ab_console(report, c))
 
 
 class AbJson:
-    """The ``traceview.ab/1`` document itself (what ``ab --out`` saves, ``diff --ab`` reads)."""
+    """The ab document itself (what ``ab --out`` saves, ``diff --ab`` reads)."""
 
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         import orjson
 
         return (orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n").decode()
@@ -175,7 +182,7 @@ class AbJson:
 class AbMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.ab_report import render_ab_markdown
 
         return render_ab_markdown(report)
@@ -184,7 +191,7 @@ class AbMarkdown:
 class ServeTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.serve_console import render_serve_console
 
         return _console_text(options, lambda c: render_serve_console(report, c))
@@ -195,7 +202,7 @@ class ServeJson:
 
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         import json
 
         return json.dumps(report, indent=1) + "\n"
@@ -204,7 +211,7 @@ class ServeJson:
 class ServeMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.serve_markdown import render_serve_markdown
 
         return render_serve_markdown(report)
@@ -218,10 +225,101 @@ class Proton:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: ProtonTraceReport | ProtonTreeReport, options: RenderOptions) -> str:
         from traceview.render.proton import render
 
         return render(report, self.name, options.width)
+
+
+def _json_text(doc: Any) -> str:
+    import json
+
+    return json.dumps(doc, indent=2) + "\n"
+
+
+class CaptureText:
+    """capture's summary (``traceview.render.measured.capture.CaptureSummary``)."""
+
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.capture import draw_capture
+
+        return _console_text(options, lambda c: draw_capture(c, report))
+
+
+class CaptureJson:
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        return _json_text(report.to_dict())
+
+
+class SweepText:
+    """A sweep's table (``traceview.render.measured.sweep.SweepOutput``)."""
+
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.sweep import render_sweep
+
+        return _console_text(options, lambda c: render_sweep(c, report.result, report.files))
+
+
+class SweepJson:
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        return _json_text(report.result.summary())
+
+
+class SweepMarkdown:
+    name, binary = "md", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.sweep import markdown
+
+        return markdown(report.result.summary())
+
+
+class FailureText:
+    """A correctness failure report: the isolated check's, or the cache check's (the
+    report holds ``cache_check``); a headline line, then one labelled line per fact."""
+
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.checks import cache_check_lines, failure_lines
+
+        lines = cache_check_lines(report) if "cache_check" in report else failure_lines(report)
+        return "\n".join(lines)
+
+
+class DocumentJson:
+    """A check's document as it is: the plain dict, indented."""
+
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        return _json_text(report)
+
+
+class CacheCheckText:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.checks import draw_cache_check
+
+        return _console_text(options, lambda c: draw_cache_check(c, report))
+
+
+class LayoutsText:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.checks import draw_layouts
+
+        return _console_text(options, lambda c: draw_layouts(c, report))
 
 
 RENDERERS: dict[tuple[Subject, str], Renderer] = {
@@ -231,6 +329,11 @@ RENDERERS: dict[tuple[Subject, str], Renderer] = {
     **{("ab", r.name): r for r in (AbTerminal(), AbJson(), AbMarkdown())},
     **{("serve", r.name): r for r in (ServeTerminal(), ServeJson(), ServeMarkdown())},
     **{("proton", name): Proton(name) for name in ("text", "json", "md")},
+    **{("capture", r.name): r for r in (CaptureText(), CaptureJson())},
+    **{("sweep", r.name): r for r in (SweepText(), SweepJson(), SweepMarkdown())},
+    **{("failure", r.name): r for r in (FailureText(), DocumentJson())},
+    **{("cache_check", r.name): r for r in (CacheCheckText(), DocumentJson())},
+    **{("layouts", r.name): r for r in (LayoutsText(), DocumentJson())},
 }
 
 

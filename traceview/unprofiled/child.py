@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from traceview.errors import CaptureError
-from traceview.runner.outcome import CHILD_TIMEOUT_S
 
 
 def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
@@ -41,6 +40,7 @@ def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
 
 def split_in_child(config: Any, names: list[str], cache_root: Path) -> dict[str, Any]:
     """:func:`measure_here` in a fresh interpreter (compile caches under cache_root)."""
+    from traceview.runner.outcome import CHILD_TIMEOUT_S
     from traceview.runner.process import last_stderr_line, result_line, spawn
     from traceview.runner.wire import encode_config
 
