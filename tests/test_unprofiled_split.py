@@ -244,3 +244,27 @@ def test_categories_scale_inside_each_measured_function():
 def test_normalised_categories_sum_to_the_call_exactly(raw, total):
     out = _normalise(raw, total)
     assert sum(out.values()) == total and all(v > 0 for v in out.values())
+
+
+def _planted_fn(a):
+    P.op()
+    return a + 1
+
+
+def test_the_python_api_records_the_split_of_a_live_callable(tmp_path):
+    torch = pytest.importorskip("torch")
+    a = torch.ones(8)
+    meta = traceview_capture(_planted_fn, a, out=tmp_path / "fn.json.gz", warmup=2, iters=6,
+                             baseline_n=20)
+    block = meta["baseline"]["split"]
+    got = {find.parse(f["name"])[2] for f in block["functions"]}
+    assert {"busy_stage", "tiny_stage", "crc_stage"} <= got
+    assert "this process" in block["process"] and block["calibration"]["in_band_ns"] > 0
+    busy = next(f for f in block["functions"] if f["name"].endswith(": busy_stage"))
+    assert P.BUSY_NS <= busy["inclusive_ns"] < 2 * P.BUSY_NS
+
+
+def traceview_capture(*args, **kwargs):
+    import traceview
+
+    return traceview.capture(*args, **kwargs)

@@ -5,8 +5,8 @@ measured by capture's split child) and the JSON of ``tools/staged_timing_flaggem
 for the same op, shape and dtype on the same machine. Stages are matched by code (the
 file, first line and name of the frame). Writes (or adds a case to) a fixture:
 
-    python tools/unprofiled_vs_staged.py --case sigmoid_f32 --explain explain.json \
-        --staged staged.json --fixture fixtures/unprofiled_h200_flaggems.json
+    python tools/unprofiled_vs_staged.py --case sigmoid_float32 --explain explain.json \
+        --staged staged.json --fixture fixtures/unprofiled_h200_flaggems.json [--run B]
 
 Every figure is integer ns per call. The acceptance rules are checked by
 ``tests/test_unprofiled_h200.py`` against the fixture; this script prints the table.
@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from traceview.unprofiled.find import _same_file, parse  # noqa: E402
+from traceview.unprofiled.find import parse, same_file  # noqa: E402
 
 
 def _key(frame: str) -> tuple[str, int, str] | None:
@@ -42,7 +42,7 @@ def match(functions: list[dict[str, Any]], stages: list[dict[str, Any]]) -> list
         hit = None
         for f in functions:
             got = _key(f["name"])
-            if got and got[1:] == want[1:] and _same_file(got[0], want[0]):
+            if got and got[1:] == want[1:] and same_file(got[0], want[0]):
                 hit = f
                 break
         rows.append({
@@ -96,14 +96,15 @@ def main() -> None:
     p.add_argument("--explain", required=True)
     p.add_argument("--staged", required=True)
     p.add_argument("--fixture", required=True)
+    p.add_argument("--run", default="latest", help="the fixture's run (device session) to add to")
     a = p.parse_args()
     c = case(json.loads(Path(a.explain).read_text()), json.loads(Path(a.staged).read_text()))
     fx = Path(a.fixture)
     doc = json.loads(fx.read_text()) if fx.exists() else {
         "what": "FlagGems on the H200: traceview's unprofiled split (capture) against an "
                 "independent staged timing (tools/staged_timing_flaggems.py)",
-        "command": "tools/run_unprofiled_h200.sh", "cases": {}}
-    doc["cases"][a.case] = c
+        "command": "tools/run_unprofiled_h200.sh OUT [op:dtype ...]", "runs": {}}
+    doc.setdefault("runs", {}).setdefault(a.run, {})[a.case] = c
     tmp = fx.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, fx)

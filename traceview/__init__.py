@@ -37,7 +37,8 @@ _TYPES = {
     "RanksReport": "traceview.multi.ranks",
     "ProtonTraceReport": "traceview.report.proton", "ProtonTreeReport": "traceview.report.proton",
 }
-__all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "explain", "load",
+__all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "capture_steps",
+           "explain", "load",
            "proton", *_TYPES]
 
 from traceview.options import Options
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from traceview.report.proton import ProtonTraceReport as ProtonTraceReport
     from traceview.report.proton import ProtonTreeReport as ProtonTreeReport
     from traceview.stats import Stats as Stats
+    from traceview.unprofiled.steps import capture_steps as capture_steps
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -132,6 +134,8 @@ def __getattr__(name: str) -> object:
 
     if name == "capture":
         return importlib.import_module("traceview.capture")
+    if name == "capture_steps":  # a user's training loop: unprofiled step times recorded
+        return importlib.import_module("traceview.unprofiled.steps").capture_steps
     if name in _TYPES:
         return getattr(importlib.import_module(_TYPES[name]), name)
     raise AttributeError(f"module 'traceview' has no attribute {name!r}")

@@ -89,6 +89,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
                                 ("full_api_ns_p50", "amortized_submit_ns", "device_ns")}]
         profiling.profile_warm(dev, call, iters, sync_each=True, with_stack=with_stack,
                                record_shapes=True, trace_path=raw_dir / "warm.json")
+        base["split"] = _split_here(call, dev, raw_dir / "warm.json") if with_stack else None
         meta = {
             **metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
             "command": f"traceview.capture({name}, ...)", "reproducer": None,
@@ -118,3 +119,19 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
                                               metadata.for_cold(meta, out.name)))
         publisher.commit()
     return meta
+
+
+def _split_here(call: Callable[[], Any], dev: Any, warm_trace: Path) -> dict[str, Any] | None:
+    """The unprofiled split (``traceview.unprofiled``) of a live callable, in this process
+    (it cannot be rebuilt in a fresh one), after the profiled calls named its functions."""
+    from traceview.unprofiled import find, split, structure
+
+    names = structure.choose_from_trace(str(warm_trace), calls=r"^call_\d+$")
+    if not names:
+        return None
+    found = find.functions_for(names)
+    block = split.measure(call, dev.sync, {n: found[n] for n in names if n in found})
+    block["missing"] = [n for n in names if n not in found]
+    block["process"] = ("this process (a live callable), after its profiled calls: on a GPU "
+                        "the profiler's callbacks may still slow its launches")
+    return block

@@ -38,6 +38,12 @@ class Format(str, enum.Enum):
     md = "md"
 
 
+UnprofiledCallOpt = Annotated[str | None, typer.Option(
+    "--unprofiled-call",
+    help="The call's time without the profiler (e.g. 75us), for a trace that does not "
+         "carry one: the unprofiled split is then estimated (per-event model).")]
+
+
 def explain(
     *,  # typer passes every parameter by name: flags are keyword-only
     trace: Annotated[list[str], typer.Argument(
@@ -61,10 +67,7 @@ def explain(
              "the critical path with flow arrows, device idle by cause, findings) for "
              "Perfetto or chrome://tracing: a .json or .json.gz name (gzipped by name). "
              "See docs/annotate.md.")] = None,
-    unprofiled_call: Annotated[str | None, typer.Option(
-        "--unprofiled-call",
-        help="The call's time without the profiler (e.g. 75us), for a trace that does not "
-             "carry one: the unprofiled split is then estimated (per-event model).")] = None,
+    unprofiled_call: UnprofiledCallOpt = None,
     jobs: JobsOpt = None,
     recursive: RecursiveOpt = True,
     engine: EngineOpt = "local",

@@ -74,8 +74,23 @@ def unprofiled_parts(r: Report) -> tuple[str, list[list[str]], list[str]] | None
     cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
                       for k, v in u.categories.items())
     tail = [f"categories unprofiled (sum = the call): {cats}" if cats else "",
-            f"measurement: {u.measuring}" if u.measuring else "", u.note]
+            f"measurement: {u.measuring}" if u.measuring else "", u.note, *steps_lines(u)]
     return head, rows, [t for t in tail if t]
+
+
+def steps_lines(u: Any) -> list[str]:
+    """"profiled step X, unprofiled Y", the corrected phases and path, and the model."""
+    st = u.steps
+    if st is None:
+        return []
+    phases = " · ".join(f"{k} {fmt_ns(st.profiled_phases.get(k))} -> {fmt_ns(v)}"
+                        for k, v in st.phases.items())
+    path = " · ".join(f"{i.what} ({i.resource}) {fmt_ns(i.profiled_ns)} -> {fmt_ns(i.ns)}"
+                      for i in st.critical_path[:6])
+    return [f"profiled step {fmt_ns(st.profiled_step_ns)}, unprofiled {fmt_ns(st.unprofiled_step_ns)}"
+            f" ({st.n} unprofiled steps; {st.timer})",
+            f"step #{st.step_index} corrected, phases: {phases}",
+            f"critical path corrected: {path}", f"correction model: {st.model}"]
 
 
 def unprofiled_console(r: Report) -> Any:

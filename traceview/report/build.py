@@ -50,6 +50,7 @@ def build_report(a: Analysis) -> m.Report:
     )
     # a training step runs many ops: no one op's name, shapes or bytes stands for it
     op = None if a.steps else op_info(a)
+    steps = steps_info(a)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -90,16 +91,32 @@ def build_report(a: Analysis) -> m.Report:
         bytes_moved=None if a.steps else bytes_moved(op, a.trace.capture,
                                                      calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
-        steps=steps_info(a),
-        unprofiled=unprofiled_info(a),
+        steps=steps,
+        unprofiled=unprofiled_info(a, steps),
     )
 
 
-def unprofiled_info(a: Analysis) -> UnprofiledInfo | None:
-    """The call's estimated unprofiled split (``report/unprofiled.py``): measured where
-    capture recorded ``baseline.split``, else the per-event model where an unprofiled
-    call figure is known, else a note of what cannot be known. None with no warm call."""
+def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> UnprofiledInfo | None:
+    """The call's estimated unprofiled split (``report/unprofiled.py``), with the steps
+    corrected where the trace carries unprofiled step times (``capture_steps``)."""
+    from dataclasses import replace
+
+    from traceview.report.unprofiled_steps import correct
+
+    info = _unprofiled_calls(a)
+    corrected = correct(steps, a.trace.metadata)
+    if info is None or corrected is None:
+        return info
+    return replace(info, steps=corrected)
+
+
+def _unprofiled_calls(a: Analysis) -> UnprofiledInfo | None:
+    """Measured where capture recorded ``baseline.split``, else the per-event model where
+    an unprofiled call figure is known (capture's baseline, ``capture_steps``' step times
+    when the calls are its steps, ``--unprofiled-call``), else a note of what cannot be
+    known. None with no warm call."""
     from traceview.report.explanation import unprofiled_baseline
+    from traceview.report.unprofiled_steps import step_block
     from traceview.stats import median
 
     pc = a.per_call
@@ -115,9 +132,11 @@ def unprofiled_info(a: Analysis) -> UnprofiledInfo | None:
     if isinstance(split, dict) and split.get("functions") and isinstance(split.get("call_ns"), int):
         source = "--unprofiled-call" if override else "capture's split child (same process as the functions)"
         return from_split(pc.tree, split, profiled, prof_cats, source, override)
-    call = override or unprofiled_baseline(a.trace)
+    stepped = step_block(a.trace.metadata) if a.steps else None
+    call = override or unprofiled_baseline(a.trace) or (stepped or {}).get("step_ns_p50")
     if call:
-        source = "--unprofiled-call" if override else "capture's baseline"
+        source = ("--unprofiled-call" if override else "capture's baseline"
+                  if unprofiled_baseline(a.trace) else "capture_steps' unprofiled steps")
         return from_model(pc.tree, call, profiled, pc.perturbation.events_per_call or 0,
                           prof_cats, source)
     return none_known(profiled)

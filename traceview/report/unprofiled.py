@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traceview.analyses.calltree import _FRAME
+from traceview.report.unprofiled_steps import UnprofiledSteps
 
 #: Python frames under this share of the profiled call are not split out.
 MIN_SHARE = 0.03
@@ -59,6 +60,7 @@ class UnprofiledInfo:
     call_source: str = ""
     measuring: str = ""  # what the measurement cost and what was subtracted
     note: str = ""
+    steps: UnprofiledSteps | None = None  # profiled steps beside unprofiled step times
 
 
 def _walk(nodes: Iterable[Any]) -> Iterable[Any]:

@@ -23,7 +23,7 @@ def parse(name: str) -> tuple[str, int, str] | None:
     return None if m is None else (m.group("path"), int(m.group("line")), m.group("func"))
 
 
-def _same_file(trace_path: str, filename: str) -> bool:
+def same_file(trace_path: str, filename: str) -> bool:
     a, b = trace_path.replace("\\", "/"), filename.replace("\\", "/")
     return a == b or b.endswith("/" + a.lstrip("/")) or a.endswith("/" + b.lstrip("/"))
 
@@ -54,14 +54,14 @@ def functions_for(names: list[str]) -> dict[str, list[types.FunctionType | types
     for obj in funcs:
         code = obj.__code__
         for name, path in wanted.get((code.co_firstlineno, code.co_name), ()):
-            if _same_file(path, code.co_filename):
+            if same_file(path, code.co_filename):
                 found[name].append(obj)
     missing = {n for n in names if n not in found}
     if missing:
         for obj in funcs:
             for code in _nested(obj.__code__):
                 for name, path in wanted.get((code.co_firstlineno, code.co_name), ()):
-                    if name in missing and _same_file(path, code.co_filename):
+                    if name in missing and same_file(path, code.co_filename):
                         codes[name] = code
     for name, code in codes.items():
         found[name] = [code]

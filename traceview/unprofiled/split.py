@@ -10,8 +10,12 @@ A block holds, for each chosen function in a shuffled order, a run of the call w
 timer (the call's own time) beside a run with that function timed; the calibration
 (``calibrate``) is measured in every block too, so slow drift of the machine lands
 alike on all of them. Per block and function: the median over the run's calls of the
-function's inclusive time minus the calibrated in-band cost of its invocations; the
-figure is the median over blocks, with the signed-rank interval over the blocks.
+function's inclusive time minus the calibrated in-band cost of its invocations, as a
+share of the median of the bare run beside it; the figure is the median share over
+blocks times the call (the median over all bare runs), with the signed-rank interval of
+the shares over the blocks. Shares, because a machine can slow for a while (seen on the
+H200: one process's bare call drifted from 82 to 139 us between blocks) and a share
+taken against the bare runs beside it carries across that.
 """
 
 from __future__ import annotations
@@ -63,6 +67,12 @@ def _interval(values: list[float]) -> tuple[int, int, int]:
     return centre, round(ci[0]), round(ci[1])
 
 
+def _share_interval(values: list[float]) -> tuple[float, float, float]:
+    centre = median(values)
+    ci = signed_rank_interval(values)
+    return (centre, min(values), max(values)) if ci is None else (centre, ci[0], ci[1])
+
+
 def measure(call: Callable[[], Any], sync: Callable[[], Any],
             targets: Mapping[str, Sequence[types.FunctionType | types.CodeType]], *, blocks: int = BLOCKS,
             seed: int = 0, calls_per_run: int | None = None) -> dict[str, Any]:
@@ -110,10 +120,14 @@ def measure(call: Callable[[], Any], sync: Callable[[], Any],
     functions: list[dict[str, Any]] = []
     for name in names:
         f = per_fn[name]
-        inc, lo, hi = _interval(f["est"])
+        # Each block's figure as a share of the bare runs beside it (drift between blocks
+        # cancels), times the call: the figure and its interval in ns per call.
+        share, s_lo, s_hi = _share_interval(f["share"])
         functions.append({
-            "name": name, "inclusive_ns": inc, "low_ns": lo, "high_ns": hi,
-            "share": round(median(f["share"]), 4),
+            "name": name, "inclusive_ns": round(share * call_c),
+            "low_ns": round(s_lo * call_c), "high_ns": round(s_hi * call_c),
+            "share": round(share, 4),
+            "unscaled_ns": round(median(f["est"])),
             "invocations_per_call": median(f["count"]),
             "measuring_cost_ns": round(median(f["cost"])),
         })

@@ -19,11 +19,11 @@ __all__ = ["MAX_FUNCTIONS", "MIN_SHARE", "choose", "choose_from_trace"]
 def choose_from_trace(path: str, calls: str | None = None) -> list[str]:
     """:func:`choose` over a trace file's typical warm call (explain's own tree);
     ``calls`` as explain's ``--calls``."""
-    import traceview
     from traceview.options import Options
     from traceview.report.explanation import analyze_trace
+    from traceview.report.pipeline import load
 
-    a = analyze_trace(traceview.load(path), Options(calls=calls))
+    a = analyze_trace(load(path), Options(calls=calls))
     pc = a.per_call
     if pc is None or not pc.tree:
         return []

@@ -1,0 +1,96 @@
+"""explain's ``unprofiled`` key: the measured split from capture's metadata, the
+per-event model from the call alone, and the note when nothing is known."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import traceview
+from traceview.cli.app import app
+from traceview.options import Options
+from traceview.report.schema import from_json, to_json
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+ADD = FIX / "flag_gems_add_16x4096_bf16.json.gz"
+KEYS = {"method", "calls", "call_ns", "low_ns", "high_ns", "categories", "functions"}
+
+
+def _with_split(call_ns: int = 100_000):
+    """The FlagGems fixture with a split recorded as capture records it: two of its
+    frames measured (the op at 90% of the call, libentry's run at 30 us)."""
+    trace = traceview.load(str(ADD))
+    frames = {"flag_gems/ops/add.py(44): add": (90_000, 88_000, 93_000),
+              "flag_gems/utils/libentry.py(659): run": (30_000, 29_000, 31_000)}
+    trace.metadata["traceview"]["baseline"]["split"] = {
+        "method": "sys.monitoring PY_START/PY_RETURN local events on one code object per run",
+        "blocks": 10, "calls_per_run": 100, "call_ns": call_ns, "call_low_ns": 99_000,
+        "call_high_ns": 101_000, "calibration": {"in_band_ns": 120, "per_invocation_ns": 400},
+        "functions": [{"name": n, "inclusive_ns": v[0], "low_ns": v[1], "high_ns": v[2],
+                       "invocations_per_call": 1} for n, v in frames.items()]}
+    return trace
+
+
+def test_a_recorded_split_gives_measured_functions_and_categories_summing_to_the_call():
+    r = traceview.explain(_with_split())
+    d = json.loads(to_json(r))["unprofiled"]
+    assert KEYS <= set(d)
+    assert d["method"].startswith("measured: sys.monitoring")
+    assert d["call_ns"] == 100_000 and (d["low_ns"], d["high_ns"]) == (99_000, 101_000)
+    assert sum(d["categories"].values()) == 100_000 and "profiler" not in d["categories"]
+    names = [f["name"] for f in d["functions"]]
+    assert names == ["flag_gems/ops/add.py(44): add", "flag_gems/utils/libentry.py(659): run"]
+    run = d["functions"][1]
+    assert (run["inclusive_ns"], run["low_ns"], run["high_ns"]) == (30_000, 29_000, 31_000)
+    assert run["profiled_ns"] > run["inclusive_ns"]
+    # the names are the trace's own frames
+    tree = json.loads(to_json(r))["calls"]["tree"]
+    seen = set()
+    stack = list(tree)
+    while stack:
+        n = stack.pop()
+        seen.add(n["name"])
+        stack += n["children"]
+    assert set(names) <= seen
+
+
+def test_the_report_round_trips_through_json():
+    r = traceview.explain(_with_split())
+    assert from_json(to_json(r)).unprofiled == r.unprofiled
+
+
+def test_the_call_alone_gives_the_per_event_model(tmp_path):
+    r = traceview.explain(traceview.load(str(ADD)))
+    u = r.unprofiled
+    assert u.method.startswith("per-event model")
+    base = r.capture["baseline"]["full_api_ns_p50"]
+    assert u.call_ns == base and sum(u.categories.values()) == base
+    assert all(f.low_ns is None and f.method == "per-event model" for f in u.functions)
+    assert all(0 <= f.inclusive_ns <= base for f in u.functions)
+
+
+def test_unprofiled_call_option_overrides_and_reaches_any_trace():
+    plain = FIX / "shape_loop_sync.json.gz"
+    r = traceview.explain(traceview.load(str(plain)))
+    assert r.unprofiled.method is None and "no unprofiled figure" in r.unprofiled.note
+    r2 = traceview.explain(traceview.load(str(plain)), Options(unprofiled_call=20_000))
+    assert r2.unprofiled.call_ns == 20_000 and sum(r2.unprofiled.categories.values()) == 20_000
+    assert r2.unprofiled.call_source == "--unprofiled-call"
+
+
+@pytest.mark.parametrize("fmt", ["text", "md"])
+def test_text_and_markdown_show_it(fmt):
+    out = CliRunner().invoke(app, ["explain", str(ADD), "-f", fmt, "--unprofiled-call",
+                                   "100us", "--width", "120"])
+    assert out.exit_code == 0, out.output
+    assert "Without the profiler a call takes 100 us" in out.output
+    assert "categories unprofiled (sum = the call)" in out.output
+
+
+def test_a_bad_unprofiled_call_is_one_line_exit_2():
+    out = CliRunner().invoke(app, ["explain", str(ADD), "--unprofiled-call", "fast"])
+    assert out.exit_code == 2
+    assert "Traceback" not in out.output
