@@ -27,13 +27,14 @@ Classing, with that reason:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from traceview import intervals
-from traceview.stats import median
+from traceview.stats import median, medians_of_others
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -94,17 +95,27 @@ class _Ops:
         return out
 
 
+def _nearest(others: list[Call], index: int) -> list[Call]:
+    """The ``TYPICAL_CALLS`` calls nearest ``index`` (ties: the earlier), as sorting all of
+    ``others`` by distance gives, from the ones within that many places on either side
+    (``others`` are in index order; a sort per slow call is quadratic when many are)."""
+    pos = bisect_left([c.index for c in others], index) if len(others) > 2 * TYPICAL_CALLS \
+        else TYPICAL_CALLS
+    window = others[max(0, pos - TYPICAL_CALLS):pos + TYPICAL_CALLS]
+    return sorted(window, key=lambda c: (abs(c.index - index), c.index))[:TYPICAL_CALLS]
+
+
 def holder(trace: Trace, call: Call, others: list[Call], ops: _Ops | None = None,
            excess: int | None = None) -> Holder | None:
     """What holds ``call``'s excess over the median of ``others`` (None: no excess)."""
     if not others:
         return None
-    med = int(median([c.api_ns for c in others]))
-    excess = call.api_ns - med if excess is None else excess
+    if excess is None:
+        excess = call.api_ns - int(median([c.api_ns for c in others]))
     if excess <= 0:
         return None
     ops = ops or _Ops(trace)
-    near = sorted(others, key=lambda c: (abs(c.index - call.index), c.index))[:TYPICAL_CALLS]
+    near = _nearest(others, call.index)
     mine = ops.inside(call.start_ns, call.end_ns)
     theirs = [ops.inside(c.start_ns, c.end_ns) for c in near]
     best: tuple[int, str] | None = None
@@ -134,21 +145,28 @@ def classify(trace: Trace, calls: list[Call], profiler_outliers: dict[int, str])
     changed: dict[int, Call] = {}
     for mine in by_kind.values():
         plain = [c for c in mine if not c.cold]
+        # the median of the others for every call from one sort: leave-one-out for a
+        # plain call, all plain calls for a cold one (a median per call is quadratic)
+        api = np.asarray([c.api_ns for c in plain], np.int64)
+        loo = dict(zip([c.index for c in plain], medians_of_others(api).tolist(), strict=True)) \
+            if api.size >= 2 else {}
+        all_med = int(median(api.tolist())) if api.size else 0
         for k, c in enumerate(mine):
             if c.index in profiler_outliers:
                 changed[c.index] = replace(c, outlier_reason=profiler_outliers[c.index])
                 continue
-            others = [o for o in plain if o.index != c.index]
-            if len(others) < 2:
+            n_others = len(plain) - (0 if c.cold else 1)
+            if n_others < 2:
                 continue
-            med = int(median([o.api_ns for o in others]))
+            med = all_med if c.cold else int(loo[c.index])
             if med <= 0 or c.api_ns <= SLOW_RATIO * med:
                 continue
+            others = [o for o in plain if o.index != c.index]
             first = k == 0
             if not c.cold and first and c.api_ns <= FIRST_CALL_RATIO * med:
                 continue
             ops = ops or _Ops(trace)
-            h = holder(trace, c, others, ops)
+            h = holder(trace, c, others, ops, excess=c.api_ns - med)
             held = f"; {h.words()}" if h else ""
             times = f"{fmt_ns(c.api_ns)}, {c.api_ns / med:.1f}x the median of the others " \
                     f"({fmt_ns(med)})"
