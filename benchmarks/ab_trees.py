@@ -9,7 +9,7 @@ process pinned to one core, with the tree as working directory and ``PYTHONPATH`
 ``python -m traceview`` imports that tree). Printed per run and as medians: user + sys CPU seconds of the child, wall seconds, peak RSS (``ru_maxrss``) and
 minor page faults. On a shared or uneven machine only such interleaved runs separate a
 10-20% change: sequential batches of one tree then the other drift with the host
-(CHANGELOG.md, issue #15 follow-up). ``--check FILE`` also compares each run's
+(docs/performance.md). ``--check FILE`` also compares each run's
 output with FILE, byte for byte (the report holds the trace's path, which is passed on
 as an absolute path: make FILE the same way).
 """

@@ -1,4 +1,4 @@
-"""traceview against Holistic Trace Analysis (HTA), side by side (issue #7).
+"""traceview against Holistic Trace Analysis (HTA), side by side.
 
     .venv/bin/python benchmarks/bench_hta.py --sizes 56,112,225,450 --reps 5,5,3,3 \
         --work /tmp/tvbench --profile 450

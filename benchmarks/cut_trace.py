@@ -1,4 +1,4 @@
-"""Time-prefix cuts of a real trace: the same capture, stopped earlier (issue #15).
+"""Time-prefix cuts of a real trace: the same capture, stopped earlier.
 
     python benchmarks/cut_trace.py /work/incoming/big.json.gz --mb 56,112,225,450 \\
         --out-dir /tmp/tvbench/real

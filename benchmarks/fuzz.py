@@ -1,4 +1,4 @@
-"""Fuzz the loader and the engine (issue #6). Run outside CI; results in docs/robustness.md.
+"""Fuzz the loader and the engine. Run outside CI; results in docs/robustness.md.
 
     pip install atheris                      # coverage-guided, libFuzzer inside
     taskset -c 1 python benchmarks/fuzz.py --minutes 20

@@ -1,4 +1,4 @@
-"""Where ``explain --format json`` spends its time and memory, stage by stage (issue #15).
+"""Where ``explain --format json`` spends its time and memory, stage by stage.
 
     PYTHONPATH=. python benchmarks/stages.py TRACE [--json OUT]
 
@@ -55,7 +55,7 @@ WRAP = [
     ("traceview.report.explanation", "attribute_host", "host sweep (all lanes)", 0),
     ("traceview.analyses.host", "sweep_order", "sweep order", 1),
     ("traceview.analyses.host", "_classify_rows", "classify rows", 1),
-    ("traceview.analyses.host", "_sweep_nested", "array sweep (nested only, before #15)", 1),
+    ("traceview.analyses.host", "_sweep_nested", "array sweep (nested only, the old path)", 1),
     ("traceview.analyses.host_sweep_native", "_sweep_native", "compiled loop sweep (C)", 1),
     ("traceview.analyses.host", "_sweep_arrays", "array sweep", 1),
     ("traceview.analyses.host", "_open_parents", "open parents", 2),

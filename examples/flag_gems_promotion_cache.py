@@ -8,7 +8,7 @@ FlagGems' ``PointwiseDynamicFunction`` asks ``flag_gems.utils.pointwise_dynamic
 .type_promotion`` (a wrapper of ``torch._prims_common.elementwise_dtypes``, 10-30 us of
 Python) for the output dtype on every call. Its answer depends only on the promotion kind,
 each tensor's dtype and whether it is 0-dim, and each Python scalar's type, so a cache on
-exactly that key is safe (:func:`add`, :func:`mul`: the key of ``tools/gpu/issue13_patch``).
+exactly that key is safe (:func:`add`, :func:`mul`: the key of ``docs/figures/flaggems_type_promotion/flaggems_type_promotion_patch``).
 A cache keyed on the operands' *shapes* (:func:`add_by_shape`, :func:`mul_by_shape`) hands
 the first call in a new dtype the dtype of an earlier call of the same shapes.
 

@@ -1,4 +1,4 @@
-"""The bad-input corpus of issue #6, generated: no damaged JSON is checked in.
+"""The bad-input corpus, generated: no damaged JSON is checked in.
 
 ``cases()`` returns every case: a name, the input item of the issue it covers, a
 function that writes the input into a folder, and what must come out. Inputs are

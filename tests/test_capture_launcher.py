@@ -143,7 +143,7 @@ def test_minimal_where_it_does_not_apply_is_one_line_exit_2(tmp_path):
 
 
 def test_amortized_words_say_which_way_and_why():
-    from traceview.capture.summary import amortized_words
+    from traceview.render.measured.capture import amortized_words
 
     above = amortized_words({"full_api_ns_p50": 68_900, "amortized_submit_ns": 71_700, "n": 200})
     assert "full API p50 (68.9 us)" in above and "Amortized submit (71.7 us)" in above
@@ -163,7 +163,7 @@ def test_the_harness_row_names_traceviews_own_python_apart_from_what_it_calls():
 
     import traceview
     from rawcount import length, union
-    from traceview.capture.summary import harness_python, owner_split
+    from traceview.render.measured.capture import harness_python, owner_split
 
     path = REPO / "fixtures" / "torch_mul_1x4096_f32_stack.json.gz"
     r = traceview.analyze(path)

@@ -1,6 +1,6 @@
 """``baseline.device_per_op_interleaved``: the same-process A/B's device figure.
 
-On the H200 (2026-12-01) the side measured second read 14% slower per op in 16 of 16
+On the H200 the side measured second read 14% slower per op in 16 of 16
 processes for the same kernel; the fix gives both sides one op count, captures both graphs
 first and alternates the timed replays. Checked here with a stand-in for torch.cuda that
 records what ran, since CI has no GPU.

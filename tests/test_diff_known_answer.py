@@ -1,4 +1,4 @@
-"""diff on a real H200 before/after whose answer is known from the code (issue #13).
+"""diff on a real H200 before/after whose answer is known from the code.
 
 Side B caches FlagGems' per-call type promotion, so ``torch/_prims_common`` ``elementwise_dtypes``
 is gone from its calls. The per-call figure is counted here from the raw events (Decimal

@@ -1,4 +1,4 @@
-"""The H200 A/B's known before/after (tools/gpu/flaggems_type_promotion_patch): the patch
+"""The H200 A/B's known before/after (docs/figures/flaggems_type_promotion/flaggems_type_promotion_patch): the patch
 lets the side's template fork and still applies, or stops the process.
 
 Its ``sitecustomize`` must not import FlagGems at start-up (FlagGems' import initialises
@@ -19,7 +19,8 @@ import pytest
 pytestmark = pytest.mark.capture  # torch in child processes
 pytest.importorskip("torch")  # the patch's cache key reads torch.Tensor
 
-PATCH = Path(__file__).resolve().parents[1] / "tools" / "gpu" / "flaggems_type_promotion_patch"
+PATCH = (Path(__file__).resolve().parents[1] / "docs" / "figures" / "flaggems_type_promotion"
+         / "flaggems_type_promotion_patch")
 
 MODULE = '''CALLS = []
 def type_promotion(*args, type_promotion):

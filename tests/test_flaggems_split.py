@@ -1,4 +1,4 @@
-"""The #4812 split of a FlagGems ``add`` (pointwise_dynamic + libentry, with_stack), per warm
+"""The host-time split of a FlagGems ``add`` that FlagGems #4812 discusses (pointwise_dynamic + libentry, with_stack), per warm
 call, without a rules file: computed here by hand from the raw Python frames (plain json,
 integers) and compared with traceview's per-call functions and module families, and shown
 in every output."""
@@ -26,7 +26,7 @@ def _analysis(path):
 
 
 TRACE = FIXTURES / "flag_gems_add_16x4096_bf16.json.gz"
-# what a FlagGems developer reads off the call (#4812): frame names in this trace
+# what a FlagGems developer reads off the call: frame names in this trace
 SPLIT = {
     "libentry.run": "flag_gems/utils/libentry.py(659): run",
     "libentry key": "flag_gems/utils/libentry.py(637): key",

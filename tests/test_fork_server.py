@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from traceview.ab import fresh_processes as runner
+from traceview.ab import fresh_processes as rounds
 from traceview.errors import CaptureError
 from traceview.runner.fork_server import start_templates
+from traceview.runner.process import ChildSpec
 
 CHILD_MOD = textwrap.dedent('''
     import json, os, sys, time
@@ -64,17 +65,17 @@ def mods(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _side(mods: Path, label: str, config: dict, **kw) -> runner.Side:
+def _side(mods: Path, label: str, config: dict, **kw) -> ChildSpec:
     kw.setdefault("path", (str(mods),))
-    return runner.Side(label, entry=("-c", "pass"), config=config, call="abmod:measure",
-                       preload=kw.pop("preload", ("heavy_import",)), **kw)
+    return ChildSpec(label, entry=("-c", "pass"), config=config, call="abmod:measure",
+                     preload=kw.pop("preload", ("heavy_import",)), **kw)
 
 
 def test_each_round_is_a_new_child_of_the_sides_template(mods):
     a = _side(mods, "A", {}, env={"AB_V": "1"})
     b = _side(mods, "B", {}, env={"AB_V": "2"})
     with start_templates({"A": a, "B": b}) as started:
-        runs = runner.run_interleaved(a, b, rounds=3, starters=started.starters)
+        runs = rounds.run_interleaved(a, b, rounds=3, starters=started.starters)
         how = started.describe()
     assert how["mode"] == "fork" and how["why"] is None
     assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "B"), (1, "A"),
@@ -162,7 +163,7 @@ def test_spawn_when_asked_or_when_a_side_has_no_function(mods):
     a = _side(mods, "A", {})
     with start_templates({"A": a}, fork=False) as started:
         assert started.starters == {} and "asked" in started.describe()["why"]
-    plain = runner.Side("A", entry=("-c", "pass"))
+    plain = ChildSpec("A", entry=("-c", "pass"))
     with start_templates({"A": plain}) as started:
         assert started.starters == {} and "no function to fork" in started.describe()["why"]
 
@@ -186,17 +187,18 @@ def test_forked_errors_name_the_side_and_round(mods):
 
 SIGINT_SCRIPT = textwrap.dedent('''
     import sys
-    from traceview.ab import fresh_processes as runner
+    from traceview.ab import fresh_processes as rounds
     from traceview.runner.fork_server import start_templates
+    from traceview.runner.process import ChildSpec
     from traceview.cli._common import run_guarded
 
     def body():
-        side = runner.Side("A", entry=("-c", "pass"), config={"sleep": 60},
-                           call="abmod:measure", preload=("heavy_import",),
-                           path=(sys.argv[1],))
+        side = ChildSpec("A", entry=("-c", "pass"), config={"sleep": 60},
+                         call="abmod:measure", preload=("heavy_import",),
+                         path=(sys.argv[1],))
         with start_templates({"A": side, "B": side}) as started:
             print("TEMPLATE", started.launched["A"].proc.pid, flush=True)
-            runner.run_interleaved(side, side, 2, starters=started.starters)
+            rounds.run_interleaved(side, side, 2, starters=started.starters)
 
     try:
         run_guarded(body)
@@ -210,7 +212,7 @@ SIGINT_SCRIPT = textwrap.dedent('''
 def test_ctrl_c_leaves_no_traceback_and_no_template(mods, tmp_path):
     script = tmp_path / "interrupt_me.py"
     script.write_text(SIGINT_SCRIPT)
-    root = str(Path(runner.__file__).resolve().parents[2])
+    root = str(Path(rounds.__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, str(mods)])}
     proc = subprocess.Popen([sys.executable, str(script), str(mods)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
@@ -238,13 +240,13 @@ def test_the_time_limit_counts_what_ran_before_the_rounds():
     round 1 always runs (ends at 50 s), round 2 would end at 70 s (runs), round 3 at 90 s
     (does not)."""
     t = [30.0]
-    rounds = []
-    for r in runner.rounds_in_time(5, 75, clock=lambda: t[0], started=0.0):
-        rounds.append(r)
+    ran = []
+    for r in rounds.rounds_in_time(5, 75, clock=lambda: t[0], started=0.0):
+        ran.append(r)
         t[0] += 20.0
-    assert rounds == [0, 1]
+    assert ran == [0, 1]
     t[0] = 30.0
-    assert list(runner.rounds_in_time(5, 75, clock=lambda: t[0])) == [0, 1, 2, 3, 4]
+    assert list(rounds.rounds_in_time(5, 75, clock=lambda: t[0])) == [0, 1, 2, 3, 4]
 
 
 def test_the_ab_result_keeps_each_processes_phases():

@@ -285,9 +285,13 @@ def test_the_cli_picks_renderers_from_the_registry_only():
 
 
 def test_every_subject_has_text_json_and_markdown():
+    """The reports people paste into issues have markdown too; capture's own outputs (its
+    summary, the checks) have text and JSON, and a sweep its ``sweep.md``."""
     from traceview.render.registry import RENDERERS
 
     subjects = {s for s, _ in RENDERERS}
-    assert subjects == {"report", "ranks", "diff", "ab", "serve", "proton"}
+    reports = {"report", "ranks", "diff", "ab", "serve", "proton", "sweep"}
+    assert subjects == reports | {"capture", "failure", "cache_check", "layouts"}
     for s in subjects:
-        assert {"text", "json", "md"} <= {f for t, f in RENDERERS if t == s}, s
+        want = {"text", "json", "md"} if s in reports else {"text", "json"}
+        assert want <= {f for t, f in RENDERERS if t == s}, s

@@ -1,4 +1,4 @@
-"""Bad input and faults (issue #6): clear errors, numbers that still add up, nothing lost.
+"""Bad input and faults: clear errors, numbers that still add up, nothing lost.
 
 Every case of the generated corpus (``tests/corpus.py``) goes through the real CLI in
 all three formats. Unusable input: exit 2, one line on stderr naming the file, stdout

@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from traceview.capture import CaptureConfig
+from traceview.render.measured.sweep import markdown, render_sweep
 from traceview.sweep import write_sweep
 from traceview.sweep.sweep import DEFINITIONS, SweepResult, SweepRow, _crossover
-from traceview.sweep.sweep_report import markdown, render_sweep
 
 
 def _result(tmp_path, rows):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The seed's three review questions on a GPU (issue #26), in one run of about 4 minutes:
+# Three review questions of a FlagGems fix on a GPU (is the warm cache right, which kernels
+# ran, how close to the copy bandwidth), in one run of about 4 minutes:
 #
 #   1. Is the cache safe?  `capture --check-cache` (no timing) on FlagGems add/mul as
 #      shipped, on FlagGems with a type-promotion cache keyed right (dtypes) and wrong
@@ -36,7 +37,7 @@ TV=(python3 -m traceview)
 say() { printf '%s\n' "$*" >>"$SUM"; }
 first_line() { grep -v '^USDT' "$1" | grep -v '^\s*$' | head -n 1; }
 
-say "# traceview #26 on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "# traceview cache and bandwidth checks on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 say ""
 say '```'
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$SUM" 2>&1
@@ -51,7 +52,7 @@ say "## 1. capture --check-cache (one warm process per row; exit 0 = every call 
 say ""
 CHECKS=(
   "gems_add_shipped|0 unless FlagGems itself is wrong on some layout|--op add --impl flag_gems --dtype bfloat16"
-  "gems_mul_shipped|0 unless FlagGems itself is wrong on some layout (its mul mishandled transposed/broadcast operands in #16)|--op mul --impl flag_gems --dtype bfloat16"
+  "gems_mul_shipped|0 unless FlagGems itself is wrong on some layout (its 5.0.2 mul mishandled transposed/broadcast operands)|--op mul --impl flag_gems --dtype bfloat16"
   "gems_add_promotion_cache_by_dtype|same as gems_add_shipped (the cache is keyed right)|--op add --fn examples.flag_gems_promotion_cache:add --dtype bfloat16"
   "gems_mul_promotion_cache_by_dtype|3, the example refusing: on Hopper FlagGems mul of same-rank tensors asks no type promotion (mul_all_real_func)|--op mul --fn examples.flag_gems_promotion_cache:mul --dtype bfloat16"
   "gems_add_promotion_cache_by_shape|3 at 'dtype: both float32' (dtype cached by shape)|--op add --fn examples.flag_gems_promotion_cache:add_by_shape --dtype bfloat16"
@@ -87,8 +88,9 @@ for spec in "${CHECKS[@]}"; do
 import json, sys
 try:
     rep = json.load(open(sys.argv[1]))
-    from traceview.checks.cache_check import render_text
-    print("\n".join(render_text(rep)) if "cache_check" in rep else json.dumps(rep)[:3000])
+    from traceview.render.registry import RenderOptions, renderer
+    print(renderer("text", "failure").render(rep, RenderOptions()) if "cache_check" in rep
+          else json.dumps(rep)[:3000])
 except Exception:  # no JSON report (it could not run): its stderr instead
     print("".join(ln for ln in open(sys.argv[2]) if not ln.startswith("USDT"))[-3000:])
 PY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What an `ab` round costs on the GPU, and whether capture's built-in Triton launcher is
-# what a kernel author ships (issue #24 items 8 and 9), in one run of at most 420 s
+# what a kernel author ships, in one run of at most 420 s
 # (steps: 90 + 125 + 110 + 90 s; STEPS="a c" runs some of them):
 #
 #   a. `ab --same-process`: the default (minimal) built-in Triton add against a plain
@@ -9,9 +9,9 @@
 #      the built-in within 10% of the wrapper);
 #   b. a 10-round FlagGems A/B in fresh-process mode (each process forked from a per-side
 #      template): the recorded case of docs/ab.md (FlagGems add 16x4096 bf16 as shipped
-#      vs with tools/gpu/flaggems_type_promotion_patch), timed (the goal: <= 120 s);
+#      vs with docs/figures/flaggems_type_promotion/flaggems_type_promotion_patch), timed (the goal: <= 120 s);
 #   c. the same as an A/A (as shipped on both sides), 10 rounds: it must say "cannot tell";
-#   d. the recorded same-process case (tools/gpu/flaggems_type_promotion_fns.py, both
+#   d. the recorded same-process case (docs/figures/flaggems_type_promotion/flaggems_type_promotion_fns.py, both
 #      callables in one forked process per round), 12 rounds or 75 s;
 #   e. where each process's time goes, from both JSON results: per side the template's
 #      start and imports (once), per process fork-to-ready, imports, CUDA init,
@@ -26,7 +26,7 @@
 set -uo pipefail
 : "${OUT:?set OUT to an output folder}"
 export PYTHONUNBUFFERED=1 COLUMNS=120
-export PYTHONPATH="$PWD:$PWD/tools:$PWD/tools/gpu${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD:$PWD/tools:$PWD/docs/figures/flaggems_type_promotion${PYTHONPATH:+:$PYTHONPATH}"
 [[ -d /tmp/site ]] && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 # Wheels carried to the GPU machine are installed with --no-compile, and no bytecode was
 # written there afterwards (a fourth process in a row still compiled FlagGems' 535
@@ -56,7 +56,7 @@ step a_same_process_minimal_vs_handwritten 90 "${TV[@]}" --same-process --blocks
     --a-impl triton --launcher minimal --b-fn handwritten_triton_add:add \
     --a-name builtin --b-name handwritten --rounds 12 --time-limit 75 --out "$W/a.json"
 step b_flaggems_fresh_processes 125 "${TV[@]}" --impl flag_gems --rounds 10 --time-limit 115 \
-    --b-path tools/gpu/flaggems_type_promotion_patch --b-env TV13_PATCH=1 \
+    --b-path docs/figures/flaggems_type_promotion/flaggems_type_promotion_patch --b-env TV13_PATCH=1 \
     --a-name unpatched --b-name patched --out "$W/b.json"
 step c_flaggems_fresh_processes_aa 110 "${TV[@]}" --impl flag_gems --rounds 10 --time-limit 100 \
     --a-name unpatched --b-name unpatched-again --out "$W/c.json"

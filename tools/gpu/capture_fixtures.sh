@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU session for traceview capture: regenerate fixtures/ with `capture` itself, run a
+# Regenerate fixtures/ with `capture` itself, run a
 # sweep, check the unprofiled baseline against an independent timing, and explain every
 # output. Run from the repository root on the GPU machine, with $OUT an empty folder:
 #
@@ -54,7 +54,7 @@ cap() {  # cap NAME [capture options...] -> $OUT/fixtures/NAME.json.gz
     run "$name" 150 "$PY" -m traceview capture "$@" --out "$OUT/fixtures/$name.json.gz"
 }
 
-log "# traceview GPU session $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+log "# traceview capture fixtures $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 run nvidia-smi 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 run versions 60 "$PY" -c "import sys, torch, triton; print(sys.version); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, torch.cuda.get_device_name())"
 run flag_gems 60 "$PY" -c "import flag_gems; print('flag_gems', flag_gems.__version__)"
@@ -159,7 +159,7 @@ text = ["# Fixtures", "",
         f"capability {dev.get('capability')}); torch {ver.get('torch')}, triton {ver.get('triton')}, "
         f"Python {ver.get('python')}, flag_gems {ver.get('flag_gems')}.", "",
         "Commands, from the repository root (where traceview is not installed:",
-        "`PYTHONPATH=. python3 -m traceview capture ...`, as the session ran them):", ""] + rows
+        "`PYTHONPATH=. python3 -m traceview capture ...`, as the capture script ran them):", ""] + rows
 (folder / "README.md").write_text("\n".join(text) + "\n")
 print(f"README.md: {len(rows)} traces")
 EOF

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Raw H200 traces of the shapes users have (fixtures/shape_*.json.gz, issue #12; the
+# Raw H200 traces of the shapes users have (fixtures/shape_*.json.gz; the
 # programs are tools/gpu/shapes.py) and the big real torch.compile with_stack trace that
-# docs/performance.md measures (issue #15: one cold compile, scaled to ~450 MB with BIG_K).
+# docs/performance.md measures (one cold compile, scaled to ~450 MB with BIG_K).
 # Each shape runs with fresh Inductor/Triton caches. Run from the repo root on the GPU
 # machine with $OUT set; about 8 minutes. Writes:
 #   $OUT/shapes.tar.gz (shape_*.json.gz), $OUT/big.json.xz.part-* (the big trace, xz, in

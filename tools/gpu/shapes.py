@@ -1,4 +1,4 @@
-"""Real trace shapes for call finding (issue #12), each a small script run as __main__.
+"""Real trace shapes for call finding, each a small script run as __main__.
 
 Run on the GPU machine: ``python3 tools/gpu/shapes.py SHAPE OUTFILE``. Every shape is a
 pattern users have: the profiler context sits at module level like in a user's script,
@@ -91,7 +91,7 @@ elif SHAPE in ("model_schedule", "model_schedule_cold"):  # compiled model, Prof
             cm(inp)
         torch.cuda.synchronize()
     # repeat=1: with the default repeat=0 a new cycle starts after the last step and, on
-    # exit, its empty export overwrites the trace (seen in session 1 for the cold run)
+    # exit, its empty export overwrites the trace (seen for the cold run)
     sched = (schedule(wait=0, warmup=0, active=4, repeat=1) if cold
              else schedule(wait=1, warmup=1, active=5, repeat=1))
     with profile(activities=ACT, schedule=sched, with_stack=False,
@@ -100,7 +100,7 @@ elif SHAPE in ("model_schedule", "model_schedule_cold"):  # compiled model, Prof
             cm(inp)
             torch.cuda.synchronize()
             prof.step()
-elif SHAPE == "compile_big":  # issue #15: a real torch.compile cold start, with_stack
+elif SHAPE == "compile_big":  # a real torch.compile cold start, with_stack
     # BIG_K distinct functions, each compiled cold inside the profiled region.
     k = int(os.environ.get("BIG_K", "1"))
     fns = []
@@ -118,7 +118,7 @@ elif SHAPE == "compile_big":  # issue #15: a real torch.compile cold start, with
     t0 = time.time()
     prof.export_chrome_trace(OUT)
     print("export s", round(time.time() - t0, 1), "bytes", os.path.getsize(OUT))
-elif SHAPE == "gems_mul":  # issue #16: FlagGems broadcast mul vs float64
+elif SHAPE == "gems_mul":  # FlagGems broadcast mul vs float64
     import flag_gems
     torch.manual_seed(0)
     cases = {

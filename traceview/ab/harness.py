@@ -327,7 +327,7 @@ def check_same_process(config_a: Any, config_b: Any, sides: Mapping[str, Mapping
             raise CaptureError("--same-process cannot take --impl flag_gems: it enters "
                                "flag_gems.use_gems() for the whole process, so the other "
                                "side would run through FlagGems too; give two --a-fn/"
-                               "--b-fn callables instead (tools/gpu/flaggems_type_promotion_fns.py)")
+                               "--b-fn callables instead (docs/figures/flaggems_type_promotion/flaggems_type_promotion_fns.py)")
         if cfg.mode != "eager":
             raise CaptureError("--same-process measures eager calls only; leave out "
                                "--mode graph")

@@ -1,6 +1,6 @@
 """Which device kernels each call launched: name, grid, block and count per call.
 
-A faster path also needs evidence that the intended kernel ran (the seed's last review
+A faster path also needs evidence that the intended kernel ran (a review's last
 question): a cache that silently falls back to another kernel, a launch that now takes
 a copy first, or a grid that changed with the patch, all show here and not in a time.
 

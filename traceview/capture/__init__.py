@@ -1,6 +1,7 @@
 """traceview capture: a reproducible measurement harness around pointwise GPU ops.
 
-The seed's three measurements and five traps, automated: correctness against float64
+The measurement protocol of docs/capture.md (three figures, five traps), automated:
+correctness against float64
 before speed, inputs outside timed regions, the cold path apart from the warm one, an
 unprofiled baseline beside every trace, and all of it recorded in the trace itself.
 

@@ -1,8 +1,9 @@
-"""The unprofiled baseline: the seed's measurements taken with no profiler attached.
+"""The unprofiled baseline: the protocol's three figures taken with no profiler attached.
 
-Profiling perturbs what it measures (trap 4), so every capture also times the same call
+Profiling perturbs what it measures, so every capture also times the same call
 without it, in a fresh process that never starts the profiler (``baseline_child``). Three figures, each
-answering a different question (trap 1 and 2):
+answering a different question (a launch returns before the kernel ends, and a
+kernel's time is not the call's):
 
 * ``full_api_ns_p50`` -- one warmed call, synchronised after each call, timed with
   ``time.perf_counter_ns``; median of ``n``. The cost of the complete invocation.

@@ -30,7 +30,7 @@ from traceview.runner.wire import decode_config, encode_config
 
 #: Fresh processes measured. One process's median can sit far from another's on the
 #: H200 machine (torch.mul 1x4096: 12.5 vs 21.5 us; the Triton mul: 57 to 108 us, same
-#: command, 2026-11-30), so the recorded figures are the medians over processes, with
+#: command), so the recorded figures are the medians over processes, with
 #: each process's figures kept under ``per_process``.
 BASELINE_PROCESSES = 3
 

@@ -194,8 +194,7 @@ def _cpu_name() -> str:
 def nvidia_driver_version() -> str | None:
     """The kernel-mode driver version (e.g. ``570.124.06``): NVML first, then nvidia-smi.
 
-    torch exposes only the CUDA runtime version, and the seed's reproducer template asks
-    for the driver too.
+    torch exposes only the CUDA runtime version, and a reproducer needs the driver too.
     """
     try:
         nvml = ctypes.CDLL("libnvidia-ml.so.1")

@@ -1,7 +1,7 @@
 """Capturing calls into a CUDA graph, for ``--mode graph`` and for the device-only baseline.
 
 A graph replay launches the recorded kernels back to back with no Python, no dispatch
-and no per-kernel launch API, so it isolates device time (trap 3). It is a different
+and no per-kernel launch API, so it isolates device time. It is a different
 experiment from eager execution, and everything built on it is labelled as such.
 """
 

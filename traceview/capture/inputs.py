@@ -1,7 +1,7 @@
 """Inputs for a capture: fresh, seeded, random, never zeros, in the layout asked for.
 
-Prepared once, before anything is timed (trap 5 and the seed's "inputs prepared outside
-the timed region"). Non-contiguous layouts are real views with real strides, so a kernel
+Prepared once, before anything is timed: building inputs inside a timed region would
+be measured as the op. Non-contiguous layouts are real views with real strides, so a kernel
 that copies them to contiguous memory first pays for that copy in the measurement.
 """
 

@@ -1,4 +1,4 @@
-"""The ``traceview`` metadata block: the seed's reproducer template, filled in by machine.
+"""The ``traceview`` metadata block: the reproducer template, filled in by machine.
 
 Everything someone needs to reproduce or question a number goes here: what ran (op,
 impl, shapes, dtype, strides, scalars), where (device, driver, CUDA), with what

@@ -1,4 +1,4 @@
-"""The capture protocol: the seed's careful measurement, one step after another.
+"""The capture protocol: a careful measurement of one op, one step after another.
 
 :func:`run_capture` is the whole of it; each step is a call into a module that owns one
 idea (inputs, correctness, baseline, profiling, metadata, tracefile). The order matters

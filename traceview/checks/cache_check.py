@@ -1,7 +1,7 @@
 """``capture --check-cache``: is a warm cached path still right when the next call differs?
 
-The review question of a FlagGems #4812-style fix (cache the host work of a pointwise
-call): does the cache store reusable structural work, or does it keep state of one
+The review question of a fix that caches the host work of a pointwise call (as
+FlagGems #4812 proposes): does the cache store reusable structural work, or does it keep state of one
 invocation that the next one then gets? ``--check-layouts`` cannot tell: each of its
 layouts is a first call. Here one warm process calls the implementation on a sequence
 that changes one thing at a time against a *base* call (the capture's own operands) and
@@ -30,20 +30,14 @@ one warm implementation called with changing arguments. Torch-free on the parent
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
-from traceview.checks.failure import (
-    STARTUP_S,
-    crash_frame_line,
-    element_text,
-    operand_text,
-    out_of_range_text,
-)
+from traceview.checks.failure import STARTUP_S
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
+from traceview.render.measured.checks import cache_check_headline as headline
 from traceview.runner import isolation
 from traceview.runner.outcome import Outcome
 
@@ -315,71 +309,6 @@ def reproducer(config: CaptureConfig) -> str:
     return line
 
 
-def headline(rep: dict[str, Any]) -> str:
-    cc = rep["cache_check"]
-    who = f"{rep['op']} ({rep['impl']}, {rep['dtype']}, {rep['device']})"
-    side = f"side {rep['side']}: " if rep.get("side") else ""
-    where = f"call {cc['call']} of {cc['calls']} ({cc['name']})"
-    if rep["verdict"] == "wrong":
-        c = rep.get("comparison") or {}
-        if c.get("mismatch"):
-            what = c["mismatch"]
-        else:
-            tol = c.get("tolerance") or {}
-            what = (f"{c.get('wrong'):,} of {c.get('total'):,} elements outside "
-                    f"rtol={tol.get('rtol'):g} atol={tol.get('atol'):g} of the float64 "
-                    "reference")
-        before = (f"; the {cc['passed_before']} calls before it were right"
-                  if cc.get("passed_before") else "")
-        return f"{side}cache check failed: {who}: {where} is wrong: {what}{before}"
-    crash = rep.get("crash") or {}
-    if rep["verdict"] == "timeout":
-        return (f"{side}cache check failed: {who}: {where} did not return within "
-                f"{crash.get('timeout_s'):g} s and was killed")
-    return f"{side}cache check failed: {who}: {where} crashed: {crash.get('error')}"
-
-
-def render_text(rep: dict[str, Any]) -> list[str]:
-    """The report for a terminal: a headline, then one labelled line per fact."""
-    from traceview.checks.correctness import fmt
-
-    cc = rep["cache_check"]
-    lines = [headline(rep)]
-
-    def add(label: str, text: str) -> None:
-        lines.append(f"  {label:<10} {text}")
-
-    add("call", f"{cc['call']} of {cc['calls']} in one warm process: {cc['name']}"
-                + (f" ({cc['context']})" if cc["context"] != "eager" else ""))
-    prev = cc.get("previous")
-    add("changed", ("from call " + f"{prev['call']} ({prev['name']}): " if prev else "")
-        + "; ".join(cc["changed"]))
-    for i, op in enumerate(rep.get("operands") or []):
-        add("operands" if i == 0 else "", f"{'ab'[i] if i < 2 else i}: {operand_text(op)}"
-            + ("" if op.get("kind") == "scalar" or op.get("align16", True) else
-               ", not 16-byte aligned"))
-    c = rep.get("comparison")
-    if c is not None:
-        add("output", f"{_x(c.get('out_shape'))} {c.get('out_dtype')}; eager PyTorch: "
-                      f"{_x(c.get('expected_shape'))} {c.get('expected_dtype')}")
-        if c.get("worst"):
-            add("worst", f"{element_text(c['worst'])}; max abs err "
-                         f"{fmt(c.get('max_abs_err'))}")
-            add("wrong", f"{c['wrong']:,} of {c['total']:,} elements")
-            add("range", out_of_range_text(c))
-    crash = rep.get("crash")
-    if crash is not None:
-        if crash.get("frame"):
-            add(*crash_frame_line(rep))
-    others = [n for n in cc.get("wrong_calls") or [] if n != cc["call"]]
-    if others:
-        names = {r["call"]: r["name"] for r in cc["rows"]}
-        add("also", "wrong: " + ", ".join(f"call {n} ({names.get(n)})" for n in others[:8])
-            + (f" and {len(others) - 8} more" if len(others) > 8 else ""))
-    add("reproduce", rep["reproducer"])
-    return lines
-
-
 def as_json(config: CaptureConfig, rows: list[dict[str, Any]], side: str | None = None
             ) -> dict[str, Any]:
     """The passing result: every call, with what changed from the call before it."""
@@ -398,33 +327,6 @@ def as_json(config: CaptureConfig, rows: list[dict[str, Any]], side: str | None 
     if side:
         doc["side"] = side
     return doc
-
-
-def render(console: Any, doc: dict[str, Any]) -> None:
-    """The passing sequence as a table (what each call changed, its max error)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from traceview.checks.correctness import fmt
-
-    t = Table(title=escape(f"--check-cache: {doc['op']} ({doc['impl']}, {doc['dtype']}, "
-                           f"{doc['device']}): {doc['calls']} calls in one warm process"),
-              title_justify="left")
-    for col in ("call", "what", "result", "max abs err"):
-        t.add_column(col, justify="right" if col in ("call", "max abs err") else "left")
-    for r in doc["rows"]:
-        t.add_row(str(r["call"]), escape(r["name"]), r["status"], fmt(r["max_abs_err"]))
-    console.print(t)
-    skipped = [r for r in doc["rows"] if r["status"] == "skipped"]
-    for r in skipped:
-        console.print(f"[yellow]call {r['call']} skipped:[/] {escape(r['skipped'])}")
-    console.print(f"all {doc['calls'] - len(skipped)} calls that ran were right against the "
-                  "float64 reference (dtype and shape included); each change was followed by "
-                  "the base call again")
-
-
-def to_json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2)
 
 
 # -- the child side -------------------------------------------------------------------------

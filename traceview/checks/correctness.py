@@ -1,6 +1,6 @@
 """Correctness before speed: compare an implementation's output with a float64 reference.
 
-A fast wrong kernel is not a result (trap 5). The reference is the same ATen op run on
+A fast wrong kernel is not a result. The reference is the same ATen op run on
 the same inputs upcast to float64, on the same device. Output *behaviour* is checked
 too: shape after broadcasting and dtype after type promotion must match eager PyTorch,
 or the comparison of speeds compares different operations.
@@ -15,6 +15,7 @@ from traceview.capture import ops, usercode
 from traceview.capture.config import CaptureConfig
 from traceview.capture.inputs import Inputs
 from traceview.errors import CorrectnessError
+from traceview.render.measured.checks import fmt
 
 
 def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[str, Any]:
@@ -225,11 +226,6 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
         out.append(flat % size)
         flat //= size
     return list(reversed(out))
-
-
-def fmt(x: float | str | None) -> str:
-    """A compared value for people: 4 significant digits; nan/inf as they are."""
-    return "n/a" if x is None else x if isinstance(x, str) else f"{x:.4g}"
 
 
 def _num(x: float) -> float | str:

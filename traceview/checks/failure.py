@@ -10,7 +10,8 @@ illegal memory access, a device-side assert, a segfault) or a hang is raised as
 impl, every operand's shape, dtype, strides and contiguity, what went wrong (worst
 element, how many, whether the values suggest an out-of-bounds read; or the error and
 the Python frame that raised it), and the smallest command that reproduces it.
-:func:`render_text` is that report for a terminal; ``--format json`` prints the dict.
+:mod:`traceview.render.measured.checks` writes that report for a terminal; ``--format
+json`` prints the dict.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
-from traceview.checks.correctness import fmt
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
+from traceview.render.measured.checks import failure_headline as headline
 from traceview.runner import isolation
 from traceview.runner.outcome import Outcome
 
@@ -137,104 +138,3 @@ def reproducer(config: CaptureConfig) -> str:
     return shlex.join(parts)
 
 
-def headline(rep: dict[str, Any]) -> str:
-    """The report's first line (also the exception's message)."""
-    what = f"{rep['op']} ({rep['impl']}, {rep['dtype']}, {rep['device']})"
-    verdict = rep["verdict"]
-    if verdict == "wrong":
-        c = rep.get("comparison") or {}
-        if c.get("mismatch"):
-            return f"correctness check failed: {what}: {c['mismatch']}; no timings written"
-        tol = c.get("tolerance") or {}
-        return (f"correctness check failed: {what} gives wrong values: {c.get('wrong'):,} of "
-                f"{c.get('total'):,} elements ({_pct(c)}) outside rtol={tol.get('rtol'):g} "
-                f"atol={tol.get('atol'):g} of the float64 reference; no timings written")
-    crash = rep.get("crash") or {}
-    if verdict == "timeout":
-        return (f"correctness check failed: {what} did not return within "
-                f"{crash.get('timeout_s'):g} s and was killed; no timings written")
-    return f"correctness check failed: {what} crashed: {crash.get('error')}; no timings written"
-
-
-def render_text(rep: dict[str, Any]) -> list[str]:
-    """The report for a terminal: a headline, then one labelled line per fact."""
-    lines = [headline(rep)]
-
-    def add(label: str, text: str) -> None:
-        lines.append(f"  {label:<10} {text}")
-
-    operands = rep.get("operands") or []
-    mixed = len({op.get("device") for op in operands if op.get("kind") == "tensor"}) > 1
-    for i, op in enumerate(operands):
-        add("operands" if i == 0 else "",
-            f"{'ab'[i] if i < 2 else i}: {operand_text(op, show_device=mixed)}")
-    c = rep.get("comparison")
-    if c is not None:
-        add("output", f"{_x(c.get('out_shape'))} {c.get('out_dtype')}, strides "
-                      f"{tuple(c.get('out_strides') or ())}; eager PyTorch: "
-                      f"{_x(c.get('expected_shape'))} {c.get('expected_dtype')}")
-        if c.get("worst"):
-            for key in ("worst", "first"):
-                add(key, element_text(c[key]))
-            per_dim = " x ".join(f"{a}/{b}" for a, b in c.get("wrong_per_dim") or [])
-            add("wrong", f"{c['wrong']:,} of {c['total']:,} elements; indices per dim holding "
-                         f"a wrong element: {per_dim}")
-            add("range", out_of_range_text(c))
-    crash = rep.get("crash")
-    if crash is not None:
-        if crash.get("frame"):
-            add(*crash_frame_line(rep))
-        if crash.get("first_error") and crash["first_error"] != crash.get("error"):
-            add("first", f"without CUDA_LAUNCH_BLOCKING: {crash['first_error']}")
-    if not rep.get("found_by", "").startswith("isolated"):
-        add("found by", f"{rep['found_by']}, after the isolated check passed: the result "
-                        "differs between processes or modes")
-    add("reproduce", rep["reproducer"])
-    return lines
-
-
-def element_text(e: dict[str, Any]) -> str:
-    """One compared element (``correctness.compare``'s ``worst``/``first``) for people."""
-    return (f"index {tuple(e['index'])}: got {fmt(e['got'])}, expected {fmt(e['expected'])} "
-            f"(abs err {fmt(e['abs_err'])})")
-
-
-def crash_frame_line(rep: dict[str, Any]) -> tuple[str, str]:
-    """The report's (label, text) line for the frame a crash or hang happened in."""
-    crash = rep["crash"]
-    how = " (located with CUDA_LAUNCH_BLOCKING=1)" if crash.get("located") else ""
-    where = "stuck at" if rep["verdict"] == "timeout" else "raised at"
-    return where, f"{isolation.short_frame(crash['frame'])}{how}"
-
-
-def operand_text(op: dict[str, Any], *, show_device: bool = False) -> str:
-    if op.get("kind") == "scalar":
-        return f"Python {op.get('type')} {op.get('value')}"
-    if "strides" not in op:  # only the spec is known (the process died before building it)
-        return f"{_x(op.get('shape'))} {op.get('layout', '')}".strip()
-    layout = "contiguous" if op["contiguous"] else "non-contiguous"
-    extra = f", storage offset {op['storage_offset']}" if op.get("storage_offset") else ""
-    dev = f", on {op['device']}" if show_device else ""
-    return (f"{_x(op['shape'])} {op['dtype']}, strides {tuple(op['strides'])}, "
-            f"{layout}{extra}{dev}")
-
-
-def out_of_range_text(c: dict[str, Any]) -> str:
-    n = c.get("out_of_range") or 0
-    rng = c.get("reference_range")
-    span = f"[{fmt(rng[0])}, {fmt(rng[1])}]" if rng else "(no finite reference)"
-    if n:
-        return (f"{n:,} values lie far outside the reference's range {span} or are not "
-                "finite: garbage, which suggests an out-of-bounds read (wrong strides, "
-                "offset or broadcast)")
-    return (f"all values lie near the reference's range {span}: wrong elements read, not "
-            "garbage (an indexing or broadcast mistake within the operands)")
-
-
-def _pct(c: dict[str, Any]) -> str:
-    total = c.get("total") or 0
-    return f"{100 * (c.get('wrong') or 0) / total:.3g}%" if total else "n/a"
-
-
-def _x(shape: Any) -> str:
-    return "x".join(map(str, shape)) if shape else "()"

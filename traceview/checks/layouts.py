@@ -14,7 +14,6 @@ only: the variant is marked and the rest go on in a new one. Torch-free on this 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,74 +193,13 @@ def exit_code(rows: list[Row]) -> int:
     return 0 if all(r.status == "pass" for r in rows) else 3
 
 
-def to_json(config: CaptureConfig, rows: list[Row]) -> str:
-    return json.dumps({
+def document(config: CaptureConfig, rows: list[Row]) -> dict[str, Any]:
+    """The matrix as plain data: what ``--format json`` prints and the table is drawn from."""
+    return {
         "traceview_check_layouts": 1, "op": config.op, "impl": config.impl_label,
         "dtype": config.dtype, "device": config.device, "shape": list(config.out_shape),
         "rows": [r.to_dict() for r in rows],
         "passed": sum(r.status == "pass" for r in rows), "total": len(rows),
-    }, indent=2)
+    }
 
 
-#: How each status reads in the table.
-STATUS_TEXT = {"pass": "pass", "wrong": "WRONG", "raised": "RAISED", "crashed": "CRASH",
-               "timeout": "HANG"}
-
-
-def render(console: Any, config: CaptureConfig, rows: list[Row]) -> None:
-    """The table: one row per layout, what each operand was, and the verdict with the
-    worst error, the exception or the crash."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from traceview.checks.failure import out_of_range_text
-
-    passed = sum(r.status == "pass" for r in rows)
-    title = (f"{config.op} | {config.impl_label} | {config.dtype} | {config.device} | output "
-             f"{_x(tuple(config.out_shape))}: {passed} of {len(rows)} layouts pass "
-             "(float64 reference, no timing)")
-    table = Table(title=escape(title), title_justify="left", header_style="bold")
-    table.add_column("layout")
-    table.add_column("operands", style="dim")
-    table.add_column("result")
-    table.add_column("detail")
-    for r in rows:
-        ops_text = "\n".join(short_operand(o) for o in r.operands or [])
-        status = STATUS_TEXT.get(r.status, r.status)
-        style = "green" if r.status == "pass" else "bold red"
-        table.add_row(escape(r.name), escape(ops_text), f"[{style}]{status}[/]",
-                      escape(_detail(r, out_of_range_text)))
-    console.print(table)
-
-
-def short_operand(op: dict[str, Any]) -> str:
-    """``4x8x16x32 (4096,512,1,16)``, ``+4096`` for a storage offset, ``cpu`` when on the
-    CPU beside a device tensor; a scalar is its value."""
-    if op.get("kind") == "scalar" or "scalar" in op:
-        return f"scalar {op.get('value', op.get('scalar'))}"
-    if "strides" not in op:
-        return f"{_x(tuple(op.get('shape') or ()))} {op.get('layout', '')}".strip()
-    text = f"{_x(tuple(op['shape']))} ({','.join(map(str, op['strides']))})"
-    if op.get("storage_offset"):
-        text += f" +{op['storage_offset']}"
-    return text
-
-
-def _detail(r: Row, out_of_range_text: Any) -> str:
-    from traceview.checks.correctness import fmt
-
-    if r.status == "pass":
-        c = r.comparison or {}
-        return f"max abs err {fmt(c.get('max_abs_err'))}"
-    if r.status == "wrong":
-        c = r.comparison or {}
-        if c.get("mismatch") or not c.get("worst"):
-            return str(c.get("mismatch"))
-        w = c["worst"]
-        hint = "out-of-range values: likely an out-of-bounds read" if c.get("out_of_range") \
-            else "values in range: wrong elements read"
-        return (f"{c['wrong']:,} of {c['total']:,} wrong; worst at {tuple(w['index'])}: got "
-                f"{fmt(w['got'])}, expected {fmt(w['expected'])}; {hint}")
-    where = f" at {isolation.short_frame(r.frame)}" if r.frame else ""
-    how = " (CUDA_LAUNCH_BLOCKING=1)" if r.located else ""
-    return f"{r.error}{where}{how}"

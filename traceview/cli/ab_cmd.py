@@ -197,9 +197,10 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
         report = exc.report or {}
         if not report.get("cache_check"):
             raise
-        from traceview.checks.cache_check import render_text
+        from traceview.render.registry import RenderOptions, renderer
 
-        print("traceview: error: " + "\n".join(render_text(report)), file=sys.stderr)
+        text = as_text(renderer("text", "failure").render(report, RenderOptions()))
+        print("traceview: error: " + text, file=sys.stderr)
         raise typer.Exit(exc.exit_code) from None
     _print(result.as_dict(), format, out, width)
 

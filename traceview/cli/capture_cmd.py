@@ -12,7 +12,6 @@ capture actually runs.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from traceview.cli._common import check_output_dir, check_output_file, run_guarded
+from traceview.cli._output import as_text
 
 
 def _opt(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
@@ -176,42 +176,38 @@ def _check_cache(console, config, format) -> None:
     with Console(stderr=True).status(f"checking the warm path of {config.op} "
                                      f"({config.impl_label}, {config.dtype}) on {config.device}..."):
         doc = cache_check.check_cache(config, config.timeout_s)
-    if format == "json":
-        print(cache_check.to_json(doc))
-    else:
-        cache_check.render(console, doc)
+    _show(console, "cache_check", doc, format)
 
 
 def _one(console, config, format) -> None:
     from rich.console import Console
 
     from traceview.capture.protocol import run_capture
-    from traceview.capture.summary import analyze_trace, render_capture
+    from traceview.capture.summary import CaptureSummary, analyze_trace
 
     with Console(stderr=True).status(f"capturing {config.op} ({config.impl}, "
                                      f"{config.shape_label} {config.dtype}, {config.mode}) "
                                      f"on {config.device}..."):
         result = run_capture(config)
     if format == "json":
-        print(json.dumps({"trace": str(result.path), "cold_trace": str(result.cold_path),
-                          "traceview": result.metadata}, indent=2))
+        _show(console, "capture", CaptureSummary(result.metadata, result.path,
+                                                 result.cold_path, None, None), format)
         return
     analysis, why_not = analyze_trace(result.path)
-    render_capture(console, result.metadata, result.path, result.cold_path, analysis, why_not)
+    _show(console, "capture", CaptureSummary(result.metadata, result.path, result.cold_path,
+                                             analysis, why_not))
 
 
 def _failure(exc, format) -> None:
     """The one failure report: text on stderr, or JSON on stdout; then the exit code."""
-    from traceview.checks import cache_check
-    from traceview.checks.failure import render_text
+    from traceview.render.registry import RenderOptions, renderer
 
-    lines = (cache_check.render_text(exc.report) if "cache_check" in exc.report
-             else render_text(exc.report))
+    text = as_text(renderer("text", "failure").render(exc.report, RenderOptions()))
     if format == "json":
-        print(json.dumps(exc.report, indent=2))
-        print(f"traceview: error: {lines[0]}", file=sys.stderr)
+        sys.stdout.write(as_text(renderer("json", "failure").render(exc.report, RenderOptions())))
+        print(f"traceview: error: {text.splitlines()[0]}", file=sys.stderr)
     else:
-        print("traceview: error: " + "\n".join(lines), file=sys.stderr)
+        print("traceview: error: " + text, file=sys.stderr)
     raise typer.Exit(exc.exit_code)
 
 
@@ -223,10 +219,7 @@ def _check_layouts(console, config, format) -> None:
     with Console(stderr=True).status(f"checking {config.op} ({config.impl}, {config.dtype}) "
                                      f"over layouts on {config.device}..."):
         rows = layouts.check_layouts(config, config.timeout_s)
-    if format == "json":
-        print(layouts.to_json(config, rows))
-    else:
-        layouts.render(console, config, rows)
+    _show(console, "layouts", layouts.document(config, rows), format)
     code = layouts.exit_code(rows)
     if code:
         raise typer.Exit(code)
@@ -235,10 +228,9 @@ def _check_layouts(console, config, format) -> None:
 def _sweep(console, config, sizes, folder) -> None:
     from rich.markup import escape
 
-    from traceview.capture.summary import fmt_ns
     from traceview.sweep.sweep import preflight, run_sweep
-    from traceview.sweep.sweep_report import render_sweep, write_sweep
-    from traceview.units import fmt_bytes, fmt_rate
+    from traceview.sweep.sweep_report import SweepOutput, write_sweep
+    from traceview.units import fmt_bytes, fmt_ns, fmt_rate
 
     folder = preflight(config, sizes, folder)
     console.print(f"[dim]sweep {config.op} ({config.impl}, {config.dtype}, {config.mode}): "
@@ -256,7 +248,16 @@ def _sweep(console, config, sizes, folder) -> None:
                           f"full API {fmt_ns(row.full_api_ns)}{rate}")
 
     result = run_sweep(config, sizes, folder=folder, on_row=progress)
-    render_sweep(console, result, write_sweep(result))
+    _show(console, "sweep", SweepOutput(result, tuple(write_sweep(result))))
+
+
+def _show(console, subject, doc, format="text") -> None:
+    """``doc`` through the render registry, onto ``console``'s file at its width and colours."""
+    from traceview.render.registry import RenderOptions, renderer
+
+    options = RenderOptions(width=console.width,
+                            color=console.color_system if format == "text" else None)
+    console.file.write(as_text(renderer(format, subject).render(doc, options)))
 
 
 def _argv() -> tuple[str, ...]:

@@ -9,7 +9,7 @@ changes: 206,000 faults and 1.6-1.9 s of system time in a 6.5 s run on a 450 MB 
 Two ``mallopt`` settings keep freed blocks up to 32 MB in the heap and stop the heap
 from shrinking, so later arrays reuse pages already mapped: on that trace, 49,000
 faults against 73,000 and 3.91 s against 4.34 s (medians of 5 alternating runs), for
-3 MB more peak RSS (docs/performance.md as of commit dea7aa4). Only traceview's own processes opt in (the CLI, and the pool
+3 MB more peak RSS (docs/performance.md). Only traceview's own processes opt in (the CLI, and the pool
 processes that analyse ranks), never a library caller's; they end when the command
 does, so nothing is held for long. ``TRACEVIEW_KEEP_FREED_MEMORY=0`` turns it off (to
 measure the difference).

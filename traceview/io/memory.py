@@ -2,7 +2,7 @@
 
 Better one line now than the kernel's OOM killer in a minute. The need is estimated from
 the decompressed size (the gzip trailer's ISIZE, or the file size) with
-``BYTES_PER_TEXT_BYTE``, measured on large traces (``docs/performance.md`` as of commit dea7aa4); what is
+``BYTES_PER_TEXT_BYTE``, measured on large traces (``docs/performance.md``); what is
 available is ``MemAvailable`` from ``/proc/meminfo``, lowered to the cgroup limit when
 there is one. ``TRACEVIEW_MEMORY_LIMIT_BYTES`` overrides the detected figure.
 """

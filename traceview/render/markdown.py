@@ -1,4 +1,4 @@
-"""Markdown for GitHub issues and PRs: the seed's reproducer template, filled in.
+"""Markdown for GitHub issues and PRs: the reproducer template, filled in.
 
 Reviewers read it on GitHub without installing anything, so it uses only GitHub
 Flavored Markdown: pipe tables, a list of findings, ``<details>`` for long parts, and a
@@ -59,7 +59,7 @@ def table(header: list[str], rows: list[list[str]], align: str | None = None) ->
 
 
 def reproducer(r: Report) -> list[tuple[str, str]]:
-    """The seed's template, in its order, each field from the trace or 'not recorded'."""
+    """The reproducer template (docs/capture.md), in its order, each field from the trace or 'not recorded'."""
     cap = r.capture_meta or NO_CAPTURE
     proto = cap.protocol
     op_args = None if r.op is None else {"name": r.op.name, "launches": r.op.launches,

@@ -3,7 +3,10 @@
 Every output format is a ``Renderer`` registered here under (subject, format): the one
 trace ``Report`` (``explain``), the ranks' ``RanksReport`` (``explain DIR``), the
 ``Diff`` (``diff``), the ``traceview ab`` result (``ab``: its versioned JSON
-document) and the ``traceview serve`` document (``serve``, docs/serving.md). The CLI
+document), the ``traceview serve`` document (``serve``, docs/serving.md), and what
+``traceview capture`` prints: its summary (``capture``), a sweep (``sweep``), a
+correctness failure report (``failure``), the warm-cache check (``cache_check``) and the
+layout matrix (``layouts``), from ``traceview.render.measured``. The CLI
 looks them up with ``renderer(format, subject)`` and imports no renderer module itself
 (``tests/test_layout.py`` checks both), and later formats register here too. A renderer
 computes nothing its report does not hold (the typical call, the matrix, shares come
@@ -32,7 +35,8 @@ class RenderOptions:
     figure: str | None = None  # a figure written beside a markdown report, to mention
 
 
-Subject = Literal["report", "ranks", "diff", "ab", "serve", "proton"]
+Subject = Literal["report", "ranks", "diff", "ab", "serve", "proton", "capture", "sweep",
+                  "failure", "cache_check", "layouts"]
 
 
 class Renderer(Protocol):
@@ -227,6 +231,97 @@ class Proton:
         return render(report, self.name, options.width)
 
 
+def _json_text(doc: Any) -> str:
+    import json
+
+    return json.dumps(doc, indent=2) + "\n"
+
+
+class CaptureText:
+    """capture's summary (``traceview.render.measured.capture.CaptureSummary``)."""
+
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.capture import draw_capture
+
+        return _console_text(options, lambda c: draw_capture(c, report))
+
+
+class CaptureJson:
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        return _json_text(report.to_dict())
+
+
+class SweepText:
+    """A sweep's table (``traceview.render.measured.sweep.SweepOutput``)."""
+
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.sweep import render_sweep
+
+        return _console_text(options, lambda c: render_sweep(c, report.result, report.files))
+
+
+class SweepJson:
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        return _json_text(report.result.summary())
+
+
+class SweepMarkdown:
+    name, binary = "md", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.sweep import markdown
+
+        return markdown(report.result.summary())
+
+
+class FailureText:
+    """A correctness failure report: the isolated check's, or the cache check's (the
+    report holds ``cache_check``); a headline line, then one labelled line per fact."""
+
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.checks import cache_check_lines, failure_lines
+
+        lines = cache_check_lines(report) if "cache_check" in report else failure_lines(report)
+        return "\n".join(lines)
+
+
+class DocumentJson:
+    """A check's document as it is: the plain dict, indented."""
+
+    name, binary = "json", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        return _json_text(report)
+
+
+class CacheCheckText:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.checks import draw_cache_check
+
+        return _console_text(options, lambda c: draw_cache_check(c, report))
+
+
+class LayoutsText:
+    name, binary = "text", False
+
+    def render(self, report: Any, options: RenderOptions) -> str:
+        from traceview.render.measured.checks import draw_layouts
+
+        return _console_text(options, lambda c: draw_layouts(c, report))
+
+
 RENDERERS: dict[tuple[Subject, str], Renderer] = {
     **{("report", r.name): r for r in (Terminal(), Json(), Markdown(), Svg(), Png())},
     **{("ranks", r.name): r for r in (RanksTerminal(), RanksJson(), RanksMarkdown())},
@@ -234,6 +329,11 @@ RENDERERS: dict[tuple[Subject, str], Renderer] = {
     **{("ab", r.name): r for r in (AbTerminal(), AbJson(), AbMarkdown())},
     **{("serve", r.name): r for r in (ServeTerminal(), ServeJson(), ServeMarkdown())},
     **{("proton", name): Proton(name) for name in ("text", "json", "md")},
+    **{("capture", r.name): r for r in (CaptureText(), CaptureJson())},
+    **{("sweep", r.name): r for r in (SweepText(), SweepJson(), SweepMarkdown())},
+    **{("failure", r.name): r for r in (FailureText(), DocumentJson())},
+    **{("cache_check", r.name): r for r in (CacheCheckText(), DocumentJson())},
+    **{("layouts", r.name): r for r in (LayoutsText(), DocumentJson())},
 }
 
 

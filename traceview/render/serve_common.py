@@ -98,7 +98,7 @@ def correctness_line(block: dict[str, Any]) -> str:
 
 
 def result_sentence(doc: dict[str, Any]) -> str:
-    """The seed template's "Serving result, if measured:" line."""
+    """The reproducer template's "Serving result, if measured:" line."""
     if not doc.get("measured"):
         return f"not measured: {doc.get('stopped') or 'no repetitions'}"
     variants = doc["variants"]

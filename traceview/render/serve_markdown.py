@@ -1,4 +1,4 @@
-"""``traceview serve --format md``: GitHub-ready, filling the seed template's serving line.
+"""``traceview serve --format md``: GitHub-ready, filling the reproducer template's serving line.
 
 The first line after the heading is the template's ``Serving result, if measured:``
 field, filled from the same numbers as the tables below it.

@@ -1,6 +1,8 @@
 """Findings: what a reader must know before trusting or comparing the numbers.
 
-The seed's five measurement traps, detected from the trace itself, plus profiler
+The measurement traps that make benchmark numbers lie (asynchronous launches, events
+that are not kernel time, graph replay taken for eager, cold calls mixed with warm ones,
+missing correctness or metadata; docs/findings.md), detected from the trace itself, plus profiler
 perturbation and the headline verdict (host-bound or device-bound). Each finding has a
 stable id from ``traceview.codes.FINDINGS`` (a contract: checks and diffs match on it),
 a severity ("error" > "warning" > "info"), a one-line message with the numbers, and

@@ -228,14 +228,6 @@ def culprit(stack: list[str]) -> str | None:
     return stack[-1] if stack else None
 
 
-def short_frame(frame: str) -> str:
-    """``.../flag_gems/ops/mul.py:40 in mul`` for ``/long/path/flag_gems/ops/mul.py:40 in
-    mul``: the last three path components, enough to find the file."""
-    path, sep, rest = frame.partition(":")
-    parts = path.split("/")
-    return ("/".join(["..."] + parts[-3:]) if len(parts) > 4 else path) + sep + rest
-
-
 def _last_error_line(stderr: list[str]) -> str | None:
     noise = ("USDT", "Fatal Python error", "Current thread", "Thread 0x", "File ", "  File",
              "Extension modules")

@@ -1,6 +1,6 @@
 """traceview serve: does a backend swap improve inference? A controlled serving workload.
 
-The seed's third question, answered on an existing engine (Hugging Face transformers'
+Whether a backend swap improves inference, answered on an existing engine (Hugging Face transformers'
 ``generate``, greedy, KV cache) driving a Llama-style model built from a config with
 seeded random weights (no downloads). The op backend underneath is swapped (torch eager,
 FlagGems, torch.compile, or any ``--env``/``--python`` variant) and measured the way the

@@ -15,14 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from traceview.errors import CaptureError
-
-CHILD_TIMEOUT_S = 600
 
 
 def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
@@ -43,26 +40,24 @@ def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
 
 def split_in_child(config: Any, names: list[str], cache_root: Path) -> dict[str, Any]:
     """:func:`measure_here` in a fresh interpreter (compile caches under cache_root)."""
-    from traceview.capture.baseline_child import _encode
+    from traceview.runner.outcome import CHILD_TIMEOUT_S
+    from traceview.runner.process import last_stderr_line, result_line, spawn
+    from traceview.runner.wire import encode_config
 
     env = dict(os.environ)
     env["TRITON_CACHE_DIR"] = str(cache_root / "triton")
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "inductor")
-    payload = json.dumps({"config": json.loads(_encode(config)), "names": names})
-    try:
-        proc = subprocess.run([sys.executable, "-m", "traceview.unprofiled.child"],
-                              input=payload, capture_output=True, text=True, env=env,
-                              timeout=CHILD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise CaptureError(f"the unprofiled split took over {CHILD_TIMEOUT_S} s") from None
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        raise CaptureError("the unprofiled split process failed: "
-                           + (err[-1] if err else f"exit code {proc.returncode}"))
-    block = json.loads(lines[-1])
-    if "error" in block:
+    payload = json.dumps({"config": json.loads(encode_config(config)), "names": names})
+    done = spawn([sys.executable, "-m", "traceview.unprofiled.child"], payload, env,
+                 timeout_s=CHILD_TIMEOUT_S)
+    if done.returncode is None:
+        raise CaptureError(f"the unprofiled split took over {CHILD_TIMEOUT_S} s")
+    block = result_line(done.stdout)
+    if block is not None and "error" in block:
         raise CaptureError(block["error"])
+    if done.returncode != 0 or block is None:
+        raise CaptureError("the unprofiled split process failed: "
+                           + (last_stderr_line(done.stderr) or f"exit code {done.returncode}"))
     return block
 
 
@@ -88,11 +83,11 @@ def split_after_profile(config: Any, warm_trace: Path,
 
 
 def _child() -> None:
-    from traceview.capture.baseline_child import _decode
     from traceview.errors import TraceviewError
+    from traceview.runner.wire import decode_config
 
     req = json.loads(sys.stdin.read())
-    config = _decode(json.dumps(req["config"]))
+    config = decode_config(json.dumps(req["config"]))
     try:
         block = measure_here(config, list(req["names"]))
     except TraceviewError as exc:

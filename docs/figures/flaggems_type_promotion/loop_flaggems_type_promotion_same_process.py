@@ -1,4 +1,4 @@
-"""issue 13's independent check for ``ab --same-process``: a plain loop, no traceview code.
+"""The known before/after's independent check for ``ab --same-process``: a plain loop, no traceview code.
 
 ``python3 loop_flaggems_type_promotion_same_process.py PROCS`` runs PROCS fresh processes. Each child imports
 ``flaggems_type_promotion_fns`` (FlagGems ``add`` under ``use_gems()``, unpatched and patched callables in

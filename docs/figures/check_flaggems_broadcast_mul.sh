@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Correctness first, isolated (issue #16), on the H200. The FlagGems 5.0.2 broadcast mul
+# Correctness first, isolated, on the H200. The FlagGems 5.0.2 broadcast mul
 # (bf16, 8x16x128x64 * 8x1x128x64, the rotary-embedding shape) must be reported as wrong
 # (or crashed) with the worst element, the operands' strides and exit 3, before any
 # timing; a contiguous mul must pass and capture normally; --check-layouts shows which
@@ -31,16 +31,11 @@ except ValueError:
     d = None
     print("(stdout was not JSON)", text[:2000])
 if isinstance(d, dict) and "traceview_check" in d:
-    from traceview.checks.failure import render_text
-    print("\n".join(render_text(d)))
+    from traceview.render.registry import RenderOptions, renderer
+    print(renderer("text", "failure").render(d, RenderOptions()))
 elif isinstance(d, dict) and "traceview_check_layouts" in d:
-    from rich.console import Console
-    from traceview.checks import layouts
-    from traceview.capture.config import CaptureConfig
-    rows = [layouts.Row(**r) for r in d["rows"]]
-    cfg = CaptureConfig(op=d["op"], impl=d["impl"], dtype=d["dtype"], device=d["device"],
-                        shapes=(tuple(d["shape"]),))
-    layouts.render(Console(width=220, force_terminal=False), cfg, rows)
+    from traceview.render.registry import RenderOptions, renderer
+    print(renderer("text", "layouts").render(d, RenderOptions(width=220)), end="")
 elif isinstance(d, dict) and "traceview" in d:
     m = d["traceview"]
     d = {"trace": d["trace"], "correctness": m["correctness"],

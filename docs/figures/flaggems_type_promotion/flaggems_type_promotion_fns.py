@@ -1,4 +1,4 @@
-"""issue 13's before/after as two callables that live in one process (``ab --same-process``).
+"""The known before/after as two callables that live in one process (``ab --same-process``).
 
 ``unpatched`` and ``patched`` are FlagGems 5.0.2 ``add`` through ``use_gems()`` (entered once,
 at import, for the process's life, as ``capture --impl flag_gems`` does). They differ only

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# traceview serve on the H200 (issue #14; docs/serving.md, run 3): torch eager (A) vs FlagGems without `mul` (B; run 1's
+# traceview serve on the H200 (docs/serving.md, run 3): torch eager (A) vs FlagGems without `mul` (B; run 1's
 # bisect found FlagGems 5.0.2 mul wrong inside the model), 6 interleaved fresh-process
 # rounds, --child-timeout 180 (FlagGems' mm autotunes for over 60 s in a cold process),
 # then a profiled prefill + 8 decode steps per side, explained. Writes $OUT/serve.json

@@ -1,4 +1,4 @@
-"""issue 13's independent check: a plain perf_counter_ns + synchronize loop, no traceview.
+"""The known before/after's independent check: a plain perf_counter_ns + synchronize loop, no traceview.
 
 ``python3 loop_flaggems_type_promotion.py PAIRS PATCH_DIR`` runs PAIRS pairs of fresh processes in
 alternating order (AB BA AB ...); side B has PATCH_DIR first on PYTHONPATH and

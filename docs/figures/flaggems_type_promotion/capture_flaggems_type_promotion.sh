@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The rest of the known-answer before/after (issue #13) on the H200 (ab_flaggems_type_promotion.sh: the A/B, whose ab.json must be in the
+# The rest of the known-answer before/after on the H200 (ab_flaggems_type_promotion.sh: the A/B, whose ab.json must be in the
 # working tree as fixtures/ab_h200_flaggems_add.json for the diff step):
-#   1. the independent truth: tools/gpu/loop_flaggems_type_promotion.py, a plain perf_counter_ns +
+#   1. the independent truth: docs/figures/flaggems_type_promotion/loop_flaggems_type_promotion.py, a plain perf_counter_ns +
 #      synchronize loop in alternating fresh processes (PAIRS pairs), no traceview code;
 #   2. one profiled `traceview capture` per side (B with the patch), then
 #      `traceview diff before after --ab ab.json` (unprofiled first, code-path table);
@@ -10,12 +10,12 @@
 # "loop traces fn api" (default: all).
 set -uo pipefail
 STEPS=${STEPS:-loop traces fn api}; PAIRS=${PAIRS:-6}
-LOG=$OUT/rest.txt; W=$(mktemp -d); PATCH=tools/gpu/flaggems_type_promotion_patch
+LOG=$OUT/rest.txt; W=$(mktemp -d); PATCH=docs/figures/flaggems_type_promotion/flaggems_type_promotion_patch
 TV="python3 -m traceview"; COMMON=(--op add --shape 16x4096 --dtype bf16)
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 if has loop; then
   echo "### plain loop t=$SECONDS" >>"$LOG"
-  python3 tools/gpu/loop_flaggems_type_promotion.py "$PAIRS" "$PATCH" >"$OUT/loop.json" 2>>"$LOG"
+  python3 docs/figures/flaggems_type_promotion/loop_flaggems_type_promotion.py "$PAIRS" "$PATCH" >"$OUT/loop.json" 2>>"$LOG"
   echo "--- loop rc=$? t=$SECONDS" >>"$LOG"; cat "$OUT/loop.json" >>"$LOG"
 fi
 if has traces; then

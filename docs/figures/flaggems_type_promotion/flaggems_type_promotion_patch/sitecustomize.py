@@ -1,6 +1,6 @@
-"""issue 13's known before/after: cache FlagGems' type promotion on the pointwise hot path.
+"""A known before/after: cache FlagGems' type promotion on the pointwise hot path.
 
-On side B's import path only (``traceview ab --b-path tools/gpu/flaggems_type_promotion_patch``), and
+On side B's import path only (``traceview ab --b-path docs/figures/flaggems_type_promotion/flaggems_type_promotion_patch``), and
 active only with ``TV13_PATCH=1``. FlagGems 5.0.2's ``PointwiseDynamicFunction`` calls
 ``flag_gems.utils.type_utils.type_promotion`` (a thin wrapper of
 ``torch._prims_common.elementwise_dtypes``, ~10-30 us of Python per call) on every
