@@ -36,7 +36,7 @@ warm calls remain).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -245,23 +245,24 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
                     kernel, kernel_only, copy, k_end)
 
 
-def _call_metrics(m: _Metrics, i: int, st: int, en: int, busy_in: int,
+def _call_metrics(m: dict[str, list], i: int, st: int, en: int, busy_in: int,
                   cats: dict[str, int]) -> tuple[dict[str, int | None], int | None]:
-    """Call ``i``'s metrics and the end of its last device work, from the columns."""
-    mine, work = bool(m.has_mine[i]), bool(m.work[i])
+    """Call ``i``'s metrics and the end of its last device work, from the columns
+    (``_Metrics``'s fields as lists)."""
+    mine, work = bool(m["has_mine"][i]), bool(m["work"][i])
     metrics = {
         "api_ns": en - st,
-        "pre_launch_ns": int(m.pre[i]) if mine else None,
-        "launch_api_ns": int(m.api_time[i]) if mine else None,
-        "launch_latency_ns": int(m.latency[i]) if work and m.has_latency[i] else None,
-        "kernel_ns": int(m.kernel[i]) if work else None,
-        "kernel_only_ns": int(m.kernel_only[i]) if work else None,
-        "copy_ns": int(m.copy[i]) if work else None,
+        "pre_launch_ns": m["pre"][i] if mine else None,
+        "launch_api_ns": m["api_time"][i] if mine else None,
+        "launch_latency_ns": m["latency"][i] if work and m["has_latency"][i] else None,
+        "kernel_ns": m["kernel"][i] if work else None,
+        "kernel_only_ns": m["kernel_only"][i] if work else None,
+        "copy_ns": m["copy"][i] if work else None,
         "sync_ns": cats.get("sync", 0),
         "device_busy_ns": busy_in,
         "host_overhead_ns": int(en - st - busy_in),
     }
-    return metrics, int(m.k_end[i]) if work else None
+    return metrics, m["k_end"][i] if work else None
 
 
 def _kinds(calls: list[Call]) -> list[CallKind]:
@@ -311,7 +312,10 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     calls = []
     kernel_end: list[int | None] = []  # per call: the end of the last device work it launched
     own_lane = timeline.lane.index if timeline.lane is not None else None
-    m = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat)
+    # the columns as lists of Python ints: read once per call below (a numpy scalar read
+    # costs several times a list's)
+    cols = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat)
+    m = {f.name: getattr(cols, f.name).tolist() for f in fields(cols)}
     # the categories present in each call, as (call, category, ns) in call order
     cat_names = list(cat_ns)
     cat_table = np.stack([cat_ns[c] for c in cat_names]) if cat_names \
@@ -328,8 +332,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
         reason = _cold_reason(cats, compile_l[i], recorded=sp.recorded_cold)
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
-        calls.append(Call(i, sp.name, st, en, reason is not None, int(m.launches[i]),
-                          int(m.work[i]), metrics, cats, kind=sp.kind, cold_reason=reason,
+        calls.append(Call(i, sp.name, st, en, reason is not None, m["launches"][i],
+                          m["work"][i], metrics, cats, kind=sp.kind, cold_reason=reason,
                           api_sync_ns=call_sync))
         kernel_end.append(k_end)
     slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
