@@ -234,8 +234,27 @@ RENDERERS: dict[tuple[Subject, str], Renderer] = {
 }
 
 
+class _Printable:
+    """A text or markdown renderer whose document carries no control characters but
+    newline and tab (and the ESC of its own colours): names are escaped where they are
+    laid out (``printable.py``); this is the net for any text that was not."""
+
+    def __init__(self, inner: Renderer) -> None:
+        self.inner = inner
+        self.name, self.binary = inner.name, inner.binary
+
+    def render(self, report: Any, options: RenderOptions) -> str | bytes:
+        from traceview.printable import escape_controls
+
+        out = self.inner.render(report, options)
+        if isinstance(out, bytes):
+            return out
+        return escape_controls(out, keep_esc=options.color is not None)
+
+
 def renderer(name: str, subject: Subject = "report") -> Renderer:
-    return RENDERERS[(subject, name)]
+    found = RENDERERS[(subject, name)]
+    return _Printable(found) if name in ("text", "md") else found
 
 
 def write_figure(report: Report, path: str | Path) -> None:
