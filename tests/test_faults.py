@@ -32,9 +32,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_robustness import identities
 from typer.testing import CliRunner
 
-from test_robustness import identities
 from traceview.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -245,11 +245,13 @@ class _Printable:
 
     def render(self, report: Any, options: RenderOptions) -> str | bytes:
         from traceview.printable import escape_controls
+        from traceview.render.text import SOFT
 
         out = self.inner.render(report, options)
         if isinstance(out, bytes):
             return out
-        return escape_controls(out, keep_esc=options.color is not None)
+        # the text layer's break mark is zero cells wide: a leftover one is dropped
+        return escape_controls(out.replace(SOFT, ""), keep_esc=options.color is not None)
 
 
 def renderer(name: str, subject: Subject = "report") -> Renderer:
