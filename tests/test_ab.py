@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from traceview.ab import fresh_processes as runner
+from traceview.ab import fresh_processes as rounds
 from traceview.ab import harness as ab
 from traceview.errors import CaptureError, CorrectnessError
 from traceview.multi import ab_result
 from traceview.paired import compare
+from traceview.runner.process import ChildSpec, run_process
 
 SPIN_CHILD = textwrap.dedent('''
     import json, os, statistics, sys, time
@@ -51,8 +52,8 @@ def child(tmp_path: Path) -> Path:
 
 def _sides(child: Path, extra_b: int, n: int = 30, base: int = 20_000):
     cfg = {"n": n, "base_ns": base}
-    a = runner.Side("A", entry=(str(child),), config=cfg, env={"EXTRA_NS": "0"})
-    b = runner.Side("B", entry=(str(child),), config=cfg, env={"EXTRA_NS": str(extra_b)})
+    a = ChildSpec("A", entry=(str(child),), config=cfg, env={"EXTRA_NS": "0"})
+    b = ChildSpec("B", entry=(str(child),), config=cfg, env={"EXTRA_NS": str(extra_b)})
     return a, b
 
 
@@ -60,7 +61,7 @@ def test_runner_interleaves_and_finds_an_injected_delay(child):
     delay = 50_000
     a, b = _sides(child, delay)
     seen = []
-    runs = runner.run_interleaved(a, b, rounds=8, on_run=seen.append)
+    runs = rounds.run_interleaved(a, b, rounds=8, on_run=seen.append)
     assert [(r.round, r.side) for r in runs] == [(r, s) for r in range(8)
                                                   for s in (("A", "B") if r % 2 == 0 else ("B", "A"))]
     assert seen == runs and all(r.wall_ns > 0 for r in runs)
@@ -81,10 +82,10 @@ def test_runner_interleaves_and_finds_an_injected_delay(child):
 
 def test_a_vs_a_false_positive_rate_is_low(child):
     a, _ = _sides(child, 0, n=20)
-    b = runner.Side("B", entry=a.entry, config=a.config, env=a.env)
+    b = ChildSpec("B", entry=a.entry, config=a.config, env=a.env)
     verdicts = []
     for seed in range(8):
-        runs = runner.run_interleaved(a, b, rounds=6, seed=seed)
+        runs = rounds.run_interleaved(a, b, rounds=6, seed=seed)
         order = [r.side for r in runs]
         assert all(sorted(order[i:i + 2]) == ["A", "B"] for i in range(0, 12, 2))
         verdicts.append(compare(*ab_result.paired_figures(runs, "p50_ns")).verdict)
@@ -115,20 +116,20 @@ def test_a_vs_a_false_positive_rate_under_drift_simulated():
 def test_extra_path_env_and_python_reach_the_child(child, tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()
-    side = runner.Side("A", entry=(str(child),), config={"n": 1, "base_ns": 1},
+    side = ChildSpec("A", entry=(str(child),), config={"n": 1, "base_ns": 1},
                    python=sys.executable, path=(str(extra),))
-    _, result = runner.run_process(side)
+    _, result = run_process(side)
     assert result["path0"] == str(extra)
 
 
 def test_child_errors_name_the_side_and_round(child):
-    bad = runner.Side("B", entry=(str(child),), config={"fail": 3})
+    bad = ChildSpec("B", entry=(str(child),), config={"fail": 3})
     with pytest.raises(CorrectnessError, match="side B, round 1: told to fail"):
-        runner.run_process(bad)
+        run_process(bad)
     with pytest.raises(CaptureError, match="cannot start"):
-        runner.run_process(runner.Side("A", entry=("-c", "1"), python="/nonexistent/python"))
+        run_process(ChildSpec("A", entry=("-c", "1"), python="/nonexistent/python"))
     with pytest.raises(CaptureError, match="no JSON result line"):
-        runner.run_process(runner.Side("A", entry=("-c", "print('hi')")))
+        run_process(ChildSpec("A", entry=("-c", "print('hi')")))
 
 
 def test_too_few_rounds_cannot_tell():
@@ -257,13 +258,13 @@ def test_time_limit_stops_between_rounds_never_inside_one(child):
     def on_run(run):
         t[0] += 10.0
 
-    runs = runner.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=45, clock=clock)
+    runs = rounds.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=45, clock=clock)
     assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "B"), (1, "A")]
     t[0] = 0.0
-    runs = runner.run_interleaved(a, b, rounds=3, on_run=on_run, time_limit_s=1000, clock=clock)
+    runs = rounds.run_interleaved(a, b, rounds=3, on_run=on_run, time_limit_s=1000, clock=clock)
     assert len(runs) == 6
     with pytest.raises(CaptureError, match="--time-limit"):
-        runner.run_interleaved(a, b, rounds=3, time_limit_s=0)
+        rounds.run_interleaved(a, b, rounds=3, time_limit_s=0)
 
 
 def test_cpus_pin_every_process_and_are_checked(child):
@@ -280,9 +281,9 @@ def test_cpus_pin_every_process_and_are_checked(child):
         with pytest.raises(UsageError, match="--cpus"):
             parse_cpus(bad)
     # the child sees the pinned set (the spin child prints its affinity)
-    side = runner.Side("A", entry=("-c", "import os, json; print(json.dumps("
+    side = ChildSpec("A", entry=("-c", "import os, json; print(json.dumps("
                                "{'aff': sorted(os.sched_getaffinity(0))}))"), cpus=(mine[0],))
-    _, result = runner.run_process(side)
+    _, result = run_process(side)
     assert result["aff"] == [mine[0]]
 
 
@@ -391,13 +392,13 @@ def test_same_process_report_says_what_each_process_ran():
 def test_run_same_process_makes_two_runs_per_process_and_honours_the_limit():
     src = ("import json, sys; json.load(sys.stdin); print(json.dumps({'A': {'v': 1}, "
            "'B': {'v': 3}, 'cpu': {'last': 0}}))")
-    pair = runner.Side("A+B", entry=("-c", src), config={})
+    pair = ChildSpec("A+B", entry=("-c", src), config={})
     t = [0.0]
 
     def on_run(run):
         t[0] += 5.0  # 10 s per process (two records)
 
-    runs = runner.run_same_process(pair, 5, on_run=on_run, time_limit_s=25,
+    runs = rounds.run_same_process(pair, 5, on_run=on_run, time_limit_s=25,
                                clock=lambda: t[0])
     assert [(r.round, r.side) for r in runs] == [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
     assert all(r.result["cpu"] == {"last": 0} for r in runs)
@@ -413,6 +414,6 @@ def test_time_limit_leaves_the_compiling_first_round_out_of_the_longest(child):
     def on_run(run):
         t[0] += 20.0 if run.round == 0 else 10.0
 
-    runs = runner.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=85,
+    runs = rounds.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=85,
                               clock=lambda: t[0])
     assert len(runs) == 6

@@ -218,8 +218,9 @@ def test_sync_end_and_sweep(tmp_path):
 
 
 def test_run_sweep_returns_data_and_writes_only_the_traces(tmp_path):
-    from traceview.capture import CaptureConfig, run_sweep, write_sweep
-    from traceview.capture.sweep import SweepResult, SweepRow
+    from traceview.capture import CaptureConfig
+    from traceview.sweep import run_sweep, write_sweep
+    from traceview.sweep.sweep import SweepResult, SweepRow
 
     folder = tmp_path / "api"
     cfg = CaptureConfig(op="relu", impl="torch", device="cpu", iters=5, warmup=2, baseline_n=10)

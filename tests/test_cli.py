@@ -97,3 +97,11 @@ def test_a_closed_pipe_is_exit_0_and_silent(fmt):
     p.stdout.close()  # the reader is gone before the report is written (a `head` that
     err = p.stderr.read()  # already has its lines): every write meets a closed pipe
     assert p.wait(timeout=120) == 0 and err == b""
+
+
+def test_help_shows_the_ray_extra_in_full():
+    """rich markup would eat '[ray]' from the install hint."""
+    for cmd in ("explain", "export"):
+        res = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "250"})
+        assert res.exit_code == 0
+        assert "pip install 'traceview[ray]'" in res.output, cmd

@@ -73,3 +73,34 @@ def test_start_order_is_lexsort(rows):
     a = np.asarray(rows, np.int64).reshape(-1, 3)
     got = iv.start_order(a[:, 0], lambda sub: (a[sub, 2], -a[sub, 1]))
     assert got.tolist() == np.lexsort((a[:, 2], -a[:, 1], a[:, 0])).tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 200), st.integers(-5, 50)),
+                max_size=40))
+def test_union_length_by_group_is_each_groups_covered_set(items):
+    g = np.asarray([x[0] for x in items], np.int64)
+    s = np.asarray([x[1] for x in items], np.int64)
+    e = s + np.asarray([x[2] for x in items], np.int64)
+    got = iv.union_length_by_group(g, s, e, 4)
+    for k in range(4):
+        covered = {t for gk, a, b in zip(g.tolist(), s.tolist(), e.tolist(), strict=True)
+                   if gk == k for t in range(a, b)}
+        assert got[k] == len(covered)
+
+
+def test_union_length_by_group_far_apart_absolute_times():
+    """Epoch-like ns times far apart: offsets add spans, so nothing overflows or merges."""
+    t = 1_700_000_000_000_000_000
+    got = iv.union_length_by_group(np.array([1, 0, 1, 0]), np.array([t, 5, t + 10, 0]),
+                                   np.array([t + 20, 9, t + 30, 5]), 3)
+    assert got.tolist() == [9, 30, 0]
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(-3, 6)), max_size=20))
+def test_expand_ranges_lists_every_position(spans):
+    lo = np.asarray([a for a, _ in spans], np.int64)
+    hi = lo + np.asarray([d for _, d in spans], np.int64)
+    k, i = iv.expand_ranges(lo, hi)
+    want = [(q, p) for q, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True))
+            for p in range(a, b)]
+    assert list(zip(k.tolist(), i.tolist(), strict=True)) == want

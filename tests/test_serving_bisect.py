@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from traceview.serve.bisect import bisect
-from traceview.serve.launch import Outcome
+from traceview.serve.launch import outcome
 from traceview.serve.spec import Variant
 
 OPS = ["add", "mul", "rms_norm", "silu", "softmax"]
@@ -29,9 +29,9 @@ def scripted(behaviour):
             lines.append({"testing": op})
             b = behaviour.get(op, "ok")
             if b == "die":
-                return Outcome(lines, -11, "Segmentation fault")
+                return outcome(lines, -11, "Segmentation fault")
             if b == "slow":  # stopped at --child-timeout (returncode None), no result
-                return Outcome(lines, None, "")
+                return outcome(lines, None, "")
             row = {"op": op, "crashed": b == "crash"}
             if b == "crash":
                 row.update(phase="greedy decode", error="RuntimeError: CUDA error: an "
@@ -44,7 +44,7 @@ def scripted(behaviour):
             if b == "crash":
                 break
         lines.append({"result": {"tested": tested}})
-        return Outcome(lines, 0, "")
+        return outcome(lines, 0, "")
 
     return launch, tasks
 
@@ -70,7 +70,7 @@ def test_a_clean_backend_gives_no_culprit_in_one_child():
 
 def test_a_child_that_cannot_list_ops_is_reported_not_looped():
     def launch(variant, task):
-        return Outcome([{"error": "the flag_gems backend needs FlagGems"}], 0, "")
+        return outcome([{"error": "the flag_gems backend needs FlagGems"}], 0, "")
 
     r = bisect(Variant("B", backend="flag_gems"), {}, launch)
     assert r.children == 1 and r.culprits == []
@@ -78,7 +78,8 @@ def test_a_child_that_cannot_list_ops_is_reported_not_looped():
 
 
 def test_a_variant_decides_its_interpreter_and_environment(monkeypatch):
-    from traceview.serve.launch import TRACEVIEW_ROOT, command
+    from traceview.runner.process import TRACEVIEW_ROOT
+    from traceview.serve.launch import command
 
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     argv, env = command(Variant("B", env={"FOO": "1"}, python="/opt/py/bin/python3"))

@@ -11,9 +11,10 @@ import json
 import pytest
 from rich.console import Console
 
-from traceview.capture import CaptureConfig, write_sweep
-from traceview.capture.sweep import DEFINITIONS, SweepResult, SweepRow, _crossover
-from traceview.capture.sweep_report import markdown, render_sweep
+from traceview.capture import CaptureConfig
+from traceview.sweep import write_sweep
+from traceview.sweep.sweep import DEFINITIONS, SweepResult, SweepRow, _crossover
+from traceview.sweep.sweep_report import markdown, render_sweep
 
 
 def _result(tmp_path, rows):

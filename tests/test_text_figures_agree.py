@@ -20,20 +20,40 @@ CASES = ("flag_gems_add_16x4096_bf16", "triton_add_16x4096_bcast", "shape_model_
 CATEGORY_FIGURE = re.compile(r"\b([a-z_]+(?: busy)?) (\d+(?:\.\d+)? (?:ns|us|ms|s))\b")
 
 
+AFTER = re.compile(r"(device busy) (\d+(?:\.\d+)? (?:ns|us|ms|s)) in the call, "
+                   r"(\d+(?:\.\d+)? (?:ns|us|ms|s)) after it")
+
+
+def _busy_after(item: str, out: dict[str, str]) -> bool:
+    """``device busy 1 us in the call, 22 us after it``: both figures of the device row."""
+    m = AFTER.fullmatch(item)
+    if m:
+        out[m.group(1)] = m.group(2)
+        out["device busy after"] = m.group(3)
+    return bool(m)
+
+
 def _svg_legend(svg: str) -> dict[str, str]:
     texts = re.findall(r"<text [^>]*>([^<]*)</text>", svg)
-    return {m.group(1): m.group(2) for t in texts if (m := CATEGORY_FIGURE.fullmatch(
-        t.split(" (")[0]))}
+    out: dict[str, str] = {}
+    for t in texts:
+        head = t.split(" (")[0]
+        if not _busy_after(head, out) and (m := CATEGORY_FIGURE.fullmatch(head)):
+            out[m.group(1)] = m.group(2)
+    return out
 
 
 def _text_legend(text: str) -> dict[str, str]:
     """The waterfall's legend lines (after the axis line) in the terminal report."""
-    lines = text.split("Typical call #")[1].splitlines()[4:]
+    lines = re.split(r"Typical (?:call|step) #", text)[1].splitlines()
+    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("       0")) + 1:]
     out = {}
     for ln in lines:
         if not ln.startswith("  "):
             break
         for glyph_and_item in re.split(r"  (?=\S )", ln.strip()):
+            if _busy_after(glyph_and_item.strip()[2:].removesuffix(" (k: partly)"), out):
+                continue
             m = re.fullmatch(r"\S (.+?) (\d+(?:\.\d+)? (?:ns|us|ms|s))(?: \(k: partly\))?",
                              glyph_and_item.strip())
             if m:
@@ -56,6 +76,9 @@ def test_the_svg_legend_gives_the_texts_figures(name):
         per_cat[s.category] = per_cat.get(s.category, 0) + s.end_ns - s.start_ns
     busy = sum(max(0, min(e, t.end_ns) - max(s, t.start_ns)) for s, e in t.device_busy)
     assert in_text.pop("device busy") == fmt_ns(busy)
+    # the device row draws the work after the call too: the legend gives that part
+    after = sum(max(0, min(e, t.axis_end_ns) - max(s, t.end_ns)) for s, e in t.device_busy)
+    assert in_text.pop("device busy after", fmt_ns(0)) == fmt_ns(after)
     assert in_text == {c: fmt_ns(ns) for c, ns in per_cat.items() if ns}
 
 

@@ -11,7 +11,7 @@ implementation, the first output checked against the float64 reference), ``basel
 device-to-device copy of the same bytes and a 512 MB copy: the device's streaming limit) --
 for every size in one process, so the dense curve costs seconds. Each size's row says which
 implementation ran and is checked before it is timed; the figures are the sweep's columns
-(``traceview.capture.sweep.DEFINITIONS``), and ``bandwidth_bound_numel`` is the sweep's rule.
+(``traceview.sweep.sweep.DEFINITIONS``), and ``bandwidth_bound_numel`` is the sweep's rule.
 
 Run on the GPU machine from the repository root::
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from traceview.capture import device as device_mod
     from traceview.capture.config import CaptureConfig
     from traceview.capture.metadata import versions
-    from traceview.capture.sweep import DEFINITIONS, bandwidth_bound
+    from traceview.sweep.sweep import DEFINITIONS, bandwidth_bound
 
     doc: dict = {"op": a.op, "dtype": a.dtype, "definitions": DEFINITIONS, "curves": {}}
     t0 = time.monotonic()
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 -- a size that cannot run is a row
                 rows.append({"numel": n, "error": f"{type(exc).__name__}: {exc}"[:300]})
             print(f"{impl} 2^{k}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
-        from traceview.capture.sweep import SweepRow
+        from traceview.sweep.sweep import SweepRow
 
         bound = bandwidth_bound([SweepRow(r["numel"], share_of_copy_peak=r.get(
             "share_of_copy_peak")) for r in rows if "error" not in r])

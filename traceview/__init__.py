@@ -23,8 +23,22 @@ import os
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+# The report's types are part of the API (annotate with them, match on them); they are
+# imported on first use, like everything else here, so ``import traceview`` stays cheap.
+_TYPES = {
+    "Report": "traceview.report.model", "TraceInfo": "traceview.report.model",
+    "WindowInfo": "traceview.report.model", "DeviceInfo": "traceview.report.model",
+    "HostInfo": "traceview.report.model", "LaunchesInfo": "traceview.report.model",
+    "CallsInfo": "traceview.report.model", "CallRow": "traceview.report.model",
+    "Finding": "traceview.report.model", "TypicalCall": "traceview.report.model",
+    "StepsInfo": "traceview.report.model", "ThreadRow": "traceview.report.model",
+    "Cell": "traceview.analyses.breakdown", "Stats": "traceview.stats",
+    "Diagnostic": "traceview.diagnostics", "Trace": "traceview.model",
+    "RanksReport": "traceview.multi.ranks",
+    "ProtonTraceReport": "traceview.report.proton", "ProtonTreeReport": "traceview.report.proton",
+}
 __all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "explain", "load",
-           "proton"]
+           "proton", *_TYPES]
 
 from traceview.options import Options
 
@@ -32,10 +46,26 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from os import PathLike
 
-    from traceview.model import Trace
-    from traceview.multi.ranks import RanksReport
-    from traceview.report.model import Report
-    from traceview.report.proton import ProtonTraceReport, ProtonTreeReport
+    from traceview.analyses.breakdown import Cell as Cell
+    from traceview.capture.api import capture as capture
+    from traceview.diagnostics import Diagnostic as Diagnostic
+    from traceview.model import Trace as Trace
+    from traceview.multi.ranks import RanksReport as RanksReport
+    from traceview.report.model import CallRow as CallRow
+    from traceview.report.model import CallsInfo as CallsInfo
+    from traceview.report.model import DeviceInfo as DeviceInfo
+    from traceview.report.model import Finding as Finding
+    from traceview.report.model import HostInfo as HostInfo
+    from traceview.report.model import LaunchesInfo as LaunchesInfo
+    from traceview.report.model import Report as Report
+    from traceview.report.model import StepsInfo as StepsInfo
+    from traceview.report.model import ThreadRow as ThreadRow
+    from traceview.report.model import TraceInfo as TraceInfo
+    from traceview.report.model import TypicalCall as TypicalCall
+    from traceview.report.model import WindowInfo as WindowInfo
+    from traceview.report.proton import ProtonTraceReport as ProtonTraceReport
+    from traceview.report.proton import ProtonTreeReport as ProtonTreeReport
+    from traceview.stats import Stats as Stats
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -43,12 +73,9 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     ``progress``, if given, is called with the count of decompressed bytes read so far.
     """
-    from traceview.foreign import check_foreign
-    from traceview.io.decode import decode
-    from traceview.model import build
+    from traceview.report.pipeline import load as _load
 
-    check_foreign(os.fspath(path))  # Perfetto protobuf, Nsight reports: one line saying what to do
-    return build(decode(path, progress=progress))
+    return _load(path, progress)
 
 
 def proton(path: str | PathLike[str]) -> ProtonTraceReport | ProtonTreeReport:
@@ -75,7 +102,9 @@ def explain(trace: Trace, options: Options | None = None) -> Report:
 
 def analyze(path: str | PathLike[str], options: Options | None = None) -> Report:
     """``explain(load(path))``."""
-    return explain(load(path), options)
+    from traceview.report.pipeline import analyze as _analyze
+
+    return _analyze(path, options)
 
 
 def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
@@ -86,7 +115,6 @@ def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
     (``address`` as ``ray.init`` takes it; ``pip install 'traceview[ray]'``). The result
     has each rank's ``Report`` (``.ranks[i].report``), the stragglers, ``.to_dict()``
     (the ranks JSON) and ``.table()`` (a polars row per rank)."""
-    import os
 
     from traceview.multi.ranks import analyze_ranks as _analyze_ranks
 
@@ -95,13 +123,15 @@ def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
     return _analyze_ranks(paths, options, jobs, engine=engine, address=address)
 
 
-
 def __getattr__(name: str) -> object:
-    """``traceview.capture`` is the capture package, which is also callable:
-    ``traceview.capture(fn, *inputs, reference=...)`` (see ``traceview.capture.api``).
-    Imported on first use (the package itself is torch-free)."""
-    if name == "capture":
-        import importlib
+    """The report's types, and ``traceview.capture``: the capture package, which is also
+    callable as ``traceview.capture(fn, *inputs, reference=...)`` (typed as
+    ``traceview.capture.api.capture``, which it calls). Imported on first use (the
+    package itself is torch-free)."""
+    import importlib
 
+    if name == "capture":
         return importlib.import_module("traceview.capture")
+    if name in _TYPES:
+        return getattr(importlib.import_module(_TYPES[name]), name)
     raise AttributeError(f"module 'traceview' has no attribute {name!r}")

@@ -52,22 +52,26 @@ def clean_capture(cap: Any) -> tuple[dict[str, Any] | None, list[str]]:
     return out, [b if b == "traceview" else f"traceview.{b}" for b in bad]
 
 
-def clean_metadata(meta: dict[str, Any]) -> Diagnostic | None:
-    """Check ``meta`` in place; a diagnostic naming what was set aside, if anything."""
+def clean_metadata(meta: dict[str, Any]) -> tuple[dict[str, Any], Diagnostic | None]:
+    """``meta`` with wrong-typed fields set aside (a new dict; ``meta`` itself unchanged
+    and returned as is when nothing is wrong), and a diagnostic naming them, if any."""
     bad: list[str] = []
+    out = meta
     if "traceview" in meta:
         cap, wrong = clean_capture(meta["traceview"])
         if wrong:
+            out = dict(meta)
             if cap is None:
-                meta.pop("traceview")
+                out.pop("traceview")
             else:
-                meta["traceview"] = cap
+                out["traceview"] = cap
             bad += wrong
     props = meta.get("deviceProperties")
     if props is not None and not (isinstance(props, list) and all(isinstance(p, dict) for p in props)):
-        meta.pop("deviceProperties")
+        out = dict(out) if out is meta else out
+        out.pop("deviceProperties")
         bad.append("deviceProperties")
     if not bad:
-        return None
-    return Diagnostic("metadata-malformed", "warning", len(bad),
-                      "top-level metadata of an unexpected type was ignored: " + ", ".join(bad))
+        return meta, None
+    return out, Diagnostic("metadata-malformed", "warning", len(bad),
+                           "top-level metadata of an unexpected type was ignored: " + ", ".join(bad))

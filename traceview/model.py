@@ -14,6 +14,13 @@ Columns arrive finished from the decoder (``traceview.io.columns``: times in int
 explains how Kineto's microsecond floats convert exactly). Here slices that cannot be
 placed on a timeline are dropped and counted: no start, negative or absurd durations,
 exact duplicates.
+
+The model is what the trace means, so the profiler's known damage is repaired here, once,
+and never by an analysis (``explain`` is a pure function of the ``Trace``): metadata of
+the wrong type is set aside (``metadata.clean_metadata``), device work the host's own
+timeline rules out is dropped (``_drop_implausible_device_work``), and Python frames
+recorded as outliving their caller are clipped to it (``_clip_python_frames``). Each
+leaves a diagnostic.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
 
-from traceview import intervals
+from traceview import intervals, native
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
 from traceview.io.columns import ANNOTATION_CAT, MISSING, Columns, Decoded
+from traceview.metadata import clean_metadata
+from traceview.units import fmt_ns
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -97,6 +106,9 @@ class RowArgs(Protocol):
     @overload
     def get(self, row: int, default: _T, /) -> dict[str, Any] | _T: ...
     def items(self) -> ItemsView[int, dict[str, Any]]: ...
+    def any_has_key(self, rows: list[int], key: str) -> bool:
+        """Whether the args of any of ``rows`` have ``key`` (without decoding them all)."""
+        ...
     def subset(self, rows: dict[int, int]) -> RowArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
         ...
@@ -204,9 +216,10 @@ def build(decoded: Decoded) -> Trace:
     _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices, lanes,
                           cat_names)
     launch_to_work, work_to_launch = _link(slices, cat_names)
-    return Trace(
+    metadata, malformed = clean_metadata(decoded.metadata)
+    trace = Trace(
         path=decoded.path,
-        metadata=decoded.metadata,
+        metadata=metadata,
         cat_names=cat_names,
         names=decoded.names,
         lanes=lanes,
@@ -217,6 +230,11 @@ def build(decoded: Decoded) -> Trace:
         instant_count=decoded.phases.instants,
         decoded_bytes=decoded.decoded_bytes,
     )
+    if malformed is not None:
+        trace.diagnostics.append(malformed)
+    _drop_implausible_device_work(trace)
+    _clip_python_frames(trace)
+    return trace
 
 
 def _placeable(start: np.ndarray, dur: np.ndarray,
@@ -413,3 +431,164 @@ def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:
             launch_to_work[api].append(row)
             work_to_launch[row] = api
     return dict(launch_to_work), work_to_launch
+
+
+# ---------------------------------------------------------------- damage only causality reveals
+#
+# A fixed bound (``ABSURD_DUR_NS``) catches "236 years" but not a one-hour kernel inside a
+# 7 ms trace, which would still poison every total. Two checks need no bound:
+#
+# * after a sync returned: ``cudaDeviceSynchronize`` (``cuCtxSynchronize``) returns only
+#   when all work submitted before it finished. Device work whose launch (or, without one,
+#   whose start) precedes a device-wide synchronize but that ends more than
+#   ``SYNC_SKEW_NS`` after that synchronize returned cannot be right. (Traces of one
+#   device only: the trace does not say which device a synchronize waited for.)
+# * far past the host: device work ending more than ``max(host span, FAR_MIN_NS)`` after
+#   the last host event would stretch the window by more than the whole host activity.
+#
+# Such slices are dropped (with a diagnostic) before any analysis, so the window, device
+# busy time and every per-call figure stay what the host's timeline allows.
+
+DEVICE_SYNCS = frozenset({"cudaDeviceSynchronize", "cuCtxSynchronize", "hipDeviceSynchronize",
+                          "cudaThreadSynchronize"})
+# CUPTI aligns device timestamps to the host clock to well under this
+SYNC_SKEW_NS = 50_000
+FAR_MIN_NS = 1_000_000_000
+
+
+def implausible_device_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(rows ending after a later device sync returned, rows ending far past the host)."""
+    s = trace.slices
+    work = trace.rows_of_cats(DEVICE_WORK_CATS)
+    empty = np.zeros(0, np.int64)
+    if work.size == 0:
+        return empty, empty
+    host_cats = set(trace.cat_names) - DEVICE_WORK_CATS - NON_ACTIVITY_CATS - {"gpu_user_annotation"}
+    host = trace.rows_of_cats(host_cats)
+    after_sync = empty
+    devices = {ln.device for ln in trace.device_lanes}
+    api = trace.rows_of_cats({"cuda_runtime", "cuda_driver"})
+    sync_codes = [i for i, n in enumerate(trace.names) if n in DEVICE_SYNCS]
+    syncs = api[np.isin(s.name[api], sync_codes)] if sync_codes else empty
+    if syncs.size and len(devices) <= 1:
+        order = np.argsort(s.start[syncs], kind="stable")
+        st = s.start[syncs][order]
+        suffix_min_end = np.minimum.accumulate(s.end[syncs][order][::-1])[::-1]
+        launch = np.asarray([trace.work_to_launch.get(int(r), -1) for r in work.tolist()],
+                            np.int64)
+        submitted = np.where(launch >= 0, s.start[np.maximum(launch, 0)], s.start[work])
+        i = np.searchsorted(st, submitted, side="right")
+        has = i < st.size
+        bound = np.full(work.size, np.iinfo(np.int64).max)
+        bound[has] = suffix_min_end[i[has]] + SYNC_SKEW_NS
+        after_sync = work[s.end[work] > bound]
+    far = empty
+    if host.size:
+        h0, h1 = int(s.start[host].min()), int(s.end[host].max())
+        far = work[s.end[work] > h1 + max(h1 - h0, FAR_MIN_NS)]
+        far = np.setdiff1d(far, after_sync)
+    return after_sync, far
+
+
+def _drop_implausible_device_work(trace: Trace) -> None:
+    """Drop what ``implausible_device_rows`` finds from the trace being built."""
+    after_sync, far = implausible_device_rows(trace)
+    if not (after_sync.size or far.size):
+        return
+    s = trace.slices
+    keep = np.setdiff1d(np.arange(len(s)), np.concatenate([after_sync, far]))
+    trace.slices = Slices(s.cat[keep], s.name[keep], s.lane[keep], s.start[keep], s.end[keep],
+                          s.corr[keep], s.args.subset(_renumber(s.args, keep)))
+    trace.launch_to_work, trace.work_to_launch = _link(trace.slices, trace.cat_names)
+    if after_sync.size:
+        trace.diagnostics.append(Diagnostic(
+            "device-work-after-sync", "warning", int(after_sync.size),
+            "device work ending after a later device synchronize had returned (impossible: "
+            "the sync waits for it); dropped"))
+    if far.size:
+        trace.diagnostics.append(Diagnostic(
+            "device-work-past-host", "warning", int(far.size),
+            "device work ending far past the last host event (more than the whole host span "
+            "later); dropped"))
+
+
+# ---------------------------------------------------------------- Python frames outliving their caller
+#
+# PyTorch's Python tracer records a C function's end when it sees it return; where it
+# misses the return (an exception, a function that re-enters the interpreter, the tracer
+# joining a thread late) it records the frame ending much later. On the real cold-compile
+# fixture, builtin ``__exit__``/``mul``/``next`` frames opened during Dynamo's tracing are
+# recorded ending 1.4 s later, at the end of the trace; on real compiled training steps
+# ``__exit__`` frames 50-91 ms past their caller were seen. Believed, such a frame makes a
+# child larger than its parent in a call tree, a self time above its inclusive time, idle
+# thread time charged to a category, and one call of a whole run. A Python frame cannot
+# outlive the frame that called it, so each is clipped to its caller's end, and the
+# clipped frames are listed (names, by how much) in the ``python-frame-overhang``
+# diagnostic.
+#
+# Only Python frames against Python frames are judged: a ``record_function`` range (a
+# ``cpu_op`` or ``user_annotation``) may legitimately open inside one frame and close
+# inside another, and is left as recorded.
+
+OVERHANGS_LISTED = 5  # frames named in the diagnostic
+_NATIVE_CLIP = native.load("clip")
+
+
+def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False) -> np.ndarray:
+    """Python frames in start order (longest first): each frame's end clipped to its
+    caller's (the innermost open frame, whose end is already clipped). Compiled
+    (``analyses/_host_sweep.c``: ``tv_clip_frames``) when built; the loop is the reference
+    (``general``) and the fallback."""
+    if _NATIVE_CLIP is not None and not general:
+        s64 = np.ascontiguousarray(st, np.int64)
+        out64 = np.array(en, np.int64, copy=True)
+        scratch = np.empty(max(out64.size, 1), np.int64)
+        _NATIVE_CLIP(out64.size, s64.ctypes.data, out64.ctypes.data, scratch.ctypes.data)
+        return out64
+    out = en.tolist()
+    stack: list[int] = []  # clipped ends of the open frames, innermost last
+    pop, push = stack.pop, stack.append
+    for i, a in enumerate(st.tolist()):
+        while stack and stack[-1] <= a:
+            pop()
+        if stack and out[i] > stack[-1]:
+            out[i] = stack[-1]
+        push(out[i])
+    return np.asarray(out, np.int64)
+
+
+def _clip_python_frames(trace: Trace) -> None:
+    """Clip every thread's Python frames to their callers in the trace being built: the
+    end column is copied once, when something is clipped, and the clipped frames named in
+    a ``python-frame-overhang`` diagnostic. Zero-length frames call nothing (an analysis
+    ignores them), so they are left out of the callers."""
+    s = trace.slices
+    py = trace.cat_code("python_function")
+    if py < 0:
+        return
+    rows = np.flatnonzero((s.cat == py) & (s.end > s.start))
+    if rows.size < 2:
+        return
+    # per thread, in start order, longest first: the innermost open frame is the caller
+    order = np.lexsort((-s.end[rows], s.start[rows], s.lane[rows]))
+    rows = rows[order]
+    lanes = s.lane[rows]
+    bounds = np.flatnonzero(np.diff(lanes)) + 1
+    clipped = np.concatenate([clip_to_callers(s.start[part], s.end[part])
+                              for part in np.split(rows, bounds)])
+    hit = np.flatnonzero(clipped < s.end[rows])
+    if hit.size == 0:
+        return
+    at = rows[hit]
+    worst: dict[int, int] = {}
+    for code, by in zip(s.name[at].tolist(), (s.end[at] - clipped[hit]).tolist(), strict=True):
+        worst[code] = max(worst.get(code, 0), by)
+    end = s.end.copy()
+    end[at] = clipped[hit]
+    s.end = end
+    top = sorted(worst.items(), key=lambda kv: (-kv[1], trace.names[kv[0]]))[:OVERHANGS_LISTED]
+    named = "; ".join(f"{trace.names[c]} by up to {fmt_ns(ns)}" for c, ns in top)
+    trace.diagnostics.append(Diagnostic(
+        "python-frame-overhang", "warning", int(at.size),
+        f"Python frames recorded as ending after the frame that called them (a profiler "
+        f"artifact) clipped to their caller's end: {named}"))

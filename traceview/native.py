@@ -64,7 +64,7 @@ LIBRARIES = {
                      (_I64, _P, _P, _P, _P, _I64, _I64, _I32, _I32, _P, _P, _P, _I64)
                      + (_P,) * 6, abi=1),
     # tv_clip_frames(n, starts, ends, stack): the same library's second function
-    # (analyses/artifacts.py)
+    # (model.clip_to_callers)
     "clip": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_clip_frames",
                     (_I64, _P, _P, _P), abi=1),
 }

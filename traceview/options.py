@@ -27,3 +27,6 @@ class Options:
     """Rows in the top-kernels and hot-function tables of the terminal output."""
     functions_limit: int = 50
     """Rows of ``host.functions`` in the JSON output (biggest self time first)."""
+    unprofiled_call: int | None = None
+    """The call's unprofiled time in ns, for a trace that does not carry one (capture's
+    baseline): explain then estimates the unprofiled split with the per-event model."""

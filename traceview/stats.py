@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Stats:
@@ -50,8 +52,24 @@ def median(values: Sequence[float]) -> float:
     return nearest_rank(sorted(values), 50)
 
 
+def medians_of_others(values: np.ndarray) -> np.ndarray:
+    """For each value, :func:`median` of all the *other* values, from one sort (the
+    outlier rule asks this of every call; a sort per call is quadratic). Leaving out the
+    value at sorted position ``p`` shifts the order statistics after ``p`` down by one, so
+    the others' nearest-rank ``r``-th value is ``a[r - 1]`` when ``p >= r`` and ``a[r]``
+    otherwise; ties do not matter (leaving out either of two equal values leaves the same
+    multiset). At least two values."""
+    n = values.size
+    order = np.argsort(values, kind="stable")
+    a = values[order]
+    r = max(1, math.ceil(50 / 100 * (n - 1)))  # nearest_rank's rank among n - 1 values
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    return np.where(pos >= r, a[r - 1], a[min(r, n - 1)])
+
+
 def summarize(values: Sequence[int | None]) -> Stats:
-    v = sorted(int(x) for x in values if x is not None)
+    v = sorted(map(int, [x for x in values if x is not None]))
     if not v:
         return Stats(0, None, None, None, None, None, None)
     return Stats(

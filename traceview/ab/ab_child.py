@@ -1,6 +1,6 @@
 """One process of ``traceview ab``: measure a ``CaptureConfig`` unprofiled, print JSON.
 
-Reads the config as JSON on stdin (``baseline_child._encode``), then does what
+Reads the config as JSON on stdin (``runner.wire.encode_config``), then does what
 capture's baseline child does -- build seeded inputs and the implementation, first call,
 warm-up, ``baseline.measure`` -- and also checks that first output against the
 reference, so a variant that is fast because it is wrong never gets a verdict. Prints
@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import os
-import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
-from traceview.ab.fresh_processes import SPAWNED_ENV
+from traceview.runner.process import SPAWNED_ENV, answer
 
 
 class Phases:
@@ -59,49 +56,14 @@ def import_libraries(phases: Phases, *, triton: bool, flag_gems: bool = False) -
     phases.mark("imports")
 
 
-def where_it_ran() -> dict[str, object]:
-    """The CPUs this process may run on and the one it last ran on (``/proc/self/stat``
-    field 39), so per-process figures can be read against core placement."""
-    out: dict[str, object] = {}
-    try:
-        out["affinity"] = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        pass
-    try:
-        with open("/proc/self/stat") as f:
-            stat = f.read()
-        out["last"] = int(stat[stat.rindex(")") + 2:].split()[36])
-    except (OSError, ValueError, IndexError):
-        pass
-    return out
-
-
-def answer(measure: Callable[[str], dict[str, Any]], text: str | None = None, *,
-           exit: bool = True) -> int:
-    """The protocol of ``ab``'s children: the config (``text``, else stdin) ->
-    ``measure`` -> one JSON line with where the process ran, or ``{"error",
-    "exit_code"}`` and that exit code (returned instead when not ``exit``)."""
-    from traceview.errors import TraceviewError
-
-    try:
-        result = measure(sys.stdin.read() if text is None else text)
-    except TraceviewError as exc:
-        print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}), flush=True)
-        if exit:
-            sys.exit(exc.exit_code)
-        return exc.exit_code
-    result["cpu"] = where_it_ran()
-    print(json.dumps(result), flush=True)
-    return 0
-
-
 def measure_side(text: str) -> dict[str, Any]:
-    """One side's process (``Side.call``): the config's baseline, checked, with the
+    """One side's process (``ChildSpec.call``): the config's baseline, checked, with the
     process's phases (``phases_ns``)."""
-    from traceview.capture.baseline_child import _decode, measure_here
+    from traceview.capture.baseline_child import measure_here
+    from traceview.runner.wire import decode_config
 
     phases = Phases()
-    config = _decode(text)
+    config = decode_config(text)
     import_libraries(phases, triton=config.impl == "triton",
                      flag_gems=config.impl == "flag_gems")
     result = measure_here(config, check=True, phases=phases)

@@ -7,7 +7,7 @@ and ~140 us, on both sides; the paired difference of two fresh processes then sw
 interpreter -- two implementations, or two user callables -- share that state when
 measured in the same process, so it cancels in their difference.
 
-Reads ``{"a": config, "b": config, "blocks": K}`` (``baseline_child._encode`` configs) on
+Reads ``{"a": config, "b": config, "blocks": K}`` (``runner.wire`` configs) on
 stdin. Builds each side's seeded inputs and implementation, checks each first output
 against the float64 reference, warms both up, then runs ``K`` blocks per side (``K``
 even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side goes
@@ -86,14 +86,14 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
 
 
 def measure_both(text: str) -> dict[str, Any]:
-    """One round's process (``Side.call``): both sides in blocks, with the process's
+    """One round's process (``ChildSpec.call``): both sides in blocks, with the process's
     phases (``phases_ns``, ``ab_child.Phases``)."""
     from traceview.ab.ab_child import Phases, import_libraries
-    from traceview.capture.baseline_child import _decode
+    from traceview.runner.wire import decode_config
 
     phases = Phases()
     doc = json.loads(text)
-    config_a, config_b = (_decode(json.dumps(doc[x])) for x in ("a", "b"))
+    config_a, config_b = (decode_config(json.dumps(doc[x])) for x in ("a", "b"))
     import_libraries(phases, triton="triton" in (config_a.impl, config_b.impl))
     out = measure_pair(config_a, config_b, int(doc["blocks"]), phases)
     out["phases_ns"] = phases.ns
@@ -101,7 +101,7 @@ def measure_both(text: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    from traceview.ab.ab_child import answer
+    from traceview.runner.process import answer
 
     answer(measure_both)
 

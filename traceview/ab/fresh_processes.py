@@ -1,141 +1,42 @@
-"""Interleaved rounds of fresh processes, one per side (torch-free): the generic runner.
+"""Interleaved rounds of fresh processes, one per side (torch-free).
 
 The GPU machine drifts over minutes and one process's median sits up to 2x from the
 next one's, so two variants measured one after the other compare machine states, not
 code. This module runs the two variants as *rounds* of fresh processes, each round one
 process of each side back to back in an order that alternates (``paired.interleaved_order``:
 balanced ``AB BA AB ...`` or seeded-random per round, never all of one side first).
-:class:`Side` describes one variant's process, :func:`run_interleaved` runs them::
+A :class:`~traceview.runner.process.ChildSpec` describes one side's process,
+:func:`run_interleaved` runs them::
 
-    a = Side("A", entry=("-m", "my.child"), config={"n": 100})
-    b = Side("B", entry=("-m", "my.child"), config={"n": 100},
-             python="/venv2/bin/python", env={"MY_FLAG": "1"}, path=("/patches",))
+    a = ChildSpec("A", entry=("-m", "my.child"), config={"n": 100})
+    b = ChildSpec("B", entry=("-m", "my.child"), config={"n": 100},
+                  python="/venv2/bin/python", env={"MY_FLAG": "1"}, path=("/patches",))
     runs = run_interleaved(a, b, rounds=10, seed=None)   # list[ProcessRun], run order
     pairs = paired_figures(runs, "p50_ns")               # ([a per round], [b per round])
     cmp = traceview.paired.compare(*pairs)
 
-Each process is ``[side.python, *side.entry]`` started fresh, with ``side.config``
-serialised as JSON on stdin, the environment of this process plus ``side.env``, and
-``PYTHONPATH`` = ``side.path`` entries, then the folder holding this ``traceview``
-package (so another interpreter without traceview installed still finds the child),
-then the inherited ``PYTHONPATH``. The child prints its result as one JSON object on
-the last stdout line that starts with ``{``; ``{"error": "...", "exit_code": N}`` is a
-problem the user can fix and stops the run with that line (and exit code N, default 2).
-A non-zero exit or no JSON line is an error naming the side, the round and the last
-line of stderr. :class:`~traceview.multi.ab_result.ProcessRun` keeps the round, the
-side, its position within the round, the process's wall time and its JSON result.
+How a process starts and reports is :mod:`traceview.runner.process`'s; a child's
+``{"error": ...}`` line, a non-zero exit or a missing result line stops the run with an
+error naming the side and the round.
+:class:`~traceview.multi.ab_result.ProcessRun` keeps the round, the side, its position
+within the round, the process's wall time and its JSON result.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from traceview.errors import CaptureError, CorrectnessError
+from traceview.errors import CaptureError
 from traceview.multi.ab_result import ProcessRun
 from traceview.paired import interleaved_order
+from traceview.runner.outcome import CHILD_TIMEOUT_S
+from traceview.runner.process import ChildSpec, Starter, run_process
 
-#: A child that compiles, or imports a large library, can take a while.
-PROCESS_TIMEOUT_S = 600
-#: The environment variable that tells a child when (``time.monotonic_ns()``, one clock
-#: for every process of the machine) its parent started it: the child's phases begin there.
-SPAWNED_ENV = "TRACEVIEW_SPAWNED_NS"
-#: One process of a side for a round: ``(round, timeout_s) -> (wall ns, JSON result)``.
-Starter = Callable[[int, float], tuple[int, dict[str, Any]]]
-#: The traceview package's parent folder: on every child's PYTHONPATH.
-_ROOT = str(Path(__file__).resolve().parents[2])
-
-
-@dataclass(frozen=True)
-class Side:
-    """One variant's process: interpreter, entry, JSON config, environment, import path."""
-
-    label: str
-    entry: tuple[str, ...]
-    config: Any = None
-    python: str = sys.executable
-    env: Mapping[str, str] = field(default_factory=dict)
-    path: tuple[str, ...] = ()
-    cwd: str | None = None
-    #: CPUs the process is pinned to (``os.sched_setaffinity`` before it starts); empty:
-    #: wherever the OS puts it. Both sides get the same set, so which core a process lands
-    #: on is not a difference between them.
-    cpus: tuple[int, ...] = ()
-    #: ``"module:function"``: the same work as ``entry`` as a function of the config's
-    #: JSON text, returning the result dict (raising TraceviewError for a problem the
-    #: user can fix). Only with it can a round be a child forked from a preloaded
-    #: template (:mod:`traceview.ab.process_template`); None: always spawned fresh.
-    call: str | None = None
-    #: Modules the template imports before it forks (``"?name"``: only if importable).
-    preload: tuple[str, ...] = ()
-
-    def describe(self) -> dict[str, Any]:
-        return {"label": self.label, "python": self.python, "env": dict(self.env),
-                "path": list(self.path), "entry": list(self.entry), "cpus": list(self.cpus)}
-
-
-def child_env(side: Side) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(side.env)
-    parts = [*side.path, _ROOT]
-    if env.get("PYTHONPATH"):
-        parts.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(parts)
-    return env
-
-
-def run_process(side: Side, round_: int = 0, timeout_s: float = PROCESS_TIMEOUT_S
-                ) -> tuple[int, dict[str, Any]]:
-    """Run one fresh process of ``side``: (wall ns, its JSON result), or TraceviewError."""
-    where = f"side {side.label}, round {round_ + 1}"
-    cpus = frozenset(side.cpus)
-    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-    t0 = time.perf_counter_ns()
-    try:
-        env = child_env(side)
-        env[SPAWNED_ENV] = str(time.monotonic_ns())  # the child's start-to-ready clock
-        proc = subprocess.run([side.python, *side.entry], input=json.dumps(side.config),
-                              capture_output=True, text=True, env=env,
-                              cwd=side.cwd, timeout=timeout_s, check=False,
-                              preexec_fn=pin)  # noqa: PLW1509 (no threads started here)
-    except subprocess.TimeoutExpired:
-        raise CaptureError(f"{where}: the process took over {timeout_s:g} s") from None
-    except OSError as exc:
-        raise CaptureError(f"{where}: cannot start {side.python!r}: {exc.strerror}") from None
-    wall = time.perf_counter_ns() - t0
-    return wall, read_result(where, proc.returncode, proc.stdout, proc.stderr)
-
-
-def read_result(where: str, returncode: int | None, stdout: str, stderr: str
-                ) -> dict[str, Any]:
-    """A finished process's JSON result (its last ``{``-line), or the TraceviewError
-    that names ``where`` and what went wrong: its own error line, else the last line of
-    stderr or the exit code."""
-    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-    result = None
-    if lines:
-        try:
-            result = json.loads(lines[-1])
-        except json.JSONDecodeError:
-            result = None
-    if isinstance(result, dict) and "error" in result:
-        err = CorrectnessError if result.get("exit_code") == 3 else CaptureError
-        raise err(f"{where}: {result['error']}")
-    if returncode != 0 or not isinstance(result, dict):
-        err_lines = [ln for ln in stderr.splitlines()
-                     if ln.strip() and not ln.startswith("USDT")]
-        raise CaptureError(f"{where}: the process failed: "
-                           + (err_lines[-1] if err_lines else f"exit code {returncode}"
-                              + ("" if lines else ", no JSON result line")))
-    return result
+#: The former name of :class:`~traceview.runner.process.ChildSpec`, kept while other
+#: branches still import it from here.
+Side = ChildSpec
 
 
 def check_time_limit(time_limit_s: float | None) -> None:
@@ -177,9 +78,9 @@ def rounds_in_time(rounds: int, time_limit_s: float | None,
         yield r
 
 
-def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
+def run_interleaved(a: ChildSpec, b: ChildSpec, rounds: int, seed: int | None = None,
                     on_run: Callable[[ProcessRun], None] | None = None,
-                    timeout_s: float = PROCESS_TIMEOUT_S,
+                    timeout_s: float = CHILD_TIMEOUT_S,
                     time_limit_s: float | None = None,
                     clock: Callable[[], float] = time.monotonic,
                     starters: Mapping[str, Starter] | None = None,
@@ -192,8 +93,8 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     ``time_limit_s``: :func:`rounds_in_time` (never half a pair); the caller compares
     ``len(runs) // 2`` with ``rounds`` to say it stopped early; ``started`` as there.
     ``starters`` (by label): how a side's process starts, e.g. forked from a template
-    (:class:`traceview.ab.process_template.Template`); default: spawned fresh
-    (:func:`run_process`).
+    (:class:`traceview.runner.fork_server.Template`); default: spawned fresh
+    (:func:`traceview.runner.process.run_process`).
     """
     sides = {"A": a, "B": b}
     start = dict(starters or {})
@@ -213,9 +114,9 @@ def run_interleaved(a: Side, b: Side, rounds: int, seed: int | None = None,
     return runs
 
 
-def run_same_process(pair: Side, rounds: int,
+def run_same_process(pair: ChildSpec, rounds: int,
                      on_run: Callable[[ProcessRun], None] | None = None,
-                     timeout_s: float = PROCESS_TIMEOUT_S,
+                     timeout_s: float = CHILD_TIMEOUT_S,
                      time_limit_s: float | None = None,
                      clock: Callable[[], float] = time.monotonic,
                      starter: Starter | None = None,
@@ -242,5 +143,5 @@ def run_same_process(pair: Side, rounds: int,
     return runs
 
 
-def _spawner(side: Side) -> Starter:
+def _spawner(side: ChildSpec) -> Starter:
     return lambda round_, timeout_s: run_process(side, round_, timeout_s)

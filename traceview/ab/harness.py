@@ -1,6 +1,6 @@
 """The capture A/B: the parent side of ``traceview ab`` (torch-free).
 
-:func:`capture_side` makes a :class:`~traceview.ab.fresh_processes.Side` whose child
+:func:`capture_side` makes a :class:`~traceview.runner.process.ChildSpec` whose child
 (``traceview.ab.ab_child``) builds the inputs and the implementation of a
 ``CaptureConfig``, checks the first output against the reference, warms up and
 measures exactly as capture's unprofiled baseline does (``baseline.measure``: full API
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,18 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from traceview.ab.fresh_processes import (
-    PROCESS_TIMEOUT_S,
-    Side,
-    check_time_limit,
-    child_env,
-    run_interleaved,
-    run_same_process,
-)
-from traceview.ab.process_template import start_templates
+from traceview.ab.fresh_processes import check_time_limit, run_interleaved, run_same_process
 from traceview.checks.failure import check_isolated
 from traceview.errors import CaptureError
 from traceview.multi.ab_result import ABResult, ProcessRun, analyze
+from traceview.runner.fork_server import start_templates
+from traceview.runner.outcome import CHILD_TIMEOUT_S
+from traceview.runner.process import ChildSpec, child_env, last_stderr_line, spawn
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -42,13 +36,13 @@ K = TypeVar("K")
 
 def capture_side(label: str, config: Any, *, python: str | None = None,
                  env: Mapping[str, str] | None = None, path: Sequence[str] = (),
-                 cache_root: str | None = None, cpus: Sequence[int] = ()) -> Side:
-    """A :class:`Side` whose child measures ``config`` (a ``CaptureConfig``) unprofiled.
+                 cache_root: str | None = None, cpus: Sequence[int] = ()) -> ChildSpec:
+    """A :class:`ChildSpec` whose child measures ``config`` (a ``CaptureConfig``) unprofiled.
 
     All of one side's processes share one compile cache folder under ``cache_root``, so
     compilation happens once (in round 1's unmeasured warm-up), never in a timed call.
     """
-    from traceview.capture.baseline_child import _encode
+    from traceview.runner.wire import encode_config
 
     full_env = dict(env or {})
     if cache_root is not None:
@@ -56,8 +50,8 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
         full_env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache_root, label, "inductor"))
     if config.interpreted:
         full_env.setdefault("TRITON_INTERPRET", "1")
-    return Side(label=label, entry=("-m", "traceview.ab.ab_child"),
-                config=json.loads(_encode(config)), python=python or sys.executable,
+    return ChildSpec(label=label, entry=("-m", "traceview.ab.ab_child"),
+                config=json.loads(encode_config(config)), python=python or sys.executable,
                 env=full_env, path=tuple(str(Path(p).resolve()) for p in path),
                 cwd=os.getcwd(), cpus=tuple(sorted(set(cpus))),
                 call="traceview.ab.ab_child:measure_side",
@@ -84,8 +78,8 @@ def preload_for(*impls: str) -> tuple[str, ...]:
     return PRELOAD + extra
 
 
-def profiled_trace(side: Side, config: Any, out: Path,
-                   timeout_s: float = PROCESS_TIMEOUT_S) -> Path:
+def profiled_trace(side: ChildSpec, config: Any, out: Path,
+                   timeout_s: float = CHILD_TIMEOUT_S) -> Path:
     """One profiled ``traceview capture`` of ``config`` in ``side``'s process setting.
 
     For diagnosis after the rounds (``ab --trace-dir``): the same interpreter,
@@ -100,31 +94,30 @@ def profiled_trace(side: Side, config: Any, out: Path,
         env.pop(key, None)  # capture makes its own fresh caches
     where = f"side {side.label}, profiled trace"
     try:
-        proc = subprocess.run([side.python, "-m", "traceview", "capture", *argv], env=env,
-                              cwd=side.cwd, capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise CaptureError(f"{where}: took over {timeout_s:g} s") from None
+        done = spawn([side.python, "-m", "traceview", "capture", *argv], "", env,
+                     timeout_s=timeout_s, cwd=side.cwd)
     except OSError as exc:
         raise CaptureError(f"{where}: cannot start {side.python!r}: {exc.strerror}") from None
-    if proc.returncode != 0:
-        err = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("USDT")]
-        raise CaptureError(f"{where}: " + (err[-1] if err else f"exit code {proc.returncode}"))
+    if done.returncode is None:
+        raise CaptureError(f"{where}: took over {timeout_s:g} s")
+    if done.returncode != 0:
+        raise CaptureError(f"{where}: " + (last_stderr_line(done.stderr)
+                                           or f"exit code {done.returncode}"))
     return out
 
 
-def probe_kernels(side: Side, config: Any) -> dict[str, Any]:
+def probe_kernels(side: ChildSpec, config: Any) -> dict[str, Any]:
     """The kernels ``config`` launches per call in ``side``'s process setting: one fresh,
     profiled process (``probe.probe_child``), never one of the timed ones."""
-    from traceview.capture.baseline_child import _encode
     from traceview.capture.probe import CPU_NOTE
     from traceview.checks.failure import STARTUP_S
     from traceview.runner import isolation
+    from traceview.runner.wire import encode_config
 
     if config.device != "cuda":
         return {"note": CPU_NOTE, "calls": 0, "kernels": [], "how": "not probed"}
     outcome = isolation.run_child("traceview.capture.probe:probe_child",
-                                  {"config": _encode(config)}, config.timeout_s,
+                                  {"config": encode_config(config)}, config.timeout_s,
                                   env=child_env(side), python=side.python,
                                   startup_s=max(config.timeout_s, STARTUP_S))
     if outcome.status != "ok":
@@ -156,7 +149,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     side's kernels are probed once (``probe.probe_child``, a profiled process of its own,
     not timed) so the result says which kernels each launched. ``fork``: each round's
     process is a child forked from a per-side template that has imported everything
-    (:mod:`traceview.ab.process_template`); where that cannot work, and with
+    (:mod:`traceview.runner.fork_server`); where that cannot work, and with
     ``fork=False``, a fresh interpreter per process."""
     started = time.monotonic()
     sides = sides or {}
@@ -230,7 +223,7 @@ def check_same_process(config_a: Any, config_b: Any, sides: Mapping[str, Mapping
                                "--mode graph")
 
 
-def check_sides(configs: Mapping[str, Any], made: Mapping[str, Side], root: Path, *,
+def check_sides(configs: Mapping[str, Any], made: Mapping[str, ChildSpec], root: Path, *,
                 check_cache: bool) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Before any round, per side in fresh processes of its own setting: correctness
     alone (a wrong, crashing or hanging variant is named before anything is timed), then
@@ -285,7 +278,8 @@ def at_once(work: Callable[[K], T], labels: Sequence[K]) -> dict[K, T]:
     return results
 
 
-def pair_side(configs: Mapping[str, Any], made: Mapping[str, Side], blocks: int) -> Side:
+def pair_side(configs: Mapping[str, Any], made: Mapping[str, ChildSpec],
+              blocks: int) -> ChildSpec:
     """The one process of a ``--same-process`` round: A's setting (the user's setting
     is the same on both sides, checked), A's cache folders serve both, and the
     interpreter if either side needs it."""
@@ -293,14 +287,14 @@ def pair_side(configs: Mapping[str, Any], made: Mapping[str, Side], blocks: int)
     pair_env = dict(a.env)
     if any(c.interpreted for c in configs.values()):
         pair_env.setdefault("TRITON_INTERPRET", "1")
-    return Side(label="A+B", entry=("-m", "traceview.ab.ab_pair_child"),
+    return ChildSpec(label="A+B", entry=("-m", "traceview.ab.ab_pair_child"),
                 config={"a": a.config, "b": made["B"].config, "blocks": blocks},
                 python=a.python, env=pair_env, path=a.path, cwd=a.cwd, cpus=a.cpus,
                 call="traceview.ab.ab_pair_child:measure_both",
                 preload=preload_for(*(c.impl for c in configs.values())))
 
 
-def _described(label: str, config: Any, side: Side, opts: Mapping[str, Any],
+def _described(label: str, config: Any, side: ChildSpec, opts: Mapping[str, Any],
                traces: Mapping[str, str], kernels: Mapping[str, Any],
                cache_checks: Mapping[str, Any]) -> dict[str, Any]:
     """``sides.X`` of the result: the side's setting as the user gave it, what it ran,

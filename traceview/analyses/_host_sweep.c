@@ -91,7 +91,7 @@ int64_t tv_host_sweep(int64_t n, const int64_t *starts, const int64_t *ends, con
 #undef EMIT
 }
 
-/* The compiled twin of traceview/analyses/artifacts.py's _clip_to_callers: Python frames
+/* The compiled twin of traceview/model.py's clip_to_callers: Python frames
  * in start order (longest first), each clipped to the end of the innermost open frame
  * (whose end is already clipped). Same loop as the Python reference, line for line
  * (tests/test_training_invariants.py compares both). ends is rewritten in place; stack is

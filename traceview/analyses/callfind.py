@@ -136,6 +136,26 @@ def _annotation_rows(trace: Trace, window: Window) -> np.ndarray:
     return rows[(s.start[rows] >= window.start_ns) & (s.start[rows] < window.end_ns)]
 
 
+def _name_mask(trace: Trace, rows: np.ndarray, pred) -> np.ndarray:
+    """``pred(name)`` of each row's name, asked once per distinct name (a series of
+    100,000 ranges has as many rows, all of a few patterns)."""
+    codes, inverse = np.unique(trace.slices.name[rows], return_inverse=True)
+    per_code = np.fromiter((bool(pred(trace.names[c])) for c in codes.tolist()), bool, codes.size)
+    return per_code[inverse.ravel()]
+
+
+def _search_any(patterns: tuple[re.Pattern[str], ...]):
+    """``name -> any(p.search(name) for p in patterns)``, as one alternation when that is
+    the same question (same flags, no groups a backreference could renumber): asked of
+    every distinct range name, 100,000 of them in a long run."""
+    if not patterns:
+        return lambda name: False
+    if len({p.flags for p in patterns}) == 1 and not any(p.groups for p in patterns):
+        one = re.compile("|".join(f"(?:{p.pattern})" for p in patterns), patterns[0].flags)
+        return one.search
+    return lambda name: any(p.search(name) for p in patterns)
+
+
 def _outermost(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Mask of intervals (sorted by start, longest first) not inside an earlier one."""
     if starts.size == 0:
@@ -148,14 +168,17 @@ def _outermost(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 def _spans_of_rows(trace: Trace, rows, kind_of) -> list[CallSpan]:
     s = trace.slices
-    rows = np.asarray(sorted(rows, key=lambda r: (int(s.start[r]), -int(s.end[r]))), np.int64)
+    rows = np.asarray(rows, np.int64)
+    rows = rows[np.lexsort((-s.end[rows], s.start[rows]))]  # stable, as sorted() was
     if rows.size == 0:
         return []
-    keep = _outermost(s.start[rows], s.end[rows])
+    rows = rows[_outermost(s.start[rows], s.end[rows])]
     out = []
-    for r in rows[keep].tolist():
-        name = trace.names[int(s.name[r])]
-        out.append(CallSpan(int(s.start[r]), int(s.end[r]), name, kind_of(name)))
+    names = trace.names
+    for st, en, c in zip(s.start[rows].tolist(), s.end[rows].tolist(), s.name[rows].tolist(),
+                         strict=True):
+        name = names[c]
+        out.append(CallSpan(st, en, name, kind_of(name)))
     return out
 
 
@@ -236,21 +259,30 @@ def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray):
     """Numbered series: key -> member rows, for keys with two distinct names whose
     members mostly contain a launch."""
     s = trace.slices
-    groups: dict[str, list[int]] = defaultdict(list)
+    # the series key of each distinct name, then of each row (keys in order of first sight)
+    codes, first, inverse = np.unique(s.name[rows], return_index=True, return_inverse=True)
+    keys: dict[str, int] = {}
     names: dict[str, set[str]] = defaultdict(set)
-    for r in rows.tolist():
-        n = trace.names[int(s.name[r])]
+    code_key = np.full(codes.size, -1, np.int64)
+    for j in np.argsort(first, kind="stable").tolist():
+        n = trace.names[int(codes[j])]
         k = _DIGITS.sub("#", n)
         if k != n:
-            groups[k].append(r)
+            code_key[j] = keys.setdefault(k, len(keys))
             names[k].add(n)
+    row_key = code_key[inverse.ravel()]
+    numbered = np.flatnonzero(row_key >= 0)
+    by_key = numbered[np.argsort(row_key[numbered], kind="stable")]  # rows in order per key
+    bounds = np.searchsorted(row_key[by_key], np.arange(len(keys) + 1))
+    # keys in order of their first row, as rows are met
+    order = sorted(keys, key=lambda k: int(by_key[bounds[keys[k]]]))
     out = {}
-    for k, rs in groups.items():
+    for k in order:
         if len(names[k]) < 2:
             continue  # one name repeated: a constant hash or id, not numbering
-        a = np.asarray(rs, np.int64)
+        a = rows[by_key[bounds[keys[k]]:bounds[keys[k] + 1]]]
         n_launch = np.searchsorted(l_st, s.end[a]) - np.searchsorted(l_st, s.start[a])
-        if 2 * int((n_launch > 0).sum()) > len(rs):
+        if 2 * int((n_launch > 0).sum()) > a.size:
             out[k] = a
     return out
 
@@ -258,9 +290,7 @@ def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray):
 def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet) -> FoundCalls | None:
     s = trace.slices
     rows = _annotation_rows(trace, window)
-    framework = rules.is_framework_range
-    rows = np.asarray([r for r in rows.tolist() if not framework(trace.names[int(s.name[r])])],
-                      np.int64)
+    rows = rows[~_name_mask(trace, rows, _search_any(rules.framework_ranges))]
     groups = _series_groups(trace, rows, l_st)
     if not groups:
         return None
@@ -284,11 +314,16 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
 
 
 def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
-    s = trace.slices
     rows = _annotation_rows(trace, window)
-    rows = np.asarray([r for r in rows.tolist() if _STEP.match(trace.names[int(s.name[r])])],
-                      np.int64)
+    rows = rows[_name_mask(trace, rows, _STEP.match)]
     groups = _series_groups(trace, rows, l_st)
+    if not groups and rows.size:
+        # one step (``--window ProfilerStep#3``) is still a step: the profiler numbers
+        # its steps, so one name is no constant hash
+        s = trace.slices
+        n_launch = np.searchsorted(l_st, s.end[rows]) - np.searchsorted(l_st, s.start[rows])
+        if int((n_launch > 0).sum()):
+            groups = {"ProfilerStep#N": rows}
     if not groups:
         return None
     key = next(iter(groups))

@@ -44,10 +44,11 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.stats import Stats, median, summarize
+from traceview.stats import Stats, medians_of_others, summarize
 from traceview.units import fmt_ns
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
@@ -143,19 +144,17 @@ def _outliers(calls: list[Call]) -> dict[int, str]:
         return {}
     api = np.asarray([c.metrics["api_ns"] for c in cand], np.int64)
     prof = np.asarray([c.categories.get("profiler", 0) for c in cand], np.int64)
+    meds = medians_of_others(api)
+    typicals = medians_of_others(prof)
     out = {}
-    for j, c in enumerate(cand):
-        others = np.delete(api, j)
-        med = int(median(others.tolist()))
+    for j in np.flatnonzero((meds > 0) & (api > OUTLIER_RATIO * meds)).tolist():
+        med, typical = int(meds[j]), int(typicals[j])
         excess = int(api[j]) - med
-        if med <= 0 or api[j] <= OUTLIER_RATIO * med:
-            continue
-        typical = int(median(np.delete(prof, j).tolist()))
         extra = int(prof[j]) - typical
         if extra >= OUTLIER_EXPLAINED * excess:
-            out[c.index] = (f"{fmt_ns(int(api[j]))} against {fmt_ns(med)} for the others: "
-                            f"profiler work {fmt_ns(int(prof[j]))} inside (typically "
-                            f"{fmt_ns(typical)}), the profiler's buffer set-up")
+            out[cand[j].index] = (f"{fmt_ns(int(api[j]))} against {fmt_ns(med)} for the others: "
+                                  f"profiler work {fmt_ns(int(prof[j]))} inside (typically "
+                                  f"{fmt_ns(typical)}), the profiler's buffer set-up")
     return out
 
 
@@ -165,49 +164,106 @@ def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
             summarize([c.api_sync_ns for c in warm]))
 
 
-def _call_metrics(trace: Trace, st: int, en: int, every: np.ndarray, own_lane: int | None,
-                  busy_in: int, cats: dict[str, int],
-                  kernel_cat: int) -> tuple[dict[str, int | None], list[int], int | None]:
-    """One call's metrics from the launches in it (``every``, on any thread: its device
-    work), its device work rows and the end of its last device work."""
+@dataclass(frozen=True)
+class _Metrics:
+    """The launch and device-work figures of every call, as columns (``None`` where a
+    call has none: ``has_*`` say which), computed for all calls at once."""
+
+    launches: np.ndarray  # launches in the call, any thread
+    work: np.ndarray  # device work rows they launched
+    has_mine: np.ndarray  # the call has a launch on the attributed thread
+    pre: np.ndarray
+    api_time: np.ndarray
+    has_latency: np.ndarray
+    latency: np.ndarray
+    kernel: np.ndarray
+    kernel_only: np.ndarray
+    copy: np.ndarray
+    k_end: np.ndarray
+
+
+def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each of ``range(n)`` occurs in sorted ``group``, and where it first does."""
+    first = np.searchsorted(group, np.arange(n), side="left")
+    has = first < group.size
+    has[has] = group[first[has]] == np.flatnonzero(has)
+    return has, np.minimum(first, max(group.size - 1, 0))
+
+
+def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 c_st: np.ndarray, own_lane: int | None, kernel_cat: int) -> _Metrics:
+    """Each call's figures from the launches in it (``l_rows[lo:hi]``, on any thread: its
+    device work) and the device work they launched; host figures are the attributed
+    thread's launches, like the categories beside them. Unions are taken per call in one
+    pass over all of them (``intervals.union_length_by_group``)."""
     s = trace.slices
-    work = [w for r in every.tolist() for w in trace.launch_to_work.get(r, ())]
-    # host figures are the attributed thread's, like the categories beside them
-    mine = every if own_lane is None else every[s.lane[every] == own_lane]
-    pre = int(s.start[mine[0]] - st) if mine.size else None
-    api_time = intervals.length(intervals.union(s.start[mine], s.end[mine])) if mine.size else None
-    latency = kernel = kernel_only = copy = k_end = None
-    if work:
-        w = np.asarray(work)
-        kernel = intervals.length(intervals.union(s.start[w], s.end[w]))
-        wk, wc = w[s.cat[w] == kernel_cat], w[s.cat[w] != kernel_cat]
-        kernel_only = intervals.length(intervals.union(s.start[wk], s.end[wk]))
-        copy = intervals.length(intervals.union(s.start[wc], s.end[wc]))
-        k_end = int(s.end[w].max())
-        first_linked = next((r for r in mine.tolist() if trace.launch_to_work.get(r)), None)
-        if first_linked is not None:
-            latency = int(min(s.start[x] for x in trace.launch_to_work[first_linked])
-                          - s.start[first_linked])
+    n = c_st.size
+    ltw = trace.launch_to_work
+    # the launches' device work as a CSR table: launch position -> work rows
+    w_count = np.fromiter((len(ltw.get(r, ())) for r in l_rows.tolist()), np.int64, l_rows.size)
+    w_rows = np.fromiter((w for r in l_rows.tolist() for w in ltw.get(r, ())), np.int64,
+                         int(w_count.sum()))
+    w_first = np.cumsum(w_count) - w_count
+    w_min_start = np.zeros(l_rows.size, np.int64)
+    linked = w_count > 0
+    if w_rows.size:
+        w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
+
+    call, pos = intervals.expand_ranges(lo, hi)  # (call, launch position) for every launch in a call
+    n_launch = np.bincount(call, minlength=n)
+    rows = l_rows[pos]
+    mine = np.ones(call.size, bool) if own_lane is None else s.lane[rows] == own_lane
+    m_call, m_rows, m_pos = call[mine], rows[mine], pos[mine]
+    has_mine, m_first = _first_of_group(m_call, n)
+    pre = np.where(has_mine, s.start[m_rows[m_first]] - c_st if m_rows.size else 0, 0)
+    api_time = intervals.union_length_by_group(m_call, s.start[m_rows], s.end[m_rows], n)
+    lk = linked[m_pos]
+    has_latency, l_first = _first_of_group(m_call[lk], n)
+    latency = np.zeros(n, np.int64)
+    if lk.any():
+        lat_pos = m_pos[lk][l_first]
+        latency = w_min_start[lat_pos] - s.start[l_rows[lat_pos]]
+
+    wc_call, wc_k = intervals.expand_ranges(w_first[pos], w_first[pos] + w_count[pos])
+    w_call, work = call[wc_call], w_rows[wc_k]
+    n_work = np.bincount(w_call, minlength=n)
+    w_st, w_en = s.start[work], s.end[work]
+    is_k = s.cat[work] == kernel_cat
+    kernel = intervals.union_length_by_group(w_call, w_st, w_en, n)
+    kernel_only = intervals.union_length_by_group(w_call[is_k], w_st[is_k], w_en[is_k], n)
+    copy = intervals.union_length_by_group(w_call[~is_k], w_st[~is_k], w_en[~is_k], n)
+    k_end = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(k_end, w_call, w_en)
+    return _Metrics(n_launch, n_work, has_mine, pre, api_time, has_latency, latency,
+                    kernel, kernel_only, copy, k_end)
+
+
+def _call_metrics(m: _Metrics, i: int, st: int, en: int, busy_in: int,
+                  cats: dict[str, int]) -> tuple[dict[str, int | None], int | None]:
+    """Call ``i``'s metrics and the end of its last device work, from the columns."""
+    mine, work = bool(m.has_mine[i]), bool(m.work[i])
     metrics = {
         "api_ns": en - st,
-        "pre_launch_ns": pre,
-        "launch_api_ns": api_time,
-        "launch_latency_ns": latency,
-        "kernel_ns": kernel,
-        "kernel_only_ns": kernel_only,
-        "copy_ns": copy,
+        "pre_launch_ns": int(m.pre[i]) if mine else None,
+        "launch_api_ns": int(m.api_time[i]) if mine else None,
+        "launch_latency_ns": int(m.latency[i]) if work and m.has_latency[i] else None,
+        "kernel_ns": int(m.kernel[i]) if work else None,
+        "kernel_only_ns": int(m.kernel_only[i]) if work else None,
+        "copy_ns": int(m.copy[i]) if work else None,
         "sync_ns": cats.get("sync", 0),
         "device_busy_ns": busy_in,
         "host_overhead_ns": int(en - st - busy_in),
     }
-    return metrics, work, k_end
+    return metrics, int(m.k_end[i]) if work else None
 
 
 def _kinds(calls: list[Call]) -> list[CallKind]:
     """The calls of each kind, in order of first appearance, with their own statistics."""
+    by_kind: dict[str, list[Call]] = {}
+    for c in calls:
+        by_kind.setdefault(c.kind, []).append(c)
     kinds = []
-    for k in dict.fromkeys(c.kind for c in calls):
-        mine_k = [c for c in calls if c.kind == k]
+    for k, mine_k in by_kind.items():
         k_stats, k_sync = _kind_stats(mine_k)
         kinds.append(CallKind(k, len(mine_k), sum(1 for c in mine_k if c.warm), k_stats, k_sync))
     return kinds
@@ -247,25 +303,32 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     kernel_cat = trace.cat_code("kernel")
     calls = []
     own_lane = timeline.lane.index if timeline.lane is not None else None
+    m = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat)
+    # the categories present in each call, as (call, category, ns) in call order
+    cat_names = list(cat_ns)
+    cat_table = np.stack([cat_ns[c] for c in cat_names]) if cat_names \
+        else np.zeros((0, c_st.size), np.int64)
+    per_call: list[dict[str, int]] = [{} for _ in spans]
+    nz_call, nz_cat = np.nonzero(cat_table.T)
+    for k, i, v in zip(nz_call.tolist(), nz_cat.tolist(), cat_table[nz_cat, nz_call].tolist(),
+                       strict=True):
+        per_call[k][cat_names[i]] = v
+    busy_l, compile_l = busy_in.tolist(), n_compile.tolist()
     for i, sp in enumerate(spans):
         st, en = sp.start_ns, sp.end_ns
-        every = l_rows[lo[i]:hi[i]]  # launches in the call on any thread: its device work
-        cats = {c: int(v[i]) for c, v in cat_ns.items() if v[i]}
-        metrics, work, k_end = _call_metrics(trace, st, en, every, own_lane, int(busy_in[i]),
-                                             cats, kernel_cat)
-        reason = _cold_reason(cats, int(n_compile[i]), recorded=sp.recorded_cold)
+        cats = per_call[i]
+        metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
+        reason = _cold_reason(cats, compile_l[i], recorded=sp.recorded_cold)
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
-        calls.append(Call(i, sp.name, st, en, int(every.size), len(work), reason is not None,
-                          metrics, cats, k_end, kind=sp.kind, cold_reason=reason,
-                          api_sync_ns=call_sync))
-    outliers = _outliers(calls)
-    if outliers:
-        calls = [Call(**{**c.__dict__, "outlier_reason": outliers.get(c.index)}) for c in calls]
+        calls.append(Call(i, sp.name, st, en, int(m.launches[i]), int(m.work[i]),
+                          reason is not None, metrics, cats, k_end, kind=sp.kind,
+                          cold_reason=reason, api_sync_ns=call_sync))
+    calls = classify_slow(trace, calls, _outliers(calls))
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
+    held = {c for call in warm for c, v in call.categories.items() if v}
     category_stats = {c: summarize([call.categories.get(c, 0) for call in warm])
-                      for c in timeline.categories
-                      if any(call.categories.get(c) for call in warm)}
+                      for c in timeline.categories if c in held}
     kinds = _kinds(calls)
     return CallsSummary(found.source, found.pattern, calls, stats, category_stats,
                         warm_count=sum(1 for c in calls if c.warm),

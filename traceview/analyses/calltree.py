@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from traceview import intervals
 from traceview.analyses.calls import Call
 from traceview.analyses.host import HostTimeline
 from traceview.model import Trace
@@ -242,18 +243,17 @@ def _time_per_call(tl: HostTimeline, seg_pos: np.ndarray, seg_fam: np.ndarray,
                    n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """Families per call, from the segments clipped to the call (they sum to its wall
     time), and each row's own time inside the calls."""
-    fam_per_call = np.zeros((c_st.size, n_fams), np.int64)
-    owned_pos, owned_ns = [], []
-    for i, (a, b) in enumerate(zip(c_st.tolist(), c_en.tolist(), strict=True)):
-        j0 = int(np.searchsorted(tl.seg_end, a, side="right"))
-        j1 = int(np.searchsorted(tl.seg_start, b, side="left"))
-        ln = np.minimum(tl.seg_end[j0:j1], b) - np.maximum(tl.seg_start[j0:j1], a)
-        fam_per_call[i] = np.bincount(seg_fam[j0:j1], weights=ln, minlength=n_fams)
-        sp = seg_pos[j0:j1]
-        owned_pos.append(sp[sp >= 0])
-        owned_ns.append(ln[sp >= 0])
-    self_in = np.bincount(np.concatenate(owned_pos).astype(np.int64),
-                          weights=np.concatenate(owned_ns), minlength=n_rows).astype(np.int64)
+    j0 = np.searchsorted(tl.seg_end, c_st, side="right")
+    j1 = np.searchsorted(tl.seg_start, c_en, side="left")
+    call, j = intervals.expand_ranges(j0, j1)  # every (call, segment inside it) pair
+    ln = np.minimum(tl.seg_end[j], c_en[call]) - np.maximum(tl.seg_start[j], c_st[call])
+    flat = np.zeros(c_st.size * n_fams, np.int64)
+    np.add.at(flat, call * n_fams + seg_fam[j], ln)
+    fam_per_call = flat.reshape(c_st.size, n_fams)
+    sp = seg_pos[j]
+    owned = sp >= 0
+    self_in = np.zeros(n_rows, np.int64)
+    np.add.at(self_in, sp[owned], ln[owned])
     return fam_per_call, self_in
 
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.artifacts import clip_frames
 from traceview.analyses.host_rows import host_rows
 from traceview.analyses.host_sweep_native import compiled_sweep
 from traceview.analyses.window import Window
@@ -142,25 +141,14 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
 
 def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int,
                     w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows in sweep order with their spans clipped to the window, after Python
-    frames outliving their caller are clipped (``artifacts.clip_frames``)."""
+    """The rows in sweep order with their spans clipped to the window (Python frames
+    outliving their caller were clipped when the trace was built: ``model``)."""
     s = trace.slices
     starts = np.maximum(s.start[rows], w0)
     ends = np.minimum(s.end[rows], w1)
     # start, then longest first; identical spans ordered by content, not file order
     order = sweep_order(trace, rows, starts, ends)
-    del starts, ends  # taken again in sweep order: one copy of each at a time
-    rows = rows[order]
-    del order
-    starts = np.maximum(s.start[rows], w0)
-    ends = np.minimum(s.end[rows], w1)
-    if clip_frames(trace, rows, starts, ends):  # Python frames outliving their caller
-        rows = np.sort(rows)  # clipped: sort again from row order, as a rerun would
-        starts = np.maximum(s.start[rows], w0)
-        ends = np.minimum(s.end[rows], w1)
-        order = sweep_order(trace, rows, starts, ends)
-        rows, starts, ends = rows[order], starts[order], ends[order]
-    return rows, starts, ends
+    return rows[order], starts[order], ends[order]
 
 
 def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,

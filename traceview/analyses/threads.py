@@ -24,10 +24,11 @@ from typing import Literal
 import numpy as np
 
 from traceview.analyses.host import HostTimeline
+from traceview.analyses.host_rows import OVERLAY_CATS
 from traceview.analyses.launches import launch_rows
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
-from traceview.model import Lane, Trace
+from traceview.model import DEVICE_CATS, NON_ACTIVITY_CATS, Lane, Trace
 from traceview.rules import UNTRACED, RuleSet
 
 ThreadRole = Literal["main", "autograd", "data", "helper", "other"]
@@ -76,15 +77,35 @@ def describe(lane: Lane, role: ThreadRole | None = None) -> str:
     return f"{name} [{base}]" if name else f"thread {base}"
 
 
+def host_threads(trace: Trace) -> list[Lane]:
+    """The host lanes that are threads: those with activity of their own (a CPU op, a
+    Python frame, a runtime call, a user range). Kineto also writes metadata-only lanes
+    (a device stream's name row, ``PID/0`` process rows, the profiler's ``Spans``) that
+    hold nothing a thread did; they are never offered or accepted as ``--thread``."""
+    s = trace.slices
+    not_own = {i for i, c in enumerate(trace.cat_names)
+               if c in NON_ACTIVITY_CATS or c in OVERLAY_CATS or c in DEVICE_CATS}
+    own = np.flatnonzero(~np.isin(s.cat, list(not_own))) if not_own else np.arange(len(s))
+    lanes = set(np.unique(s.lane[own]).tolist())
+    return [ln for ln in trace.host_lanes if ln.index in lanes]
+
+
+def _is_main(lane: Lane) -> bool:
+    return str(lane.pid) == str(lane.tid)
+
+
 def resolve_thread(trace: Trace, spec: str) -> Lane:
-    """``--thread``: ``PID/TID``, a TID, a thread name (``pt_autograd_0``) or ``main``."""
-    hosts = trace.host_lanes
+    """``--thread``: ``PID/TID``, a TID, a thread name (``pt_autograd_0``), ``main`` or
+    ``main thread``; host threads only (``host_threads``)."""
+    hosts = host_threads(trace)
     spec = spec.strip()
+    main_words = ("main", "main thread")
     tests = [
-        lambda ln: f"{ln.pid}/{ln.tid}" == spec,
-        lambda ln: str(ln.tid) == spec,
-        lambda ln: ln.thread_name == spec or ln.name == spec,
-        lambda ln: spec == "main" and str(ln.pid) == str(ln.tid),
+        lambda ln: bool(spec) and f"{ln.pid}/{ln.tid}" == spec,
+        lambda ln: bool(spec) and str(ln.tid) == spec,
+        lambda ln: bool(spec) and (ln.thread_name == spec or ln.name == spec
+                                   or describe(ln, _role(ln)) == spec),
+        lambda ln: spec.lower() in main_words and _is_main(ln),
     ]
     for test in tests:
         hits = [ln for ln in hosts if test(ln)]
@@ -92,10 +113,14 @@ def resolve_thread(trace: Trace, spec: str) -> Lane:
             return hits[0]
         if len(hits) > 1:
             raise UsageError(f"--thread {spec}: {len(hits)} threads match "
-                             f"({', '.join(ln.label for ln in hits)}); use PID/TID")
-    known = ", ".join(f"{ln.pid}/{ln.tid}" + (f" ({ln.thread_name})" if ln.thread_name else "")
-                      for ln in hosts) or "none"
-    raise UsageError(f"--thread {spec}: no such host thread (threads: {known})")
+                             f"({', '.join(describe(ln, _role(ln)) for ln in hits)}); use PID/TID")
+    raise UsageError(f"--thread {spec!r}: no such host thread (host threads: "
+                     f"{thread_choices(trace)})")
+
+
+def thread_choices(trace: Trace) -> str:
+    """The host threads ``--thread`` accepts, on one line."""
+    return ", ".join(describe(ln, _role(ln)) for ln in host_threads(trace)) or "none"
 
 
 def step_thread(trace: Trace, window: Window) -> Lane | None:

@@ -6,8 +6,8 @@ unprofiled baseline beside every trace, and all of it recorded in the trace itse
 
 This package is the only part of traceview that imports torch or triton, and it does
 so lazily: importing ``traceview.capture`` (config, op table) costs nothing; torch is
-imported when a capture runs. Entry points: :func:`run_capture`, :func:`run_sweep` (returns
-a ``SweepResult``) and :func:`write_sweep` (its ``sweep.json`` and ``sweep.md``).
+imported when a capture runs. Entry point: :func:`run_capture`; the protocol over sizes
+is :mod:`traceview.sweep`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,9 @@ from typing import TYPE_CHECKING, Any
 from traceview.capture.config import CaptureConfig, parse_shapes, parse_sweep
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from traceview.capture.protocol import CaptureResult
-    from traceview.capture.sweep import SweepResult
 
-__all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture", "run_sweep",
-           "write_sweep"]
+__all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture"]
 
 
 class _CallablePackage(types.ModuleType):
@@ -46,17 +42,3 @@ def run_capture(config: CaptureConfig) -> CaptureResult:
     from traceview.capture.protocol import run_capture as _run
 
     return _run(config)
-
-
-def run_sweep(config: CaptureConfig, sizes: list[int], **kwargs: Any) -> SweepResult:
-    """Run the protocol over sizes; see :mod:`traceview.capture.sweep`."""
-    from traceview.capture.sweep import run_sweep as _run
-
-    return _run(config, sizes, **kwargs)
-
-
-def write_sweep(result: SweepResult) -> list[Path]:
-    """Write a sweep's ``sweep.json`` and ``sweep.md``; see :mod:`traceview.capture.sweep_report`."""
-    from traceview.capture.sweep_report import write_sweep as _write
-
-    return _write(result)

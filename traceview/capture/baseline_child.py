@@ -18,16 +18,16 @@ import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
 from traceview.errors import CaptureError
+from traceview.runner.outcome import CHILD_TIMEOUT_S
+from traceview.runner.process import last_stderr_line, result_line, spawn
+from traceview.runner.wire import decode_config, encode_config
 
-#: Generous: a child that compiles (inductor) or runs the interpreter can take a while.
-CHILD_TIMEOUT_S = 600
 #: Fresh processes measured. One process's median can sit far from another's on the
 #: H200 machine (torch.mul 1x4096: 12.5 vs 21.5 us; the Triton mul: 57 to 108 us, same
 #: command, 2026-11-30), so the recorded figures are the medians over processes, with
@@ -35,18 +35,10 @@ CHILD_TIMEOUT_S = 600
 BASELINE_PROCESSES = 3
 
 
-def _encode(config: CaptureConfig) -> str:
-    d = dataclasses.asdict(config)
-    d["out"] = None if config.out is None else str(config.out)
-    return json.dumps(d)
-
-
-def _decode(text: str) -> CaptureConfig:
-    d = json.loads(text)
-    d["shapes"] = tuple(tuple(s) for s in d["shapes"])
-    d["argv"] = tuple(d.get("argv") or ())
-    d["out"] = None if d.get("out") is None else Path(d["out"])
-    return CaptureConfig(**d)
+#: The former private names of the config's wire format, kept while other branches still
+#: import them from here.
+_encode = encode_config
+_decode = decode_config
 
 
 def measure_in_children(config: CaptureConfig, cache_root: Path,
@@ -80,24 +72,16 @@ def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     env = dict(os.environ)
     env["TRITON_CACHE_DIR"] = str(cache_root / "triton")
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "inductor")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "traceview.capture.baseline_child"],
-            input=_encode(config), capture_output=True, text=True, env=env,
-            timeout=CHILD_TIMEOUT_S, check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise CaptureError(f"the unprofiled baseline took over {CHILD_TIMEOUT_S} s") from None
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if lines and '"error"' in lines[-1]:
-        raise CaptureError(json.loads(lines[-1])["error"])
-    if proc.returncode != 0 or not lines:
-        err = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("USDT")]
-        raise CaptureError("the unprofiled baseline process failed: "
-                           + (err[-1] if err else f"exit code {proc.returncode}"))
-    block = json.loads(lines[-1])
-    if "error" in block:
+    done = spawn([sys.executable, "-m", "traceview.capture.baseline_child"],
+                 encode_config(config), env, timeout_s=CHILD_TIMEOUT_S)
+    if done.returncode is None:
+        raise CaptureError(f"the unprofiled baseline took over {CHILD_TIMEOUT_S} s")
+    block = result_line(done.stdout)
+    if block is not None and "error" in block:
         raise CaptureError(block["error"])
+    if done.returncode != 0 or block is None:
+        raise CaptureError("the unprofiled baseline process failed: "
+                           + (last_stderr_line(done.stderr) or f"exit code {done.returncode}"))
     return block
 
 
@@ -187,7 +171,7 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
 def _child() -> None:
     from traceview.errors import TraceviewError
 
-    config = _decode(sys.stdin.read())
+    config = decode_config(sys.stdin.read())
     try:
         block = measure_here(config)
     except TraceviewError as exc:  # no GPU, too large: the parent says it in one line

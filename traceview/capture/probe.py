@@ -90,9 +90,10 @@ def probe_child(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     """Entry for ``isolation.run_child``: prepare the side's call as its timed processes
     do, then :func:`kernels_used` (and the copy rates for the op's bytes)."""
     from traceview.capture import device as device_mod
-    from traceview.capture.baseline_child import _decode, prepare
+    from traceview.capture.baseline_child import prepare
+    from traceview.runner.wire import decode_config
 
-    config = _decode(payload["config"])
+    config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
     emit({"ready": True})
     with contextlib.ExitStack() as stack:

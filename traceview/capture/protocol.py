@@ -42,6 +42,7 @@ from traceview.capture.impls import build_impl, on_streams
 from traceview.capture.inputs import make_inputs
 from traceview.checks import correctness, failure
 from traceview.errors import CaptureError, CorrectnessError
+from traceview.unprofiled import child as unprofiled_child
 
 
 @dataclass
@@ -81,6 +82,11 @@ def run_capture(config: CaptureConfig) -> CaptureResult:
         try:
             meta = _measure(config, dev, Path(raw_dir), stack, cold_out.name, base)
             meta["correctness"]["isolated_check"] = _isolated_summary(first)
+            # After the profiled run (it names the functions), in a fresh process.
+            split = unprofiled_child.split_after_profile(config, Path(raw_dir) / "warm.json",
+                                                         Path(cache_root) / "split")
+            if split is not None:
+                meta["baseline"]["split"] = split
         except Exception as exc:
             if not _is_oom(dev.torch, exc):
                 raise

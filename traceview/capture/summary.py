@@ -1,4 +1,4 @@
-"""capture's summary text (the sweep's table and page: :mod:`traceview.capture.sweep_report`).
+"""capture's summary text (the sweep's table and page: :mod:`traceview.sweep.sweep_report`).
 
 The capture summary puts explain's headline numbers beside the unprofiled baseline.
 
@@ -35,7 +35,7 @@ ALL_FUNCTIONS = 10**9
 def analyze_trace(path: Path) -> tuple[Report | None, str | None]:
     """(explain's report, None) or (None, why not)."""
     try:
-        from traceview import analyze  # the explain half; may not be installed/landed
+        from traceview.report.pipeline import analyze  # may not be installed
     except Exception as exc:  # noqa: BLE001  (ImportError, or a missing optional dependency)
         return None, f"explain unavailable ({type(exc).__name__}: {exc})"
     from traceview.options import Options

@@ -45,6 +45,7 @@ from traceview.checks.failure import (
 )
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.runner import isolation
+from traceview.runner.outcome import Outcome
 
 CHILD_ENTRY = "traceview.checks.cache_check:run_sequence"
 SCHEMA = 1
@@ -170,10 +171,10 @@ def check_cache(config: CaptureConfig, timeout_s: float, *, python: str | None =
     if config.inputs_fn:
         raise CaptureError("--check-cache builds its own operands from --op/--shape/--dtype; "
                            "leave out --inputs")
-    from traceview.capture.baseline_child import _encode
+    from traceview.runner.wire import encode_config
 
     todo = steps(config)
-    payload = {"config": _encode(config), "steps": [s.as_dict() for s in todo]}
+    payload = {"config": encode_config(config), "steps": [s.as_dict() for s in todo]}
     env = dict(env or {})
     if config.interpreted:
         env.setdefault("TRITON_INTERPRET", "1")
@@ -255,7 +256,7 @@ def _first_wrong(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def report(config: CaptureConfig, todo: list[Step], rows: list[dict[str, Any]],
-           outcome: isolation.Outcome, side: str | None = None) -> dict[str, Any]:
+           outcome: Outcome, side: str | None = None) -> dict[str, Any]:
     """The failure report (schema ``traceview_check`` 1, as capture's, plus
     ``cache_check``): the first wrong (or crashed) call, what changed, the error."""
     bad = _first_wrong(rows) if outcome.status == "wrong" else (rows[-1] if rows else None)
@@ -437,10 +438,10 @@ def run_sequence(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     import contextlib
 
     from traceview.capture import device as device_mod
-    from traceview.capture.baseline_child import _decode
     from traceview.checks.correctness import compare_config
+    from traceview.runner.wire import decode_config
 
-    config = _decode(payload["config"])
+    config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
     torch = dev.torch
     wrong = False

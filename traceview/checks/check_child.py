@@ -21,15 +21,15 @@ import contextlib
 import traceback
 from typing import Any
 
-from traceview.capture.baseline_child import _decode
 from traceview.capture.config import CaptureConfig
+from traceview.runner.wire import decode_config
 
 
 def check(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     from traceview.capture import device as device_mod
     from traceview.capture.inputs import make_inputs
 
-    config = _decode(payload["config"])
+    config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
     device_mod.check_memory(dev, config)
     inputs = make_inputs(dev.torch, config, dev.torch_device)
@@ -40,7 +40,7 @@ def check_variants(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     from traceview.capture import device as device_mod
     from traceview.errors import TraceviewError
 
-    config = _decode(payload["config"])
+    config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
     torch = dev.torch
     for index, variant in zip(payload["indices"], payload["variants"], strict=True):

@@ -23,6 +23,7 @@ from traceview.capture.config import CaptureConfig
 from traceview.checks.correctness import fmt
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.runner import isolation
+from traceview.runner.outcome import Outcome
 
 CHECK_ENTRY = "traceview.checks.check_child:check"
 #: Default seconds the isolated check may go without an answer before it is a hang. It
@@ -45,13 +46,13 @@ def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
     (``traceview ab`` checks each side in its own interpreter and environment). Raises CaptureError (cannot run: no GPU, FlagGems missing),
     CorrectnessError (wrong values or a crash, with ``.report``) or KernelHangError.
     """
-    from traceview.capture.baseline_child import _encode
+    from traceview.runner.wire import encode_config
 
     env = dict(env or {})
     if cache_root is not None:
         env.update({"TRITON_CACHE_DIR": str(cache_root / "triton"),
                     "TORCHINDUCTOR_CACHE_DIR": str(cache_root / "inductor")})
-    outcome = isolation.run_child(CHECK_ENTRY, {"config": _encode(config)}, timeout_s,
+    outcome = isolation.run_child(CHECK_ENTRY, {"config": encode_config(config)}, timeout_s,
                                   env=env or None, locate=config.device == "cuda",
                                   startup_s=max(timeout_s, STARTUP_S), python=python)
     if outcome.status == "ok":
@@ -91,7 +92,7 @@ def _base(config: CaptureConfig, verdict: str, operands: Any, found_by: str) -> 
     }
 
 
-def report(config: CaptureConfig, outcome: isolation.Outcome) -> dict[str, Any]:
+def report(config: CaptureConfig, outcome: Outcome) -> dict[str, Any]:
     """The failure report as plain JSON-able data (schema in docs/capture.md)."""
     value = outcome.value or {}
     operands = value.get("operands") or next(

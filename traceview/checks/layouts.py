@@ -128,13 +128,13 @@ def check_layouts(config: CaptureConfig, timeout_s: float,
 
     Raises CaptureError when the check cannot run at all (no GPU, FlagGems missing).
     """
-    from traceview.capture.baseline_child import _encode
     from traceview.errors import CaptureError
+    from traceview.runner.wire import encode_config
 
     todo = variants(config)
     rows: dict[int, Row] = {}
     pending = list(range(len(todo)))
-    encoded = _encode(config)
+    encoded = encode_config(config)
     locate = config.device == "cuda"
     while pending:
         payload = {"config": encoded, "indices": pending,

@@ -111,10 +111,11 @@ JobsOpt = Annotated[int | None, typer.Option(
                          "at most one per CPU).")]
 RecursiveOpt = Annotated[bool, typer.Option(
     "--recursive/--no-recursive", help="Search directories' subfolders for traces too.")]
+# rich reads '[ray]' in help as a style tag and drops it: the bracket is escaped
 EngineOpt = Annotated[str, typer.Option(
     "--engine", help="With several traces: where they are analysed. local: this process, "
                      "or a process pool when the traces are big enough to pay for it; ray: "
-                     "one Ray task per trace (pip install 'traceview[ray]').")]
+                     "one Ray task per trace (pip install 'traceview\\[ray]').")]
 AddressOpt = Annotated[str | None, typer.Option(
     "--address", help="--engine ray: the cluster to join (auto: the running one; "
                       "host:port, ray://host:10001). Default: the running one, else a new "

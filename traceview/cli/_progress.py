@@ -16,8 +16,8 @@ PROGRESS_MIN_BYTES = 64 << 20
 
 
 def load_with_progress(path: Path | str) -> Trace:
-    from traceview import load
     from traceview.io.sources import basename
+    from traceview.report.pipeline import load
 
     total = _text_size(path)
     if total is None or total < PROGRESS_MIN_BYTES or not sys.stderr.isatty():

@@ -236,8 +236,8 @@ def _sweep(console, config, sizes, folder) -> None:
     from rich.markup import escape
 
     from traceview.capture.summary import fmt_ns
-    from traceview.capture.sweep import preflight, run_sweep
-    from traceview.capture.sweep_report import render_sweep, write_sweep
+    from traceview.sweep.sweep import preflight, run_sweep
+    from traceview.sweep.sweep_report import render_sweep, write_sweep
     from traceview.units import fmt_bytes, fmt_rate
 
     folder = preflight(config, sizes, folder)

@@ -61,6 +61,10 @@ def explain(
              "the critical path with flow arrows, device idle by cause, findings) for "
              "Perfetto or chrome://tracing: a .json or .json.gz name (gzipped by name). "
              "See docs/annotate.md.")] = None,
+    unprofiled_call: Annotated[str | None, typer.Option(
+        "--unprofiled-call",
+        help="The call's time without the profiler (e.g. 75us), for a trace that does not "
+             "carry one: the unprofiled split is then estimated (per-event model).")] = None,
     jobs: JobsOpt = None,
     recursive: RecursiveOpt = True,
     engine: EngineOpt = "local",
@@ -77,8 +81,8 @@ def explain(
     source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
 
     def body() -> None:
-        from traceview import explain as run_explain
         from traceview.cli._progress import load_with_progress
+        from traceview.report.build import explain as run_explain
 
         if _proton(source, format, width, options_given=[
                 ("--window", window), ("--calls", calls), ("--rules", rules),
@@ -95,7 +99,8 @@ def explain(
                              "to its input")
         check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
         _check_annotate(annotate, source)
-        opts = analysis_options(window, calls, rules, thread, top=top, calls_depth=calls_depth)
+        opts = analysis_options(window, calls, rules, thread, top=top, calls_depth=calls_depth,
+                                unprofiled_call=_unprofiled_call(unprofiled_call))
         report = run_explain(load_with_progress(source), opts) if annotate is None \
             else _explain_and_annotate(source, annotate, opts)
         from traceview.render.registry import RenderOptions, renderer, write_figure
@@ -220,3 +225,16 @@ def _explain_ranks(paths: list[str], format: Format, window: str | None, calls: 
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)
+
+
+def _unprofiled_call(text: str | None) -> int | None:
+    """``--unprofiled-call`` in ns (a time with its unit); UsageError for anything else."""
+    if text is None:
+        return None
+    from traceview.analyses.window import parse_time
+    from traceview.errors import UsageError
+
+    ns = parse_time(text)
+    if ns <= 0:
+        raise UsageError(f"--unprofiled-call {text!r}: the call's time must be positive")
+    return ns

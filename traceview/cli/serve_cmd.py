@@ -17,6 +17,7 @@ import typer
 
 from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 from traceview.cli._output import as_text
+from traceview.runner.outcome import CHILD_TIMEOUT_S
 
 _MODEL, _LOAD, _SIDES, _PROTO, _OUT = "Model", "Workload", "Backends", "Protocol", "Output"
 
@@ -84,7 +85,7 @@ def serve(
                                            "(default: a new temporary folder).", _OUT,
                                            "--trace-dir")] = None,
     child_timeout: Annotated[float, _opt("Seconds one child process may take.", _PROTO,
-                                         "--child-timeout")] = 600.0,
+                                         "--child-timeout")] = float(CHILD_TIMEOUT_S),
 ) -> None:
     """Serve a generation workload (transformers, random-weight Llama) on a backend, or
     A/B two backends: correctness first, throughput, TTFT, TPOT, a profiled decode step."""

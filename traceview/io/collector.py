@@ -27,6 +27,7 @@ from traceview.io.events import (
     EVENTS,
     EXACT_EVENTS,
     LINK_ARGS,
+    LINK_LIST,
     ONE_EVENT,
     LooseEvent,
     coerce,
@@ -144,14 +145,15 @@ class Collector:
         if xi.size == 0:
             return
         nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
-        self._append_x(kc, nc, ts_ns, dur_ns, xi, lambda j: bytes(events[j].args))
+        self._append_x(kc, nc, ts_ns, dur_ns, xi,
+                       lambda js: [bytes(events[j].args) for j in js.tolist()])
 
     def _append_x(self, kc: np.ndarray, nc: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray,
-                  xi: np.ndarray, raw_args: Callable[[int], bytes]) -> None:
+                  xi: np.ndarray, raw_args: Callable[[np.ndarray], list[bytes]]) -> None:
         """Append a chunk's X events (``xi``: their places in the chunk; the columns are
         the whole chunk's) and keep the args of those whose category the model reads;
-        ``raw_args(j)`` is chunk event ``j``'s raw args (empty when absent). Both decode
-        paths end here."""
+        ``raw_args(js)`` is the raw args of chunk events ``js`` (empty when absent). Both
+        decode paths end here."""
         if xi.size != kc.size:  # filter the columns, not the events (a new list costs more)
             kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
         self.key_parts.append(kc)
@@ -160,12 +162,23 @@ class Collector:
         self.dur_parts.append(dur_ns)
         keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
                                np.bool_, len(self.keys))
-        base = self.rows
-        for i in np.flatnonzero(keep_lut[kc]).tolist():
-            raw = raw_args(int(xi[i]))
-            if raw:
-                self._link(base + i, raw)
+        kept = np.flatnonzero(keep_lut[kc])
+        pairs = [(r, b) for r, b in zip((kept + self.rows).tolist(), raw_args(xi[kept]),
+                                        strict=True) if b]
         self.rows += xi.size
+        if not pairs:
+            return
+        self.args_raw.update(pairs)
+        try:  # the whole chunk's links in one decode; an odd one sends it event by event
+            links = LINK_LIST.decode(b"[" + b",".join([b for _, b in pairs]) + b"]")
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            for row, b in pairs:
+                self._link(row, b)
+            return
+        for (row, _), la in zip(pairs, links, strict=True):
+            vals = (la.correlation, la.stream, la.device)
+            if vals != (None, None, None):
+                self._add_link(row, vals)
 
     def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
         """``_add`` for a chunk the compiled scanner read: the same codes, columns, kept
@@ -198,9 +211,10 @@ class Collector:
             return True
         name_lut = np.fromiter(map(self.names.__getitem__, names), np.int32, len(names))
 
-        def raw_args(j: int) -> bytes:
-            a, b = s.args[j].tolist()
-            return bytes(view[a:b]) if a >= 0 else b""
+        def raw_args(js: np.ndarray) -> list[bytes]:
+            spans = s.args[js]
+            return [bytes(view[a:b]) if a >= 0 else b""
+                    for a, b in zip(spans[:, 0].tolist(), spans[:, 1].tolist(), strict=True)]
 
         self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
         return True
@@ -221,9 +235,12 @@ class Collector:
         except msgspec.DecodeError:
             return
         if vals != (None, None, None):
-            self.link_rows.append(row)
-            self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
-                                        for v in vals))
+            self._add_link(row, vals)
+
+    def _add_link(self, row: int, vals: tuple[int | None, ...]) -> None:
+        self.link_rows.append(row)
+        self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
+                                    for v in vals))
 
     def columns(self) -> Columns:
         def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

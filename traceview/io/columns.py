@@ -48,6 +48,15 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._raw)
 
+    def any_has_key(self, rows: list[int], key: str) -> bool:
+        """Whether the args of any of ``rows`` have ``key`` at the top level. Only rows
+        whose raw bytes hold the key's text are decoded (asking this of every op of a
+        big trace must not decode them all)."""
+        needle = key.encode()
+        raw = self._raw
+        return any(needle in b and key in self[r]
+                   for r in rows if (b := raw.get(r)) is not None)
+
     def subset(self, rows: dict[int, int]) -> LazyArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
         return LazyArgs({rows[r]: b for r, b in self._raw.items() if r in rows})

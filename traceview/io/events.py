@@ -70,6 +70,7 @@ EVENTS = msgspec.json.Decoder(list[FastEvent])
 ONE_EVENT = msgspec.json.Decoder(FastEvent)
 EXACT_EVENTS = msgspec.json.Decoder(list[ExactEvent])
 LINK_ARGS = msgspec.json.Decoder(LinkArgs)
+LINK_LIST = msgspec.json.Decoder(list[LinkArgs])  # a chunk's link args in one call
 ANY = msgspec.json.Decoder()
 
 

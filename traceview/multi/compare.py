@@ -112,7 +112,7 @@ def load_report(path: str | Path) -> Report:
                 raise
             except TraceviewError as exc:
                 raise TraceLoadError(p, f"not a usable explain report: {exc}") from None
-    from traceview import analyze
+    from traceview.report.pipeline import analyze
 
     return analyze(p)
 

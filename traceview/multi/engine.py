@@ -302,11 +302,9 @@ def _connect(ray, address: str | None) -> bool:
     disconnects at the end; a session the caller opened stays theirs)."""
     import logging
 
-    import traceview
-
     if ray.is_initialized():
         return False
-    package = os.path.dirname(os.path.abspath(traceview.__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # traceview/
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
                  include_dashboard=False if address is None else None,

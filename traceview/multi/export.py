@@ -56,8 +56,8 @@ SLICES_SCHEMA: dict[str, Any] = {
 }
 CALLS_SCHEMA: dict[str, Any] = {
     "path": pl.String, "rank": pl.Int64, "index": pl.Int64, "name": pl.String,
-    "start_ns": pl.Int64, "end_ns": pl.Int64, "cold": pl.Boolean, "launches": pl.Int64,
-    "kernels": pl.Int64, **{m: pl.Int64 for m in METRICS},
+    "start_ns": pl.Int64, "end_ns": pl.Int64, "cold": pl.Boolean, "outlier": pl.Boolean,
+    "launches": pl.Int64, "kernels": pl.Int64, **{m: pl.Int64 for m in METRICS},
 }
 SUMMARY_SCHEMA: dict[str, Any] = {
     "path": pl.String, "rank": pl.Int64, "rank_source": pl.String, "error": pl.String,
@@ -154,7 +154,7 @@ def calls_frame(report: Report, path: str, rank: int,
     rows = []
     for c in report.calls.per_call:
         fields = {"index": c.index, "name": c.name, "start_ns": c.start_ns, "end_ns": c.end_ns,
-                  "cold": c.cold, "launches": c.launches, "kernels": c.kernels, **c.metrics}
+                  "cold": c.cold, "outlier": c.outlier, "launches": c.launches, "kernels": c.kernels, **c.metrics}
         row = {k: fields.get(k) for k in CALLS_SCHEMA if k not in ("path", "rank")}
         row.update({category_column(k): c.categories.get(k, 0) for k in categories})
         rows.append({"path": path, "rank": rank, **row})
@@ -205,9 +205,9 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
     index, path = item
     try:
-        from traceview import load
         from traceview.report.build import build_report
         from traceview.report.explanation import analyze_trace
+        from traceview.report.pipeline import load
 
         ex = analyze_trace(load(path), options)
         report = build_report(ex)

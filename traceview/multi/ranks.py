@@ -61,7 +61,7 @@ def _explain_report(path: str, options: Options) -> bytes | str:
     try:
         import orjson
 
-        from traceview import analyze
+        from traceview.report.pipeline import analyze
 
         return orjson.dumps(analyze(path, options).to_dict(), option=orjson.OPT_NON_STR_KEYS)
     except Exception as exc:  # one rank's failure must not stop the others

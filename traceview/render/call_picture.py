@@ -84,10 +84,23 @@ def busy_in_call(t: TypicalCall) -> int:
     return sum(max(0, min(e, t.end_ns) - max(s, t.start_ns)) for s, e in t.device_busy)
 
 
-def host_bars(t: TypicalCall, limit: int) -> Bars:
-    """The host row's segments; past ``limit``, the longest ``limit`` in time order and a
-    count of the rest."""
-    segs = list(t.host)
+def busy_after_call(t: TypicalCall) -> int:
+    """The device's busy time the picture draws after the call returned (its work runs on
+    past the range: an unsynchronized call)."""
+    return sum(max(0, min(e, t.axis_end_ns) - max(s, t.end_ns)) for s, e in t.device_busy)
+
+
+def busy_words(t: TypicalCall) -> str:
+    """The device row's legend: every busy ns it draws, inside the call and after it."""
+    after = busy_after_call(t)
+    inside = f"device busy {fmt_ns(busy_in_call(t))}"
+    return f"{inside} in the call, {fmt_ns(after)} after it" if after else inside
+
+
+def host_bars(t: TypicalCall, limit: int, segments: tuple | None = None) -> Bars:
+    """The host row's segments (or another thread's, ``segments``); past ``limit``, the
+    longest ``limit`` in time order and a count of the rest."""
+    segs = list(t.host if segments is None else segments)
     if len(segs) <= limit:
         return Bars(tuple(Bar(s.start_ns, s.end_ns, s.category, s.end_ns - s.start_ns)
                           for s in segs), len(segs))

@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.analyses.kernel_bytes import sentence
-from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_in_call, legend
-from traceview.render.labels import device_work, display_pattern, shown_metrics
+from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
+from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.render.text import laid_out, name_text
 from traceview.report.model import VERDICT_IDS
@@ -111,7 +111,7 @@ def _device(r: Report) -> RenderableType:
             if dev.copy_count:
                 t.append(f", {plural(dev.copy_count, 'copy/set', 'copies/sets')} "
                          f"{fmt_ns(dev.copy_sum_ns)}")
-    if d.streams_overlap:
+    if d.streams_overlap or len(d.per_stream) > 1:  # every stream with work is named
         for s in d.per_stream:
             t.append(f"\n  device {s.device} stream {s.stream}: busy {fmt_ns(s.busy_ns)} "
                      f"({fmt_share(s.busy_ns, w)}), {plural(s.work_count, 'work item')}")
@@ -137,7 +137,7 @@ def _calls(r: Report) -> RenderableType | None:
     if working_threads(r) > 1 and r.host.thread is not None:
         scope = (f" (host rows: {r.host.thread.label}; device rows: work launched in the call "
                  f"by any thread)")
-    table = Table(title=Text(f"Per call: {c.warm_count} warm of {c.count}{cold}"
+    table = Table(title=Text(f"Per {unit(r)}: {c.warm_count} warm of {c.count}{cold}"
                              f"{unprofiled_short(r)}{scope}"),
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
@@ -157,7 +157,9 @@ def _calls(r: Report) -> RenderableType | None:
         table.add_row(*row)
     cats = sorted(c.categories.items(), key=lambda kv: -(kv[1].p50 or 0))
     for cat, s in cats:
-        row = [Text(f"  host: {cat}", style=_style(cat)), fmt_ns(s.p50), fmt_ns(s.p90),
+        # each category's own median over the calls: not parts of the row above (the
+        # medians of parts need not add up to the median of the whole)
+        row = [Text(f"host: {cat} (own p50)", style=_style(cat)), fmt_ns(s.p50), fmt_ns(s.p90),
                fmt_ns(s.min), fmt_ns(s.max)]
         if cold_call is not None:
             row.append(fmt_ns(cold_call.categories.get(cat, 0)))
@@ -189,33 +191,48 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
     bar = max(10, min(BAR_WIDTH, width - 8))
     lo, hi = t.start_ns, t.axis_end_ns
     span = max(hi - lo, 1)
-    host = Text()
+    # a training step runs on several threads: one row each, on the same axis
+    lanes = [("host", t.host)]
+    if t.threads and r.host.thread is not None:
+        lanes = [(r.host.thread.label, t.host)] + [(ln.label, ln.host) for ln in t.threads]
+    rows = [Text() for _ in lanes]
     dev = Text()
     edges = [lo + span * i // bar for i in range(bar + 1)]
     for a, b in pairwise(edges):
         b = max(b, a + 1)
-        owned: dict[str, int] = {}  # the category owning most of this cell
-        for seg in t.host:
-            if seg.end_ns > a and seg.start_ns < b:
-                owned[seg.category] = owned.get(seg.category, 0) + min(seg.end_ns, b) - max(seg.start_ns, a)
-        best = max(owned, key=lambda k: (owned[k], k)) if owned else "untraced"
-        if a >= t.end_ns:
-            host.append(" ")
-        else:
-            host.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
+        for row, (_, segs) in zip(rows, lanes, strict=True):
+            owned: dict[str, int] = {}  # the category owning most of this cell
+            for seg in segs:
+                if seg.end_ns > a and seg.start_ns < b:
+                    owned[seg.category] = (owned.get(seg.category, 0) + min(seg.end_ns, b)
+                                           - max(seg.start_ns, a))
+            best = max(owned, key=lambda k: (owned[k], k)) if owned else "untraced"
+            if a >= t.end_ns:
+                row.append(" ")
+            else:
+                row.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in t.device_busy)
         dev.append("K" if busy * 2 >= (b - a) else ("k" if busy else "."),
                    style=f"reverse {DEVICE_TERMINAL}" if busy else "grey35")
     items = [Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
                            f" {cat} {fmt_ns(ns)}") for cat, ns in legend(r)]
     items.append(Text.assemble(("K", f"reverse {DEVICE_TERMINAL}"),
-                               f" device busy {fmt_ns(busy_in_call(t))} (k: partly)"))
-    title = Text(f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
+                               f" {busy_words(t)} (k: partly)"))
+    title = Text(f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
                  f", {device_work(call.metrics)}", style="bold")
     end = fmt_ns(span)
     axis = Text(f"       0{' ' * max(1, bar - 1 - len(end))}{end}")
-    return Group(title, Text("host   ") + host, Text("device ") + dev, axis,
-                 *_legend_lines(items, width))
+    heads = ["host   "] if len(lanes) == 1 else [f"{_short(label):<6} " for label, _ in lanes]
+    key = [] if len(lanes) == 1 else [Text("  rows: " + "; ".join(
+        f"{_short(label)} = {label}" for label, _ in lanes) + "; figures: the first row's")]
+    return Group(title, *(Text(h) + row for h, row in zip(heads, rows, strict=True)),
+                 Text("device ") + dev, axis, *_legend_lines(items, width), *key)
+
+
+def _short(label: str) -> str:
+    """A thread's row head: ``main``, ``pt_aut`` (six characters; the key gives the rest)."""
+    name = label.split(" [")[0].removesuffix(" thread")
+    return name[:6]
 
 
 def _kernels(r: Report, top: int) -> RenderableType | None:
@@ -295,12 +312,12 @@ def _notes(r: Report) -> RenderableType | None:
 
 def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     """The terminal report's parts, in reading order, for a console ``width`` wide."""
-    from traceview.render.percall import console_sections
+    from traceview.render.percall import console_sections, unprofiled_console
     from traceview.render.training import headline, step_sections, threads_table
 
     step_line = headline(r)
     parts = [_header(r), _verdict(r), Text(step_line, style="bold") if step_line else None,
-             _baseline(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
+             _baseline(r), unprofiled_console(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
              _calls(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
              _functions(r, top), _notes(r)]
     return [p for p in parts if p is not None]

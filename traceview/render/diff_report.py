@@ -126,6 +126,9 @@ def render_diff_console(d: Diff, console: Console) -> None:
         console.print(Text(f"warning: {w}", style="yellow"))
     if rest:
         console.print(Text(f"warning: {rest}", style="yellow"))
+    # the verdict first: the tables after it are its evidence, and profiled differences
+    # read before it would look like the answer
+    console.print(Text(f"verdict: {verdict_line(d)}", style="bold"))
     u = d.unprofiled
     if u is None:
         console.print(Text("unprofiled: no unprofiled figures on both sides (capture metadata "
@@ -166,7 +169,6 @@ def render_diff_console(d: Diff, console: Console) -> None:
         console.print(Text(krest, style="grey50"))
     for line in kernels_used_lines(d):
         console.print(Text(line))
-    console.print(Text(verdict_line(d), style="bold"))
 
 
 def kernels_used_lines(d: Diff) -> list[str]:
@@ -206,6 +208,7 @@ def render_diff_markdown(d: Diff) -> str:
               f"{code(d.after_path)} ({d.calls_after} calls)")]
     for w in d.warnings:
         parts.append(f"> **warning:** {esc(w)}")
+    parts.append(f"**Verdict:** {esc(verdict_line(d))}")
     u = d.unprofiled
     if u is None:
         parts.append("**Unprofiled:** no unprofiled figures on both sides: no speed verdict")
@@ -245,7 +248,6 @@ def render_diff_markdown(d: Diff) -> str:
                      + table(["kernel", "status", "count before", "count after", "p50 before",
                               "p50 after"], krows) + "\n\n</details>")
     parts += ["- " + esc(line) for line in kernels_used_lines(d)]
-    parts.append(f"**Verdict:** {esc(verdict_line(d))}")
     parts.append("<sub>traceview diff: speed from unprofiled figures only; profiled medians of "
                  "warm calls with a bootstrap 95% CI diagnose</sub>")
     return "\n\n".join(parts) + "\n"

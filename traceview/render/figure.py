@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING, TypeVar
 from xml.sax.saxutils import escape
 
 from traceview.errors import UsageError
-from traceview.render.call_picture import DEVICE_HEX, HEX, busy_in_call, legend
-from traceview.render.labels import device_work
+from traceview.render.call_picture import (
+    DEVICE_HEX,
+    HEX,
+    busy_after_call,
+    busy_in_call,
+    busy_words,
+    legend,
+)
+from traceview.render.labels import device_work, unit
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -87,41 +94,56 @@ def render_svg(r: Report) -> str:
         note = "stacked totals, not a timeline"
     else:
         lo, hi = t.start_ns, t.end_ns
-        title = (f"Typical call #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
+        title = (f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
                  f"{device_work(call.metrics)}")
         host = [(s.start_ns, s.end_ns, s.category) for s in t.host]
         busy = list(t.device_busy)
         note = (f"device work goes on {fmt_ns(t.axis_end_ns - t.end_ns)} after the call ends"
                 if t.axis_end_ns > t.end_ns else "")
-    hcols = _columns(host, lo, hi, inner)
+    # one row per host thread: a training step runs on several at once (the autograd
+    # engine's backward, a data loader), each drawn on the same axis
+    rows: list[tuple[str, list[tuple[int, int, str]]]] = [("host", host)]
+    if t is not None and t.threads:
+        own = r.host.thread.label if r.host.thread is not None else "host"
+        rows = [(own, host)] + [(ln.label, [(g.start_ns, g.end_ns, g.category) for g in ln.host])
+                                for ln in t.threads]
+    pitch = ROW_H + 8
+    dev_y = 40 + pitch * len(rows)
     dcols = _columns([(s, e, "busy") for s, e in busy], lo, hi, inner)
     span = max(hi - lo, 1)
     col_ns = [span * (i + 1) // inner - span * i // inner for i in range(inner)]
-    owner = [max(c, key=lambda k: (c[k], k)) if c else None for c in hcols]
     # busy share of each column, in quarters (0 = idle, 4 = busy throughout)
     level = [min(4, round(4 * c.get("busy", 0) / max(col_ns[i], 1))) if c.get("busy") else 0
              for i, c in enumerate(dcols)]
     level = [max(lv, 1) if dcols[i] else lv for i, lv in enumerate(level)]
 
     parts = [f'<text x="{LEFT}" y="18" font-size="14" {FONT}>'
-             f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>',
-             f'<text x="8" y="{40 + ROW_H * 0.65:.0f}" font-size="12" {FONT}>host</text>',
-             f'<text x="8" y="{48 + ROW_H * 1.65:.0f}" font-size="12" {FONT}>device</text>']
-    for first, count, top in _runs(owner):
-        if top is None:
-            continue
-        ns = sum(hcols[i].get(top, 0) for i in range(first, first + count))
-        parts.append(f'<rect x="{LEFT + first}" y="40" width="{count}" height="{ROW_H}" '
-                     f'fill="{COLOURS.get(str(top), "#999999")}"><title>{escape(str(top))} '
-                     f'{fmt_ns(ns)}</title></rect>')
+             f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>']
+    for k, (label, _) in enumerate(rows):
+        name = label.split(" [")[0].removesuffix(" thread")
+        hover = f"<title>{escape(label)}</title>" if len(rows) > 1 else ""
+        parts.append(f'<text x="8" y="{40 + pitch * k + ROW_H * 0.65:.0f}" font-size="12" '
+                     f'{FONT}>{hover}{escape(_fit(name, LEFT - 10, 6.6))}</text>')
+    parts.append(f'<text x="8" y="{dev_y + ROW_H * 0.65:.0f}" font-size="12" {FONT}>device</text>')
+    for k, (_, spans) in enumerate(rows):
+        y = 40 + pitch * k
+        hcols = _columns(spans, lo, hi, inner)
+        owner = [max(c, key=lambda k: (c[k], k)) if c else None for c in hcols]
+        for first, count, top in _runs(owner):
+            if top is None:
+                continue
+            ns = sum(hcols[i].get(top, 0) for i in range(first, first + count))
+            parts.append(f'<rect x="{LEFT + first}" y="{y}" width="{count}" height="{ROW_H}" '
+                         f'fill="{COLOURS.get(str(top), "#999999")}"><title>{escape(str(top))} '
+                         f'{fmt_ns(ns)}</title></rect>')
     for first, count, lv in _runs(level):
         if not lv:
             continue
         ns = sum(dcols[i].get("busy", 0) for i in range(first, first + count))
-        parts.append(f'<rect x="{LEFT + first}" y="{48 + ROW_H}" width="{count}" '
+        parts.append(f'<rect x="{LEFT + first}" y="{dev_y}" width="{count}" '
                      f'height="{ROW_H}" fill="{BUSY}" fill-opacity="{int(lv) / 4:g}">'
                      f'<title>device busy {fmt_ns(ns)}</title></rect>')
-    axis_y = 56 + 2 * ROW_H
+    axis_y = dev_y + ROW_H + 8
     parts.append(f'<line x1="{LEFT}" y1="{axis_y}" x2="{WIDTH - RIGHT}" y2="{axis_y}" stroke="#333"/>')
     for i in range(5):
         tick = span * i // 4
@@ -132,12 +154,14 @@ def render_svg(r: Report) -> str:
         parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>{escape(note)}</text>')
         ly += 18
     items = [(COLOURS.get(c, "#999999"), f"{c} {fmt_ns(ns)}") for c, ns in legend(r)]
-    busy_ns = busy_in_call(t) if t is not None else r.device.busy_ns
+    busy_ns = busy_in_call(t) + busy_after_call(t) if t is not None else r.device.busy_ns
     if busy_ns:
-        items.append((BUSY, f"device busy {fmt_ns(busy_ns)} (paler: part of a pixel)"))
+        words = busy_words(t) if t is not None else f"device busy {fmt_ns(busy_ns)}"
+        items.append((BUSY, f"{words} (paler: part of a pixel)"))
     parts.append(f'<text x="{LEFT}" y="{ly}" font-size="11" {FONT}>'
                  + escape("each pixel column shows the host category owning most of it; "
-                          "figures: the call's own") + "</text>")
+                          f"figures: the {unit(r)}'s own"
+                          + (f" on {rows[0][0]}" if len(rows) > 1 else "")) + "</text>")
     ly += 18
     lx: float = LEFT
     for colour, label in items:

@@ -45,3 +45,9 @@ def display_pattern(pattern: str | None) -> str | None:
     if pattern is None:
         return None
     return re.sub("#(?!#)", "N", pattern)
+
+
+def unit(r) -> str:
+    """What one call is called: ``step`` where the calls are training steps (a step runs
+    forward, backward and the optimizer on several threads; it is no op), else ``call``."""
+    return "step" if getattr(r, "steps", None) is not None else "call"

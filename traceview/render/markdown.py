@@ -18,6 +18,7 @@ from traceview import __version__
 from traceview.analyses.kernel_bytes import sentence
 from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
+from traceview.render.labels import unit as unit_word
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.units import fmt_ns, fmt_share, plural
 
@@ -67,14 +68,15 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     device_result, api = _results(r, cap)
     return [
         ("Operation / model", _operation(r, cap, op_args)),
-        ("Shape, dtype, strides and scalar arguments", _shape(cap, op_args)),
+        ("Shape, dtype, strides and scalar arguments", _shape(cap, op_args) if r.steps is None
+         else "a training step runs many ops: its phases and kernels are below"),
         ("Device, driver, framework and compiler revisions", _device_line(cap, r.trace.metadata)),
         ("Correctness reference and tolerance", _correctness(cap)),
         ("Cold or warmed? Eager or graph replay?", _warm_mode(r, cap, proto)),
         ("Timer, synchronization points and repetitions", _timer(r, proto)),
         ("Device-kernel result", device_result),
         ("Full-API result", api),
-        ("Serving result, if measured", "not measured (traceview measures one op)"),
+        ("Serving result, if measured", "not measured"),
         ("Public reproducer / trace", _repro(r, cap)),
     ]
 
@@ -186,11 +188,12 @@ def _results(r: Report, cap: dict[str, Any]) -> tuple[str, str]:
     st = c.stats
     k = st["kernel_ns"]
     busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
-    device_result = (f"device work per call p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
+    u = unit_word(r)
+    device_result = (f"device work per {u} p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
                      f"n={k.n}){_copy_split(c)}; {busy}" if k.n else busy)
     device_result += esc(bytes_sentence(r))
     a = st["api_ns"]
-    api = (f"profiled call p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
+    api = (f"profiled {u} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
            f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
     base = cap.get("baseline") or {}
     if base.get("full_api_ns_p50"):
@@ -219,12 +222,13 @@ def _devices(r: Report) -> str | None:
     """Per device (and per stream where streams overlap), copies apart from kernels."""
     d = r.device
     w = r.window.dur_ns
-    if len(d.per_device) <= 1 and not d.streams_overlap and not (d.memcpy_count or d.memset_count):
+    streams = d.streams_overlap or len(d.per_stream) > 1  # every stream with work is named
+    if len(d.per_device) <= 1 and not streams and not (d.memcpy_count or d.memset_count):
         return None
     rows = [[f"device {x.device}", fmt_ns(x.busy_ns), fmt_share(x.busy_ns, w), str(x.kernel_count),
              fmt_ns(x.kernel_sum_ns), str(x.copy_count or 0), fmt_ns(x.copy_sum_ns or 0)]
             for x in d.per_device]
-    if d.streams_overlap:
+    if streams:
         rows += [[f"device {s.device} stream {s.stream}", fmt_ns(s.busy_ns),
                   fmt_share(s.busy_ns, w), "", "", "", ""] for s in d.per_stream]
     return table(["device", "busy", "share", "kernels", "kernel sum", "copies/sets",
@@ -258,7 +262,7 @@ def _calls(r: Report) -> str:
             rows.append([label.strip(), fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min),
                          fmt_ns(s.max)])
     for cat, s in sorted(c.categories.items(), key=lambda kv: -(kv[1].p50 or 0)):
-        rows.append([f"host: {code(cat)}", fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)])
+        rows.append([f"host: {code(cat)} (own p50)", fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min), fmt_ns(s.max)])
     return table(["per call", "p50", "p90", "min", "max"], rows)
 
 
@@ -289,12 +293,21 @@ def gantt(r: Report) -> str | None:
         return round((ns - lo) / unit)
 
     lines = ["```mermaid", "---", "displayMode: compact", "---", "gantt",
-             f"    title Typical call #{call.index} ({fmt_ns(call.metrics['api_ns'])}), "
+             f"    title Typical {unit_word(r)} #{call.index} ({fmt_ns(call.metrics['api_ns'])}), "
              f"axis in {unit_name}",
-             "    dateFormat x", f"    axisFormat {axis}", "    section host"]
-    for i, bar in enumerate(host.bars):
-        a, b = at(bar.start_ns), max(at(bar.end_ns), at(bar.start_ns) + 1)
-        lines.append(f"    {bar.label} {fmt_ns(bar.ns)} :h{i}, {a}, {b}")
+             "    dateFormat x", f"    axisFormat {axis}"]
+    # a training step runs on several threads: a section each
+    rows = [("host", host)]
+    if t.threads and r.host.thread is not None:
+        rows = [(r.host.thread.label, host)] + [
+            (ln.label, host_bars(t, GANTT_MAX_BARS, ln.host)) for ln in t.threads]
+    n = 0
+    for label, bars in rows:
+        lines.append(f"    section {label.replace(':', ' ')}")
+        for bar in bars.bars:
+            a, b = at(bar.start_ns), max(at(bar.end_ns), at(bar.start_ns) + 1)
+            lines.append(f"    {bar.label} {fmt_ns(bar.ns)} :h{n}, {a}, {b}")
+            n += 1
     lines.append("    section device")
     if not device.bars:
         lines.append(f"    idle :d0, 0, {max(at(hi), 1)}")
@@ -334,6 +347,9 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     if step_line:
         parts.append(f"> {esc(step_line)}")
     parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(r)], "ll"))
+    from traceview.render.percall import unprofiled_markdown
+
+    parts.extend(unprofiled_markdown(r, esc, table))
     parts.extend(markdown_section(r))
     parts.append("#### Where the time went (host category x device state; cells sum to the "
                  "window; host: the attributed thread)")
@@ -346,7 +362,7 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
         cold = f", cold #{', #'.join(map(str, c.cold))} left out" if c.cold else ""
         from traceview.render.percall import unprofiled_short
 
-        parts.append(f"#### Per call ({c.warm_count} warm of {c.count}{cold})"
+        parts.append(f"#### Per {unit_word(r)} ({c.warm_count} warm of {c.count}{cold})"
                      f"{unprofiled_short(r)}")
         parts.append(_calls(r))
     from traceview.render.percall import markdown_sections

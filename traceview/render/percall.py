@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from traceview.render.labels import unit
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -42,6 +43,72 @@ def unprofiled_short(r: Report) -> str:
     if p is None or p.unprofiled_share is None:
         return ""
     return f" · unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one"
+
+
+UNPROFILED_ROWS = 10
+UNPROFILED_HEADER = ["function (as the trace names it)", "unprofiled", "interval",
+                     "of the call", "profiled"]
+
+
+def unprofiled_parts(r: Report) -> tuple[str, list[list[str]], list[str]] | None:
+    """The estimated unprofiled split (``report/unprofiled.py``) as a headline, the
+    function rows and the closing lines (categories, the measurement's cost, the model);
+    None where the report has none (no warm call)."""
+    u = r.unprofiled
+    if u is None:
+        return None
+    if u.method is None or u.call_ns is None:
+        return f"Without the profiler: {u.note}", [], []
+    ci = f" [{fmt_ns(u.low_ns)}, {fmt_ns(u.high_ns)}]" if u.low_ns is not None else ""
+    prof = u.profiled_call_ns
+    ratio = f", {prof / u.call_ns:.1f}x" if prof and u.call_ns else ""
+    head = (f"Without the profiler a call takes {fmt_ns(u.call_ns)}{ci} (profiled "
+            f"{fmt_ns(prof)}{ratio}); {u.method}")
+    rows = []
+    for f in u.functions[:UNPROFILED_ROWS]:
+        interval = (f"{fmt_ns(f.low_ns)} - {fmt_ns(f.high_ns)}" if f.low_ns is not None
+                    else "(model)")
+        share = f"{100 * (f.inclusive_ns or 0) / u.call_ns:.0f}%"
+        rows.append([f.name, fmt_ns(f.inclusive_ns), interval, share, fmt_ns(f.profiled_ns)])
+    pc = u.profiled_categories or {}
+    cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
+                      for k, v in u.categories.items())
+    tail = [f"categories unprofiled (sum = the call): {cats}" if cats else "",
+            f"measurement: {u.measuring}" if u.measuring else "", u.note]
+    return head, rows, [t for t in tail if t]
+
+
+def unprofiled_console(r: Report) -> Any:
+    """The unprofiled split for the terminal (a rich table), or None."""
+    parts = unprofiled_parts(r)
+    if parts is None:
+        return None
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    head, rows, tail = parts
+    if not rows:
+        return Group(Text(head, style="bold"), *(Text(x) for x in tail))
+    t = Table(title=head, title_justify="left", title_style="bold")
+    for i, h in enumerate(UNPROFILED_HEADER):
+        t.add_column(h, justify="left" if i == 0 else "right", overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    return Group(t, *(Text(x) for x in tail))
+
+
+def unprofiled_markdown(r: Report, esc: Any, table: Any) -> list[str]:
+    """The unprofiled split as markdown parts (a heading line, a table, notes)."""
+    parts = unprofiled_parts(r)
+    if parts is None:
+        return []
+    head, rows, tail = parts
+    out = [f"#### {esc(head)}"]
+    if rows:
+        out.append(table(UNPROFILED_HEADER, [[esc(c) for c in row] for row in rows], "lrrrr"))
+    out += [f"_{esc(x)}_" for x in tail]
+    return out
 
 
 def perturbation_line(r: Report) -> str:
@@ -99,7 +166,8 @@ def family_rows(r: Report) -> list[tuple[str, int, str]]:
 
 
 def family_title(r: Report, warm_calls: int) -> str:
-    return (f"A warm call by Python module (p50 of {warm_calls} warm calls; share of a call's "
+    u = unit(r)
+    return (f"A warm {u} by Python module (p50 of {warm_calls} warm {u}s; share of a {u}'s "
             f"p50, {fmt_ns(_call_p50(r))})")
 
 
@@ -161,8 +229,9 @@ def console_sections(r: Report) -> list[Any]:
         out.append(t)
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
-        tree = Tree(Text(f"Typical warm call, top-down (p50 per warm call; nodes under "
-                         f"{100 * TREE_MIN_SHARE_TEXT:.0f}% of the call folded)", style="bold"))
+        u = unit(r)
+        tree = Tree(Text(f"Typical warm {u}, top-down (p50 per warm {u}; nodes under "
+                         f"{100 * TREE_MIN_SHARE_TEXT:.0f}% of the {u} folded)", style="bold"))
 
         def add(branch, nodes, depth):
             shown = _visible(nodes, floor)
@@ -218,8 +287,9 @@ def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
 
         add(c.tree, 1)
         # a fenced block: deep nested lists exceed markdown renderers' nesting limits
-        parts.append(details("Typical warm call, top-down (p50 per warm call, inclusive and self"
-                             f"; nodes under {100 * TREE_MIN_SHARE_TEXT:.0f}% of the call left out)",
+        u = unit(r)
+        parts.append(details(f"Typical warm {u}, top-down (p50 per warm {u}, inclusive and self"
+                             f"; nodes under {100 * TREE_MIN_SHARE_TEXT:.0f}% of the {u} left out)",
                              "```text\n" + "\n".join(lines) + "\n```"))
     extra = [x for x in (perturbation_line(r), unprofiled_note(r)) if x]
     if extra:

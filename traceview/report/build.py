@@ -18,6 +18,7 @@ from traceview.report import model as m
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
+from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
 def explain(trace: Trace, options: Options | None = None) -> m.Report:
@@ -49,7 +50,8 @@ def build_report(a: Analysis) -> m.Report:
             pc.perturbation.unprofiled_share),
         tree_warm_calls=pc.warm_calls if pc else 0,
     )
-    op = op_info(a)
+    # a training step runs many ops: no one op's name, shapes or bytes stands for it
+    op = None if a.steps else op_info(a)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -76,7 +78,7 @@ def build_report(a: Analysis) -> m.Report:
                                               dict(t.categories)) for t in a.other_threads),
             families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
                            for f in (pc.families if pc else ()))),
-        breakdown=tuple(m.Cell(c.host, c.device, c.ns) for c in a.cells),
+        breakdown=tuple(a.cells),
         launches=m.LaunchesInfo(
             count=a.launches.count, linked=a.launches.linked, by_api=dict(a.launches.by_api),
             by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
@@ -87,10 +89,41 @@ def build_report(a: Analysis) -> m.Report:
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
         op=op,
-        bytes_moved=bytes_moved(op, a.trace.metadata.get("traceview"), calls_info),
+        bytes_moved=None if a.steps else bytes_moved(op, a.trace.metadata.get("traceview"),
+                                                     calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps_info(a),
+        unprofiled=unprofiled_info(a),
     )
+
+
+def unprofiled_info(a: Analysis) -> UnprofiledInfo | None:
+    """The call's estimated unprofiled split (``report/unprofiled.py``): measured where
+    capture recorded ``baseline.split``, else the per-event model where an unprofiled
+    call figure is known, else a note of what cannot be known. None with no warm call."""
+    from traceview.report.explanation import unprofiled_baseline
+    from traceview.stats import median
+
+    pc = a.per_call
+    warm = [c for c in a.calls.calls if c.warm]
+    if pc is None or not pc.tree or not warm:
+        return None
+    profiled = int(median([c.api_ns for c in warm]))
+    cats = sorted({k for c in warm for k in c.categories})
+    prof_cats = {k: int(median([c.categories.get(k, 0) for c in warm])) for k in cats}
+    cap = a.trace.metadata.get("traceview")
+    base = cap.get("baseline") if isinstance(cap, dict) else None
+    split = base.get("split") if isinstance(base, dict) else None
+    override = a.options.unprofiled_call
+    if isinstance(split, dict) and split.get("functions") and isinstance(split.get("call_ns"), int):
+        source = "--unprofiled-call" if override else "capture's split child (same process as the functions)"
+        return from_split(pc.tree, split, profiled, prof_cats, source, override)
+    call = override or unprofiled_baseline(a.trace)
+    if call:
+        source = "--unprofiled-call" if override else "capture's baseline"
+        return from_model(pc.tree, call, profiled, pc.perturbation.events_per_call or 0,
+                          prof_cats, source)
+    return none_known(profiled)
 
 
 def _label(a: Analysis, lane: int | None) -> str:
@@ -131,7 +164,8 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
             path_edges=dict(sorted(st.path.edges.items())),
         ))
     return m.StepsInfo(len(rows), sum(1 for r in rows if not r.cold),
-                       _label(a, a.timeline.lane.index), tuple(rows))
+                       _label(a, a.step_lane if a.step_lane is not None
+                              else a.timeline.lane.index), tuple(rows))
 
 
 def bytes_moved(op: m.OpInfo | None, capture: object,
@@ -176,7 +210,23 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
     src = a.calls.calls[call.index]
     lo, hi = call.start_ns, call.end_ns
     axis_end = max(hi, src.kernel_end_ns or 0)
-    tl = a.timeline
+    host = _segments(a.timeline, lo, hi)
+    bs, be = a.device.busy
+    dm = (be > lo) & (bs < axis_end)
+    busy = tuple((max(int(s), lo), min(int(e), axis_end))
+                 for s, e in zip(bs[dm].tolist(), be[dm].tolist(), strict=True))
+    lanes: tuple[m.ThreadLane, ...] = ()
+    if a.steps and a.timeline.lane is not None:
+        own = a.timeline.lane.index
+        lanes = tuple(m.ThreadLane(describe(t.lane, t.role), tuple(_segments(tl, lo, hi)))
+                      for t in a.threads
+                      if t.lane.index != own and t.role != "helper" and t.work_ns > 0
+                      and (tl := a.timelines.get(t.lane.index)) is not None)
+    return m.TypicalCall(call.index, lo, hi, axis_end, tuple(host), busy, lanes)
+
+
+def _segments(tl, lo: int, hi: int) -> list[m.Segment]:
+    """A thread's timeline inside [lo, hi), neighbours of one category merged."""
     # the segments that meet the call: one run of them (segments are sorted and disjoint)
     j0 = int(np.searchsorted(tl.seg_end, lo, side="right"))
     j1 = max(j0, int(np.searchsorted(tl.seg_start, hi, side="left")))
@@ -193,11 +243,7 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
         last = np.append(first[1:], st.size) - 1
         host = [m.Segment(s, e, tl.categories[c]) for s, e, c in
                 zip(st[first].tolist(), en[last].tolist(), cat[first].tolist(), strict=True)]
-    bs, be = a.device.busy
-    dm = (be > lo) & (bs < axis_end)
-    busy = tuple((max(int(s), lo), min(int(e), axis_end))
-                 for s, e in zip(bs[dm].tolist(), be[dm].tolist(), strict=True))
-    return m.TypicalCall(call.index, lo, hi, axis_end, tuple(host), busy)
+    return host
 
 
 def op_info(a: Analysis) -> m.OpInfo | None:
@@ -216,19 +262,24 @@ def op_info(a: Analysis) -> m.OpInfo | None:
         return None
     ops = ops[np.argsort(s.start[ops], kind="stable")]
     o_st, o_en = s.start[ops], s.end[ops]
-    counts: dict[int, int] = {}
-    for row in a.launches.rows.tolist():
-        ls, le = int(s.start[row]), int(s.end[row])
-        k = int(np.searchsorted(o_st, ls, side="right")) - 1
-        for j in range(k, max(k - 64, -1), -1):  # innermost: latest start that contains it
-            if o_en[j] >= le:
-                counts[int(ops[j])] = counts.get(int(ops[j]), 0) + 1
-                break
-    if not counts:
+    l_rows = a.launches.rows
+    ls, le = s.start[l_rows], s.end[l_rows]
+    k = np.searchsorted(o_st, ls, side="right") - 1
+    found = np.full(l_rows.size, -1, np.int64)  # innermost: latest start that contains it
+    todo = np.flatnonzero(k >= 0)
+    for d in range(64):  # up to 64 ops back, all launches at once
+        if todo.size == 0:
+            break
+        j = k[todo] - d
+        ok = j >= 0
+        hit = ok & (o_en[np.maximum(j, 0)] >= le[todo])
+        found[todo[hit]] = ops[j[hit]]
+        todo = todo[ok & ~hit]
+    hits = found[found >= 0]
+    if hits.size == 0:
         return None
-    by_name: dict[int, list[int]] = {}
-    for row, n in counts.items():
-        by_name.setdefault(int(s.name[row]), []).extend([row] * n)
-    name = max(by_name, key=lambda c: (len(by_name[c]), a.trace.names[c]))
-    row = by_name[name][0]
-    return m.OpInfo(a.trace.names[name], len(by_name[name]), dict(s.args.get(row, {})))
+    codes, first, n = np.unique(s.name[hits], return_index=True, return_counts=True)
+    best = max(range(codes.size), key=lambda i: (int(n[i]), a.trace.names[int(codes[i])]))
+    name, row = int(codes[best]), int(hits[first[best]])  # the first such op met
+    count = int(n[best])
+    return m.OpInfo(a.trace.names[name], count, dict(s.args.get(row, {})))

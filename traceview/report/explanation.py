@@ -12,12 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.artifacts import overhang_diagnostic
 from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.callfind import option_thread
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
-from traceview.analyses.causality import drop_implausible_device_work
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import HostTimeline, attribute_host
 from traceview.analyses.host_rows import OVERLAY_CATS, host_rows_by_lane
@@ -25,11 +23,10 @@ from traceview.analyses.hot_functions import FunctionStat, hot_functions
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.steps import StepFigures, analyze_steps
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
-from traceview.analyses.window import Window, find_window
+from traceview.analyses.window import Window, activity_window, find_window
 from traceview.diagnostics import Diagnostic
 from traceview.errors import IdentityError
 from traceview.io.limits import MAX_HOST_THREADS
-from traceview.metadata import clean_metadata
 from traceview.model import Lane, Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
@@ -64,6 +61,7 @@ class Analysis:
     steps: tuple[StepFigures, ...] = ()  # calls that are training steps: phases, path
     # host lane -> its attributed timeline (every working thread; what the steps used)
     timelines: dict[int, HostTimeline] = field(default_factory=dict, compare=False)
+    step_lane: int | None = None  # the thread that ran the steps (their phases' thread)
 
 
 # Where calls may be analysed as training steps (phases, critical path): profiler steps
@@ -73,11 +71,7 @@ STEP_SOURCES = ("profiler_steps", "option", "annotations")
 
 def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     options = options or Options()
-    malformed = clean_metadata(trace.metadata)  # idempotent: a second explain adds nothing
-    if malformed is not None:
-        trace.diagnostics.append(malformed)
     rules = load_rules(options.rules)
-    drop_implausible_device_work(trace)  # idempotent, like clean_metadata
     window = find_window(trace, options.window)
     device = analyze_device(trace, window)
     thread = _attributed_thread(trace, rules, window, options)
@@ -89,9 +83,6 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     if timeline is None:
         timeline = attribute_host(trace, thread, window, rules,
                                   rows=None if thread is None else by_lane[thread.index])
-    overhang = overhang_diagnostic(trace)  # what the attribution clipped (once)
-    if overhang is not None:
-        trace.diagnostics.append(overhang)
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
     calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
@@ -106,9 +97,9 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
             others.append(ThreadSummary(t.lane.label, t.lane.pid, t.lane.tid,
                                         launches.threads.get(t.lane.index, 0), traced))
     steps: list[StepFigures] = []
-    if thread is not None and calls.calls and _are_steps(trace, calls, thread.index):
-        steps = analyze_steps(trace, rules, calls.calls, thread.index, timelines, device.busy,
-                              device.work_rows)
+    step_lane = _step_lane(trace, calls, thread)
+    if step_lane is not None and calls.calls and _are_steps(trace, calls, step_lane):
+        steps = _step_facts(trace, rules, calls, step_lane, window, timelines, device)
     has_py = "python_function" in trace.cat_names
     ex = Analysis(
         trace=trace, options=options, rules=rules, window=window, device=device,
@@ -117,6 +108,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         other_threads=others, has_python_frames=has_py,
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
         threads=tuple(threads), steps=tuple(steps), timelines=timelines,
+        step_lane=step_lane if steps else None,
     )
     _check_identities(ex)
     return ex
@@ -133,6 +125,38 @@ def _attributed_thread(trace: Trace, rules: RuleSet, window: Window, options: Op
         if lane is not None:
             return trace.lanes[lane]
     return step_thread(trace, window) or pick_thread(trace, rules, window, None)
+
+
+def _step_lane(trace: Trace, calls: CallsSummary, thread) -> int | None:
+    """The thread that ran the steps: the one holding the step ranges themselves (found
+    over the whole trace), whatever ``--thread`` shows; else the attributed thread."""
+    if calls.calls:
+        s = trace.slices
+        c = calls.calls[0]
+        rows = np.flatnonzero((s.start == c.start_ns) & (s.end == c.end_ns))
+        hosts = [int(s.lane[r]) for r in rows.tolist()
+                 if trace.lanes[int(s.lane[r])].kind == "host"]
+        if hosts:
+            return hosts[0]
+    return None if thread is None else thread.index
+
+
+def _step_facts(trace: Trace, rules: RuleSet, calls: CallsSummary, step_lane: int,
+                window: Window, timelines: dict[int, HostTimeline],
+                device: DeviceSummary) -> list[StepFigures]:
+    """A step's phases, critical path and idle causes, from the whole trace: ``--window``
+    and ``--thread`` choose what is shown, never what a step is. A narrower window would
+    clip the threads' attribution (a frame recorded ending after its caller is trimmed
+    only where the caller is seen) and cut steps in two."""
+    full = activity_window(trace)
+    if (full.start_ns, full.end_ns) != (window.start_ns, window.end_ns):
+        by_lane = host_rows_by_lane(trace, full)
+        timelines = {idx: attribute_host(trace, trace.lanes[idx], full, rules,
+                                         rows=by_lane[idx])
+                     for idx in _working_lanes(trace, by_lane)}
+        device = analyze_device(trace, full)
+    return analyze_steps(trace, rules, calls.calls, step_lane, timelines, device.busy,
+                         device.work_rows)
 
 
 def _working_lanes(trace: Trace, by_lane: dict, thread: Lane | None = None) -> list[int]:

@@ -53,13 +53,15 @@ def _verdict(ex: Analysis) -> list[Detected]:
         api = ex.calls.stats["api_ns"].p50 or 0
         idle = ex.calls.stats["host_overhead_ns"].p50 or 0
         share = idle / api if api else 0.0
-        scope = ("call", api)
+        scope = ("step" if ex.steps else "call", api)
+        idle_ns = idle
         cats = sorted(((c, s.p50 or 0) for c, s in ex.calls.category_stats.items()),
                       key=lambda kv: -kv[1])
     else:
         w = ex.window.dur_ns
         share = ex.device.idle_ns / w if w else 0.0
         scope = ("window", w)
+        idle_ns = ex.device.idle_ns
         cats = sorted(((c, ns) for c, ns in ex.host_categories.items()), key=lambda kv: -kv[1])
     if ex.window.dur_ns <= 0 or (ex.device.busy_ns == 0 and not ex.device.kernel_count):
         return []
@@ -67,13 +69,29 @@ def _verdict(ex: Analysis) -> list[Detected]:
     # (the steps' critical path says whose)
     top = [(c, ns) for c, ns in cats if ns > 0 and c != "wait"][:3]
     evidence = {"device_idle_share": round(share, 4), "top_host_categories": dict(top)}
-    facts = {"share": share, "scope": scope, "top": top}
+    facts = {"share": share, "scope": scope, "top": top, "idle_ns": idle_ns,
+             "threads": _threads_named(ex)}
     if share >= HOST_BOUND_IDLE_SHARE:
         facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
         if calls:
             facts.update(_copy_split(ex))
         return [Detected("host-bound", evidence, facts)]
     return [Detected("device-bound", evidence, facts)]
+
+
+def _threads_named(ex: Analysis) -> tuple[str, list[str]] | None:
+    """Where more than one host thread works (a training step's autograd thread, a data
+    loader), the thread the host categories are from and the others: a headline that
+    names one thread's time says whose it is and that others work too."""
+    from traceview.analyses.threads import describe
+
+    lane = ex.timeline.lane
+    working = [t for t in ex.threads if t.role != "helper" and t.work_ns > 0]
+    if lane is None or len(working) < 2:
+        return None
+    mine = next((t for t in working if t.lane.index == lane.index), None)
+    own = describe(lane, mine.role if mine else None)
+    return own, [describe(t.lane, t.role) for t in working if t.lane.index != lane.index]
 
 
 def _unsynchronized(ex: Analysis) -> list[Detected]:
@@ -127,14 +145,14 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     # by profiler-perturbation, not a cold path
     ratio = first.api_ns / warm_p50 if first is not None and warm_p50 \
         and not first.outlier else 0.0
-    if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO:
+    if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO and not calls.cold_indices:
         return []
     cold_calls = [c for c in calls.calls if c.cold]
     facts: dict[str, Any] = {"cold_ns": cold_ns, "window_ns": ex.window.dur_ns, "ratio": ratio,
                              "warm_p50": warm_p50, "warm_count": calls.warm_count,
                              "first_ns": None, "first_top": [], "profiler_start": False,
                              "cold_reasons": [(c.index, c.cold_reason) for c in cold_calls]}
-    if first is not None:
+    if first is not None and (first.cold or ratio > COLD_FIRST_CALL_RATIO):
         facts["first_ns"] = first.metrics["api_ns"]
         facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
         facts["profiler_start"] = not cold_ns and first.categories.get(
@@ -166,11 +184,10 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
     recorded = meta.get("traceview")
     cap = recorded if isinstance(recorded, dict) else {}
-    args = [a for r, a in ex.trace.slices.args.items()
-            if ex.trace.cat_names[ex.trace.slices.cat[r]] == "cpu_op"]
+    ops = ex.trace.rows_of_cats({"cpu_op"}).tolist()
 
     def has(key: str) -> bool:
-        return any(key in a for a in args)
+        return ex.trace.slices.args.any_has_key(ops, key)
 
     present = {
         "shapes": bool(cap.get("shape")) or has("Input Dims"),

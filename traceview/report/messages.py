@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def _scope(scope: tuple[str, int]) -> str:
     kind, ns = scope
-    return f"a typical call ({fmt_ns(ns)})" if kind == "call" else f"the window ({fmt_ns(ns)})"
+    return f"the window ({fmt_ns(ns)})" if kind == "window" else f"a typical {kind} ({fmt_ns(ns)})"
 
 
 def _device_work(f: dict[str, Any], ns: int | None) -> str:
@@ -30,15 +30,41 @@ def _device_work(f: dict[str, Any], ns: int | None) -> str:
             f"{fmt_ns(f['copy_ns'])})")
 
 
+def verdict_words(f: dict[str, Any]) -> str:
+    """The verdict sentence, from the figures it cites and nothing else (a test reads
+    these figures back from the JSON): the idle share of the typical call, the device
+    work (said to run past the call where its median outlasts the call's), the host
+    categories it names; "hidden behind device execution" only where the device waits
+    for the host under ``HIDDEN_IDLE_SHARE`` of the call."""
+    scope = _scope(f["scope"])
+    if f["host_bound"]:
+        top = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in f["top"])
+        work = _device_work(f, f["kernel_ns"])
+        kind, ns = f["scope"]
+        if kind != "window" and (f["kernel_ns"] or 0) > ns:
+            work += f", longer than the {kind}: it runs on after the {kind} returns"
+        whose = ""
+        if f.get("threads"):
+            own, others = f["threads"]
+            whose = f" ({own}; also working: {', '.join(others)})"
+        return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {scope}; {work}; "
+                f"host time goes to {top}{whose}")
+    head = f"device-bound: the device is busy {fmt_pct(1 - f['share'])} of {scope}"
+    if f["share"] <= HIDDEN_IDLE_SHARE:
+        return head + "; host work is hidden behind device execution"
+    return head + f"; it waits for the host {fmt_ns(f['idle_ns'])} of it"
+
+
+# Under this share of the call idle, the host's work overlaps the device's: "hidden".
+HIDDEN_IDLE_SHARE = 0.1
+
+
 def _host_bound(f: dict[str, Any], e: dict[str, Any]) -> str:
-    top = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in f["top"])
-    return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {_scope(f['scope'])}; "
-            f"{_device_work(f, f['kernel_ns'])}; host time goes to {top}")
+    return verdict_words({**f, "host_bound": True})
 
 
 def _device_bound(f: dict[str, Any], e: dict[str, Any]) -> str:
-    return (f"device-bound: the device is busy {fmt_pct(1 - f['share'])} of "
-            f"{_scope(f['scope'])}; host work is hidden behind device execution")
+    return verdict_words({**f, "host_bound": False})
 
 
 def _unsync(f: dict[str, Any], e: dict[str, Any]) -> str:

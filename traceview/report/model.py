@@ -11,16 +11,18 @@ Field order is the JSON's key order (``docs/json.md``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from traceview.analyses.breakdown import DeviceState
+from traceview.analyses.breakdown import Cell
 from traceview.analyses.callfind import CallsSource
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
+from traceview.report.unprofiled import UnprofiledInfo
 from traceview.stats import Stats
 
 
@@ -143,13 +145,6 @@ class HostInfo:
 
 
 @dataclass(frozen=True)
-class Cell:
-    host: str
-    device: DeviceState
-    ns: int
-
-
-@dataclass(frozen=True)
 class LaunchesInfo:
     count: int
     linked: int
@@ -263,6 +258,17 @@ class TypicalCall:
     axis_end_ns: int
     host: tuple[Segment, ...]
     device_busy: tuple[tuple[int, int], ...]
+    # a training step's other working threads (the autograd engine's, a data loader's),
+    # each clipped to the step like ``host``: the step runs on all of them
+    threads: tuple[ThreadLane, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThreadLane:
+    """One more host thread's segments inside the typical call."""
+
+    label: str
+    host: tuple[Segment, ...]
 
 
 @dataclass(frozen=True)
@@ -404,6 +410,7 @@ class Report:
     bytes_moved: BytesMoved | None = None
     threads: tuple[ThreadRow, ...] = ()  # every host thread with events in the window
     steps: StepsInfo | None = None  # set when the calls are training steps
+    unprofiled: UnprofiledInfo | None = None  # the call's split without the profiler
 
     def matrix(self) -> list[MatrixRow]:
         """The breakdown pivoted to one row per host category, biggest total first."""
@@ -450,18 +457,27 @@ def _stats(s: Stats) -> dict[str, int | None]:
     return {k: getattr(s, k) for k in _STATS_KEYS}
 
 
+_NESTED = frozenset({dict, list, tuple})
+
+
 def _lists(x: Any) -> Any:
-    """Tuples (the report's frozen sequences) as lists, as JSON reads them back."""
-    if isinstance(x, dict):
-        return {k: _lists(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_lists(v) for v in x]
+    """Tuples (the report's frozen sequences) as lists, as JSON reads them back.
+    ``to_builtins`` gives exact builtin types; scalars are passed without a call (a report
+    of 100,000 calls holds millions of them)."""
+    if type(x) is dict:
+        return {k: _lists(v) if type(v) in _NESTED else v for k, v in x.items()}
+    if type(x) is list or type(x) is tuple:
+        return [_lists(v) if type(v) in _NESTED else v for v in x]
     return x
+
+
+_NO_CALLS = CallsInfo(0, "none", None, 0, (), {}, {}, ())
 
 
 def to_dict(r: Report) -> dict[str, Any]:
     """The report as JSON-ready builtins, in the documented key order."""
-    d = _lists(msgspec.to_builtins(r, order=None))
+    # calls are written below, field by field: leave them out of the generic pass
+    d = _lists(msgspec.to_builtins(dataclasses.replace(r, calls=_NO_CALLS), order=None))
     dev = d["device"]
     dev["kernels"] = [{"name": k.name, "count": k.count, "sum_ns": k.sum_ns, **_stats(k.stats)}
                       for k in r.device.kernels]
@@ -474,7 +490,9 @@ def to_dict(r: Report) -> dict[str, Any]:
         "cold": list(c.cold),
         "stats": {m: _stats(s) for m, s in c.stats.items()},
         "categories": {k: _stats(s) for k, s in c.categories.items()},
-        "per_call": _lists(msgspec.to_builtins(c.per_call)),  # CallRow's fields, in order
+        # CallRow's fields, in order; they hold no sequences, so only the outer tuple
+        # needs to become a list (a walk over 100,000 rows costs seconds)
+        "per_call": list(msgspec.to_builtins(c.per_call)),
         "description": c.description,
         "how": c.how,
         "outliers": list(c.outliers),

@@ -1,1 +1,1 @@
-"""Every child process of the measuring packages: spawn with a timeout, and one outcome."""
+"""Every child process of the measuring half: spawned, isolated or forked from a template."""

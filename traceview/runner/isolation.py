@@ -54,9 +54,11 @@ import sysconfig
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from traceview.runner.outcome import Outcome, Status
 
 #: Grace period after SIGUSR1 for faulthandler to write the stack, before SIGKILL.
 DUMP_GRACE_S = 2.0
@@ -68,37 +70,6 @@ STDERR_TAIL = 20
 #: frame reported is the innermost one outside them (the innermost of all if none is).
 _MACHINERY = ("/torch/", "/triton/", "/traceview/runner/isolation.py",
               sysconfig.get_paths()["stdlib"] + "/")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How one child run ended; see the module docstring for the meaning of ``status``."""
-
-    status: str  # "ok" | "wrong" | "error" | "crashed" | "timeout"
-    value: dict[str, Any] | None = None
-    records: tuple[dict[str, Any], ...] = ()
-    error: str | None = None
-    exit_code: int | None = None  # for "error": the TraceviewError's exit code
-    frame: str | None = None  # "path:line in function"
-    stack: tuple[str, ...] = ()  # innermost last
-    returncode: int | None = None
-    signal: str | None = None
-    stderr_tail: tuple[str, ...] = ()
-    wall_ns: int = 0
-    timeout_s: float | None = None
-    located: bool = False
-    first_error: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.status != "ok"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["records"] = list(self.records)
-        d["stack"] = list(self.stack)
-        d["stderr_tail"] = list(self.stderr_tail)
-        return d
 
 
 def run_child(entry: str, payload: dict[str, Any], timeout_s: float, *,
@@ -158,7 +129,8 @@ def _run_once(entry: str, payload: dict[str, Any], timeout_s: float,
                        frame=culprit(stack), stack=tuple(stack), **common)
     if final is not None and "return" in final:
         value = final["return"]
-        status = "wrong" if isinstance(value, dict) and value.get("status") == "wrong" else "ok"
+        status: Status = ("wrong" if isinstance(value, dict) and value.get("status") == "wrong"
+                          else "ok")
         return Outcome(status, value=value, **common)
     if final is not None and final.get("usage"):
         return Outcome("error", error=final["raised"], exit_code=final.get("exit_code", 2),

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from traceview.serve.launch import Launcher, Outcome
+from traceview.runner.outcome import Outcome
+from traceview.serve.launch import Launcher
 from traceview.serve.spec import Variant
 
 #: Fresh processes one bisect may start (each crash costs one).
@@ -74,7 +75,7 @@ def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> Bis
         children += 1
         announced = None
         before = len(rows)
-        for line in out.lines:
+        for line in out.records:
             if "candidates" in line:
                 candidates = list(line["candidates"])
                 aten = list(line.get("aten_ops") or [])
@@ -87,20 +88,20 @@ def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> Bis
                 announced = None
         if candidates is None:
             return BisectResult([], rows, children, f"the op list could not be made: "
-                                f"{out.failure}", aten, called, not_called)
-        if announced is not None and out.timed_out:  # slow or hung: no verdict on the op
+                                f"{out.error}", aten, called, not_called)
+        if announced is not None and out.status == "timeout":  # slow or hung: no verdict on the op
             rows.append({"op": announced, "crashed": False, "timed_out": True,
-                         "phase": "process stopped", "error": out.failure,
+                         "phase": "process stopped", "error": out.error,
                          "verdict": "timeout"})
         elif announced is not None:  # died inside this op without reporting it
             rows.append({"op": announced, "crashed": True, "phase": "process died",
-                         "error": out.failure or "no message", "verdict": "crashed"})
+                         "error": out.error or "no message", "verdict": "crashed"})
         start = len(rows)
         if start >= len(candidates):
             return BisectResult(candidates, rows, children, None, aten, called, not_called)
-        if out.result is None and len(rows) == before:
+        if out.value is None and len(rows) == before:
             return BisectResult(candidates, rows, children,
-                                f"the bisect process failed before op {start}: {out.failure}",
+                                f"the bisect process failed before op {start}: {out.error}",
                                 aten, called, not_called)
     return BisectResult(candidates or [], rows, children,
                         f"stopped after {MAX_CHILDREN} processes", aten, called,

@@ -74,7 +74,8 @@ def summarize_prefill(ex: dict[str, Any]) -> dict[str, Any]:
 
 def diagnose(trace_path: str, steps: int) -> dict[str, Any]:
     """Run explain on the profiled trace; ``{"error": ...}`` instead of raising."""
-    from traceview import Options, analyze
+    from traceview.options import Options
+    from traceview.report.pipeline import analyze
 
     try:
         decode = analyze(trace_path, Options(window=DECODE_PATTERN, calls=DECODE_PATTERN))

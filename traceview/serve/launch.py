@@ -1,73 +1,60 @@
 """Starting a task in a fresh process for a variant, and reading its JSON lines.
 
 The variant decides the process: its ``python`` (default: this interpreter) and its
-``env`` on top of this environment. ``PYTHONPATH`` gets this traceview's folder first so
-another interpreter runs the same code. Every line the child prints that parses as a
-JSON object is kept in order; the outcome says whether a final ``result`` came, and if
-not, why (an ``error`` line, or the exit status and the last stderr line: a process
+``env`` on top of this environment (:func:`traceview.runner.process.child_env`: this
+traceview's folder first on ``PYTHONPATH``, so another interpreter runs the same code).
+Every line the child prints that parses as a JSON object is kept in order, as the
+outcome's ``records``; a final ``{"result": ...}`` line is its ``value``. Without one,
+the outcome says why: an ``{"error": ...}`` line (a problem the user can fix), the time
+limit (``timeout``), or the exit status and the last stderr line (``crashed``: a process
 killed by a CUDA fault prints no JSON).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from traceview.runner.outcome import CHILD_TIMEOUT_S, Outcome, Status
+from traceview.runner.process import ChildSpec, child_env, spawn
 from traceview.serve.spec import Variant
 
-#: Default limit per child: it imports torch + transformers (+ FlagGems), builds the
-#: model and may compile (torch.compile, Triton). ``--child-timeout`` changes it.
-CHILD_TIMEOUT_S = 600
 CHILD_MODULE = "traceview.serve.child"
-#: The folder that holds the ``traceview`` package this process runs.
-TRACEVIEW_ROOT = str(Path(__file__).resolve().parents[2])
+#: What a task that ran past its time limit says (``--child-timeout`` changes the limit).
+TIMED_OUT = "the process ran past its time limit (--child-timeout) and was stopped"
 
 
-@dataclass(frozen=True)
-class Outcome:
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    returncode: int | None = 0
-    stderr_tail: str = ""
-
-    @property
-    def result(self) -> dict[str, Any] | None:
-        last = self.lines[-1] if self.lines else None
-        return last.get("result") if isinstance(last, dict) else None
-
-    @property
-    def timed_out(self) -> bool:
-        """Stopped at --child-timeout with no result: slow (cold JIT, autotuning) or hung;
-        not evidence that anything is wrong."""
-        return self.result is None and self.returncode is None
-
-    @property
-    def failure(self) -> str | None:
-        """None when a result came; else one line saying why not."""
-        if self.result is not None:
-            return None
-        for line in reversed(self.lines):
-            if "error" in line and len(line) == 1:
-                return str(line["error"])
-        if self.returncode is None:
-            return "the process ran past its time limit (--child-timeout) and was stopped"
-        tail = self.stderr_tail or "no message"
-        return f"the process exited with status {self.returncode}: {tail}"
+def outcome(lines: list[dict[str, Any]], returncode: int | None,
+            stderr_tail: str = "") -> Outcome:
+    """A task's outcome from the JSON lines it printed, its exit code (None: stopped at
+    its time limit) and the line of stderr that says most."""
+    last = lines[-1] if lines else None
+    value = last.get("result") if isinstance(last, dict) else None
+    said = next((str(ln["error"]) for ln in reversed(lines)
+                 if "error" in ln and len(ln) == 1), None)
+    status: Status
+    if value is not None:
+        status, error = "ok", None
+    elif returncode is None:
+        status, error = "timeout", said or TIMED_OUT
+    elif said is not None:
+        status, error = "error", said
+    else:
+        status, error = "crashed", (f"the process exited with status {returncode}: "
+                                    f"{stderr_tail or 'no message'}")
+    return Outcome(status, value=value, records=tuple(lines), error=error,
+                   returncode=returncode, stderr_tail=(stderr_tail,) if stderr_tail else ())
 
 
 def command(variant: Variant) -> tuple[list[str], dict[str, str]]:
     """(argv, env) of a child for ``variant``."""
-    env = dict(os.environ)
-    env.update(variant.env)
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = TRACEVIEW_ROOT + (os.pathsep + path if path else "")
+    spec = ChildSpec(label=variant.label, entry=("-m", CHILD_MODULE),
+                     python=variant.python or sys.executable, env=dict(variant.env))
+    env = child_env(spec)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    return [variant.python or sys.executable, "-m", CHILD_MODULE], env
+    return [spec.python, *spec.entry], env
 
 
 def _stderr_tail(text: str) -> str:
@@ -81,14 +68,12 @@ def in_subprocess(variant: Variant, task: dict[str, Any],
     """Run ``task`` in a fresh process of ``variant``."""
     argv, env = command(variant)
     try:
-        proc = subprocess.run(argv, input=json.dumps(task), capture_output=True, text=True,
-                              env=env, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return Outcome(_json_lines(out), None, "")
+        done = spawn(argv, json.dumps(task), env, timeout_s=timeout_s)
     except OSError as exc:
-        return Outcome([], 127, f"cannot start {argv[0]}: {exc}")
-    return Outcome(_json_lines(proc.stdout), proc.returncode, _stderr_tail(proc.stderr))
+        return outcome([], 127, f"cannot start {argv[0]}: {exc}")
+    if done.returncode is None:
+        return outcome(_json_lines(done.stdout), None, "")
+    return outcome(_json_lines(done.stdout), done.returncode, _stderr_tail(done.stderr))
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
@@ -118,4 +103,4 @@ def in_this_process(variant: Variant, task: dict[str, Any]) -> Outcome:
     lines: list[dict[str, Any]] = []
     with environ(dict(variant.env)):
         run_task(json.loads(json.dumps(task)), lambda d: lines.append(json.loads(json.dumps(d))))
-    return Outcome(lines, 0, "")
+    return outcome(lines, 0, "")

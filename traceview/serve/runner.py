@@ -30,6 +30,7 @@ from typing import Any
 from traceview import __version__
 from traceview.errors import CaptureError
 from traceview.paired import Side, compare, interleaved_order
+from traceview.runner.outcome import Outcome
 from traceview.serve import arrivals, metrics
 from traceview.serve import launch as launch_mod
 from traceview.serve.bisect import bisect
@@ -66,16 +67,16 @@ def base_task(spec: ServeSpec) -> dict[str, Any]:
             "check_steps": spec.check_steps, "profile_steps": spec.profile_steps}
 
 
-def _status(out: launch_mod.Outcome) -> tuple[str, dict[str, Any]]:
-    r = out.result
+def _status(out: Outcome) -> tuple[str, dict[str, Any]]:
+    r = out.value
     if r is None:
-        for line in out.lines:
+        for line in out.records:
             if set(line) == {"error"}:  # a setup problem the user can fix (no FlagGems...)
                 raise CaptureError(str(line["error"]))
-        if out.timed_out:
+        if out.status == "timeout":
             return "timeout", {"crashed": False, "timed_out": True, "phase": "process stopped",
-                               "error": out.failure}
-        return "crashed", {"crashed": True, "phase": "process died", "error": out.failure}
+                               "error": out.error}
+        return "crashed", {"crashed": True, "phase": "process died", "error": out.error}
     if r["crashed"]:
         return "crashed", r
     return ("passed" if r["logits"]["passed"] else "wrong"), r
@@ -121,10 +122,10 @@ def resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
 def measure_once(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
                  rnd: int, position: int) -> dict[str, Any]:
     out = launch(variant, dict(base_task(spec), task="measure", variant=variant.to_dict()))
-    if out.result is None:
+    if out.value is None:
         raise CaptureError(f"{variant.label} ({variant.describe()}), round {rnd}: "
-                           f"{out.failure}")
-    raw = out.result
+                           f"{out.error}")
+    raw = out.value
     timings = metrics.timings_from_raw(raw["requests"])
     figs = metrics.figures(timings)
     return {"round": rnd, "position": position, "pid": raw.get("pid"),
@@ -279,12 +280,12 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
             path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
             out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
                                  trace_path=str(path)))
-            if out.result is None:
-                entry["diagnosis"] = {"error": f"the profiled run failed: {out.failure}"}
+            if out.value is None:
+                entry["diagnosis"] = {"error": f"the profiled run failed: {out.error}"}
                 on_stage(doc)
                 continue
             entry["diagnosis"] = dict(diagnose(str(path), spec.profile_steps),
-                                      profiled_step_wall_ns=out.result.get("step_wall_ns"))
+                                      profiled_step_wall_ns=out.value.get("step_wall_ns"))
             on_stage(doc)
     doc["complete"] = True
     return doc

@@ -14,7 +14,7 @@ from rich.table import Table
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
 
 if TYPE_CHECKING:
-    from traceview.capture.sweep import SweepResult
+    from traceview.sweep.sweep import SweepResult
 
 SUMMARY_FILES = ("sweep.json", "sweep.md")  # what write_sweep writes into the sweep's folder
 

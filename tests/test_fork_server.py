@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from traceview.ab import fresh_processes as runner
-from traceview.ab.process_template import start_templates
 from traceview.errors import CaptureError
+from traceview.runner.fork_server import start_templates
 
 CHILD_MOD = textwrap.dedent('''
     import json, os, sys, time
@@ -143,7 +143,7 @@ def test_a_preload_marked_as_cuda_suspect_is_tried_in_a_throwaway_child_first(mo
 
 
 def test_the_throwaway_child_says_why_and_is_killed_when_it_hangs(tmp_path, monkeypatch):
-    from traceview.ab.process_template import _try_import
+    from traceview.runner.fork_server import _try_import
 
     (tmp_path / "stops_here.py").write_text("raise SystemExit('patch failed')\n")
     (tmp_path / "hangs_here.py").write_text("import time\ntime.sleep(60)\n")
@@ -187,7 +187,7 @@ def test_forked_errors_name_the_side_and_round(mods):
 SIGINT_SCRIPT = textwrap.dedent('''
     import sys
     from traceview.ab import fresh_processes as runner
-    from traceview.ab.process_template import start_templates
+    from traceview.runner.fork_server import start_templates
     from traceview.cli._common import run_guarded
 
     def body():

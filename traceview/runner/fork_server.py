@@ -32,7 +32,7 @@ Wire protocol, one JSON object per line: the parent writes ``{"preload": [...], 
 round on the template's stdin; the template answers ``{"ready": ...}`` once, then
 ``{"forked": pid}`` and ``{"done": pid, "code": exit code}`` per round. The child writes
 its result line to ``stdout`` (as a spawned child prints it) and its errors to
-``stderr``, so :func:`~traceview.ab.fresh_processes.read_result` reads both kinds
+``stderr``, so :func:`~traceview.runner.process.read_result` reads both kinds
 alike. Ctrl-C: the template and its children run in a session of their own with SIGINT
 ignored; the parent's interrupt kills the whole group (and the template dies with its
 parent, ``PR_SET_PDEATHSIG``), so no process prints a traceback.
@@ -55,14 +55,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from traceview.ab.fresh_processes import (
+from traceview.errors import CaptureError
+from traceview.runner.process import (
     SPAWNED_ENV,
-    Side,
+    ChildSpec,
     Starter,
+    answer,
     child_env,
     read_result,
 )
-from traceview.errors import CaptureError
 
 #: Seconds a template may take to import everything (FlagGems on a busy host: ~20 s).
 TEMPLATE_START_S = 300
@@ -83,7 +84,7 @@ class TemplateFailed(Exception):
 class Template:
     """One side's running template: :meth:`run` is that side's :data:`Starter`."""
 
-    side: Side
+    side: ChildSpec
     proc: subprocess.Popen[bytes]
     folder: Path
     ready: dict[str, Any]
@@ -91,7 +92,7 @@ class Template:
     rounds: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def launch(cls, side: Side, folder: Path) -> Template:
+    def launch(cls, side: ChildSpec, folder: Path) -> Template:
         """Start the template and send it its imports; :meth:`wait_ready` waits for them
         (in between the caller can do other work: ``ab``'s checks)."""
         if side.call is None:
@@ -104,7 +105,7 @@ class Template:
         with open(folder / "template.stderr", "wb") as err:
             try:
                 proc = subprocess.Popen(  # noqa: PLW1509 (no threads started here)
-                    [side.python, "-m", "traceview.ab.process_template"],
+                    [side.python, "-m", "traceview.runner.fork_server"],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
                     cwd=side.cwd, start_new_session=True,
                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
@@ -204,7 +205,7 @@ class Started:
     """The templates :func:`start_templates` launched: :attr:`starters` (waiting for
     them the first time) to give the runner, and :meth:`describe`, how it went."""
 
-    sides: Mapping[str, Side]
+    sides: Mapping[str, ChildSpec]
     folder: Path
     launched: dict[str, Template]
     why: str | None
@@ -246,7 +247,7 @@ class Started:
 
 
 @contextlib.contextmanager
-def start_templates(sides: Mapping[str, Side], *, fork: bool = True) -> Iterator[Started]:
+def start_templates(sides: Mapping[str, ChildSpec], *, fork: bool = True) -> Iterator[Started]:
     """Launch a template per side (when ``fork``) at once, so their imports overlap what
     the caller does next; the first use of ``starters`` waits for them. If one cannot
     serve, none is used and ``why`` says so. Every template is stopped on leaving."""
@@ -458,8 +459,6 @@ def _child(call: Any, request: dict[str, Any], forked: int) -> None:
         for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)
-        from traceview.ab.ab_child import answer
-
         code = answer(call, request["config"], exit=False)
     except BaseException:  # noqa: BLE001 (reported on the round's stderr, then exit 1)
         import traceback

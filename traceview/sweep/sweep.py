@@ -85,7 +85,7 @@ class SweepRow:
 class SweepResult:
     """What a sweep measured. :func:`run_sweep` writes only the sizes' traces (each
     capture's own); ``sweep.json`` and ``sweep.md`` are written from this by
-    ``traceview.capture.sweep_report.write_sweep``."""
+    ``traceview.sweep.sweep_report.write_sweep``."""
 
     config: CaptureConfig
     folder: Path

@@ -1,0 +1,135 @@
+"""``explain`` is a pure function of the ``Trace`` it is given.
+
+The profiler's damage (wrong-typed metadata, implausible device work, Python frames
+outliving their caller) is repaired once, when the trace is built (``traceview.model``),
+so no analysis writes to the trace. The property: on every fixture, any sequence of
+``explain`` calls with various ``Options`` on one loaded ``Trace`` gives, call by call,
+what a fresh ``analyze`` of the file with the same options gives, and leaves the trace
+exactly as loaded. The reference is a fresh load per option set, so an explain that
+leaned on an earlier one's writes would differ from it.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traceview
+from conftest import FIXTURE_NAMES, ROOT
+from traceview.analyses.window import activity_window
+from traceview.errors import UsageError
+from traceview.model import ACTIVITY_CATS, Trace, clip_to_callers
+from traceview.report.schema import to_json
+
+# the trace's own state; a cache of derived data (the name ranks) may be added
+CACHES = {"_name_rank"}
+
+
+def option_pool(trace: Trace) -> list[traceview.Options]:
+    """Options that change what the analyses read: a narrower window (the middle third,
+    which cuts through calls and frames), a deeper call level, a calls regex, another
+    thread with activity of its own, and the default."""
+    w = activity_window(trace)
+    third = max(w.dur_ns // 3, 1)
+    pool = [traceview.Options(), traceview.Options(window=f"{third}ns:{2 * third}ns"),
+            traceview.Options(calls_depth=2), traceview.Options(calls="aten::")]
+    active = trace.rows_of_cats(ACTIVITY_CATS)
+    counts = np.bincount(trace.slices.lane[active], minlength=len(trace.lanes))
+    busy = sorted((lane for lane in trace.host_lanes if counts[lane.index]),
+                  key=lambda lane: (-counts[lane.index], lane.index))
+    if len(busy) > 1:  # the second busiest thread: not the one picked by default
+        pool.append(traceview.Options(thread=f"{busy[1].pid}/{busy[1].tid}"))
+    return pool
+
+
+def outcome(run) -> bytes | str:
+    """The JSON report, or the one-line refusal (an option may not apply to a trace)."""
+    try:
+        return to_json(run())
+    except UsageError as exc:
+        return f"UsageError: {exc}"
+
+
+def state(trace: Trace) -> dict:
+    """Everything the trace holds, copied, and the identity of its columns."""
+    s = trace.slices
+    return {
+        "columns": {k: (id(getattr(s, k)), getattr(s, k).copy())
+                    for k in ("cat", "name", "lane", "start", "end", "corr")},
+        "slices": id(s), "args": id(s.args), "args_len": len(s.args),
+        "metadata": copy.deepcopy(trace.metadata),
+        "diagnostics": list(trace.diagnostics),
+        "links": (copy.deepcopy(trace.launch_to_work), dict(trace.work_to_launch)),
+        "names": list(trace.names), "cats": list(trace.cat_names), "lanes": list(trace.lanes),
+        "keys": set(trace.__dict__) - CACHES,
+    }
+
+
+def assert_same_state(before: dict, after: dict) -> None:
+    for k, (ident, col) in before["columns"].items():
+        assert after["columns"][k][0] == ident, f"slices.{k} replaced"
+        assert np.array_equal(after["columns"][k][1], col), f"slices.{k} written"
+    for key in ("slices", "args", "args_len", "metadata", "diagnostics", "links", "names",
+                "cats", "lanes", "keys"):
+        assert after[key] == before[key], key
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_any_sequence_of_explains_gives_fresh_analyses(name, fixture_reports, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the path the shared default reports were analysed from
+    path = Path("fixtures") / name
+    trace = traceview.load(path)
+    loaded = state(trace)
+    pool = option_pool(trace)
+    fresh: dict[int, bytes | str] = {}
+
+    def reference(i: int) -> bytes | str:
+        if i not in fresh:
+            fresh[i] = (to_json(fixture_reports[name]) if i == 0 else
+                        outcome(lambda: traceview.analyze(path, pool[i])))
+        return fresh[i]
+
+    @settings(max_examples=3, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=3))
+    def sequence(picks: list[int]) -> None:
+        for i in picks:
+            got = outcome(lambda i=i: traceview.explain(trace, pool[i]))
+            assert got == reference(i), f"{name}: explain with {pool[i]} after {picks} differs"
+        assert_same_state(loaded, state(trace))
+
+    sequence()
+
+
+def test_the_compiled_clip_is_the_reference_loop():
+    """``clip_to_callers`` (compiled when built) against its plain loop, on nested,
+    overhanging and touching frames."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        st_ = np.sort(rng.integers(0, 100, n))
+        en = st_ + rng.integers(0, 60, n)
+        order = np.lexsort((-en, st_))
+        st_, en = st_[order], en[order]
+        assert np.array_equal(clip_to_callers(st_, en), clip_to_callers(st_, en, general=True))
+
+
+def test_a_narrowed_explain_then_a_default_one_on_the_cold_compile_trace():
+    """The case that showed the writes: 64 Python frames overhang their caller on the real
+    cold-compile trace; a narrowed explain first must not change what the default one
+    reports (the overhang diagnostic, the calls)."""
+    path = Path(ROOT) / "fixtures" / "large" / "compiled_fn_cold_then_warm.json.gz"
+    trace = traceview.load(path)
+    loaded = state(trace)
+    w = activity_window(trace)
+    traceview.explain(trace, traceview.Options(window=f"0ns:{w.dur_ns // 4}ns"))
+    again = traceview.explain(trace)
+    assert to_json(again) == to_json(traceview.analyze(path))
+    d = next(g for g in again.diagnostics if g.code == "python-frame-overhang")
+    assert d.count == 64
+    assert_same_state(loaded, state(trace))

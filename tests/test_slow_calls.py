@@ -1,0 +1,138 @@
+"""Slow calls on real H200 traces: explained by the op or frame that holds their excess
+(counted here from the raw events), classed cold or outlier with that reason, and a
+cold first call never counted warm."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from functools import cache
+
+import pytest
+
+from conftest import FIXTURE_NAMES, FIXTURES
+
+FIRST_CALL_RATIO = 5.0
+SLOW_RATIO = 2.0
+
+
+@cache
+def raw_ops(name: str) -> list[tuple[str, int, int]]:
+    """(name, start ns, end ns) of every CPU op and Python frame, from the JSON."""
+    doc = json.loads(gzip.decompress((FIXTURES / name).read_bytes()))
+    out = []
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "python_function"):
+            st = round(float(e["ts"]) * 1000)
+            out.append((e["name"], st, st + round(float(e.get("dur", 0)) * 1000)))
+    return out
+
+
+def time_of(name: str, op: str, a: int, b: int) -> int:
+    """Union of ``op``'s time inside [a, b) (nested repeats once)."""
+    spans = sorted((max(s, a), min(e, b)) for n, s, e in raw_ops(name)
+                   if n == op and s >= a and s < b)
+    total, reach = 0, a
+    for s, e in spans:
+        s = max(s, reach)
+        if e > s:
+            total += e - s
+            reach = e
+    return total
+
+
+def kinds(report) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for c in report.calls.per_call:
+        out.setdefault(c.kind, []).append(c)
+    return out
+
+
+def test_first_call_of_its_kind_far_above_the_others_is_cold_with_its_holder(
+        fixture_reports):
+    """``shape_loop_two_ops``: the first ``mul`` call is 7.4x the others; aten::mul's
+    time in it, counted from the raw events, holds most of the excess."""
+    name = "shape_loop_two_ops.json.gz"
+    r = fixture_reports[name]
+    muls = next(v for k, v in kinds(r).items() if "built-in method mul" in k)
+    first, rest = muls[0], muls[1:]
+    med = statistics.median_low([c.metrics["api_ns"] for c in rest if not c.cold])
+    assert first.metrics["api_ns"] > FIRST_CALL_RATIO * med
+    assert first.cold and "first call of its kind" in first.cold_reason
+    assert "aten::mul holds" in first.cold_reason
+    extra = time_of(name, "aten::mul", first.start_ns, first.end_ns) - statistics.median(
+        time_of(name, "aten::mul", c.start_ns, c.end_ns) for c in rest[:16])
+    excess = first.metrics["api_ns"] - med
+    assert extra >= 0.5 * excess - 2_000
+    assert first.index not in [c.index for c in r.calls.warm]
+    assert r.calls.warm_count == sum(1 for c in r.calls.per_call if not c.cold and not c.outlier)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_no_warm_call_is_far_above_its_kind(fixture_reports, name):
+    """Every fixture: a first call over 5x, or a later call over 2x, the median of the
+    other non-cold calls of its kind is cold or an outlier, with a reason; never warm."""
+    r = fixture_reports[name]
+    for calls in kinds(r).values():
+        plain = [c for c in calls if not c.cold]
+        for k, c in enumerate(calls):
+            others = [o.metrics["api_ns"] for o in plain if o.index != c.index]
+            if len(others) < 2:
+                continue
+            ratio = c.metrics["api_ns"] / statistics.median(others)
+            if ratio > (FIRST_CALL_RATIO if k == 0 else SLOW_RATIO) + 0.05:
+                assert c.cold or c.outlier, (name, c.index, ratio)
+                assert (c.cold_reason or c.outlier_reason), (name, c.index)
+        warm = [c for c in calls if not c.cold and not c.outlier]
+        for c in warm:
+            assert not c.cold
+
+
+def test_later_slow_call_is_an_outlier_naming_where_the_time_went(fixture_reports):
+    """``shape_loop_two_ops`` call 2: 2.6x the others of its kind; the Triton launcher
+    frame holds the excess (counted from the raw events)."""
+    name = "shape_loop_two_ops.json.gz"
+    r = fixture_reports[name]
+    c = r.calls.per_call[2]
+    assert c.outlier and not c.cold
+    why = c.outlier_reason
+    assert "x the median of the others" in why and " holds " in why
+    held = why.split("; ", 1)[1].split(" holds ")[0]
+    same = [o for o in kinds(r)[c.kind] if o.index != c.index and not o.cold]
+    med = statistics.median_low([o.metrics["api_ns"] for o in same])
+    extra = time_of(name, held, c.start_ns, c.end_ns) - statistics.median(
+        time_of(name, held, o.start_ns, o.end_ns)
+        for o in sorted(same, key=lambda o: abs(o.index - c.index))[:16])
+    assert extra >= 0.5 * (c.metrics["api_ns"] - med) - 2_000
+
+
+def test_a_slow_cold_call_leads_with_what_holds_its_time(fixture_reports):
+    """``shape_compile_cold``: the compiled first call's reason names the compiler range
+    holding most of its excess before the compile category's total."""
+    name = "shape_compile_cold.json.gz"
+    r = fixture_reports[name]
+    c = r.calls.per_call[0]
+    assert c.cold
+    held = c.cold_reason.split("; ", 1)[1].split(" holds ")[0]
+    assert c.cold_reason.index(" holds ") < c.cold_reason.index("compile/autotune")
+    rest = [o for o in kinds(r)[c.kind] if not o.cold]
+    med = statistics.median_low([o.metrics["api_ns"] for o in rest])
+    assert time_of(name, held, c.start_ns, c.end_ns) >= 0.5 * (c.metrics["api_ns"] - med)
+
+
+def test_calls_parquet_says_which_calls_are_outliers(tmp_path):
+    pl = pytest.importorskip("polars")
+    from typer.testing import CliRunner
+
+    from traceview.cli.app import app
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["export", str(FIXTURES / "shape_loop_two_ops.json.gz"),
+                                   "--parquet", str(out)])
+    assert res.exit_code == 0, res.output
+    calls = pl.read_parquet(out / "calls.parquet")
+    summary = pl.read_parquet(out / "summary.parquet")
+    warm = calls.filter(~pl.col("cold") & ~pl.col("outlier")).height
+    assert warm == summary["warm_calls"][0]
+    assert calls.filter(pl.col("outlier")).height >= 2

@@ -1,0 +1,126 @@
+"""A training step is one thing whatever the view: ``--thread`` and ``--window`` choose
+what is shown, never a step's phases, critical path or idle causes. And ``--thread``
+offers and accepts host threads only (real H200 traces, fixtures/train_llama_*)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+
+import pytest
+from typer.testing import CliRunner
+
+import traceview
+from conftest import FIXTURES
+from traceview.cli.app import app
+from traceview.errors import UsageError
+from traceview.report.build import build_report
+from traceview.report.explanation import analyze_trace
+
+TRAINING = ["train_llama_eager.json.gz", "train_llama_compiled.json.gz",
+            "train_llama_dataloader.json.gz", "train_llama_side_stream.json.gz",
+            "train_llama_eager_sleep.json.gz", "train_llama_reduce_overhead.json.gz"]
+
+
+@cache
+def trace(name: str):
+    return traceview.load(FIXTURES / name)
+
+
+def report(name: str, **opts):
+    return build_report(analyze_trace(trace(name), traceview.Options(**opts)))
+
+
+def facts(step) -> tuple:
+    """What a step is: its span, phases (with every thread's categories in them), its
+    critical path and its device idle by cause."""
+    return (step.name, step.start_ns, step.end_ns, step.device_busy_ns, step.phases,
+            step.critical_path, step.idle_causes, step.communication_ns,
+            step.exposed_communication_ns)
+
+
+@cache
+def default_steps(name: str) -> dict[int, tuple]:
+    r = report(name)
+    assert r.steps is not None and r.steps.steps, name
+    return {s.start_ns: facts(s) for s in r.steps.steps}
+
+
+def raw_threads(name: str) -> dict[tuple[str, str], str]:
+    """(pid, tid) -> thread name, for every host thread with an op or frame of its own,
+    counted from the raw events."""
+    doc = json.loads(gzip.decompress((FIXTURES / name).read_bytes()))
+    ev = doc["traceEvents"]
+    names = {(str(e["pid"]), str(e["tid"])): e["args"].get("name", "") for e in ev
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    busy = {(str(e["pid"]), str(e["tid"])) for e in ev if e.get("ph") == "X"
+            and e.get("cat") in ("cpu_op", "python_function", "cuda_runtime", "cuda_driver",
+                                 "user_annotation")}
+    return {k: names.get(k, "") for k in busy}
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_every_host_thread_shows_the_same_steps(name):
+    want = default_steps(name)
+    for (pid, tid), _ in sorted(raw_threads(name).items()):
+        r = report(name, thread=f"{pid}/{tid}")
+        got = {s.start_ns: facts(s) for s in r.steps.steps}
+        assert got == want, (name, pid, tid)
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_a_window_on_one_step_shows_that_step_unchanged(name):
+    want = default_steps(name)
+    r = report(name)
+    step = r.steps.steps[-1]
+    got = report(name, window=f"^{step.name}$")
+    assert got.steps is not None and len(got.steps.steps) == 1
+    assert facts(got.steps.steps[0]) == want[step.start_ns]
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_a_time_window_cutting_steps_keeps_whole_steps(name):
+    """A window from a quarter to three quarters of the trace cuts the steps at its
+    ends; the steps it shows are the whole steps (this used to end in an IdentityError:
+    the critical path walked a clipped thread)."""
+    want = default_steps(name)
+    r = report(name)
+    q = r.window.dur_ns // 4
+    got = report(name, window=f"{q}ns:{3 * q}ns")
+    assert got.steps is not None
+    for s in got.steps.steps:
+        assert facts(s) == want[s.start_ns]
+
+
+def test_thread_names_main_and_pid_tid_are_accepted():
+    name = "train_llama_eager.json.gz"
+    main = report(name, thread="main").host.thread
+    assert (main.pid, main.tid) == (502, 502)
+    for spec in ("main thread", "Main", "502", "502/502", "python3"):
+        t = report(name, thread=spec).host.thread
+        assert (t.pid, t.tid) == (502, 502), spec
+    for spec in ("pt_autograd_0", "543", "502/543"):
+        t = report(name, thread=spec).host.thread
+        assert (t.pid, t.tid) == (502, 543), spec
+    dl = "train_llama_dataloader.json.gz"
+    pin = next(f"{p}/{t}" for (p, t), n in raw_threads(dl).items() if n.endswith("(pt_data_pin)"))
+    phases = {p.phase for p in report(dl, thread=pin).steps.steps[0].phases}
+    assert "data_loading" in phases
+
+
+@pytest.mark.parametrize("spec", ["0/7", "0/0", "/", "Spans/0"])
+def test_device_and_empty_lanes_are_refused_in_one_line(spec):
+    """The device stream's name row, Kineto's process rows and the empty lane are no
+    threads: refused with one line that lists the host threads (exit 2)."""
+    for name in ("train_llama_eager.json.gz", "shape_model_schedule.json.gz"):
+        with pytest.raises(UsageError) as err:
+            report(name, thread=spec)
+        msg = str(err.value)
+        assert "\n" not in msg and "no such host thread" in msg
+        listed = msg.split("host threads:")[1]
+        assert "main thread [" in listed and "stream" not in listed and "Spans" not in listed
+    res = CliRunner().invoke(app, ["explain", str(FIXTURES / "shape_model_schedule.json.gz"),
+                                   "--thread", "/"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "host threads: main thread [1175/1175]" in " ".join(res.output.split())

@@ -1,0 +1,177 @@
+"""The words follow from the figures they cite, on every fixture: the verdict's words
+("host-bound", "device-bound", "hidden behind device execution", "runs on after") are
+recomputed here from the JSON figures the sentence cites, and the text the user reads
+first says nothing those figures contradict (rows shown as parts are parts, every stream
+with work is named, steps are called steps, diff leads with its verdict)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+import traceview
+from conftest import FIXTURE_NAMES, FIXTURES, ROOT
+from traceview.cli.app import app
+from traceview.render.registry import RenderOptions, renderer
+from traceview.units import fmt_ns, fmt_pct
+
+HOST_BOUND_IDLE_SHARE = 0.5  # docs/findings.md
+HIDDEN_IDLE_SHARE = 0.1
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def verdict(r):
+    return next((f for f in r.findings if f.id in ("host-bound", "device-bound")), None)
+
+
+# views that give other shapes of the same traces: op calls inside synchronized ranges
+# (the kernel outlasts the op: device work runs on after the call), a training step seen
+# from its autograd thread and through a one-step window
+VIEWS = [("torch_mul_4096x4096_f16.json.gz", {"calls": "aten::mul"}),
+         ("two_streams_8192x8192_f16.json.gz", {"calls": "aten::mul"}),
+         ("train_llama_eager.json.gz", {"thread": "pt_autograd_0"}),
+         ("train_llama_side_stream.json.gz", {"window": "^ProfilerStep#3$"}),
+         ("generate_llama_16_tokens.json.gz", {"calls": "aten::_scaled_dot_product"})]
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_the_verdict_follows_from_the_figures_it_cites(fixture_reports, name):
+    check_verdict(fixture_reports[name])
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_the_text_says_nothing_its_figures_contradict(fixture_reports, name):
+    check_text(fixture_reports[name])
+
+
+@pytest.mark.parametrize(("name", "opts"), VIEWS)
+def test_other_views_of_the_fixtures_too(name, opts):
+    r = traceview.analyze(FIXTURES / name, traceview.Options(**opts))
+    check_verdict(r)
+    check_text(r)
+
+
+def test_a_kernel_longer_than_its_op_is_said_to_run_on_after_it():
+    """Op calls (``--calls aten::mul``) inside synchronized ranges: the op returns before
+    its 24 us kernel starts; the headline and the legend say so."""
+    r = traceview.analyze(FIXTURES / "torch_mul_4096x4096_f16.json.gz",
+                          traceview.Options(calls="aten::mul"))
+    v = verdict(r)
+    assert v.id == "host-bound" and "runs on after the call returns" in v.message
+    assert r.calls.stats["kernel_ns"].p50 > r.calls.stats["api_ns"].p50
+    text = renderer("text").render(r, RenderOptions(width=200))
+    assert "after it (k: partly)" in text
+
+
+def check_verdict(r) -> None:
+    v = verdict(r)
+    if v is None:
+        return
+    st = r.calls.stats
+    calls = r.calls.count > 0  # over warm calls, or all where none is warm
+    if calls:
+        whole, idle = st["api_ns"].p50, st["host_overhead_ns"].p50
+        kind = "step" if r.steps is not None else "call"
+        scope = f"a typical {kind} ({fmt_ns(whole)})"
+    else:
+        whole, idle = r.window.dur_ns, r.device.idle_ns
+        kind, scope = "window", f"the window ({fmt_ns(whole)})"
+    share = idle / whole
+    msg = v.message
+    assert v.id == ("host-bound" if share >= HOST_BOUND_IDLE_SHARE else "device-bound"), msg
+    assert scope in msg, (msg, scope)
+    if v.id == "host-bound":
+        assert f"idle {fmt_pct(share)} of" in msg
+        work = st["kernel_ns"].p50 if calls else r.device.busy_ns
+        assert fmt_ns(work) in msg
+        # device work longer than the call it is said to be part of runs on after it
+        assert ("runs on after" in msg) == (kind != "window" and (work or 0) > whole), msg
+        cats = r.calls.categories if calls else None
+        named = re.findall(r"([a-z_]+) (\d+(?:\.\d+)? (?:ns|us|ms|s))",
+                           msg.split("host time goes to ")[1].split(" (")[0])
+        if cats is not None:
+            want = sorted(((c, s.p50 or 0) for c, s in cats.items() if c != "wait"),
+                          key=lambda kv: -kv[1])
+            want = [(c, fmt_ns(ns)) for c, ns in want if ns > 0][:3]
+            assert named == want, (msg, want)
+        working = [t for t in r.threads if t.role != "helper" and t.work_ns > 0]
+        # one thread's time named where others work too says so
+        assert ("also working:" in msg) == (len(working) > 1), msg
+    else:
+        assert f"busy {fmt_pct(1 - share)} of" in msg
+        hidden = "hidden behind device execution" in msg
+        assert hidden == (share <= HIDDEN_IDLE_SHARE), msg
+        if not hidden:
+            assert f"waits for the host {fmt_ns(idle)}" in msg
+
+
+def check_text(r) -> None:
+    text = renderer("text").render(r, RenderOptions(width=200))
+    md = renderer("md").render(r, RenderOptions())
+    v = verdict(r)
+    if v is not None:  # the headline is the verdict, word for word
+        assert flat(v.message) in flat(text)
+    # rows indented under a parent are parts of it; per-category medians are labelled
+    # as their own medians and never indented as parts of the host overhead
+    assert not re.search(r"│\s+host: ", text)
+    for cat in r.calls.categories:
+        assert f"host: {cat} (own p50)" in text
+    st = r.calls.stats
+    for part in ("kernel_only_ns", "copy_ns"):
+        if st.get(part) is not None and st[part].n and st["kernel_ns"].n:
+            assert st[part].p50 <= st["kernel_ns"].p50
+    # every stream with work is named
+    if len(r.device.per_stream) > 1:
+        for s in r.device.per_stream:
+            assert f"device {s.device} stream {s.stream}" in text
+            assert f"device {s.device} stream {s.stream}" in md
+    # steps are worded as steps; no one op stands for them
+    if r.steps is not None and r.calls.count:
+        assert "Per step:" in text and "Per call:" not in text
+        assert "traceview measures one op" not in md
+        assert r.op is None and r.bytes_moved is None
+    # a step runs on every working thread: each is a row of the waterfall and the figure
+    t = r.typical_call
+    working = [th for th in r.threads if th.role != "helper" and th.work_ns > 0]
+    if r.steps is not None and t is not None and len(working) > 1:
+        others = {th.label for th in working if not th.attributed}
+        assert {ln.label for ln in t.threads} == others
+        svg = renderer("svg").render(r, RenderOptions())
+        for label in others:
+            assert f"= {label}" in flat(text) and f"<title>{label}</title>" in svg
+            assert f"section {label}" in md
+    # the waterfall's device row draws work after the call: the legend counts it
+    if t is not None:
+        after = sum(max(0, min(e, t.axis_end_ns) - max(s, t.end_ns)) for s, e in t.device_busy)
+        assert (f"{fmt_ns(after)} after it" in text) == (after > 0)
+
+
+def test_diff_leads_with_its_verdict():
+    """The verdict comes before any profiled difference ('+67.4 us ... diff')."""
+    args = ["diff", str(FIXTURES / "torch_mul_1x4096_f32.json.gz"),
+            str(FIXTURES / "triton_mul_1x4096_f32.json.gz")]
+    for fmt in ("text", "md"):
+        res = CliRunner().invoke(app, [*args, "--format", fmt], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        out = res.output
+        first_figure = min(out.index(m.group(0)) for m in re.finditer(r"[+-]\d[\d.]* (?:ns|us|ms)",
+                                                                     out))
+        where = out.lower().index("too few processes to tell")
+        assert where < first_figure
+        assert out.lower().index("verdict") < out.index("profiled calls" if fmt == "text"
+                                                        else "Profiled calls")
+
+
+def test_readme_counts_the_helpers_version_lists():
+    from traceview.native import LIBRARIES
+
+    words = {"one": 1, "two": 2, "three": 3, "four": 4}
+    m = re.search(r"(\w+) optional C helpers", (ROOT / "README.md").read_text())
+    assert m and words[m.group(1).lower()] == len(LIBRARIES)
+    res = CliRunner().invoke(app, ["--version"])
+    assert all(f"{name} " in res.output for name in LIBRARIES)

@@ -1,0 +1,235 @@
+"""The estimated unprofiled split of a call: where its time goes without the profiler.
+
+A profiled call is inflated unevenly: each event costs the profiler about the same, so
+a stage of many small frames reads several times its real time while a busy-wait reads
+true. Two methods, the output names which one gave each figure:
+
+* **measured** -- capture's ``baseline.split`` (``traceview.unprofiled``): the heaviest
+  Python frames of the profiled tree timed one per run in a fresh unprofiled process,
+  with intervals. Categories: the profiled tree's self time of each category, scaled
+  inside each measured function by that function's unprofiled/profiled ratio (the part
+  not covered by the measured functions below it), and outside them by the rest of the
+  call's ratio; then scaled to sum to the unprofiled call (the sum before that last
+  scaling is kept as ``categories_raw_sum_ns``).
+* **per-event model** -- only the unprofiled call is known (capture's baseline, or
+  ``--unprofiled-call``): the profiler's cost per recorded event is fitted as (profiled
+  call - unprofiled call) / events per call and removed from each node by its events.
+  No interval: it is a model, and it cannot see work the profiler slows without an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from traceview.analyses.calltree import _FRAME
+
+#: Python frames under this share of the profiled call are not split out.
+MIN_SHARE = 0.03
+MAX_FUNCTIONS = 16
+SKIP_CATEGORIES = frozenset({"profiler"})
+MEASURED = "measured"
+MODEL = "per-event model"
+
+
+@dataclass(frozen=True)
+class UnprofiledFunction:
+    name: str  # as the trace's Python frame: ``path.py(line): func``
+    inclusive_ns: int | None
+    low_ns: int | None
+    high_ns: int | None
+    profiled_ns: int
+    method: str
+    invocations_per_call: float | None = None
+
+
+@dataclass(frozen=True)
+class UnprofiledInfo:
+    method: str | None  # None: no unprofiled figure, ``note`` says what cannot be known
+    calls: int
+    call_ns: int | None
+    low_ns: int | None
+    high_ns: int | None
+    categories: dict[str, int]
+    functions: tuple[UnprofiledFunction, ...]
+    profiled_call_ns: int | None = None
+    profiled_categories: dict[str, int] | None = None
+    categories_raw_sum_ns: int | None = None
+    call_source: str = ""
+    measuring: str = ""  # what the measurement cost and what was subtracted
+    note: str = ""
+
+
+def _walk(nodes: Iterable[Any]) -> Iterable[Any]:
+    for n in nodes:
+        yield n
+        yield from _walk(n.children)
+
+
+def is_frame(name: str) -> bool:
+    return _FRAME.match(name) is not None
+
+
+def choose(tree: Iterable[Any], call_ns: int, min_share: float = MIN_SHARE,
+           limit: int = MAX_FUNCTIONS) -> list[str]:
+    """The Python frames worth splitting out, heaviest first: every frame node of the
+    tree (any depth, so down to the depth that holds most of the call) holding at least
+    ``min_share`` of the profiled call, names merged over paths, the profiler's own
+    frames left out."""
+    weight = profiled_by_name(tree)
+    floor = min_share * max(call_ns, 1)
+    picked = sorted(((w, n) for n, w in weight.items() if w >= floor), key=lambda x: (-x[0], x[1]))
+    return [n for _, n in picked[:limit]]
+
+
+def profiled_by_name(tree: Iterable[Any]) -> dict[str, int]:
+    """Profiled inclusive ns per call of each Python frame, summed over its outermost
+    occurrences (a recursive frame counts once)."""
+    out: dict[str, int] = {}
+
+    def visit(nodes: Iterable[Any], above: frozenset[str]) -> None:
+        for n in nodes:
+            if n.category in SKIP_CATEGORIES:
+                continue
+            if is_frame(n.name) and n.name not in above:
+                out[n.name] = out.get(n.name, 0) + n.inclusive_ns
+            visit(n.children, above | {n.name})
+
+    visit(tree, frozenset())
+    return out
+
+
+def _scaled_categories(tree: Sequence[Any], unprof: dict[str, float], call_p: int,
+                       call_u: int) -> dict[str, float]:
+    """Each category's self time, scaled by the remainder ratio of the nearest measured
+    function above it (the call's own remainder at the top)."""
+    out: dict[str, float] = {}
+    prof = profiled_by_name(tree)
+
+    def node_u(n: Any) -> float:  # a measured name's figure shared over its paths
+        return unprof[n.name] * n.inclusive_ns / max(prof.get(n.name, 0), 1)
+
+    def nearest(nodes: Iterable[Any]) -> list[Any]:
+        got = []
+        for n in nodes:
+            if n.category in SKIP_CATEGORIES:
+                continue
+            got += [n] if n.name in unprof else nearest(n.children)
+        return got
+
+    def ratio(p: float, u: float, below: list[Any]) -> float:
+        rest_p = p - sum(c.inclusive_ns for c in below)
+        rest_u = u - sum(node_u(c) for c in below)
+        return max(0.0, rest_u) / rest_p if rest_p > 0 else 0.0
+
+    def visit(nodes: Iterable[Any], r: float) -> None:
+        for n in nodes:
+            if n.category in SKIP_CATEGORIES:
+                continue  # the profiler's own work does not exist unprofiled
+            here = r
+            if n.name in unprof:
+                here = ratio(n.inclusive_ns, node_u(n), nearest(n.children))
+            out[n.category] = out.get(n.category, 0.0) + (n.self_ns + n.folded_ns) * here
+            visit(n.children, here)
+
+    top = [n for n in tree if n.category not in SKIP_CATEGORIES]
+    visit(tree, ratio(sum(n.inclusive_ns for n in top), call_u, nearest(tree)))
+    return out
+
+
+def _model_categories(tree: Sequence[Any], per_event: float) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for n in _walk(tree):
+        if n.category in SKIP_CATEGORIES:
+            continue
+        own = n.self_ns + n.folded_ns - per_event * (n.count + n.folded)
+        out[n.category] = out.get(n.category, 0.0) + max(0.0, own)
+    return out
+
+
+def _events_below(n: Any) -> int:
+    return n.count + n.folded + sum(_events_below(c) for c in n.children)
+
+
+def _normalise(raw: dict[str, float], total: int) -> dict[str, int]:
+    """Scale to sum to ``total`` exactly (largest remainders get the rounding)."""
+    s = sum(raw.values())
+    if s <= 0:
+        return {}
+    exact = {k: v * total / s for k, v in raw.items()}
+    out = {k: int(v) for k, v in exact.items()}
+    short = total - sum(out.values())
+    for k in sorted(exact, key=lambda k: out[k] - exact[k])[:short]:
+        out[k] += 1
+    return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
+
+
+def none_known(profiled_call: int | None) -> UnprofiledInfo:
+    return UnprofiledInfo(
+        None, 0, None, None, None, {}, (), profiled_call_ns=profiled_call,
+        note="no unprofiled figure: the trace carries no capture baseline and none was given "
+             "(--unprofiled-call); the profiled figures are inflated by an unknown amount, "
+             "most where a call records many small events")
+
+
+def from_split(tree: Sequence[Any], split: dict[str, Any], profiled_call: int,
+               profiled_categories: dict[str, int], call_source: str,
+               call_override: int | None = None) -> UnprofiledInfo:
+    """The measured split (capture's ``baseline.split``) against this trace's tree."""
+    call_u = call_override or int(split["call_ns"])
+    prof = profiled_by_name(tree)
+    unprof = {f["name"]: float(f["inclusive_ns"]) for f in split.get("functions", ())
+              if f["name"] in prof}
+    raw = _scaled_categories(tree, unprof, profiled_call, call_u)
+    cal = split.get("calibration", {})
+    functions = tuple(UnprofiledFunction(
+        f["name"], f["inclusive_ns"], f.get("low_ns"), f.get("high_ns"), prof.get(f["name"], 0),
+        MEASURED, f.get("invocations_per_call")) for f in split.get("functions", ()))
+    return UnprofiledInfo(
+        method=f"{MEASURED}: {split.get('method', '')}",
+        calls=int(split.get("blocks", 0)) * int(split.get("calls_per_run", 0)),
+        call_ns=call_u,
+        low_ns=None if call_override else split.get("call_low_ns"),
+        high_ns=None if call_override else split.get("call_high_ns"),
+        categories=_normalise(raw, call_u), functions=functions,
+        profiled_call_ns=profiled_call, profiled_categories=profiled_categories,
+        categories_raw_sum_ns=round(sum(raw.values())), call_source=call_source,
+        measuring=(f"timer cost {cal.get('per_invocation_ns')} ns per timed invocation "
+                   f"({cal.get('in_band_ns')} ns of it inside the reading, subtracted); one "
+                   "function timed per run, so no figure carries another's timer cost"),
+        note="categories: profiled self time scaled by each measured function's "
+             "unprofiled/profiled ratio, then to sum to the unprofiled call")
+
+
+def from_model(tree: Sequence[Any], call_u: int, profiled_call: int, events: int,
+               profiled_categories: dict[str, int], call_source: str) -> UnprofiledInfo:
+    """Only the call is known: remove a fitted per-event profiler cost from each node.
+
+    The cost is fitted on the tree's own events (its nodes' counts per call), so that the
+    call as a whole comes out at the unprofiled figure; ``events`` (the profiler's count
+    per call, folded nodes included) is the fallback for a tree with none."""
+    top = [n for n in tree if n.category not in SKIP_CATEGORIES]
+    tree_events = sum(_events_below(n) for n in top) or events
+    tree_p = sum(n.inclusive_ns for n in top) or profiled_call
+    per_event = max(0.0, (tree_p - call_u) / max(tree_events, 1))
+    prof = profiled_by_name(tree)
+    best: dict[str, Any] = {}
+    for n in _walk(tree):
+        if n.name in prof and n.category not in SKIP_CATEGORIES:
+            best.setdefault(n.name, n)
+    functions = []
+    for name in choose(tree, profiled_call):
+        n = best[name]
+        est = min(call_u, max(0, round(prof[name] - per_event * _events_below(n))))
+        functions.append(UnprofiledFunction(name, est, None, None, prof[name], MODEL))
+    raw = _model_categories(tree, per_event)
+    return UnprofiledInfo(
+        method=f"{MODEL}: {round(per_event)} ns per profiler event removed", calls=0,
+        call_ns=call_u, low_ns=None, high_ns=None,
+        categories=_normalise(raw, call_u),
+        functions=tuple(sorted(functions, key=lambda f: -(f.inclusive_ns or 0))),
+        profiled_call_ns=profiled_call, profiled_categories=profiled_categories,
+        categories_raw_sum_ns=round(sum(raw.values())), call_source=call_source,
+        measuring="nothing measured per function",
+        note="a model, no intervals: capture measures the split (baseline.split)")
