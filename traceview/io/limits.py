@@ -11,6 +11,8 @@ exception deep in a decoder or a writer.
   the report is kept as its decimal text (diagnostic ``int-out-of-range`` for metadata;
   args are converted when decoded).
 
+* **Names.** An event name over ``MAX_NAME_CHARS`` characters is cut, with a note of its
+  length (diagnostic ``name-too-long``): a 20 MB name took minutes to lay out as text.
 * **Threads.** At most ``MAX_HOST_THREADS`` host threads are attributed one by one (the
   ones with the most events in the window; the attributed thread always): a trace of
   200,000 threads of one event each took 94 s and wrote a 100 MB report. The others are
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from traceview.printable import MAX_NAME_CHARS, cut
 
 MAX_DEPTH = 64
 MAX_HOST_THREADS = 1000
@@ -111,3 +115,11 @@ def fit_ints(value: Any) -> tuple[Any, list[str]]:
         return v
 
     return walk(value, ""), found
+
+
+def cut_long_names(names: list[str]) -> int:
+    """Cut, in place, every name over ``MAX_NAME_CHARS``; how many were."""
+    long = [i for i, n in enumerate(names) if len(n) > MAX_NAME_CHARS]
+    for i in long:
+        names[i] = cut(names[i])
+    return len(long)
