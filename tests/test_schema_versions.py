@@ -50,7 +50,8 @@ def _moved_by_hand(doc: dict) -> dict:
     calls = _nest(doc["calls"], "stats")
     calls["per_call"] = [_nest(row, "metrics") for row in calls["per_call"]]
     calls["kinds"] = [_nest(k, "stats") for k in calls["kinds"]]
-    return {**doc, "schema_version": 2, "calls": calls}
+    # ``unprofiled`` came later in schema 2: null where no unprofiled figure was recorded
+    return {**doc, "schema_version": 2, "calls": calls, "unprofiled": None}
 
 
 def _key_paths(x, path: str = "") -> set[str]:

@@ -9,7 +9,10 @@ import json
 import statistics
 from functools import cache
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import FIXTURE_NAMES, FIXTURES
 
@@ -136,3 +139,18 @@ def test_calls_parquet_says_which_calls_are_outliers(tmp_path):
     warm = calls.filter(~pl.col("cold") & ~pl.col("outlier")).height
     assert warm == summary["warm_calls"][0]
     assert calls.filter(pl.col("outlier")).height >= 2
+
+
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.data())
+def test_the_median_of_the_others_is_the_median_less_one(values, data):
+    """The classifier's shortcut (one sorted array per kind) against the median of the
+    list with the call taken out."""
+    from traceview.analyses.slow_calls import _median_without
+    from traceview.stats import median
+
+    a = np.sort(np.asarray(values, np.int64))
+    drop = data.draw(st.sampled_from(values))
+    rest = list(values)
+    rest.remove(drop)
+    assert _median_without(a, drop) == (int(median(rest)) if len(rest) >= 2 else None)
+    assert _median_without(a, None) == (int(median(values)) if len(values) >= 2 else None)

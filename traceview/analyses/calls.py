@@ -27,16 +27,16 @@ training step's backward kernels come from the autograd thread):
 
 A call is **cold** when it contains compile, autotune or module-load work (host category
 ``compile``), imports (``import``), Dynamo/Inductor compiler ranges, or when capture
-recorded it as cold; each cold call says why. Being first in the window is not a reason.
-A call far slower than the others (``OUTLIER_RATIO``) whose excess the profiler's own
-work explains is an **outlier** (with that reason). Both are left out of the warm
-statistics (when warm calls remain).
+recorded it as cold; each cold call says why. Calls far slower than the others of their
+kind are classed cold or outlier by ``analyses.slow_calls``, with what holds their excess
+(the profiler's own work: ``_outliers``). Both are left out of the warm statistics (when
+warm calls remain).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -323,7 +323,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         calls.append(Call(i, sp.name, st, en, int(m.launches[i]), int(m.work[i]),
                           reason is not None, metrics, cats, k_end, kind=sp.kind,
                           cold_reason=reason, api_sync_ns=call_sync))
-    calls = classify_slow(trace, calls, _outliers(calls))
+    slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
+    calls = [replace(c, **vars(slow[c.index])) if c.index in slow else c for c in calls]
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

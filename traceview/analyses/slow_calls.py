@@ -27,8 +27,11 @@ Classing, with that reason:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -37,8 +40,38 @@ from traceview.stats import median
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
-    from traceview.analyses.calls import Call
     from traceview.model import Trace
+
+
+class SlowCandidate(Protocol):
+    """What the classifier reads of a call (``analyses.calls.Call``, which imports this
+    module: named by its shape here, not imported)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def end_ns(self) -> int: ...
+    @property
+    def cold(self) -> bool: ...
+    @property
+    def cold_reason(self) -> str | None: ...
+    @property
+    def categories(self) -> dict[str, int]: ...
+    @property
+    def api_ns(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Slow:
+    """A slow call's class and reason: the fields of ``Call`` it replaces."""
+
+    cold: bool
+    cold_reason: str | None
+    outlier_reason: str | None
 
 SLOW_RATIO = 2.0
 FIRST_CALL_RATIO = 5.0  # the cold-path finding's COLD_FIRST_CALL_RATIO
@@ -72,19 +105,31 @@ class _Ops:
         self.st = s.start[self.rows]
         self.trace = trace
 
-    def inside(self, a: int, b: int) -> dict[int, int]:
+    def inside(self, a: int, b: int, floor: int = 0,
+               only: set[int] | None = None) -> dict[int, int]:
         """name code -> time of that name inside [a, b) (nested repeats counted once);
-        the call's own frame (spanning all of it) left out."""
+        the call's own frame (spanning all of it) left out. Names whose summed time is
+        under ``floor`` (their union can only be less), or not in ``only``, are skipped:
+        a cold compile's call holds a million frames of thousands of names."""
         s = self.trace.slices
         lo = int(np.searchsorted(self.st, a, side="left"))
         hi = int(np.searchsorted(self.st, b, side="left"))
         r = self.rows[lo:hi]
         r = r[~((s.start[r] == a) & (s.end[r] >= b))]
+        if only is not None:
+            r = r[np.isin(s.name[r], list(only))]
         if r.size == 0:
             return {}
+        en = np.minimum(s.end[r], b)
+        if floor > 0:
+            names = s.name[r]
+            total = np.bincount(names, weights=en - s.start[r])
+            r = r[total[names] >= floor]
+            if r.size == 0:
+                return {}
+            en = np.minimum(s.end[r], b)
         names = s.name[r]
         st = s.start[r]
-        en = np.minimum(s.end[r], b)
         out = {}
         order = np.argsort(names, kind="stable")
         names, st, en = names[order], st[order], en[order]
@@ -94,19 +139,24 @@ class _Ops:
         return out
 
 
-def holder(trace: Trace, call: Call, others: list[Call], ops: _Ops | None = None,
-           excess: int | None = None) -> Holder | None:
-    """What holds ``call``'s excess over the median of ``others`` (None: no excess)."""
+def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
+           ops: _Ops | None = None,
+           med: int | None = None) -> Holder | None:
+    """What holds ``call``'s excess over the median of ``others`` (in index order; None:
+    no excess)."""
     if not others:
         return None
-    med = int(median([c.api_ns for c in others]))
-    excess = call.api_ns - med if excess is None else excess
+    med = int(median([c.api_ns for c in others])) if med is None else med
+    excess = call.api_ns - med
     if excess <= 0:
         return None
     ops = ops or _Ops(trace)
-    near = sorted(others, key=lambda c: (abs(c.index - call.index), c.index))[:TYPICAL_CALLS]
-    mine = ops.inside(call.start_ns, call.end_ns)
-    theirs = [ops.inside(c.start_ns, c.end_ns) for c in near]
+    at = bisect.bisect_left([c.index for c in others], call.index)
+    window = others[max(0, at - TYPICAL_CALLS):at + TYPICAL_CALLS]
+    near = sorted(window, key=lambda c: (abs(c.index - call.index), c.index))[:TYPICAL_CALLS]
+    need = int(HOLDER_SHARE * excess)
+    mine = ops.inside(call.start_ns, call.end_ns, floor=need)
+    theirs = [ops.inside(c.start_ns, c.end_ns, only=set(mine)) for c in near] if mine else []
     best: tuple[int, str] | None = None
     for code, ns in mine.items():
         extra = ns - int(median([t.get(code, 0) for t in theirs]))
@@ -125,38 +175,54 @@ def holder(trace: Trace, call: Call, others: list[Call], ops: _Ops | None = None
     return Holder(f"host: {cat}", grew[cat], excess) if grew[cat] > 0 else None
 
 
-def classify(trace: Trace, calls: list[Call], profiler_outliers: dict[int, str]) -> list[Call]:
-    """The calls with slow ones classed cold or outlier, each with its reason."""
-    by_kind: dict[str, list[Call]] = {}
+def _median_without(sorted_api: np.ndarray, drop: int | None) -> int | None:
+    """``stats.median`` of the sorted values less one occurrence of ``drop`` (None: less
+    nothing), without building the list: a loop of 10,000 calls asks this 10,000 times.
+    None when fewer than two values remain."""
+    n = sorted_api.size - (drop is not None)
+    if n < 2:
+        return None
+    k = max(1, math.ceil(n / 2)) - 1  # the nearest-rank p50's index among the n
+    if drop is None:
+        return int(sorted_api[k])
+    p = int(np.searchsorted(sorted_api, drop, side="left"))
+    return int(sorted_api[k] if k < p else sorted_api[k + 1])
+
+
+def classify(trace: Trace, calls: Sequence[SlowCandidate],
+             profiler_outliers: dict[int, str]) -> dict[int, Slow]:
+    """Call index -> its class and reason, for the slow calls (and the profiler's
+    outliers); the calls not named stay as they are."""
+    by_kind: dict[str, list[SlowCandidate]] = {}
     for c in calls:
         by_kind.setdefault(c.kind, []).append(c)
     ops: _Ops | None = None
-    changed: dict[int, Call] = {}
+    out: dict[int, Slow] = {}
     for mine in by_kind.values():
         plain = [c for c in mine if not c.cold]
+        api = np.sort(np.asarray([c.api_ns for c in plain], np.int64))
         for k, c in enumerate(mine):
             if c.index in profiler_outliers:
-                changed[c.index] = replace(c, outlier_reason=profiler_outliers[c.index])
+                out[c.index] = Slow(c.cold, c.cold_reason, profiler_outliers[c.index])
                 continue
-            others = [o for o in plain if o.index != c.index]
-            if len(others) < 2:
-                continue
-            med = int(median([o.api_ns for o in others]))
-            if med <= 0 or c.api_ns <= SLOW_RATIO * med:
+            med = _median_without(api, None if c.cold else c.api_ns)
+            if med is None or med <= 0 or c.api_ns <= SLOW_RATIO * med:
                 continue
             first = k == 0
             if not c.cold and first and c.api_ns <= FIRST_CALL_RATIO * med:
                 continue
+            others = [o for o in plain if o.index != c.index]
             ops = ops or _Ops(trace)
-            h = holder(trace, c, others, ops)
+            h = holder(trace, c, others, ops, med)
             held = f"; {h.words()}" if h else ""
             times = f"{fmt_ns(c.api_ns)}, {c.api_ns / med:.1f}x the median of the others " \
                     f"({fmt_ns(med)})"
             if c.cold:
-                changed[c.index] = replace(c, cold_reason=f"{times}{held}; {c.cold_reason}")
+                out[c.index] = Slow(cold=True, cold_reason=f"{times}{held}; {c.cold_reason}",
+                                    outlier_reason=None)
             elif first:
-                changed[c.index] = replace(
-                    c, cold=True, cold_reason=f"first call of its kind, {times}{held}")
+                out[c.index] = Slow(cold=True, cold_reason=f"first call of its kind, {times}{held}",
+                                    outlier_reason=None)
             else:
-                changed[c.index] = replace(c, outlier_reason=f"{times}{held}")
-    return [changed.get(c.index, c) for c in calls]
+                out[c.index] = Slow(cold=False, cold_reason=None, outlier_reason=f"{times}{held}")
+    return out

@@ -37,7 +37,7 @@ from traceview import intervals
 from traceview.analyses.critical_path import CriticalPath, critical_path
 from traceview.analyses.host import HostTimeline
 from traceview.model import Trace
-from traceview.rules import PhaseRule, RuleSet
+from traceview.rules import UNTRACED, PhaseRule, RuleSet
 
 OTHER_PHASE = "other"
 LAUNCH_LATENCY = "launch latency"
@@ -160,9 +160,12 @@ def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: in
         else:
             lane = int(s.lane[launch])
             cut = min(max(int(s.start[launch]), g0), g1)
-        for cat, ns in _categories_over(timelines[lane], (np.asarray([g0]), np.asarray([cut]))
-                                        ).items():
-            got[(lane, cat)] += ns
+        tl = timelines.get(lane)
+        if tl is None:  # a thread with nothing of its own recorded (ranges only)
+            got[(lane, UNTRACED)] += cut - g0
+        else:
+            for cat, ns in _categories_over(tl, (np.asarray([g0]), np.asarray([cut]))).items():
+                got[(lane, cat)] += ns
         if cut < g1:
             got[(None, LAUNCH_LATENCY)] += g1 - cut
     return sorted((IdleCause(ln, what, ns) for (ln, what), ns in got.items() if ns),

@@ -88,17 +88,7 @@ def explain(
                 ("--window", window), ("--calls", calls), ("--rules", rules),
                 ("--thread", thread), ("--figure", figure), ("--annotate", annotate)]):
             return
-        if engine != "local" or address is not None:
-            from traceview.errors import UsageError
-
-            raise UsageError("--engine and --address are for several traces (ranks)")
-        if figure is not None and not isinstance(source, str) and _same_file(figure, source):
-            from traceview.errors import UsageError
-
-            raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
-                             "to its input")
-        check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
-        _check_annotate(annotate, source)
+        _check_one_trace_outputs(source, figure, annotate, engine, address)
         opts = analysis_options(window, calls, rules, thread, top=top, calls_depth=calls_depth,
                                 unprofiled_call=_unprofiled_call(unprofiled_call))
         report = run_explain(load_with_progress(source), opts) if annotate is None \
@@ -120,6 +110,21 @@ def explain(
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)
+
+
+def _check_one_trace_outputs(source: str | Path, figure: Path | None, annotate: Path | None,
+                             engine: str, address: str | None) -> None:
+    """Refuse, before any reading, what one trace cannot take: the ranks' engine options,
+    a figure written over the input, and output names of the wrong kind."""
+    from traceview.errors import UsageError
+
+    if engine != "local" or address is not None:
+        raise UsageError("--engine and --address are for several traces (ranks)")
+    if figure is not None and not isinstance(source, str) and _same_file(figure, source):
+        raise UsageError(f"--figure {figure} is the input trace: traceview never writes "
+                         "to its input")
+    check_output_file(figure, "--figure", suffixes=(".svg", ".png"))
+    _check_annotate(annotate, source)
 
 
 PROTON_SUFFIXES = (".chrome_trace", ".chrome_trace.gz", ".hatchet", ".hatchet.gz")

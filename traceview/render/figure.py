@@ -78,6 +78,31 @@ def _runs(values: list[_V]) -> list[tuple[int, int, _V]]:
     return out
 
 
+def _host_rows(rows: list[tuple[str, list[tuple[int, int, str]]]], lo: int, hi: int,
+               inner: int, dev_y: int) -> list[str]:
+    """The row heads (each thread's, then the device's) and each host row's bars."""
+    pitch = ROW_H + 8
+    parts = []
+    for k, (label, _) in enumerate(rows):
+        name = label.split(" [")[0].removesuffix(" thread")
+        hover = f"<title>{escape(label)}</title>" if len(rows) > 1 else ""
+        parts.append(f'<text x="8" y="{40 + pitch * k + ROW_H * 0.65:.0f}" font-size="12" '
+                     f'{FONT}>{hover}{escape(_fit(name, LEFT - 10, 6.6))}</text>')
+    parts.append(f'<text x="8" y="{dev_y + ROW_H * 0.65:.0f}" font-size="12" {FONT}>device</text>')
+    for k, (_, spans) in enumerate(rows):
+        y = 40 + pitch * k
+        hcols = _columns(spans, lo, hi, inner)
+        owner = [max(c, key=lambda k: (c[k], k)) if c else None for c in hcols]
+        for first, count, top in _runs(owner):
+            if top is None:
+                continue
+            ns = sum(hcols[i].get(top, 0) for i in range(first, first + count))
+            parts.append(f'<rect x="{LEFT + first}" y="{y}" width="{count}" height="{ROW_H}" '
+                         f'fill="{COLOURS.get(str(top), "#999999")}"><title>{escape(str(top))} '
+                         f'{fmt_ns(ns)}</title></rect>')
+    return parts
+
+
 def render_svg(r: Report) -> str:
     inner = WIDTH - LEFT - RIGHT
     t, call = r.typical_call, r.typical
@@ -107,8 +132,7 @@ def render_svg(r: Report) -> str:
         own = r.host.thread.label if r.host.thread is not None else "host"
         rows = [(own, host)] + [(ln.label, [(g.start_ns, g.end_ns, g.category) for g in ln.host])
                                 for ln in t.threads]
-    pitch = ROW_H + 8
-    dev_y = 40 + pitch * len(rows)
+    dev_y = 40 + (ROW_H + 8) * len(rows)
     dcols = _columns([(s, e, "busy") for s, e in busy], lo, hi, inner)
     span = max(hi - lo, 1)
     col_ns = [span * (i + 1) // inner - span * i // inner for i in range(inner)]
@@ -118,24 +142,8 @@ def render_svg(r: Report) -> str:
     level = [max(lv, 1) if dcols[i] else lv for i, lv in enumerate(level)]
 
     parts = [f'<text x="{LEFT}" y="18" font-size="14" {FONT}>'
-             f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>']
-    for k, (label, _) in enumerate(rows):
-        name = label.split(" [")[0].removesuffix(" thread")
-        hover = f"<title>{escape(label)}</title>" if len(rows) > 1 else ""
-        parts.append(f'<text x="8" y="{40 + pitch * k + ROW_H * 0.65:.0f}" font-size="12" '
-                     f'{FONT}>{hover}{escape(_fit(name, LEFT - 10, 6.6))}</text>')
-    parts.append(f'<text x="8" y="{dev_y + ROW_H * 0.65:.0f}" font-size="12" {FONT}>device</text>')
-    for k, (_, spans) in enumerate(rows):
-        y = 40 + pitch * k
-        hcols = _columns(spans, lo, hi, inner)
-        owner = [max(c, key=lambda k: (c[k], k)) if c else None for c in hcols]
-        for first, count, top in _runs(owner):
-            if top is None:
-                continue
-            ns = sum(hcols[i].get(top, 0) for i in range(first, first + count))
-            parts.append(f'<rect x="{LEFT + first}" y="{y}" width="{count}" height="{ROW_H}" '
-                         f'fill="{COLOURS.get(str(top), "#999999")}"><title>{escape(str(top))} '
-                         f'{fmt_ns(ns)}</title></rect>')
+             f'{escape(_fit(title, WIDTH - LEFT - RIGHT))}</text>',
+             *_host_rows(rows, lo, hi, inner, dev_y)]
     for first, count, lv in _runs(level):
         if not lv:
             continue

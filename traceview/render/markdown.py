@@ -159,8 +159,9 @@ def _warm_mode(r: Report, cap: dict[str, Any], proto: dict[str, Any]) -> str:
     graph = any(f.id == "graph-replay" for f in r.findings)
     mode = proto.get("mode") or ("graph replay" if graph else "eager (no graph launches seen)")
     c = r.calls
-    cold = (f"{plural(c.warm_count, 'warm call')}; cold call(s) #{', #'.join(map(str, c.cold))}"
-            " reported apart" if c.cold else plural(c.warm_count, "warm call"))
+    u = unit_word(r)
+    cold = (f"{plural(c.warm_count, f'warm {u}')}; cold {u}(s) #{', #'.join(map(str, c.cold))}"
+            " reported apart" if c.cold else plural(c.warm_count, f"warm {u}"))
     if cap.get("cold"):
         cold += f"; cold first call measured apart: {fmt_ns(cap['cold'].get('wall_ns'))}"
     warm_mode = f"{cold}; {esc(mode)}"

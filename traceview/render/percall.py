@@ -119,7 +119,7 @@ def perturbation_line(r: Report) -> str:
     if p.python_frames_per_call:
         parts.append(f"{p.python_frames_per_call} Python frames")
     parts.append(f"profiler's own time {fmt_ns(p.profiler_ns_per_call)}")
-    return "recorded per warm call: " + ", ".join(parts)
+    return f"recorded per warm {unit(r)}: " + ", ".join(parts)
 
 
 def reasons_lines(r: Report) -> list[str]:

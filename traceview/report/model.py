@@ -478,6 +478,9 @@ def to_dict(r: Report) -> dict[str, Any]:
     """The report as JSON-ready builtins, in the documented key order."""
     # calls are written below, field by field: leave them out of the generic pass
     d = _lists(msgspec.to_builtins(dataclasses.replace(r, calls=_NO_CALLS), order=None))
+    tc = d.get("typical_call")
+    if tc is not None and not tc.get("threads", True):
+        del tc["threads"]  # only a training step's other threads: absent, not empty, elsewhere
     dev = d["device"]
     dev["kernels"] = [{"name": k.name, "count": k.count, "sum_ns": k.sum_ns, **_stats(k.stats)}
                       for k in r.device.kernels]
