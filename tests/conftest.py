@@ -81,3 +81,10 @@ def analysis_builder(tmp_path):
         return analyze_trace(traceview.load(path), traceview.Options(**opts))
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory) -> None:
+    """Caches a run keeps on disk (serve's passed checks) go to a folder of this session,
+    never the user's, and every test session starts without them."""
+    os.environ["TRACEVIEW_CACHE_DIR"] = str(tmp_path_factory.mktemp("traceview-cache"))

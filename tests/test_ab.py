@@ -178,7 +178,7 @@ def test_ab_cli_finds_an_env_var_delay_with_the_right_sign(tmp_path, monkeypatch
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert json.loads(out.read_text())["verdict"] == doc["verdict"]
-    assert doc["schema"] == "traceview.ab/1" and doc["rounds"] == 6
+    assert doc["schema_version"] == 2 and "schema" not in doc and doc["rounds"] == 6
     a_proc = [p["full_api_ns_p50"] for p in doc["sides"]["A"]["processes"]]
     b_proc = [p["full_api_ns_p50"] for p in doc["sides"]["B"]["processes"]]
     c = doc["comparisons"]["full_api_ns_p50"]
@@ -417,3 +417,65 @@ def test_time_limit_leaves_the_compiling_first_round_out_of_the_longest(child):
     runs = rounds.run_interleaved(a, b, rounds=6, on_run=on_run, time_limit_s=85,
                               clock=lambda: t[0])
     assert len(runs) == 6
+
+
+REF_FNS = textwrap.dedent('''
+    import os
+    import time
+    import torch
+
+    DELAY = int(os.environ.get("PLANTED_DELAY_NS", "0"))
+
+    def spin(ns):
+        t0 = time.perf_counter_ns()
+        while time.perf_counter_ns() - t0 < ns:
+            pass
+
+    def side(a, b):
+        spin(5_000 + DELAY)
+        return torch.add(a, b)
+''')
+
+
+@pytest.mark.capture
+def test_reference_and_until_find_an_env_delay_across_processes(tmp_path, monkeypatch):
+    """Fresh processes per side, each against torch's add in alternating blocks; B's
+    environment plants +40 us. ``--until 60s`` stops at the first planned look whose
+    interval (at alpha / L) excludes zero, with the right sign and size."""
+    pytest.importorskip("torch")
+    from traceview.cli.app import app
+
+    (tmp_path / "reffns.py").write_text(REF_FNS)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, [
+        "ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "2",
+        "--baseline-n", "20", "--blocks", "4", "--reference", "torch", "--until", "60s",
+        "--rounds", "20", "--fn", "reffns:side", "--b-env", "PLANTED_DELAY_NS=40000",
+        "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    c = doc["comparisons"]["full_api_ns_p50"]
+    until = doc["protocol"]["until"]
+    assert c["verdict"] == "B slower", c
+    assert c["ci_low_ns"] <= 40_000 * 1.25 and c["ci_high_ns"] >= 40_000 * 0.95, c
+    assert doc["rounds"] == until["looks"][0] == until["seen"][0]["rounds"]
+    assert until["stopped_because"] == "the interval excludes zero"
+    assert c["confidence"] >= 1 - until["per_look_alpha"]
+    proc = doc["sides"]["B"]["processes"][0]
+    # the judged difference is B's (side - reference) minus A's, per round
+    assert c["diff_ns"][0] == proc["vs_reference_ns"] - \
+        doc["sides"]["A"]["processes"][0]["vs_reference_ns"]
+    assert len(proc["blocks_full_ns"]) == 4 and proc["reference"]["full_api_ns_p50"] > 0
+    assert doc["protocol"]["reference"]["impl"] == "torch"
+
+
+def test_reference_is_refused_with_same_process_and_flag_gems(tmp_path):
+    from traceview.capture.config import CaptureConfig, parse_shapes
+
+    cfg = CaptureConfig(op="add", impl="torch", shapes=parse_shapes("4x64"), device="cpu")
+    gems = CaptureConfig(op="add", impl="flag_gems", shapes=parse_shapes("4x64"),
+                         device="cpu")
+    with pytest.raises(CaptureError, match="--reference"):
+        ab.check_reference(cfg, cfg, cfg, same_process=True, blocks=4)
+    with pytest.raises(CaptureError, match="flag_gems"):
+        ab.check_reference(cfg, gems, cfg, same_process=False, blocks=4)

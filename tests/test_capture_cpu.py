@@ -56,7 +56,7 @@ def test_torch_cpu_capture_writes_trace_metadata_and_cold_trace(tmp_path):
     assert next(iter(trace)) == "traceview" and "traceEvents" in trace
     assert call_ranges(trace) == [f"call_{i}" for i in range(5)]
     m = trace["traceview"]
-    assert m["schema"] == 1 and m["kind"] == "warm"
+    assert m["schema_version"] == 2 and m["kind"] == "warm"
     assert (m["op"], m["impl"], m["shape"], m["dtype"], m["layout"]) == \
         ("mul", "torch", [4, 256], "float32", "contiguous")
     assert m["strides"] == [[256, 1], [256, 1]] and m["scalars"] == []

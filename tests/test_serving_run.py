@@ -194,6 +194,10 @@ def test_failing_backend_is_bisected_and_culprits_named(fake_gems):
     assert [r["op"] for r in a["correctness"]["bisect"]["tested"]] == ["mean", "rsqrt", "silu"]
     assert a["exclude_ops"] == ["neg", "mean", "silu"]
     assert a["correctness"]["recheck"]["status"] == "passed"
+    # wrong, not crashed: the check's own process bisected and checked again (one child)
+    assert a["correctness"]["bisect"]["children"] == 1
+    assert a["correctness"]["recheck"]["same_process"] is True
+    assert a["correctness"]["recheck"]["backend_detail"]["excluded_ops"] == ["neg", "mean", "silu"]
     assert b["correctness"]["check"]["status"] == "passed" and "bisect" not in b["correctness"]
     assert excluded["measured"] and excluded["ab"]["rounds"] == 2
 
@@ -247,8 +251,61 @@ def test_cli_json_and_text_outputs(monkeypatch, tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc == json.loads(out.read_text()) and doc["complete"] and doc["measured"]
-    assert doc["schema"] == "traceview.serve/1"
+    assert doc["schema_version"] == 2 and "schema" not in doc
     rep = doc["variants"][0]["repetitions"][0]
     assert rep["figures"]["output_tokens"] == 9 and len(rep["requests"]) == 3
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0 and "output tokens/s" in r.stdout and "TPOT p99" in r.stdout
+
+
+def test_a_passed_check_is_kept_and_reused_only_with_the_same_versions(fake_gems, monkeypatch,
+                                                                         tmp_path):
+    """Wrong, then bisected and checked again in one process, then kept: the second run
+    starts no check process and measures the same variant (the culprits excluded); a
+    different flag_gems version is a different key and checks again."""
+    from traceview.serve import check_cache
+
+    monkeypatch.setenv("TRACEVIEW_CACHE_DIR", str(tmp_path))
+    seen = {"python": "3", "torch": "2", "transformers": "5", "triton": "3", "flag_gems": "5.0.2"}
+    monkeypatch.setattr(check_cache, "versions", lambda variant: dict(seen))
+    tasks: list[str] = []
+
+    def counting(variant, task):
+        tasks.append(task["task"])
+        return launch.in_this_process(variant, task)
+
+    w = Workload(requests=2, prompt_len=8, output_len=3, batch_size=2)
+    spec = ServeSpec(model=TINY, workload=w, a=Variant("A", backend="flag_gems",
+                                                       exclude_ops=("neg",)),
+                     rounds=1, check_steps=3, profile_steps=0, exclude_failing=True,
+                     check_cache=True).validate()
+    first = run_serve(spec, launch=counting)
+    assert tasks == ["check", "measure"]  # bisect and recheck inside the check's process
+    assert first["variants"][0]["exclude_ops"] == ["neg", "mean", "silu"]
+    assert len(list(tmp_path.glob("serve-checks/*.json"))) == 1
+    tasks.clear()
+    again = run_serve(spec, launch=counting)
+    assert tasks == ["measure"]
+    c = again["variants"][0]
+    assert c["exclude_ops"] == ["neg", "mean", "silu"] and again["measured"]
+    assert c["correctness"]["cached"]["versions"] == seen
+    assert c["correctness"]["recheck"]["status"] == "passed"
+    tasks.clear()
+    seen["flag_gems"] = "5.0.3"
+    run_serve(spec, launch=counting)
+    assert tasks[0] == "check"
+
+
+def test_versions_are_read_from_the_variants_interpreter_without_importing_torch():
+    import importlib.metadata as md
+
+    from traceview.serve import check_cache
+
+    got = check_cache.versions(Variant("A", backend="eager"))
+    assert got is not None and got["torch"] == md.version("torch")
+    assert check_cache.versions(Variant("A", python="/no/such/python")) is None
+    k = check_cache.key(ServeSpec(model=TINY, workload=Workload(), a=Variant("A")),
+                        Variant("A", backend="flag_gems"), got)
+    k2 = check_cache.key(ServeSpec(model=TINY, workload=Workload(), a=Variant("A")),
+                         Variant("A", backend="flag_gems", exclude_ops=("mul",)), got)
+    assert len(k) == 32 and k != k2

@@ -10,46 +10,128 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from traceview.diagnostics import Diagnostic
 
-NUMBER = (int, float)
-# capture metadata key -> expected type; nested dicts list the subkeys that are read
-CAPTURE_TYPES: dict[str, type | tuple[type, ...]] = {
-    "op": str, "impl": str, "dtype": str, "layout": str, "command": str, "reproducer": str,
-    "kind": str, "shape": list, "strides": list, "scalars": list, "input_shapes": list,
-    "notes": list, "protocol": dict, "device": dict, "versions": dict, "correctness": dict,
-    "baseline": dict, "cold": dict,
-}
-CAPTURE_NESTED: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "baseline": {"full_api_ns_p50": NUMBER, "amortized_submit_ns": NUMBER, "device_ns": NUMBER},
-    "cold": {"wall_ns": NUMBER},
-    "correctness": {"tolerance": dict},
-    "protocol": {"mode": str, "sync": str},
-}
+
+class ProtocolMeta(msgspec.Struct, frozen=True):
+    """How the calls were measured (``protocol``)."""
+
+    mode: str | None = None  # eager | graph
+    sync: str | None = None  # each | end
+    timer: str | None = None
+    warmup: Any = None
+    iters: Any = None
+    with_stack: Any = None
+    call_range: str | None = None  # the record_function name of warm call {i}
+    cold_range: str | None = None
 
 
-def _is(value: Any, types: type | tuple[type, ...]) -> bool:
-    if value is None:
-        return types is not dict  # readers call .get on the dicts
-    return isinstance(value, types) and not isinstance(value, bool)
+class BaselineMeta(msgspec.Struct, frozen=True):
+    """The unprofiled figures measured beside the profiled run (``baseline``)."""
+
+    full_api_ns_p50: int | float | None = None
+    amortized_submit_ns: int | float | None = None
+    device_ns: int | float | None = None
+    per_process: Any = None  # one row of the figures per fresh process, when measured so
+    split: dict[str, Any] | None = None  # the call's unprofiled split (docs/capture.md)
+
+
+class ColdMeta(msgspec.Struct, frozen=True):
+    wall_ns: int | float | None = None
+
+
+class CorrectnessMeta(msgspec.Struct, frozen=True):
+    tolerance: dict[str, Any] = {}
+    reference: Any = None
+    max_abs_err: Any = None
+    passed: Any = None
+
+
+class CaptureMeta(msgspec.Struct, frozen=True):
+    """Capture's metadata block (the trace's ``traceview`` key, docs/capture.md), typed:
+    what the reports read of it. Every field is optional (a trace from another tool, or
+    an older capture, has fewer); a field of the wrong type is set aside when the trace
+    is loaded (``clean_capture``), so reading never fails. Versions 1 and 2 of the block
+    differ only in the name of the version field (``traceview.documents``), which is not
+    read here."""
+
+    op: str | None = None
+    impl: str | None = None
+    dtype: str | None = None
+    layout: str | None = None
+    command: str | None = None
+    reproducer: str | None = None
+    kind: str | None = None  # warm | cold
+    shape: list[Any] | None = None
+    strides: list[Any] | None = None
+    scalars: list[Any] | None = None
+    input_shapes: list[Any] | None = None
+    notes: list[Any] | None = None
+    protocol: ProtocolMeta | None = None
+    device: dict[str, Any] | None = None
+    versions: dict[str, Any] | None = None
+    correctness: CorrectnessMeta | None = None
+    baseline: BaselineMeta | None = None
+    cold: ColdMeta | None = None
+    bandwidth: dict[str, Any] | None = None
+    kernels_used: dict[str, Any] | None = None
+
+
+NO_CAPTURE = CaptureMeta()
+# the blocks a reader calls ``.get`` on, or reads as a typed block: present means a dict
+_BLOCKS = frozenset({"protocol", "device", "versions", "correctness", "baseline", "cold"})
+_FIELD_TYPES: dict[str, Any] = {f.name: f.type for f in msgspec.structs.fields(CaptureMeta)}
+_NESTED: dict[str, dict[str, Any]] = {
+    name: {f.name: f.type for f in msgspec.structs.fields(t)}
+    for name, t in (("baseline", BaselineMeta), ("cold", ColdMeta),
+                    ("correctness", CorrectnessMeta), ("protocol", ProtocolMeta))}
+
+
+def _fits(value: Any, tp: Any, *, block: bool) -> bool:
+    """Whether ``value`` reads as ``tp`` (a dict for a block: a present block is never
+    null); a bool is never a number."""
+    if block:
+        return isinstance(value, dict)
+    try:
+        msgspec.convert(value, tp, strict=True)
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 def clean_capture(cap: Any) -> tuple[dict[str, Any] | None, list[str]]:
-    """Capture metadata with wrong-typed fields removed, and the names of those fields."""
+    """Capture metadata with wrong-typed fields removed (checked against ``CaptureMeta``,
+    the one schema), and the names of those fields."""
     if cap is None:
         return None, []
     if not isinstance(cap, dict):
         return None, ["traceview"]
-    bad = [k for k, t in CAPTURE_TYPES.items() if k in cap and not _is(cap[k], t)]
+    bad = [k for k, t in _FIELD_TYPES.items()
+           if k in cap and not _fits(cap[k], t, block=k in _BLOCKS)]
     out = {k: v for k, v in cap.items() if k not in bad}
-    for key, fields in CAPTURE_NESTED.items():
+    for key, fields in _NESTED.items():
         sub = out.get(key)
         if isinstance(sub, dict):
-            wrong = [f for f, t in fields.items() if f in sub and not _is(sub[f], t)]
+            wrong = [f for f, t in fields.items()
+                     if f in sub and not _fits(sub[f], t, block=f == "tolerance")]
             if wrong:
                 out[key] = {f: v for f, v in sub.items() if f not in wrong}
                 bad += [f"{key}.{f}" for f in wrong]
     return out, [b if b == "traceview" else f"traceview.{b}" for b in bad]
+
+
+def capture_meta(cap: Any) -> CaptureMeta | None:
+    """The typed view of a capture block (wrong-typed fields set aside, as
+    ``clean_capture`` does: a saved report may hold anything); None for none (or an
+    empty one). An empty block (``{}``) reads as absent (None), as it always has: every
+    reader asks "was it recorded?" of a block."""
+    cap = clean_capture(cap)[0]
+    if not cap:
+        return None
+    present = {k: v for k, v in cap.items() if not (v == {} and k in _FIELD_TYPES)}
+    return msgspec.convert(present, CaptureMeta, strict=True)
 
 
 def clean_metadata(meta: dict[str, Any]) -> tuple[dict[str, Any], Diagnostic | None]:

@@ -38,7 +38,7 @@ from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
 from traceview.io.columns import ANNOTATION_CAT, MISSING, Columns, Decoded
-from traceview.metadata import clean_metadata
+from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
 # Event categories that are device work (busy time). gpu_user_annotation is a label.
@@ -176,6 +176,12 @@ class Trace:
         rank = np.empty(len(self.cat_names), dtype=np.int64)
         rank[np.argsort(np.asarray(self.cat_names, dtype=object), kind="stable")] = np.arange(len(self.cat_names))
         return rank
+
+    @property
+    def capture(self) -> CaptureMeta | None:
+        """Capture's metadata block (the ``traceview`` key), typed; None when the trace
+        was not made by capture."""
+        return capture_meta(self.metadata.get("traceview"))
 
     @property
     def device_lanes(self) -> list[Lane]:

@@ -163,11 +163,18 @@ def _median(values: Sequence[float]) -> float | None:
     return float(median(values)) if values else None
 
 
-def compare(a: Sequence[int], b: Sequence[int], alpha: float = 0.05) -> PairedComparison:
-    """Paired comparison of per-round figures ``a[r]`` and ``b[r]`` (integer ns)."""
-    if len(a) != len(b):
+def compare(a: Sequence[int], b: Sequence[int], alpha: float = 0.05,
+            diffs: Sequence[int] | None = None) -> PairedComparison:
+    """Paired comparison of per-round figures ``a[r]`` and ``b[r]`` (integer ns).
+
+    ``diffs``: each round's B - A when the round measures it better than ``b[r] - a[r]``
+    (both sides in one process: from neighbouring blocks, ``traceview.multi.block_pairs``);
+    ``a`` and ``b`` are then shown, not judged."""
+    if len(a) != len(b) or (diffs is not None and len(diffs) != len(a)):
         raise ValueError(f"paired rounds differ in number: {len(a)} vs {len(b)}")
-    diffs = tuple(int(y) - int(x) for x, y in zip(a, b, strict=True))
+    if diffs is None:
+        diffs = tuple(int(y) - int(x) for x, y in zip(a, b, strict=True))
+    diffs = tuple(int(x) for x in diffs)
     n = len(diffs)
     est = hodges_lehmann(diffs) if n else None
     ci = signed_rank_interval(diffs, alpha) if n else None

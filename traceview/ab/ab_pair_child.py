@@ -13,10 +13,19 @@ against the float64 reference, warms both up, then runs ``K`` blocks per side (`
 even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side goes
 first in half of the pairs); a block is one side's ``baseline_n`` synchronized calls and
 one amortized batch. Per side: the median of
-all its synchronized calls, the median of its blocks' amortized figures, and (CUDA) the
+all its synchronized calls, each block's median (``blocks_full_ns``, in run order), the
+median of its blocks' amortized figures, and (CUDA) the
 CUDA-graph device time at the end, both sides' graphs replayed alternately
 (``baseline.device_per_op_interleaved``). Prints one JSON line ``{"A": block, "B": block,
-"cpu": ...}`` or ``{"error": ..., "exit_code": N}``.
+"pair_estimate_ns": ..., "cpu": ...}`` or ``{"error": ..., "exit_code": N}``;
+``pair_estimate_ns`` is the round's B - A from neighbouring blocks
+(:mod:`traceview.multi.block_pairs`: robust to a process that drifts), the figure ``ab``
+judges.
+
+``ab --reference``: :func:`measure_against_reference` runs one side's call against a
+reference call (the same in both sides' processes) in the same blocks, so a process's
+own fast or slow state, shared by both calls, leaves the side's figure
+``vs_reference_ns`` (side - reference, from neighbouring blocks).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import contextlib
 import json
 from typing import Any
 
+from traceview.multi import block_pairs
 from traceview.stats import median
 
 
@@ -52,11 +62,14 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
         mark("build_compile_warmup")
         n = config_a.baseline_n
         samples: dict[str, list[int]] = {"A": [], "B": []}
+        block_p50: dict[str, list[int]] = {"A": [], "B": []}
         submit: dict[str, list[int]] = {"A": [], "B": []}
         complete: dict[str, list[int]] = {"A": [], "B": []}
         for label in block_order(blocks):
             call = sides[label].call
-            samples[label].extend(baseline_mod.full_api_samples(dev, call, n))
+            block = baseline_mod.full_api_samples(dev, call, n)
+            samples[label].extend(block)
+            block_p50[label].append(int(median(block)))
             s, c = baseline_mod.amortized(dev, call, n)
             submit[label].append(s)
             complete[label].append(c)
@@ -68,7 +81,12 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                 "amortized_submit_ns": int(median(submit[label])),
                 "amortized_ns": int(median(complete[label])),
                 "correctness": sides[label].checked,
+                "blocks_full_ns": block_p50[label],
             }
+        pair = block_pairs.estimate(block_p50["A"], block_p50["B"])
+        out["pair_estimate_ns"] = pair.estimate_ns
+        out["pair_estimate"] = {"a_then_b_ns": pair.a_then_b_ns,
+                                "b_then_a_ns": pair.b_then_a_ns, "pairs": pair.pairs}
         if dev.is_cuda:
             device = baseline_mod.device_per_op_interleaved(
                 dev, {label: (sides[label].call, sides[label].out_bytes,
@@ -100,10 +118,31 @@ def measure_both(text: str) -> dict[str, Any]:
     return out
 
 
+def measure_against_reference(text: str) -> dict[str, Any]:
+    """One fresh process of one side with ``--reference``: ``{"reference": config,
+    "side": config, "blocks": K}`` -> the side's figures, ``reference`` (the reference
+    call's) and ``vs_reference_ns``."""
+    from traceview.ab.ab_child import Phases, import_libraries
+    from traceview.runner.wire import decode_config
+
+    phases = Phases()
+    doc = json.loads(text)
+    ref, side = (decode_config(json.dumps(doc[x])) for x in ("reference", "side"))
+    import_libraries(phases, triton="triton" in (ref.impl, side.impl))
+    out = measure_pair(ref, side, int(doc["blocks"]), phases)
+    result = dict(out["B"], reference=out["A"], vs_reference_ns=out["pair_estimate_ns"],
+                  pair_estimate=out["pair_estimate"], versions=out["versions"],
+                  device=out["device"])
+    result["phases_ns"] = phases.ns
+    return result
+
+
 def main() -> None:
+    import sys
+
     from traceview.runner.process import answer
 
-    answer(measure_both)
+    answer(measure_against_reference if "--reference" in sys.argv[1:] else measure_both)
 
 
 if __name__ == "__main__":

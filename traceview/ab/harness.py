@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from traceview.ab.fresh_processes import check_time_limit, run_interleaved, run_same_process
 from traceview.checks.failure import check_isolated
 from traceview.errors import CaptureError
-from traceview.multi.ab_result import ABResult, ProcessRun, analyze
+from traceview.multi.ab_result import ABResult, ProcessRun, analyze, judged_diffs
+from traceview.multi.sequential import Until, plan_looks
 from traceview.runner.fork_server import start_templates
 from traceview.runner.outcome import CHILD_TIMEOUT_S
 from traceview.runner.process import ChildSpec, child_env, last_stderr_line, spawn
@@ -133,7 +134,8 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    time_limit_s: float | None = None,
                    cpus: Sequence[int] = (), same_process: bool = False,
                    blocks: int = 10, check_cache: bool = False,
-                   fork: bool = True) -> ABResult:
+                   fork: bool = True, reference: Any = None,
+                   until: Until | None = None) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
@@ -150,8 +152,15 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     not timed) so the result says which kernels each launched. ``fork``: each round's
     process is a child forked from a per-side template that has imported everything
     (:mod:`traceview.runner.fork_server`); where that cannot work, and with
-    ``fork=False``, a fresh interpreter per process."""
+    ``fork=False``, a fresh interpreter per process. ``reference`` (a ``CaptureConfig``):
+    each side's process also measures this call in alternating blocks, and the side's
+    figure is its difference from it (``ab_pair_child.measure_against_reference``).
+    ``until``: planned looks (:mod:`traceview.multi.sequential`); ``rounds`` is then the most
+    rounds, and the intervals are at the looks' level."""
     started = time.monotonic()
+    if reference is not None:
+        check_reference(config_a, config_b, reference, same_process=same_process,
+                        blocks=blocks)
     sides = sides or {}
     check_time_limit(time_limit_s)  # here too: before the checks, not after them
     if same_process:
@@ -163,18 +172,29 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                                     path=sides.get(label, {}).get("path", ()),
                                     cache_root=root, cpus=cpus)
                 for label, config in configs.items()}
-        processes = {"A+B": pair_side(configs, made, blocks)} if same_process else made
+        processes = ({"A+B": pair_side(configs, made, blocks)} if same_process else
+                     {label: reference_side(made[label], reference, blocks)
+                      for label in made} if reference is not None else made)
         with start_templates(processes, fork=fork) as templates:  # importing meanwhile
             cache_checks, kernels = check_sides(configs, made, Path(root),
                                                 check_cache=check_cache)
-            if same_process:
-                runs = run_same_process(processes["A+B"], rounds, on_run,
-                                        time_limit_s=time_limit_s, started=started,
-                                        starter=templates.starters.get("A+B"))
-            else:
-                runs = run_interleaved(made["A"], made["B"], rounds, seed, on_run,
-                                       time_limit_s=time_limit_s, started=started,
-                                       starters=templates.starters)
+
+            def run_rounds(count: int, first: int, limit: float | None
+                           ) -> list[ProcessRun]:
+                """``count`` more rounds, numbered from ``first``."""
+                shift = {label: _shifted(start, first)
+                         for label, start in templates.starters.items()}
+                if same_process:
+                    more = run_same_process(processes["A+B"], count, None,
+                                            time_limit_s=limit, started=started,
+                                            starter=shift.get("A+B"))
+                else:
+                    more = run_interleaved(processes["A"], processes["B"], count, seed,
+                                           None, time_limit_s=limit, started=started,
+                                           starters=shift)
+                return [_renumbered(run, first, on_run) for run in more]
+
+            runs, looked = run_until(run_rounds, rounds, until, time_limit_s, started)
             process = templates.describe()
     traces: dict[str, str] = {}
     if trace_dir is not None:
@@ -189,11 +209,101 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     protocol = _protocol(config_a, rounds, len(runs) // 2, cpus=cpus,
                          time_limit_s=time_limit_s, blocks=blocks if same_process else None,
                          process=process)
+    if reference is not None:
+        protocol["reference"] = {"impl": reference.impl, "fn": reference.fn,
+                                 "blocks": blocks, "reproducer": reference.reproducer}
+    alpha = 0.05
+    if looked is not None:
+        protocol["until"] = looked
+        alpha = looked["per_look_alpha"]
+        if looked["stopped_because"] and len(runs) // 2 < rounds:
+            protocol["stopped"] = (f"--until: {looked['stopped_because']} after "
+                                   f"{len(runs) // 2} of at most {rounds} rounds")
     return analyze(runs, described, len(runs) // 2,
                    f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
                    if same_process else
                    "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
-                   protocol)
+                   protocol, alpha=alpha)
+
+
+def run_until(run_rounds: Callable[[int, int, float | None], list[ProcessRun]],
+              rounds: int, until: Until | None, time_limit_s: float | None,
+              started: float) -> tuple[list[ProcessRun], dict[str, Any] | None]:
+    """All ``rounds`` (no ``until``), or up to the planned look that meets ``until``
+    (:mod:`traceview.multi.sequential`): (runs, what the looks saw, for ``protocol.until``)."""
+    if until is None:
+        return run_rounds(rounds, 0, time_limit_s), None
+    from traceview.multi.ab_result import paired_figures
+    from traceview.paired import compare
+
+    plan = plan_looks(rounds)
+    limits = [x for x in (time_limit_s, until.seconds) if x is not None]
+    limit = min(limits) if limits else None
+    runs: list[ProcessRun] = []
+    seen: list[dict[str, Any]] = []
+    why = None
+    for look in plan.looks:
+        done = len(runs) // 2
+        more = run_rounds(look - done, done, limit)
+        runs += more
+        pairs = paired_figures(runs, "full_api_ns_p50")
+        if pairs is None or not runs:
+            break
+        c = compare(*pairs, alpha=plan.per_look_alpha, diffs=judged_diffs(runs))
+        seen.append({"rounds": c.rounds, "ci_low_ns": c.ci_low_ns, "ci_high_ns": c.ci_high_ns,
+                     "elapsed_s": round(time.monotonic() - started, 1)})
+        if len(more) // 2 < look - done:
+            why = "time budget spent"
+            break
+        why = until.reached(c)
+        if why:
+            break
+    return runs, dict(plan.as_dict(), until=until.as_dict(), seen=seen,
+                      stopped_because=why)
+
+
+def _shifted(start: Callable[[int, float], Any], first: int) -> Callable[[int, float], Any]:
+    return lambda round_, timeout_s: start(round_ + first, timeout_s)
+
+
+def _renumbered(run: ProcessRun, first: int,
+                on_run: Callable[[ProcessRun], None] | None) -> ProcessRun:
+    import dataclasses
+
+    moved = dataclasses.replace(run, round=run.round + first, index=run.index + 2 * first)
+    if on_run is not None:
+        on_run(moved)
+    return moved
+
+
+def reference_side(side: ChildSpec, reference: Any, blocks: int) -> ChildSpec:
+    """A side's timed process with ``--reference``: its call and the reference call in
+    alternating blocks, in the side's own setting (interpreter, environment, path)."""
+    import dataclasses
+
+    from traceview.runner.wire import encode_config
+
+    return dataclasses.replace(
+        side, entry=("-m", "traceview.ab.ab_pair_child", "--reference"),
+        config={"reference": json.loads(encode_config(reference)), "side": side.config,
+                "blocks": blocks},
+        call="traceview.ab.ab_pair_child:measure_against_reference",
+        preload=tuple(dict.fromkeys(side.preload + preload_for(reference.impl))))
+
+
+def check_reference(config_a: Any, config_b: Any, reference: Any, *, same_process: bool,
+                    blocks: int) -> None:
+    """``--reference`` is for fresh processes per side; FlagGems' ``use_gems()`` is
+    process-wide, so the reference would run through the side's FlagGems too."""
+    if same_process:
+        raise CaptureError("--reference is for a process per side; with --same-process "
+                           "both sides already share each process: leave it out")
+    if not 2 <= blocks <= 1000 or blocks % 2:
+        raise CaptureError(f"--blocks takes an even number from 2 to 1000, got {blocks}")
+    if "flag_gems" in (config_a.impl, config_b.impl, reference.impl):
+        raise CaptureError("--reference cannot take --impl flag_gems: use_gems() is "
+                           "process-wide, so the reference call would run through each "
+                           "side's FlagGems and change with it; give --a-fn/--b-fn")
 
 
 def check_same_process(config_a: Any, config_b: Any, sides: Mapping[str, Mapping[str, Any]],
@@ -337,6 +447,6 @@ def _protocol(config: Any, planned: int, ran: int, *, cpus: Sequence[int],
         "process_start": process,
         "rounds_planned": planned,
         "time_limit_s": time_limit_s,
-        "stopped": None if ran == planned else
+        "stopped": None if ran == planned or time_limit_s is None else
         f"time limit: {ran} of {planned} rounds fit in {time_limit_s:g} s",
     }

@@ -30,7 +30,7 @@ def breakdown(timeline: HostTimeline, busy: intervals.Set) -> list[Cell]:
     seg, busy_ns = intervals.overlap_pairs(busy, timeline.seg_start, timeline.seg_end)
     n = len(timeline.categories)
     busy_by = intervals.sum_by(timeline.seg_cat[seg], busy_ns, n)
-    all_by = intervals.sum_by(timeline.seg_cat, timeline.seg_end - timeline.seg_start, n)
+    all_by = list(timeline.totals().values())  # by blocks: no segment-sized temporaries
     cells = []
     for i, cat in enumerate(timeline.categories):
         busy_cat = int(busy_by[i])

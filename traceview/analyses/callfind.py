@@ -233,15 +233,12 @@ def option_thread(trace: Trace, window: Window, regex: str) -> int | None:
 
 
 def _captured(trace: Trace, window: Window) -> FoundCalls | None:
-    cap = trace.metadata.get("traceview")
-    if not isinstance(cap, dict):
+    cap = trace.capture
+    if cap is None or cap.protocol is None:
         return None
-    proto = cap.get("protocol")
-    if not isinstance(proto, dict):
-        return None
-    cold = cap.get("kind") == "cold"
-    template = proto.get("cold_range") if cold else proto.get("call_range")
-    if not isinstance(template, str) or not template:
+    cold = cap.kind == "cold"
+    template = cap.protocol.cold_range if cold else cap.protocol.call_range
+    if not template:
         return None
     pat = re.compile("^" + re.escape(template).replace(r"\{i\}", r"\d+") + "$")
     s = trace.slices

@@ -65,24 +65,29 @@ OUTLIER_EXPLAINED = 0.5
 
 @dataclass(frozen=True)
 class Call:
+    """One call: what the analysis finds and what the report holds (``Report.calls
+    .per_call``, ``report.model.CallRow``): one type, so a figure added here is in the
+    report and its JSON at once. Field order is the JSON's key order (docs/json.md)."""
+
     index: int
     name: str
     start_ns: int
     end_ns: int
+    cold: bool
     launches: int
     kernels: int
-    cold: bool
-    metrics: dict[str, int | None]
+    metrics: dict[str, int | None]  # metric -> the call's ns (the names of calls.stats)
     categories: dict[str, int]  # host category -> ns inside the call
-    kernel_end_ns: int | None  # end of the last device work the call launched
     kind: str = ""
     cold_reason: str | None = None
+    # whether the call is an outlier: always ``outlier_reason is not None`` (set from it,
+    # whatever is passed), a field so that the JSON says it
+    outlier: bool = False
     outlier_reason: str | None = None
     api_sync_ns: int | None = None  # call + the synchronize right after it
 
-    @property
-    def outlier(self) -> bool:
-        return self.outlier_reason is not None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outlier", self.outlier_reason is not None)
 
     @property
     def api_ns(self) -> int:
@@ -122,6 +127,8 @@ class CallsSummary:
     how: str = ""
     kinds: list[CallKind] = field(default_factory=list)
     api_sync: Stats = field(default_factory=lambda: summarize([]))
+    # per call (by index): the end of the last device work it launched, None for none
+    kernel_end_ns: list[int | None] = field(default_factory=list)
 
     @property
     def warm(self) -> list[Call]:
@@ -302,6 +309,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
 
     kernel_cat = trace.cat_code("kernel")
     calls = []
+    kernel_end: list[int | None] = []  # per call: the end of the last device work it launched
     own_lane = timeline.lane.index if timeline.lane is not None else None
     m = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat)
     # the categories present in each call, as (call, category, ns) in call order
@@ -320,9 +328,10 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
         reason = _cold_reason(cats, compile_l[i], recorded=sp.recorded_cold)
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
-        calls.append(Call(i, sp.name, st, en, int(m.launches[i]), int(m.work[i]),
-                          reason is not None, metrics, cats, k_end, kind=sp.kind,
-                          cold_reason=reason, api_sync_ns=call_sync))
+        calls.append(Call(i, sp.name, st, en, reason is not None, int(m.launches[i]),
+                          int(m.work[i]), metrics, cats, kind=sp.kind, cold_reason=reason,
+                          api_sync_ns=call_sync))
+        kernel_end.append(k_end)
     slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
     calls = [replace(c, **vars(slow[c.index])) if c.index in slow else c for c in calls]
     warm = [c for c in calls if c.warm] or calls
@@ -336,4 +345,4 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                         cold_indices=[c.index for c in calls if c.cold],
                         outlier_indices=[c.index for c in calls if c.outlier],
                         description=found.describe(), how=found.how, kinds=kinds,
-                        api_sync=api_sync)
+                        api_sync=api_sync, kernel_end_ns=kernel_end)

@@ -40,7 +40,7 @@ class HostTimeline:
     categories: list[str]  # category ids; codes below index into this list
     seg_start: np.ndarray
     seg_end: np.ndarray
-    seg_cat: np.ndarray  # int code per segment
+    seg_cat: np.ndarray  # int code per segment (int8: a cold compile has millions)
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
     rows: np.ndarray  # slice rows swept (clipped to the window)
     row_cat: np.ndarray  # resolved category code per swept row (aligned with rows)
@@ -227,7 +227,8 @@ def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
         np.add.at(self_ns, pos[owned], (seg_end[lo:lo + block] - seg_start[lo:lo + block])[owned])
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
-        seg_cat=seg_cat.astype(np.int32, copy=False), seg_pos=seg_pos.astype(np.int32, copy=False),
+        seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
+        seg_pos=seg_pos.astype(np.int32, copy=False),
         rows=rows, row_cat=row_cat.astype(np.int32, copy=False), self_ns=self_ns,
         non_nested=non_nested,
     )

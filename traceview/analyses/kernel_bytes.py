@@ -129,11 +129,12 @@ def share(achieved: float | None, reference: float | None) -> float | None:
 
 
 def for_report(op_name: str | None, op_args: dict[str, Any] | None,
-               capture: dict[str, Any] | None, kernel_p50_ns: int | None) -> dict[str, Any]:
+               bandwidth: dict[str, Any] | None, kernel_p50_ns: int | None) -> dict[str, Any]:
     """explain's bytes per call: capture's exact count when the trace has one, else the
     launching op's recorded shapes, else unknown (``total`` None, ``source`` says why);
-    ``gb_per_s`` over the per-call device work p50."""
-    exact = ((capture or {}).get("bandwidth") or {}).get("bytes")
+    ``gb_per_s`` over the per-call device work p50. ``bandwidth``: capture's block of
+    that name (``CaptureMeta.bandwidth``), when the trace has one."""
+    exact = (bandwidth or {}).get("bytes")
     if isinstance(exact, dict) and isinstance(exact.get("total"), int):
         got: dict[str, Any] = {"read": exact.get("read"), "written": exact.get("written"),
                                "total": exact["total"], "assumed": None,

@@ -90,7 +90,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
         profiling.profile_warm(dev, call, iters, sync_each=True, with_stack=with_stack,
                                record_shapes=True, trace_path=raw_dir / "warm.json")
         meta = {
-            "schema": metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
+            **metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
             "command": f"traceview.capture({name}, ...)", "reproducer": None,
             "op": getattr(fn, "__name__", "fn"), "impl": "fn", "impl_detail": {"entry": name, "api": True},
             "shape": list(tensors[0].shape),

@@ -17,8 +17,9 @@ from typing import Any
 
 from traceview.capture.baseline import TIMER
 from traceview.capture.config import CaptureConfig
+from traceview.documents import stamp
 
-SCHEMA = 1
+SCHEMA = stamp("capture")  # the version field the block starts with (documents.py)
 
 #: The protocol's steps, in the order the harness performs them.
 STEPS = (
@@ -111,7 +112,7 @@ def build(config: CaptureConfig, *, device_info: dict[str, Any], torch: Any,
           baseline: dict[str, Any], cold: dict[str, Any]) -> dict[str, Any]:
     """The complete block for the main (warm) trace."""
     return {
-        "schema": SCHEMA,
+        **SCHEMA,
         "tool_version": tool_version(),
         "kind": "warm",
         "command": config.command,

@@ -53,7 +53,18 @@ def ab(
                               show_default=False)] = None,
     ref: Annotated[Str, _o("pkg.module:function: float64 reference.", _RUN,
                            show_default=False)] = None,
-    rounds: Annotated[int, _o("Rounds: one fresh process per side each.", _RUN)] = 10,
+    rounds: Annotated[int | None, _o("Rounds: one fresh process per side each [default: "
+                                     "10; with --until, the most: 60].", _RUN,
+                                     show_default=False)] = None,
+    until: Annotated[Many, _o("Stop at the first planned look whose interval is at most "
+                              "this wide (2us) or, given a time budget (90s, 2min), "
+                              "excludes zero; the intervals keep 95% over all looks.",
+                              _RUN, show_default=False)] = None,
+    reference: Annotated[Str, _o("Fresh processes per side: each also measures this call "
+                                 "(an --impl such as torch, or pkg.module:function) in "
+                                 "alternating blocks, and the side is judged by its "
+                                 "difference from it: a process's fast or slow state "
+                                 "cancels.", _RUN, show_default=False)] = None,
     time_limit: Annotated[float | None, _o("Seconds for the rounds: a round starts only if "
                                            "the longest round so far still fits; the "
                                            "verdict rests on the whole rounds run.", _RUN,
@@ -63,7 +74,7 @@ def ab(
                                      "--a-impl/--b-impl or --a-fn/--b-fn only): the "
                                      "process's own fast or slow state cancels.", _RUN,
                                      "--same-process")] = False,
-    blocks: Annotated[int | None, _o("With --same-process: blocks per side and process, "
+    blocks: Annotated[int | None, _o("With --same-process or --reference: blocks per side and process, "
                                      "even (A B, B A, ...), each --baseline-n calls "
                                      "[default: 10].", _RUN, show_default=False)] = None,
     cpus: Annotated[Str, _o("Pin every process of both sides to these CPUs, e.g. 4-7 or "
@@ -152,14 +163,18 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
 
 
 def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, out, width,
-        trace_dir=None, check_cache=False, spawn=False, **options) -> None:
+        trace_dir=None, check_cache=False, spawn=False, until=None, reference=None,
+        **options) -> None:
     from traceview.ab.harness import run_capture_ab
     from traceview.errors import CaptureError, CorrectnessError
+    from traceview.multi.sequential import parse_until
 
+    wanted = parse_until(until)
+    rounds = rounds if rounds is not None else 60 if wanted is not None else 10
     if rounds < 1 or rounds > 200:
         raise CaptureError(f"--rounds takes 1 to 200, got {rounds}")
-    if blocks is not None and not same_process:
-        raise CaptureError("--blocks is for --same-process")
+    if blocks is not None and not (same_process or reference):
+        raise CaptureError("--blocks is for --same-process or --reference")
     blocks = 10 if blocks is None else blocks
     if out is not None and out.exists() and out.is_dir():
         raise CaptureError(f"--out {out} is a folder; give a file name")
@@ -168,6 +183,7 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
     check_output_file(out, "--out")
     check_output_dir(trace_dir, "--trace-dir")
     ca, cb, sides = side_configs(**options)
+    ref_config = reference_config(ca, reference) if reference else None
     if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
     try:
@@ -175,7 +191,8 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
                                 on_run=progress_printer(rounds), trace_dir=trace_dir,
                                 time_limit_s=time_limit, cpus=parse_cpus(cpus),
                                 same_process=same_process, blocks=blocks,
-                                check_cache=check_cache, fork=not spawn)
+                                check_cache=check_cache, fork=not spawn,
+                                reference=ref_config, until=wanted)
     except CorrectnessError as exc:
         report = exc.report or {}
         if not report.get("cache_check"):
@@ -222,6 +239,16 @@ def side_configs(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup
             if not Path(folder).is_dir():
                 raise CaptureError(f"--{label.lower()}-path {folder}: no such folder")
     return ca, cb, sides
+
+
+def reference_config(config, text: str):
+    """``--reference torch`` (an implementation) or ``pkg.module:function``: side A's
+    call with that implementation (validated like a side's)."""
+    import dataclasses
+
+    if ":" in text:
+        return dataclasses.replace(config, impl="fn", fn=text).validate()
+    return dataclasses.replace(config, impl=text, fn=None).validate()
 
 
 def progress_printer(rounds: int):

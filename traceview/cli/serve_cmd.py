@@ -49,6 +49,9 @@ def serve(
     exclude_failing: Annotated[bool, _opt(
         "When a flag_gems check fails, exclude the ops the bisect names and go on.",
         _SIDES, "--exclude-failing")] = False,
+    no_check_cache: Annotated[bool, _opt(
+        "Check correctness again even when the same check (model, inputs, variant, "
+        "versions, GPU) passed before.", _SIDES, "--no-check-cache")] = False,
     layers: Annotated[int, _opt("Decoder layers.", _MODEL)] = 8,
     hidden: Annotated[int, _opt("Hidden size.", _MODEL)] = 1024,
     heads: Annotated[int, _opt("Attention heads.", _MODEL)] = 16,
@@ -94,8 +97,8 @@ def serve(
 
 
 def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_python,
-           exclude_failing, layers, hidden, heads, kv_heads, intermediate, vocab, dtype,
-           device, seed, requests, prompt_len, output_len, batch_size, arrival, rate,
+           exclude_failing, no_check_cache, layers, hidden, heads, kv_heads, intermediate,
+           vocab, dtype, device, seed, requests, prompt_len, output_len, batch_size, arrival, rate,
            warmup_batches, rounds, alpha, order_seed, check_steps, profile_steps, fmt, out,
            trace_dir, child_timeout) -> None:
     import time
@@ -125,6 +128,7 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
                              warmup_batches=warmup_batches, seed=seed),
         a=a, b=b, rounds=rounds, alpha=alpha, order_seed=order_seed, check_steps=check_steps,
         profile_steps=profile_steps, exclude_failing=exclude_failing,
+        check_cache=not no_check_cache,
     ).validate()
     if not child_timeout > 0:
         raise UsageError("--child-timeout must be positive")

@@ -48,6 +48,9 @@ _KEY = attrgetter("ph", "cat", "pid", "tid")
 _NAME = attrgetter("name")
 _TS = attrgetter("ts")
 _DUR = attrgetter("dur")
+_CORR = attrgetter("correlation")
+_STREAM = attrgetter("stream")
+_DEVICE = attrgetter("device")
 
 
 class _Codes(dict):
@@ -72,6 +75,7 @@ class Collector:
         self.dur_parts: list[np.ndarray] = []
         self.link_rows: list[int] = []
         self.link_vals: list[tuple[int, ...]] = []
+        self.link_parts: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, (n, 3) values)
         self.args_raw: dict[int, bytes] = {}
         self.others: list[tuple[LooseEvent, int | None]] = []
         self.rows = 0
@@ -175,10 +179,16 @@ class Collector:
             for row, b in pairs:
                 self._link(row, b)
             return
-        for (row, _), la in zip(pairs, links, strict=True):
-            vals = (la.correlation, la.stream, la.device)
-            if vals != (None, None, None):
-                self._add_link(row, vals)
+        cols = [np.asarray([-1 if v is None else v for v in map(get, links)])
+                for get in (_CORR, _STREAM, _DEVICE)]
+        if any(c.dtype != np.int64 for c in cols):  # a value past int64: one by one
+            for (row, _), la in zip(pairs, links, strict=True):
+                vals = (la.correlation, la.stream, la.device)
+                if vals != (None, None, None):
+                    self._add_link(row, vals)
+            return
+        # a row whose three values are absent is written -1, the columns' default, too
+        self.link_parts.append((np.asarray([r for r, _ in pairs], np.int64), np.stack(cols, 1)))
 
     def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
         """``_add`` for a chunk the compiled scanner read: the same codes, columns, kept
@@ -250,9 +260,11 @@ class Collector:
         corr = np.full(n, -1, np.int64)
         stream = np.full(n, -1, np.int64)
         device = np.full(n, -1, np.int64)
+        parts = list(self.link_parts)
         if self.link_rows:
-            rows = np.asarray(self.link_rows, np.int64)
-            vals = np.asarray(self.link_vals, np.int64)
+            parts.append((np.asarray(self.link_rows, np.int64),
+                          np.asarray(self.link_vals, np.int64)))
+        for rows, vals in parts:
             corr[rows], stream[rows], device[rows] = vals[:, 0], vals[:, 1], vals[:, 2]
         return Columns(cat(self.key_parts, np.int32), cat(self.name_parts, np.int32),
                        cat(self.ts_parts, np.int64), cat(self.dur_parts, np.int64),

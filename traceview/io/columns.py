@@ -54,8 +54,10 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
         big trace must not decode them all)."""
         needle = key.encode()
         raw = self._raw
-        return any(needle in b and key in self[r]
-                   for r in rows if (b := raw.get(r)) is not None)
+        kept = [r for r in rows if r in raw]
+        if needle not in b"\n".join([raw[r] for r in kept]):  # one search in C, usually the answer
+            return False
+        return any(needle in raw[r] and key in self[r] for r in kept)
 
     def subset(self, rows: dict[int, int]) -> LazyArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traceview.documents import stamp
 from traceview.paired import PairedComparison, compare
 
 #: The figures a capture child reports, in the order they are shown. The first judges.
@@ -24,7 +25,13 @@ FIGURE_LABELS = {
     "amortized_ns": "amortized completion per call",
     "device_ns": "device time per op (CUDA graph replay)",
 }
-METHOD = ("Hodges-Lehmann estimate of the paired per-round difference B - A; exact "
+#: What a process may also report: its blocks (``--same-process``, ``--reference``), the
+#: round's B - A from neighbouring blocks, its figure against the reference.
+PER_PROCESS_EXTRA = ("blocks_full_ns", "pair_estimate_ns", "pair_estimate",
+                     "vs_reference_ns", "reference")
+METHOD = ("Hodges-Lehmann estimate of the paired per-round difference B - A (with both "
+          "sides in one process, or each against one reference call: the mean of the "
+          "median A->B and the median B->A neighbouring-block differences); exact "
           "Wilcoxon signed-rank confidence interval")
 
 
@@ -86,12 +93,13 @@ class ABResult:
                  "position": None if r.position is None else r.position + 1,
                  "wall_ns": r.wall_ns,
                  **{k: r.result.get(k) for k in FIGURES}, "cpu": r.result.get("cpu"),
+                 **{k: r.result[k] for k in PER_PROCESS_EXTRA if k in r.result},
                  "phases_ns": r.result.get("phases_ns")}
                 for r in mine],
                 correctness=first.get("correctness"), versions=first.get("versions"),
                 device=first.get("device"))
         return {
-            "schema": "traceview.ab/1",
+            **stamp("ab"),
             "protocol": self.protocol,
             "rounds": self.rounds,
             "order": self.order,
@@ -100,6 +108,7 @@ class ABResult:
             "method": METHOD,
             "comparisons": {k: comparison_dict(c) for k, c in self.comparisons.items()},
             "kernels_used": kernels_used_dict(self.sides),
+            "clusters": clusters_dict(self.runs),
             "verdict": self.verdict(),
         }
 
@@ -115,6 +124,33 @@ def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None
     return {"same": None if diffs is None else not diffs, "differences": diffs}
 
 
+def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
+    """Per side: do its processes' full-call medians fall into two clusters
+    (:func:`traceview.multi.clusters.two_clusters`), and does the CPU, NUMA node or GPU clock
+    a process saw go with the cluster (permutation tests, :func:`traceview.multi.clusters.association`)?
+    """
+    from traceview.multi.clusters import association, two_clusters
+
+    out: dict[str, Any] = {}
+    for label in ("A", "B"):
+        mine = [r for r in runs if r.side == label
+                and isinstance(r.result.get("full_api_ns_p50"), int)]
+        split = two_clusters([r.result["full_api_ns_p50"] for r in mine])
+        if split is None:
+            continue
+        entry: dict[str, Any] = {"split": split.as_dict(), "suspects": []}
+        if split.clustered:
+            high = [r.result["full_api_ns_p50"] > split.threshold for r in mine]
+            for name in ("last", "numa_node", "gpu_sm_mhz", "gpu_mem_mhz"):
+                got = association(f"cpu.{name}", high,
+                                  [(r.result.get("cpu") or {}).get(name) for r in mine],
+                                  categorical=name in ("last", "numa_node"))
+                if got is not None:
+                    entry["suspects"].append(got.as_dict())
+        out[label] = entry
+    return out
+
+
 def comparison_dict(c: PairedComparison) -> dict[str, Any]:
     return {"rounds": c.rounds, "a_ns": list(c.a), "b_ns": list(c.b),
             "diff_ns": list(c.diffs), "a_median_ns": c.a_median_ns,
@@ -125,13 +161,38 @@ def comparison_dict(c: PairedComparison) -> dict[str, Any]:
             "verdict": c.verdict}
 
 
+def judged_diffs(runs: Sequence[ProcessRun]) -> list[int] | None:
+    """Per-round B - A of the full call where a round measures it within one process:
+    ``pair_estimate_ns`` (``--same-process``: both sides' neighbouring blocks), or the
+    difference of the sides' ``vs_reference_ns`` (``--reference``: each side against the
+    same reference call in its own process). None: the plain difference of medians."""
+    by_round: dict[int, dict[str, Any]] = {}
+    for run in runs:
+        by_round.setdefault(run.round, {})[run.side] = run.result
+    if not by_round:
+        return None
+    out = []
+    for r in sorted(by_round):
+        a, b = by_round[r].get("A") or {}, by_round[r].get("B") or {}
+        if isinstance(b.get("pair_estimate_ns"), int):
+            out.append(b["pair_estimate_ns"])
+        elif isinstance(a.get("vs_reference_ns"), int) and isinstance(
+                b.get("vs_reference_ns"), int):
+            out.append(b["vs_reference_ns"] - a["vs_reference_ns"])
+        else:
+            return None
+    return out
+
+
 def analyze(runs: Sequence[ProcessRun], sides: dict[str, dict[str, Any]], rounds: int,
-            order: str, protocol: dict[str, Any]) -> ABResult:
+            order: str, protocol: dict[str, Any], alpha: float = 0.05) -> ABResult:
+    """``alpha``: each interval's level (``ab --until`` looks at ``alpha / L``)."""
     comps = {}
     for key in FIGURES:
         pairs = paired_figures(runs, key)
         if pairs is not None:
-            comps[key] = compare(*pairs)
+            comps[key] = compare(*pairs, alpha=alpha,
+                                 diffs=judged_diffs(runs) if key == FIGURES[0] else None)
     return ABResult(sides=sides, runs=tuple(runs), rounds=rounds, order=order,
                     comparisons=comps, protocol=protocol)
 

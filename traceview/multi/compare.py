@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from traceview.documents import stamp
+from traceview.metadata import NO_CAPTURE
 from traceview.stats import median
 
 if TYPE_CHECKING:
@@ -71,7 +73,7 @@ class Diff:
     kernels_used: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"schema_version": 3, "before": self.before_path, "after": self.after_path,
+        return {**stamp("diff"), "before": self.before_path, "after": self.after_path,
                 "calls": {"before": self.calls_before, "after": self.calls_after},
                 "unprofiled": self.unprofiled,
                 "comparisons": [c.as_dict() for c in self.comparisons],
@@ -245,7 +247,7 @@ def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
     count per call = launches / calls (names and counts, no grids)."""
     from traceview.analyses.kernels_used import differences
 
-    a, b = before.capture.get("kernels_used"), after.capture.get("kernels_used")
+    a, b = ((r.capture_meta or NO_CAPTURE).kernels_used for r in (before, after))
     if isinstance(a, dict) and isinstance(b, dict) and not (a.get("note") or b.get("note")):
         diffs = differences(a, b, ("before", "after"))
         return {"source": "capture's kernel probe (name, grid, block, count per call)",

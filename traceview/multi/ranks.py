@@ -122,7 +122,7 @@ class RanksReport:
         return pl.DataFrame(rows, schema=schema, orient="row")
 
     def to_dict(self) -> dict[str, Any]:
-        from traceview.report.schema import SCHEMA_VERSION
+        from traceview.documents import stamp
 
         ranks = []
         for r in self.ranks:
@@ -132,7 +132,7 @@ class RanksReport:
                 ranks.append({"rank": r.rank, "rank_source": r.rank_source,
                               "trace": {"path": r.path}, "error": r.error})
         return {
-            "schema_version": SCHEMA_VERSION,
+            **stamp("ranks"),
             "ranks": ranks,
             "combined": {
                 "count": len(self.ranks),

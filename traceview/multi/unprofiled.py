@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from traceview.documents import readable, upgrade
 from traceview.errors import TraceLoadError
 from traceview.multi.twosample import critical_k, shift
 from traceview.paired import PairedComparison
@@ -41,17 +42,17 @@ def _fewest_per_side(alpha: float = 0.05) -> int:
 def per_process(report: Report, key: str) -> list[int]:
     """Per-process unprofiled figures from a report's capture metadata (may be empty).
 
-    The capture metadata is the one part of the typed ``Report`` that stays a dict
-    (``Report.capture``: capture's own record, wrong-typed fields already set aside), so
-    its ``baseline`` is still checked field by field here."""
-    base = report.capture.get("baseline")
-    if not isinstance(base, dict):
+    ``Report.capture_meta``: the baseline's figures are typed; its per-process rows, free
+    JSON, are checked row by row here."""
+    cap = report.capture_meta
+    base = None if cap is None else cap.baseline
+    if base is None:
         return []
-    rows = base.get("per_process")
+    rows = base.per_process
     if isinstance(rows, list) and rows:
         vals = [r.get(key) for r in rows if isinstance(r, dict)]
         return [int(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    v = base.get(key)
+    v = getattr(base, key, None)
     return [int(v)] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
 
 
@@ -118,15 +119,14 @@ def load_ab(path: str | Path) -> dict[str, Any]:
         raise TraceLoadError(p, exc.strerror or "cannot read") from None
     except orjson.JSONDecodeError:
         raise TraceLoadError(p, "not JSON: expected a saved traceview ab result") from None
-    ok = (isinstance(doc, dict) and doc.get("schema") == "traceview.ab/1"
-          and isinstance(doc.get("comparisons"), dict))
+    ok = readable(doc, "ab") and isinstance(doc.get("comparisons"), dict)
     c = doc.get("comparisons", {}).get("full_api_ns_p50") if ok else None
     if not (isinstance(c, dict) and isinstance(c.get("a_ns"), list)
             and isinstance(c.get("b_ns"), list) and len(c["a_ns"]) == len(c["b_ns"])
             and all(isinstance(x, int) for x in c["a_ns"] + c["b_ns"])):
-        raise TraceLoadError(p, "not a traceview ab result (schema traceview.ab/1 with "
+        raise TraceLoadError(p, "not a traceview ab result (schema_version 1 or 2 with "
                                 "comparisons.full_api_ns_p50.a_ns/b_ns)")
-    return doc
+    return upgrade(doc, "ab")
 
 
 def from_ab(doc: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.analyses.kernel_bytes import sentence
+from traceview.metadata import NO_CAPTURE, ProtocolMeta
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
@@ -52,13 +53,13 @@ def _header(r: Report) -> RenderableType:
         t.append(f" · {c.description}" if c.description else
                  f" · {plural(c.count, 'call')} from {c.source}"
                  + (f" '{display_pattern(c.pattern)}'" if c.pattern else ""))
-    cap = r.capture
-    if cap:
-        proto = cap.get("protocol", {}) or {}
-        shape = "x".join(str(x) for x in cap.get("shape", []) or [])
-        t.append(f"\ncapture: {cap.get('op')} · {cap.get('impl')} · {shape} {cap.get('dtype')}"
-                 f" · {cap.get('layout', '')} · {proto.get('mode')} · sync {proto.get('sync')}")
-        dev = cap.get("device", {}) or {}
+    cap = r.capture_meta
+    if cap is not None:
+        proto = cap.protocol or ProtocolMeta()
+        shape = "x".join(str(x) for x in cap.shape or [])
+        t.append(f"\ncapture: {cap.op} · {cap.impl} · {shape} {cap.dtype}"
+                 f" · {cap.layout or ''} · {proto.mode} · sync {proto.sync}")
+        dev = cap.device or {}
         if dev.get("name"):
             t.append(f" · {dev.get('name')}")
     return t
@@ -100,7 +101,7 @@ def _device(r: Report) -> RenderableType:
     t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
     b = r.bytes_moved
     if b is not None:
-        t.append("\n" + sentence(b.total, b.source, b.gb_per_s, r.capture.get("bandwidth")))
+        t.append("\n" + sentence(b.total, b.source, b.gb_per_s, (r.capture_meta or NO_CAPTURE).bandwidth))
     if d.work_sum_ns > d.busy_ns:
         t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")
     if len(d.per_device) > 1:
@@ -284,13 +285,13 @@ def _verdict(r: Report) -> RenderableType | None:
 
 
 def _baseline(r: Report) -> RenderableType | None:
-    base = r.capture.get("baseline")
-    if not isinstance(base, dict):
+    base = (r.capture_meta or NO_CAPTURE).baseline
+    if base is None:
         return None
     t = Text("unprofiled baseline (same run): ", style="bold")
-    t.append(f"full API p50 {fmt_ns(base.get('full_api_ns_p50'))} (synchronized each call)"
-             f" · amortized submit {fmt_ns(base.get('amortized_submit_ns'))}"
-             f" · device {fmt_ns(base.get('device_ns'))} per op")
+    t.append(f"full API p50 {fmt_ns(base.full_api_ns_p50)} (synchronized each call)"
+             f" · amortized submit {fmt_ns(base.amortized_submit_ns)}"
+             f" · device {fmt_ns(base.device_ns)} per op")
     return t
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceview import __version__
 from traceview.analyses.kernel_bytes import sentence
+from traceview.metadata import NO_CAPTURE, CaptureMeta, ProtocolMeta
 from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
@@ -61,8 +62,8 @@ def table(header: list[str], rows: list[list[str]], align: str | None = None) ->
 
 def reproducer(r: Report) -> list[tuple[str, str]]:
     """The seed's template, in its order, each field from the trace or 'not recorded'."""
-    cap = r.capture
-    proto = cap.get("protocol") or {}
+    cap = r.capture_meta or NO_CAPTURE
+    proto = cap.protocol
     op_args = None if r.op is None else {"name": r.op.name, "launches": r.op.launches,
                                          **r.op.args}
     device_result, api = _results(r, cap)
@@ -81,12 +82,12 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     ]
 
 
-def _operation(r: Report, cap: dict[str, Any], op_args: dict[str, Any] | None) -> str:
+def _operation(r: Report, cap: CaptureMeta, op_args: dict[str, Any] | None) -> str:
     """What ran: capture's op and impl, else the training step, else the op around the
     launches; then the top kernels."""
     kernels = ", ".join(f"{code(short_kernel(k.name))} x{k.count}" for k in r.device.kernels[:3])
-    if cap.get("op"):
-        op = f"{code(cap['op'])} via {code(cap.get('impl'))}"
+    if cap.op:
+        op = f"{code(cap.op)} via {code(cap.impl)}"
     elif r.steps is not None:
         from traceview.render.training import step_word
 
@@ -103,11 +104,11 @@ def _operation(r: Report, cap: dict[str, Any], op_args: dict[str, Any] | None) -
     return op
 
 
-def _shape(cap: dict[str, Any], op_args: dict[str, Any] | None) -> str:
-    if cap.get("shape"):
-        shape = (f"shape {code(cap['shape'])}, dtype {code(cap.get('dtype'))}, strides "
-                 f"{code(cap.get('strides'))}, layout {code(cap.get('layout'))}, scalars "
-                 f"{code(cap.get('scalars'))}")
+def _shape(cap: CaptureMeta, op_args: dict[str, Any] | None) -> str:
+    if cap.shape:
+        shape = (f"shape {code(cap.shape)}, dtype {code(cap.dtype)}, strides "
+                 f"{code(cap.strides)}, layout {code(cap.layout)}, scalars "
+                 f"{code(cap.scalars)}")
     elif op_args and "Input Dims" in op_args:
         shape = (f"inputs {code(op_args.get('Input Dims'))}, types {code(op_args.get('Input type'))}, "
                  f"strides {code(op_args.get('Input Strides', NOT_RECORDED))}, scalars "
@@ -118,11 +119,11 @@ def _shape(cap: dict[str, Any], op_args: dict[str, Any] | None) -> str:
     return shape
 
 
-def _device_line(cap: dict[str, Any], meta: dict[str, Any]) -> str:
+def _device_line(cap: CaptureMeta, meta: dict[str, Any]) -> str:
     """Device name, driver, CUDA runtime and the versions capture recorded."""
     dev_parts = []
     props = meta.get("deviceProperties")
-    capdev = cap.get("device") or {}
+    capdev = cap.device or {}
     name = capdev.get("name") or (props[0].get("name") if isinstance(props, list) and props
                                   and isinstance(props[0], dict) else None)
     if name:
@@ -133,7 +134,7 @@ def _device_line(cap: dict[str, Any], meta: dict[str, Any]) -> str:
         dev_parts.append(f"CUDA driver API {esc(meta['cuda_driver_version'])}")
     if "cuda_runtime_version" in meta:
         dev_parts.append(f"CUDA runtime {esc(meta['cuda_runtime_version'])}")
-    versions = cap.get("versions") or {}
+    versions = cap.versions or {}
     dev_parts += [f"{k} {esc(v)}" for k, v in versions.items() if v]
     device = ", ".join(dev_parts) if dev_parts else NOT_RECORDED
     if not versions:
@@ -142,39 +143,39 @@ def _device_line(cap: dict[str, Any], meta: dict[str, Any]) -> str:
     return device
 
 
-def _correctness(cap: dict[str, Any]) -> str:
-    corr = cap.get("correctness") or {}
-    if corr:
-        tol = corr.get("tolerance") or {}
-        correctness = (f"{esc(corr.get('reference'))} reference, rtol {esc(tol.get('rtol'))}, "
-                       f"atol {esc(tol.get('atol'))}; max abs err {esc(corr.get('max_abs_err'))}"
-                       f", passed: {esc(corr.get('passed'))}")
+def _correctness(cap: CaptureMeta) -> str:
+    corr = cap.correctness
+    if corr is not None:
+        tol = corr.tolerance
+        correctness = (f"{esc(corr.reference)} reference, rtol {esc(tol.get('rtol'))}, "
+                       f"atol {esc(tol.get('atol'))}; max abs err {esc(corr.max_abs_err)}"
+                       f", passed: {esc(corr.passed)}")
     else:
         correctness = NOT_RECORDED
 
     return correctness
 
 
-def _warm_mode(r: Report, cap: dict[str, Any], proto: dict[str, Any]) -> str:
+def _warm_mode(r: Report, cap: CaptureMeta, proto: ProtocolMeta | None) -> str:
     graph = any(f.id == "graph-replay" for f in r.findings)
-    mode = proto.get("mode") or ("graph replay" if graph else "eager (no graph launches seen)")
+    mode = (proto.mode if proto is not None else None) or ("graph replay" if graph else "eager (no graph launches seen)")
     c = r.calls
     u = unit_word(r)
     cold = (f"{plural(c.warm_count, f'warm {u}')}; cold {u}(s) #{', #'.join(map(str, c.cold))}"
             " reported apart" if c.cold else plural(c.warm_count, f"warm {u}"))
-    if cap.get("cold"):
-        cold += f"; cold first call measured apart: {fmt_ns(cap['cold'].get('wall_ns'))}"
+    if cap.cold is not None:
+        cold += f"; cold first call measured apart: {fmt_ns(cap.cold.wall_ns)}"
     warm_mode = f"{cold}; {esc(mode)}"
 
     return warm_mode
 
 
-def _timer(r: Report, proto: dict[str, Any]) -> str:
+def _timer(r: Report, proto: ProtocolMeta | None) -> str:
     c = r.calls
-    if proto:
-        timer = (f"{esc(proto.get('timer', 'torch.profiler'))}; sync {esc(proto.get('sync'))}; "
-                 f"warm-up {esc(proto.get('warmup'))}, {esc(proto.get('iters'))} profiled calls; "
-                 f"with_stack {esc(proto.get('with_stack'))}")
+    if proto is not None:
+        timer = (f"{esc(proto.timer or 'torch.profiler')}; sync {esc(proto.sync)}; "
+                 f"warm-up {esc(proto.warmup)}, {esc(proto.iters)} profiled calls; "
+                 f"with_stack {esc(proto.with_stack)}")
     else:
         timer = (f"torch.profiler trace; {plural(c.count, 'call')} from {c.source}; "
                  f"sync points {NOT_RECORDED}")
@@ -182,7 +183,7 @@ def _timer(r: Report, proto: dict[str, Any]) -> str:
     return timer
 
 
-def _results(r: Report, cap: dict[str, Any]) -> tuple[str, str]:
+def _results(r: Report, cap: CaptureMeta) -> tuple[str, str]:
     """The device-kernel result and the full-API result (with capture's unprofiled
     baseline when it measured one)."""
     c = r.calls
@@ -196,16 +197,16 @@ def _results(r: Report, cap: dict[str, Any]) -> tuple[str, str]:
     a = st["api_ns"]
     api = (f"profiled {u} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
            f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
-    base = cap.get("baseline") or {}
-    if base.get("full_api_ns_p50"):
-        api += (f"; **unprofiled** synchronized call p50 {fmt_ns(base['full_api_ns_p50'])}, "
-                f"amortized submit {fmt_ns(base.get('amortized_submit_ns'))}, device "
-                f"{fmt_ns(base.get('device_ns'))}")
+    base = cap.baseline
+    if base is not None and base.full_api_ns_p50:
+        api += (f"; **unprofiled** synchronized call p50 {fmt_ns(base.full_api_ns_p50)}, "
+                f"amortized submit {fmt_ns(base.amortized_submit_ns)}, device "
+                f"{fmt_ns(base.device_ns)}")
     return device_result, api
 
 
-def _repro(r: Report, cap: dict[str, Any]) -> str:
-    repro = code(cap["command"]) if cap.get("command") else NOT_RECORDED
+def _repro(r: Report, cap: CaptureMeta) -> str:
+    repro = code(cap.command) if cap.command else NOT_RECORDED
     repro += f"; trace {code(r.trace.path.rsplit('/', 1)[-1])}"
     return repro
 
@@ -241,7 +242,7 @@ def bytes_sentence(r: Report) -> str:
     b = r.bytes_moved
     if b is None:
         return ""
-    return "; " + sentence(b.total, b.source, b.gb_per_s, r.capture.get("bandwidth"))
+    return "; " + sentence(b.total, b.source, b.gb_per_s, (r.capture_meta or NO_CAPTURE).bandwidth)
 
 
 def _copy_split(c) -> str:
@@ -391,9 +392,9 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
 
 def _heading(r: Report) -> list[str]:
     """The title, the verdict and the one line about the window, thread and calls."""
-    cap = r.capture
-    title = (f"{cap.get('op')} · {cap.get('impl')} · {'x'.join(map(str, cap.get('shape') or []))} "
-             f"{cap.get('dtype')}" if cap.get("op") else r.trace.path.rsplit("/", 1)[-1])
+    cap = r.capture_meta or NO_CAPTURE
+    title = (f"{cap.op} · {cap.impl} · {'x'.join(map(str, cap.shape or []))} "
+             f"{cap.dtype}" if cap.op else r.trace.path.rsplit("/", 1)[-1])
     verdict = r.verdict
     c = r.calls
     parts = [f"### traceview: {esc(title)}"]

@@ -2,7 +2,7 @@
 
 Every output format is a ``Renderer`` registered here under (subject, format): the one
 trace ``Report`` (``explain``), the ranks' ``RanksReport`` (``explain DIR``), the
-``Diff`` (``diff``), the ``traceview ab`` result (``ab``: its ``traceview.ab/1`` JSON
+``Diff`` (``diff``), the ``traceview ab`` result (``ab``: its versioned JSON
 document) and the ``traceview serve`` document (``serve``, docs/serving.md). The CLI
 looks them up with ``renderer(format, subject)`` and imports no renderer module itself
 (``tests/test_layout.py`` checks both), and later formats register here too. A renderer
@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from traceview.multi.compare import Diff
+    from traceview.multi.ranks import RanksReport
     from traceview.report.model import Report
+    from traceview.report.proton import ProtonTraceReport, ProtonTreeReport
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Png:
 class RanksTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: RanksReport, options: RenderOptions) -> str:
         from traceview.render.ranks_report import render_ranks_console
 
         return _console_text(options, lambda c: render_ranks_console(report, c))
@@ -110,7 +113,7 @@ class RanksTerminal:
 class RanksJson:
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: RanksReport, options: RenderOptions) -> str:
         from traceview.render.ranks_report import render_ranks_json
 
         return render_ranks_json(report).decode()
@@ -119,7 +122,7 @@ class RanksJson:
 class RanksMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: RanksReport, options: RenderOptions) -> str:
         from traceview.render.ranks_report import render_ranks_markdown
 
         return render_ranks_markdown(report)
@@ -128,7 +131,7 @@ class RanksMarkdown:
 class DiffTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: Diff, options: RenderOptions) -> str:
         from traceview.render.diff_report import render_diff_console
 
         return _console_text(options, lambda c: render_diff_console(report, c))
@@ -137,7 +140,7 @@ class DiffTerminal:
 class DiffJson:
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: Diff, options: RenderOptions) -> str:
         import orjson
 
         return (orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n").decode()
@@ -146,7 +149,7 @@ class DiffJson:
 class DiffMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: Diff, options: RenderOptions) -> str:
         from traceview.render.diff_report import render_diff_markdown
 
         return render_diff_markdown(report)
@@ -155,18 +158,18 @@ class DiffMarkdown:
 class AbTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.ab_report import render_ab_console
 
         return _console_text(options, lambda c: render_ab_console(report, c))
 
 
 class AbJson:
-    """The ``traceview.ab/1`` document itself (what ``ab --out`` saves, ``diff --ab`` reads)."""
+    """The ab document itself (what ``ab --out`` saves, ``diff --ab`` reads)."""
 
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         import orjson
 
         return (orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n").decode()
@@ -175,7 +178,7 @@ class AbJson:
 class AbMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.ab_report import render_ab_markdown
 
         return render_ab_markdown(report)
@@ -184,7 +187,7 @@ class AbMarkdown:
 class ServeTerminal:
     name, binary = "text", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.serve_console import render_serve_console
 
         return _console_text(options, lambda c: render_serve_console(report, c))
@@ -195,7 +198,7 @@ class ServeJson:
 
     name, binary = "json", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         import json
 
         return json.dumps(report, indent=1) + "\n"
@@ -204,7 +207,7 @@ class ServeJson:
 class ServeMarkdown:
     name, binary = "md", False
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: dict[str, Any], options: RenderOptions) -> str:
         from traceview.render.serve_markdown import render_serve_markdown
 
         return render_serve_markdown(report)
@@ -218,7 +221,7 @@ class Proton:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def render(self, report: Any, options: RenderOptions) -> str:
+    def render(self, report: ProtonTraceReport | ProtonTreeReport, options: RenderOptions) -> str:
         from traceview.render.proton import render
 
         return render(report, self.name, options.width)

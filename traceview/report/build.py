@@ -12,6 +12,7 @@ import numpy as np
 
 from traceview.analyses.threads import describe
 from traceview.diagnostics import Diagnostic
+from traceview.metadata import CaptureMeta
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.report import model as m
@@ -35,10 +36,7 @@ def build_report(a: Analysis) -> m.Report:
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
         stats=dict(calls.stats), categories=dict(calls.category_stats),
-        per_call=tuple(m.CallRow(c.index, c.name, c.start_ns, c.end_ns, c.cold, c.launches,
-                                 c.kernels, dict(c.metrics), dict(c.categories), c.kind,
-                                 c.cold_reason, c.outlier, c.outlier_reason, c.api_sync_ns)
-                       for c in calls.calls),
+        per_call=tuple(calls.calls),
         description=calls.description, how=calls.how, outliers=tuple(calls.outlier_indices),
         api_sync=calls.api_sync,
         kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
@@ -89,7 +87,7 @@ def build_report(a: Analysis) -> m.Report:
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
         op=op,
-        bytes_moved=None if a.steps else bytes_moved(op, a.trace.metadata.get("traceview"),
+        bytes_moved=None if a.steps else bytes_moved(op, a.trace.capture,
                                                      calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps_info(a),
@@ -111,9 +109,8 @@ def unprofiled_info(a: Analysis) -> UnprofiledInfo | None:
     profiled = int(median([c.api_ns for c in warm]))
     cats = sorted({k for c in warm for k in c.categories})
     prof_cats = {k: int(median([c.categories.get(k, 0) for c in warm])) for k in cats}
-    cap = a.trace.metadata.get("traceview")
-    base = cap.get("baseline") if isinstance(cap, dict) else None
-    split = base.get("split") if isinstance(base, dict) else None
+    cap = a.trace.capture
+    split = cap.baseline.split if cap is not None and cap.baseline is not None else None
     override = a.options.unprofiled_call
     if isinstance(split, dict) and split.get("functions") and isinstance(split.get("call_ns"), int):
         source = "--unprofiled-call" if override else "capture's split child (same process as the functions)"
@@ -168,16 +165,16 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
                               else a.timeline.lane.index), tuple(rows))
 
 
-def bytes_moved(op: m.OpInfo | None, capture: object,
+def bytes_moved(op: m.OpInfo | None, capture: CaptureMeta | None,
                 calls: m.CallsInfo) -> m.BytesMoved | None:
     """Bytes per call and GB/s (``analyses.kernel_bytes``); None when nothing launched."""
     from traceview.analyses.kernel_bytes import for_report
 
     k = calls.stats.get("kernel_ns")
-    if op is None and not isinstance(capture, dict) and (k is None or not k.n):
+    if op is None and capture is None and (k is None or not k.n):
         return None
     got = for_report(op.name if op else None, op.args if op else None,
-                     capture if isinstance(capture, dict) else None, k.p50 if k else None)
+                     None if capture is None else capture.bandwidth, k.p50 if k else None)
     return m.BytesMoved(**got)
 
 
@@ -207,9 +204,8 @@ def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
     call = pick_typical(calls)
     if call is None:
         return None
-    src = a.calls.calls[call.index]
     lo, hi = call.start_ns, call.end_ns
-    axis_end = max(hi, src.kernel_end_ns or 0)
+    axis_end = max(hi, a.calls.kernel_end_ns[call.index] or 0)
     host = _segments(a.timeline, lo, hi)
     bs, be = a.device.busy
     dm = (be > lo) & (bs < axis_end)

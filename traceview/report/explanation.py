@@ -27,6 +27,7 @@ from traceview.analyses.window import Window, activity_window, find_window
 from traceview.diagnostics import Diagnostic
 from traceview.errors import IdentityError
 from traceview.io.limits import MAX_HOST_THREADS
+from traceview.metadata import ProtocolMeta
 from traceview.model import Lane, Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
@@ -209,15 +210,14 @@ def unprofiled_baseline(trace: Trace) -> int | None:
     """The capture's unprofiled figure comparable to a profiled warm call: the
     synchronized full API (``--sync end``: the amortized submit); none for cold twins and
     graph replays."""
-    cap = trace.metadata.get("traceview")
-    cap = cap if isinstance(cap, dict) else {}
-    base = cap.get("baseline")
-    base = base if isinstance(base, dict) else {}
-    proto = cap.get("protocol")
-    proto = proto if isinstance(proto, dict) else {}
-    if proto.get("mode", "eager") != "eager" or cap.get("kind", "warm") == "cold":
+    cap = trace.capture
+    if cap is None or cap.baseline is None:
         return None
-    value = base.get("amortized_submit_ns" if proto.get("sync") == "end" else "full_api_ns_p50")
+    proto = cap.protocol or ProtocolMeta()
+    if (proto.mode or "eager") != "eager" or cap.kind == "cold":
+        return None
+    base = cap.baseline
+    value = base.amortized_submit_ns if proto.sync == "end" else base.full_api_ns_p50
     return value if isinstance(value, int) and value > 0 else None
 
 

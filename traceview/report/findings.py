@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traceview.codes import FINDINGS, SEVERITY_ORDER
+from traceview.metadata import NO_CAPTURE
 from traceview.report.detected import Detected
 from traceview.report.model import Finding
 
@@ -95,7 +96,8 @@ def _threads_named(ex: Analysis) -> tuple[str, list[str]] | None:
 
 
 def _unsynchronized(ex: Analysis) -> list[Detected]:
-    tails = [(c, c.kernel_end_ns - c.end_ns) for c in ex.calls.calls if c.kernel_end_ns is not None]
+    tails = [(c, k - c.end_ns) for c, k in zip(ex.calls.calls, ex.calls.kernel_end_ns, strict=True)
+             if k is not None]
     calls = [c for c, _ in tails]
     late = [(c, t) for c, t in tails if t > UNSYNC_TAIL_NS]
     if not late:
@@ -182,23 +184,22 @@ REPRODUCER_ITEMS = (
 
 def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
-    recorded = meta.get("traceview")
-    cap = recorded if isinstance(recorded, dict) else {}
+    cap = ex.trace.capture or NO_CAPTURE
     ops = ex.trace.rows_of_cats({"cpu_op"}).tolist()
 
     def has(key: str) -> bool:
         return ex.trace.slices.args.any_has_key(ops, key)
 
     present = {
-        "shapes": bool(cap.get("shape")) or has("Input Dims"),
-        "dtypes": bool(cap.get("dtype")) or has("Input type"),
-        "strides": bool(cap.get("strides")) or has("Input Strides"),
-        "scalar arguments": "scalars" in cap or has("Concrete Inputs"),
-        "device": bool(meta.get("deviceProperties")) or bool(cap.get("device")),
-        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.get("device")),
-        "framework and compiler versions": bool(cap.get("versions")),
-        "synchronization protocol": bool(cap.get("protocol")),
-        "correctness reference": bool(cap.get("correctness")),
+        "shapes": bool(cap.shape) or has("Input Dims"),
+        "dtypes": bool(cap.dtype) or has("Input type"),
+        "strides": bool(cap.strides) or has("Input Strides"),
+        "scalar arguments": cap.scalars is not None or has("Concrete Inputs"),
+        "device": bool(meta.get("deviceProperties")) or bool(cap.device),
+        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.device),
+        "framework and compiler versions": bool(cap.versions),
+        "synchronization protocol": cap.protocol is not None,
+        "correctness reference": cap.correctness is not None,
     }
     missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
     if not missing:
@@ -230,13 +231,12 @@ def _perturbation(ex: Analysis) -> list[Detected]:
         evidence["spike_calls"] = [c.index for c in spikes]
     from traceview.report.explanation import unprofiled_baseline
 
-    cap = ex.trace.metadata.get("traceview")
-    proto = cap.get("protocol") if isinstance(cap, dict) else None
-    proto = proto if isinstance(proto, dict) else {}
+    cap = ex.trace.capture
+    sync = cap.protocol.sync if cap is not None and cap.protocol is not None else None
     # Compare like with like (unprofiled_baseline): a call that synchronizes with the
     # synchronized full-API figure, a call that only submits (--sync end) with the
     # amortized submit time; never a cold call (cold twins) and never graph replays.
-    like = ("amortized_submit_ns", "unprofiled amortized submit") if proto.get("sync") == "end" \
+    like = ("amortized_submit_ns", "unprofiled amortized submit") if sync == "end" \
         else ("full_api_ns_p50", "unprofiled")
     unprof = unprofiled_baseline(ex.trace)
     if unprof and warm_p50 and ex.calls.warm_count:

@@ -19,11 +19,16 @@ import msgspec
 
 from traceview.analyses.breakdown import Cell
 from traceview.analyses.callfind import CallsSource
+from traceview.analyses.calls import Call
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
+from traceview.metadata import CaptureMeta, capture_meta
 from traceview.report.unprofiled import UnprofiledInfo
 from traceview.stats import Stats
+
+# A call as the report holds it is the analysis's own frozen type (one class)
+CallRow = Call
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,9 @@ class TraceInfo:
     path: str
     slices: int
     metadata: dict[str, Any]
-    capture: Any  # capture's own metadata (a dict) or None; wrong-typed fields set aside
+    # capture's own metadata block as recorded, or None; wrong-typed fields set aside
+    # (typed: ``Report.capture_meta``)
+    capture: dict[str, Any] | None
     python_frames: bool
 
 
@@ -152,24 +159,6 @@ class LaunchesInfo:
     by_kind: dict[str, int]
     unlinked_device_work: int
     latency_ns: Stats
-
-
-@dataclass(frozen=True)
-class CallRow:
-    index: int
-    name: str
-    start_ns: int
-    end_ns: int
-    cold: bool
-    launches: int
-    kernels: int
-    metrics: dict[str, int | None]  # flattened into the row in JSON
-    categories: dict[str, int]
-    kind: str = ""
-    cold_reason: str | None = None
-    outlier: bool = False
-    outlier_reason: str | None = None
-    api_sync_ns: int | None = None  # the call + the synchronize right after it
 
 
 @dataclass(frozen=True)
@@ -432,8 +421,15 @@ class Report:
 
     @property
     def capture(self) -> dict[str, Any]:
-        """Capture's metadata as a dict ({} when the trace was not made by capture)."""
+        """Capture's metadata as recorded, a dict ({} when the trace was not made by
+        capture): what the JSON shows and what other tools' fields are read from."""
         return self.trace.capture if isinstance(self.trace.capture, dict) else {}
+
+    @property
+    def capture_meta(self) -> CaptureMeta | None:
+        """Capture's metadata, typed (``metadata.CaptureMeta``); None when the trace was
+        not made by capture."""
+        return capture_meta(self.trace.capture)
 
     @property
     def typical(self) -> CallRow | None:

@@ -184,7 +184,31 @@ def where_it_ran() -> dict[str, object]:
         out["last"] = int(stat[stat.rindex(")") + 2:].split()[36])
     except (OSError, ValueError, IndexError):
         pass
+    if "last" in out:  # the NUMA node of that CPU (a suspect for per-process clusters)
+        try:
+            nodes = [n for n in os.listdir(f"/sys/devices/system/cpu/cpu{out['last']}")
+                     if n.startswith("node") and n[4:].isdigit()]
+            if nodes:
+                out["numa_node"] = int(nodes[0][4:])
+        except OSError:
+            pass
+    out.update(gpu_clocks())
     return out
+
+
+def gpu_clocks() -> dict[str, int]:
+    """The GPU's SM and memory clocks as this process ends (NVML, where installed): a
+    suspect for per-process clusters, read, never set."""
+    try:
+        import pynvml  # type: ignore[import-not-found]
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return {"gpu_sm_mhz": int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                "gpu_mem_mhz": int(pynvml.nvmlDeviceGetClockInfo(handle,
+                                                                 pynvml.NVML_CLOCK_MEM))}
+    except Exception:  # noqa: BLE001  (no NVML, no GPU: nothing to record)
+        return {}
 
 
 def answer(measure: Callable[[str], dict[str, Any]], text: str | None = None, *,

@@ -61,7 +61,11 @@ def verdict(row: dict[str, Any]) -> str:
     return "ok" if row.get("passed") else "wrong"
 
 
-def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> BisectResult:
+def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher,
+           first: Outcome | None = None) -> BisectResult:
+    """``first``: the outcome of a process that already began the bisect (the check's
+    own, ``bisect_on_failure``); it counts as the first child and the bisect goes on
+    from where it stopped."""
     candidates: list[str] | None = None
     aten: list[str] = []
     called: list[str] = []
@@ -71,7 +75,8 @@ def bisect(variant: Variant, base_task: dict[str, Any], launch: Launcher) -> Bis
     start = 0
     while children < MAX_CHILDREN:
         task = dict(base_task, task="bisect", start=start, candidates=candidates)
-        out: Outcome = launch(variant, task)
+        out: Outcome = first if first is not None else launch(variant, task)
+        first = None
         children += 1
         announced = None
         before = len(rows)

@@ -95,12 +95,27 @@ def _check_batch(workload: Workload, vocab: int) -> list[list[int]]:
 
 
 def task_check(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """The check; with ``bisect_on_failure`` a flag_gems backend whose logits are wrong
+    (not crashed: the process is still sound) is bisected here too, in the same process
+    with the model built, the reference computed and the backend's kernels compiled,
+    and when culprits are found it is checked again without them (``recheck``): one
+    process instead of three, each compile paid once."""
     torch, model, spec, workload, variant = _setup(task)
     steps = int(task["check_steps"])
     batch = _check_batch(workload, spec.vocab)
     ref = correctness.reference(torch, model, batch, steps)
     out = correctness.compare(torch, model, batch, steps, ref, variant, spec.dtype)
     out["reference_tokens_sha256"] = engine.tokens_digest(ref["tokens"])
+    if (task.get("bisect_on_failure") and variant.backend == "flag_gems"
+            and not out["crashed"] and not out["logits"]["passed"]):
+        units, rows = bisect_here(torch, model, spec, variant, batch, steps, None, 0, emit)
+        culprits = [r["op"] for r in rows if r["crashed"] or not r["passed"]]
+        if culprits and len(rows) == len(units) and not rows[-1]["crashed"]:
+            fixed = Variant.from_dict(dict(variant.to_dict(), exclude_ops=[
+                *variant.exclude_ops, *culprits]))
+            out["recheck"] = dict(correctness.compare(torch, model, batch, steps, ref, fixed,
+                                                      spec.dtype),
+                                  exclude_ops=list(fixed.exclude_ops))
     return dict(out, environment=environment(torch, spec))
 
 
@@ -123,12 +138,20 @@ def task_measure(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """One op at a time; stops at the first crash (the CUDA context is gone after one)."""
+    torch, model, spec, workload, variant = _setup(task)
+    batch = _check_batch(workload, spec.vocab)
+    _, tested = bisect_here(torch, model, spec, variant, batch, int(task["check_steps"]),
+                            task.get("candidates"), int(task.get("start", 0)), emit)
+    return {"tested": tested}
+
+
+def bisect_here(torch: Any, model: Any, spec: ModelSpec, variant: Variant,
+                batch: list[list[int]], check_steps: int, units: list[str] | None,
+                start: int, emit: Emit) -> tuple[list[str], list[dict[str, Any]]]:
+    """The bisect's ops from ``start`` in this process: (candidates, rows tested)."""
     from traceview.serve.opcalls import aten_ops
 
-    torch, model, spec, workload, variant = _setup(task)
-    steps = min(int(task["check_steps"]), BISECT_STEPS)
-    batch = _check_batch(workload, spec.vocab)
-    units = task.get("candidates")
+    steps = min(check_steps, BISECT_STEPS)
     if units is None:
         hit = aten_ops(torch, model, batch)
         called, rest = backends.flag_gems_units(hit)
@@ -136,8 +159,8 @@ def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
         emit({"candidates": units, "called": called, "not_called": len(rest),
               "aten_ops": hit})
     ref = correctness.reference(torch, model, batch, steps)
-    tested = []
-    for unit in units[int(task.get("start", 0)):]:
+    tested: list[dict[str, Any]] = []
+    for unit in units[start:]:
         emit({"testing": unit})
         out = correctness.compare(torch, model, batch, steps, ref, variant, spec.dtype,
                                   include=[unit])
@@ -151,7 +174,7 @@ def task_bisect(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
         tested.append(row)
         if out["crashed"]:
             break
-    return {"tested": tested}
+    return units, tested
 
 
 def task_profile(task: dict[str, Any], emit: Emit) -> dict[str, Any]:

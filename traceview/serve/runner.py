@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from traceview import __version__
+from traceview.documents import stamp
 from traceview.errors import CaptureError
 from traceview.paired import Side, compare, interleaved_order
 from traceview.runner.outcome import Outcome
@@ -38,7 +39,6 @@ from traceview.serve.diagnosis import diagnose
 from traceview.serve.spec import ServeSpec, Variant, model_to_dict
 from traceview.stats import median
 
-SCHEMA = "traceview.serve/1"
 Log = Callable[[str], None]
 
 ENGINE = ("Hugging Face transformers generate(): greedy, KV cache (DynamicCache; static "
@@ -84,13 +84,26 @@ def _status(out: Outcome) -> tuple[str, dict[str, Any]]:
 
 def check(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher) -> dict[str, Any]:
     """The correctness block of one variant (without bisect)."""
+    return _checked(spec, variant, launch)[0]
+
+
+def _checked(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher, *,
+             bisect_on_failure: bool = False) -> tuple[dict[str, Any], Outcome | None]:
+    """(correctness block, the check process's outcome: None for the reference)."""
     if variant.is_plain_eager:
         return {"status": "reference", "note": "torch eager in this environment is the "
-                                               "reference"}
-    out = launch(variant, dict(base_task(spec), task="check", variant=variant.to_dict()))
+                                               "reference"}, None
+    out = launch(variant, dict(base_task(spec), task="check", variant=variant.to_dict(),
+                               bisect_on_failure=bisect_on_failure))
     status, r = _status(out)
+    return _block(spec, variant, status, r), out
+
+
+def _block(spec: ServeSpec, variant: Variant, status: str, r: dict[str, Any]
+           ) -> dict[str, Any]:
     block = dict(r, status=status, exclude_ops=list(variant.exclude_ops))
     block.pop("environment", None)
+    block.pop("recheck", None)
     tokens = r.get("tokens") or {}
     if status == "passed" and tokens.get("earliest_divergence") is not None:
         block["note"] = LEGITIMATE_DIVERGENCE.format(dtype=spec.model.dtype)
@@ -100,22 +113,56 @@ def check(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher) -> dic
 def resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
             log: Log) -> tuple[Variant, dict[str, Any], bool]:
     """(variant to measure, correctness block, ok)."""
+    if spec.check_cache and not variant.is_plain_eager:
+        from traceview.serve import check_cache
+
+        seen = check_cache.versions(variant)
+        k = check_cache.key(spec, variant, seen) if seen is not None else None
+        kept = check_cache.load(k) if k is not None else None
+        if kept is not None:
+            fixed = replace(variant, exclude_ops=tuple(kept["exclude_ops"]))
+            log(f"correctness: {variant.label} ({fixed.describe()}) passed before with the "
+                f"same model, inputs and versions ({kept['path']})")
+            return fixed, dict(kept["correctness"], cached={"path": kept["path"], "key": k,
+                                                            "versions": seen}), True
+        fixed, block, ok = _resolve(spec, variant, launch, log)
+        if ok and k is not None and seen is not None:
+            check_cache.save(k, fixed, block, seen)
+        return fixed, block, ok
+    return _resolve(spec, variant, launch, log)
+
+
+def _resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
+             log: Log) -> tuple[Variant, dict[str, Any], bool]:
     log(f"correctness: {variant.label} ({variant.describe()}) vs torch eager")
-    block: dict[str, Any] = {"check": check(spec, variant, launch)}
+    checked, out = _checked(spec, variant, launch,
+                            bisect_on_failure=variant.backend == "flag_gems")
+    block: dict[str, Any] = {"check": checked}
     status = block["check"]["status"]
     if status in ("passed", "reference"):
         return variant, block, True
     if variant.backend != "flag_gems":
         return variant, block, False
-    log(f"{variant.label}: {status}; bisecting the backend's ops one at a time")
-    result = bisect(variant, dict(base_task(spec), variant=variant.to_dict()), launch)
+    began = out is not None and any("candidates" in line for line in out.records)
+    log(f"{variant.label}: {status}; bisecting the backend's ops one at a time"
+        + (" (in the check's process)" if began else ""))
+    result = bisect(variant, dict(base_task(spec), variant=variant.to_dict()), launch,
+                    first=out if began else None)
     block["bisect"] = result.to_dict()
     if not (spec.exclude_failing and result.culprits and result.incomplete is None):
         return variant, block, False
     fixed = replace(variant, exclude_ops=variant.exclude_ops + tuple(result.culprits))
     log(f"{variant.label}: excluding {', '.join(result.culprits)} and checking again")
     block["excluded_after_bisect"] = result.culprits
-    block["recheck"] = check(spec, fixed, launch)
+    done = (out.value or {}).get("recheck") if out is not None else None
+    if done is not None and done.get("exclude_ops") == list(fixed.exclude_ops):
+        # checked again in the same process, right after its bisect
+        status_again = "crashed" if done["crashed"] else \
+            "passed" if done["logits"]["passed"] else "wrong"
+        block["recheck"] = dict(_block(spec, fixed, status_again, done),
+                                same_process=True)
+    else:
+        block["recheck"] = check(spec, fixed, launch)
     return fixed, block, block["recheck"]["status"] == "passed"
 
 
@@ -228,7 +275,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     """
     launch = launch or launch_mod.in_subprocess
     doc: dict[str, Any] = {
-        "schema": SCHEMA, "tool_version": __version__,
+        **stamp("serve"), "tool_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": argv, "model": model_to_dict(spec.model),
         "workload": dict(asdict(spec.workload), engine=ENGINE,

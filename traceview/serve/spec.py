@@ -185,6 +185,8 @@ class ServeSpec:
     check_steps: int = 16
     profile_steps: int = 8
     exclude_failing: bool = False
+    #: reuse a passed correctness check kept on disk (:mod:`traceview.serve.check_cache`)
+    check_cache: bool = False
 
     def validate(self) -> ServeSpec:
         if self.rounds < 1:

@@ -1,0 +1,61 @@
+"""Every document's version in one field, and old versions read back (``documents``).
+
+The saved ab results in ``fixtures/`` and ``tests/data/`` were written by version 1
+(``"schema": "traceview.ab/1"``); they must read as today's layout, the documents
+themselves unedited, and a version this release does not know must be one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from traceview import documents
+from traceview.documents import READABLE, VERSIONS, stamp, upgrade
+from traceview.errors import UsageError
+from traceview.multi.unprofiled import load_ab
+
+ROOT = Path(__file__).resolve().parent.parent
+SAVED_AB = sorted(ROOT.glob("fixtures/ab_*.json")) + [ROOT / "tests/data/ab_add_cpu.json"]
+
+
+def test_one_version_field_and_every_written_version_is_read():
+    for kind, v in VERSIONS.items():
+        assert stamp(kind) == {"schema_version": v}
+        assert v == max(READABLE[kind])
+
+
+@pytest.mark.parametrize("path", SAVED_AB, ids=lambda p: p.name)
+def test_version_1_ab_results_read_as_version_2(path):
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "traceview.ab/1"
+    kept = copy.deepcopy(doc)
+    new = upgrade(doc, "ab")
+    assert doc == kept  # never edited
+    assert list(new)[0] == "schema_version" and new["schema_version"] == 2
+    assert "schema" not in new
+    assert {k: v for k, v in new.items() if k != "schema_version"} == \
+        {k: v for k, v in doc.items() if k != "schema"}
+    assert upgrade(new, "ab") is new  # today's layout is itself
+    if path.name != "loop_h200_flaggems_add_same_process.json":
+        assert load_ab(path)["schema_version"] == 2  # diff --ab reads it
+
+
+def test_serve_and_capture_version_1():
+    serve = json.loads((ROOT / "tests/data/serve_tiny_cpu.json").read_text())
+    assert upgrade(serve, "serve")["schema_version"] == 2
+    cap = {"schema": 1, "kind": "warm", "op": "mul"}
+    assert upgrade(cap, "capture") == {"schema_version": 2, "kind": "warm", "op": "mul"}
+
+
+@pytest.mark.parametrize("kind", list(VERSIONS))
+@pytest.mark.parametrize("bad", [None, 0, 99, "2", 2.0, True])
+def test_an_unknown_version_is_one_line(kind, bad):
+    doc = {} if bad is None else {"schema_version": bad}
+    with pytest.raises(UsageError) as e:
+        upgrade(doc, kind)
+    msg = str(e.value)
+    assert "\n" not in msg and documents.NOUNS[kind] in msg and f"schema_version {bad!r}" in msg

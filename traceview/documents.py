@@ -1,0 +1,139 @@
+"""Every document traceview writes, its version, and the one way old versions are read.
+
+A document is JSON traceview writes for people's tools to read back: the explain report
+(``docs/json.md``), the ranks view, ``diff``'s comparison, ``ab``'s result, ``serve``'s
+document and capture's metadata block inside a trace. Each says its layout's version in
+one field, ``schema_version`` (an integer), which changes only when a key is removed,
+moves or changes meaning; new keys may appear at any time. ``VERSIONS`` is the table of
+the versions written today; ``upgrade(doc, kind)`` brings a saved document of any version
+this release reads to today's layout (a copy; the document itself is never edited) and
+refuses, in one line, one it does not.
+
+Older spellings of the version are read as versions: ``ab``'s ``"schema":
+"traceview.ab/1"``, ``serve``'s ``"schema": "traceview.serve/1"`` and capture's
+``"schema": 1`` are version 1 of their kind; version 2 of each is the same layout with
+``schema_version`` in place of ``schema``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from traceview.errors import UsageError
+
+Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture"]
+VERSION_FIELD = "schema_version"
+#: kind -> the version written today
+VERSIONS: dict[Kind, int] = {"explain": 2, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
+                             "capture": 2}
+#: kind -> every version read (older ones through ``upgrade``)
+READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff": (3,),
+                                         "ab": (1, 2), "serve": (1, 2), "capture": (1, 2)}
+#: kind -> how a refusal names the document
+NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks report",
+                          "diff": "a diff report", "ab": "a traceview ab result",
+                          "serve": "a traceview serve document",
+                          "capture": "capture metadata"}
+# the version-1 spellings of the field
+_LEGACY: dict[Kind, tuple[str, object]] = {"ab": ("schema", "traceview.ab/1"),
+                                           "serve": ("schema", "traceview.serve/1"),
+                                           "capture": ("schema", 1)}
+
+
+def stamp(kind: Kind) -> dict[str, int]:
+    """The version field a new document of ``kind`` starts with."""
+    return {VERSION_FIELD: VERSIONS[kind]}
+
+
+def version(doc: dict[str, Any], kind: Kind) -> object:
+    """The version ``doc`` says it is (read from a legacy spelling where it has one);
+    whatever the field holds, checked by ``upgrade``."""
+    if VERSION_FIELD in doc or kind not in _LEGACY:
+        return doc.get(VERSION_FIELD)
+    key, v1 = _LEGACY[kind]
+    value = doc.get(key)
+    return 1 if value == v1 and type(value) is type(v1) else value
+
+
+def readable(doc: object, kind: Kind) -> bool:
+    return isinstance(doc, dict) and _is_readable(version(doc, kind), kind)
+
+
+def _is_readable(v: object, kind: Kind) -> bool:
+    return type(v) is int and v in READABLE[kind]  # 2.0, True: not versions
+
+
+def upgrade(doc: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    """``doc`` in today's layout of ``kind``: ``doc`` itself when it is one, else a copy
+    brought up one version at a time. ``UsageError`` (one line) for a version this
+    release does not read, or an old document that is not the shape its version wrote."""
+    v = version(doc, kind)
+    if not _is_readable(v, kind):
+        reads = " and ".join(map(str, READABLE[kind]))
+        raise UsageError(f"not {NOUNS[kind]} this traceview reads: {VERSION_FIELD} {v!r} "
+                         f"(it reads {reads})")
+    assert isinstance(v, int)
+    while v < VERSIONS[kind]:
+        try:
+            doc = _STEPS[(kind, v)](doc)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"not {NOUNS[kind]} ({VERSION_FIELD} {v}): {exc!r}") from None
+        v += 1
+    return doc
+
+
+def _renamed_field(doc: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    """Version 1 -> 2 of ``ab``, ``serve`` and capture: ``schema`` becomes
+    ``schema_version``, in the same place; nothing else moves."""
+    key = _LEGACY[kind][0]
+    return {(VERSION_FIELD if k == key else k): (2 if k == key else v) for k, v in doc.items()}
+
+
+# explain schema 1's fixed keys, frozen with it: every other key of these objects was a
+# metric. Schema 2 moved the maps of metric names under keys of their own, so that no
+# object mixes fixed keys with names that come and go: ``calls.<metric>`` ->
+# ``calls.stats.<metric>``, ``calls.per_call[].<metric>`` ->
+# ``calls.per_call[].metrics.<metric>``, ``calls.kinds[].<metric>`` ->
+# ``calls.kinds[].stats.<metric>``. Nothing else changed.
+_V1_CALLS_KEYS = ("count", "source", "pattern", "warm_count", "cold", "categories", "per_call",
+                  "description", "how", "outliers", "api_sync_ns", "kinds", "tree",
+                  "perturbation", "tree_warm_calls")
+_V1_CALL_ROW_KEYS = ("index", "name", "start_ns", "end_ns", "cold", "launches", "kernels",
+                     "categories", "kind", "cold_reason", "outlier", "outlier_reason",
+                     "api_sync_ns")
+_V1_KIND_KEYS = ("name", "count", "warm_count", "api_sync_ns")
+
+
+def _split(obj: dict[str, Any], fixed: tuple[str, ...], into: str) -> dict[str, Any]:
+    """Schema 1's flat object as schema 2's: the metrics under ``into``, in place of the
+    first metric (the fixed keys keep their order)."""
+    out: dict[str, Any] = {}
+    moved: dict[str, Any] = {}
+    for k, v in obj.items():
+        if k in fixed:
+            out[k] = v
+        else:
+            if not moved:
+                out[into] = moved
+            moved[k] = v
+    out.setdefault(into, moved)
+    return out
+
+
+def _explain_from_1(doc: dict[str, Any]) -> dict[str, Any]:
+    calls = _split(doc["calls"], _V1_CALLS_KEYS, "stats")
+    if "per_call" in calls:
+        calls["per_call"] = [_split(row, _V1_CALL_ROW_KEYS, "metrics")
+                             for row in calls["per_call"]]
+    if "kinds" in calls:
+        calls["kinds"] = [_split(k, _V1_KIND_KEYS, "stats") for k in calls["kinds"]]
+    return {**doc, VERSION_FIELD: 2, "calls": calls}
+
+
+_STEPS: dict[tuple[Kind, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("explain", 1): _explain_from_1,
+    ("ab", 1): lambda d: _renamed_field(d, "ab"),
+    ("serve", 1): lambda d: _renamed_field(d, "serve"),
+    ("capture", 1): lambda d: _renamed_field(d, "capture"),
+}
