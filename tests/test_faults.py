@@ -409,11 +409,13 @@ def test_signals_during_an_export_leave_old_tables_or_new(big, tmp_path, sig, co
         _, err = p.communicate(timeout=60)
         outcomes.add(p.returncode)
         assert "Traceback" not in err, err
-        # -sig: a second signal right at exit ended the process the default way, which
-        # a shell reports as 128 + sig too; what matters is one line and nothing left
+        # -sig: the signal arrived as the interpreter was finishing (its handlers gone),
+        # and the default action ended it, which a shell reports as 128 + sig too; what
+        # matters is at most one line and the folder: the old tables or the new ones
         assert p.returncode in (0, code, -sig), err
         if p.returncode != 0:
-            assert err.strip() in ("traceview: interrupted", "traceview: terminated"), err
+            assert err.strip() in ("traceview: interrupted", "traceview: terminated") or (
+                p.returncode == -sig and not err.strip()), err
             assert {q.name: q.read_bytes() for q in out.iterdir()} == before
         assert leftovers(out) == []
         assert sorted(q.name for q in out.iterdir()) == sorted(before)
