@@ -48,22 +48,22 @@ def replace_atomic(path: Path, write: Callable[[Path], None]) -> None:
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         raise OutputError(f"{path} is a folder; give a file name")
-    try:
-        tmp = staged_name(path)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    staged: list[Path] = []
     try:
         try:
-            write(tmp)
-            os.replace(tmp, path)
+            with deferred():  # made and listed for the clean-up, or neither
+                staged.append(staged_name(path))
+            write(staged[0])
+            os.replace(staged[0], path)
         except OSError as exc:
             raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     except BaseException:
         with deferred():
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            for tmp in staged:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
         raise
 
 

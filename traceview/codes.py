@@ -60,6 +60,11 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
     Code("metadata-malformed", "warning", "top-level metadata of an unexpected type ignored"),
     Code("nested-too-deep", "warning", "values nested over 64 levels deep replaced by null"),
     Code("int-out-of-range", "warning", "integers outside 64 bits kept as their text"),
+    Code("name-too-long", "warning",
+         "names over 10,000 characters cut, with a note of their length"),
+    Code("threads-over-limit", "warning",
+         "more host threads than are attributed one by one; the others left out of the "
+         "per-thread figures"),
     Code("missing-ts", "warning", "duration events without a usable 'ts' dropped"),
     Code("missing-dur", "warning", "'X' events without 'dur' kept as zero-length"),
     Code("negative-dur", "warning", "events with a negative duration dropped"),

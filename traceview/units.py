@@ -68,5 +68,12 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def printable(name: str) -> str:
-    """A name fit for one line of text: control and zero-width characters shown as '?'."""
+    """A name fit for one line of text: control and zero-width characters shown as '?',
+    a name over ``printable.MAX_NAME_CHARS`` cut with a note (a 20 MB name took minutes
+    to lay out)."""
+    from traceview.printable import cut
+
+    name = cut(name)
+    if name.isprintable():
+        return name
     return "".join(ch if ch.isprintable() else "?" for ch in name)

@@ -35,6 +35,14 @@ def install() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def ignore() -> None:
+    """Ignore SIGINT and SIGTERM from here on: the process is on its way out after the
+    first one, and a second one raised in the exit path printed a traceback."""
+    if in_main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def exit_code(exc: BaseException) -> int:
     """130 for Ctrl-C, 143 for SIGTERM."""
     return TERMINATE_EXIT if isinstance(exc, Terminated) else INTERRUPT_EXIT

@@ -67,6 +67,23 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt an exit stands for: typer turns a ``KeyboardInterrupt`` raised
+    outside a command's guard (a command module still importing) into a silent exit 130,
+    for SIGTERM too."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, KeyboardInterrupt):
+            return seen
+        if seen.__cause__ is not None:
+            seen = seen.__cause__
+        else:  # ``raise ... from None``: the guard has already said it
+            seen = None if seen.__suppress_context__ else seen.__context__
+    return None
+
+
 def main() -> None:
     from traceview.cli import _signals
 
@@ -87,9 +104,15 @@ def main() -> None:
                 sys.stdout.flush()  # a write error shows here, inside the guard
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        interrupt = _interrupt_behind(exc)
+        if interrupt is not None:  # typer's own Exit(130), without a word
+            _signals.ignore()
+            print(_signals.message(interrupt), file=sys.stderr)
+            code = _signals.exit_code(interrupt)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
     except KeyboardInterrupt as exc:
+        _signals.ignore()
         print(_signals.message(exc), file=sys.stderr)
         code = _signals.exit_code(exc)
     except BrokenPipeError:  # `| head`: the reader has what it wanted

@@ -109,6 +109,11 @@ def decode(path: str | os.PathLike[str],
     keys = list(collector.keys)  # codes are assigned in order of first sight
     names = list(collector.names)
     x, phases = fold_phases(x, keys, names, collector.others)  # B/E pairs join the columns
+    long = limits.cut_long_names(names)
+    if long:
+        problems.append(("name-too-long", long,
+                         f"names over {limits.MAX_NAME_CHARS:,} characters cut (the note "
+                         "after the cut gives each one's length)"))
     return Decoded(path=str(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0])

@@ -11,7 +11,15 @@ exception deep in a decoder or a writer.
   the report is kept as its decimal text (diagnostic ``int-out-of-range`` for metadata;
   args are converted when decoded).
 
-Both checks cost nothing on ordinary input: the nesting scan runs only on text that
+* **Names.** An event name over ``MAX_NAME_CHARS`` characters is cut, with a note of its
+  length (diagnostic ``name-too-long``): a 20 MB name took minutes to lay out as text.
+* **Threads.** At most ``MAX_HOST_THREADS`` host threads are attributed one by one (the
+  ones with the most events in the window; the attributed thread always): a trace of
+  200,000 threads of one event each took 94 s and wrote a 100 MB report. The others are
+  counted (diagnostic ``threads-over-limit``); device figures and the attributed
+  thread's are unchanged.
+
+Both checks on the text cost nothing on ordinary input: the nesting scan runs only on text that
 contains enough brackets to be that deep, and the integer walk only on text with a run
 of 19 digits.
 """
@@ -21,7 +29,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from traceview.printable import MAX_NAME_CHARS, cut
+
 MAX_DEPTH = 64
+MAX_HOST_THREADS = 1000
 INT_MIN = -(2**63)
 INT_END = 2**64  # orjson writes unsigned 64-bit integers too
 
@@ -104,3 +115,11 @@ def fit_ints(value: Any) -> tuple[Any, list[str]]:
         return v
 
     return walk(value, ""), found
+
+
+def cut_long_names(names: list[str]) -> int:
+    """Cut, in place, every name over ``MAX_NAME_CHARS``; how many were."""
+    long = [i for i, n in enumerate(names) if len(n) > MAX_NAME_CHARS]
+    for i in long:
+        names[i] = cut(names[i])
+    return len(long)

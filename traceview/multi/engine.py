@@ -29,7 +29,7 @@ with SIGINT and SIGTERM blocked (the terminal sends Ctrl-C to the whole process 
 worker interrupted in its bootstrap or mid-task would print its own traceback), and they
 ignore SIGINT; a signal that arrives while the pool starts waits until the pool exists,
 so that the driver always has a pool to stop. On interrupt the driver terminates the
-workers and waits for them, a second signal held meanwhile (``interrupts.deferred``);
+workers (SIGKILL) and waits for them, a second signal held meanwhile (``interrupts.deferred``);
 Ray tasks are cancelled (``force=True``). Then the interrupt goes on to the CLI: exit 130
 (143 for SIGTERM).
 """
@@ -51,8 +51,9 @@ R = TypeVar("R")
 Engine = Literal["local", "ray"]
 ENGINES = ("local", "ray")
 # Local files smaller than this in all run in this process: below it, starting the pool
-# costs more than it saves (measured: benchmarks/fleet.py, docs/fleet.md).
-POOL_MIN_BYTES = 32 << 20
+# costs more than it saves (measured: benchmarks/fleet.py, docs/fleet.md). The variable
+# lets the fault tests start a pool on small traces.
+POOL_MIN_BYTES = int(os.environ.get("TRACEVIEW_POOL_MIN_BYTES") or 32 << 20)
 # Ray retries a task whose worker died this many times before the item is ``crashed``.
 RAY_RETRIES = 1
 # How long the driver waits for results before it looks again (progress, Ctrl-C), in s.
@@ -185,26 +186,52 @@ def _pool(workers: int):
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
+    if "forkserver" in methods:
+        _quiet_forkserver()
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
 
 
+def _quiet_forkserver() -> None:
+    """Start the forkserver (if it is not running) with standard error on /dev/null, so
+    that its workers inherit that: a worker still unpickling its start-up data when the
+    driver is interrupted finds the driver's semaphores gone and printed a traceback
+    (1 run in 10). A worker's own errors travel back with its result, never on stderr.
+    ``TRACEVIEW_DEBUG=1`` keeps stderr."""
+    from multiprocessing import forkserver
+
+    if os.environ.get("TRACEVIEW_DEBUG"):
+        forkserver.ensure_running()
+        return
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        forkserver.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def _stop(pool) -> None:
-    """Terminate the pool's workers now and wait for them (Ctrl-C, or an error here); a
-    second Ctrl-C meanwhile is held, so that no worker outlives the driver."""
+    """Kill the pool's workers now and wait for them (Ctrl-C, or an error here); a second
+    Ctrl-C meanwhile is held, so that no worker outlives the driver. SIGKILL, not
+    SIGTERM: a worker still in its bootstrap has SIGTERM blocked (``_sigint_blocked``)
+    and would go on to print a traceback once the driver's semaphores are gone; the
+    workers hold nothing to clean up (a staged part is removed with its staging
+    folder)."""
     from traceview.interrupts import deferred
 
     with deferred():
         procs = list((getattr(pool, "_processes", None) or {}).values())
         for p in procs:
             try:
-                p.terminate()
+                p.kill()
             except (OSError, ValueError):
                 pass
         pool.shutdown(wait=True, cancel_futures=True)
         for p in procs:
             p.join(5)
-            if p.is_alive():
-                p.kill()
 
 
 def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple[int, Any]]:

@@ -324,8 +324,9 @@ def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResu
     try:
         with folder_lock(out):
             for name in TABLES:
-                tmp = staged_name(out / f"{name}.parquet")
-                staged.append(tmp)
+                with deferred():  # made and listed for the clean-up, or neither
+                    staged.append(staged_name(out / f"{name}.parquet"))
+                tmp = staged[-1]
                 try:
                     tables[name].write_parquet(tmp)
                 except (OSError, pl.exceptions.PolarsError) as exc:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from traceview import __version__
 from traceview.analyses.kernel_bytes import sentence
 from traceview.metadata import NO_CAPTURE, CaptureMeta, ProtocolMeta
+from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
@@ -34,8 +35,9 @@ GANTT_MAX_BARS = 40
 
 
 def esc(text: Any, limit: int | None = None) -> str:
-    """Make text safe inside GFM (table cells included); cut to ``limit`` characters."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Make text safe inside GFM (table cells included); cut to ``limit`` characters.
+    Control characters are escaped and long names cut (``printable.py``)."""
+    s = escape_controls(cut(str(text))).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
     s = s.replace("<", "&lt;").replace(">", "&gt;")
     if limit is not None and len(s) > limit:
         s = s[: limit - 3] + "..."
@@ -44,7 +46,7 @@ def esc(text: Any, limit: int | None = None) -> str:
 
 def code(text: Any, limit: int = 120) -> str:
     """A code span: no HTML escaping (GitHub shows entities literally there), pipes escaped."""
-    s = str(text).replace("\n", " ").replace("`", "'")
+    s = escape_controls(cut(str(text))).replace("\n", " ").replace("`", "'")
     if len(s) > limit:
         s = s[: limit - 3] + "..."
     return "`" + s.replace("|", "\\|") + "`"

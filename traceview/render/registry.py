@@ -337,8 +337,29 @@ RENDERERS: dict[tuple[Subject, str], Renderer] = {
 }
 
 
+class _Printable:
+    """A text or markdown renderer whose document carries no control characters but
+    newline and tab (and the ESC of its own colours): names are escaped where they are
+    laid out (``printable.py``); this is the net for any text that was not."""
+
+    def __init__(self, inner: Renderer) -> None:
+        self.inner = inner
+        self.name, self.binary = inner.name, inner.binary
+
+    def render(self, report: Any, options: RenderOptions) -> str | bytes:
+        from traceview.printable import escape_controls
+        from traceview.render.text import SOFT
+
+        out = self.inner.render(report, options)
+        if isinstance(out, bytes):
+            return out
+        # the text layer's break mark is zero cells wide: a leftover one is dropped
+        return escape_controls(out.replace(SOFT, ""), keep_esc=options.color is not None)
+
+
 def renderer(name: str, subject: Subject = "report") -> Renderer:
-    return RENDERERS[(subject, name)]
+    found = RENDERERS[(subject, name)]
+    return _Printable(found) if name in ("text", "md") else found
 
 
 def write_figure(report: Report, path: str | Path) -> None:

@@ -30,6 +30,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from traceview.printable import cut, escape_controls
+
 GLUE = "\ue000"  # a space that never breaks (rich's word regex does not see it as space)
 SOFT = "\x1f"  # a break that prints nothing (whitespace to rich, zero cells wide)
 
@@ -59,7 +61,9 @@ def bind(s: str) -> str:
 def name(s: str, *, long_part: int = LONG_PART) -> str:
     """A name with a break opportunity after each of its boundaries (``SOFT``); parts
     longer than ``long_part`` break after underscores too (0: a file name, where every
-    ``_`` and ``-`` is a boundary)."""
+    ``_`` and ``-`` is a boundary). Control characters but newline and tab (a header's
+    line break) escaped, a very long name cut (``printable.py``)."""
+    s = escape_controls(cut(s))
     marked = _NAME_BREAK.sub(lambda m: m.group(0) + SOFT, s)
     seps = r"[_\-]+" if long_part == 0 else r"_+"
     return re.sub(r"[^\s" + SOFT + r"]{%d,}" % (long_part + 1),

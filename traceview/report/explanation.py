@@ -24,9 +24,11 @@ from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_th
 from traceview.analyses.steps import StepFigures, analyze_steps
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
 from traceview.analyses.window import Window, activity_window, find_window
+from traceview.diagnostics import Diagnostic
 from traceview.errors import IdentityError
+from traceview.io.limits import MAX_HOST_THREADS
 from traceview.metadata import ProtocolMeta
-from traceview.model import Trace
+from traceview.model import Lane, Trace
 from traceview.options import Options
 from traceview.rules import RuleSet, load_rules
 
@@ -77,7 +79,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     launches = analyze_launches(trace, rules, window, thread, device.work_rows)
     by_lane = host_rows_by_lane(trace, window)
     timelines = {idx: attribute_host(trace, trace.lanes[idx], window, rules, rows=by_lane[idx])
-                 for idx in _working_lanes(trace, by_lane)}
+                 for idx in _working_lanes(trace, by_lane, thread)}
     timeline = timelines.get(thread.index) if thread is not None else None
     if timeline is None:
         timeline = attribute_host(trace, thread, window, rules,
@@ -158,12 +160,30 @@ def _step_facts(trace: Trace, rules: RuleSet, calls: CallsSummary, step_lane: in
                          device.work_rows)
 
 
-def _working_lanes(trace: Trace, by_lane: dict) -> list[int]:
+def _working_lanes(trace: Trace, by_lane: dict, thread: Lane | None = None) -> list[int]:
     """Host lanes with events of their own in the window (profiler overhead, laid over
-    every lane, does not make a lane a thread)."""
-    overlay = [i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]
-    return [idx for idx, rows in by_lane.items()
-            if rows.size and not np.isin(trace.slices.cat[rows], overlay).all()]
+    every lane, does not make a lane a thread); past ``io.limits.MAX_HOST_THREADS`` of
+    them, the busiest (most rows; ``thread`` always), the rest counted in a diagnostic
+    (``threads-over-limit``), once per trace."""
+    is_overlay = np.zeros(len(trace.cat_names) + 1, bool)
+    is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
+    cat = trace.slices.cat
+    lanes = [idx for idx, rows in by_lane.items()
+             if rows.size and not is_overlay[cat[rows]].all()]
+    if len(lanes) <= MAX_HOST_THREADS:
+        return lanes
+    keep = sorted(lanes, key=lambda i: (-by_lane[i].size, i))[:MAX_HOST_THREADS]
+    if thread is not None and thread.index in lanes and thread.index not in keep:
+        keep[-1] = thread.index
+    left = len(lanes) - len(keep)
+    if not any(d.code == "threads-over-limit" for d in trace.diagnostics):
+        trace.diagnostics.append(Diagnostic(
+            "threads-over-limit", "warning", left,
+            f"{len(lanes):,} host threads with events: the {MAX_HOST_THREADS:,} with the "
+            f"most are attributed one by one, {left:,} others are left out of the "
+            "per-thread figures"))
+    chosen = set(keep)
+    return [idx for idx in lanes if idx in chosen]
 
 
 def _are_steps(trace: Trace, calls: CallsSummary, thread_lane: int) -> bool:
