@@ -260,7 +260,7 @@ def test_ctrl_c_while_writing_parquet_exits_130_and_leaves_no_folder(tmp_path, m
 
 def test_ctrl_c_during_reading_is_not_a_failed_trace(tmp_path, monkeypatch):
     """The interrupt surfacing as BufferError (memoryview exported) is still Ctrl-C."""
-    import traceview
+    from traceview.report import pipeline
 
     def load(path, progress=None):
         try:
@@ -268,7 +268,7 @@ def test_ctrl_c_during_reading_is_not_a_failed_trace(tmp_path, monkeypatch):
         except KeyboardInterrupt:
             raise BufferError("memoryview has 1 exported buffer") from None
 
-    monkeypatch.setattr(traceview, "load", load)
+    monkeypatch.setattr(pipeline, "load", load)  # what export's reader calls
     out = tmp_path / "out"
     r = runner.invoke(app, ["export", str(STACK), "--parquet", str(out), "--jobs", "1"])
     assert r.exit_code == 130, r.output

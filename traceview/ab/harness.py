@@ -167,11 +167,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
         check_same_process(config_a, config_b, sides, seed, blocks)
     configs = {"A": config_a, "B": config_b}
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
-        made = {label: capture_side(label, config, python=sides.get(label, {}).get("python"),
-                                    env=sides.get(label, {}).get("env"),
-                                    path=sides.get(label, {}).get("path", ()),
-                                    cache_root=root, cpus=cpus)
-                for label, config in configs.items()}
+        made = _made_sides(configs, sides, root, cpus)
         processes = ({"A+B": pair_side(configs, made, blocks)} if same_process else
                      {label: reference_side(made[label], reference, blocks)
                       for label in made} if reference is not None else made)
@@ -210,6 +206,17 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    if same_process else
                    "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
                    protocol, alpha=alpha)
+
+
+def _made_sides(configs: Mapping[str, Any], sides: Mapping[str, Mapping[str, Any]],
+                root: str, cpus: Sequence[int]) -> dict[str, Any]:
+    """Each side's process description: its config in its own interpreter, environment
+    and import path (``sides[label]``), caching under ``root``."""
+    return {label: capture_side(label, config, python=sides.get(label, {}).get("python"),
+                                env=sides.get(label, {}).get("env"),
+                                path=sides.get(label, {}).get("path", ()),
+                                cache_root=root, cpus=cpus)
+            for label, config in configs.items()}
 
 
 def _profiled_traces(trace_dir: Path | None, configs: Mapping[str, Any],
