@@ -102,16 +102,35 @@ def test_the_chosen_functions_are_the_stages(measured):
     assert {"op", "busy_stage", "tiny_stage", "crc_stage"} <= got
 
 
+def agree_in_one_of(attempts: int, measure, check) -> None:
+    """``check(measure(i))`` for i = 0, 1, ... until it holds. The machine is shared
+    (the suite runs on two workers over two cores): a burst of load moves one
+    measurement and not its staged reference taken moments later. A real error fails
+    every attempt; the same burst three times running is rare."""
+    for i in range(attempts):
+        try:
+            check(measure(i))
+            return
+        except AssertionError:
+            if i == attempts - 1:
+                raise
+
+
 def test_every_major_stage_is_within_25_percent_of_the_staged_timing(measured):
-    _, block = measured
-    got = by_stage(block)
-    call = block["call_ns"]
-    for name in STAGES:
-        want = expected(name, call)
-        if want < 0.10 * call:
-            continue
-        assert abs(got[name]["inclusive_ns"] - want) <= 0.25 * want, (name, got[name], want)
-        assert got[name]["low_ns"] <= got[name]["inclusive_ns"] <= got[name]["high_ns"]
+    names, first = measured
+
+    def check(block: dict) -> None:
+        got = by_stage(block)
+        call = block["call_ns"]
+        for name in STAGES:
+            want = expected(name, call)
+            if want < 0.10 * call:
+                continue
+            assert abs(got[name]["inclusive_ns"] - want) <= 0.25 * want, (name, got[name], want)
+            assert got[name]["low_ns"] <= got[name]["inclusive_ns"] <= got[name]["high_ns"]
+
+    agree_in_one_of(3, lambda i: first if i == 0 else
+                    split.measure(P.op, lambda: None, find.functions_for(names), blocks=6), check)
 
 
 def test_the_split_ranks_the_stages_as_the_staged_timing_does(measured):
@@ -254,14 +273,36 @@ def _planted_fn(a):
 def test_the_python_api_records_the_split_of_a_live_callable(tmp_path):
     torch = pytest.importorskip("torch")
     a = torch.ones(8)
-    meta = traceview_capture(_planted_fn, a, out=tmp_path / "fn.json.gz", warmup=2, iters=6,
-                             baseline_n=20)
-    block = meta["baseline"]["split"]
-    got = {find.parse(f["name"])[2] for f in block["functions"]}
-    assert {"busy_stage", "tiny_stage", "crc_stage"} <= got
-    assert "this process" in block["process"] and block["calibration"]["in_band_ns"] > 0
-    busy = next(f for f in block["functions"] if f["name"].endswith(": busy_stage"))
-    assert P.BUSY_NS <= busy["inclusive_ns"] < 2 * P.BUSY_NS
+
+    def measure(i: int) -> dict:
+        meta = traceview_capture(_planted_fn, a, out=tmp_path / f"fn{i}.json.gz", warmup=2,
+                                 iters=6, baseline_n=20)
+        return meta["baseline"]["split"]
+
+    def check(block: dict) -> None:
+        got = {find.parse(f["name"])[2] for f in block["functions"]}
+        assert {"busy_stage", "tiny_stage", "crc_stage"} <= got
+        assert "this process" in block["process"] and block["calibration"]["in_band_ns"] > 0
+        busy = next(f for f in block["functions"] if f["name"].endswith(": busy_stage"))
+        want = expected("busy_stage", block["call_ns"])  # the staged figure, same call time
+        assert abs(busy["inclusive_ns"] - want) <= 0.25 * want, (busy, want)
+
+    agree_in_one_of(3, measure, check)
+
+
+def test_find_sees_functions_after_the_cli_froze_the_collector():
+    """The CLI freezes gc at start (io/allocator.collect_less); find must still see
+    functions that existed then."""
+    import gc
+
+    gc.freeze()
+    try:
+        code = P.busy_stage.__code__
+        name = f"{code.co_filename}({code.co_firstlineno}): busy_stage"
+        assert find.functions_for([name])[name] == [P.busy_stage]
+        assert gc.get_freeze_count() > 0  # left frozen, as found
+    finally:
+        gc.unfreeze()
 
 
 def traceview_capture(*args, **kwargs):

@@ -331,7 +331,7 @@ def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResu
                     tables[name].write_parquet(tmp)
                 except (OSError, pl.exceptions.PolarsError) as exc:
                     raise OutputError(f"{out / f'{name}.parquet'}: cannot write: "
-                                      f"{_first_line(exc)}") from None
+                                      f"{_why_not_written(tmp, exc)}") from None
                 result.rows[name] = tables[name].height
             with deferred():  # the three renames together, or none
                 for name, tmp in zip(TABLES, staged, strict=True):
@@ -355,6 +355,22 @@ def _first_line(exc: BaseException) -> str:
         return exc.strerror
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _why_not_written(tmp: Path, exc: BaseException) -> str:
+    """The operating system's reason a table's write failed. Polars loses it where the
+    disk fills (or the file-size limit hits) inside the footer ("Invalid thrift:
+    transport error"); one more byte appended to the abandoned file asks again."""
+    said = _first_line(exc)
+    if "os error" in said:
+        return said
+    try:
+        with open(tmp, "ab") as f:
+            f.write(b"\0")
+            f.flush()
+    except OSError as probe:
+        return probe.strerror or said
+    return said
 
 
 # ------------------------------------------------------------------ per-rank parts

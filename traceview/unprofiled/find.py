@@ -48,9 +48,18 @@ def functions_for(names: list[str]) -> dict[str, list[types.FunctionType | types
             wanted[(p[1], p[2])].append((n, p[0]))
     found: dict[str, list[types.FunctionType | types.CodeType]] = defaultdict(list)
     codes: dict[str, types.CodeType] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # lazy modules warn when gc's objects are probed
-        funcs = [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]
+    # gc.get_objects() leaves out what gc.freeze() moved to the permanent generation
+    # (traceview's CLI freezes at start, io/allocator.collect_less): thaw for the walk
+    frozen = gc.get_freeze_count()
+    if frozen:
+        gc.unfreeze()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # lazy modules warn when gc's objects are probed
+            funcs = [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]
+    finally:
+        if frozen:
+            gc.freeze()
     for obj in funcs:
         code = obj.__code__
         for name, path in wanted.get((code.co_firstlineno, code.co_name), ()):
