@@ -53,6 +53,32 @@ def test_serve_and_capture_version_1():
     assert upgrade(cap, "capture") == {"schema_version": 2, "kind": "warm", "op": "mul"}
 
 
+@pytest.mark.parametrize(("kind", "field"), [("check", "traceview_check"),
+                                             ("cache_check", "traceview_cache_check"),
+                                             ("check_layouts", "traceview_check_layouts")])
+def test_check_documents_version_1_name_their_kind_in_the_field(kind, field):
+    old = {field: 1, "op": "mul", "rows": []}
+    kept = copy.deepcopy(old)
+    assert upgrade(old, kind) == {"schema_version": 2, "op": "mul", "rows": []}
+    assert old == kept
+    with pytest.raises(UsageError):
+        upgrade({field: 2, "op": "mul"}, kind)  # the old field only ever said 1
+
+
+def test_the_checks_write_todays_version():
+    from traceview.capture.config import CaptureConfig
+    from traceview.checks import cache_check, failure, layouts
+    from traceview.runner.outcome import Outcome
+
+    config = CaptureConfig(op="mul", shapes=((4,), (4,)), device="cpu")
+    out = Outcome(status="wrong", value={"comparison": {"wrong": 1, "total": 4}})
+    rep = failure.report(config, out)
+    assert list(rep)[0] == "schema_version" and rep["schema_version"] == VERSIONS["check"]
+    assert upgrade(rep, "check") is rep
+    assert cache_check.as_json(config, [])["schema_version"] == VERSIONS["cache_check"]
+    assert layouts.document(config, [])["schema_version"] == VERSIONS["check_layouts"]
+
+
 @pytest.mark.parametrize("kind", list(VERSIONS))
 @pytest.mark.parametrize("bad", [None, 0, 99, "2", 2.0, True])
 def test_an_unknown_version_is_one_line(kind, bad):
