@@ -22,9 +22,13 @@ version field (``"traceview_check": 1``, ``"traceview_cache_check": 1``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+import msgspec
 
 from traceview.errors import UsageError
+
+T = TypeVar("T")
 
 Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture", "check", "cache_check",
                "check_layouts"]
@@ -95,6 +99,28 @@ def upgrade(doc: dict[str, Any], kind: Kind) -> dict[str, Any]:
             raise UsageError(f"not {NOUNS[kind]} ({VERSION_FIELD} {v}): {exc!r}") from None
         v += 1
     return doc
+
+
+def read(doc: object, kind: Kind, layout: type[T]) -> T:
+    """A saved document of ``kind`` as its typed ``layout`` (a msgspec Struct): brought to
+    today's version by ``upgrade`` first, then checked key by key against the layout.
+    ``UsageError`` (one line) for anything else."""
+    if not isinstance(doc, dict):
+        raise UsageError(f"not {NOUNS[kind]}: a JSON object was expected, not "
+                         f"{type(doc).__name__}")
+    try:
+        return msgspec.convert(upgrade(doc, kind), layout, strict=True)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"not {NOUNS[kind]} this traceview reads: {exc}") from None
+
+
+def builtins(layout: msgspec.Struct) -> dict[str, Any]:
+    """A typed document as the plain JSON-able dict written for it: its fields in the
+    layout's order, the values as they are (a number is not converted to its field's
+    type, so the JSON is what the writer computed)."""
+    out = msgspec.to_builtins(layout)
+    assert isinstance(out, dict)
+    return out
 
 
 def _renamed_field(doc: dict[str, Any], kind: Kind) -> dict[str, Any]:
