@@ -46,6 +46,22 @@ def test_version_1_ab_results_read_as_version_2(path):
         assert load_ab(path)["schema_version"] == 2  # diff --ab reads it
 
 
+@pytest.mark.parametrize("path", SAVED_AB, ids=lambda p: p.name)
+def test_saved_ab_results_read_through_the_typed_layout(path):
+    from traceview.documents import builtins
+    from traceview.multi.ab_result import read_ab
+
+    doc = upgrade(json.loads(path.read_text()), "ab")
+    typed = read_ab(doc)
+    assert set(typed.comparisons) <= {"full_api_ns_p50", "amortized_submit_ns",
+                                      "amortized_ns", "device_ns"}
+    assert json.loads(json.dumps(builtins(typed))) == {
+        **doc, "kernels_used": doc.get("kernels_used"), "clusters": doc.get("clusters")}
+    bad = {**doc, "comparisons": {**doc["comparisons"], "device_ns": {"rounds": "3"}}}
+    with pytest.raises(UsageError, match="comparisons"):
+        read_ab(bad)
+
+
 def test_serve_and_capture_version_1():
     serve = json.loads((ROOT / "tests/data/serve_tiny_cpu.json").read_text())
     assert upgrade(serve, "serve")["schema_version"] == 2
