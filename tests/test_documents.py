@@ -62,6 +62,19 @@ def test_saved_ab_results_read_through_the_typed_layout(path):
         read_ab(bad)
 
 
+def test_the_saved_serve_document_reads_through_its_layout():
+    from traceview.documents import builtins
+    from traceview.serve.runner import as_written, read_serve
+
+    doc = upgrade(json.loads((ROOT / "tests/data/serve_tiny_cpu.json").read_text()), "serve")
+    typed = read_serve(doc)
+    assert typed.complete and typed.measured and typed.stopped is None
+    assert len(typed.variants) == 2 and typed.ab is not None
+    assert builtins(typed) == doc and list(as_written(doc)) == list(doc)
+    with pytest.raises(UsageError, match="measured"):
+        as_written({**doc, "measured": "yes"})
+
+
 def test_serve_and_capture_version_1():
     serve = json.loads((ROOT / "tests/data/serve_tiny_cpu.json").read_text())
     assert upgrade(serve, "serve")["schema_version"] == 2
