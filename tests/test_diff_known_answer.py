@@ -14,9 +14,13 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from traceview.cli.app import app
+from traceview.documents import builtins
+from traceview.errors import UsageError
+from traceview.multi.compare import read_diff
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 BEFORE = FIX / "flaggems_add_16x4096_bf16_unpatched.json.gz"
@@ -70,6 +74,14 @@ def test_the_removed_helper_is_the_top_code_path_change_with_its_exact_figure():
     # the speed verdict rests on the unprofiled rounds, which cannot tell here
     assert doc["verdict"].startswith("cannot tell")
     assert "do not judge speed" in doc["verdict"]
+    # the document reads back through its typed layout, to the same JSON
+    typed = read_diff(doc)
+    assert typed.calls.before == 30 and typed.comparisons[0].metric == "calls.api_ns.p50"
+    assert builtins(typed) == doc
+    with pytest.raises(UsageError, match="comparisons"):
+        read_diff({**doc, "comparisons": [{"metric": 1}]})
+    with pytest.raises(UsageError, match="schema_version 2"):
+        read_diff({**doc, "schema_version": 2})
 
 
 SAME = FIX / "ab_h200_flaggems_add_same_process.json"

@@ -46,11 +46,66 @@ def test_version_1_ab_results_read_as_version_2(path):
         assert load_ab(path)["schema_version"] == 2  # diff --ab reads it
 
 
+@pytest.mark.parametrize("path", SAVED_AB, ids=lambda p: p.name)
+def test_saved_ab_results_read_through_the_typed_layout(path):
+    from traceview.documents import builtins
+    from traceview.multi.ab_result import read_ab
+
+    doc = upgrade(json.loads(path.read_text()), "ab")
+    typed = read_ab(doc)
+    assert set(typed.comparisons) <= {"full_api_ns_p50", "amortized_submit_ns",
+                                      "amortized_ns", "device_ns"}
+    assert json.loads(json.dumps(builtins(typed))) == {
+        **doc, "kernels_used": doc.get("kernels_used"), "clusters": doc.get("clusters")}
+    bad = {**doc, "comparisons": {**doc["comparisons"], "device_ns": {"rounds": "3"}}}
+    with pytest.raises(UsageError, match="comparisons"):
+        read_ab(bad)
+
+
+def test_the_saved_serve_document_reads_through_its_layout():
+    from traceview.documents import builtins
+    from traceview.serve.runner import as_written, read_serve
+
+    doc = upgrade(json.loads((ROOT / "tests/data/serve_tiny_cpu.json").read_text()), "serve")
+    typed = read_serve(doc)
+    assert typed.complete and typed.measured and typed.stopped is None
+    assert len(typed.variants) == 2 and typed.ab is not None
+    assert builtins(typed) == doc and list(as_written(doc)) == list(doc)
+    with pytest.raises(UsageError, match="measured"):
+        as_written({**doc, "measured": "yes"})
+
+
 def test_serve_and_capture_version_1():
     serve = json.loads((ROOT / "tests/data/serve_tiny_cpu.json").read_text())
     assert upgrade(serve, "serve")["schema_version"] == 2
     cap = {"schema": 1, "kind": "warm", "op": "mul"}
     assert upgrade(cap, "capture") == {"schema_version": 2, "kind": "warm", "op": "mul"}
+
+
+@pytest.mark.parametrize(("kind", "field"), [("check", "traceview_check"),
+                                             ("cache_check", "traceview_cache_check"),
+                                             ("check_layouts", "traceview_check_layouts")])
+def test_check_documents_version_1_name_their_kind_in_the_field(kind, field):
+    old = {field: 1, "op": "mul", "rows": []}
+    kept = copy.deepcopy(old)
+    assert upgrade(old, kind) == {"schema_version": 2, "op": "mul", "rows": []}
+    assert old == kept
+    with pytest.raises(UsageError):
+        upgrade({field: 2, "op": "mul"}, kind)  # the old field only ever said 1
+
+
+def test_the_checks_write_todays_version():
+    from traceview.capture.config import CaptureConfig
+    from traceview.checks import cache_check, failure, layouts
+    from traceview.runner.outcome import Outcome
+
+    config = CaptureConfig(op="mul", shapes=((4,), (4,)), device="cpu")
+    out = Outcome(status="wrong", value={"comparison": {"wrong": 1, "total": 4}})
+    rep = failure.report(config, out)
+    assert list(rep)[0] == "schema_version" and rep["schema_version"] == VERSIONS["check"]
+    assert upgrade(rep, "check") is rep
+    assert cache_check.as_json(config, [])["schema_version"] == VERSIONS["cache_check"]
+    assert layouts.document(config, [])["schema_version"] == VERSIONS["check_layouts"]
 
 
 @pytest.mark.parametrize("kind", list(VERSIONS))

@@ -15,7 +15,9 @@ from typer.testing import CliRunner
 import traceview
 from conftest import FIXTURES
 from traceview.cli.app import app
-from traceview.multi.ranks import analyze_ranks, metadata_rank
+from traceview.documents import builtins
+from traceview.errors import UsageError
+from traceview.multi.ranks import analyze_ranks, metadata_rank, read_ranks
 from traceview.multi.stragglers import STRAGGLER_MIN_RANKS, outliers
 from traceview.multi.trace_files import expand_paths
 
@@ -127,6 +129,12 @@ def test_a_broken_file_among_good_ones(plain_dir, tmp_path):
     assert bad["trace"]["path"].endswith("r5.json")
     assert d["combined"]["ok"] == 5 and len(d["combined"]["failed"]) == 1
     assert [s["rank"] for s in d["combined"]["stragglers"]] == [2]
+    # the document reads back through its typed layout, to the same JSON
+    typed = read_ranks(d)
+    assert typed.combined.failed[0].rank == 5 and typed.combined.stragglers[0].rank == 2
+    assert builtins(typed) == d
+    with pytest.raises(UsageError, match="combined"):
+        read_ranks({**d, "combined": {**d["combined"], "ok": "5"}})
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "rank 5" in lines[0] and "r5.json" in lines[0]
     # text too

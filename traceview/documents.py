@@ -2,7 +2,9 @@
 
 A document is JSON traceview writes for people's tools to read back: the explain report
 (``docs/json.md``), the ranks view, ``diff``'s comparison, ``ab``'s result, ``serve``'s
-document and capture's metadata block inside a trace. Each says its layout's version in
+document, capture's metadata block inside a trace and the correctness checks' reports
+(the isolated check's failure report, the cache check's passing result, the layout
+matrix). Each says its layout's version in
 one field, ``schema_version`` (an integer), which changes only when a key is removed,
 moves or changes meaning; new keys may appear at any time. ``VERSIONS`` is the table of
 the versions written today; ``upgrade(doc, kind)`` brings a saved document of any version
@@ -12,33 +14,48 @@ refuses, in one line, one it does not.
 Older spellings of the version are read as versions: ``ab``'s ``"schema":
 "traceview.ab/1"``, ``serve``'s ``"schema": "traceview.serve/1"`` and capture's
 ``"schema": 1`` are version 1 of their kind; version 2 of each is the same layout with
-``schema_version`` in place of ``schema``.
+``schema_version`` in place of ``schema``. The checks' reports named their kind in their
+version field (``"traceview_check": 1``, ``"traceview_cache_check": 1``,
+``"traceview_check_layouts": 1``); version 2 of each is ``schema_version`` 2 in its place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+import msgspec
 
 from traceview.errors import UsageError
 
-Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture"]
+T = TypeVar("T")
+
+Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture", "check", "cache_check",
+               "check_layouts"]
 VERSION_FIELD = "schema_version"
 #: kind -> the version written today
 VERSIONS: dict[Kind, int] = {"explain": 2, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
-                             "capture": 2}
+                             "capture": 2, "check": 2, "cache_check": 2, "check_layouts": 2}
 #: kind -> every version read (older ones through ``upgrade``)
 READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff": (3,),
-                                         "ab": (1, 2), "serve": (1, 2), "capture": (1, 2)}
+                                         "ab": (1, 2), "serve": (1, 2), "capture": (1, 2),
+                                         "check": (1, 2), "cache_check": (1, 2),
+                                         "check_layouts": (1, 2)}
 #: kind -> how a refusal names the document
 NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks report",
                           "diff": "a diff report", "ab": "a traceview ab result",
                           "serve": "a traceview serve document",
-                          "capture": "capture metadata"}
+                          "capture": "capture metadata",
+                          "check": "a correctness check's failure report",
+                          "cache_check": "a cache check's result",
+                          "check_layouts": "a layout check's matrix"}
 # the version-1 spellings of the field
 _LEGACY: dict[Kind, tuple[str, object]] = {"ab": ("schema", "traceview.ab/1"),
                                            "serve": ("schema", "traceview.serve/1"),
-                                           "capture": ("schema", 1)}
+                                           "capture": ("schema", 1),
+                                           "check": ("traceview_check", 1),
+                                           "cache_check": ("traceview_cache_check", 1),
+                                           "check_layouts": ("traceview_check_layouts", 1)}
 
 
 def stamp(kind: Kind) -> dict[str, int]:
@@ -49,11 +66,12 @@ def stamp(kind: Kind) -> dict[str, int]:
 def version(doc: dict[str, Any], kind: Kind) -> object:
     """The version ``doc`` says it is (read from a legacy spelling where it has one);
     whatever the field holds, checked by ``upgrade``."""
-    if VERSION_FIELD in doc or kind not in _LEGACY:
+    key, v1 = _LEGACY.get(kind, (VERSION_FIELD, None))
+    if VERSION_FIELD in doc or key not in doc:
         return doc.get(VERSION_FIELD)
-    key, v1 = _LEGACY[kind]
     value = doc.get(key)
-    return 1 if value == v1 and type(value) is type(v1) else value
+    # any other value of the old field is no version of it (a 2 there was never written)
+    return 1 if value == v1 and type(value) is type(v1) else {key: value}
 
 
 def readable(doc: object, kind: Kind) -> bool:
@@ -83,9 +101,32 @@ def upgrade(doc: dict[str, Any], kind: Kind) -> dict[str, Any]:
     return doc
 
 
+def read(doc: object, kind: Kind, layout: type[T]) -> T:
+    """A saved document of ``kind`` as its typed ``layout`` (a msgspec Struct): brought to
+    today's version by ``upgrade`` first, then checked key by key against the layout.
+    ``UsageError`` (one line) for anything else."""
+    if not isinstance(doc, dict):
+        raise UsageError(f"not {NOUNS[kind]}: a JSON object was expected, not "
+                         f"{type(doc).__name__}")
+    try:
+        return msgspec.convert(upgrade(doc, kind), layout, strict=True)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"not {NOUNS[kind]} this traceview reads: {exc}") from None
+
+
+def builtins(layout: msgspec.Struct) -> dict[str, Any]:
+    """A typed document as the plain JSON-able dict written for it: its fields in the
+    layout's order, the values as they are (a number is not converted to its field's
+    type, so the JSON is what the writer computed)."""
+    out = msgspec.to_builtins(layout)
+    assert isinstance(out, dict)
+    return out
+
+
 def _renamed_field(doc: dict[str, Any], kind: Kind) -> dict[str, Any]:
-    """Version 1 -> 2 of ``ab``, ``serve`` and capture: ``schema`` becomes
-    ``schema_version``, in the same place; nothing else moves."""
+    """Version 1 -> 2 of ``ab``, ``serve``, capture and the checks: the version-1 field
+    (``schema``, ``traceview_check``, ...) becomes ``schema_version``, in the same place;
+    nothing else moves."""
     key = _LEGACY[kind][0]
     return {(VERSION_FIELD if k == key else k): (2 if k == key else v) for k, v in doc.items()}
 
@@ -136,4 +177,7 @@ _STEPS: dict[tuple[Kind, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("ab", 1): lambda d: _renamed_field(d, "ab"),
     ("serve", 1): lambda d: _renamed_field(d, "serve"),
     ("capture", 1): lambda d: _renamed_field(d, "capture"),
+    ("check", 1): lambda d: _renamed_field(d, "check"),
+    ("cache_check", 1): lambda d: _renamed_field(d, "cache_check"),
+    ("check_layouts", 1): lambda d: _renamed_field(d, "check_layouts"),
 }

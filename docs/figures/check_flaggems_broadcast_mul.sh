@@ -30,10 +30,11 @@ try:
 except ValueError:
     d = None
     print("(stdout was not JSON)", text[:2000])
-if isinstance(d, dict) and "traceview_check" in d:
+# a failure report has a verdict; the layout matrix has rows and a total
+if isinstance(d, dict) and "verdict" in d:
     from traceview.render.registry import RenderOptions, renderer
     print(renderer("text", "failure").render(d, RenderOptions()))
-elif isinstance(d, dict) and "traceview_check_layouts" in d:
+elif isinstance(d, dict) and "rows" in d and "total" in d:
     from traceview.render.registry import RenderOptions, renderer
     print(renderer("text", "layouts").render(d, RenderOptions(width=220)), end="")
 elif isinstance(d, dict) and "traceview" in d:

@@ -34,10 +34,6 @@ from traceview.paired import interleaved_order
 from traceview.runner.outcome import CHILD_TIMEOUT_S
 from traceview.runner.process import ChildSpec, Starter, run_process
 
-#: The former name of :class:`~traceview.runner.process.ChildSpec`, kept while other
-#: branches still import it from here.
-Side = ChildSpec
-
 
 def check_time_limit(time_limit_s: float | None) -> None:
     """``--time-limit`` is a finite number of seconds > 0 (or not given)."""

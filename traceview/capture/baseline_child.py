@@ -35,12 +35,6 @@ from traceview.runner.wire import decode_config, encode_config
 BASELINE_PROCESSES = 3
 
 
-#: The former private names of the config's wire format, kept while other branches still
-#: import them from here.
-_encode = encode_config
-_decode = decode_config
-
-
 def measure_in_children(config: CaptureConfig, cache_root: Path,
                         procs: int = BASELINE_PROCESSES) -> dict[str, Any]:
     """The ``baseline`` metadata block: medians over ``procs`` fresh processes.

@@ -36,13 +36,13 @@ from typing import Any
 
 from traceview.capture.config import CaptureConfig
 from traceview.checks.failure import STARTUP_S
+from traceview.documents import stamp
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.render.measured.checks import cache_check_headline as headline
 from traceview.runner import isolation
 from traceview.runner.outcome import Outcome
 
 CHILD_ENTRY = "traceview.checks.cache_check:run_sequence"
-SCHEMA = 1
 #: The base shape when ``--shape`` is not given: rank 4, every dim > 1 (so transposed and
 #: broadcast views exist), small enough for Triton's CPU interpreter.
 DEFAULT_SHAPE = (4, 8, 16, 32)
@@ -251,14 +251,14 @@ def _first_wrong(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def report(config: CaptureConfig, todo: list[Step], rows: list[dict[str, Any]],
            outcome: Outcome, side: str | None = None) -> dict[str, Any]:
-    """The failure report (schema ``traceview_check`` 1, as capture's, plus
+    """The failure report (the isolated check's document, kind ``check``, plus
     ``cache_check``): the first wrong (or crashed) call, what changed, the error."""
     bad = _first_wrong(rows) if outcome.status == "wrong" else (rows[-1] if rows else None)
     i = bad["call"] - 1 if bad else 0
     prev = rows[i - 1] if bad and i > 0 else None
     wrong_calls = [r["call"] for r in rows if r["status"] not in ("pass", "started", "skipped")]
     rep: dict[str, Any] = {
-        "traceview_check": SCHEMA,
+        **stamp("check"),
         "verdict": outcome.status,  # wrong | crashed | timeout
         "found_by": f"--check-cache: call {i + 1} of {len(todo)} in one warm process",
         "op": config.op, "impl": config.impl_label, "device": config.device,
@@ -319,7 +319,7 @@ def as_json(config: CaptureConfig, rows: list[dict[str, Any]], side: str | None 
         row["changed"] = changes_between(prev, r)
         out.append(row)
         prev = r
-    doc = {"traceview_cache_check": SCHEMA,
+    doc = {**stamp("cache_check"),
            "passed": all(r["status"] in ("pass", "skipped") for r in rows),
            "op": config.op, "impl": config.impl_label, "device": config.device,
            "dtype": config.dtype, "shapes": [list(s) for s in config.shapes],

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
+from traceview.documents import stamp
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.render.measured.checks import failure_headline as headline
 from traceview.runner import isolation
@@ -34,7 +35,6 @@ DEFAULT_TIMEOUT_S = 120.0
 #: Seconds the child may take to import torch, open the device and build the inputs (it
 #: reports the operands when done; the op's own ``timeout_s`` starts there).
 STARTUP_S = 300.0
-SCHEMA = 1
 
 
 def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
@@ -81,7 +81,7 @@ def from_comparison(config: CaptureConfig, torch: Any, inputs: Any, comparison: 
 
 def _base(config: CaptureConfig, verdict: str, operands: Any, found_by: str) -> dict[str, Any]:
     return {
-        "traceview_check": SCHEMA,
+        **stamp("check"),
         "verdict": verdict,  # wrong | crashed | timeout
         "found_by": found_by,
         "op": config.op, "impl": config.impl_label, "device": config.device,

@@ -19,6 +19,7 @@ from typing import Any
 
 from traceview.capture.config import CaptureConfig
 from traceview.checks.failure import STARTUP_S
+from traceview.documents import stamp
 from traceview.runner import isolation
 
 #: The output shape used when ``--shape`` is not given: rank 4, every dim > 1, small
@@ -196,7 +197,7 @@ def exit_code(rows: list[Row]) -> int:
 def document(config: CaptureConfig, rows: list[Row]) -> dict[str, Any]:
     """The matrix as plain data: what ``--format json`` prints and the table is drawn from."""
     return {
-        "traceview_check_layouts": 1, "op": config.op, "impl": config.impl_label,
+        **stamp("check_layouts"), "op": config.op, "impl": config.impl_label,
         "dtype": config.dtype, "device": config.device, "shape": list(config.out_shape),
         "rows": [r.to_dict() for r in rows],
         "passed": sum(r.status == "pass" for r in rows), "total": len(rows),

@@ -109,7 +109,7 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     from traceview.errors import UsageError
     from traceview.serve import launch as launch_mod
     from traceview.serve import spec as sp
-    from traceview.serve.runner import run_serve
+    from traceview.serve.runner import as_written, run_serve
 
     if fmt not in ("text", "json", "md"):
         raise UsageError(f"--format {fmt!r}: expected text, json or md")
@@ -146,13 +146,14 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
 
     def save(doc: dict) -> None:
         if out is not None:
-            _write_atomically(out, as_text(renderer("json", "serve").render(doc, RenderOptions())))
+            _write_atomically(out, as_text(renderer("json", "serve").render(
+                as_written(doc), RenderOptions())))
 
     def launch(variant, task):
         return launch_mod.in_subprocess(variant, task, timeout_s=child_timeout)
 
-    doc = run_serve(spec, launch=launch, log=log, trace_dir=trace_dir, argv=_argv(),
-                    on_stage=save)
+    doc = as_written(run_serve(spec, launch=launch, log=log, trace_dir=trace_dir,
+                               argv=_argv(), on_stage=save))
     save(doc)
     from traceview.cli._common import stdout_console
 

@@ -5,7 +5,7 @@ per-figure paired comparisons (:func:`analyze`, statistics in :mod:`traceview.pa
 and one verdict line that names its data (:func:`verdict_line`). The renderers
 (``render/ab_report.py``) and ``diff --ab`` (``multi/unprofiled.py``) read these without
 importing the capture package that ran the processes. JSON: ``ABResult.as_dict``,
-schema in docs/ab.md.
+written through its layout ``ABDocument`` (docs/ab.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.documents import stamp
+import msgspec
+
+from traceview.documents import VERSIONS, builtins, read
 from traceview.paired import PairedComparison, compare
 
 #: The figures a capture child reports, in the order they are shown. The first judges.
@@ -98,19 +100,59 @@ class ABResult:
                 for r in mine],
                 correctness=first.get("correctness"), versions=first.get("versions"),
                 device=first.get("device"))
-        return {
-            **stamp("ab"),
-            "protocol": self.protocol,
-            "rounds": self.rounds,
-            "order": self.order,
-            "run_order": [[r.round + 1, r.side] for r in self.runs],
-            "sides": per_side,
-            "method": METHOD,
-            "comparisons": {k: comparison_dict(c) for k, c in self.comparisons.items()},
-            "kernels_used": kernels_used_dict(self.sides),
-            "clusters": clusters_dict(self.runs),
-            "verdict": self.verdict(),
-        }
+        return builtins(ABDocument(
+            schema_version=VERSIONS["ab"], protocol=self.protocol, rounds=self.rounds,
+            order=self.order, run_order=[(r.round + 1, r.side) for r in self.runs],
+            sides=per_side, method=METHOD,
+            comparisons={k: comparison_doc(c) for k, c in self.comparisons.items()},
+            kernels_used=kernels_used_dict(self.sides), clusters=clusters_dict(self.runs),
+            verdict=self.verdict()))
+
+
+class ABComparison(msgspec.Struct, frozen=True):
+    """One figure's paired comparison as the ab document holds it (docs/ab.md)."""
+
+    rounds: int
+    a_ns: list[int]
+    b_ns: list[int]
+    diff_ns: list[int]
+    a_median_ns: float | None
+    b_median_ns: float | None
+    estimate_ns: float | None
+    ci_low_ns: float | None
+    ci_high_ns: float | None
+    confidence: float | None
+    b_faster_rounds: int
+    b_slower_rounds: int
+    min_detectable_ns: float | None
+    relative: float | None
+    verdict: str  # B faster | B slower | cannot tell
+
+
+class ABDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """The ab document's layout (``ab --format json``, ``ab --out``; docs/ab.md), in its
+    key order: what is written and what ``diff --ab`` checks a saved one against
+    (``read_ab``). ``protocol`` and each side are free-form descriptions of the run;
+    ``kernels_used`` and ``clusters`` are absent from results saved before they
+    existed."""
+
+    schema_version: int
+    protocol: dict[str, Any]
+    rounds: int
+    order: str
+    run_order: list[tuple[int, str]]  # [round (1-based), side] in the order they ran
+    sides: dict[str, dict[str, Any]]
+    method: str
+    comparisons: dict[str, ABComparison]
+    kernels_used: dict[str, Any] | None = None
+    clusters: dict[str, Any] | None = None
+    verdict: str
+
+
+def read_ab(doc: object) -> ABDocument:
+    """A saved ab result, upgraded and checked; a ``UsageError`` of one line for
+    anything else."""
+    return read(doc, "ab", ABDocument)
 
 
 def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -151,14 +193,13 @@ def clusters_dict(runs: Sequence[ProcessRun]) -> dict[str, Any]:
     return out
 
 
-def comparison_dict(c: PairedComparison) -> dict[str, Any]:
-    return {"rounds": c.rounds, "a_ns": list(c.a), "b_ns": list(c.b),
-            "diff_ns": list(c.diffs), "a_median_ns": c.a_median_ns,
-            "b_median_ns": c.b_median_ns, "estimate_ns": c.estimate_ns,
-            "ci_low_ns": c.ci_low_ns, "ci_high_ns": c.ci_high_ns, "confidence": c.confidence,
-            "b_faster_rounds": c.b_faster_rounds, "b_slower_rounds": c.b_slower_rounds,
-            "min_detectable_ns": c.min_detectable_ns, "relative": c.relative,
-            "verdict": c.verdict}
+def comparison_doc(c: PairedComparison) -> ABComparison:
+    return ABComparison(c.rounds, list(c.a), list(c.b), list(c.diffs), c.a_median_ns,
+                        c.b_median_ns, c.estimate_ns, c.ci_low_ns, c.ci_high_ns, c.confidence,
+                        c.b_faster_rounds, c.b_slower_rounds, c.min_detectable_ns,
+                        c.relative, c.verdict)
+
+
 
 
 def judged_diffs(runs: Sequence[ProcessRun]) -> list[int] | None:

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
-from traceview.documents import stamp
+from traceview.documents import VERSIONS, builtins, read
 from traceview.metadata import NO_CAPTURE
 from traceview.stats import median
 
@@ -37,8 +38,10 @@ CALL_METRICS = ("api_ns", "kernel_ns", "launch_latency_ns", "host_overhead_ns", 
 SAME_QUESTION = ("op", "impl", "shape", "dtype", "strides", "layout", "scalars")
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(msgspec.Struct, frozen=True):
+    """One metric compared: the difference of medians and its bootstrap interval (an
+    entry of the diff document's ``comparisons``, in this key order)."""
+
     metric: str
     before: int | None
     after: int | None
@@ -50,10 +53,32 @@ class Comparison:
     n_after: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "before": self.before, "after": self.after,
-                "delta": self.delta, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "significant": self.significant, "n_before": self.n_before,
-                "n_after": self.n_after}
+        return builtins(self)
+
+
+class CallCounts(msgspec.Struct, frozen=True):
+    before: int
+    after: int
+
+
+class DiffDocument(msgspec.Struct, frozen=True):
+    """The diff document's layout (``diff --format json``, docs/diff.md), in its key
+    order: what is written and what a saved one is read back as (``read_diff``). The
+    unprofiled verdict, the code-path changes and the kernels are their own modules'
+    plain data."""
+
+    schema_version: int
+    before: str
+    after: str
+    calls: CallCounts
+    unprofiled: dict[str, Any] | None
+    comparisons: list[Comparison]
+    code_path: dict[str, Any] | None
+    kernels: list[dict[str, Any]]
+    kernels_used: dict[str, Any] | None
+    warnings: list[str]
+    agreement: str | None
+    verdict: str
 
 
 @dataclass
@@ -72,16 +97,21 @@ class Diff:
     #: Which kernels each side launched per call and how they differ (:func:`kernels_used`).
     kernels_used: dict[str, Any] | None = None
 
+    def document(self) -> DiffDocument:
+        return DiffDocument(
+            VERSIONS["diff"], self.before_path, self.after_path,
+            CallCounts(self.calls_before, self.calls_after), self.unprofiled,
+            list(self.comparisons), self.code_path, self.kernels, self.kernels_used,
+            self.warnings, agreement(self), verdict(self))
+
     def as_dict(self) -> dict[str, Any]:
-        return {**stamp("diff"), "before": self.before_path, "after": self.after_path,
-                "calls": {"before": self.calls_before, "after": self.calls_after},
-                "unprofiled": self.unprofiled,
-                "comparisons": [c.as_dict() for c in self.comparisons],
-                "code_path": self.code_path,
-                "kernels": self.kernels, "kernels_used": self.kernels_used,
-                "warnings": self.warnings,
-                "agreement": agreement(self),
-                "verdict": verdict(self)}
+        return builtins(self.document())
+
+
+def read_diff(doc: object) -> DiffDocument:
+    """A saved diff document (``diff --format json``), upgraded and checked; a
+    ``UsageError`` of one line for anything else."""
+    return read(doc, "diff", DiffDocument)
 
 
 def load_report(path: str | Path) -> Report:

@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
+
 from traceview.coerce import rank_or_none
+from traceview.documents import VERSIONS, builtins, read
 from traceview.errors import TraceviewError, UsageError
 from traceview.multi.stragglers import (
     STRAGGLER_MAD_K,
@@ -121,9 +124,7 @@ class RanksReport:
                   "error": pl.String, **_metric_columns(), "straggler": pl.Boolean}
         return pl.DataFrame(rows, schema=schema, orient="row")
 
-    def to_dict(self) -> dict[str, Any]:
-        from traceview.documents import stamp
-
+    def document(self) -> RanksDocument:
         ranks = []
         for r in self.ranks:
             if r.report is not None:
@@ -131,25 +132,65 @@ class RanksReport:
             else:
                 ranks.append({"rank": r.rank, "rank_source": r.rank_source,
                               "trace": {"path": r.path}, "error": r.error})
-        return {
-            **stamp("ranks"),
-            "ranks": ranks,
-            "combined": {
-                "count": len(self.ranks),
-                "ok": len(self.ok),
-                "failed": [{"rank": r.rank, "path": r.path, "error": r.error}
-                           for r in self.failed],
-                "rule": {"mad_k": STRAGGLER_MAD_K, "min_relative": STRAGGLER_MIN_RELATIVE,
-                         "min_ranks": STRAGGLER_MIN_RANKS, "metrics": dict(STRAGGLER_METRICS)},
-                "metrics": self.metrics,
-                "stragglers": [
-                    {"rank": self.ranks[i].rank, "path": self.ranks[i].path,
-                     "reasons": [o.as_dict() for o in why]}
-                    for i, why in sorted(self.stragglers.items())
-                ],
-                "warnings": self.warnings,
-            },
-        }
+        rule = StragglerRule(STRAGGLER_MAD_K, STRAGGLER_MIN_RELATIVE, STRAGGLER_MIN_RANKS,
+                             dict(STRAGGLER_METRICS))
+        combined = Combined(
+            len(self.ranks), len(self.ok),
+            [FailedRank(r.rank, r.path, r.error) for r in self.failed], rule, self.metrics,
+            [Straggler(self.ranks[i].rank, self.ranks[i].path, [o.as_dict() for o in why])
+             for i, why in sorted(self.stragglers.items())],
+            self.warnings)
+        return RanksDocument(VERSIONS["ranks"], ranks, combined)
+
+    def to_dict(self) -> dict[str, Any]:
+        return builtins(self.document())
+
+
+class FailedRank(msgspec.Struct, frozen=True):
+    rank: int | None
+    path: str
+    error: str | None
+
+
+class StragglerRule(msgspec.Struct, frozen=True):
+    mad_k: float
+    min_relative: float
+    min_ranks: int
+    metrics: dict[str, str]  # metric -> which side counts: above | below | both
+
+
+class Straggler(msgspec.Struct, frozen=True):
+    rank: int | None
+    path: str
+    reasons: list[dict[str, Any]]  # the rule's figures per metric (``Outlier.as_dict``)
+
+
+class Combined(msgspec.Struct, frozen=True):
+    count: int
+    ok: int
+    failed: list[FailedRank]
+    rule: StragglerRule
+    metrics: dict[str, dict[str, Any]]  # metric -> {n, median, mad, min, max}
+    stragglers: list[Straggler]
+    warnings: list[str]
+
+
+class RanksDocument(msgspec.Struct, frozen=True):
+    """The ranks document's layout (``explain DIR --format json``, docs/ranks.md), in its
+    key order: what is written and what a saved one is read back as (``read_ranks``).
+    Each of ``ranks`` is an explain report (docs/json.md) with ``rank`` and
+    ``rank_source`` added, or ``{rank, rank_source, trace: {path}, error}`` for a trace
+    that could not be read."""
+
+    schema_version: int
+    ranks: list[dict[str, Any]]
+    combined: Combined
+
+
+def read_ranks(doc: object) -> RanksDocument:
+    """A saved ranks document, upgraded and checked; a ``UsageError`` of one line for
+    anything else."""
+    return read(doc, "ranks", RanksDocument)
 
 
 def _p50(stats: dict[str, Any], metric: str) -> int | None:

@@ -27,8 +27,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from traceview import __version__
-from traceview.documents import stamp
+from traceview.documents import builtins, read, stamp
 from traceview.errors import CaptureError
 from traceview.paired import Side, compare, interleaved_order
 from traceview.runner.outcome import Outcome
@@ -261,6 +263,38 @@ def _stopped(v: Variant, block: dict[str, Any]) -> str:
                if culprits else "")
             + (f"; {', '.join(slow)} ran past --child-timeout alone (slow, "
                "not shown wrong): raise --child-timeout" if slow else ""))
+
+
+class ServeDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """The serve document's top-level layout (docs/serving.md), in its key order. The
+    document grows in place while the protocol runs (``run_serve``'s ``on_stage``), so it
+    is a dict until it is written; ``as_written`` checks it against this layout and
+    gives the dict to write, and ``read_serve`` reads a saved one back."""
+
+    schema_version: int
+    tool_version: str
+    created: str
+    command: list[str] | None
+    model: dict[str, Any]
+    workload: dict[str, Any]
+    protocol: dict[str, Any]
+    variants: list[dict[str, Any]]  # one per variant: its setting, checks, repetitions, ...
+    ab: dict[str, Any] | None  # the paired comparisons; None with one variant
+    measured: bool
+    stopped: str | None  # why the run stopped early (a failed check); None
+    complete: bool
+
+
+def read_serve(doc: object) -> ServeDocument:
+    """A saved serve document, upgraded and checked; a ``UsageError`` of one line for
+    anything else."""
+    return read(doc, "serve", ServeDocument)
+
+
+def as_written(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document as it is written: checked against ``ServeDocument`` and encoded
+    through it (the same keys, order and values)."""
+    return builtins(read_serve(doc))
 
 
 def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
