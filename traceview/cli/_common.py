@@ -44,8 +44,11 @@ def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None
     except KeyboardInterrupt as exc:  # Ctrl-C 130, SIGTERM 143 (cli/_signals.py)
         from traceview.cli import _signals
 
-        _signals.ignore()  # the run is ending: a second signal would cut that short
-        print(_signals.message(exc), file=sys.stderr)
+        old = _signals.ignore()  # a second signal would cut the message short
+        try:
+            print(_signals.message(exc), file=sys.stderr)
+        finally:  # the console entry point ignores them for the exit itself
+            _signals.restore(old)
         raise typer.Exit(_signals.exit_code(exc)) from None
     except BrokenPipeError:  # `traceview explain ... | head`: the reader has what it wanted
         # the interpreter flushes stdout again at exit; point it at /dev/null first

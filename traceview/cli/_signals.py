@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 from types import FrameType
+from typing import Any
 
 from traceview.interrupts import Terminated, in_main_thread
 
@@ -35,12 +36,21 @@ def install() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def ignore() -> None:
+def ignore() -> dict[int, Any]:
     """Ignore SIGINT and SIGTERM from here on: the process is on its way out after the
-    first one, and a second one raised in the exit path printed a traceback."""
-    if in_main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    first one, and a second one raised in the exit path printed a traceback. Returns
+    the handlers it replaced, for :func:`restore` where the process goes on (a command
+    run inside another program, or a test): an ignored signal is inherited by every
+    process started later, which would then never stop on Ctrl-C."""
+    if not in_main_thread():
+        return {}
+    return {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore(old: dict[int, Any]) -> None:
+    """Put back the handlers :func:`ignore` replaced."""
+    for s, handler in old.items():
+        signal.signal(s, handler)
 
 
 def exit_code(exc: BaseException) -> int:
