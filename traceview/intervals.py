@@ -32,13 +32,20 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Set:
         return EMPTY
     order = np.argsort(starts, kind="stable")
     s, e = starts[order], ends[order]
+    first, run_ends = _runs(s, e)
+    return s[first], run_ends
+
+
+def _runs(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of intervals sorted by start (at least one): the index of each merged run's first
+    interval and each run's end (the running maximum of the ends at its last one)."""
     run_end = np.maximum.accumulate(e)
     new_run = np.empty(s.size, dtype=bool)
     new_run[0] = True
     new_run[1:] = s[1:] > run_end[:-1]
     first = np.flatnonzero(new_run)
     last = np.append(first[1:] - 1, s.size - 1)
-    return s[first], run_end[last]
+    return first, run_end[last]
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,13 +90,8 @@ def union_length_by_group(groups: np.ndarray, starts: np.ndarray, ends: np.ndarr
     s, e = starts + shift, ends + shift
     order = np.argsort(s, kind="stable")
     s, e = s[order], e[order]
-    run_end = np.maximum.accumulate(e)
-    new_run = np.empty(s.size, dtype=bool)
-    new_run[0] = True
-    new_run[1:] = s[1:] > run_end[:-1]
-    first = np.flatnonzero(new_run)
-    last = np.append(first[1:] - 1, s.size - 1)
-    np.add.at(out, groups[order[first]], run_end[last] - s[first])
+    first, run_ends = _runs(s, e)
+    np.add.at(out, groups[order[first]], run_ends - s[first])
     return out
 
 
