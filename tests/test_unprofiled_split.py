@@ -170,10 +170,14 @@ def test_the_timer_reads_a_busy_wait_and_counts_recursion_once():
     def rec(n):
         return 0 if n == 0 else rec(n - 1) + 1
 
-    with FunctionTimer(P.busy_stage) as t:
-        P.busy_stage()
-        r = t.reading()
-    assert r.outer == 1 and r.nested == 0 and P.BUSY_NS <= r.ns < 3 * P.BUSY_NS
+    readings = []
+    for _ in range(5):  # the least of five: a preempted run only reads longer
+        with FunctionTimer(P.busy_stage) as t:
+            P.busy_stage()
+            readings.append(t.reading())
+    r = min(readings, key=lambda x: x.ns)
+    assert all(x.outer == 1 and x.nested == 0 for x in readings)
+    assert P.BUSY_NS <= r.ns < 3 * P.BUSY_NS
     with FunctionTimer(rec) as t:
         assert rec(4) == 4
         r = t.reading()

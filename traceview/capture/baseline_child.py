@@ -17,15 +17,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from traceview.capture.config import CaptureConfig
-from traceview.errors import CaptureError
-from traceview.runner.outcome import CHILD_TIMEOUT_S
-from traceview.runner.process import last_stderr_line, result_line, spawn
+from traceview.runner.process import measure_in_module
 from traceview.runner.wire import decode_config, encode_config
 
 #: Fresh processes measured. One process's median can sit far from another's on the
@@ -63,20 +60,8 @@ def measure_in_children(config: CaptureConfig, cache_root: Path,
 
 def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     """The ``baseline`` block measured by one fresh interpreter (caches under cache_root)."""
-    env = dict(os.environ)
-    env["TRITON_CACHE_DIR"] = str(cache_root / "triton")
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "inductor")
-    done = spawn([sys.executable, "-m", "traceview.capture.baseline_child"],
-                 encode_config(config), env, timeout_s=CHILD_TIMEOUT_S)
-    if done.returncode is None:
-        raise CaptureError(f"the unprofiled baseline took over {CHILD_TIMEOUT_S} s")
-    block = result_line(done.stdout)
-    if block is not None and "error" in block:
-        raise CaptureError(block["error"])
-    if done.returncode != 0 or block is None:
-        raise CaptureError("the unprofiled baseline process failed: "
-                           + (last_stderr_line(done.stderr) or f"exit code {done.returncode}"))
-    return block
+    return measure_in_module("traceview.capture.baseline_child", encode_config(config),
+                             cache_root, "the unprofiled baseline")
 
 
 @dataclasses.dataclass(frozen=True)

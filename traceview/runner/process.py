@@ -170,6 +170,26 @@ def read_result(where: str, returncode: int | None, stdout: str, stderr: str
 
 
 # -- the child ----------------------------------------------------------------------------
+def measure_in_module(module: str, stdin: str, cache_root: Path, what: str
+                      ) -> dict[str, Any]:
+    """Run ``python -m module`` once in a fresh interpreter, compile caches under
+    ``cache_root``, and return the one result line it prints; its failure (``what``:
+    "the unprofiled baseline", ...) is a one-line ``CaptureError``."""
+    env = dict(os.environ)
+    env["TRITON_CACHE_DIR"] = str(cache_root / "triton")
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "inductor")
+    done = spawn([sys.executable, "-m", module], stdin, env, timeout_s=CHILD_TIMEOUT_S)
+    if done.returncode is None:
+        raise CaptureError(f"{what} took over {CHILD_TIMEOUT_S} s")
+    block = result_line(done.stdout)
+    if block is not None and "error" in block:
+        raise CaptureError(block["error"])
+    if done.returncode != 0 or block is None:
+        raise CaptureError(f"{what} process failed: "
+                           + (last_stderr_line(done.stderr) or f"exit code {done.returncode}"))
+    return block
+
+
 def where_it_ran() -> dict[str, object]:
     """The CPUs this process may run on and the one it last ran on (``/proc/self/stat``
     field 39), so per-process figures can be read against core placement."""

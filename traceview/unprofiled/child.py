@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,25 +39,12 @@ def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
 
 def split_in_child(config: Any, names: list[str], cache_root: Path) -> dict[str, Any]:
     """:func:`measure_here` in a fresh interpreter (compile caches under cache_root)."""
-    from traceview.runner.outcome import CHILD_TIMEOUT_S
-    from traceview.runner.process import last_stderr_line, result_line, spawn
+    from traceview.runner.process import measure_in_module
     from traceview.runner.wire import encode_config
 
-    env = dict(os.environ)
-    env["TRITON_CACHE_DIR"] = str(cache_root / "triton")
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "inductor")
     payload = json.dumps({"config": json.loads(encode_config(config)), "names": names})
-    done = spawn([sys.executable, "-m", "traceview.unprofiled.child"], payload, env,
-                 timeout_s=CHILD_TIMEOUT_S)
-    if done.returncode is None:
-        raise CaptureError(f"the unprofiled split took over {CHILD_TIMEOUT_S} s")
-    block = result_line(done.stdout)
-    if block is not None and "error" in block:
-        raise CaptureError(block["error"])
-    if done.returncode != 0 or block is None:
-        raise CaptureError("the unprofiled split process failed: "
-                           + (last_stderr_line(done.stderr) or f"exit code {done.returncode}"))
-    return block
+    return measure_in_module("traceview.unprofiled.child", payload, cache_root,
+                             "the unprofiled split")
 
 
 def split_after_profile(config: Any, warm_trace: Path,
