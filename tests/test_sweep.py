@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import traceview
 from tracebuilder import TraceBuilder
+from traceview import intervals
 from traceview.analyses import host, host_sweep_native, hot_functions
 from traceview.analyses.window import find_window
 from traceview.options import Options
@@ -155,12 +156,15 @@ def test_hot_functions_union_paths_agree(tmp_path, plan):
     tb = _spans(plan)
     trace, _, fast = _timelines(tb.write(tmp_path / "t.json"))  # the loop's timeline
     got = hot_functions.hot_functions(trace, fast)
-    limit = hot_functions.UNION_OFFSET_LIMIT
+    limit, block = hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK
     hot_functions.UNION_OFFSET_LIMIT = 0  # force the per-function loop
     try:
         assert hot_functions.hot_functions(trace, fast) == got
-    finally:
         hot_functions.UNION_OFFSET_LIMIT = limit
+        for hot_functions.BLOCK in (1, 2, 3, 7):  # groups and unions split across blocks
+            assert hot_functions.hot_functions(trace, fast) == got
+    finally:
+        hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK = limit, block
     # and against the definition: a function's total is the union of its intervals
     s = trace.slices
     for f in got:
@@ -170,6 +174,28 @@ def test_hot_functions_union_paths_agree(tmp_path, plan):
             covered.update(range(int(s.start[r]), int(s.end[r])))
         assert f.total_ns == len(covered) and f.count == len(rows)
         assert f.self_ns == int(sum(fast.self_ns[fast.rows.tolist().index(r)] for r in rows))
+
+
+queries = st.lists(st.tuples(st.integers(-10, 80), st.integers(0, 50)), min_size=1, max_size=12)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spans, queries)
+def test_overlap_by_category_is_each_category_sets_overlap(tmp_path, plan, qs):
+    """Every category's overlap with every query at once (running sums over blocks of
+    segments) against the definition: the category's own segments, overlapped one
+    category at a time; blocks of 1, 2 and 3 segments split the running sums."""
+    trace, fast, _ = _timelines(_spans(plan).write(tmp_path / "t.json"))
+    q_st = np.asarray([a * 100 for a, _ in qs], np.int64) + int(fast.seg_start[0])
+    q_en = q_st + np.asarray([d * 100 for _, d in qs], np.int64)
+    want = np.stack([intervals.overlap(fast.category_set(c), q_st, q_en)
+                     for c in fast.categories])
+    block = host.BLOCK
+    try:
+        for host.BLOCK in (block, 1, 2, 3):
+            assert np.array_equal(fast.overlap_by_category(q_st, q_en), want)
+    finally:
+        host.BLOCK = block
 
 
 def test_the_compiled_sweep_is_built_where_ci_requires_it():

@@ -29,6 +29,7 @@ import re
 from collections import defaultdict
 from collections.abc import ItemsView, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
@@ -206,7 +207,8 @@ _MESSAGES: dict[str, tuple[Severity, str]] = {
 
 
 def build(decoded: Decoded) -> Trace:
-    """Turn decoded columns into lanes, slices and links (vectorised over X events)."""
+    """Turn decoded columns into lanes, slices and links (vectorised over X events).
+    ``decoded`` is used up: the columns the slices do not share are released from it."""
     x = decoded.x
     counts: dict[str, int] = defaultdict(int, decoded.phases.counts)
     dur, keep = _placeable(x.ts, x.dur, counts)
@@ -216,6 +218,8 @@ def build(decoded: Decoded) -> Trace:
     cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
     lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
     slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
+    del dur, keep, cat_of_row, lane_of_row
+    _release_columns(x)
     slices, dups = _dedupe(slices)
     if dups:
         counts["duplicate"] += dups
@@ -241,6 +245,16 @@ def build(decoded: Decoded) -> Trace:
     _drop_implausible_device_work(trace)
     _clip_python_frames(trace)
     return trace
+
+
+def _release_columns(x: Columns) -> None:
+    """Drop the decoder's columns the slices do not share (durations, key codes, device
+    and stream ids: four row-sized arrays) once the slices are made: ``build`` owns what
+    it was given, and on a big trace they would otherwise stay alive through the rest of
+    the build, the load's peak."""
+    empty = np.zeros(0, np.int64)
+    x.dur = x.stream = x.device = empty
+    x.key = empty.astype(np.int32)
 
 
 def _placeable(start: np.ndarray, dur: np.ndarray,
@@ -540,15 +554,20 @@ OVERHANGS_LISTED = 5  # frames named in the diagnostic
 _NATIVE_CLIP = native.load("clip")
 
 
-def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False) -> np.ndarray:
+def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False,
+                    in_place: bool = False) -> np.ndarray:
     """Python frames in start order (longest first): each frame's end clipped to its
     caller's (the innermost open frame, whose end is already clipped). Compiled
     (``analyses/_host_sweep.c``: ``tv_clip_frames``) when built; the loop is the reference
-    (``general``) and the fallback."""
+    (``general``) and the fallback. ``in_place``: ``en`` (int64, contiguous) is rewritten
+    and returned, where the compiled loop can (no second column of ends)."""
     if _NATIVE_CLIP is not None and not general:
         s64 = np.ascontiguousarray(st, np.int64)
-        out64 = np.array(en, np.int64, copy=True)
-        scratch = np.empty(max(out64.size, 1), np.int64)
+        if in_place and en.dtype == np.int64 and en.flags.c_contiguous and en.flags.writeable:
+            out64 = en
+        else:
+            out64 = np.array(en, np.int64, copy=True)
+        scratch = np.empty(max(out64.size, 1), np.int64)  # the stack: pages touched to its depth
         _NATIVE_CLIP(out64.size, s64.ctypes.data, out64.ctypes.data, scratch.ctypes.data)
         return out64
     out = en.tolist()
@@ -563,11 +582,19 @@ def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False) ->
     return np.asarray(out, np.int64)
 
 
+def _longest_first(end: np.ndarray, part: np.ndarray, sub: np.ndarray) -> tuple[np.ndarray]:
+    return (-end[part[sub]],)
+
+
 def _clip_python_frames(trace: Trace) -> None:
-    """Clip every thread's Python frames to their callers in the trace being built: the
-    end column is copied once, when something is clipped, and the clipped frames named in
-    a ``python-frame-overhang`` diagnostic. Zero-length frames call nothing (an analysis
-    ignores them), so they are left out of the callers."""
+    """Clip every thread's Python frames to their callers in the trace being built (the
+    model's own end column, rewritten in place), and name the clipped frames in a
+    ``python-frame-overhang`` diagnostic. Zero-length frames call nothing (an analysis
+    ignores them), so they are left out of the callers.
+
+    One thread at a time, with one row-sized column alive at most besides the rows and
+    the ends being clipped: a cold compile holds millions of frames, and the sort and
+    the gathered columns of all of them at once were the load's peak memory."""
     s = trace.slices
     py = trace.cat_code("python_function")
     if py < 0:
@@ -575,23 +602,40 @@ def _clip_python_frames(trace: Trace) -> None:
     rows = np.flatnonzero((s.cat == py) & (s.end > s.start))
     if rows.size < 2:
         return
-    # per thread, in start order, longest first: the innermost open frame is the caller
-    order = np.lexsort((-s.end[rows], s.start[rows], s.lane[rows]))
-    rows = rows[order]
+    if rows.size < 2**31:
+        rows = rows.astype(np.int32)
     lanes = s.lane[rows]
-    bounds = np.flatnonzero(np.diff(lanes)) + 1
-    clipped = np.concatenate([clip_to_callers(s.start[part], s.end[part])
-                              for part in np.split(rows, bounds)])
-    hit = np.flatnonzero(clipped < s.end[rows])
-    if hit.size == 0:
+    if lanes.size and lanes.min() != lanes.max():  # the frames of each thread together
+        rows = rows[np.argsort(lanes, kind="stable")]
+        lanes = s.lane[rows]
+    bounds = [0, *(np.flatnonzero(lanes[1:] != lanes[:-1]) + 1).tolist(), rows.size]
+    del lanes
+    hits: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+        part = rows[a:b]
+        st = s.start[part]
+        # in start order, longest first: the innermost open frame is the caller
+        order = intervals.start_order(st, partial(_longest_first, s.end, part))
+        part = part[order]
+        del order, st
+        st = s.start[part]
+        en = s.end[part]
+        en = clip_to_callers(st, en, in_place=True)
+        del st
+        hit = np.flatnonzero(en < s.end[part])
+        hits.append(part[hit])
+        ends.append(en[hit])
+        del en, part, hit
+    del rows
+    at = np.concatenate(hits)
+    if at.size == 0:
         return
-    at = rows[hit]
+    new_end = np.concatenate(ends)
     worst: dict[int, int] = {}
-    for code, by in zip(s.name[at].tolist(), (s.end[at] - clipped[hit]).tolist(), strict=True):
+    for code, by in zip(s.name[at].tolist(), (s.end[at] - new_end).tolist(), strict=True):
         worst[code] = max(worst.get(code, 0), by)
-    end = s.end.copy()
-    end[at] = clipped[hit]
-    s.end = end
+    s.end[at] = new_end  # the model's own column (made by _kept_slices or a drop)
     top = sorted(worst.items(), key=lambda kv: (-kv[1], trace.names[kv[0]]))[:OVERHANGS_LISTED]
     named = "; ".join(f"{trace.names[c]} by up to {fmt_ns(ns)}" for c, ns in top)
     trace.diagnostics.append(Diagnostic(

@@ -9,54 +9,77 @@
  * as the Python loop in host.py, so its answers are the reference's by construction; the
  * tests compare the two (tests/test_sweep.py).
  *
- * Inputs, in sweep order (start, then longest first): starts, ends (clipped to the window),
- * own (category code, -1 inherit), subtree (0/1). Outputs: bounds (segments + 1 times; the
- * segments are contiguous from w0 to w1), seg_cat, seg_pos (row position, -1 untraced),
- * resolved (per row), *non_nested. Scratch: four stack arrays of n entries. Returns the
- * number of segments, or -2 if more than seg_cap (cannot happen with 2n + 1).
+ * Inputs: rows (the thread's slice rows in sweep order: start, then longest first), the
+ * trace's start and end columns (indexed by row; clipped to [w0, w1) here, so no clipped
+ * copies of them are made), own (category code per position, -1 inherit), subtree (0/1).
+ * Outputs: bounds (segments + 1 times; the segments are contiguous from w0 to w1),
+ * seg_cat, seg_pos (row position, -1 untraced), resolved (per position), self_ns (the ns
+ * each position owns: zeroed by the caller), *non_nested.
+ * Codes are int8 (the caller checks that every category code fits). The stack of open
+ * slices is allocated here and grows as needed: it is as deep as the nesting, far less
+ * than n, so preallocating n entries reserved memory the sweep never used. Returns the
+ * number of segments, -2 if more than seg_cap (cannot happen with 2n + 1), -3 when the
+ * stack cannot grow (out of memory).
  *
  * Built by setup.py (setuptools Extension); loaded with ctypes by traceview/native.py.
  */
 #include <stdint.h>
+#include <stdlib.h>
 
-int64_t tv_host_sweep(int64_t n, const int64_t *starts, const int64_t *ends, const int32_t *own,
-                      const uint8_t *subtree, int64_t w0, int64_t w1, int32_t untraced,
-                      int32_t other, int64_t *bounds, int32_t *seg_cat, int32_t *seg_pos,
-                      int64_t seg_cap, int32_t *resolved, int64_t *non_nested,
-                      int64_t *st_end, int32_t *st_pos, int32_t *st_res, int32_t *st_forced) {
+typedef struct {
+    int64_t end;
+    int32_t pos;
+    int8_t res;
+    int8_t forced;
+} open_slice;
+
+int64_t tv_host_sweep(int64_t n, const int64_t *rows, const int64_t *start_col,
+                      const int64_t *end_col, const int8_t *own, const uint8_t *subtree,
+                      int64_t w0, int64_t w1, int32_t untraced, int32_t other, int64_t *bounds,
+                      int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
+                      int64_t *self_ns, int64_t *non_nested) {
+    int64_t cap = 256;
+    open_slice *stack = malloc((size_t)cap * sizeof(open_slice));
+    if (stack == NULL) return -3;
     int64_t top = 0; /* stack size */
     int64_t segs = 0;
     int64_t t = w0;
     int64_t nn = 0;
 #define EMIT(s, e, c, o)                          \
     do {                                          \
-        if (segs >= seg_cap) return -2;           \
+        if (segs >= seg_cap) {                    \
+            free(stack);                          \
+            return -2;                            \
+        }                                         \
         bounds[segs] = (s);                       \
         bounds[segs + 1] = (e);                   \
-        seg_cat[segs] = (c);                      \
+        seg_cat[segs] = (int8_t)(c);              \
         seg_pos[segs] = (o);                      \
+        if ((o) >= 0) self_ns[(o)] += (e) - (s);  \
         segs++;                                   \
     } while (0)
     for (int64_t pos = 0; pos < n; pos++) {
-        int64_t st = starts[pos], en = ends[pos];
+        int64_t row = rows[pos];
+        int64_t st = start_col[row] > w0 ? start_col[row] : w0;
+        int64_t en = end_col[row] < w1 ? end_col[row] : w1;
         /* the time up to this start belongs to the open slice that started last */
         while (t < st) {
-            while (top > 0 && st_end[top - 1] <= t) top--;
+            while (top > 0 && stack[top - 1].end <= t) top--;
             if (top == 0) {
                 EMIT(t, st, untraced, -1);
                 t = st;
                 break;
             }
-            int64_t end = st < st_end[top - 1] ? st : st_end[top - 1];
-            EMIT(t, end, st_res[top - 1], st_pos[top - 1]);
+            int64_t end = st < stack[top - 1].end ? st : stack[top - 1].end;
+            EMIT(t, end, stack[top - 1].res, stack[top - 1].pos);
             t = end;
         }
-        while (top > 0 && st_end[top - 1] <= st) top--;
+        while (top > 0 && stack[top - 1].end <= st) top--;
         int32_t forced, res, oc = own[pos];
         int has_parent = top > 0;
         if (has_parent) {
-            forced = st_forced[top - 1];
-            if (en > st_end[top - 1]) nn++;
+            forced = stack[top - 1].forced;
+            if (en > stack[top - 1].end) nn++;
         } else {
             forced = -1;
         }
@@ -65,27 +88,37 @@ int64_t tv_host_sweep(int64_t n, const int64_t *starts, const int64_t *ends, con
         } else if (forced != -1) {
             res = forced;
         } else if (oc == -1) {
-            res = has_parent ? st_res[top - 1] : other;
+            res = has_parent ? stack[top - 1].res : other;
         } else {
             res = oc;
         }
-        resolved[pos] = res;
-        st_end[top] = en;
-        st_pos[top] = (int32_t)pos;
-        st_res[top] = res;
-        st_forced[top] = forced;
+        resolved[pos] = (int8_t)res;
+        if (top == cap) {
+            open_slice *grown = realloc(stack, (size_t)(2 * cap) * sizeof(open_slice));
+            if (grown == NULL) {
+                free(stack);
+                return -3;
+            }
+            stack = grown;
+            cap *= 2;
+        }
+        stack[top].end = en;
+        stack[top].pos = (int32_t)pos;
+        stack[top].res = (int8_t)res;
+        stack[top].forced = (int8_t)forced;
         top++;
     }
     while (t < w1) { /* the tail of the window */
-        while (top > 0 && st_end[top - 1] <= t) top--;
+        while (top > 0 && stack[top - 1].end <= t) top--;
         if (top == 0) {
             EMIT(t, w1, untraced, -1);
             break;
         }
-        int64_t end = w1 < st_end[top - 1] ? w1 : st_end[top - 1];
-        EMIT(t, end, st_res[top - 1], st_pos[top - 1]);
+        int64_t end = w1 < stack[top - 1].end ? w1 : stack[top - 1].end;
+        EMIT(t, end, stack[top - 1].res, stack[top - 1].pos);
         t = end;
     }
+    free(stack);
     *non_nested = nn;
     return segs;
 #undef EMIT
@@ -117,5 +150,5 @@ int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t 
 #ifndef TV_SOURCE_SHA256
 #define TV_SOURCE_SHA256 "unknown"
 #endif
-int64_t tv_abi_version(void) { return 1; }
+int64_t tv_abi_version(void) { return 2; }
 const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }

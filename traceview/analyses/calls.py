@@ -293,11 +293,9 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     c_st = np.asarray([sp.start_ns for sp in spans], np.int64)
     c_en = np.asarray([sp.end_ns for sp in spans], np.int64)
     busy_in = intervals.overlap(busy, c_st, c_en)
-    # a pass over the segments per category that has any (a cold compile's timeline has
-    # millions of segments, and most of the categories none)
-    present = np.bincount(timeline.seg_cat, minlength=len(timeline.categories)) > 0
-    cat_ns = {c: intervals.overlap(timeline.category_set(c), c_st, c_en) if present[k]
-              else np.zeros(c_st.size, np.int64) for k, c in enumerate(timeline.categories)}
+    # every category at once, a block of segments at a time (a cold compile's timeline
+    # has millions of segments: a copy of one category's was this stage's peak memory)
+    cat_table = timeline.overlap_by_category(c_st, c_en)  # (category, call)
     l_rows = launches.rows
     l_st = s.start[l_rows]
     lo = np.searchsorted(l_st, c_st, side="left")
@@ -317,9 +315,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     cols = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat)
     m = {f.name: getattr(cols, f.name).tolist() for f in fields(cols)}
     # the categories present in each call, as (call, category, ns) in call order
-    cat_names = list(cat_ns)
-    cat_table = np.stack([cat_ns[c] for c in cat_names]) if cat_names \
-        else np.zeros((0, c_st.size), np.int64)
+    cat_names = timeline.categories
     per_call: list[dict[str, int]] = [{} for _ in spans]
     nz_call, nz_cat = np.nonzero(cat_table.T)
     for k, i, v in zip(nz_call.tolist(), nz_cat.tolist(), cat_table[nz_cat, nz_call].tolist(),

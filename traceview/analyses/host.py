@@ -31,6 +31,9 @@ from traceview.analyses.window import Window
 from traceview.model import Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
 
+# segments taken at a time by the passes over a timeline (a few MB per temporary)
+BLOCK = 1 << 20
+
 
 @dataclass(frozen=True)
 class HostTimeline:
@@ -43,7 +46,7 @@ class HostTimeline:
     seg_cat: np.ndarray  # int code per segment (int8: a cold compile has millions)
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
     rows: np.ndarray  # slice rows swept (clipped to the window)
-    row_cat: np.ndarray  # resolved category code per swept row (aligned with rows)
+    row_cat: np.ndarray  # resolved category code per swept row (aligned with rows; int8 too)
     self_ns: np.ndarray  # owned ns per swept row (aligned with rows)
     non_nested: int  # slices that overlapped their parent without nesting
 
@@ -56,12 +59,51 @@ class HostTimeline:
 
     def totals(self) -> dict[str, int]:
         ns = np.zeros(len(self.categories), np.int64)
-        block = 1 << 20  # a block of segments at a time: no window-sized temporaries
-        for lo in range(0, self.seg_cat.size, block):
-            hi = lo + block
+        for lo in range(0, self.seg_cat.size, BLOCK):  # no window-sized temporaries
+            hi = lo + BLOCK
             ns += intervals.sum_by(self.seg_cat[lo:hi], self.seg_end[lo:hi] - self.seg_start[lo:hi],
                                    len(self.categories))
         return dict(zip(self.categories, ns.tolist(), strict=True))
+
+    def overlap_by_category(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """For each query interval, its overlap with each category's segments: an array
+        (category, query), the same as ``intervals.overlap(self.category_set(c), ...)``
+        for every category, without the per-category copies of the segments."""
+        return self._covered_before(ends) - self._covered_before(starts)
+
+    def _covered_before(self, t: np.ndarray) -> np.ndarray:
+        """(category, time): how much of each category lies before each time. The
+        segments are contiguous and sorted, so that is the sum over the whole segments
+        before the one holding ``t``, by category (running sums a block of segments at
+        a time), plus the part of that one before ``t``."""
+        t = np.asarray(t, np.int64)
+        ncat, nseg = len(self.categories), self.seg_start.size
+        out = np.zeros((ncat, t.size), np.int64)
+        if nseg == 0 or t.size == 0:
+            return out
+        j = np.searchsorted(self.seg_start, t, side="right") - 1  # the segment holding t
+        has = np.flatnonzero(j >= 0)
+        jj = j[has]
+        partial = np.clip(np.minimum(t[has], self.seg_end[jj]) - self.seg_start[jj], 0, None)
+        out[self.seg_cat[jj].astype(np.int64), has] += partial
+        order = has[np.argsort(jj, kind="stable")]  # queries by their segment
+        js = j[order]
+        carry = np.zeros(ncat, np.int64)  # each category's length before the block
+        for lo in range(0, nseg, BLOCK):
+            hi = min(lo + BLOCK, nseg)
+            a, b = np.searchsorted(js, [lo, hi]).tolist()
+            q = js[a:b] - lo  # whole segments of the block before each query's
+            if b > a:
+                out[:, order[a:b]] += carry[:, None]
+            cats = self.seg_cat[lo:hi]
+            lens = self.seg_end[lo:hi] - self.seg_start[lo:hi]
+            for k in np.flatnonzero(np.bincount(cats, minlength=ncat)).tolist():
+                run = np.where(cats == k, lens, 0)
+                np.cumsum(run, out=run)
+                if b > a:
+                    out[k, order[a:b]] += np.where(q > 0, run[np.maximum(q - 1, 0)], 0)
+                carry[k] += run[-1]
+        return out
 
     def category_set(self, category: str) -> intervals.Set:
         code = self.categories.index(category)
@@ -74,12 +116,14 @@ def category_ids(rules: RuleSet) -> list[str]:
     return ids + [OTHER, UNTRACED]
 
 
-def sweep_order(trace: Trace, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Positions of ``rows`` by start, then longest first, then category and name (so
-    identical spans are ordered by content, not by file order)."""
+def sweep_order(trace: Trace, rows: np.ndarray, starts: np.ndarray, w1: int) -> np.ndarray:
+    """Positions of ``rows`` by start (``starts``: theirs, clipped to the window), then
+    longest first (ends clipped to ``w1``), then category and name (so identical spans are
+    ordered by content, not by file order)."""
     s = trace.slices
     return intervals.start_order(starts, lambda sub: (
-        trace.name_rank[s.name[rows[sub]]], trace.cat_rank[s.cat[rows[sub]]], -ends[sub]))
+        trace.name_rank[s.name[rows[sub]]], trace.cat_rank[s.cat[rows[sub]]],
+        -np.minimum(s.end[rows[sub]], w1)))
 
 
 def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[str, int],
@@ -92,7 +136,9 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
     if rows.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, bool)
     width = len(trace.names) + 1
-    pair = s.cat[rows].astype(np.int64) * width + s.name[rows]
+    pair = s.cat[rows].astype(np.int64)
+    pair *= width
+    pair += s.name[rows]
     size = (len(trace.cat_names) + 1) * width
     if size <= max(1 << 22, 4 * rows.size):  # a dense table: no sort
         seen = np.zeros(size, bool)
@@ -128,34 +174,45 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         rows = np.zeros(0, np.int64)
     elif rows is None:
         rows = host_rows(trace, lane, window)
-    rows, starts, ends = _in_sweep_order(trace, rows, w0, w1)
+    rows = _in_sweep_order(trace, rows, w0, w1)
     own_code, own_subtree = _classify_rows(trace, rows, rules, code, other)
-    fast = None if general else compiled_sweep(starts, ends, own_code, own_subtree, w0, w1,
-                                               untraced, other)
-    if fast is None:
-        fast = _loop_sweep(starts, ends, own_code, own_subtree, w0, w1, untraced, other)
-    seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
-    return _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
-                     non_nested)
-
-
-def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int,
-                    w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows in sweep order with their spans clipped to the window (Python frames
-    outliving their caller were clipped when the trace was built: ``model``)."""
     s = trace.slices
-    starts = np.maximum(s.start[rows], w0)
-    ends = np.minimum(s.end[rows], w1)
-    # start, then longest first; identical spans ordered by content, not file order
-    order = sweep_order(trace, rows, starts, ends)
-    return rows[order], starts[order], ends[order]
+    fast = None if general else compiled_sweep(rows, s.start, s.end, own_code, own_subtree,
+                                               w0, w1, untraced, other, len(cats))
+    if fast is None:
+        fast = _loop_sweep(np.maximum(s.start[rows], w0), np.minimum(s.end[rows], w1),
+                           own_code, own_subtree, w0, w1, untraced, other)
+    del own_code, own_subtree
+    seg_start, seg_end, seg_cat, seg_pos, row_cat, self_ns, non_nested = fast
+    del fast
+    return HostTimeline(
+        lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
+        seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
+        seg_pos=seg_pos.astype(np.int32, copy=False),
+        rows=rows, row_cat=row_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
+        self_ns=self_ns, non_nested=non_nested,
+    )
+
+
+def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int, w1: int) -> np.ndarray:
+    """The rows in sweep order: by start clipped to the window (Python frames outliving
+    their caller were clipped when the trace was built: ``model``), then longest first.
+    Only the starts are gathered here (the sweep reads the spans from the trace's own
+    columns): on a cold compile's millions of rows, the clipped copies of starts and
+    ends, in file order and then in sweep order, were the analysis's peak memory."""
+    starts = trace.slices.start[rows]
+    np.maximum(starts, w0, out=starts)
+    order = sweep_order(trace, rows, starts, w1)
+    del starts
+    return rows[order]
 
 
 def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
                 own_subtree: np.ndarray, w0: int, w1: int, untraced: int, other: int):
     """The sweep as a plain Python loop: the reference (``compiled_sweep`` is this loop
     in C). Segments (start, end, category code, owning position), each position's
-    resolved category, and the count of slices overlapping their parent."""
+    resolved category, the ns each position owns, and the count of slices overlapping
+    their parent."""
     row_cat = np.empty(starts.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
@@ -213,22 +270,18 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
         add_s(t), add_e(end), add_c(top[2]), add_o(top[1])
         t = end
     row_cat[:] = resolved_list
-    return (np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64),
-            np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64), row_cat, non_nested)
+    seg_start, seg_end = np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64)
+    seg_pos = np.asarray(seg_o, np.int64)
+    return (seg_start, seg_end, np.asarray(seg_c, np.int32), seg_pos, row_cat,
+            _self_ns(starts.size, seg_start, seg_end, seg_pos), non_nested)
 
 
-def _timeline(lane, cats, rows, seg_start, seg_end, seg_cat, seg_pos, row_cat,
-              non_nested) -> HostTimeline:
-    self_ns = np.zeros(rows.size, np.int64)  # owned ns per row, a block of segments at a time
-    block = 1 << 20
-    for lo in range(0, seg_pos.size, block):
-        pos = seg_pos[lo:lo + block]
+def _self_ns(n: int, seg_start: np.ndarray, seg_end: np.ndarray, seg_pos: np.ndarray) -> np.ndarray:
+    """Owned ns per swept row, a block of segments at a time (the compiled sweep sums
+    them as it goes)."""
+    self_ns = np.zeros(n, np.int64)
+    for lo in range(0, seg_pos.size, BLOCK):
+        pos = seg_pos[lo:lo + BLOCK]
         owned = pos >= 0
-        np.add.at(self_ns, pos[owned], (seg_end[lo:lo + block] - seg_start[lo:lo + block])[owned])
-    return HostTimeline(
-        lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
-        seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
-        seg_pos=seg_pos.astype(np.int32, copy=False),
-        rows=rows, row_cat=row_cat.astype(np.int32, copy=False), self_ns=self_ns,
-        non_nested=non_nested,
-    )
+        np.add.at(self_ns, pos[owned], (seg_end[lo:lo + BLOCK] - seg_start[lo:lo + BLOCK])[owned])
+    return self_ns

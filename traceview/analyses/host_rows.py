@@ -28,13 +28,15 @@ def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
     if len(trace.lanes) < 2**15:
         lane_of = lane_of.astype(np.int16)  # a radix sort
     order = np.argsort(lane_of, kind="stable")
+    lane_of = lane_of[order]
     by_lane = own[order]
-    bounds = np.searchsorted(lane_of[order], np.arange(len(trace.lanes) + 1))
+    del own, order
+    bounds = np.searchsorted(lane_of, np.arange(len(trace.lanes) + 1))
     out = {}
     for lane in trace.host_lanes:
         rows = by_lane[bounds[lane.index]:bounds[lane.index + 1]]
-        if overlay.size:
-            rows = np.sort(np.concatenate([rows, overlay]))
+        if overlay.size:  # both sorted and disjoint: one merged copy
+            rows = np.insert(rows, np.searchsorted(rows, overlay), overlay)
         out[lane.index] = rows
     return out
 

@@ -14,6 +14,8 @@ from traceview.model import Trace
 # hot_functions offsets each function's times past the previous one's: only while that
 # stays within int64 (functions x window length); otherwise it unions one by one
 UNION_OFFSET_LIMIT = 2**62
+# rows taken at a time (a few MB per temporary array)
+BLOCK = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,10 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     a stable sort by name each group is too, and the union of a group's intervals is a
     running maximum of ends that restarts at each group (made to restart by offsetting
     each group's times past the previous group's; the per-group loop is kept for
-    windows too long for that offset). Groups are runs of rows, so their sums are
-    ``np.add.reduceat``; the arrays of one row each are made in place, few at a time
-    (this was the run's peak memory on big traces).
+    windows too long for that offset). The rows are taken ``BLOCK`` at a time in that
+    order (the running maximum carried from one block to the next, each group's sums
+    added up over its blocks), so besides the order only block-sized arrays exist: the
+    row-sized columns of a cold compile's millions of frames were the run's peak memory.
     """
     rows = timeline.rows
     n = rows.size
@@ -42,9 +45,9 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
         return []
     s = trace.slices
     names = s.name[rows]
-    narrow = names.astype(np.uint16) if len(trace.names) <= 1 << 16 else names
-    order = np.argsort(narrow, kind="stable")  # a radix sort for up to 65536 names
-    del narrow
+    if len(trace.names) <= 1 << 16:
+        names = names.astype(np.uint16)
+    order = np.argsort(names, kind="stable")  # a radix sort for up to 65536 names
     if n < 2**31:
         order = order.astype(np.int32)
     names = names[order]
@@ -52,51 +55,76 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     codes = names[first]
     del names
     count = np.diff(np.append(first, n))
-    group = np.repeat(np.arange(first.size, dtype=np.int32 if first.size < 2**31 else np.int64),
-                      count)
-    own_ns = timeline.self_ns[order]
-    self_ns = np.add.reduceat(own_ns, first)
-    # the category holding most of the function's self time (+1 each: a tie-break that
-    # still names a category for functions with no self time)
+    ngroups = first.size
     ncat = len(timeline.categories)
-    own_ns += 1
-    key = np.multiply(group, ncat, dtype=np.int64)
-    key += timeline.row_cat[order]
-    by_cat = intervals.sum_by(key, own_ns, first.size * ncat)
-    del key, own_ns
-    category = np.argmax(by_cat.reshape(first.size, ncat), axis=1)
-    # union of each function's intervals, times relative to the window's start
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
-    by_name = rows[order]
-    del order
-    starts = s.start[by_name]
-    np.maximum(starts, w0, out=starts)
-    starts -= w0
-    ends = s.end[by_name]
-    np.minimum(ends, w1, out=ends)
-    ends -= w0
-    del by_name
     span = w1 - w0 + 1
-    if first.size * span < UNION_OFFSET_LIMIT:
+    offset = ngroups * span < UNION_OFFSET_LIMIT
+    self_ns = np.zeros(ngroups, np.int64)
+    total = np.zeros(ngroups, np.int64)
+    by_cat = np.zeros(ngroups * ncat, np.int64)
+    carry = -1  # the running maximum of offset ends before the block (row 0: none)
+    for lo in range(0, n, BLOCK):
+        o = order[lo:lo + BLOCK]
+        # each row's group, and where each group's run starts within the block
+        g = np.searchsorted(first, np.arange(lo, lo + o.size), side="right") - 1
+        heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
+        at = g[heads]  # distinct within the block
+        own = timeline.self_ns[o]
+        self_ns[at] += np.add.reduceat(own, heads)
+        # the category holding most of the function's self time (+1 each: a tie-break
+        # that still names a category for functions with no self time)
+        own += 1
+        key = g * ncat
+        key += timeline.row_cat[o]
+        by_cat += intervals.sum_by(key, own, ngroups * ncat)
+        del own, key
+        if not offset:
+            continue
+        # union of each function's intervals, times relative to the window's start
+        by_name = rows[o]
+        starts = s.start[by_name]
+        np.maximum(starts, w0, out=starts)
+        starts -= w0
+        ends = s.end[by_name]
+        np.minimum(ends, w1, out=ends)
+        ends -= w0
+        del by_name
         # run = the running maximum of ends offset by group * span; before each row,
         # its group's latest end so far (< 0 at a group's first row)
-        run = np.multiply(group, span, dtype=np.int64)
+        run = g * span
         run += ends
+        run[0] = max(int(run[0]), carry)
         np.maximum.accumulate(run, out=run)
-        prev = np.multiply(group[1:], span, dtype=np.int64)
-        np.subtract(run[:-1], prev, out=prev)
+        prev = g * span
+        prev[0] = carry - int(prev[0])
+        np.subtract(run[:-1], prev[1:], out=prev[1:])
+        carry = int(run[-1])
         del run
-        np.maximum(starts[1:], prev, out=starts[1:])  # row 0 starts at >= 0 > -1
+        np.maximum(starts, prev, out=starts)
         del prev
         np.subtract(ends, starts, out=starts)  # the part of each row not yet covered
         np.maximum(starts, 0, out=starts)
-        total = np.add.reduceat(starts, first)
-    else:
-        total = np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
-                            for a, b in zip(first.tolist(), (first + count).tolist(),
-                                            strict=True)], np.int64)
+        total[at] += np.add.reduceat(starts, heads)
+    del order
+    category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
+    if not offset:
+        total = _union_per_function(s, rows, first, count, w0, w1)
     out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
            for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
                                         total.tolist(), count.tolist(), strict=True)]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
     return out
+
+
+def _union_per_function(s, rows: np.ndarray, first: np.ndarray, count: np.ndarray, w0: int,
+                        w1: int) -> np.ndarray:
+    """Each function's union, one function at a time (windows too long to offset)."""
+    names = s.name[rows]
+    narrow = names.astype(np.uint16) if names.size and int(names.max()) < 1 << 16 else names
+    by_name = rows[np.argsort(narrow, kind="stable")]
+    starts = np.maximum(s.start[by_name], w0) - w0
+    ends = np.minimum(s.end[by_name], w1) - w0
+    return np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
+                       for a, b in zip(first.tolist(), (first + count).tolist(), strict=True)],
+                      np.int64)

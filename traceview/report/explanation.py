@@ -78,12 +78,16 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     thread = _attributed_thread(trace, rules, window, options)
     launches = analyze_launches(trace, rules, window, thread, device.work_rows)
     by_lane = host_rows_by_lane(trace, window)
-    timelines = {idx: attribute_host(trace, trace.lanes[idx], window, rules, rows=by_lane[idx])
+    # each lane's rows are handed over (popped): the timeline keeps them in sweep order,
+    # and a cold compile's main thread has millions
+    timelines = {idx: attribute_host(trace, trace.lanes[idx], window, rules,
+                                     rows=by_lane.pop(idx))
                  for idx in _working_lanes(trace, by_lane, thread)}
     timeline = timelines.get(thread.index) if thread is not None else None
     if timeline is None:
         timeline = attribute_host(trace, thread, window, rules,
                                   rows=None if thread is None else by_lane[thread.index])
+    del by_lane
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
     calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
