@@ -1,7 +1,8 @@
 """traceview beside Holistic Trace Analysis (HTA) on a trace of each shape, one run each.
 
     PYTHONPATH=. python benchmarks/hta_shapes.py --hta-python /work/venv-hta/bin/python \
-        --work /tmp/hta_shapes [--big-mb 450] [--calls 12000] [--cpu 1]
+        --work /tmp/hta_shapes [--big-mb 450] [--calls 12000] [--cpu 1] \
+        [--trace LABEL=PATH ...] [--only LABEL]
 
 The traces (results and method: docs/performance.md):
 
@@ -18,12 +19,12 @@ Each trace is first re-laid out the way Kineto writes one, with a rank
 (``bench_hta.kineto_layout``: HTA reads the file line by line to find the rank), and
 both tools read that same file. Each tool runs once per trace in a fresh process,
 pinned to one core (``taskset -c CPU``), traceview then HTA, under ``/usr/bin/time``:
-wall time and peak RSS. traceview runs ``explain TRACE --format json``; HTA runs its
+CPU time (user + sys), wall time and peak RSS. traceview runs ``explain TRACE --format json``; HTA runs its
 load and three analyses (``bench_hta.HTA_DRIVER``: temporal breakdown, idle time
 breakdown, kernel launch statistics). HTA lives in its own venv (``--hta-python``,
 ``python3 -m venv`` + ``pip install HolisticTraceAnalysis 'pandas<3'``), never in
-traceview's. The table gives each tool's time and peak, and HTA's time over
-traceview's (higher is better for traceview); ``WORK/results.json`` has every figure.
+traceview's. The table gives each tool's CPU and wall time and peak, and HTA's CPU
+time over traceview's (higher is better for traceview); ``WORK/results.json`` has every figure.
 """
 
 from __future__ import annotations
@@ -48,9 +49,14 @@ FIXTURES = [
 ]
 
 
-def inputs(work: Path, calls: int, big_mb: float) -> list[tuple[str, Path]]:
-    """(label, source trace) for every shape, making the synthetic ones once."""
+def inputs(work: Path, calls: int, big_mb: float,
+           extra: list[str] | None = None) -> list[tuple[str, Path]]:
+    """(label, source trace) for every shape, making the synthetic ones once; ``extra``:
+    more traces, each ``LABEL=PATH``."""
     out = [(label, p) for label, p in FIXTURES if p.exists()]
+    for item in extra or []:
+        label, _, path = item.partition("=")
+        out.append((label, Path(path)))
     synth = work / f"synth_{calls}.json.gz"
     if not synth.exists():
         synth_calls.write(synth, calls)
@@ -82,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-mb", type=float, default=450, help="0: leave the big trace out")
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--only", help="run only the shapes whose label contains this")
+    ap.add_argument("--trace", action="append", metavar="LABEL=PATH",
+                    help="one more trace to run (repeatable)")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
     driver = a.work / "hta_driver.py"
@@ -90,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
     rows = []
-    for k, (label, src) in enumerate(inputs(a.work, a.calls, a.big_mb)):
+    for k, (label, src) in enumerate(inputs(a.work, a.calls, a.big_mb, a.trace)):
         if a.only and a.only not in label:
             continue
         trace = laid_out(src, a.work)
@@ -109,22 +117,29 @@ def main(argv: list[str] | None = None) -> int:
                      "ok": tv["rc"] == 0 and hta["rc"] == 0})
         (a.work / "results.json").write_text(json.dumps(rows, indent=1, default=str))
         print(_row(rows[-1]), flush=True)
-    print("\n| shape | slices | calls | traceview s | MiB | HTA s | MiB | HTA / traceview |")
+    print("\n| shape | slices | calls | traceview CPU s (wall) | MiB | HTA CPU s (wall) | MiB "
+          "| HTA / traceview, CPU |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(_row(r))
     return 0
 
 
+def _cpu(r: dict) -> float:
+    return r["user_s"] + r["sys_s"]
+
+
 def _row(r: dict) -> str:
+    """CPU seconds (user + sys) are the figure compared: on a shared machine other
+    processes stretch wall time far more than the CPU time of the run itself."""
     tv, hta = r["traceview"], r["hta"]
-    ratio = hta["wall_s"] / tv["wall_s"] if tv["wall_s"] else float("nan")
+    ratio = _cpu(hta) / _cpu(tv) if _cpu(tv) else float("nan")
     note = "" if r["ok"] else " (a run failed: see results.json)"
     if r["hta_failed"]:  # HTA's own exceptions on the trace, recorded by its driver
         note += f" (HTA raised in {', '.join(r['hta_failed'])})"
-    return (f"| {r['shape']} | {r['slices'] or 0:,} | {r['calls'] or 0:,} | {tv['wall_s']:.2f} | "
-            f"{tv['peak_mb']:.0f} | {hta['wall_s']:.2f} | {hta['peak_mb']:.0f} | "
-            f"{ratio:.1f}x{note} |")
+    return (f"| {r['shape']} | {r['slices'] or 0:,} | {r['calls'] or 0:,} | "
+            f"{_cpu(tv):.2f} ({tv['wall_s']:.2f}) | {tv['peak_mb']:.0f} | "
+            f"{_cpu(hta):.2f} ({hta['wall_s']:.2f}) | {hta['peak_mb']:.0f} | {ratio:.1f}x{note} |")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -105,3 +106,57 @@ def test_help_shows_the_ray_extra_in_full():
         res = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "250"})
         assert res.exit_code == 0
         assert "'traceview[ray]'" in res.output, cmd  # wrapping may split 'pip install'
+
+
+@pytest.mark.parametrize("argv", [
+    ["explain", "T.json"], ["explain", "T.json", "--format", "json"],
+    ["explain", "T.json", "-f", "md"], ["explain", "T.json", "--format=text"],
+])
+def test_the_direct_explain_gets_what_typer_would_pass(argv):
+    """The console entry point calls ``explain`` itself for these command lines
+    (``explain_cmd.plain_arguments``): with every other option at the signature's
+    default, exactly the arguments typer's parser gives the command."""
+    import inspect
+
+    import typer.main
+
+    from traceview.cli import explain_cmd
+
+    given = explain_cmd.plain_arguments(argv)
+    assert given is not None
+    defaults = {n: p.default for n, p in inspect.signature(explain_cmd.explain).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    command = typer.main.get_command(app).commands["explain"]
+    with command.make_context("explain", argv[1:]) as ctx:
+        parsed = dict(ctx.params)
+    assert {**defaults, **given} == parsed
+
+
+@pytest.mark.parametrize("argv", [
+    ["explain"], ["explain", "--help"], ["explain", "-f", "json", "T.json"],
+    ["explain", "T.json", "--top", "5"], ["explain", "T.json", "--format", "xml"],
+    ["explain", "T.json", "--format"], ["explain", "T.json", "-f", "json", "-f", "md"],
+    ["explain", "a.json", "b.json"], ["explain", "-"], ["diff", "a.json", "b.json"], [],
+])
+def test_every_other_command_line_goes_through_typer(argv):
+    from traceview.cli import explain_cmd
+
+    assert explain_cmd.plain_arguments(argv) is None
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "md"])
+def test_the_direct_explain_prints_what_typer_prints(fmt):
+    """The same report, byte for byte, through both (``--top 10``, the default, sends
+    the second command line through typer); and its errors the same one line, exit 2."""
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "traceview", "explain", *args],
+                              capture_output=True, text=True, check=False,
+                              env={**os.environ, "COLUMNS": "100"})
+
+    direct = run(str(SMALL), "--format", fmt)
+    parsed = run("--top", "10", str(SMALL), "--format", fmt)
+    assert direct.returncode == parsed.returncode == 0
+    assert direct.stdout == parsed.stdout and direct.stdout
+    missing = run("/nonexistent/trace.json", "--format", fmt)
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr == run("--top", "10", "/nonexistent/trace.json").stderr

@@ -200,6 +200,7 @@ def classify(trace: Trace, calls: Sequence[SlowCandidate],
     out: dict[int, Slow] = {}
     for mine in by_kind.values():
         plain = [c for c in mine if not c.cold]
+        plain_index = [c.index for c in plain]
         api = np.sort(np.asarray([c.api_ns for c in plain], np.int64))
         for k, c in enumerate(mine):
             if c.index in profiler_outliers:
@@ -211,7 +212,12 @@ def classify(trace: Trace, calls: Sequence[SlowCandidate],
             first = k == 0
             if not c.cold and first and c.api_ns <= FIRST_CALL_RATIO * med:
                 continue
-            others = [o for o in plain if o.index != c.index]
+            # the others holder compares with are the TYPICAL_CALLS nearest by index:
+            # hand it only those around the call (every other call, for each slow call of
+            # a long loop, made this quadratic)
+            at = bisect.bisect_left(plain_index, c.index)
+            others = [o for o in plain[max(0, at - TYPICAL_CALLS):at + TYPICAL_CALLS + 1]
+                      if o.index != c.index]
             ops = ops or _Ops(trace)
             h = holder(trace, c, others, ops, med)
             held = f"; {h.words()}" if h else ""

@@ -84,6 +84,25 @@ def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
+def _run(argv: list[str]) -> None:
+    """The command: ``explain TRACE [--format F]`` called directly (see
+    ``explain_cmd.plain_arguments``), anything else through typer's parser."""
+    from traceview.cli import explain_cmd
+
+    given = explain_cmd.plain_arguments(argv)
+    if given is None:
+        from traceview.cli.app import main as app_main
+
+        app_main()
+        return
+    import typer
+
+    try:
+        explain_cmd.explain(**given)
+    except typer.Exit as exc:  # as typer ends a command that raised it
+        sys.exit(exc.exit_code)
+
+
 def main() -> None:
     from traceview.cli import _signals
 
@@ -96,10 +115,8 @@ def main() -> None:
             code = 2
         else:
             _whole_stdout()
-            from traceview.cli.app import main as app_main
-
             try:
-                app_main()
+                _run(sys.argv[1:])
             finally:
                 sys.stdout.flush()  # a write error shows here, inside the guard
     except SystemExit as exc:

@@ -115,6 +115,30 @@ def explain(
     run_guarded(body, reads_traces=True)
 
 
+def plain_arguments(argv: list[str]) -> dict[str, Any] | None:
+    """``explain``'s arguments for the command lines most runs use, ``explain TRACE``
+    with at most ``--format F`` (``-f F``, ``--format=F``) after it; None for any other
+    command line, which typer parses. The console entry point then calls ``explain``
+    itself (every other option at its default, the one in the signature): typer builds
+    a pydantic validator for each of the command's options before it runs it, which
+    with pydantic's import took a third of a small trace's run (docs/performance.md)."""
+    if len(argv) < 2 or argv[0] != "explain" or argv[1].startswith("-"):
+        return None
+    given: dict[str, Any] = {"trace": [argv[1]]}
+    rest = argv[2:]
+    while rest:
+        if rest[0] in ("--format", "-f") and len(rest) > 1:
+            value, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--format="):
+            value, rest = rest[0].partition("=")[2], rest[1:]
+        else:
+            return None
+        if "format" in given or value not in Format._value2member_map_:
+            return None
+        given["format"] = Format(value)
+    return given
+
+
 def _check_one_trace_outputs(source: str | Path, figure: Path | None, annotate: Path | None,
                              engine: str, address: str | None) -> None:
     """Refuse, before any reading, what one trace cannot take: the ranks' engine options,
