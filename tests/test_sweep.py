@@ -198,6 +198,20 @@ def test_overlap_by_category_is_each_category_sets_overlap(tmp_path, plan, qs):
         host.BLOCK = block
 
 
+@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
+def test_grouped_order_is_the_stable_argsort(codes, block):
+    """The block-wise counting sort is numpy's stable argsort, whatever the blocks."""
+    arr = np.asarray(codes, np.uint16)
+    saved = hot_functions.BLOCK
+    hot_functions.BLOCK = block
+    try:
+        got = hot_functions.grouped_order(arr, 7)
+    finally:
+        hot_functions.BLOCK = saved
+    assert got.dtype == np.int32
+    assert np.array_equal(got, np.argsort(arr, kind="stable"))
+
+
 def test_the_compiled_sweep_is_built_where_ci_requires_it():
     import os
 

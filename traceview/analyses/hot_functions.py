@@ -47,9 +47,7 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     names = s.name[rows]
     if len(trace.names) <= 1 << 16:
         names = names.astype(np.uint16)
-    order = np.argsort(names, kind="stable")  # a radix sort for up to 65536 names
-    if n < 2**31:
-        order = order.astype(np.int32)
+    order = grouped_order(names, len(trace.names))
     names = names[order]
     first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
     codes = names[first]
@@ -128,3 +126,25 @@ def _union_per_function(s, rows: np.ndarray, first: np.ndarray, count: np.ndarra
     return np.asarray([intervals.length(intervals.union(starts[a:b], ends[a:b]))
                        for a, b in zip(first.tolist(), (first + count).tolist(), strict=True)],
                       np.int64)
+
+
+def grouped_order(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` (codes in ``range(n_codes)``), as int32 when
+    the rows fit, made a block of rows at a time (a counting sort: each code's rows go
+    after the code's rows of earlier blocks), so no int64 array of every row is made
+    on the way: on a cold compile's millions of frames that array was this stage's peak."""
+    n = codes.size
+    order = np.empty(n, np.int32 if n < 2**31 else np.int64)
+    counts = np.bincount(codes, minlength=n_codes)
+    next_at = np.cumsum(counts) - counts  # where each code's next row goes
+    del counts
+    for lo in range(0, n, BLOCK):
+        block = codes[lo:lo + BLOCK]
+        o = np.argsort(block, kind="stable")  # a radix sort for 16-bit codes
+        sorted_codes = block[o]
+        first = np.flatnonzero(np.append(True, sorted_codes[1:] != sorted_codes[:-1]))
+        size = np.diff(np.append(first, o.size))
+        rank = np.arange(o.size) - np.repeat(first, size)  # among the block's rows of its code
+        order[next_at[sorted_codes] + rank] = o + lo
+        next_at[sorted_codes[first]] += size
+    return order
