@@ -32,7 +32,7 @@ from traceview.model import Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
 
 # segments taken at a time by the passes over a timeline (a few MB per temporary)
-BLOCK = 1 << 20
+BLOCK = 1 << 18
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ from traceview.io.exact_time import (
 )
 
 Key = tuple[str, str, int | str, int | str]
+# a chunk's column this large gets a memory map of its own (``_own_map``)
+PART_MAP_BYTES = 1 << 16
 _KEY = attrgetter("ph", "cat", "pid", "tid")
 _NAME = attrgetter("name")
 _TS = attrgetter("ts")
@@ -160,10 +162,10 @@ class Collector:
         decode paths end here."""
         if xi.size != kc.size:  # filter the columns, not the events (a new list costs more)
             kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
-        self.key_parts.append(kc)
-        self.name_parts.append(nc)
-        self.ts_parts.append(ts_ns)
-        self.dur_parts.append(dur_ns)
+        self.key_parts.append(_own_map(kc))
+        self.name_parts.append(_own_map(nc))
+        self.ts_parts.append(_own_map(ts_ns))
+        self.dur_parts.append(_own_map(dur_ns))
         keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
                                np.bool_, len(self.keys))
         kept = np.flatnonzero(keep_lut[kc])
@@ -253,19 +255,50 @@ class Collector:
                                     for v in vals))
 
     def columns(self) -> Columns:
-        def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
+        """The columns, once: each column's parts are freed as they are copied into it,
+        so a column and all of its parts are never alive together (on a 450 MB trace
+        that doubling was the load's peak), and the link columns are made after them."""
         n = self.rows
+        key = _joined(self.key_parts, n, np.int32)
+        name = _joined(self.name_parts, n, np.int32)
+        ts = _joined(self.ts_parts, n, np.int64)
+        dur = _joined(self.dur_parts, n, np.int64)
         corr = np.full(n, -1, np.int64)
         stream = np.full(n, -1, np.int64)
         device = np.full(n, -1, np.int64)
-        parts = list(self.link_parts)
+        parts = self.link_parts
         if self.link_rows:
             parts.append((np.asarray(self.link_rows, np.int64),
                           np.asarray(self.link_vals, np.int64)))
         for rows, vals in parts:
             corr[rows], stream[rows], device[rows] = vals[:, 0], vals[:, 1], vals[:, 2]
-        return Columns(cat(self.key_parts, np.int32), cat(self.name_parts, np.int32),
-                       cat(self.ts_parts, np.int64), cat(self.dur_parts, np.int64),
-                       corr, stream, device, LazyArgs(self.args_raw))
+        self.link_parts, self.link_rows, self.link_vals = [], [], []
+        return Columns(key, name, ts, dur, corr, stream, device, LazyArgs(self.args_raw))
+
+
+def _own_map(a: np.ndarray) -> np.ndarray:
+    """A copy of a chunk's column in an anonymous memory map of its own, returned to the
+    system when ``columns`` drops it. In the heap (where glibc puts blocks under 32 MB,
+    ``io/allocator.py``) the chunks' columns, freed once joined, left holes between the
+    args kept meanwhile that the analyses' row-sized arrays could not use: on a 450 MB
+    trace the process peaked 40 MiB higher (docs/performance.md)."""
+    if a.nbytes < PART_MAP_BYTES:
+        return a
+    import mmap
+
+    out = np.frombuffer(mmap.mmap(-1, a.nbytes), a.dtype, a.size)
+    out[:] = a
+    return out
+
+
+def _joined(parts: list[np.ndarray], n: int, dtype: type) -> np.ndarray:
+    """The parts end to end in one new array, each part dropped from ``parts`` (emptied)
+    as soon as it is copied."""
+    out = np.empty(n, dtype)
+    parts.reverse()
+    at = 0
+    while parts:
+        part = parts.pop()
+        out[at:at + part.size] = part
+        at += part.size
+    return out
