@@ -286,7 +286,7 @@ def _own_map(a: np.ndarray) -> np.ndarray:
         return a
     import mmap
 
-    out = np.frombuffer(mmap.mmap(-1, a.nbytes), a.dtype, a.size)
+    out: np.ndarray = np.frombuffer(mmap.mmap(-1, a.nbytes), a.dtype, a.size)
     out[:] = a
     return out
 
