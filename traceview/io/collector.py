@@ -294,7 +294,7 @@ def _own_map(a: np.ndarray) -> np.ndarray:
 def _joined(parts: list[np.ndarray], n: int, dtype: type) -> np.ndarray:
     """The parts end to end in one new array, each part dropped from ``parts`` (emptied)
     as soon as it is copied."""
-    out = np.empty(n, dtype)
+    out: np.ndarray = np.empty(n, dtype)
     parts.reverse()
     at = 0
     while parts:
