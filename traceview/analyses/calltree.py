@@ -307,15 +307,24 @@ def _functions_per_call(trace: Trace, ci: np.ndarray, names: np.ndarray, st: np.
     slf = np.bincount(grp, weights=self_ns[by], minlength=first.size).astype(np.int64)
     cnt = np.bincount(grp, minlength=first.size)
     g_name = k_sorted[first] % (len(trace.names) + 1)
-    per_name: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for nm, a, b, c in zip(g_name.tolist(), incl.tolist(), slf.tolist(), cnt.tolist(), strict=True):
-        per_name[nm].append((a, b, c))
+    # per name, the p50 over the calls it is in of each figure: one sort per figure
+    # (a sort of each name's values was most of this stage on a loop of 6,000 calls)
+    by_name = np.argsort(g_name, kind="stable")
+    named = g_name[by_name]
+    n_first = np.flatnonzero(np.append(True, named[1:] != named[:-1]))
+    n_calls_with = np.diff(np.append(n_first, named.size))
+    at = n_first + np.maximum(1, np.ceil(n_calls_with * 0.5).astype(np.int64)) - 1  # p50's rank
+
+    def p50s(values: np.ndarray) -> list[int]:
+        return values[np.lexsort((values, g_name))][at].tolist()
+
+    figures = zip(named[n_first].tolist(), n_calls_with.tolist(), p50s(incl), p50s(slf),
+                  p50s(cnt), by_name[n_first].tolist(), strict=True)
     functions = {}
-    for nm, vals in per_name.items():
-        functions[trace.names[nm]] = FunctionPerCall(
-            trace.names[nm], len(vals), p50([v[0] for v in vals]) or 0,
-            p50([v[1] for v in vals]) or 0, p50([v[2] for v in vals]) or 0,
-            2 * len(vals) < n_calls)
+    # in order of each name's first group (by call, then name code), as before
+    for nm, calls_with, inc, sf, count, _ in sorted(figures, key=lambda f: f[-1]):
+        functions[trace.names[nm]] = FunctionPerCall(trace.names[nm], calls_with, inc, sf, count,
+                                                     2 * calls_with < n_calls)
     return functions
 
 

@@ -111,13 +111,22 @@ class _Ops:
         self.rows = rows[np.argsort(s.start[rows], kind="stable")]
         self.st = s.start[self.rows]
         self.trace = trace
+        self._every: dict[tuple[int, int], dict[int, int]] = {}
 
     def inside(self, a: int, b: int, floor: int = 0,
                only: set[int] | None = None) -> dict[int, int]:
         """name code -> time of that name inside [a, b) (nested repeats counted once);
         the call's own frame (spanning all of it) left out. Names whose summed time is
         under ``floor`` (their union can only be less), or not in ``only``, are skipped:
-        a cold compile's call holds a million frames of thousands of names."""
+        a cold compile's call holds a million frames of thousands of names. With
+        ``only``, every name's time in [a, b) is kept for the next ask (a loop's slow
+        calls share their nearby calls; each name's time is its own, whatever the
+        others)."""
+        if only is not None and floor == 0:
+            every = self._every.get((a, b))
+            if every is None:
+                every = self._every[(a, b)] = self.inside(a, b)
+            return {k: v for k, v in every.items() if k in only}
         s = self.trace.slices
         lo = int(np.searchsorted(self.st, a, side="left"))
         hi = int(np.searchsorted(self.st, b, side="left"))
@@ -136,14 +145,26 @@ class _Ops:
                 return {}
             en = np.minimum(s.end[r], b)
         names = s.name[r]
-        st = s.start[r]
-        out = {}
-        order = np.argsort(names, kind="stable")
-        names, st, en = names[order], st[order], en[order]
-        cut = np.flatnonzero(np.diff(names)) + 1
-        for a0, a1 in zip(np.r_[0, cut].tolist(), np.r_[cut, names.size].tolist(), strict=True):
-            out[int(names[a0])] = intervals.length(intervals.union(st[a0:a1], en[a0:a1]))
-        return out
+        order = np.argsort(names, kind="stable")  # each name's rows still by start
+        names = names[order]
+        st = s.start[r][order] - a  # times from the call's start: >= 0 (rows start in it)
+        en = en[order] - a
+        first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
+        # the union of each name's intervals at once: a running maximum of the ends,
+        # made to restart at each name by offsetting each name's times past the
+        # previous name's; a row covers what it reaches past its name's ends so far
+        span = b - a + 1
+        if first.size * span >= 2**62:  # offsets past int64: one name at a time
+            bounds = np.append(first, names.size).tolist()
+            return {int(names[i]): intervals.length(intervals.union(st[i:j], en[i:j]))
+                    for i, j in zip(bounds[:-1], bounds[1:], strict=True)}
+        offset = np.repeat(np.arange(first.size, dtype=np.int64) * span,
+                           np.diff(np.append(first, names.size)))
+        reach = np.maximum.accumulate(en + offset)
+        before = np.append(-1, reach[:-1]) - offset  # < 0 at each name's first row
+        covered = np.maximum(en - np.maximum(st, before), 0)
+        return dict(zip(names[first].tolist(), np.add.reduceat(covered, first).tolist(),
+                        strict=True))
 
 
 def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
