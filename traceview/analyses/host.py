@@ -69,7 +69,9 @@ class HostTimeline:
         """For each query interval, its overlap with each category's segments: an array
         (category, query), the same as ``intervals.overlap(self.category_set(c), ...)``
         for every category, without the per-category copies of the segments."""
-        return self._covered_before(ends) - self._covered_before(starts)
+        ends = np.asarray(ends, np.int64)
+        before = self._covered_before(np.concatenate([ends, np.asarray(starts, np.int64)]))
+        return before[:, :ends.size] - before[:, ends.size:]  # one pass for both ends
 
     def _covered_before(self, t: np.ndarray) -> np.ndarray:
         """(category, time): how much of each category lies before each time. The

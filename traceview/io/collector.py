@@ -208,11 +208,14 @@ class Collector:
                     for a, b, c, d, e, f, g, h in s.key_spans.tolist()]
             names = [fastscan.token_str(view, a, b) for a, b in s.name_spans.tolist()]
             is_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))[s.key]
-            others = []
-            for i in np.flatnonzero(~is_x).tolist():
-                a, b = s.ev[i].tolist()
-                v = int(ts_ns[i])
-                others.append((loose_of(ONE_EVENT.decode(view[a:b])), None if v == MISSING else v))
+            other = np.flatnonzero(~is_x)
+            spans = s.ev[other].tolist()
+            try:  # the chunk's other-phase events (flows: one per launch) in one decode
+                decoded = EVENTS.decode(b"[" + b",".join([view[a:b] for a, b in spans]) + b"]")
+            except (msgspec.DecodeError, msgspec.ValidationError):  # each alone, to say which
+                decoded = [ONE_EVENT.decode(view[a:b]) for a, b in spans]
+            others = [(loose_of(e), None if v == MISSING else v)
+                      for e, v in zip(decoded, ts_ns[other].tolist(), strict=True)]
         except (msgspec.DecodeError, ValueError):
             return False
         self.others.extend(others)

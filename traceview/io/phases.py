@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.coerce import NO_ID, id_or_no_id, thread_id
+from traceview.coerce import NO_ID, id_or_no_id
+from traceview.coerce import thread_id as coerce_thread_id
 from traceview.io.annotations import ANNOTATION_CAT
 from traceview.io.collector import Key
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Phases
@@ -60,6 +61,14 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
     # order (a zero-length B/E pair inside an open slice must not close its parent)
     others = sorted(others, key=lambda o: (
         0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0))
+    thread_ids: dict[int | str, int | str] = {}  # a trace has few distinct pids and tids
+
+    def thread_id(value: int | str) -> int | str:
+        tid = thread_ids.get(value)
+        if tid is None:
+            tid = thread_ids[value] = coerce_thread_id(value)
+        return tid
+
     for ev, ts in others:
         if ev.cat == ANNOTATION_CAT:  # traceview's own tracks (--annotate): not the trace's
             continue
