@@ -9,7 +9,10 @@ The traces (results and method: docs/performance.md):
 * real fixtures of each shape: op calls (``torch_mul_1x4096_f32_stack``: 30 captured
   calls, with stacks), many calls (``shape_loop_two_ops``: 80 calls from Python frames),
   training steps (``train_llama_eager``: ProfilerStep ranges, forward and backward
-  threads), a cold compile (``fixtures/large/compiled_fn_cold_then_warm``, when present);
+  threads), a cold compile (``fixtures/large/compiled_fn_cold_then_warm``, when present),
+  12,000 calls (``fixtures/large/many_calls_torch_triton_mul_h200``: 6,000 torch and
+  6,000 Triton mul calls captured on an H200 with stacks by
+  ``tools/capture_many_calls_trace.py``, 303 MB of JSON);
 * a synthetic trace of ``--calls`` calls (``synth_calls.py``: a numbered range, an op,
   a launch, its kernel and a synchronize per call);
 * the big compile trace: ``make_large_trace.py --mb BIG`` (a real H200 ``with_stack``
@@ -46,6 +49,7 @@ FIXTURES = [
     ("many calls", ROOT / "fixtures" / "shape_loop_two_ops.json.gz"),
     ("training steps", ROOT / "fixtures" / "train_llama_eager.json.gz"),
     ("cold compile", ROOT / "fixtures" / "large" / "compiled_fn_cold_then_warm.json.gz"),
+    ("12,000 calls (H200)", ROOT / "fixtures" / "large" / "many_calls_torch_triton_mul_h200.json.gz"),
 ]
 
 
