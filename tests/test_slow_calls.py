@@ -145,15 +145,19 @@ def test_calls_parquet_says_which_calls_are_outliers(tmp_path):
 def test_the_median_of_the_others_is_the_median_less_one(values, data):
     """The classifier's shortcut (one sorted array per kind) against the median of the
     list with the call taken out."""
-    from traceview.analyses.slow_calls import _median_without
+    from traceview.analyses.slow_calls import _medians_without
     from traceview.stats import median
 
     a = np.sort(np.asarray(values, np.int64))
-    drop = data.draw(st.sampled_from(values))
-    rest = list(values)
-    rest.remove(drop)
-    assert _median_without(a, drop) == (int(median(rest)) if len(rest) >= 2 else None)
-    assert _median_without(a, None) == (int(median(values)) if len(values) >= 2 else None)
+    drops = data.draw(st.lists(st.sampled_from(values), min_size=1, max_size=5))
+    dropped = data.draw(st.lists(st.booleans(), min_size=len(drops), max_size=len(drops)))
+    want = []
+    for v, d in zip(drops, dropped, strict=True):
+        rest = list(values)
+        if d:
+            rest.remove(v)
+        want.append(int(median(rest)) if len(rest) >= 2 else None)
+    assert _medians_without(a, drops, dropped) == want
 
 
 @given(st.integers(0, 10**9), st.integers(1, 10**9))
