@@ -389,45 +389,83 @@ def big(tmp_path_factory) -> Path:
     return write(tmp_path_factory.mktemp("big") / "big.json", events(calls=3_000))
 
 
+def tables(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def export_tables(trace: Path, out: Path) -> dict[str, bytes]:
+    r = cli("export", str(trace), "--parquet", str(out))
+    assert r.returncode == 0, r.stderr
+    return tables(out)
+
+
+SAID = {130: "traceview: interrupted", 143: "traceview: terminated"}
+
+
+def ended_by(p: subprocess.Popen, code: int) -> None:
+    """The run ends with exit ``code`` and its one line: never the signal's own status
+    (-sig, no word), nor a traceback."""
+    _, err = p.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert (p.returncode, err.splitlines()) == (code, [SAID[code]]), err
+
+
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signals_during_an_export_leave_old_tables_or_new(big, tmp_path, sig, code):
-    rng = random.Random(sig)
+def test_a_signal_while_the_tables_are_written(big, trace, tmp_path, sig, code):
+    """The process is stopped (SIGSTOP) the moment a staged table appears; a staged file
+    still there while it stands proves the signal lands mid-write. The second attempt
+    sends a second signal during the first one's clean-up."""
     out = tmp_path / "tables"
-    r = cli("export", str(big), "--parquet", str(out))
-    assert r.returncode == 0, r.stderr
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
-    outcomes = set()
-    for attempt in range(2):
+    new = export_tables(big, tmp_path / "new")
+    old = export_tables(trace, out)
+    landed = 0
+    for attempt in range(4):
         p = start("export", str(big), "--parquet", str(out))
-        # the signal lands while the tables are written (a staged file exists), at a
-        # random point of that: on a loaded machine a fixed delay lands in the
-        # interpreter's own start-up, before traceview runs, instead
         deadline = time.monotonic() + 60
         while not leftovers(out) and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(rng.uniform(0.0, 0.05))
+            time.sleep(0.001)
+        p.send_signal(signal.SIGSTOP)
+        time.sleep(0.01)  # stopped now: the folder stands still
+        staged = leftovers(out)
         p.send_signal(sig)
-        if attempt % 2:  # a second signal while the first one's clean-up runs
-            time.sleep(rng.uniform(0.0, 0.05))
-            if p.poll() is None:
-                p.send_signal(sig)
-        _, err = p.communicate(timeout=60)
-        outcomes.add(p.returncode)
-        assert "Traceback" not in err, err
-        # -sig: the signal arrived as the interpreter was finishing (its handlers gone),
-        # and the default action ended it, which a shell reports as 128 + sig too; what
-        # matters is at most one line and the folder: the old tables or the new ones
-        assert p.returncode in (0, code, -sig), err
-        if p.returncode != 0:
-            assert err.strip() in ("traceview: interrupted", "traceview: terminated") or (
-                p.returncode == -sig and not err.strip()), err
-            assert {q.name: q.read_bytes() for q in out.iterdir()} == before
+        if attempt % 2:
+            p.send_signal(signal.SIGCONT)
+            time.sleep(random.uniform(0.0, 0.02))
+            p.send_signal(sig)
+        p.send_signal(signal.SIGCONT)
+        if not staged:  # the commit was done before the stop: the next attempt
+            p.communicate(timeout=60)
+            assert p.returncode in (0, code)
+            continue
+        landed += 1
+        ended_by(p, code)
         assert leftovers(out) == []
-        assert sorted(q.name for q in out.iterdir()) == sorted(before)
-    # interrupted at least once (a signal inside the Parquet writer's own threads ends
-    # the process by the signal itself: what the shell sees is still 128 + sig)
-    assert outcomes - {0}
+        assert tables(out) in (old, new)  # one run's tables, never a mix
+        if landed == 2:
+            break
+    assert landed == 2
+
+
+@pytest.mark.skipif(not LINUX, reason="reads /proc")
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_as_the_process_exits(trace, tmp_path, sig, code):
+    """A signal after the last line, while the interpreter shuts down (it restores the
+    signals' default action for that): the run is done, exit 0, nothing more said."""
+    out = tmp_path / "tables"
+    p = start("export", str(trace), "--parquet", str(out))
+    assert p.stdout is not None
+    lines = [p.stdout.readline() for _ in range(3)]
+    p.send_signal(sig)
+    rest, err = p.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert p.returncode in (0, code), (p.returncode, err)
+    if p.returncode == code:  # the signal came before the exit was under way
+        assert err.splitlines() == [SAID[code]], err
+    else:
+        assert err == ""
+        assert [ln.split(":")[-1].strip() for ln in lines] == ["120 rows", "40 rows", "1 rows"]
+    assert leftovers(out) == []
 
 
 @pytest.mark.skipif(not LINUX, reason="reads /proc")

@@ -1,12 +1,20 @@
-"""The CLI's signal handling: SIGTERM handled like Ctrl-C.
+"""The CLI's signal handling: SIGTERM handled like Ctrl-C, and an exit no signal can cut.
 
 A plain ``kill`` (SIGTERM) used to end the process at once: no ``finally`` ran, so a
 staged Parquet file or a pool of workers outlived it. Here it raises
 ``traceview.interrupts.Terminated``, a ``KeyboardInterrupt``, so every clean-up written
 for Ctrl-C runs for it too; the CLI exits 143 for it (128 + SIGTERM) and 130 for Ctrl-C,
-the shell's convention. Standard library only: the console entry point
-(``cli/entry.py``) installs it before anything heavy is imported, so a signal during
-start-up is handled too.
+the shell's convention.
+
+Only the first signal raises. Every interrupt ends the CLI's process, so a second one
+could only cut short the clean-up, the message or the exit (a traceback from wherever it
+landed); later ones are dropped. For the interpreter's own shutdown both signals are
+ignored (:func:`ignore`): it restores the default action of any signal with a Python
+handler before it tears down its modules (tens of ms), and a signal then ended the
+process by the signal itself (status -2 or -15, not a word), after the work was done.
+
+Standard library only: the console entry point (``cli/entry.py``) installs it before
+anything heavy is imported, so a signal during start-up is handled too.
 """
 
 from __future__ import annotations
@@ -20,28 +28,35 @@ from traceview.interrupts import Terminated, in_main_thread
 INTERRUPT_EXIT = 130  # 128 + SIGINT
 TERMINATE_EXIT = 143  # 128 + SIGTERM
 
+_raised: list[int] = []  # the signal that interrupted the process, once it has
 
-def _on_term(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _raised:  # the process is already on its way out
+        return
+    _raised.append(signum)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def install() -> None:
-    """SIGTERM raises ``Terminated``; Ctrl-C keeps Python's ``KeyboardInterrupt``. Only
-    the main thread may set handlers; elsewhere (an embedding program) nothing changes."""
+    """SIGTERM raises ``Terminated`` and Ctrl-C ``KeyboardInterrupt``, the first of them
+    only. Only the main thread may set handlers; elsewhere (an embedding program)
+    nothing changes."""
     if not in_main_thread():
         return
-    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, _on_signal)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored
         return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _on_signal)
 
 
 def ignore() -> dict[int, Any]:
-    """Ignore SIGINT and SIGTERM from here on: the process is on its way out after the
-    first one, and a second one raised in the exit path printed a traceback. Returns
-    the handlers it replaced, for :func:`restore` where the process goes on (a command
-    run inside another program, or a test): an ignored signal is inherited by every
-    process started later, which would then never stop on Ctrl-C."""
+    """Ignore SIGINT and SIGTERM from here on: the process is on its way out, and a
+    signal raised in the exit path printed a traceback, or, once the interpreter had
+    reset the handlers, ended it by the signal. Returns the handlers it replaced, for
+    :func:`restore` where the process goes on (a command run inside another program,
+    or a test): an ignored signal is inherited by every process started later, which
+    would then never stop on Ctrl-C."""
     if not in_main_thread():
         return {}
     return {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
