@@ -468,6 +468,32 @@ def test_a_signal_as_the_process_exits(trace, tmp_path, sig, code):
     assert leftovers(out) == []
 
 
+POLARS_CTRL_C = """
+import os, signal, sys, threading
+from traceview.cli import _signals
+_signals.install()
+import polars as pl  # sets its own Ctrl-C handler, which passes the signal on
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+df = pl.DataFrame({"a": range(1_000_000)})
+try:
+    while True:
+        df.lazy().with_columns(b=pl.col("a") * 3 % 7).sort("b").collect()
+except KeyboardInterrupt:
+    for _ in range(1000):  # the signal passed on is handled by now
+        pass
+    print("one interrupt")
+"""
+
+
+def test_one_ctrl_c_inside_polars_is_one_interrupt():
+    """Polars stops the query with a KeyboardInterrupt of its own, then passes the signal
+    on to Python's handler: without care, a second KeyboardInterrupt in the first one's
+    clean-up."""
+    r = subprocess.run([sys.executable, "-c", POLARS_CTRL_C], capture_output=True, text=True,
+                       env=ENV, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "one interrupt\n", "")
+
+
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_sigterm_to_a_pool_export_ends_every_worker(trace, tmp_path):
     folder = tmp_path / "ranks"

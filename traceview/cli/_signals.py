@@ -6,9 +6,10 @@ staged Parquet file or a pool of workers outlived it. Here it raises
 for Ctrl-C runs for it too; the CLI exits 143 for it (128 + SIGTERM) and 130 for Ctrl-C,
 the shell's convention.
 
-Only the first signal raises. Every interrupt ends the CLI's process, so a second one
-could only cut short the clean-up, the message or the exit (a traceback from wherever it
-landed); later ones are dropped. For the interpreter's own shutdown both signals are
+Only the first interrupt raises. Every interrupt ends the CLI's process, so a second
+one could only cut short the clean-up, the message or the exit (a traceback from wherever
+it landed); later signals are dropped, and so is the one polars passes on after raising
+its own ``KeyboardInterrupt`` for the same Ctrl-C. For the interpreter's own shutdown both signals are
 ignored (:func:`ignore`): it restores the default action of any signal with a Python
 handler before it tears down its modules (tens of ms), and a signal then ended the
 process by the signal itself (status -2 or -15, not a word), after the work was done.
@@ -20,6 +21,7 @@ anything heavy is imported, so a signal during start-up is handled too.
 from __future__ import annotations
 
 import signal
+import sys
 from types import FrameType
 from typing import Any
 
@@ -28,13 +30,17 @@ from traceview.interrupts import Terminated, in_main_thread
 INTERRUPT_EXIT = 130  # 128 + SIGINT
 TERMINATE_EXIT = 143  # 128 + SIGTERM
 
-_raised: list[int] = []  # the signal that interrupted the process, once it has
+_raised: list[int] = []  # every signal since the process was interrupted
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    if _raised:  # the process is already on its way out
-        return
+    # already on its way out: by an earlier signal, or by polars' own KeyboardInterrupt
+    # (polars sets a Ctrl-C handler when imported: it stops the query it is running
+    # with a KeyboardInterrupt, then passes the signal on to this one)
+    on_its_way = _raised or isinstance(sys.exc_info()[1], KeyboardInterrupt)
     _raised.append(signum)
+    if on_its_way:
+        return
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
