@@ -557,6 +557,21 @@ def test_ctrl_c_during_start_up(trace):
         assert err.strip() == "traceview: interrupted"
 
 
+def test_handlers_come_before_any_heavy_import():
+    """What runs before the handlers are installed is the window where a Ctrl-C gets the
+    interpreter's own traceback: the entry point's imports up to them are the standard
+    library's lightest."""
+    code = ("import sys; before = set(sys.modules); import traceview.cli.entry as e; "
+            "from traceview.cli import _signals; print(' '.join(sorted(set(sys.modules) - before)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert {"traceview.cli._signals", "traceview.interrupts"} <= loaded
+    assert not loaded & {"typing", "dataclasses", "pathlib", "numpy", "polars", "typer",
+                         "rich", "traceview.options"}, loaded
+
+
 def test_two_exports_into_one_folder_never_mix(tmp_path):
     a = write(tmp_path / "a.json", events(calls=1000))
     b = write(tmp_path / "b.json", events(calls=500))

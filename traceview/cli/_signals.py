@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import signal
 import sys
-from types import FrameType
-from typing import Any
 
 from traceview.interrupts import Terminated, in_main_thread
+
+TYPE_CHECKING = False  # not ``typing``'s: this module is imported before the handlers
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any
 
 INTERRUPT_EXIT = 130  # 128 + SIGINT
 TERMINATE_EXIT = 143  # 128 + SIGTERM

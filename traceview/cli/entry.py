@@ -5,6 +5,7 @@ Importing the CLI takes a noticeable fraction of a second (typer, rich, numpy); 
 or a ``kill`` meanwhile printed an import traceback. So this module imports only the
 standard library and ``cli/_signals.py`` before it installs the handlers, and an
 interrupt anywhere, start-up included, ends as one line and exit 130 (143 for SIGTERM).
+Once the outcome is decided both signals are ignored, for the interpreter's shutdown.
 A write to standard output that fails (a full disk, ``> /dev/full``) ends as one line and
 exit 2, never a report cut short with exit 0.
 """
