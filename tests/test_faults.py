@@ -420,7 +420,7 @@ def test_a_signal_while_the_tables_are_written(big, trace, tmp_path, sig, code):
     new = export_tables(big, tmp_path / "new")
     old = export_tables(trace, out)
     landed = 0
-    for attempt in range(4):
+    for attempt in range(6):  # a miss (the tables committed before the stop) is rare
         p = start("export", str(big), "--parquet", str(out))
         deadline = time.monotonic() + 60
         while not leftovers(out) and p.poll() is None and time.monotonic() < deadline:
@@ -515,7 +515,9 @@ def test_sigterm_to_a_pool_export_ends_every_worker(trace, tmp_path):
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert "Traceback" not in err, err
-    assert p.returncode in (0, 143), err
+    assert p.returncode in (0, 143), err  # 0: the export was done before the signal
+    if p.returncode == 143:
+        assert err.splitlines() == [SAID[143]], err
     deadline = time.monotonic() + 10
     while any(alive(k) for k in kids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -550,11 +552,7 @@ def alive(pid: int) -> bool:
 def test_ctrl_c_during_start_up(trace):
     p = start("explain", str(trace))
     p.send_signal(signal.SIGINT)  # the CLI is importing: typer, rich, numpy
-    _, err = p.communicate(timeout=60)
-    assert p.returncode in (0, 130), err
-    assert "Traceback" not in err, err
-    if p.returncode == 130:
-        assert err.strip() == "traceview: interrupted"
+    ended_by(p, 130)
 
 
 def test_handlers_come_before_any_heavy_import():
