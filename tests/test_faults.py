@@ -565,6 +565,50 @@ def test_ctrl_c_during_start_up(trace):
     ended_by(p, 130)
 
 
+EXEC_CTRL_C = """
+from traceview.cli import entry
+
+def run():  # a Ctrl-C while a module makes a dataclass: its methods are exec'd
+    try:
+        exec("raise KeyboardInterrupt")
+    except KeyboardInterrupt as exc:
+        return entry._interrupted(exc)
+
+entry._run = run
+entry.main()
+"""
+
+LOST_CTRL_C = """
+import signal, time, weakref
+from traceview.cli import _signals, entry
+
+def run():  # a Ctrl-C inside a weakref callback (importlib's module locks have one)
+    class Held:
+        pass
+    held = Held()
+    ref = weakref.ref(held, lambda _: _signals._on_signal(signal.SIGINT, None))
+    del held
+    time.sleep(30)  # where the interrupt comes again
+    return 0
+
+entry._run = run
+entry.main()
+"""
+
+
+@pytest.mark.parametrize("planted", [EXEC_CTRL_C, LOST_CTRL_C], ids=["exec", "weakref"])
+def test_a_ctrl_c_where_python_mishandles_it(planted, tmp_path):
+    """Two places an import passes through: a KeyboardInterrupt out of exec'd code made
+    CPython end the process by SIGINT after its shutdown (-2, the message's exit code
+    lost); one in a weakref callback was printed as "Exception ignored" and lost. Run
+    with ``-m``, as ``python -m traceview`` is (only that path kills itself)."""
+    (tmp_path / "planted_cli.py").write_text(planted)
+    env = {**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ENV['PYTHONPATH']}"}
+    p = subprocess.Popen([sys.executable, "-m", "planted_cli"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    ended_by(p, 130)
+
+
 def test_handlers_come_before_any_heavy_import():
     """What runs before the handlers are installed is the window where a Ctrl-C gets the
     interpreter's own traceback: the entry point's imports up to them are the standard

@@ -47,12 +47,36 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
+def _swallowed(unraisable: Any) -> None:
+    """``sys.unraisablehook``: an interrupt raised where no exception can propagate (a
+    weakref callback, such as the one on importlib's module locks, or a ``__del__``) was
+    printed as "Exception ignored" and lost, and the run went on to exit 0. The signal is
+    sent again a moment later, to be raised where it can."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _raised:
+        import threading
+
+        signum = _raised[0]
+        _raised.clear()
+        again = threading.Timer(0.005, signal.pthread_kill,
+                                (threading.main_thread().ident, signum))
+        again.daemon = True
+        again.start()
+        return
+    _previous_hook(unraisable)
+
+
+_previous_hook = sys.unraisablehook
+
+
 def install() -> None:
     """SIGTERM raises ``Terminated`` and Ctrl-C ``KeyboardInterrupt``, the first of them
     only. Only the main thread may set handlers; elsewhere (an embedding program)
     nothing changes."""
+    global _previous_hook
     if not in_main_thread():
         return
+    _previous_hook = sys.unraisablehook
+    sys.unraisablehook = _swallowed
     signal.signal(signal.SIGTERM, _on_signal)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored
         return

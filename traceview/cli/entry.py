@@ -97,6 +97,12 @@ def main() -> None:
         _signals.ignore()
     except KeyboardInterrupt as exc:  # after the command's guard, before the line above
         code = _interrupted(exc)
+    # CPython marks a KeyboardInterrupt that leaves code run by exec() as unhandled, even
+    # when it is caught further up (a Ctrl-C while a dataclass is made, as a module is
+    # imported: its methods are exec'd), and then ends the process by SIGINT after its
+    # shutdown (status -2, the exit code and its message lost). Code run by exec() clears
+    # the mark as it starts.
+    exec("")  # noqa: S102
     sys.exit(code)
 
 
