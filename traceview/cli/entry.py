@@ -102,7 +102,7 @@ def main() -> None:
     # imported: its methods are exec'd), and then ends the process by SIGINT after its
     # shutdown (status -2, the exit code and its message lost). Code run by exec() clears
     # the mark as it starts.
-    exec("")  # noqa: S102
+    exec("")
     sys.exit(code)
 
 
