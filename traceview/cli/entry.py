@@ -85,7 +85,7 @@ def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
-def _run(argv: list[str]) -> None:
+def _command(argv: list[str]) -> None:
     """The command: ``explain TRACE [--format F]`` called directly (see
     ``explain_cmd.plain_arguments``), anything else through typer's parser."""
     from traceview.cli import explain_cmd
@@ -144,7 +144,7 @@ def _run() -> int:
         else:
             _whole_stdout()
             try:
-                _run(sys.argv[1:])
+                _command(sys.argv[1:])
             finally:
                 sys.stdout.flush()  # a write error shows here, inside the guard
     except SystemExit as exc:
