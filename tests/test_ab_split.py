@@ -1,0 +1,165 @@
+"""``traceview ab --split``: each side's unprofiled split, against a staged timing done here.
+
+The planted call (``planted_ab.add``: a busy-wait, tiny Python calls, a C call) has its
+stage costs set per side by the environment, so the sides' splits differ by
+construction: on A the busy-wait leads, on B the tiny calls do. The expected figures are
+measured in this test, independently: each stage replaced in its module by a wrapper
+with a ``perf_counter_ns`` accumulator, one stage per run, as a share of the call in the
+same runs (the machine is shared: a share carries from one process to another where a
+time does not).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from traceview.stats import median
+
+HERE = Path(__file__).resolve().parent
+SIDES = {"A": {"PLANTED_BUSY_NS": 60_000, "PLANTED_TINY_CALLS": 200},
+         "B": {"PLANTED_BUSY_NS": 30_000, "PLANTED_TINY_CALLS": 1200}}
+
+
+def staged_shares(busy_ns: int, tiny_calls: int, calls: int = 60,
+                  repeats: int = 5) -> dict[str, float]:
+    """Each stage's median time per call over the call's median, one stage wrapped per
+    run, with the side's costs planted in the module."""
+    torch = pytest.importorskip("torch")
+    import planted_ab as P
+
+    saved = (P.BUSY_NS, P.TINY_CALLS)
+    P.BUSY_NS, P.TINY_CALLS = busy_ns, tiny_calls
+    a, b = torch.randn(4, 64), torch.randn(4, 64)
+    perf = time.perf_counter_ns
+    out: dict[str, float] = {}
+    try:
+        for _ in range(20):
+            P.add(a, b)
+        for name in P.STAGES:
+            orig, acc = getattr(P, name), [0]
+
+            def wrapper(orig=orig, acc=acc):
+                t0 = perf()
+                try:
+                    return orig()
+                finally:
+                    acc[0] += perf() - t0
+
+            shares = []
+            for _ in range(repeats):
+                setattr(P, name, wrapper)
+                try:
+                    got, wall = [], []
+                    for _ in range(calls):
+                        before, t0 = acc[0], perf()
+                        P.add(a, b)
+                        wall.append(perf() - t0)
+                        got.append(acc[0] - before)
+                finally:
+                    setattr(P, name, orig)
+                shares.append(median(got) / median(wall))
+            out[name] = median(shares)
+    finally:
+        P.BUSY_NS, P.TINY_CALLS = saved
+    return out
+
+
+@pytest.fixture(scope="module")
+def ab_doc(tmp_path_factory):
+    pytest.importorskip("torch")
+    from traceview.cli.app import app
+
+    tmp = tmp_path_factory.mktemp("ab_split")
+    shutil.copy(HERE / "planted_ab.py", tmp / "planted_ab.py")
+    env = [x for label in ("A", "B") for k, v in SIDES[label].items()
+           for x in (f"--{label.lower()}-env", f"{k}={v}")]
+    out = tmp / "ab.json"
+    cwd = Path.cwd()
+    import os
+
+    os.chdir(tmp)
+    try:
+        r = CliRunner().invoke(app, [
+            "ab", "--op", "add", "--fn", "planted_ab:add", "--shape", "4x64", "--device",
+            "cpu", "--warmup", "20", "--baseline-n", "60", "--rounds", "2", *env,
+            "--out", str(out), "--format", "md"])
+    finally:
+        os.chdir(cwd)
+    assert r.exit_code == 0, r.output
+    return json.loads(out.read_text()), r.stdout
+
+
+def stage_figures(split: dict) -> dict[str, dict]:
+    from traceview.unprofiled.find import parse
+
+    return {parse(f["name"])[2]: f for f in split["functions"]
+            if parse(f["name"]) and parse(f["name"])[0].endswith("planted_ab.py")}
+
+
+@pytest.mark.capture
+def test_each_side_records_its_split_and_it_reads_through_the_typed_layout(ab_doc):
+    from traceview.multi.ab_result import read_ab
+
+    doc, _ = ab_doc
+    typed = read_ab(doc)
+    assert typed.splits is not None and set(typed.splits) == {"A", "B"}
+    for label, sp in typed.splits.items():
+        assert sp.method and sp.method.startswith("measured: "), (label, sp.note)
+        assert sp.error is None and sp.seconds is not None and sp.seconds > 0
+        assert sum(sp.categories.values()) == sp.call_ns  # the categories sum to the call
+        assert sp.profiled_call_ns > sp.call_ns  # the profiler slows the call
+        for f in sp.functions:
+            assert f.low_ns <= f.inclusive_ns <= f.high_ns
+
+
+@pytest.mark.capture
+def test_every_major_stage_of_each_side_is_within_25_percent_of_the_staged_timing(ab_doc):
+    doc, _ = ab_doc
+    for label, costs in SIDES.items():
+        want = staged_shares(costs["PLANTED_BUSY_NS"], costs["PLANTED_TINY_CALLS"])
+        sp = doc["splits"][label]
+        got = stage_figures(sp)
+        for stage, share in want.items():
+            if share < 0.10:
+                continue
+            assert stage in got, (label, stage, sorted(got))
+            mine = got[stage]["inclusive_ns"] / sp["call_ns"]
+            assert abs(mine - share) <= 0.25 * share, (label, stage, mine, share)
+
+
+@pytest.mark.capture
+def test_the_stages_rank_as_built_and_the_ranking_flips_between_sides(ab_doc):
+    doc, _ = ab_doc
+    order = {}
+    for label in SIDES:
+        got = stage_figures(doc["splits"][label])
+        order[label] = sorted(("busy_stage", "tiny_stage"),
+                              key=lambda s: -got[s]["inclusive_ns"])
+    assert order == {"A": ["busy_stage", "tiny_stage"], "B": ["tiny_stage", "busy_stage"]}
+    # the profiled figures rank B's stages the same way but inflate the tiny calls far more
+    b = stage_figures(doc["splits"]["B"])
+    assert (b["tiny_stage"]["profiled_ns"] / b["tiny_stage"]["inclusive_ns"]
+            > 2 * b["busy_stage"]["profiled_ns"] / b["busy_stage"]["inclusive_ns"])
+
+
+@pytest.mark.capture
+def test_the_markdown_shows_both_splits_side_by_side(ab_doc):
+    doc, text = ab_doc
+    assert "Where each side's call goes without the profiler" in text
+    assert "A unprofiled [95% CI]" in text and "B unprofiled [95% CI]" in text
+    assert "planted\\_ab.py(" in text or "planted_ab.py(" in text
+    assert "A split: call " in text and "measured: " in text
+
+
+def test_a_result_without_splits_renders_as_before():
+    from traceview.render.ab_report import split_parts
+
+    doc = json.loads((HERE / "data" / "ab_add_cpu.json").read_text())
+    assert split_parts(doc) == ([], [], [])
+    assert split_parts({**doc, "splits": None}) == ([], [], [])
