@@ -163,3 +163,49 @@ def test_a_result_without_splits_renders_as_before():
     doc = json.loads((HERE / "data" / "ab_add_cpu.json").read_text())
     assert split_parts(doc) == ([], [], [])
     assert split_parts({**doc, "splits": None}) == ([], [], [])
+
+
+def _trace_with_split(tmp_path: Path) -> Path:
+    """The FlagGems capture fixture with a split written into its metadata as capture
+    writes it."""
+    import gzip
+
+    doc = json.loads(gzip.decompress((HERE.parent / "fixtures" /
+                                      "flag_gems_add_16x4096_bf16.json.gz").read_bytes()))
+    doc["traceview"]["baseline"]["split"] = {
+        "method": "sys.monitoring PY_START/PY_RETURN local events on one code object per run",
+        "blocks": 10, "calls_per_run": 100, "call_ns": 100_000, "call_low_ns": 99_000,
+        "call_high_ns": 101_000, "calibration": {"in_band_ns": 120, "per_invocation_ns": 400},
+        "functions": [{"name": "flag_gems/utils/libentry.py(659): run", "inclusive_ns": 30_000,
+                       "low_ns": 29_000, "high_ns": 31_000, "invocations_per_call": 1}]}
+    path = tmp_path / "with_split.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return path
+
+
+def test_trace_dir_captures_are_read_not_made_again_and_a_failed_capture_is_told(tmp_path):
+    from traceview.ab.splits import side_splits
+    from traceview.errors import CaptureError
+    from traceview.render.ab_report import split_parts
+
+    path = _trace_with_split(tmp_path)
+
+    def profile(side, config, out):
+        raise CaptureError("side B, profiled trace: took over 600 s")
+
+    got = side_splits({"A": None, "B": None}, {"A": None, "B": None}, {"A": str(path)}, profile)
+    a, b = got["A"], got["B"]
+    assert a.method.startswith("measured: ") and a.trace == str(path) and a.seconds is None
+    assert a.call_ns == 100_000 and sum(a.categories.values()) == 100_000
+    assert [(f.name, f.inclusive_ns, f.low_ns, f.high_ns) for f in a.functions] == [
+        ("flag_gems/utils/libentry.py(659): run", 30_000, 29_000, 31_000)]
+    assert b.method is None and b.error == "side B, profiled trace: took over 600 s"
+    import msgspec
+
+    lines, rows, cats = split_parts({"splits": msgspec.to_builtins(got)})
+    assert lines[0].startswith("A split: call 100 us [99 us, 101 us] unprofiled")
+    assert "its capture in --trace-dir" in lines[0]
+    assert lines[1].startswith("B split: no split: side B, profiled trace: took over")
+    assert rows == [["flag_gems/utils/libentry.py(659): run", "30 us [29 us, 31 us]", "-",
+                     rows[0][3], "-"]]
+    assert cats and all(r[2] == "-" for r in cats)
