@@ -152,7 +152,7 @@ def test_the_stages_rank_as_built_and_the_ranking_flips_between_sides(ab_doc):
 def test_the_markdown_shows_both_splits_side_by_side(ab_doc):
     doc, text = ab_doc
     assert "Where each side's call goes without the profiler" in text
-    assert "A unprofiled [95% CI]" in text and "B unprofiled [95% CI]" in text
+    assert "A [95% CI]" in text and "B [95% CI]" in text
     assert "planted\\_ab.py(" in text or "planted_ab.py(" in text
     assert "A split: call " in text and "measured: " in text
 

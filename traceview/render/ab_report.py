@@ -57,9 +57,9 @@ def kernel_lines(doc: dict[str, Any]) -> list[str]:
 
 #: Functions shown per side-by-side split (heaviest of either side first).
 SPLIT_ROWS = 12
-SPLIT_HEADER = ["function (as the trace names it)", "A unprofiled [95% CI]",
-                "B unprofiled [95% CI]", "A profiled", "B profiled"]
-CATEGORY_HEADER = ["category", "A unprofiled", "B unprofiled", "A profiled", "B profiled"]
+SPLIT_HEADER = ["function (as the trace names it)", "A [95% CI]", "B [95% CI]",
+                "A profiled", "B profiled"]
+CATEGORY_HEADER = ["category", "A", "B", "A profiled", "B profiled"]
 
 
 def _with_ci(f: dict[str, Any] | None) -> str:
@@ -211,8 +211,8 @@ def _split_console(doc: dict[str, Any], console: Console) -> None:
         return
     for line in lines:
         console.print(Text(line))
-    for title, header, body in (("where each side's call goes without the profiler",
-                                 SPLIT_HEADER, rows),
+    for title, header, body in (("where each side's call goes without the profiler "
+                                 "(unprofiled inclusive time per call)", SPLIT_HEADER, rows),
                                 ("host categories per call, unprofiled (sum = the call)",
                                  CATEGORY_HEADER, cat_rows)):
         if not body:
@@ -230,7 +230,8 @@ def _split_markdown(doc: dict[str, Any]) -> list[str]:
     lines, rows, cat_rows = split_parts(doc)
     if not lines:
         return []
-    parts = ["**Where each side's call goes without the profiler** (unprofiled split)"]
+    parts = ["**Where each side's call goes without the profiler** (unprofiled split: "
+             "inclusive time per call; categories sum to the unprofiled call)"]
     parts += ["- " + esc(line) for line in lines]
     if rows:
         parts.append(table(SPLIT_HEADER, [[esc(c) for c in r] for r in rows], "lrrrr"))
