@@ -9,9 +9,10 @@ worst relative error per model closes each table:
 
     python tools/unprofiled_model_vs_split.py TRACE.json.gz [...]
 
-Models: ``per-event`` (``report/unprofiled.from_model``: one fitted profiler cost per
-recorded event, removed where the events are) and ``uniform`` (every node scaled by the
-one ratio unprofiled call / profiled call without the profiler's own category).
+Models: ``shares`` (``report/unprofiled.from_model``, what explain uses: every profiled
+figure scaled by one ratio, the unprofiled call over the profiled call without the
+profiler's own time) and ``per-event`` (the model explain used before: one profiler cost
+per recorded event, fitted to the call, removed from each node by its own events).
 """
 
 from __future__ import annotations
@@ -34,12 +35,30 @@ from traceview.report.unprofiled import (  # noqa: E402
 from traceview.stats import median  # noqa: E402
 
 
-def uniform(tree: Any, call_u: int, prof_cats: dict[str, int]) -> tuple[dict[str, float],
-                                                                       dict[str, float]]:
-    kept = {k: v for k, v in prof_cats.items() if k not in SKIP_CATEGORIES}
-    r = call_u / max(sum(kept.values()), 1)
-    return ({k: v * r for k, v in kept.items()},
-            {n: v * r for n, v in profiled_by_name(tree).items()})
+def _walk(nodes: Any) -> Any:
+    for n in nodes:
+        if n.category not in SKIP_CATEGORIES:
+            yield n
+            yield from _walk(n.children)
+
+
+def _events_below(n: Any) -> int:
+    return n.count + n.folded + sum(_events_below(c) for c in n.children)
+
+
+def per_event(tree: Any, call_u: int) -> tuple[dict[str, float], dict[str, float]]:
+    top = [n for n in tree if n.category not in SKIP_CATEGORIES]
+    cost = max(0.0, (sum(n.inclusive_ns for n in top) - call_u)
+               / max(sum(_events_below(n) for n in top), 1))
+    cats: dict[str, float] = {}
+    funcs: dict[str, float] = {}
+    for n in _walk(top):
+        own = n.self_ns + n.folded_ns - cost * (n.count + n.folded)
+        cats[n.category] = cats.get(n.category, 0.0) + max(0.0, own)
+    for name, prof in profiled_by_name(tree).items():
+        node = next(n for n in _walk(top) if n.name == name)
+        funcs[name] = min(call_u, max(0.0, prof - cost * _events_below(node)))
+    return cats, funcs
 
 
 def main() -> None:
@@ -52,15 +71,15 @@ def main() -> None:
         warm = [c for c in a.calls.calls if c.warm]
         profiled = int(median([c.api_ns for c in warm]))
         call_u = int(info.call_ns or 0)
-        pe = from_model(a.per_call.tree, call_u, profiled,
-                        a.per_call.perturbation.events_per_call or 0,
+        sh = from_model(a.per_call.tree, call_u, profiled,
                         dict(info.profiled_categories or {}), "measured split's call")
-        models = {"per-event": ({k: float(v) for k, v in pe.categories.items()},
-                                {f.name: float(f.inclusive_ns or 0) for f in pe.functions}),
-                  "uniform": uniform(a.per_call.tree, call_u, dict(info.profiled_categories
-                                                                   or {}))}
+        shared = {n: v * call_u / max(sum(n_.inclusive_ns for n_ in a.per_call.tree
+                                          if n_.category not in SKIP_CATEGORIES), 1)
+                  for n, v in profiled_by_name(a.per_call.tree).items()}
+        models = {"shares": ({k: float(v) for k, v in sh.categories.items()}, shared),
+                  "per-event": per_event(a.per_call.tree, call_u)}
         print(f"{path}: unprofiled call {call_u / 1e3:.1f} us, profiled {profiled / 1e3:.1f} us"
-              f"; {pe.method}")
+              f"; {sh.method}")
         print(f"  {'category (share)':34} {'measured':>9}" + "".join(f" {m:>10}" for m in models))
         worst = dict.fromkeys(models, 0.0)
         for k, v in info.categories.items():

@@ -119,7 +119,7 @@ class SplitFunction(msgspec.Struct, frozen=True, kw_only=True):
     low_ns: int | None
     high_ns: int | None
     profiled_ns: int
-    method: str  # measured | per-event model
+    method: str  # measured | profiled-shares model
     invocations_per_call: float | None = None
 
 
