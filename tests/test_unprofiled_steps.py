@@ -195,3 +195,5 @@ def test_capture_steps_on_the_cpu_shows_profiled_and_unprofiled_steps(tmp_path):
     text = renderer("text").render(r, RenderOptions(width=160))
     text = text if isinstance(text, str) else text.decode()
     assert "profiled step " in text and "correction model:" in text
+    # no device stream: nothing waited, so no device-idle table
+    assert "no device in this trace (CPU only)" in text and "waited for" not in text
