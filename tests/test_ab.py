@@ -179,6 +179,7 @@ def test_ab_cli_finds_an_env_var_delay_with_the_right_sign(tmp_path, monkeypatch
     doc = json.loads(r.stdout)
     assert json.loads(out.read_text())["verdict"] == doc["verdict"]
     assert doc["schema_version"] == 2 and "schema" not in doc and doc["rounds"] == 6
+    assert doc["splits"] is None  # --no-split
     a_proc = [p["full_api_ns_p50"] for p in doc["sides"]["A"]["processes"]]
     b_proc = [p["full_api_ns_p50"] for p in doc["sides"]["B"]["processes"]]
     c = doc["comparisons"]["full_api_ns_p50"]
