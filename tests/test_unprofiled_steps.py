@@ -91,7 +91,9 @@ def test_capture_steps_records_unprofiled_step_times(tmp_path):
     doc = json.loads(gzip.decompress(out.read_bytes()))
     b = doc["traceview_steps"]
     assert b["n"] == 10 and len(b["step_ns_samples"]) == 10
-    assert b["step_ns_p50"] == int(median(b["step_ns_samples"]))
+    assert b["step_ns_p50"] == int(median(b["step_ns_samples"])) == b["before_ns_p50"]
+    # the steps timed after the profiler ran are kept apart, never in the step figure
+    assert len(b["after_ns_samples"]) == 5 and b["after_ns_p50"] == int(median(b["after_ns_samples"]))
     names = {e.get("name") for e in doc["traceEvents"]}
     assert {f"ProfilerStep#{i}" for i in range(4)} <= names
     assert median(mine) / 3 <= b["step_ns_p50"] <= 3 * median(mine)
