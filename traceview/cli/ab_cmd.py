@@ -70,7 +70,7 @@ SplitOpt = Annotated[bool, _o("After the rounds, each side's unprofiled split: w
                               "call goes without the profiler (functions with intervals, "
                               "categories), from one profiled capture per side in its own "
                               "setting (--trace-dir's, else a temporary one: about 30 s "
-                              "per side on a CPU, 60-90 s with FlagGems on an H200).",
+                              "per side on a CPU, 90 s with FlagGems on an H200).",
                               _OUT, "--split/--no-split")]
 
 
