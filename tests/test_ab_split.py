@@ -221,3 +221,28 @@ def test_trace_dir_captures_are_read_not_made_again_and_a_failed_capture_is_told
     assert rows == [["flag_gems/utils/libentry.py(659): run", "30 us [29 us, 31 us]", "-",
                      rows[0][3], "-"]]
     assert cats and all(r[2] == "-" for r in cats)
+
+
+def test_on_the_h200_both_sides_splits_were_measured_and_read_back():
+    """``tools/ab_split_on_gpu.sh`` on the H200: torch (A) against FlagGems (B) sigmoid
+    65536 float32, 6 rounds, the splits from the --trace-dir captures."""
+    from traceview.multi.ab_result import read_ab
+    from traceview.render.registry import RenderOptions, renderer
+
+    doc = json.loads((HERE.parent / "fixtures" / "split_ab_h200_sigmoid.json").read_text())
+    typed = read_ab(doc)
+    assert typed.splits is not None and typed.comparisons["full_api_ns_p50"].verdict == "B slower"
+    for sp in typed.splits.values():
+        assert sp.method.startswith("measured: sys.monitoring") and sp.error is None
+        assert sp.trace and sp.seconds is None  # from the --trace-dir capture
+        assert sum(sp.categories.values()) == sp.call_ns < sp.profiled_call_ns
+        for f in sp.functions:
+            assert f.low_ns <= f.inclusive_ns <= f.high_ns and f.inclusive_ns < f.profiled_ns
+    b = {f.name.rsplit(": ", 1)[1]: f for f in typed.splits["B"].functions}
+    assert {"run", "prepare_args", "runner", "synchronize"} <= set(b)
+    # FlagGems' own work (cache key, library) exists on B only
+    assert "cache_key" in typed.splits["B"].categories
+    assert "cache_key" not in typed.splits["A"].categories
+    text = renderer("text", "ab").render(doc, RenderOptions(width=80))
+    text = text if isinstance(text, str) else text.decode()
+    assert "flag_gems/utils/libentry.py(659):" in text and "profiled 95.4 us" in text

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from traceview.multi.ab_result import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
-from traceview.render.text import laid_out
+from traceview.render.text import laid_out, name_text
 from traceview.units import fmt_ns, fmt_signed_ns, plural
 
 
@@ -62,18 +62,20 @@ SPLIT_HEADER = ["function (as the trace names it)", "A [95% CI]", "B [95% CI]",
 CATEGORY_HEADER = ["category", "A", "B", "A profiled", "B profiled"]
 
 
-def _with_ci(f: dict[str, Any] | None) -> str:
+def _with_ci(f: dict[str, Any] | None, sep: str = " ") -> str:
     if f is None:
         return "-"
     if f.get("low_ns") is None:
-        return f"{fmt_ns(f['inclusive_ns'])} (model)"
-    return f"{fmt_ns(f['inclusive_ns'])} [{fmt_ns(f['low_ns'])}, {fmt_ns(f['high_ns'])}]"
+        return f"{fmt_ns(f['inclusive_ns'])}{sep}(model)"
+    return f"{fmt_ns(f['inclusive_ns'])}{sep}[{fmt_ns(f['low_ns'])}, {fmt_ns(f['high_ns'])}]"
 
 
-def split_parts(doc: dict[str, Any]) -> tuple[list[str], list[list[str]], list[list[str]]]:
+def split_parts(doc: dict[str, Any], sep: str = " "
+                ) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """Both sides' unprofiled splits side by side: a line per side (its call, method,
     what measuring cost), the function rows and the category rows. Empty for a result
-    without splits (``--no-split``, or saved before they existed)."""
+    without splits (``--no-split``, or saved before they existed). ``sep`` goes between
+    a figure and its interval (the terminal puts the interval on a line of its own)."""
     splits = doc.get("splits") or {}
     if not splits:
         return [], [], []
@@ -98,7 +100,7 @@ def split_parts(doc: dict[str, Any]) -> tuple[list[str], list[list[str]], list[l
     names = sorted(set(by["A"]) | set(by["B"]),
                    key=lambda n: (-max((by[x][n]["inclusive_ns"] or 0) if n in by[x] else 0
                                        for x in ("A", "B")), n))
-    rows = [[n, _with_ci(by["A"].get(n)), _with_ci(by["B"].get(n)),
+    rows = [[n, _with_ci(by["A"].get(n), sep), _with_ci(by["B"].get(n), sep),
              fmt_ns(by["A"][n]["profiled_ns"]) if n in by["A"] else "-",
              fmt_ns(by["B"][n]["profiled_ns"]) if n in by["B"] else "-"]
             for n in names[:SPLIT_ROWS]]
@@ -206,22 +208,29 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
 
 
 def _split_console(doc: dict[str, Any], console: Console) -> None:
-    lines, rows, cat_rows = split_parts(doc)
+    lines, rows, cat_rows = split_parts(doc, sep="\n")
     if not lines:
         return
     for line in lines:
         console.print(Text(line))
+    # three columns, so the frame names keep room at 80: a side's cell holds its figure,
+    # its interval, and its profiled figure under them
+    merged = [[r[0], *(v if v == "-" else f"{v}\nprofiled {p}"
+                       for v, p in ((r[1], r[3]), (r[2], r[4])))] for r in rows]
     for title, header, body in (("where each side's call goes without the profiler "
-                                 "(unprofiled inclusive time per call)", SPLIT_HEADER, rows),
+                                 "(unprofiled inclusive time per call [95% CI], then "
+                                 "profiled)", ["function (as the trace names it)", "A", "B"],
+                                 merged),
                                 ("host categories per call, unprofiled (sum = the call)",
                                  CATEGORY_HEADER, cat_rows)):
         if not body:
             continue
         t = Table(title=title, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
-        for i, col in enumerate(header):
-            t.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
-        for row in body:
-            t.add_row(*row)
+        for i, col in enumerate(header):  # the names fold; the figures never break
+            t.add_column(col, justify="left" if i == 0 else "right", overflow="fold",
+                         no_wrap=i > 0, ratio=1 if i == 0 else None)
+        for row in body:  # a frame name breaks at its path and name boundaries
+            t.add_row(name_text(row[0]), *row[1:])
         console.print(t)
     console.print(Text(SPLIT_NOTE, style="grey50"))
 
