@@ -340,6 +340,7 @@ def test_cli_forks_every_process_of_both_sides_from_one_template(tmp_path):
                                                                                        "B"]
     t = how["templates"]["A+B"]
     assert {"torch", "transformers", "traceview.serve.child"} <= set(t["preloaded"])
+    assert "flag_gems" not in t["preloaded"]  # never imported under the eager side
     assert t["imports_ns"] > 0
     a, b = doc["variants"]
     assert b["correctness"]["check"]["status"] == "passed"

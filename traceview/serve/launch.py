@@ -143,12 +143,17 @@ class Forking:
         self.labels = labels
         self.timeout_s = timeout_s
         self.lost: dict[str, str] = {}  # template label -> why it stopped serving
+        self.waited_ns: int | None = None  # the first task's wait for the templates
 
     def __call__(self, variant: Variant, task: dict[str, Any]) -> Outcome:
         from traceview.runner.fork_server import TemplateFailed
 
         label = self.labels.get(_group(variant))
-        template = self.started.ready().get(label) if label is not None else None
+        t0 = time.perf_counter_ns()
+        ready = self.started.ready()
+        if self.waited_ns is None:
+            self.waited_ns = time.perf_counter_ns() - t0
+        template = ready.get(label) if label is not None else None
         if label is None or template is None or label in self.lost:
             return in_subprocess(variant, task, timeout_s=self.timeout_s)
         try:
@@ -159,9 +164,10 @@ class Forking:
 
     def describe(self) -> dict[str, Any]:
         """``protocol.process_start``: ``mode`` (fork or spawn), ``why`` (spawning's
-        reason, or null), per template the variants it serves, its start and imports
+        reason, or null), ``waited_ns`` (how long the first task waited for the
+        templates' imports), per template the variants it serves, its start and imports
         (ns, once for all its tasks), and why a template stopped serving mid-run."""
-        out: dict[str, Any] = dict(self.started.describe())
+        out: dict[str, Any] = dict(self.started.describe(), waited_ns=self.waited_ns)
         for label, entry in out["templates"].items():
             entry["variants"] = label.split("+")
             if label in self.lost:
@@ -174,7 +180,11 @@ def forking(variants: Sequence[Variant], *, timeout_s: float = CHILD_TIMEOUT_S,
             fork: bool = True) -> Iterator[Forking]:
     """Start one template per interpreter and environment among ``variants`` now (they
     import while the caller goes on: the check cache's version probe, the first task
-    waits for them), and yield the launcher; every template is stopped on leaving."""
+    waits for them), and yield the launcher; every template is stopped on leaving.
+
+    FlagGems is preloaded only into a template whose variants all use it (and only if
+    its import leaves CUDA down; FlagGems 5 queries the device, so its processes import
+    it after the fork): a torch eager side never runs with it imported."""
     from traceview.runner.fork_server import start_templates
 
     groups: dict[tuple[Any, ...], list[Variant]] = {}
@@ -184,7 +194,7 @@ def forking(variants: Sequence[Variant], *, timeout_s: float = CHILD_TIMEOUT_S,
     sides = {labels[g]: ChildSpec(
         label=labels[g], entry=("-m", CHILD_MODULE), python=vs[0].python or sys.executable,
         env=dict(vs[0].env), call=FORK_CALL,
-        preload=PRELOAD + (("~flag_gems",) if any(v.backend == "flag_gems" for v in vs)
+        preload=PRELOAD + (("~flag_gems",) if all(v.backend == "flag_gems" for v in vs)
                            else ()))
         for g, vs in groups.items()}
     with start_templates(sides, fork=fork) as started:

@@ -367,14 +367,18 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         for entry, v in zip(doc["variants"], spec.variants, strict=True):
             log(f"profiling {spec.profile_steps} decode steps: {v.label} ({v.describe()})")
             path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
+            t0 = time.perf_counter_ns()
             out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
                                  trace_path=str(path)))
+            wall = time.perf_counter_ns() - t0
             if out.value is None:
                 entry["diagnosis"] = {"error": f"the profiled run failed: {out.error}"}
                 on_stage(doc)
                 continue
             entry["diagnosis"] = dict(diagnose(str(path), spec.profile_steps),
-                                      profiled_step_wall_ns=out.value.get("step_wall_ns"))
+                                      profiled_step_wall_ns=out.value.get("step_wall_ns"),
+                                      process_ns=out.value.get("process_ns"),
+                                      process_wall_ns=wall)
             on_stage(doc)
     doc["protocol"]["process_start"] = _process_start(launch)
     doc["complete"] = True
