@@ -359,3 +359,17 @@ def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analysis_bu
     assert [x.name for x in c.calls] == ["torch/_dynamo/eval_frame.py(600): _fn"]
     assert c.calls[0].metrics["api_ns"] == 89_000
     assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason
+
+
+def test_a_second_numbered_series_is_named_with_its_option(tb, analysis_builder):
+    # a loop timing torch's op then the Triton one: two series of 5 and 4 calls; the
+    # larger is analysed, the other is named with the --calls regex that selects it
+    for i in range(5):
+        loop_call(tb, i * 20_000, name="torch_mul", i=i)
+    for i in range(4):
+        loop_call(tb, 200_000 + i * 20_000, name="triton_mul", i=i, dur=6_000)
+    c = analysis_builder(tb).calls
+    assert (c.pattern, len(c.calls)) == ("torch_mul_#", 5)
+    assert c.description.endswith(r"; also triton_mul_# (4 calls: --calls '^triton_mul_\d+$')")
+    again = analysis_builder(tb, calls=r"^triton_mul_\d+$").calls
+    assert len(again.calls) == 4 and again.stats["api_ns"].p50 == 6_000

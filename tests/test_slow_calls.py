@@ -154,3 +154,17 @@ def test_the_median_of_the_others_is_the_median_less_one(values, data):
     rest.remove(drop)
     assert _median_without(a, drop) == (int(median(rest)) if len(rest) >= 2 else None)
     assert _median_without(a, None) == (int(median(values)) if len(values) >= 2 else None)
+
+
+@given(st.integers(0, 10**9), st.integers(1, 10**9))
+def test_holder_words_never_hold_more_than_the_excess(ns: int, excess: int) -> None:
+    """A holder whose growth exceeds the call's excess is not said to hold "X of the Y
+    excess" with X > Y: the words follow from the two figures they cite."""
+    from traceview.analyses.slow_calls import Holder
+    from traceview.units import fmt_ns
+
+    words = Holder("f", ns, excess).words()
+    if ns > excess:
+        assert "holds" not in words and "more than the call's whole" in words
+    else:
+        assert words == f"f holds {fmt_ns(ns)} of the {fmt_ns(excess)} excess"

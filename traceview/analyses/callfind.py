@@ -81,6 +81,8 @@ class FoundCalls:
     spans: list[CallSpan]
     source: CallsSource
     pattern: str | None  # series pattern, regex, or frame name(s)
+    # other numbered series beside the chosen one: (pattern, calls, --calls regex)
+    others: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def how(self) -> str:
@@ -101,7 +103,11 @@ class FoundCalls:
         if len(kinds) > 1:
             head += f" of {len(kinds)} kinds"
         tail = "" if self.source == "option" else " (override: --calls)"
-        return f"{head}: {what}, {self.how}{tail}"
+        also = "".join(f"; also {printable(k)} ({c} call{'s' if c != 1 else ''}: --calls '{rx}')"
+                       for k, c, rx in self.others[:MAX_KINDS_NAMED])
+        if len(self.others) > MAX_KINDS_NAMED:
+            also += f" and {len(self.others) - MAX_KINDS_NAMED} more numbered series"
+        return f"{head}: {what}, {self.how}{tail}{also}"
 
 
 def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
@@ -305,9 +311,20 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
         return False
 
     outer = [k for k in groups if not inner(k)] or list(groups)
-    best = min(outer, key=lambda k: (-groups[k].size, k))
+    ranked = sorted(outer, key=lambda k: (-groups[k].size, k))
+    best = ranked[0]
+    # A loop timing two implementations one after the other holds two series; the
+    # others are named with the option that selects them rather than left unsaid.
+    others = tuple((k, int(groups[k].size), _series_regex(trace.names[int(s.name[groups[k][0]])]))
+                   for k in ranked[1:])
     return FoundCalls(_spans_of_rows(trace, groups[best].tolist(), lambda n: best),
-                      "annotations", best)
+                      "annotations", best, others)
+
+
+def _series_regex(member: str) -> str:
+    """The ``--calls`` regex of the series holding the name ``member``: its digits
+    generalised, the rest literal (``triton_mul#7`` -> ``^triton_mul\\#\\d+$``)."""
+    return "^" + _DIGITS.sub(lambda _: r"\d+", re.escape(member)) + "$"
 
 
 def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
