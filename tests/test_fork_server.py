@@ -296,3 +296,17 @@ def test_a_task_prints_its_own_lines_and_one_over_its_time_is_killed_alone(mods)
         assert len(pids) == 2  # a new process per task
     finally:
         template.close()
+
+
+def test_a_cuda_initialising_optional_preload_takes_its_submodules_out_with_it(mods):
+    """``?x`` initialised CUDA: ``?x.y`` would import it again, so the template starts
+    once more without both (not twice, and not falling back to spawning)."""
+    (mods / "faketorch" / "torch" / "sub.py").write_text("X = 1\n")
+    path = (str(mods / "faketorch"), str(mods))
+    a = _side(mods, "A", {}, path=path, preload=("heavy_import", "?torch", "?torch.sub"))
+    with start_templates({"A": a}) as started:
+        _, result = started.starters["A"](0, 60)
+        how = started.describe()
+    assert how["mode"] == "fork" and result["v"] == 0
+    assert how["templates"]["A"]["left_out"] == ("torch (its import initialises CUDA), "
+                                                 "torch.sub (its import initialises CUDA)")

@@ -311,19 +311,26 @@ def start_templates(sides: Mapping[str, ChildSpec], *, fork: bool = True) -> Ite
 
 def _ready(template: Template, folder: Path) -> Template:
     """:meth:`Template.wait_ready`; when an optional preload (``"?x"`` or ``"~x"``)
-    initialised CUDA at import in the template itself, once more without it (each child
-    then imports it)."""
+    initialised CUDA at import in the template itself, once more without it and without
+    the optional preloads inside it (``x.y`` imports ``x`` first; each child then
+    imports them)."""
     try:
         return template.wait_ready()
     except TemplateFailed as exc:
         side = template.side
-        names = {f"?{exc.culprit}", f"~{exc.culprit}"}
-        if exc.culprit is None or not names & set(side.preload):
+        culprit = exc.culprit
+        names = {f"?{culprit}", f"~{culprit}"}
+        if culprit is None or not names & set(side.preload):
             raise
-        lighter = replace(side, preload=tuple(p for p in side.preload if p not in names))
+
+        def inside(p: str) -> bool:
+            return p[:1] in "?~" and (p[1:] == culprit or p[1:].startswith(f"{culprit}."))
+
+        dropped = [p[1:] for p in side.preload if inside(p)]
+        lighter = replace(side, preload=tuple(p for p in side.preload if not inside(p)))
         again = Template.launch(lighter, folder).wait_ready()
         said = again.ready.get("left_out")
-        again.ready["left_out"] = ", ".join(filter(None, (said, left_out_text([exc.culprit]))))
+        again.ready["left_out"] = ", ".join(filter(None, (said, left_out_text(dropped))))
         return again
 
 

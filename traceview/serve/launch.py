@@ -35,9 +35,11 @@ from traceview.serve.spec import Variant
 CHILD_MODULE = "traceview.serve.child"
 #: The function a template's child runs on the task's JSON (it prints the task's lines).
 FORK_CALL = f"{CHILD_MODULE}:forked"
-#: What a serve template imports once for all its tasks (``?``: only if importable;
-#: ``~``: tried in a throwaway child first, since FlagGems' import queries the device).
-PRELOAD = ("torch", "transformers", "?transformers.models.llama.modeling_llama",
+#: What a serve template imports once for all its tasks. ``?``: only if importable, and
+#: left to each task's process if its import initialised CUDA (the template then starts
+#: once more without it); ``~``: tried in a throwaway child first, since FlagGems' import
+#: queries the device. Only torch is required: without it no task can run anyway.
+PRELOAD = ("torch", "?transformers", "?transformers.models.llama.modeling_llama",
            "?transformers.generation.utils", "?torch.profiler")
 #: What a task that ran past its time limit says (``--child-timeout`` changes the limit).
 TIMED_OUT = "the process ran past its time limit (--child-timeout) and was stopped"
