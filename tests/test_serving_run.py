@@ -364,3 +364,15 @@ def test_cli_forks_every_process_of_both_sides_from_one_template(tmp_path):
     rep = sdoc["variants"][0]["repetitions"][0]
     # a fresh interpreter imports torch and transformers before its task
     assert rep["process_ns"]["start_to_task"] > 0
+
+
+def test_a_template_preloads_what_its_variants_backends_import():
+    from traceview.serve.launch import PRELOAD, preload_for
+
+    eager, gems = Variant("A"), Variant("B", backend="flag_gems")
+    assert preload_for([eager]) == PRELOAD
+    mixed = preload_for([eager, gems])
+    assert "?triton" in mixed and "?sqlalchemy" in mixed
+    assert not any(p.lstrip("?~") == "flag_gems" for p in mixed)  # never under eager
+    assert preload_for([gems])[-1] == "~flag_gems"
+    assert "?torch._dynamo" in preload_for([Variant("A", backend="compile")])

@@ -41,6 +41,27 @@ FORK_CALL = f"{CHILD_MODULE}:forked"
 #: queries the device. Only torch is required: without it no task can run anyway.
 PRELOAD = ("torch", "?transformers", "?transformers.models.llama.modeling_llama",
            "?transformers.generation.utils", "?torch.profiler")
+#: What FlagGems imports that leaves CUDA down (its own import does not: FlagGems 5
+#: queries the device), so a flag_gems process imports only FlagGems itself.
+FLAG_GEMS_DEPENDENCIES = ("?triton", "?triton.language", "?sqlalchemy", "?sqlalchemy.orm",
+                          "?sqlalchemy.ext.automap", "?yaml")
+#: torch.compile's front end, 4-5 s of a process's start (as ab's templates).
+COMPILE_DEPENDENCIES = ("?triton", "?torch._dynamo")
+
+
+def preload_for(variants: Sequence[Variant]) -> tuple[str, ...]:
+    """A template's imports for the variants it serves: :data:`PRELOAD`, what their
+    backends import, and FlagGems itself only when every variant uses it (and only if
+    its import leaves CUDA down): a torch eager side never runs with it loaded."""
+    backends = {v.backend for v in variants}
+    extra: tuple[str, ...] = ()
+    if "flag_gems" in backends:
+        extra += FLAG_GEMS_DEPENDENCIES
+    if "compile" in backends:
+        extra += COMPILE_DEPENDENCIES
+    if backends == {"flag_gems"}:
+        extra += ("~flag_gems",)
+    return tuple(dict.fromkeys(PRELOAD + extra))
 #: What a task that ran past its time limit says (``--child-timeout`` changes the limit).
 TIMED_OUT = "the process ran past its time limit (--child-timeout) and was stopped"
 
@@ -182,11 +203,7 @@ def forking(variants: Sequence[Variant], *, timeout_s: float = CHILD_TIMEOUT_S,
             fork: bool = True) -> Iterator[Forking]:
     """Start one template per interpreter and environment among ``variants`` now (they
     import while the caller goes on: the check cache's version probe, the first task
-    waits for them), and yield the launcher; every template is stopped on leaving.
-
-    FlagGems is preloaded only into a template whose variants all use it (and only if
-    its import leaves CUDA down; FlagGems 5 queries the device, so its processes import
-    it after the fork): a torch eager side never runs with it imported."""
+    waits for them), and yield the launcher; every template is stopped on leaving."""
     from traceview.runner.fork_server import start_templates
 
     groups: dict[tuple[Any, ...], list[Variant]] = {}
@@ -195,9 +212,7 @@ def forking(variants: Sequence[Variant], *, timeout_s: float = CHILD_TIMEOUT_S,
     labels = {g: "+".join(v.label for v in vs) for g, vs in groups.items()}
     sides = {labels[g]: ChildSpec(
         label=labels[g], entry=("-m", CHILD_MODULE), python=vs[0].python or sys.executable,
-        env=dict(vs[0].env), call=FORK_CALL,
-        preload=PRELOAD + (("~flag_gems",) if all(v.backend == "flag_gems" for v in vs)
-                           else ()))
+        env=dict(vs[0].env), call=FORK_CALL, preload=preload_for(vs))
         for g, vs in groups.items()}
     with start_templates(sides, fork=fork) as started:
         yield Forking(started, labels, timeout_s)
