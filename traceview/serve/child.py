@@ -216,9 +216,9 @@ TASKS = {"check": task_check, "measure": task_measure, "bisect": task_bisect,
 def run_task(task: dict[str, Any], emit: Emit) -> None:
     """Run one task, emitting its lines; the last is ``result`` or ``error``. The result
     says where the process's time went (``process_ns``): ``start_to_task``, from its
-    start (spawned: the interpreter and its imports; forked from a template: the fork)
-    to the task, and ``task``, the task itself (imports left to it, model, backend,
-    compiles, the work)."""
+    start (spawned: the interpreter and traceview's imports; forked from a template: the
+    fork) to the task, and ``task``, the task itself (torch and transformers when no
+    template imported them, the model, backend, compiles, the work)."""
     began = time.monotonic_ns()
     try:
         result = TASKS[task["task"]](task, emit)
