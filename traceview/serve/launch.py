@@ -12,6 +12,7 @@ transformers once, without initialising CUDA (:mod:`traceview.runner.fork_server
 context, allocator, model, backend and compiled kernels, nothing left from an earlier
 task. Variants with the same interpreter and environment (eager against flag_gems) share
 one template, so both sides of an A/B start from the same parent.
+
 Every line the child prints that parses as a JSON object is kept in order, as the
 outcome's ``records``; a final ``{"result": ...}`` line is its ``value``. Without one,
 the outcome says why: an ``{"error": ...}`` line (a problem the user can fix), the time
