@@ -33,7 +33,15 @@ began=$(date +%s.%N)
 {
   echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1
-  python3 -c 'import sys, importlib.metadata as m; print("python", sys.version.split()[0], *(f"{n} {m.version(n)}" for n in ("torch", "triton", "transformers", "flag_gems")))' 2>&1
+  python3 - <<'PY' 2>&1
+import importlib.metadata as m, sys
+def v(n):
+    try:
+        return m.version(n)
+    except m.PackageNotFoundError:
+        return "not installed"
+print("python", sys.version.split()[0], *(f"{n} {v(n)}" for n in ("torch", "triton", "transformers", "flag_gems")))
+PY
 } >"$OUT/summary.txt"
 
 run() {  # run NAME LIMIT_S ARGS...: one timed serve run
