@@ -43,6 +43,9 @@ Emit = Callable[[dict[str, Any]], None]
 #: Greedy steps per op in the bisect: enough to run the decode path, few enough for
 #: hundreds of ops.
 BISECT_STEPS = 2
+#: Set (to anything) to compile an autotuner's configs one after the other in the check,
+#: as Triton does by itself (default: all at once, :mod:`.parallel_compile`).
+SERIAL_COMPILE_ENV = "TRACEVIEW_SERIAL_COMPILE"
 
 
 def environment(torch: Any, spec: ModelSpec) -> dict[str, Any]:
@@ -112,6 +115,19 @@ def task_check(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
     torch, model, spec, workload, variant = _setup(task)
     lap("model")
+    with contextlib.ExitStack() as stack:
+        compiling = None
+        if variant.backend == "flag_gems" and not os.environ.get(SERIAL_COMPILE_ENV):
+            from traceview.serve.parallel_compile import autotune_compiles_in_parallel
+
+            compiling = stack.enter_context(autotune_compiles_in_parallel())
+        out = _check_in(torch, model, spec, workload, variant, task, emit, lap)
+    return dict(out, environment=environment(torch, spec), phases_ns=phases,
+                parallel_compile=compiling)
+
+
+def _check_in(torch: Any, model: Any, spec: ModelSpec, workload: Workload, variant: Variant,
+              task: dict[str, Any], emit: Emit, lap: Callable[[str], None]) -> dict[str, Any]:
     steps = int(task["check_steps"])
     batch = _check_batch(workload, spec.vocab)
     ref = correctness.reference(torch, model, batch, steps)
@@ -131,7 +147,7 @@ def task_check(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
                                                       spec.dtype),
                                   exclude_ops=list(fixed.exclude_ops))
             lap("recheck")
-    return dict(out, environment=environment(torch, spec), phases_ns=phases)
+    return out
 
 
 def task_measure(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
