@@ -60,6 +60,12 @@ def lines(doc: dict[str, Any], wall_s: float | None) -> list[str]:
             out.append(f"  {v['label']} {name} ({block['status']}): "
                        f"{s(block['process_wall_ns'])} | "
                        f"{s((block.get('process_ns') or {}).get('start_to_task'))} | {phases}")
+            par = block.get("parallel_compile")
+            if par:
+                out.append(f"    configs compiled at once: {par.get('configs')} for "
+                           f"{par.get('keys')} autotuner keys in {s(par.get('ns'))} s, "
+                           f"{par.get('failed')} left to the autotuner"
+                           + (f" ({par['why']})" if par.get("why") else ""))
         bis = c.get("bisect")
         if bis:
             out.append(f"  {v['label']} bisect: {len(bis.get('tested') or [])} ops tested, "
