@@ -79,3 +79,22 @@ def test_the_verdicts_recounted_from_the_requests(doc):
     assert (round(row["estimate_ns"] / 1e7) / 100, round(row["ci_low_ns"] / 1e7) / 100,
             round(row["ci_high_ns"] / 1e7) / 100) == (1.98, 1.78, 2.75)
     assert all(f["verdict"] == "B slower" for f in doc["ab"]["figures"].values())
+
+
+def test_the_run_before_the_parallel_compile():
+    """Run 1 (fixtures/serve_h200_default_cold_serial_compile.json): the same command,
+    the check compiling one config after another; stopped at the script's 203 s limit in
+    B's profiled run (``complete`` false), the repetitions and the A/B already written."""
+    doc = json.loads((DOC.parent / "serve_h200_default_cold_serial_compile.json").read_text())
+    a, b = doc["variants"]
+    check = b["correctness"]["check"]
+    phases = check["phases_ns"]
+    assert "parallel_compile" not in check
+    assert s(doc["protocol"]["process_start"]["templates"]["A+B"]["imports_ns"]) == 9.5
+    assert s(check["process_wall_ns"]) == 129.7 and s(phases["backend"]) == 109.8
+    assert (s(phases["bisect"]), s(phases["recheck"])) == (6.8, 1.2)
+    walls = {v["label"]: [r["process_wall_ns"] for r in v["repetitions"]] for v in (a, b)}
+    assert (s(sum(walls["A"])), s(min(walls["A"])), s(max(walls["A"]))) == (18.9, 2.5, 3.8)
+    assert (s(sum(walls["B"])), s(min(walls["B"])), s(max(walls["B"]))) == (47.4, 6.6, 10.2)
+    assert not doc["complete"] and doc["measured"] and b["diagnosis"] is None
+    assert all(f["verdict"] == "B slower" for f in doc["ab"]["figures"].values())
