@@ -20,12 +20,18 @@ The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``report
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+
+# Not ``typing.TYPE_CHECKING``: importing ``typing`` and ``dataclasses`` (``Options``) cost
+# ``import traceview`` over 10 ms, all before the CLI can install its signal handlers
+# (``cli/entry.py``), and a Ctrl-C then printed the interpreter's traceback.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
-# The report's types are part of the API (annotate with them, match on them); they are
-# imported on first use, like everything else here, so ``import traceview`` stays cheap.
+# ``Options`` and the report's types are part of the API (annotate with them, match on
+# them); they are imported on first use, like everything else here, so ``import
+# traceview`` stays cheap.
 _TYPES = {
+    "Options": "traceview.options",
     "Report": "traceview.report.model", "TraceInfo": "traceview.report.model",
     "WindowInfo": "traceview.report.model", "DeviceInfo": "traceview.report.model",
     "HostInfo": "traceview.report.model", "LaunchesInfo": "traceview.report.model",
@@ -37,11 +43,9 @@ _TYPES = {
     "RanksReport": "traceview.multi.ranks",
     "ProtonTraceReport": "traceview.report.proton", "ProtonTreeReport": "traceview.report.proton",
 }
-__all__ = ["Options", "__version__", "analyze", "analyze_ranks", "capture", "capture_steps",
+__all__ = ["__version__", "analyze", "analyze_ranks", "capture", "capture_steps",
            "explain", "load",
            "proton", *_TYPES]
-
-from traceview.options import Options
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
     from traceview.diagnostics import Diagnostic as Diagnostic
     from traceview.model import Trace as Trace
     from traceview.multi.ranks import RanksReport as RanksReport
+    from traceview.options import Options as Options
     from traceview.report.model import CallRow as CallRow
     from traceview.report.model import CallsInfo as CallsInfo
     from traceview.report.model import DeviceInfo as DeviceInfo
@@ -126,8 +131,8 @@ def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
 
 
 def __getattr__(name: str) -> object:
-    """The report's types, and ``traceview.capture``: the capture package, which is also
-    callable as ``traceview.capture(fn, *inputs, reference=...)`` (typed as
+    """``Options``, the report's types, and ``traceview.capture``: the capture package,
+    which is also callable as ``traceview.capture(fn, *inputs, reference=...)`` (typed as
     ``traceview.capture.api.capture``, which it calls). Imported on first use (the
     package itself is torch-free)."""
     import importlib

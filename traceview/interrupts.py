@@ -4,8 +4,8 @@
 plain ``kill`` too (the CLI installs the handler: ``cli/_signals.py``). ``deferred()``
 holds both signals while a clean-up runs (deleting a temporary file, stopping workers):
 a second Ctrl-C there used to interrupt the clean-up itself and leave the file behind.
-The signal held is raised when the block ends, unless an interrupt is already on its way
-out. Standard library only: any layer may use it.
+The signal held is delivered to the handler in place when the block ends, unless an
+interrupt is already on its way out. Standard library only: any layer may use it.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ def in_main_thread() -> bool:
 
 class deferred:  # noqa: N801 - used as a context manager, like contextlib's
     """``with deferred(): ...``: SIGINT and SIGTERM that arrive inside are held until the
-    block ends, then raised (``KeyboardInterrupt`` or ``Terminated``), unless the block
-    runs while an interrupt is already being handled: that one is on its way out, and a
-    second would only cut its clean-up short."""
+    block ends, then delivered to the handlers the block found (``KeyboardInterrupt``,
+    ``Terminated``, or whatever the program has set: an ignored signal stays ignored),
+    unless the block runs while an interrupt is already being handled: that one is on
+    its way out, and a second would only cut its clean-up short."""
 
     def __init__(self) -> None:
         self.pending: list[int] = []
@@ -40,16 +41,26 @@ class deferred:  # noqa: N801 - used as a context manager, like contextlib's
 
     def __enter__(self) -> deferred:
         if in_main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM):
-                self.old[s] = signal.signal(s, self._hold)
+            try:
+                for s in (signal.SIGINT, signal.SIGTERM):
+                    self.old[s] = signal.signal(s, self._hold)
+            except BaseException:  # a signal before both were held: as if never entered
+                self._put_back()
+                raise
         return self
+
+    def _put_back(self) -> None:
+        for s, handler in self.old.items():
+            if handler is not None:  # None: set outside Python, which cannot be put back
+                signal.signal(s, handler)  # type: ignore[arg-type]
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        for s, handler in self.old.items():
-            signal.signal(s, handler)  # type: ignore[arg-type]
+        self._put_back()
         if not self.pending or exc is not None:
             return
         if isinstance(sys.exc_info()[1], KeyboardInterrupt):
             return
-        raise Terminated() if self.pending[-1] == signal.SIGTERM else KeyboardInterrupt()
+        # through the handler, as if it had come now: the CLI's counts it as its one
+        # interrupt (``cli/_signals.py``), an ignored one changes nothing
+        signal.raise_signal(self.pending[-1])

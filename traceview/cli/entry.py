@@ -5,6 +5,7 @@ Importing the CLI takes a noticeable fraction of a second (typer, rich, numpy); 
 or a ``kill`` meanwhile printed an import traceback. So this module imports only the
 standard library and ``cli/_signals.py`` before it installs the handlers, and an
 interrupt anywhere, start-up included, ends as one line and exit 130 (143 for SIGTERM).
+Once the outcome is decided both signals are ignored, for the interpreter's shutdown.
 A write to standard output that fails (a full disk, ``> /dev/full``) ends as one line and
 exit 2, never a report cut short with exit 0.
 """
@@ -88,6 +89,33 @@ def main() -> None:
     from traceview.cli import _signals
 
     _signals.install()
+    try:
+        code = _run()
+        # the interpreter's shutdown puts back the signals' default action, and a signal
+        # then ended the process by itself (status -2/-15, no word) after the work was
+        # done; ignored, it changes nothing: the outcome is decided and written
+        _signals.ignore()
+    except KeyboardInterrupt as exc:  # after the command's guard, before the line above
+        code = _interrupted(exc)
+    # CPython marks a KeyboardInterrupt that leaves code run by exec() as unhandled, even
+    # when it is caught further up (a Ctrl-C while a dataclass is made, as a module is
+    # imported: its methods are exec'd), and then ends the process by SIGINT after its
+    # shutdown (status -2, the exit code and its message lost). Code run by exec() clears
+    # the mark as it starts.
+    exec("")
+    sys.exit(code)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    from traceview.cli import _signals
+
+    _signals.ignore()
+    print(_signals.message(exc), file=sys.stderr)
+    return _signals.exit_code(exc)
+
+
+def _run() -> int:
+    """The CLI; its outcome as an exit code."""
     code = 0
     try:
         if sys.stdout is None:  # started with fd 1 closed (`>&-`)
@@ -106,15 +134,11 @@ def main() -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         interrupt = _interrupt_behind(exc)
         if interrupt is not None:  # typer's own Exit(130), without a word
-            _signals.ignore()
-            print(_signals.message(interrupt), file=sys.stderr)
-            code = _signals.exit_code(interrupt)
+            code = _interrupted(interrupt)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
     except KeyboardInterrupt as exc:
-        _signals.ignore()
-        print(_signals.message(exc), file=sys.stderr)
-        code = _signals.exit_code(exc)
+        code = _interrupted(exc)
     except BrokenPipeError:  # `| head`: the reader has what it wanted
         _quiet_stdout()
     except OSError as exc:  # at the last flush, or outside a command's guard
@@ -123,4 +147,4 @@ def main() -> None:
         print(os_error_line(exc), file=sys.stderr)
         _quiet_stdout()
         code = 2
-    sys.exit(code)
+    return code
