@@ -171,7 +171,7 @@ def test_ab_cli_finds_an_env_var_delay_with_the_right_sign(tmp_path, monkeypatch
     delay = 100_000
     out = tmp_path / "ab.json"
     r = CliRunner().invoke(app, [
-        "ab", "--op", "add", "--fn", "abfn:add", "--shape", "4x256", "--device", "cpu",
+        "ab", "--no-split", "--op", "add", "--fn", "abfn:add", "--shape", "4x256", "--device", "cpu",
         "--warmup", "2", "--baseline-n", "30", "--rounds", "6",
         "--a-env", "AB_TEST_SPIN_NS=5000", "--b-env", f"AB_TEST_SPIN_NS={5000 + delay}",
         "--a-name", "before", "--b-name", "after", "--out", str(out), "--format", "json"])
@@ -179,6 +179,7 @@ def test_ab_cli_finds_an_env_var_delay_with_the_right_sign(tmp_path, monkeypatch
     doc = json.loads(r.stdout)
     assert json.loads(out.read_text())["verdict"] == doc["verdict"]
     assert doc["schema_version"] == 2 and "schema" not in doc and doc["rounds"] == 6
+    assert doc["splits"] is None  # --no-split
     a_proc = [p["full_api_ns_p50"] for p in doc["sides"]["A"]["processes"]]
     b_proc = [p["full_api_ns_p50"] for p in doc["sides"]["B"]["processes"]]
     c = doc["comparisons"]["full_api_ns_p50"]
@@ -200,7 +201,7 @@ def test_ab_cli_wrong_side_is_exit_3_and_bad_env_exit_2(tmp_path, monkeypatch):
 
     (tmp_path / "abfn.py").write_text(USER_FN)
     monkeypatch.chdir(tmp_path)
-    base = ["ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "1",
+    base = ["ab", "--no-split", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "1",
             "--baseline-n", "5", "--rounds", "1", "--impl", "torch"]
     r = CliRunner().invoke(app, [*base, "--b-fn", "abfn:wrong"])
     # named by the isolated check of side B, before any round was timed
@@ -228,7 +229,7 @@ def test_ab_trace_dir_then_diff_with_the_saved_result(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out, traces = tmp_path / "ab.json", tmp_path / "traces"
     r = CliRunner().invoke(app, [
-        "ab", "--op", "add", "--fn", "abfn:add", "--shape", "4x64", "--device", "cpu",
+        "ab", "--no-split", "--op", "add", "--fn", "abfn:add", "--shape", "4x64", "--device", "cpu",
         "--warmup", "1", "--baseline-n", "5", "--rounds", "1", "--a-name", "before",
         "--b-name", "after", "--b-env", "AB_TEST_SPIN_NS=20000", "--out", str(out),
         "--trace-dir", str(traces), "--width", "80"])
@@ -316,7 +317,7 @@ def test_same_process_ab_finds_a_delay_between_two_callables(tmp_path, monkeypat
     (tmp_path / "pairfns.py").write_text(PAIR_FNS)
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(app, [
-        "ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "2",
+        "ab", "--no-split", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "2",
         "--baseline-n", "30", "--rounds", "6", "--same-process", "--blocks", "4",
         "--a-fn", "pairfns:base", "--b-fn", "pairfns:slower", "--format", "json"])
     assert r.exit_code == 0, r.output
@@ -340,7 +341,7 @@ def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeyp
 
     (tmp_path / "pairfns.py").write_text(PAIR_FNS)
     monkeypatch.chdir(tmp_path)
-    base = ["ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--same-process"]
+    base = ["ab", "--no-split", "--op", "add", "--shape", "4x64", "--device", "cpu", "--same-process"]
     r = CliRunner().invoke(app, [*base, "--a-fn", "pairfns:base", "--b-fn", "pairfns:slower",
                                  "--b-env", "X=1"])
     assert r.exit_code == 2 and "--a-env and --b-env must be the same" in r.output
@@ -351,7 +352,7 @@ def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeyp
         r = CliRunner().invoke(app, [*base, *extra])
         assert r.exit_code == 2 and words in r.output, (extra, r.output)
         assert "Traceback" not in r.output
-    r = CliRunner().invoke(app, ["ab", "--op", "add", "--device", "cpu", "--blocks", "4"])
+    r = CliRunner().invoke(app, ["ab", "--no-split", "--op", "add", "--device", "cpu", "--blocks", "4"])
     assert r.exit_code == 2 and "--blocks is for --same-process" in r.output
     # FlagGems' use_gems() is process-wide: refused before any process starts
     import dataclasses
@@ -448,7 +449,7 @@ def test_reference_and_until_find_an_env_delay_across_processes(tmp_path, monkey
     (tmp_path / "reffns.py").write_text(REF_FNS)
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(app, [
-        "ab", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "2",
+        "ab", "--no-split", "--op", "add", "--shape", "4x64", "--device", "cpu", "--warmup", "2",
         "--baseline-n", "20", "--blocks", "4", "--reference", "torch", "--until", "60s",
         "--rounds", "20", "--fn", "reffns:side", "--b-env", "PLANTED_DELAY_NS=40000",
         "--format", "json"])

@@ -56,7 +56,8 @@ def test_saved_ab_results_read_through_the_typed_layout(path):
     assert set(typed.comparisons) <= {"full_api_ns_p50", "amortized_submit_ns",
                                       "amortized_ns", "device_ns"}
     assert json.loads(json.dumps(builtins(typed))) == {
-        **doc, "kernels_used": doc.get("kernels_used"), "clusters": doc.get("clusters")}
+        **doc, "kernels_used": doc.get("kernels_used"), "clusters": doc.get("clusters"),
+        "splits": doc.get("splits")}
     bad = {**doc, "comparisons": {**doc["comparisons"], "device_ns": {"rounds": "3"}}}
     with pytest.raises(UsageError, match="comparisons"):
         read_ab(bad)

@@ -259,3 +259,54 @@ def test_the_ab_result_keeps_each_processes_phases():
     assert [p["phases_ns"] for p in doc["sides"]["A"]["processes"]] == [{"measure": 0},
                                                                          {"measure": 3}]
     assert json.dumps(doc)
+
+
+PRINTING_MOD = textwrap.dedent('''
+    import json, os, time
+
+    def task(text):
+        cfg = json.loads(text)
+        print(json.dumps({"testing": cfg.get("name")}), flush=True)
+        time.sleep(cfg.get("sleep", 0))
+        print(json.dumps({"result": {"pid": os.getpid(), "ppid": os.getppid()}}), flush=True)
+        return cfg.get("code", 0)
+''')
+
+
+def test_a_task_prints_its_own_lines_and_one_over_its_time_is_killed_alone(mods):
+    """``Template.task`` (serve's tasks): the function's own lines come back whole; a
+    child past its time is killed without its template, which serves the next task."""
+    from traceview.runner.fork_server import Template
+
+    (mods / "printmod.py").write_text(PRINTING_MOD)
+    side = ChildSpec("A", entry=("-c", "pass"), call="printmod:task", path=(str(mods),))
+    template = Template.launch(side, mods / "t").wait_ready()
+    try:
+        first = template.task(json.dumps({"name": "one", "code": 3}), 60)
+        lines = [json.loads(ln) for ln in first.stdout.splitlines()]
+        assert first.returncode == 3 and lines[0] == {"testing": "one"}
+        assert lines[1]["result"]["ppid"] == template.proc.pid
+        slow = template.task(json.dumps({"name": "slow", "sleep": 60}), 1.0)
+        assert slow.returncode is None and '{"testing": "slow"}' in slow.stdout
+        assert "result" not in slow.stdout and slow.wall_ns < 30e9
+        again = template.task(json.dumps({"name": "again"}), 60)
+        assert again.returncode == 0 and template.proc.poll() is None
+        pids = {json.loads(ln)["result"]["pid"] for r in (first, again)
+                for ln in r.stdout.splitlines() if "result" in ln}
+        assert len(pids) == 2  # a new process per task
+    finally:
+        template.close()
+
+
+def test_a_cuda_initialising_optional_preload_takes_its_submodules_out_with_it(mods):
+    """``?x`` initialised CUDA: ``?x.y`` would import it again, so the template starts
+    once more without both (not twice, and not falling back to spawning)."""
+    (mods / "faketorch" / "torch" / "sub.py").write_text("X = 1\n")
+    path = (str(mods / "faketorch"), str(mods))
+    a = _side(mods, "A", {}, path=path, preload=("heavy_import", "?torch", "?torch.sub"))
+    with start_templates({"A": a}) as started:
+        _, result = started.starters["A"](0, 60)
+        how = started.describe()
+    assert how["mode"] == "fork" and result["v"] == 0
+    assert how["templates"]["A"]["left_out"] == ("torch (its import initialises CUDA), "
+                                                 "torch.sub (its import initialises CUDA)")

@@ -98,7 +98,7 @@ def test_export_parquet_target_is_checked_first(tmp_path, no_work):
 
 @pytest.mark.parametrize("command", [
     ["capture", "--op", "mul", "--device", "cpu", "--impl", "torch"],
-    ["ab", "--op", "add", "--device", "cpu", "--impl", "torch", "--rounds", "2"],
+    ["ab", "--no-split", "--op", "add", "--device", "cpu", "--impl", "torch", "--rounds", "2"],
 ])
 def test_capture_and_ab_out_are_checked_before_any_run(tmp_path, command, monkeypatch):
     import traceview.ab.harness as ab_mod

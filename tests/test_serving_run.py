@@ -8,6 +8,7 @@ trace events and plain integer arithmetic.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
@@ -242,8 +243,11 @@ def test_cli_json_and_text_outputs(monkeypatch, tmp_path):
     from traceview.cli.app import app
     from traceview.serve import launch as launch_mod
 
-    monkeypatch.setattr(launch_mod, "in_subprocess",
-                        lambda v, t, timeout_s=0: launch_mod.in_this_process(v, t))
+    @contextlib.contextmanager
+    def here(variants, **kw):
+        yield launch_mod.in_this_process
+
+    monkeypatch.setattr(launch_mod, "forking", here)
     args = ["serve", *TINY_ARGS, "--requests", "3", "--prompt-len", "8", "--output-len", "3",
             "--batch-size", "2", "--rounds", "1", "--profile-steps", "0", "--check-steps", "2"]
     out = tmp_path / "doc.json"
@@ -309,3 +313,66 @@ def test_versions_are_read_from_the_variants_interpreter_without_importing_torch
     k2 = check_cache.key(ServeSpec(model=TINY, workload=Workload(), a=Variant("A")),
                          Variant("A", backend="flag_gems", exclude_ops=("mul",)), got)
     assert len(k) == 32 and k != k2
+
+
+def test_cli_forks_every_process_of_both_sides_from_one_template(tmp_path):
+    """The default: one template per interpreter and environment (eager and flag_gems
+    here share one) imports torch and transformers once; the check, each repetition and
+    each profile is a new process forked from it, with its own pid, the variant's
+    environment, and nearly no start-up of its own. ``--spawn`` starts fresh
+    interpreters instead and says so."""
+    out = tmp_path / "serve.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    gems = f"PYTHONPATH={FAKE_GEMS}"
+    common = [sys.executable, "-m", "traceview", "serve", *TINY_ARGS, "--requests", "2",
+              "--prompt-len", "8", "--output-len", "3", "--batch-size", "2",
+              "--check-steps", "2", "--no-check-cache", "--format", "json"]
+    proc = subprocess.run(
+        [*common, "--env", gems, "--vs", "flag_gems", "--vs-env", gems, "--vs-exclude-ops",
+         "neg,mean,silu", "--rounds", "2", "--profile-steps", "1", "--trace-dir",
+         str(tmp_path / "traces"), "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    how = doc["protocol"]["process_start"]
+    assert how["mode"] == "fork" and how["why"] is None
+    assert list(how["templates"]) == ["A+B"] and how["templates"]["A+B"]["variants"] == ["A",
+                                                                                       "B"]
+    t = how["templates"]["A+B"]
+    assert {"torch", "transformers", "traceview.serve.child"} <= set(t["preloaded"])
+    assert "flag_gems" not in t["preloaded"]  # never imported under the eager side
+    assert t["imports_ns"] > 0
+    a, b = doc["variants"]
+    assert b["correctness"]["check"]["status"] == "passed"
+    assert b["correctness"]["check"]["process_ns"]["start_to_task"] < 2e9
+    reps = a["repetitions"] + b["repetitions"]
+    assert len({r["pid"] for r in reps}) == 4  # a new process each
+    assert all(str(FAKE_GEMS) in r["env_seen"]["PYTHONPATH"].split(os.pathsep) for r in reps)
+    for r in reps:  # forked: the task is nearly all of the process, inside the parent's wall
+        p = r["process_ns"]
+        assert 0 <= p["start_to_task"] < 2e9 and p["task"] <= r["process_wall_ns"]
+        assert r["setup_ns"] + r["warmup_ns"] <= p["task"]
+    assert all(v["diagnosis"] and "error" not in v["diagnosis"] for v in doc["variants"])
+
+    spawned = subprocess.run([*common, "--rounds", "1", "--profile-steps", "0", "--spawn"],
+                             capture_output=True, text=True, env=env, timeout=300,
+                             check=False)
+    assert spawned.returncode == 0, spawned.stderr
+    sdoc = json.loads(spawned.stdout)
+    assert sdoc["protocol"]["process_start"]["mode"] == "spawn"
+    assert "--spawn" in sdoc["protocol"]["process_start"]["why"]
+    rep = sdoc["variants"][0]["repetitions"][0]
+    # a fresh interpreter imports torch and transformers before its task
+    assert rep["process_ns"]["start_to_task"] > 0
+
+
+def test_a_template_preloads_what_its_variants_backends_import():
+    from traceview.serve.launch import PRELOAD, preload_for
+
+    eager, gems = Variant("A"), Variant("B", backend="flag_gems")
+    assert preload_for([eager]) == PRELOAD
+    mixed = preload_for([eager, gems])
+    assert "?triton" in mixed and "?sqlalchemy" in mixed
+    assert not any(p.lstrip("?~") == "flag_gems" for p in mixed)  # never under eager
+    assert preload_for([gems])[-1] == "~flag_gems"
+    assert "?torch._dynamo" in preload_for([Variant("A", backend="compile")])

@@ -62,14 +62,23 @@ def test_the_report_round_trips_through_json():
     assert from_json(to_json(r)).unprofiled == r.unprofiled
 
 
-def test_the_call_alone_gives_the_per_event_model(tmp_path):
+def test_the_call_alone_gives_the_profiled_shares_model(tmp_path):
     r = traceview.explain(traceview.load(str(ADD)))
     u = r.unprofiled
-    assert u.method.startswith("per-event model")
+    assert u.method.startswith("profiled-shares model")
     base = r.capture["baseline"]["full_api_ns_p50"]
     assert u.call_ns == base and sum(u.categories.values()) == base
-    assert all(f.low_ns is None and f.method == "per-event model" for f in u.functions)
+    assert all(f.low_ns is None and f.method == "profiled-shares model" for f in u.functions)
     assert all(0 <= f.inclusive_ns <= base for f in u.functions)
+    # one ratio for every figure: the unprofiled call over the profiled call without the
+    # profiler's own time (the tree's time is the typical call's: within 3% of the p50s)
+    prof_own = u.profiled_categories.get("profiler", 0)
+    ratio = base / (u.profiled_call_ns - prof_own)
+    for f in u.functions:
+        assert abs(f.inclusive_ns - f.profiled_ns * ratio) <= 0.03 * f.profiled_ns * ratio + 1
+    cats = {k: v for k, v in u.profiled_categories.items() if k != "profiler"}
+    for k, v in u.categories.items():  # the shares are the profiled shares
+        assert abs(v / base - cats[k] / sum(cats.values())) <= 0.02, k
 
 
 def test_unprofiled_call_option_overrides_and_reaches_any_trace():

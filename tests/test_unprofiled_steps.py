@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import traceview
@@ -89,7 +91,9 @@ def test_capture_steps_records_unprofiled_step_times(tmp_path):
     doc = json.loads(gzip.decompress(out.read_bytes()))
     b = doc["traceview_steps"]
     assert b["n"] == 10 and len(b["step_ns_samples"]) == 10
-    assert b["step_ns_p50"] == int(median(b["step_ns_samples"]))
+    assert b["step_ns_p50"] == int(median(b["step_ns_samples"])) == b["before_ns_p50"]
+    # the steps timed after the profiler ran are kept apart, never in the step figure
+    assert len(b["after_ns_samples"]) == 5 and b["after_ns_p50"] == int(median(b["after_ns_samples"]))
     names = {e.get("name") for e in doc["traceEvents"]}
     assert {f"ProfilerStep#{i}" for i in range(4)} <= names
     assert median(mine) / 3 <= b["step_ns_p50"] <= 3 * median(mine)
@@ -109,3 +113,89 @@ def test_no_step_times_no_steps_section():
     r = CliRunner().invoke(app, ["explain", str(TRAIN), "-f", "json"])
     assert r.exit_code == 0
     assert json.loads(r.output)["unprofiled"]["steps"] is None
+
+
+# ------------------------------------------------------------- steps in a CPU-only trace
+
+
+def _cpu_steps(tb, walls, gap=2_000, ops_per_step=3):
+    """A CPU-only training loop: ``ProfilerStep#i`` ranges holding host ops, no launch."""
+    t = 1_000
+    for i, w in enumerate(walls):
+        tb.annotation(f"ProfilerStep#{i}", t, w)
+        part = w // (ops_per_step + 1)
+        for k in range(ops_per_step):
+            tb.op("aten::mm", t + k * part + 10, part - 20)
+        t += w + gap
+    return tb
+
+
+def _raw_steps(doc):
+    """(name, wall ns) of every ProfilerStep range in a trace document, from its events."""
+    from decimal import Decimal
+
+    return [(e["name"], int(Decimal(str(e["dur"])) * 1000)) for e in doc["traceEvents"]
+            if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith(
+                "ProfilerStep#")]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(walls=st.lists(st.integers(20_000, 5_000_000), min_size=1, max_size=7))
+def test_profiler_steps_are_steps_in_a_cpu_only_trace(tmp_path, walls):
+    from tracebuilder import TraceBuilder
+
+    tb = _cpu_steps(TraceBuilder(), walls)
+    path = tb.write(tmp_path / "cpu_steps.json")
+    raw = _raw_steps(json.loads(path.read_text()))
+    r = traceview.analyze(path)
+    assert r.calls.source == "profiler_steps"
+    assert r.steps is not None and r.steps.count == len(raw)
+    assert [(s.name, s.wall_ns) for s in r.steps.steps] == raw
+    for s in r.steps.steps:  # no device: every ns of a step is device idle, on the host path
+        assert s.device_busy_ns == 0 and s.device_idle_ns == s.wall_ns
+        assert sum(i.ns for i in s.critical_path) == s.wall_ns
+
+
+def test_steps_without_launches_in_a_trace_that_launches_are_still_not_steps(tb, analysis_builder):
+    _cpu_steps(tb, [100_000, 100_000, 100_000])
+    tb.launched_kernel("k", 400_000, 5_000, 406_000, 3_000)  # launching, outside the steps
+    assert analysis_builder(tb).calls.source != "profiler_steps"
+
+
+def test_capture_steps_on_the_cpu_shows_profiled_and_unprofiled_steps(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x, y = torch.randn(32, 64), torch.randn(32, 8)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        opt.step()
+
+    try:
+        out = traceview.capture_steps(step, tmp_path / "steps.json.gz", steps=4, unprofiled=6)
+    finally:
+        torch.set_num_threads(threads)
+    doc = json.loads(gzip.decompress(out.read_bytes()))
+    raw = _raw_steps(doc)
+    assert len(raw) == 4
+    r = traceview.analyze(out)
+    assert r.steps is not None and r.steps.count == 4
+    # the steps' walls are the ranges' own durations (within the loader's rounding to ns)
+    for s, (name, wall) in zip(r.steps.steps, raw, strict=True):
+        assert s.name == name and abs(s.wall_ns - wall) <= 1
+    warm = [w for (_, w), s in zip(raw, r.steps.steps, strict=True) if not s.cold]
+    st_ = r.unprofiled.steps
+    assert st_ is not None and st_.unprofiled_step_ns == doc["traceview_steps"]["step_ns_p50"]
+    assert abs(st_.profiled_step_ns - median(warm)) <= 1
+    from traceview.render.registry import RenderOptions, renderer
+
+    text = renderer("text").render(r, RenderOptions(width=160))
+    text = text if isinstance(text, str) else text.decode()
+    assert "profiled step " in text and "correction model:" in text
+    # no device stream: nothing waited, so no device-idle table
+    assert "no device in this trace (CPU only)" in text and "waited for" not in text

@@ -13,8 +13,10 @@ cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(sigmoid:float32 add:bfloat16)
 for c in "${cases[@]}"; do
   op=${c%%:*}; dt=${c##*:}; name="${op}_${dt}"
+  t0=$SECONDS
   python3 -m traceview capture --op "$op" --impl flag_gems --shape 65536 --dtype "$dt" \
     --out "$out/$name.json.gz" > "$out/$name.capture.txt" 2>&1 || { tail -20 "$out/$name.capture.txt"; exit 1; }
+  echo "capture wall: $((SECONDS - t0)) s" >> "$out/$name.capture.txt"
   python3 -m traceview explain "$out/$name.json.gz" -f json > "$out/$name.explain.json"
   python3 tools/staged_timing_flaggems.py --op "$op" --shape 65536 --dtype "$dt" \
     --out "$out/$name.staged.json" > /dev/null

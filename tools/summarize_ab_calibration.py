@@ -1,13 +1,18 @@
 """The calibration table of docs/ab.md from tools/calibrate_ab_planted_delays_on_gpu.sh's output.
 
-    python tools/summarize_ab_calibration.py OUT_FOLDER [--fixture fixtures/ab_h200_planted_delays.json]
+    python tools/summarize_ab_calibration.py OUT_FOLDER... [--fixture fixtures/ab_h200_planted_delays.json]
 
 Reads ``same_1us.json``, ``same_aa.json``, ``fresh_3us.json`` and ``fresh_aa.json`` (``ab
---out``) and the seconds each step took (the last line of its ``.txt``). The same-process
-runs are read as consecutive 10-round runs; each run's rounds are recomputed from the
-recorded block medians (``traceview.multi.block_pairs``) and judged with
-``traceview.paired.compare``. ``--fixture`` keeps what the test needs to recompute
-every verdict: per round, each side's block medians (and the reference's).
+--out``) and the seconds each step took (the last line of its ``.txt``) from each folder.
+The same-process runs are read as consecutive 10-round runs within each folder's ``ab``
+invocation (a run never spans two invocations; rounds left over are dropped), the
+folders' runs one after the other; each run's rounds are recomputed from the recorded
+block medians (``traceview.multi.block_pairs``) and judged with
+``traceview.paired.compare``. A fresh-process step is read from the first folder that
+has it. ``--fixture`` keeps what the test needs to recompute every verdict: per round,
+each side's block medians (and the reference's); steps already in the fixture that
+these folders do not have are kept (earlier calibrations), and the table is printed
+for all of them.
 """
 
 from __future__ import annotations
@@ -61,23 +66,38 @@ def judge(diffs: list[int], alpha: float = 0.05) -> dict[str, Any]:
             "ci_ns": [c.ci_low_ns, c.ci_high_ns], "confidence": c.confidence}
 
 
-def summarize(folder: Path) -> dict[str, Any]:
+def summarize(folders: list[Path]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, planted in STEPS.items():
-        path = folder / f"{name}.json"
-        if not path.exists():
+        found = [(f, json.loads((f / f"{name}.json").read_text())) for f in folders
+                 if (f / f"{name}.json").exists()]
+        if not found:
             continue
-        doc = json.loads(path.read_text())
-        rounds = rounds_of(doc)
-        diffs = [round_diff(r) for r in rounds]
-        step: dict[str, Any] = {"planted_ns": planted, "seconds": _seconds(folder, name),
-                                "rounds": rounds, "verdict_line": doc["verdict"]}
-        until = doc["protocol"].get("until")
+        until = found[0][1]["protocol"].get("until")
         if until:
-            step["until"] = until
-            step["judged"] = judge(diffs, until["per_look_alpha"])
+            folder, doc = found[0]
+            rounds = rounds_of(doc)
+            step: dict[str, Any] = {"planted_ns": planted, "seconds": _seconds(folder, name),
+                                    "rounds": rounds, "verdict_line": doc["verdict"],
+                                    "until": until,
+                                    "judged": judge([round_diff(r) for r in rounds],
+                                                    until["per_look_alpha"])}
         else:
-            step["runs"] = [judge(diffs[i:i + RUN]) for i in range(0, len(diffs) - RUN + 1, RUN)]
+            proto = found[0][1]["protocol"]
+            rounds, parts = [], []
+            for folder, doc in found:
+                kept = rounds_of(doc)
+                kept = kept[:len(kept) - len(kept) % RUN]
+                rounds += kept
+                parts.append({"rounds": len(kept), "recorded_rounds": len(rounds_of(doc)),
+                              "seconds": _seconds(folder, name),
+                              "verdict_line": doc["verdict"]})
+            diffs = [round_diff(r) for r in rounds]
+            step = {"planted_ns": planted, "blocks": proto.get("blocks"),
+                    "block_calls": proto.get("baseline_n"),
+                    "seconds": sum(p["seconds"] or 0 for p in parts), "parts": parts,
+                    "rounds": rounds,
+                    "runs": [judge(diffs[i:i + RUN]) for i in range(0, len(diffs), RUN)]}
         out[name] = step
     return out
 
@@ -99,7 +119,10 @@ def table(summary: dict[str, Any]) -> str:
                              "B slower")
             ivs = "; ".join(f"{_us(r['estimate_ns'])} [{_us(r['ci_ns'][0])}, "
                             f"{_us(r['ci_ns'][1])}]" for r in runs)
-            lines.append(f"| {planted} | same process, {len(runs)} runs of {RUN} rounds "
+            calls = f", blocks of {s['block_calls']} calls" if s.get("block_calls") else ""
+            invocations = len(s.get("parts") or [None])
+            lines.append(f"| {planted} | same process{calls}, {len(runs)} runs of {RUN} "
+                         f"rounds ({invocations} invocation{'s' * (invocations > 1)}) "
                          f"| {len(runs) * RUN} | {s['seconds']} s | {verdicts} | {ivs} |")
         else:
             j = s["judged"]
@@ -113,19 +136,30 @@ def table(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path)
+    ap.add_argument("folders", type=Path, nargs="+")
     ap.add_argument("--fixture", type=Path)
     args = ap.parse_args(argv)
-    summary = summarize(args.folder)
+    summary = summarize(args.folders)
     if not summary:
-        print(f"{args.folder}: no step results (same_1us.json ...)", file=sys.stderr)
+        print(f"{', '.join(map(str, args.folders))}: no step results (same_1us.json ...)",
+              file=sys.stderr)
         return 2
-    print(table(summary))
     if args.fixture:
-        args.fixture.write_text(json.dumps({
+        kept = {}
+        if args.fixture.exists():
+            kept = json.loads(args.fixture.read_text())["steps"]
+        summary = {**kept, **summary}
+        args.fixture.write_text(compact(json.dumps({
             "source": "tools/calibrate_ab_planted_delays_on_gpu.sh on the H200; "
-                      "tools/summarize_ab_calibration.py", "steps": summary}, indent=1) + "\n")
+                      "tools/summarize_ab_calibration.py", "steps": summary}, indent=1)) + "\n")
+    print(table(summary))
     return 0
+
+
+def compact(text: str) -> str:
+    """Lists of numbers on one line each (the block medians: a fixture of 100 rounds x 2
+    sides x 200 blocks stays readable and a fifth of its indented size)."""
+    return re.sub(r"\[[-\d.,\s]*\]", lambda m: re.sub(r"\s+", "", m.group(0)), text)
 
 
 if __name__ == "__main__":

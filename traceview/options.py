@@ -29,4 +29,4 @@ class Options:
     """Rows of ``host.functions`` in the JSON output (biggest self time first)."""
     unprofiled_call: int | None = None
     """The call's unprofiled time in ns, for a trace that does not carry one (capture's
-    baseline): explain then estimates the unprofiled split with the per-event model."""
+    baseline): explain then estimates the unprofiled split with the profiled-shares model."""

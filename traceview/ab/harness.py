@@ -12,6 +12,7 @@ synchronised each call, amortized submit, device per op from graph replays on CU
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -135,7 +136,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    cpus: Sequence[int] = (), same_process: bool = False,
                    blocks: int = 10, check_cache: bool = False,
                    fork: bool = True, reference: Any = None,
-                   until: Until | None = None) -> ABResult:
+                   until: Until | None = None, split: bool = False) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
@@ -156,7 +157,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     each side's process also measures this call in alternating blocks, and the side's
     figure is its difference from it (``ab_pair_child.measure_against_reference``).
     ``until``: planned looks (:mod:`traceview.multi.sequential`); ``rounds`` is then the most
-    rounds, and the intervals are at the looks' level."""
+    rounds, and the intervals are at the looks' level. ``split``: :func:`_with_splits`."""
     started = time.monotonic()
     if reference is not None:
         check_reference(config_a, config_b, reference, same_process=same_process,
@@ -201,11 +202,22 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                          process=process)
     alpha = _with_reference_and_looks(protocol, reference, blocks, looked, rounds,
                                       len(runs) // 2)
-    return analyze(runs, described, len(runs) // 2,
-                   f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
-                   if same_process else
-                   "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
-                   protocol, alpha=alpha)
+    result = analyze(runs, described, len(runs) // 2,
+                     f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
+                     if same_process else
+                     "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
+                     protocol, alpha=alpha)
+    return _with_splits(result, configs, made, traces) if split else result
+
+
+def _with_splits(result: ABResult, configs: Mapping[str, Any], made: Mapping[str, Any],
+                 traces: Mapping[str, str]) -> ABResult:
+    """``result`` with each side's unprofiled split, after the rounds and the traces
+    (:mod:`traceview.ab.splits`: one profiled capture per side, ``trace_dir``'s reused)."""
+    from traceview.ab.splits import side_splits
+
+    return dataclasses.replace(result, splits=side_splits(configs, made, traces,
+                                                          profiled_trace))
 
 
 def _made_sides(configs: Mapping[str, Any], sides: Mapping[str, Mapping[str, Any]],
@@ -292,7 +304,6 @@ def _shifted(start: Callable[[int, float], Any], first: int) -> Callable[[int, f
 
 def _renumbered(run: ProcessRun, first: int,
                 on_run: Callable[[ProcessRun], None] | None) -> ProcessRun:
-    import dataclasses
 
     moved = dataclasses.replace(run, round=run.round + first, index=run.index + 2 * first)
     if on_run is not None:
@@ -303,7 +314,6 @@ def _renumbered(run: ProcessRun, first: int,
 def reference_side(side: ChildSpec, reference: Any, blocks: int) -> ChildSpec:
     """A side's timed process with ``--reference``: its call and the reference call in
     alternating blocks, in the side's own setting (interpreter, environment, path)."""
-    import dataclasses
 
     from traceview.runner.wire import encode_config
 

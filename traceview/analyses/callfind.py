@@ -258,9 +258,10 @@ def _captured(trace: Trace, window: Window) -> FoundCalls | None:
     return FoundCalls(spans, "capture", label)
 
 
-def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray):
+def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray, *,
+                   need_launch: bool = True):
     """Numbered series: key -> member rows, for keys with two distinct names whose
-    members mostly contain a launch."""
+    members mostly contain a launch (any such key without ``need_launch``)."""
     s = trace.slices
     # the series key of each distinct name, then of each row (keys in order of first sight)
     codes, first, inverse = np.unique(s.name[rows], return_index=True, return_inverse=True)
@@ -285,7 +286,7 @@ def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray):
             continue  # one name repeated: a constant hash or id, not numbering
         a = rows[by_key[bounds[keys[k]]:bounds[keys[k] + 1]]]
         n_launch = np.searchsorted(l_st, s.end[a]) - np.searchsorted(l_st, s.start[a])
-        if 2 * int((n_launch > 0).sum()) > a.size:
+        if not need_launch or 2 * int((n_launch > 0).sum()) > a.size:
             out[k] = a
     return out
 
@@ -328,15 +329,21 @@ def _series_regex(member: str) -> str:
 
 
 def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
+    """The profiler's own steps. Where the trace launched anything, the steps must hold
+    launches (a step range with none is not where the work went); in a trace with no
+    launch at all (a CPU-only run, ``capture_steps`` on the CPU) the profiler's numbered
+    ranges are the steps by their name alone: the profiler writes that name for nothing
+    else, and a CPU step's work is host work the range encloses."""
     rows = _annotation_rows(trace, window)
     rows = rows[_name_mask(trace, rows, _STEP.match)]
-    groups = _series_groups(trace, rows, l_st)
+    cpu_only = l_st.size == 0 and not _has_device_work(trace)
+    groups = _series_groups(trace, rows, l_st, need_launch=not cpu_only)
     if not groups and rows.size:
         # one step (``--window ProfilerStep#3``) is still a step: the profiler numbers
         # its steps, so one name is no constant hash
         s = trace.slices
         n_launch = np.searchsorted(l_st, s.end[rows]) - np.searchsorted(l_st, s.start[rows])
-        if int((n_launch > 0).sum()):
+        if cpu_only or int((n_launch > 0).sum()):
             groups = {"ProfilerStep#N": rows}
     if not groups:
         return None
@@ -523,3 +530,8 @@ def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:
         ends = [None] * len(spans)
     return [CallSpan(sp.start_ns, sp.end_ns, sp.name, sp.kind, e, sp.recorded_cold)
             for sp, e in zip(spans, ends, strict=True)]
+
+
+def _has_device_work(trace: Trace) -> bool:
+    """Any device stream in the trace (its work counted whether linked or not)."""
+    return any(lane.kind == "device" for lane in trace.lanes)

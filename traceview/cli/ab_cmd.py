@@ -66,6 +66,12 @@ ANameOpt = Annotated[Str, _o("A label for side A (e.g. before).", _SIDES,
                              show_default=False)]
 BNameOpt = Annotated[Str, _o("A label for side B (e.g. after).", _SIDES,
                              show_default=False)]
+SplitOpt = Annotated[bool, _o("After the rounds, each side's unprofiled split: where its "
+                              "call goes without the profiler (functions with intervals, "
+                              "categories), from one profiled capture per side in its own "
+                              "setting (--trace-dir's, else a temporary one: about 30 s "
+                              "per side on a CPU, 90 s with FlagGems on an H200).",
+                              _OUT, "--split/--no-split")]
 
 
 def ab(
@@ -131,6 +137,7 @@ def ab(
                                     "side stops with exit 3.", _RUN, "--check-cache")] = False,
     spawn: Annotated[bool, _o("A fresh interpreter per process (default: each forked from "
                               "a per-side template).", _RUN, "--spawn")] = False,
+    split: SplitOpt = True,
 ) -> None:
     """A/B of one call in interleaved fresh processes: exact interval, honest verdict."""
     options = dict(locals())
@@ -179,7 +186,7 @@ def parse_cpus(text: str | None) -> tuple[int, ...]:
 
 def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, out, width,
         trace_dir=None, check_cache=False, spawn=False, until=None, reference=None,
-        **options) -> None:
+        split=True, **options) -> None:
     from traceview.ab.harness import run_capture_ab
     from traceview.errors import CaptureError, CorrectnessError
     from traceview.multi.sequential import parse_until
@@ -201,13 +208,19 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
     ref_config = reference_config(ca, reference) if reference else None
     if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
+    if split:
+        from rich.console import Console
+
+        Console(stderr=True, highlight=False).print(
+            "[dim]after the rounds: each side's unprofiled split, one profiled capture per "
+            "side (--no-split leaves it out)[/]")
     try:
         result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides,
                                 on_run=progress_printer(rounds), trace_dir=trace_dir,
                                 time_limit_s=time_limit, cpus=parse_cpus(cpus),
                                 same_process=same_process, blocks=blocks,
                                 check_cache=check_cache, fork=not spawn,
-                                reference=ref_config, until=wanted)
+                                reference=ref_config, until=wanted, split=split)
     except CorrectnessError as exc:
         report = exc.report or {}
         if not report.get("cache_check"):

@@ -41,7 +41,7 @@ class Format(str, enum.Enum):
 UnprofiledCallOpt = Annotated[str | None, typer.Option(
     "--unprofiled-call",
     help="The call's time without the profiler (e.g. 75us), for a trace that does not "
-         "carry one: the unprofiled split is then estimated (per-event model).")]
+         "carry one: the unprofiled split is then estimated (profiled-shares model).")]
 
 
 def explain(

@@ -89,6 +89,10 @@ def serve(
                                            "--trace-dir")] = None,
     child_timeout: Annotated[float, _opt("Seconds one child process may take.", _PROTO,
                                          "--child-timeout")] = float(CHILD_TIMEOUT_S),
+    spawn: Annotated[bool, _opt(
+        "Start every process as a fresh interpreter (default: fork it from a template "
+        "that imported torch and transformers once, without CUDA).", _PROTO,
+        "--spawn")] = False,
 ) -> None:
     """Serve a generation workload (transformers, random-weight Llama) on a backend, or
     A/B two backends: correctness first, throughput, TTFT, TPOT, a profiled decode step."""
@@ -100,7 +104,7 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
            exclude_failing, no_check_cache, layers, hidden, heads, kv_heads, intermediate,
            vocab, dtype, device, seed, requests, prompt_len, output_len, batch_size, arrival, rate,
            warmup_batches, rounds, alpha, order_seed, check_steps, profile_steps, fmt, out,
-           trace_dir, child_timeout) -> None:
+           trace_dir, child_timeout, spawn) -> None:
     import time
 
     from rich.console import Console
@@ -149,11 +153,10 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
             _write_atomically(out, as_text(renderer("json", "serve").render(
                 as_written(doc), RenderOptions())))
 
-    def launch(variant, task):
-        return launch_mod.in_subprocess(variant, task, timeout_s=child_timeout)
-
-    doc = as_written(run_serve(spec, launch=launch, log=log, trace_dir=trace_dir,
-                               argv=_argv(), on_stage=save))
+    with launch_mod.forking(spec.variants, timeout_s=child_timeout,
+                            fork=not spawn) as launch:  # templates import meanwhile
+        doc = as_written(run_serve(spec, launch=launch, log=log, trace_dir=trace_dir,
+                                   argv=_argv(), on_stage=save))
     save(doc)
     from traceview.cli._common import stdout_console
 

@@ -74,6 +74,7 @@ class ABResult:
     order: str
     comparisons: dict[str, PairedComparison]
     protocol: dict[str, Any]
+    splits: dict[str, SideSplit] | None = None  # each side's unprofiled split (``--split``)
 
     @property
     def judged(self) -> PairedComparison | None:
@@ -106,7 +107,40 @@ class ABResult:
             sides=per_side, method=METHOD,
             comparisons={k: comparison_doc(c) for k, c in self.comparisons.items()},
             kernels_used=kernels_used_dict(self.sides), clusters=clusters_dict(self.runs),
-            verdict=self.verdict()))
+            splits=self.splits, verdict=self.verdict()))
+
+
+class SplitFunction(msgspec.Struct, frozen=True, kw_only=True):
+    """One function of a side's unprofiled split: inclusive ns per call without the
+    profiler, with its 95% interval, and the same function's profiled figure."""
+
+    name: str  # as the trace's Python frame: ``path.py(line): func``
+    inclusive_ns: int | None
+    low_ns: int | None
+    high_ns: int | None
+    profiled_ns: int
+    method: str  # measured | profiled-shares model
+    invocations_per_call: float | None = None
+
+
+class SideSplit(msgspec.Struct, frozen=True, kw_only=True):
+    """One side's unprofiled split, as ``explain``'s ``unprofiled`` key gives it for that
+    side's profiled capture (docs/json.md; docs/ab.md): measured in a fresh unprofiled
+    process of the side's own setting, one function timed per run."""
+
+    method: str | None  # None: nothing unprofiled is known, ``note`` says why
+    call_ns: int | None
+    low_ns: int | None
+    high_ns: int | None
+    profiled_call_ns: int | None
+    categories: dict[str, int]  # sums to call_ns
+    profiled_categories: dict[str, int]
+    functions: list[SplitFunction]
+    measuring: str
+    note: str
+    trace: str | None  # the side's profiled capture (None: a temporary one)
+    seconds: float | None  # what its capture and split cost (None: --trace-dir's capture)
+    error: str | None = None  # the split process failed: what it said
 
 
 class ABComparison(msgspec.Struct, frozen=True):
@@ -133,8 +167,8 @@ class ABDocument(msgspec.Struct, frozen=True, kw_only=True):
     """The ab document's layout (``ab --format json``, ``ab --out``; docs/ab.md), in its
     key order: what is written and what ``diff --ab`` checks a saved one against
     (``read_ab``). ``protocol`` and each side are free-form descriptions of the run;
-    ``kernels_used`` and ``clusters`` are absent from results saved before they
-    existed."""
+    ``kernels_used``, ``clusters`` and ``splits`` are absent from results saved before
+    they existed (``splits`` also with ``--no-split``)."""
 
     schema_version: int
     protocol: dict[str, Any]
@@ -146,6 +180,7 @@ class ABDocument(msgspec.Struct, frozen=True, kw_only=True):
     comparisons: dict[str, ABComparison]
     kernels_used: dict[str, Any] | None = None
     clusters: dict[str, Any] | None = None
+    splits: dict[str, SideSplit] | None = None
     verdict: str
 
 

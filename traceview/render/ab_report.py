@@ -15,7 +15,7 @@ from rich.text import Text
 
 from traceview.multi.ab_result import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
-from traceview.render.text import laid_out
+from traceview.render.text import laid_out, name_text
 from traceview.units import fmt_ns, fmt_signed_ns, plural
 
 
@@ -53,6 +53,71 @@ def kernel_lines(doc: dict[str, Any]) -> list[str]:
     elif ku.get("same") is False:
         out.append("kernels DIFFER: " + "; ".join(ku["differences"]))
     return out
+
+
+#: Functions shown per side-by-side split (heaviest of either side first).
+SPLIT_ROWS = 12
+SPLIT_HEADER = ["function (as the trace names it)", "A [95% CI]", "B [95% CI]",
+                "A profiled", "B profiled"]
+CATEGORY_HEADER = ["category", "A", "B", "A profiled", "B profiled"]
+
+
+def _with_ci(f: dict[str, Any] | None, sep: str = " ") -> str:
+    if f is None:
+        return "-"
+    if f.get("low_ns") is None:
+        return f"{fmt_ns(f['inclusive_ns'])}{sep}(model)"
+    return f"{fmt_ns(f['inclusive_ns'])}{sep}[{fmt_ns(f['low_ns'])}, {fmt_ns(f['high_ns'])}]"
+
+
+def split_parts(doc: dict[str, Any], sep: str = " "
+                ) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Both sides' unprofiled splits side by side: a line per side (its call, method,
+    what measuring cost), the function rows and the category rows. Empty for a result
+    without splits (``--no-split``, or saved before they existed). ``sep`` goes between
+    a figure and its interval (the terminal puts the interval on a line of its own)."""
+    splits = doc.get("splits") or {}
+    if not splits:
+        return [], [], []
+    lines = []
+    for label in ("A", "B"):
+        sp = splits.get(label)
+        if sp is None:
+            continue
+        cost = ("its capture in --trace-dir" if sp.get("seconds") is None
+                else f"{sp['seconds']:g} s for its profiled capture and split process")
+        if sp.get("method") is None or sp.get("call_ns") is None:
+            lines.append(f"{label} split: {sp.get('note') or sp.get('error')} ({cost})")
+            continue
+        ci = (f" [{fmt_ns(sp['low_ns'])}, {fmt_ns(sp['high_ns'])}]"
+              if sp.get("low_ns") is not None else "")
+        lines.append(f"{label} split: call {fmt_ns(sp['call_ns'])}{ci} unprofiled, "
+                     f"{fmt_ns(sp.get('profiled_call_ns'))} profiled; {sp['method']}; "
+                     f"{sp.get('measuring') or 'nothing measured per function'} ({cost})"
+                     + (f"; split process failed: {sp['error']}" if sp.get("error") else ""))
+    by = {label: {f["name"]: f for f in (splits.get(label) or {}).get("functions") or []}
+          for label in ("A", "B")}
+    names = sorted(set(by["A"]) | set(by["B"]),
+                   key=lambda n: (-max((by[x][n]["inclusive_ns"] or 0) if n in by[x] else 0
+                                       for x in ("A", "B")), n))
+    rows = [[n, _with_ci(by["A"].get(n), sep), _with_ci(by["B"].get(n), sep),
+             fmt_ns(by["A"][n]["profiled_ns"]) if n in by["A"] else "-",
+             fmt_ns(by["B"][n]["profiled_ns"]) if n in by["B"] else "-"]
+            for n in names[:SPLIT_ROWS]]
+    cats = {label: (splits.get(label) or {}).get("categories") or {} for label in ("A", "B")}
+    prof = {label: (splits.get(label) or {}).get("profiled_categories") or {}
+            for label in ("A", "B")}
+    cat_names = sorted(set(cats["A"]) | set(cats["B"]),
+                       key=lambda k: (-max(cats["A"].get(k, 0), cats["B"].get(k, 0)), k))
+    cat_rows = [[k, fmt_ns(cats["A"].get(k)), fmt_ns(cats["B"].get(k)),
+                 fmt_ns(prof["A"].get(k)), fmt_ns(prof["B"].get(k))] for k in cat_names]
+    return lines, rows, cat_rows
+
+
+SPLIT_NOTE = ("unprofiled split: each side's heaviest functions timed one per run in a fresh "
+              "unprofiled process of its own setting (inclusive ns per call, 95% signed-rank "
+              "interval over blocks); categories sum to the side's unprofiled call. The two "
+              "sides are measured apart, not paired: the verdict above is the paired figure.")
 
 
 def _header(doc: dict[str, Any]) -> str:
@@ -132,6 +197,7 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
         t.add_row(*row)
     console.print(t)
     console.print(Text(doc["verdict"], style="bold"))
+    _split_console(doc, console)
     traces = [s.get("trace") for s in doc["sides"].values()]
     if all(traces):
         console.print(Text(f"profiled traces (diagnosis, not speed): {traces[0]} {traces[1]}; "
@@ -139,6 +205,49 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
     console.print(Text("B - A < 0: B faster. 95% CI: exact Wilcoxon signed-rank interval ("
                        + _confidence(doc) + "); detectable: the smallest shift these rounds "
                        "could tell from zero on this machine.", style="grey50"))
+
+
+def _split_console(doc: dict[str, Any], console: Console) -> None:
+    lines, rows, cat_rows = split_parts(doc, sep="\n")
+    if not lines:
+        return
+    for line in lines:
+        console.print(Text(line))
+    # three columns, so the frame names keep room at 80: a side's cell holds its figure,
+    # its interval, and its profiled figure under them
+    merged = [[r[0], *(v if v == "-" else f"{v}\nprofiled {p}"
+                       for v, p in ((r[1], r[3]), (r[2], r[4])))] for r in rows]
+    for title, header, body in (("where each side's call goes without the profiler "
+                                 "(unprofiled inclusive time per call [95% CI], then "
+                                 "profiled)", ["function (as the trace names it)", "A", "B"],
+                                 merged),
+                                ("host categories per call, unprofiled (sum = the call)",
+                                 CATEGORY_HEADER, cat_rows)):
+        if not body:
+            continue
+        t = Table(title=title, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+        for i, col in enumerate(header):  # the names fold; the figures never break
+            t.add_column(col, justify="left" if i == 0 else "right", overflow="fold",
+                         no_wrap=i > 0, ratio=1 if i == 0 else None)
+        for row in body:  # a frame name breaks at its path and name boundaries
+            t.add_row(name_text(row[0]), *row[1:])
+        console.print(t)
+    console.print(Text(SPLIT_NOTE, style="grey50"))
+
+
+def _split_markdown(doc: dict[str, Any]) -> list[str]:
+    lines, rows, cat_rows = split_parts(doc)
+    if not lines:
+        return []
+    parts = ["**Where each side's call goes without the profiler** (unprofiled split: "
+             "inclusive time per call; categories sum to the unprofiled call)"]
+    parts += ["- " + esc(line) for line in lines]
+    if rows:
+        parts.append(table(SPLIT_HEADER, [[esc(c) for c in r] for r in rows], "lrrrr"))
+    if cat_rows:
+        parts.append(table(CATEGORY_HEADER, cat_rows, "lrrrr"))
+    parts.append(f"<sub>{esc(SPLIT_NOTE)}</sub>")
+    return parts
 
 
 def render_ab_markdown(doc: dict[str, Any]) -> str:
@@ -152,6 +261,7 @@ def render_ab_markdown(doc: dict[str, Any]) -> str:
                        "lrrrrrr"))
     parts.append(f"<sub>{esc(_confidence(doc))}</sub>")
     parts.append(f"**Verdict:** {esc(doc['verdict'])}")
+    parts += _split_markdown(doc)
     parts.append(f"<sub>{esc(doc['method'])}; {code('traceview ab --format json')} "
                  "has every process's figures</sub>")
     return "\n\n".join(parts) + "\n"

@@ -114,6 +114,11 @@ def threads_table(r: Report) -> RenderableType | None:
     return Group(table, note)
 
 
+def has_device(r: Report) -> bool:
+    """The trace has a device stream (steps of a CPU-only run have no device to wait)."""
+    return bool(r.device.per_stream)
+
+
 def step_sections(r: Report) -> list[RenderableType]:
     found = typical_step(r)
     if found is None:
@@ -162,7 +167,10 @@ def step_sections(r: Report) -> list[RenderableType]:
         rest = sum(c.ns for c in step.idle_causes[PATH_ROWS:])
         idle.add_row(*_t(f"{len(step.idle_causes) - PATH_ROWS} more", "", fmt_ns(rest),
                      fmt_share(rest, step.device_idle_ns)))
-    out: list[RenderableType] = [phases, path, idle]
+    # a trace with no device stream (a CPU-only run) has nothing that waited
+    out: list[RenderableType] = [phases, path, idle] if has_device(r) else [
+        phases, path, Text("no device in this trace (CPU only): a step's time is its host "
+                           "threads' time")]
     if step.communication_ns:
         out.append(Text(f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the "
                         f"device, {fmt_ns(step.exposed_communication_ns)} exposed (no other "
@@ -210,11 +218,15 @@ def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow) -> list[str]:
     if len(rows) > PATH_ROWS:
         rest = sum(ns for _, _, ns in rows[PATH_ROWS:])
         out.append(f"| {len(rows) - PATH_ROWS} more | | {fmt_ns(rest)} | {fmt_share(rest, wall)} |")
-    out += ["", "Device idle by what the device waited for:", "",
-            "| waited for | doing | time | share |", "|---|---|---:|---:|"]
-    for c in step.idle_causes[:PATH_ROWS]:
-        out.append(f"| {c.resource} | {c.what} | {fmt_ns(c.ns)} | "
-                   f"{fmt_share(c.ns, step.device_idle_ns)} |")
+    if has_device(r):
+        out += ["", "Device idle by what the device waited for:", "",
+                "| waited for | doing | time | share |", "|---|---|---:|---:|"]
+        for c in step.idle_causes[:PATH_ROWS]:
+            out.append(f"| {c.resource} | {c.what} | {fmt_ns(c.ns)} | "
+                       f"{fmt_share(c.ns, step.device_idle_ns)} |")
+    else:
+        out += ["", "No device in this trace (CPU only): a step's time is its host threads' "
+                "time."]
     out.append("")
     if working_threads(r) > 1:
         out += ["Host threads (each alone, over the window):", "",

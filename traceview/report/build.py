@@ -111,7 +111,7 @@ def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> Unprofiled
 
 
 def _unprofiled_calls(a: Analysis) -> UnprofiledInfo | None:
-    """Measured where capture recorded ``baseline.split``, else the per-event model where
+    """Measured where capture recorded ``baseline.split``, else the profiled-shares model where
     an unprofiled call figure is known (capture's baseline, ``capture_steps``' step times
     when the calls are its steps, ``--unprofiled-call``), else a note of what cannot be
     known. None with no warm call."""
@@ -137,8 +137,7 @@ def _unprofiled_calls(a: Analysis) -> UnprofiledInfo | None:
     if call:
         source = ("--unprofiled-call" if override else "capture's baseline"
                   if unprofiled_baseline(a.trace) else "capture_steps' unprofiled steps")
-        return from_model(pc.tree, call, profiled, pc.perturbation.events_per_call or 0,
-                          prof_cats, source)
+        return from_model(pc.tree, call, profiled, prof_cats, source)
     return none_known(profiled)
 
 

@@ -33,7 +33,9 @@ round on the template's stdin; the template answers ``{"ready": ...}`` once, the
 ``{"forked": pid}`` and ``{"done": pid, "code": exit code}`` per round. The child writes
 its result line to ``stdout`` (as a spawned child prints it) and its errors to
 ``stderr``, so :func:`~traceview.runner.process.read_result` reads both kinds
-alike. Ctrl-C: the template and its children run in a session of their own with SIGINT
+alike. With ``"prints": true`` in a round's line the function prints its own lines and
+returns the exit code (:meth:`Template.task`: serve's tasks, whose progress lines come
+before the result). Ctrl-C: the template and its children run in a session of their own with SIGINT
 ignored; the parent's interrupt kills the whole group (and the template dies with its
 parent, ``PR_SET_PDEATHSIG``), so no process prints a traceback.
 """
@@ -59,6 +61,7 @@ from traceview.errors import CaptureError
 from traceview.runner.process import (
     SPAWNED_ENV,
     ChildSpec,
+    Finished,
     Starter,
     answer,
     child_env,
@@ -67,6 +70,8 @@ from traceview.runner.process import (
 
 #: Seconds a template may take to import everything (FlagGems on a busy host: ~20 s).
 TEMPLATE_START_S = 300
+#: Seconds a template may take to reap a child it was told to kill.
+KILLED_REAP_S = 30
 #: Set in every template's environment (see the module docstring).
 NVML_CHECK = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
@@ -80,6 +85,10 @@ class TemplateFailed(Exception):
         self.culprit = culprit
 
 
+class _TimedOut(TemplateFailed):
+    """No answer within the time allowed (the template may still be sound)."""
+
+
 @dataclass
 class Template:
     """One side's running template: :meth:`run` is that side's :data:`Starter`."""
@@ -90,6 +99,7 @@ class Template:
     ready: dict[str, Any]
     _buffer: bytes = b""
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    tasks: int = 0
 
     @classmethod
     def launch(cls, side: ChildSpec, folder: Path) -> Template:
@@ -151,6 +161,32 @@ class Template:
         self.rounds.append({"round": round_ + 1, "wall_ns": wall})
         return wall, read_result(where, done.get("code"), _text(out), _text(err))
 
+    def task(self, config: str, timeout_s: float) -> Finished:
+        """One child on ``config`` (JSON text) whose function prints its own lines and
+        returns its exit code (serve's tasks print progress lines before the result).
+        A child still running after ``timeout_s`` is killed alone and comes back with
+        ``returncode`` None, as a spawned one would: the template goes on serving (a
+        timed-out op in serve's bisect is a verdict, not the end of the run).
+        TemplateFailed when the template itself stops answering (it is closed then)."""
+        self.tasks += 1
+        out, err = (self.folder / f"task{self.tasks}.{x}" for x in ("stdout", "stderr"))
+        t0 = time.perf_counter_ns()
+        try:
+            self._send({"config": config, "stdout": str(out), "stderr": str(err),
+                        "prints": True})
+            pid = int(self._reply(TEMPLATE_START_S, "forked")["forked"])
+            try:
+                code: int | None = self._reply(timeout_s, "done").get("code")
+            except _TimedOut:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._reply(KILLED_REAP_S, "done")
+                code = None
+        except TemplateFailed:
+            self.close()
+            raise
+        return Finished(code, _text(out), _text(err), time.perf_counter_ns() - t0)
+
     def close(self) -> None:
         """Stop the template and anything it forked (its own session: only those)."""
         with contextlib.suppress(OSError):
@@ -184,7 +220,7 @@ class Template:
                 continue
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TemplateFailed(f"the process took over {timeout_s:g} s")
+                raise _TimedOut(f"the process took over {timeout_s:g} s")
             readable, _, _ = select.select([fd], [], [], min(left, 1.0))
             if readable:
                 chunk = os.read(fd, 65536)
@@ -218,9 +254,14 @@ class Started:
 
     @property
     def starters(self) -> dict[str, Starter]:
+        return {label: t.run for label, t in self.ready().items()}
+
+    def ready(self) -> dict[str, Template]:
+        """The templates that serve, by label, waiting for them the first time (empty
+        when they cannot: ``why`` says so)."""
         if not self._waited:
             self._wait()
-        return {label: t.run for label, t in self.templates.items()}
+        return dict(self.templates)
 
     def _wait(self) -> None:
         self._waited = True
@@ -270,19 +311,26 @@ def start_templates(sides: Mapping[str, ChildSpec], *, fork: bool = True) -> Ite
 
 def _ready(template: Template, folder: Path) -> Template:
     """:meth:`Template.wait_ready`; when an optional preload (``"?x"`` or ``"~x"``)
-    initialised CUDA at import in the template itself, once more without it (each child
-    then imports it)."""
+    initialised CUDA at import in the template itself, once more without it and without
+    the optional preloads inside it (``x.y`` imports ``x`` first; each child then
+    imports them)."""
     try:
         return template.wait_ready()
     except TemplateFailed as exc:
         side = template.side
-        names = {f"?{exc.culprit}", f"~{exc.culprit}"}
-        if exc.culprit is None or not names & set(side.preload):
+        culprit = exc.culprit
+        names = {f"?{culprit}", f"~{culprit}"}
+        if culprit is None or not names & set(side.preload):
             raise
-        lighter = replace(side, preload=tuple(p for p in side.preload if p not in names))
+
+        def inside(p: str) -> bool:
+            return p[:1] in "?~" and (p[1:] == culprit or p[1:].startswith(f"{culprit}."))
+
+        dropped = [p[1:] for p in side.preload if inside(p)]
+        lighter = replace(side, preload=tuple(p for p in side.preload if not inside(p)))
         again = Template.launch(lighter, folder).wait_ready()
         said = again.ready.get("left_out")
-        again.ready["left_out"] = ", ".join(filter(None, (said, left_out_text([exc.culprit]))))
+        again.ready["left_out"] = ", ".join(filter(None, (said, left_out_text(dropped))))
         return again
 
 
@@ -459,7 +507,10 @@ def _child(call: Any, request: dict[str, Any], forked: int) -> None:
         for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)
-        code = answer(call, request["config"], exit=False)
+        if request.get("prints"):  # the function prints its own lines
+            code = int(call(request["config"]) or 0)
+        else:
+            code = answer(call, request["config"], exit=False)
     except BaseException:  # noqa: BLE001 (reported on the round's stderr, then exit 1)
         import traceback
 

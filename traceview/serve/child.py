@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from traceview.errors import TraceviewError
+from traceview.runner.process import SPAWNED_ENV
 from traceview.serve import backends, correctness, engine
 from traceview.serve import model as model_mod
 from traceview.serve.arrivals import prompts
@@ -42,6 +43,9 @@ Emit = Callable[[dict[str, Any]], None]
 #: Greedy steps per op in the bisect: enough to run the decode path, few enough for
 #: hundreds of ops.
 BISECT_STEPS = 2
+#: Set (to anything) to compile an autotuner's configs one after the other in the check,
+#: as Triton does by itself (default: all at once, :mod:`.parallel_compile`).
+SERIAL_COMPILE_ENV = "TRACEVIEW_SERIAL_COMPILE"
 
 
 def environment(torch: Any, spec: ModelSpec) -> dict[str, Any]:
@@ -100,15 +104,41 @@ def task_check(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
     with the model built, the reference computed and the backend's kernels compiled,
     and when culprits are found it is checked again without them (``recheck``): one
     process instead of three, each compile paid once."""
+    phases: dict[str, int] = {}
+    mark = time.perf_counter_ns()
+
+    def lap(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter_ns()
+        phases[name] = now - mark
+        mark = now
+
     torch, model, spec, workload, variant = _setup(task)
+    lap("model")
+    with contextlib.ExitStack() as stack:
+        compiling = None
+        if variant.backend == "flag_gems" and not os.environ.get(SERIAL_COMPILE_ENV):
+            from traceview.serve.parallel_compile import autotune_compiles_in_parallel
+
+            compiling = stack.enter_context(autotune_compiles_in_parallel())
+        out = _check_in(torch, model, spec, workload, variant, task, emit, lap)
+    return dict(out, environment=environment(torch, spec), phases_ns=phases,
+                parallel_compile=compiling)
+
+
+def _check_in(torch: Any, model: Any, spec: ModelSpec, workload: Workload, variant: Variant,
+              task: dict[str, Any], emit: Emit, lap: Callable[[str], None]) -> dict[str, Any]:
     steps = int(task["check_steps"])
     batch = _check_batch(workload, spec.vocab)
     ref = correctness.reference(torch, model, batch, steps)
+    lap("reference")
     out = correctness.compare(torch, model, batch, steps, ref, variant, spec.dtype)
+    lap("backend")  # with the backend's first calls: its imports, compiles, autotuning
     out["reference_tokens_sha256"] = engine.tokens_digest(ref["tokens"])
     if (task.get("bisect_on_failure") and variant.backend == "flag_gems"
             and not out["crashed"] and not out["logits"]["passed"]):
         units, rows = bisect_here(torch, model, spec, variant, batch, steps, None, 0, emit)
+        lap("bisect")
         culprits = [r["op"] for r in rows if r["crashed"] or not r["passed"]]
         if culprits and len(rows) == len(units) and not rows[-1]["crashed"]:
             fixed = Variant.from_dict(dict(variant.to_dict(), exclude_ops=[
@@ -116,7 +146,8 @@ def task_check(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
             out["recheck"] = dict(correctness.compare(torch, model, batch, steps, ref, fixed,
                                                       spec.dtype),
                                   exclude_ops=list(fixed.exclude_ops))
-    return dict(out, environment=environment(torch, spec))
+            lap("recheck")
+    return out
 
 
 def task_measure(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -199,22 +230,38 @@ TASKS = {"check": task_check, "measure": task_measure, "bisect": task_bisect,
 
 
 def run_task(task: dict[str, Any], emit: Emit) -> None:
-    """Run one task, emitting its lines; the last is ``result`` or ``error``."""
+    """Run one task, emitting its lines; the last is ``result`` or ``error``. The result
+    says where the process's time went (``process_ns``): ``start_to_task``, from its
+    start (spawned: the interpreter and traceview's imports; forked from a template: the
+    fork) to the task, and ``task``, the task itself (torch and transformers when no
+    template imported them, the model, backend, compiles, the work)."""
+    began = time.monotonic_ns()
     try:
         result = TASKS[task["task"]](task, emit)
     except TraceviewError as exc:
         emit({"error": str(exc)})
         return
+    started = os.environ.get(SPAWNED_ENV)
+    result["process_ns"] = {
+        "start_to_task": began - int(started) if started and started.isdigit() else None,
+        "task": time.monotonic_ns() - began}
     emit({"result": result})
+
+
+def _print_line(line: dict[str, Any]) -> None:
+    print(json.dumps(line), flush=True)
+
+
+def forked(text: str) -> int:
+    """The task in a process forked from a template (``launch.forking``): the same lines
+    as :func:`main` prints; the template's child flushes and leaves with ``os._exit``."""
+    run_task(json.loads(text), _print_line)
+    return 0
 
 
 def main() -> None:
     task = json.loads(sys.stdin.read())
-
-    def emit(line: dict[str, Any]) -> None:
-        print(json.dumps(line), flush=True)
-
-    run_task(task, emit)
+    run_task(task, _print_line)
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: after a CUDA fault it can hang on the dead context, and

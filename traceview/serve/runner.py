@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -95,10 +96,12 @@ def _checked(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher, *,
     if variant.is_plain_eager:
         return {"status": "reference", "note": "torch eager in this environment is the "
                                                "reference"}, None
+    t0 = time.perf_counter_ns()
     out = launch(variant, dict(base_task(spec), task="check", variant=variant.to_dict(),
                                bisect_on_failure=bisect_on_failure))
+    wall = time.perf_counter_ns() - t0
     status, r = _status(out)
-    return _block(spec, variant, status, r), out
+    return dict(_block(spec, variant, status, r), process_wall_ns=wall), out
 
 
 def _block(spec: ServeSpec, variant: Variant, status: str, r: dict[str, Any]
@@ -170,7 +173,9 @@ def _resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
 
 def measure_once(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
                  rnd: int, position: int) -> dict[str, Any]:
+    t0 = time.perf_counter_ns()
     out = launch(variant, dict(base_task(spec), task="measure", variant=variant.to_dict()))
+    wall = time.perf_counter_ns() - t0
     if out.value is None:
         raise CaptureError(f"{variant.label} ({variant.describe()}), round {rnd}: "
                            f"{out.error}")
@@ -182,7 +187,8 @@ def measure_once(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
             "batches": raw["batches"], "tokens_sha256": raw["tokens_sha256"],
             "setup_ns": raw["setup_ns"], "warmup_ns": raw["warmup_ns"],
             "warmup_calls": raw["warmup_calls"], "env_seen": raw["env_seen"],
-            "backend_detail": raw["backend_detail"], "environment": raw["environment"]}
+            "backend_detail": raw["backend_detail"], "environment": raw["environment"],
+            "process_ns": raw.get("process_ns"), "process_wall_ns": wall}
 
 
 def _median(values: list[Any]) -> Any:
@@ -319,7 +325,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                      "fresh_process_per_repetition": True,
                      "warmup": f"{spec.workload.warmup_batches} untimed batch(es) of "
                                f"{spec.workload.batch_size} per process, own prompts",
-                     "definitions": DEFINITIONS},
+                     "definitions": DEFINITIONS, "process_start": None},
         "variants": [], "ab": None, "measured": False, "stopped": None, "complete": False,
     }
     final: list[Variant] = []
@@ -329,6 +335,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
                                     correctness=block, repetitions=[], summary=None,
                                     diagnosis=None, environment=None))
+        doc["protocol"]["process_start"] = _process_start(launch)
         on_stage(doc)
         if not ok:
             doc["stopped"] = _stopped(v, block)
@@ -351,6 +358,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         _fill(doc, spec, reps)  # a run cut short still has its summaries so far
         on_stage(doc)
     doc["measured"] = True
+    doc["protocol"]["process_start"] = _process_start(launch)
     on_stage(doc)
 
     if spec.profile_steps:
@@ -359,14 +367,26 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         for entry, v in zip(doc["variants"], spec.variants, strict=True):
             log(f"profiling {spec.profile_steps} decode steps: {v.label} ({v.describe()})")
             path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
+            t0 = time.perf_counter_ns()
             out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
                                  trace_path=str(path)))
+            wall = time.perf_counter_ns() - t0
             if out.value is None:
                 entry["diagnosis"] = {"error": f"the profiled run failed: {out.error}"}
                 on_stage(doc)
                 continue
             entry["diagnosis"] = dict(diagnose(str(path), spec.profile_steps),
-                                      profiled_step_wall_ns=out.value.get("step_wall_ns"))
+                                      profiled_step_wall_ns=out.value.get("step_wall_ns"),
+                                      process_ns=out.value.get("process_ns"),
+                                      process_wall_ns=wall)
             on_stage(doc)
+    doc["protocol"]["process_start"] = _process_start(launch)
     doc["complete"] = True
     return doc
+
+
+def _process_start(launch: launch_mod.Launcher) -> dict[str, Any] | None:
+    """How the launcher starts processes (``launch.Forking.describe``), or None for a
+    plain function (spawned, or in this process in tests)."""
+    describe = getattr(launch, "describe", None)
+    return describe() if callable(describe) else None
