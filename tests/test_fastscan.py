@@ -244,3 +244,25 @@ def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
     monkeypatch.setattr(collector, "ONE_EVENT", real)
     monkeypatch.setattr(collector, "EVENTS", real_list)
     assert c._add_scanned(text, fastscan.scan(text)) is True and c.rows == 1
+
+
+@pytest.mark.parametrize("stop", [b'\\"', b"\\\\", b"\\n", b"\\u0041", b"\x01", b"\x1f", b"\x80",
+                                  b"\xff", b"\x7f", b" ", b"~", b"!", b"#", b"[", b"]"])
+def test_strings_stop_at_the_right_byte_wherever_it_falls(stop):
+    """Strings are skipped eight bytes at a time: a byte that ends the string, starts an
+    escape or makes the scanner decline must be found at every place in a word, and a
+    plain byte next to those (DEL, space, '!', '#', ']': one off each) must not stop it."""
+    for at in range(0, 19):
+        for tail in (0, 1, 7, 8, 9):
+            raw = b"a" * at + stop + b"b" * tail
+            text = b'[{"ph":"X","cat":"k","name":"' + raw + b'","ts":1,"dur":1,"args":{"' \
+                + raw + b'":"' + raw + b'"}}]'
+            got = fastscan.scan(text)
+            if any(c < 0x20 or c >= 0x80 for c in stop):
+                assert got is None, raw
+                continue
+            assert got is not None, raw
+            a, b = got.name_spans[0].tolist()
+            assert json.loads(text[a:b]) == json.loads(b'"' + raw + b'"')
+            a, b = got.args[0].tolist()
+            assert json.loads(text[a:b]) == {json.loads(b'"' + raw + b'"'): json.loads(b'"' + raw + b'"')}
