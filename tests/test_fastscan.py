@@ -228,7 +228,7 @@ def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
     import msgspec
 
     c = collector.Collector(Path("t.json"))
-    real, real_list = collector.ONE_EVENT, collector.EVENTS
+    real, real_list = collector.ONE_EVENT, collector.LOOSE_EVENTS
 
     class Failing:
         @staticmethod
@@ -237,12 +237,12 @@ def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
 
     # the chunk's other-phase events are decoded together, then alone to find the bad one
     monkeypatch.setattr(collector, "ONE_EVENT", Failing)
-    monkeypatch.setattr(collector, "EVENTS", Failing)
+    monkeypatch.setattr(collector, "LOOSE_EVENTS", Failing)
     text = b'[{"ph":"X","cat":"kernel","pid":9},{"ph":"i","cat":"cpu_op"}]'
     assert c._add_scanned(text, fastscan.scan(text)) is False
     assert (dict(c.keys), dict(c.names), c.others, c.rows) == ({}, {}, [], 0)
     monkeypatch.setattr(collector, "ONE_EVENT", real)
-    monkeypatch.setattr(collector, "EVENTS", real_list)
+    monkeypatch.setattr(collector, "LOOSE_EVENTS", real_list)
     assert c._add_scanned(text, fastscan.scan(text)) is True and c.rows == 1
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import traceview
 from traceview.report import schema
-from traceview.stats import median, medians_of_others
+from traceview.stats import median, medians_of_others, sort_within_groups
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import synth_calls  # noqa: E402  (benchmarks/, not a package)
@@ -26,6 +26,18 @@ def test_medians_of_others_is_the_median_of_the_others(values):
     v = np.asarray(values, np.int64)
     got = medians_of_others(v).tolist()
     assert got == [median(values[:j] + values[j + 1:]) for j in range(len(values))]
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.integers(-9, 9),
+                                                      st.integers(-2**63, 2**63 - 1))),
+                max_size=12))
+def test_sorting_within_groups_orders_pairs_by_group_then_value(pairs):
+    """One key where it fits, a lexsort where group * span passes int64: the same pairs
+    in the same order as sorting the tuples."""
+    g = np.asarray([p[0] for p in pairs], np.int64)
+    v = np.asarray([p[1] for p in pairs], np.int64)
+    got_g, got_v = sort_within_groups(g, v)
+    assert list(zip(got_g.tolist(), got_v.tolist(), strict=True)) == sorted(pairs)
 
 
 def _cpu_per_call(path: Path, calls: int) -> float:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import ItemsView, Iterator
+from collections.abc import ItemsView, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, Protocol, TypeVar, overload
@@ -107,8 +107,8 @@ class RowArgs(Protocol):
     @overload
     def get(self, row: int, default: _T, /) -> dict[str, Any] | _T: ...
     def items(self) -> ItemsView[int, dict[str, Any]]: ...
-    def any_has_key(self, rows: list[int], key: str) -> bool:
-        """Whether the args of any of ``rows`` have ``key`` (without decoding them all)."""
+    def keys_present(self, rows: list[int], keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` the args of any of ``rows`` have (without decoding them all)."""
         ...
     def subset(self, rows: dict[int, int]) -> RowArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""

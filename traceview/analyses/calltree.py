@@ -34,7 +34,7 @@ from traceview import intervals
 from traceview.analyses.calls import Call
 from traceview.analyses.host import HostTimeline
 from traceview.model import Trace
-from traceview.stats import percentile
+from traceview.stats import percentile, sort_within_groups
 
 UNTRACED_FAMILY = "(untraced)"
 NO_FRAME_FAMILY = "(no Python frame)"
@@ -316,7 +316,7 @@ def _functions_per_call(trace: Trace, ci: np.ndarray, names: np.ndarray, st: np.
     at = n_first + np.maximum(1, np.ceil(n_calls_with * 0.5).astype(np.int64)) - 1  # p50's rank
 
     def p50s(values: np.ndarray) -> list[int]:
-        return values[np.lexsort((values, g_name))][at].tolist()
+        return sort_within_groups(g_name, values)[1][at].tolist()
 
     figures = zip(named[n_first].tolist(), n_calls_with.tolist(), p50s(incl), p50s(slf),
                   p50s(cnt), by_name[n_first].tolist(), strict=True)
@@ -337,8 +337,7 @@ def _group_p50(group: np.ndarray, values: np.ndarray, n: int, over: int) -> np.n
     out = np.zeros(n, np.int64)
     if group.size == 0:
         return out
-    order = np.lexsort((values, group))
-    g, v = group[order], values[order]
+    g, v = sort_within_groups(group, values)
     first = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
     size = np.diff(np.append(first, g.size))
     zeros = over - size

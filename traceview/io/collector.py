@@ -27,6 +27,7 @@ from traceview.io.events import (
     EVENTS,
     EXACT_EVENTS,
     LINK_ARGS,
+    LOOSE_EVENTS,
     LINK_LIST,
     ONE_EVENT,
     LooseEvent,
@@ -206,16 +207,19 @@ class Collector:
             keys = [(fastscan.token_str(view, a, b), fastscan.token_str(view, c, d),
                      fastscan.token_id(view, e, f), fastscan.token_id(view, g, h))
                     for a, b, c, d, e, f, g, h in s.key_spans.tolist()]
-            names = [fastscan.token_str(view, a, b) for a, b in s.name_spans.tolist()]
+            names = fastscan.token_strs(view, s.name_spans.tolist())
             is_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))[s.key]
             other = np.flatnonzero(~is_x)
             spans = s.ev[other].tolist()
             try:  # the chunk's other-phase events (flows: one per launch) in one decode
-                decoded = EVENTS.decode(b"[" + b",".join([view[a:b] for a, b in spans]) + b"]")
+                loose = LOOSE_EVENTS.decode(b"[" + b",".join([view[a:b] for a, b in spans]) + b"]")
             except (msgspec.DecodeError, msgspec.ValidationError):  # each alone, to say which
-                decoded = [ONE_EVENT.decode(view[a:b]) for a, b in spans]
-            others = [(loose_of(e), None if v == MISSING else v)
-                      for e, v in zip(decoded, ts_ns[other].tolist(), strict=True)]
+                loose = [loose_of(ONE_EVENT.decode(view[a:b])) for a, b in spans]
+            for e in loose:  # args detached from the joined text (flows have none)
+                if e.args:
+                    e.args = msgspec.Raw(bytes(e.args))
+            others = [(e, None if v == MISSING else v)
+                      for e, v in zip(loose, ts_ns[other].tolist(), strict=True)]
         except (msgspec.DecodeError, ValueError):
             return False
         self.others.extend(others)

@@ -9,7 +9,7 @@ io's decode helpers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,16 +48,20 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._raw)
 
-    def any_has_key(self, rows: list[int], key: str) -> bool:
-        """Whether the args of any of ``rows`` have ``key`` at the top level. Only rows
-        whose raw bytes hold the key's text are decoded (asking this of every op of a
-        big trace must not decode them all)."""
-        needle = key.encode()
+    def keys_present(self, rows: list[int], keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` the args of any of ``rows`` have at the top level. The rows'
+        raw bytes are joined once for all the keys and searched in C; only rows whose
+        bytes hold a key's text are decoded (asking this of every op of a big trace must
+        not decode them all, nor gather their bytes once per key)."""
         raw = self._raw
-        kept = [r for r in rows if r in raw]
-        if needle not in b"\n".join([raw[r] for r in kept]):  # one search in C, usually the answer
-            return False
-        return any(needle in raw[r] and key in self[r] for r in kept)
+        blob = b"\n".join(filter(None, map(raw.get, rows)))
+        found = set()
+        for key in keys:
+            needle = key.encode()
+            if needle in blob and any(needle in raw[r] and key in self[r]
+                                      for r in rows if r in raw):
+                found.add(key)
+        return found
 
     def subset(self, rows: dict[int, int]) -> LazyArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""

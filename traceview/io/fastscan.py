@@ -19,6 +19,7 @@ from traceview import native
 
 _FULL = -2
 _STRING = msgspec.json.Decoder()
+_STRINGS = msgspec.json.Decoder(list[str])
 #: Room for a chunk's distinct keys and names before a retry with room for one per event.
 UNIQUE_CAP = 1 << 16
 
@@ -97,6 +98,16 @@ def token_str(view: memoryview, a: int, b: int) -> str:
     if not isinstance(value, str):
         raise ValueError("not a string")
     return value
+
+
+def token_strs(view: memoryview, spans: list[list[int]]) -> list[str]:
+    """``token_str`` of each (start, end) span, in one decode: a chunk of Python frames
+    names hundreds of functions, and a call each was a tenth of the chunk's Python work."""
+    try:
+        return _STRINGS.decode(b"[" + b",".join([view[a:b] if a >= 0 else b'""'
+                                                 for a, b in spans]) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError):  # token_str says why
+        return [token_str(view, a, b) for a, b in spans]
 
 
 def token_id(view: memoryview, a: int, b: int) -> int | str:

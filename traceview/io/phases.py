@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview.coerce import NO_ID, id_or_no_id
+from traceview.coerce import INT64, NO_ID, id_or_no_id
 from traceview.coerce import thread_id as coerce_thread_id
 from traceview.io.annotations import ANNOTATION_CAT
 from traceview.io.collector import Key
@@ -74,7 +74,9 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
             continue
         ph = ev.ph
         if ph in ("s", "t", "f"):
-            fid = id_or_no_id(ev.id)
+            fid = ev.id  # an int in range, as Kineto writes it, is its own id
+            if type(fid) is not int or not -INT64 <= fid < INT64:
+                fid = id_or_no_id(fid)
             if ts is not None and fid != NO_ID:
                 key = (thread_id(ev.pid), thread_id(ev.tid), ts)
                 if ph == "s":

@@ -184,13 +184,21 @@ REPRODUCER_ITEMS = (
 )
 
 
+_OP_ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+
+
 def _reproducer(ex: Analysis) -> list[Detected]:
     meta = ex.trace.metadata
     cap = ex.trace.capture or NO_CAPTURE
     ops = ex.trace.rows_of_cats({"cpu_op"}).tolist()
 
-    def has(key: str) -> bool:
-        return ex.trace.slices.args.any_has_key(ops, key)
+    found: set[str] | None = None
+
+    def has(key: str) -> bool:  # the ops' args searched once, for every key asked below
+        nonlocal found
+        if found is None:
+            found = ex.trace.slices.args.keys_present(ops, _OP_ARG_KEYS)
+        return key in found
 
     present = {
         "shapes": bool(cap.shape) or has("Input Dims"),
