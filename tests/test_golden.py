@@ -36,6 +36,7 @@ FIXTURES = (
     "triton_mul_1x4096_f32_stack.json.gz",  # with_stack: Triton's host stages apart
     "two_streams_8192x8192_f16.json.gz",  # two streams overlapping
     "torch_mul_graph.json.gz",  # CUDA graph replay
+    "flaggems_sigmoid_65536_f32_split.json.gz",  # FlagGems with its unprofiled split
 )
 OUTPUTS = {  # golden suffix -> (renderer, options)
     "text80.txt": ("text", RenderOptions(width=80)),

@@ -26,7 +26,9 @@ SAME_S=${SAME_S:-150}; FRESH_S=${FRESH_S:-115}; AA_S=${AA_S:-60}; STEPS=${STEPS:
 # and a slow state (24 vs 37 us per call) every few milliseconds; blocks of 100 calls
 # (2.5 ms) straddled the flips and 2 rounds in 10 went wild; blocks of 5 calls rarely do.
 SAME_BLOCKS=${SAME_BLOCKS:-200}; SAME_N=${SAME_N:-5}
-COMMON=(--op add --shape 16x4096 --dtype bf16 --warmup 10 --width 120)
+# --no-split: the calibration times the verdict; each side's unprofiled split would add a
+# capture per side after it.
+COMMON=(--op add --shape 16x4096 --dtype bf16 --warmup 10 --width 120 --no-split)
 
 step() {  # step NAME ARGS...: one ab run, timed
   local name=$1; shift

@@ -76,6 +76,7 @@ cap two_streams_8192x8192_f16   --op mul --impl torch --shape 8192x8192 --dtype 
 cap triton_add_4096x4096_bf16_transposed --op add --shape 4096x4096 --dtype bfloat16 --layout transposed --iters 20
 cap inductor_mul_1x4096_f32     --op mul --impl inductor
 cap flag_gems_add_16x4096_bf16  --op add --impl flag_gems --shape 16x4096 --dtype bfloat16
+cap flaggems_sigmoid_65536_f32_split --op sigmoid --impl flag_gems --shape 65536 --dtype float32
 # The cold-compile fixture is the cold twin of the default capture (fresh Triton cache).
 if [[ -f "$OUT/fixtures/triton_mul_1x4096_f32_stack.cold.json.gz" ]]; then
     cp "$OUT/fixtures/triton_mul_1x4096_f32_stack.cold.json.gz" "$OUT/fixtures/triton_mul_cold_stack.json.gz"

@@ -51,6 +51,7 @@ def build_report(a: Analysis) -> m.Report:
     # a training step runs many ops: no one op's name, shapes or bytes stands for it
     op = None if a.steps else op_info(a)
     steps = steps_info(a)
+    unprofiled = unprofiled_info(a, steps)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -83,7 +84,7 @@ def build_report(a: Analysis) -> m.Report:
             by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
             latency_ns=a.launches.latency),
         calls=calls_info,
-        findings=tuple(detect(a)),
+        findings=tuple(detect(a, unprofiled)),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
@@ -92,7 +93,7 @@ def build_report(a: Analysis) -> m.Report:
                                                      calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
-        unprofiled=unprofiled_info(a, steps),
+        unprofiled=unprofiled,
     )
 
 

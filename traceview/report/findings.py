@@ -24,9 +24,11 @@ from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE
 from traceview.report.detected import Detected
 from traceview.report.model import Finding
+from traceview.report.unprofiled import MEASURED
 
 if TYPE_CHECKING:
     from traceview.report.explanation import Analysis
+    from traceview.report.unprofiled import UnprofiledInfo
 
 # A kernel ending this long after its call's range counts as outliving it. Host and device
 # clocks are aligned by CUPTI to well under a microsecond; 1 us keeps skew out.
@@ -49,8 +51,13 @@ FROM_ABSENCE = frozenset({"no-python-frames", "no-device-work", "no-host-events"
 CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
 
 
-def _verdict(ex: Analysis) -> list[Detected]:
-    """host-bound / device-bound: the share of a typical call the device sits idle."""
+def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Detected]:
+    """host-bound / device-bound: the share of a typical call the device sits idle.
+
+    Where the call's split was measured without the profiler, the host categories named
+    are the unprofiled ones (the profiled ranking can be the wrong way round: the
+    profiler inflates a stage of many small frames most), with the profiled ones beside
+    them, and the unprofiled call with the device's idle share of it."""
     calls = ex.calls.warm
     if calls:
         api = ex.calls.stats["api_ns"].p50 or 0
@@ -74,6 +81,15 @@ def _verdict(ex: Analysis) -> list[Detected]:
     evidence = {"device_idle_share": round(share, 4), "top_host_categories": dict(top)}
     facts = {"share": share, "scope": scope, "top": top, "idle_ns": idle_ns,
              "threads": _threads_named(ex)}
+    if calls and unprofiled is not None and unprofiled.call_ns and \
+            (unprofiled.method or "").startswith(MEASURED):
+        work = ex.calls.stats["kernel_ns"].p50 or 0
+        facts["unprofiled_call_ns"] = unprofiled.call_ns
+        facts["unprofiled_share"] = max(0, unprofiled.call_ns - work) / unprofiled.call_ns
+        top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
+                        if ns > 0 and c != "wait"), key=lambda kv: (-kv[1], kv[0]))[:3]
+        facts["top_unprofiled"] = top_u
+        evidence["top_host_categories_unprofiled"] = dict(top_u)
     if share >= HOST_BOUND_IDLE_SHARE:
         facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
         if calls:
@@ -290,8 +306,9 @@ def _input_problems(ex: Analysis) -> list[Detected]:
     return out
 
 
+# The verdict comes first and also reads the unprofiled split (``detect``).
 DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
-    _verdict, _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
+    _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
     _reproducer, _no_python_frames, _input_problems,
 ]
 
@@ -300,12 +317,14 @@ def _cut_short(ex: Analysis) -> bool:
     return any(g.code in CUT_SHORT for g in ex.trace.diagnostics)
 
 
-def detect(ex: Analysis) -> list[Finding]:
+def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Finding]:
     """Every detector's findings, phrased, the most severe first; from a file cut short,
-    none that rests on something being absent (``FROM_ABSENCE``)."""
+    none that rests on something being absent (``FROM_ABSENCE``). ``unprofiled``: the
+    call's unprofiled split, which the verdict cites where it was measured."""
     from traceview.report.messages import phrase
 
     cut = _cut_short(ex)
+    detected = _verdict(ex, unprofiled) + [d for det in DETECTORS for d in det(ex)]
     found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
-             for det in DETECTORS for d in det(ex) if not (cut and d.id in FROM_ABSENCE)]
+             for d in detected if not (cut and d.id in FROM_ABSENCE)]
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))

@@ -47,12 +47,26 @@ def verdict_words(f: dict[str, Any]) -> str:
         if f.get("threads"):
             own, others = f["threads"]
             whose = f" ({own}; also working: {', '.join(others)})"
+        if f.get("top_unprofiled"):
+            return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {scope}; {work}; "
+                    f"{_unprofiled(f)}host time goes to "
+                    f"{', '.join(f'{c} {fmt_ns(ns)}' for c, ns in f['top_unprofiled'])} "
+                    f"(profiled: {top}){whose}")
         return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {scope}; {work}; "
                 f"host time goes to {top}{whose}")
     head = f"device-bound: the device is busy {fmt_pct(1 - f['share'])} of {scope}"
+    if f.get("unprofiled_call_ns"):
+        head += "; " + _unprofiled(f).rstrip(": ")
     if f["share"] <= HIDDEN_IDLE_SHARE:
         return head + "; host work is hidden behind device execution"
     return head + f"; it waits for the host {fmt_ns(f['idle_ns'])} of it"
+
+
+def _unprofiled(f: dict[str, Any]) -> str:
+    """``without the profiler the call takes 86.6 us, the device idle 99% of it: ``"""
+    kind = f["scope"][0]
+    return (f"without the profiler the {kind} takes {fmt_ns(f['unprofiled_call_ns'])}, the "
+            f"device idle {fmt_pct(f['unprofiled_share'])} of it: ")
 
 
 # Under this share of the call idle, the host's work overlaps the device's: "hidden".
