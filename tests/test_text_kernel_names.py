@@ -74,3 +74,23 @@ def test_the_diff_text_shows_the_top_changes_and_counts_the_rest():
     assert "more differences in what was measured" in text
     full = json.loads(renderer("json", "diff").render(d, RenderOptions()))
     assert len(full["kernels"]) == len(d.kernels)
+
+
+def test_a_generated_code_frame_is_shown_by_its_file_with_the_hash_cut():
+    from traceview.render.names import short_frame
+
+    long = ("/root/.flaggems/code_cache/pointwise_dynamic_8fae3846aeb791025a64642c37a8e2c7864f05"
+            "eef303520cf10a20d1a4638c5b_sigmoid_forward_kernel_rank_1_bptr.py(18): "
+            "sigmoid_forward_wrapper_rank_1")
+    assert short_frame(long) == (".../pointwise_dynamic_8fae3846…_sigmoid_forward_kernel_rank_1_"
+                                 "bptr.py(18): sigmoid_forward_wrapper_rank_1")
+    # a package-relative frame, and a name that is no frame, stay as they are
+    for same in ("flag_gems/utils/libentry.py(659): run", "aten::mul", "/no/frame/name"):
+        assert short_frame(same) == same
+
+
+def test_an_interval_shares_its_unit_only_when_both_ends_have_it():
+    from traceview.render.percall import span
+
+    assert span(74_900, 85_700) == "74.9-85.7 us"
+    assert span(950, 1_200) == "950 ns - 1.2 us"

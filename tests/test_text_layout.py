@@ -27,6 +27,7 @@ FIXTURES = (
     "flag_gems_add_16x4096_bf16.json.gz",  # FlagGems add on the H200: long module names
     "triton_add_16x4096_bcast.json.gz",  # traceview capture's built-in Triton launcher
     "shape_model_schedule.json.gz",  # a compiled model's ProfilerStep#N steps
+    "flaggems_sigmoid_65536_f32_split.json.gz",  # FlagGems with its unprofiled split
 )
 GOLDEN_WIDTHS = (80, 120, 200)
 WIDTHS = (60, 72, 80, 96, 100, 120, 137, 160, 200)
@@ -109,10 +110,10 @@ def test_golden_text(reports, fixture, width):
 
 
 def test_the_readme_shows_what_explain_prints_today(reports):
-    """README.md's first text block is explain's headline of the FlagGems fixture at 80
+    """README.md's first text block is explain's headline of the FlagGems split fixture at 80
     columns, as printed now."""
     readme = (ROOT / "README.md").read_text()
     block = readme.split("```text\n", 1)[1].split("```", 1)[0]
-    out = text(reports["flag_gems_add_16x4096_bf16.json.gz"], 80)
+    out = text(reports["flaggems_sigmoid_65536_f32_split.json.gz"], 80)
     printed = "\n".join(ln.rstrip() for ln in out.splitlines())
     assert block.strip() in printed

@@ -79,31 +79,8 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
         del own, key
         if not offset:
             continue
-        # union of each function's intervals, times relative to the window's start
-        by_name = rows[o]
-        starts = s.start[by_name]
-        np.maximum(starts, w0, out=starts)
-        starts -= w0
-        ends = s.end[by_name]
-        np.minimum(ends, w1, out=ends)
-        ends -= w0
-        del by_name
-        # run = the running maximum of ends offset by group * span; before each row,
-        # its group's latest end so far (< 0 at a group's first row)
-        run = g * span
-        run += ends
-        run[0] = max(int(run[0]), carry)
-        np.maximum.accumulate(run, out=run)
-        prev = g * span
-        prev[0] = carry - int(prev[0])
-        np.subtract(run[:-1], prev[1:], out=prev[1:])
-        carry = int(run[-1])
-        del run
-        np.maximum(starts, prev, out=starts)
-        del prev
-        np.subtract(ends, starts, out=starts)  # the part of each row not yet covered
-        np.maximum(starts, 0, out=starts)
-        total[at] += np.add.reduceat(starts, heads)
+        covered, carry = _block_union(s, rows[o], g, heads, w0, w1, span, carry)
+        total[at] += covered
     del order
     category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
     if not offset:
@@ -113,6 +90,34 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
                                         total.tolist(), count.tolist(), strict=True)]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
     return out
+
+
+def _block_union(s, block_rows: np.ndarray, g: np.ndarray, heads: np.ndarray, w0: int, w1: int,
+                 span: int, carry: int) -> tuple[np.ndarray, int]:
+    """One block's part of each function's union (rows in group order, times relative to
+    the window's start), and the running maximum carried to the next block."""
+    starts = s.start[block_rows]
+    np.maximum(starts, w0, out=starts)
+    starts -= w0
+    ends = s.end[block_rows]
+    np.minimum(ends, w1, out=ends)
+    ends -= w0
+    # run = the running maximum of ends offset by group * span; before each row,
+    # its group's latest end so far (< 0 at a group's first row)
+    run = g * span
+    run += ends
+    run[0] = max(int(run[0]), carry)
+    np.maximum.accumulate(run, out=run)
+    prev = g * span
+    prev[0] = carry - int(prev[0])
+    np.subtract(run[:-1], prev[1:], out=prev[1:])
+    carry = int(run[-1])
+    del run
+    np.maximum(starts, prev, out=starts)
+    del prev
+    np.subtract(ends, starts, out=starts)  # the part of each row not yet covered
+    np.maximum(starts, 0, out=starts)
+    return np.add.reduceat(starts, heads), carry
 
 
 def _union_per_function(s, rows: np.ndarray, first: np.ndarray, count: np.ndarray, w0: int,

@@ -208,15 +208,12 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
     ref_config = reference_config(ca, reference) if reference else None
     if trace_dir is not None and trace_dir.exists() and not trace_dir.is_dir():
         raise CaptureError(f"--trace-dir {trace_dir} is a file; give a folder")
-    if split:
-        from rich.console import Console
-
-        Console(stderr=True, highlight=False).print(
-            "[dim]after the rounds: each side's unprofiled split, one profiled capture per "
-            "side (--no-split leaves it out)[/]")
+    # said with the first round, after the checks: a failed check's line comes first
+    note = ("after the rounds: each side's unprofiled split, one profiled capture per side "
+            "(--no-split leaves it out)") if split else None
     try:
         result = run_capture_ab(ca, cb, rounds, seed=order_seed, sides=sides,
-                                on_run=progress_printer(rounds), trace_dir=trace_dir,
+                                on_run=progress_printer(rounds, note), trace_dir=trace_dir,
                                 time_limit_s=time_limit, cpus=parse_cpus(cpus),
                                 same_process=same_process, blocks=blocks,
                                 check_cache=check_cache, fork=not spawn,
@@ -280,16 +277,20 @@ def reference_config(config, text: str):
     return dataclasses.replace(config, impl=text, fn=None).validate()
 
 
-def progress_printer(rounds: int):
-    """One dim stderr line per process (with --same-process, per round: both sides)."""
+def progress_printer(rounds: int, note: str | None = None):
+    """One dim stderr line per process (with --same-process, per round: both sides);
+    ``note`` before the first."""
     from rich.console import Console
 
     from traceview.units import fmt_ns
 
     err = Console(stderr=True, highlight=False)
     seen_a: dict[int, int | None] = {}
+    pending = [note] if note else []
 
     def progress(run) -> None:
+        while pending:
+            err.print(f"[dim]{pending.pop()}[/]")
         ms = run.result.get("full_api_ns_p50")
         if run.position is None:  # --same-process: one line per process, both sides
             if run.side == "A":

@@ -24,7 +24,7 @@ from traceview.render.diff_top import (
 )
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
-from traceview.render.names import kernel_labels, short_kernel
+from traceview.render.names import kernel_labels, short_frame, short_kernel
 from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns
 
@@ -81,16 +81,8 @@ FAMILY_HEADER = ["module family (innermost frame, per call)", "before", "after",
                  "share of call"]
 
 
-def short_function(key: str) -> str:
-    """An absolute path (a generated-code cache) shown by its file name only."""
-    path, sep, rest = key.partition(": ")
-    if sep and path.startswith("/"):
-        return ".../" + path.rsplit("/", 1)[-1] + sep + rest
-    return key
-
-
 def code_rows(cp: dict[str, Any]) -> list[list[str]]:
-    return [[short_function(r["function"]), r["status"], fmt_ns(r["before_inclusive_ns_per_call"]),
+    return [[short_frame(r["function"]), r["status"], fmt_ns(r["before_inclusive_ns_per_call"]),
              fmt_ns(r["after_inclusive_ns_per_call"]), fmt_signed_ns(r["change_inclusive_ns_per_call"]),
              f"{_share(r['before_share'])} -> {_share(r['after_share'])}"]
             for r in cp["functions"]]

@@ -140,3 +140,17 @@ def kernel_labels(names: list[str]) -> dict[str, str]:
                 label = f"{label} #{k[label]}"
             out[m] = f"{label} [{len(members)} variants]"
     return out
+
+
+_HEX_RUN = re.compile(r"[0-9a-f]{16,}")
+
+
+def short_frame(frame: str) -> str:
+    """A Python frame as a table shows it: an absolute path (a generated-code cache such
+    as FlagGems' ``/root/.flaggems/code_cache/...``) by its file name, and a long hash in
+    that name cut to 8 digits (``pointwise_dynamic_8fae3846…_sigmoid_..._bptr.py(18):
+    sigmoid_forward_wrapper_rank_1``). The JSON keeps the trace's own name."""
+    path, sep, rest = frame.partition(": ")
+    if sep and path.startswith("/"):
+        path = ".../" + _HEX_RUN.sub(lambda m: m.group(0)[:8] + "…", path.rsplit("/", 1)[-1])
+    return path + sep + rest

@@ -45,6 +45,13 @@ def unprofiled_short(r: Report) -> str:
     return f" · unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one"
 
 
+def span(low: int, high: int | None) -> str:
+    """``74.9-85.7 us``: one unit where both ends have it (a narrow column), else both."""
+    a, b = fmt_ns(low), fmt_ns(high)
+    ua, ub = a.rpartition(" ")[2], b.rpartition(" ")[2]
+    return f"{a.rpartition(' ')[0]}-{b}" if ua == ub and " " in a else f"{a} - {b}"
+
+
 UNPROFILED_ROWS = 10
 UNPROFILED_HEADER = ["function (as the trace names it)", "unprofiled", "interval",
                      "of the call", "profiled"]
@@ -66,8 +73,7 @@ def unprofiled_parts(r: Report) -> tuple[str, list[list[str]], list[str]] | None
             f"{fmt_ns(prof)}{ratio}); {u.method}")
     rows = []
     for f in u.functions[:UNPROFILED_ROWS]:
-        interval = (f"{fmt_ns(f.low_ns)} - {fmt_ns(f.high_ns)}" if f.low_ns is not None
-                    else "(model)")
+        interval = (span(f.low_ns, f.high_ns) if f.low_ns is not None else "(model)")
         share = f"{100 * (f.inclusive_ns or 0) / u.call_ns:.0f}%"
         rows.append([f.name, fmt_ns(f.inclusive_ns), interval, share, fmt_ns(f.profiled_ns)])
     pc = u.profiled_categories or {}
@@ -105,11 +111,15 @@ def unprofiled_console(r: Report) -> Any:
     head, rows, tail = parts
     if not rows:
         return Group(Text(head, style="bold"), *(Text(x) for x in tail))
+    from traceview.render.names import short_frame
+    from traceview.render.text import name_text
+
     t = Table(title=head, title_justify="left", title_style="bold")
-    for i, h in enumerate(UNPROFILED_HEADER):
-        t.add_column(h, justify="left" if i == 0 else "right", overflow="fold")
-    for row in rows:
-        t.add_row(*row)
+    for i, h in enumerate(UNPROFILED_HEADER):  # the names fold; the figures never break
+        t.add_column(h, justify="left" if i == 0 else "right", overflow="fold",
+                     no_wrap=i > 0, ratio=1 if i == 0 else None)
+    for row in rows:  # a frame name breaks at its path and name boundaries
+        t.add_row(name_text(short_frame(row[0])), *row[1:])
     return Group(t, *(Text(x) for x in tail))
 
 

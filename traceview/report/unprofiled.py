@@ -157,6 +157,12 @@ def _normalise(raw: dict[str, float], total: int) -> dict[str, int]:
     return {k: v for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v}
 
 
+def _float(v: Any) -> float | None:
+    """A recorded count as the float the document's schema holds (a split writes ``1``
+    for a function called once per call; the JSON must read back the same)."""
+    return None if v is None else float(v)
+
+
 def none_known(profiled_call: int | None) -> UnprofiledInfo:
     return UnprofiledInfo(
         None, 0, None, None, None, {}, (), profiled_call_ns=profiled_call,
@@ -177,7 +183,7 @@ def from_split(tree: Sequence[Any], split: dict[str, Any], profiled_call: int,
     cal = split.get("calibration", {})
     functions = tuple(UnprofiledFunction(
         f["name"], f["inclusive_ns"], f.get("low_ns"), f.get("high_ns"), prof.get(f["name"], 0),
-        MEASURED, f.get("invocations_per_call")) for f in split.get("functions", ()))
+        MEASURED, _float(f.get("invocations_per_call"))) for f in split.get("functions", ()))
     return UnprofiledInfo(
         method=f"{MEASURED}: {split.get('method', '')}",
         calls=int(split.get("blocks", 0)) * int(split.get("calls_per_run", 0)),
