@@ -246,3 +246,22 @@ def test_on_the_h200_both_sides_splits_were_measured_and_read_back():
     text = renderer("text", "ab").render(doc, RenderOptions(width=80))
     text = text if isinstance(text, str) else text.decode()
     assert "flag_gems/utils/libentry.py(659):" in text and "profiled 95.4 us" in text
+
+
+def test_a_crash_or_ctrl_c_in_the_splits_keeps_the_rounds_result(tmp_path):
+    """The splits come after the rounds: a side whose split crashes is told as failed,
+    and a Ctrl-C stops the splits (every side not done says so) rather than losing the
+    judged result."""
+    from traceview.ab.splits import INTERRUPTED, side_splits
+
+    def crash(side, config, out):
+        raise ValueError("bad trace")
+
+    got = side_splits({"A": None, "B": None}, {"A": None, "B": None}, {}, crash)
+    assert got["A"].error == got["B"].error == "ValueError: bad trace"
+
+    def ctrl_c(side, config, out):
+        raise KeyboardInterrupt
+
+    got = side_splits({"A": None, "B": None}, {"A": None, "B": None}, {}, ctrl_c)
+    assert got["A"].error == got["B"].error == INTERRUPTED and got["A"].method is None

@@ -103,3 +103,23 @@ def test_a_bad_unprofiled_call_is_one_line_exit_2():
     out = CliRunner().invoke(app, ["explain", str(ADD), "--unprofiled-call", "fast"])
     assert out.exit_code == 2
     assert "Traceback" not in out.output
+
+
+def test_the_verdict_judges_the_unprofiled_call_where_the_split_was_measured():
+    """Profiled, the FlagGems add call is 718 us around a 1.2 us kernel: host-bound. With
+    a measured split whose call is 2 us, the device is busy most of the real call: the
+    verdict is device-bound, says it is the call without the profiler, and its idle time
+    is that call less the kernel (counted here from the report's own figures)."""
+    from traceview.units import fmt_ns, fmt_pct
+
+    r = traceview.explain(_with_split(call_ns=2_000))
+    v = next(f for f in r.findings if f.id in ("host-bound", "device-bound"))
+    kernel = r.calls.stats["kernel_ns"].p50
+    idle = 2_000 - kernel
+    assert idle / 2_000 < 0.5 and v.id == "device-bound", v.message
+    assert v.message == (
+        f"device-bound: without the profiler the device is busy {fmt_pct(1 - idle / 2_000)} of "
+        f"a typical call (2 us; profiled {fmt_ns(r.calls.stats['api_ns'].p50)}); it waits for "
+        f"the host {fmt_ns(idle)} of it")
+    plain = traceview.explain(traceview.load(str(ADD)))
+    assert next(f.id for f in plain.findings if f.id.endswith("-bound")) == "host-bound"

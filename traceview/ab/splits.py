@@ -32,18 +32,34 @@ def side_splits(configs: Mapping[str, Any], made: Mapping[str, Any],
     out: dict[str, SideSplit] = {}
     with tempfile.TemporaryDirectory(prefix="traceview-ab-split-") as tmp:
         for label, config in configs.items():
-            if label in traces:
-                out[label] = split_of_trace(traces[label], trace=traces[label], seconds=None)
-                continue
             t0 = time.monotonic()
             try:
-                path = profiled_trace(made[label], config, Path(tmp) / f"{label}.json.gz")
-            except TraceviewError as exc:
-                out[label] = failed(str(exc), round(time.monotonic() - t0, 1))
-                continue
-            out[label] = split_of_trace(path, trace=None,
-                                        seconds=round(time.monotonic() - t0, 1))
+                out[label] = _one_side(label, config, made, traces, profiled_trace, Path(tmp))
+            except KeyboardInterrupt:
+                # the rounds are done and judged: a Ctrl-C (or SIGTERM) here stops the
+                # splits, never the result the user waited for
+                for rest in configs:
+                    out.setdefault(rest, failed(INTERRUPTED, None))
+                break
+            except Exception as exc:  # one side's split must not lose the rounds
+                out[label] = failed(f"{type(exc).__name__}: {exc}",
+                                    round(time.monotonic() - t0, 1))
     return out
+
+
+INTERRUPTED = "interrupted: the split was left out (the rounds' verdict stands)"
+
+
+def _one_side(label: str, config: Any, made: Mapping[str, Any], traces: Mapping[str, str],
+              profiled_trace: Callable[[Any, Any, Path], Path], tmp: Path) -> SideSplit:
+    if label in traces:
+        return split_of_trace(traces[label], trace=traces[label], seconds=None)
+    t0 = time.monotonic()
+    try:
+        path = profiled_trace(made[label], config, tmp / f"{label}.json.gz")
+    except TraceviewError as exc:
+        return failed(str(exc), round(time.monotonic() - t0, 1))
+    return split_of_trace(path, trace=None, seconds=round(time.monotonic() - t0, 1))
 
 
 def failed(error: str, seconds: float | None) -> SideSplit:

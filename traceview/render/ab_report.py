@@ -15,6 +15,7 @@ from rich.text import Text
 
 from traceview.multi.ab_result import FIGURE_LABELS, FIGURES
 from traceview.render.markdown import code, esc, table
+from traceview.render.names import short_frame
 from traceview.render.text import laid_out, name_text
 from traceview.units import fmt_ns, fmt_signed_ns, plural
 
@@ -114,10 +115,12 @@ def split_parts(doc: dict[str, Any], sep: str = " "
     return lines, rows, cat_rows
 
 
-SPLIT_NOTE = ("unprofiled split: each side's heaviest functions timed one per run in a fresh "
-              "unprofiled process of its own setting (inclusive ns per call, 95% signed-rank "
-              "interval over blocks); categories sum to the side's unprofiled call. The two "
-              "sides are measured apart, not paired: the verdict above is the paired figure.")
+SPLIT_NOTE = ("unprofiled split: where a side's split was measured, its heaviest functions "
+              "were timed one per run in a fresh unprofiled process of its own setting "
+              "(inclusive ns per call, 95% signed-rank interval over blocks); a side whose "
+              "split process failed shows the profiled-shares model instead, marked (model), "
+              "or no split. Categories sum to each side's unprofiled call. The two sides are "
+              "measured apart, not paired: the verdict above is the paired figure.")
 
 
 def _header(doc: dict[str, Any]) -> str:
@@ -230,7 +233,7 @@ def _split_console(doc: dict[str, Any], console: Console) -> None:
             t.add_column(col, justify="left" if i == 0 else "right", overflow="fold",
                          no_wrap=i > 0, ratio=1 if i == 0 else None)
         for row in body:  # a frame name breaks at its path and name boundaries
-            t.add_row(name_text(row[0]), *row[1:])
+            t.add_row(name_text(short_frame(row[0])), *row[1:])
         console.print(t)
     console.print(Text(SPLIT_NOTE, style="grey50"))
 

@@ -54,14 +54,21 @@ CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
 def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Detected]:
     """host-bound / device-bound: the share of a typical call the device sits idle.
 
-    Where the call's split was measured without the profiler, the host categories named
-    are the unprofiled ones (the profiled ranking can be the wrong way round: the
-    profiler inflates a stage of many small frames most), with the profiled ones beside
-    them, and the unprofiled call with the device's idle share of it."""
+    Where the call's split was measured without the profiler, that is the call judged:
+    its idle share is the unprofiled call less the device work, and the host categories
+    named are the unprofiled ones (the profiled ranking can be the wrong way round: the
+    profiler inflates a stage of many small frames most), the profiled ones beside them.
+    A profiled call 5x the real one would otherwise call host-bound a call that is not."""
     calls = ex.calls.warm
+    measured = bool(calls and unprofiled is not None and unprofiled.call_ns
+                    and (unprofiled.method or "").startswith(MEASURED))
     if calls:
         api = ex.calls.stats["api_ns"].p50 or 0
         idle = ex.calls.stats["host_overhead_ns"].p50 or 0
+        if measured:
+            assert unprofiled is not None and unprofiled.call_ns
+            api, prof_api = unprofiled.call_ns, api
+            idle = max(0, api - (ex.calls.stats["kernel_ns"].p50 or 0))
         share = idle / api if api else 0.0
         scope = ("step" if ex.steps else "call", api)
         idle_ns = idle
@@ -78,18 +85,17 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Det
     # waiting for another thread is not where host time goes: that thread's work is
     # (the steps' critical path says whose)
     top = [(c, ns) for c, ns in cats if ns > 0 and c != "wait"][:3]
-    evidence = {"device_idle_share": round(share, 4), "top_host_categories": dict(top)}
-    facts = {"share": share, "scope": scope, "top": top, "idle_ns": idle_ns,
-             "threads": _threads_named(ex)}
-    if calls and unprofiled is not None and unprofiled.call_ns and \
-            (unprofiled.method or "").startswith(MEASURED):
-        work = ex.calls.stats["kernel_ns"].p50 or 0
-        facts["unprofiled_call_ns"] = unprofiled.call_ns
-        facts["unprofiled_share"] = max(0, unprofiled.call_ns - work) / unprofiled.call_ns
+    evidence: dict[str, Any] = {"device_idle_share": round(share, 4),
+                                "top_host_categories": dict(top)}
+    facts: dict[str, Any] = {"share": share, "scope": scope, "top": top, "idle_ns": idle_ns,
+                             "threads": _threads_named(ex)}
+    if measured:
+        assert unprofiled is not None
         top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
                         if ns > 0 and c != "wait"), key=lambda kv: (-kv[1], kv[0]))[:3]
-        facts["top_unprofiled"] = top_u
-        evidence["top_host_categories_unprofiled"] = dict(top_u)
+        facts.update(top_unprofiled=top_u, profiled_ns=prof_api)
+        evidence.update(unprofiled_call_ns=api, profiled_call_ns=prof_api,
+                        top_host_categories_unprofiled=dict(top_u))
     if share >= HOST_BOUND_IDLE_SHARE:
         facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
         if calls:

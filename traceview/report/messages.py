@@ -16,9 +16,13 @@ if TYPE_CHECKING:
     from traceview.report.detected import Detected
 
 
-def _scope(scope: tuple[str, int]) -> str:
+def _scope(scope: tuple[str, int], profiled_ns: int | None = None) -> str:
     kind, ns = scope
-    return f"the window ({fmt_ns(ns)})" if kind == "window" else f"a typical {kind} ({fmt_ns(ns)})"
+    if kind == "window":
+        return f"the window ({fmt_ns(ns)})"
+    if profiled_ns is not None:
+        return f"a typical {kind} ({fmt_ns(ns)}; profiled {fmt_ns(profiled_ns)})"
+    return f"a typical {kind} ({fmt_ns(ns)})"
 
 
 def _device_work(f: dict[str, Any], ns: int | None) -> str:
@@ -35,10 +39,17 @@ def verdict_words(f: dict[str, Any]) -> str:
     these figures back from the JSON): the idle share of the typical call, the device
     work (said to run past the call where its median outlasts the call's), the host
     categories it names; "hidden behind device execution" only where the device waits
-    for the host under ``HIDDEN_IDLE_SHARE`` of the call."""
-    scope = _scope(f["scope"])
+    for the host under ``HIDDEN_IDLE_SHARE`` of the call. Where the split was measured
+    (``top_unprofiled``) the call is the unprofiled one, said so, with the profiled call
+    and its categories beside it."""
+    unprofiled = "top_unprofiled" in f
+    scope = _scope(f["scope"], f.get("profiled_ns"))
+    basis = "without the profiler " if unprofiled else ""
     if f["host_bound"]:
-        top = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in f["top"])
+        named = f["top_unprofiled"] if unprofiled else f["top"]
+        top = ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in named)
+        if unprofiled:
+            top += " (profiled: " + ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in f["top"]) + ")"
         work = _device_work(f, f["kernel_ns"])
         kind, ns = f["scope"]
         if kind != "window" and (f["kernel_ns"] or 0) > ns:
@@ -47,26 +58,12 @@ def verdict_words(f: dict[str, Any]) -> str:
         if f.get("threads"):
             own, others = f["threads"]
             whose = f" ({own}; also working: {', '.join(others)})"
-        if f.get("top_unprofiled"):
-            return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {scope}; {work}; "
-                    f"{_unprofiled(f)}host time goes to "
-                    f"{', '.join(f'{c} {fmt_ns(ns)}' for c, ns in f['top_unprofiled'])} "
-                    f"(profiled: {top}){whose}")
-        return (f"host-bound: the device is idle {fmt_pct(f['share'])} of {scope}; {work}; "
-                f"host time goes to {top}{whose}")
-    head = f"device-bound: the device is busy {fmt_pct(1 - f['share'])} of {scope}"
-    if f.get("unprofiled_call_ns"):
-        head += "; " + _unprofiled(f).rstrip(": ")
+        return (f"host-bound: {basis}the device is idle {fmt_pct(f['share'])} of {scope}; "
+                f"{work}; host time goes to {top}{whose}")
+    head = f"device-bound: {basis}the device is busy {fmt_pct(1 - f['share'])} of {scope}"
     if f["share"] <= HIDDEN_IDLE_SHARE:
         return head + "; host work is hidden behind device execution"
     return head + f"; it waits for the host {fmt_ns(f['idle_ns'])} of it"
-
-
-def _unprofiled(f: dict[str, Any]) -> str:
-    """``without the profiler the call takes 86.6 us, the device idle 99% of it: ``"""
-    kind = f["scope"][0]
-    return (f"without the profiler the {kind} takes {fmt_ns(f['unprofiled_call_ns'])}, the "
-            f"device idle {fmt_pct(f['unprofiled_share'])} of it: ")
 
 
 # Under this share of the call idle, the host's work overlaps the device's: "hidden".

@@ -40,12 +40,13 @@ def autotune_compiles_in_parallel(workers: int | None = None) -> Iterator[dict[s
         from triton.runtime.autotuner import Autotuner
 
         mode = _async_compile.AsyncCompileMode
+        active_mode = getattr(_async_compile, "active_mode", None)
     except (ImportError, AttributeError) as exc:
         stats["why"] = f"this Triton has no background compile ({type(exc).__name__})"
         yield stats
         return
     original = Autotuner.prune_configs
-    pool = ThreadPoolExecutor(max_workers=workers or max(1, (os.cpu_count() or 2) - 1),
+    pool = ThreadPoolExecutor(max_workers=workers or max(1, _usable_cpus() - 1),
                               thread_name_prefix="traceview-compile")
     busy = False
 
@@ -62,6 +63,10 @@ def autotune_compiles_in_parallel(workers: int | None = None) -> Iterator[dict[s
             stats["failed"] += 1
             stats["why"] = f"{type(exc).__name__}: {exc}"[:200]
         finally:
+            # a Triton whose mode raises a failed compile on leaving does so before it
+            # clears itself: left set, every later compile of the check would go to it
+            if active_mode is not None and active_mode.get() is not None:
+                active_mode.set(None)
             busy = False
             stats["keys"] += 1
             stats["ns"] += time.perf_counter_ns() - t0
@@ -73,6 +78,15 @@ def autotune_compiles_in_parallel(workers: int | None = None) -> Iterator[dict[s
     finally:
         Autotuner.prune_configs = original
         pool.shutdown(wait=True)
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a pinned or containerised run has fewer than
+    the machine): each compile is a heavy process of its own."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 2
 
 
 def precompile(tuner: Any, configs: list[Any], kwargs: dict[str, Any], mode: Any,
