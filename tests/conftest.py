@@ -88,12 +88,3 @@ def _private_cache_dir(tmp_path_factory) -> None:
     """Caches a run keeps on disk (serve's passed checks) go to a folder of this session,
     never the user's, and every test session starts without them."""
     os.environ["TRACEVIEW_CACHE_DIR"] = str(tmp_path_factory.mktemp("traceview-cache"))
-    # Captures skip the unprofiled split (a fresh process of 10-20 s each) except in the
-    # tests of the split, which ask for it with the ``with_split`` fixture.
-    os.environ["TRACEVIEW_CAPTURE_SPLIT"] = "0"
-
-
-@pytest.fixture
-def with_split(monkeypatch) -> None:
-    """Captures in this test measure the unprofiled split, as they do by default."""
-    monkeypatch.setenv("TRACEVIEW_CAPTURE_SPLIT", "1")

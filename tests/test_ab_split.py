@@ -84,7 +84,6 @@ def ab_doc(tmp_path_factory):
     import os
 
     os.chdir(tmp)
-    skip = os.environ.pop("TRACEVIEW_CAPTURE_SPLIT", None)  # each side's capture splits
     try:
         r = CliRunner().invoke(app, [
             "ab", "--op", "add", "--fn", "planted_ab:add", "--shape", "4x64", "--device",
@@ -92,8 +91,6 @@ def ab_doc(tmp_path_factory):
             "--out", str(out), "--format", "md"])
     finally:
         os.chdir(cwd)
-        if skip is not None:
-            os.environ["TRACEVIEW_CAPTURE_SPLIT"] = skip
     assert r.exit_code == 0, r.output
     return json.loads(out.read_text()), r.stdout
 

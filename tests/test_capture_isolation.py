@@ -209,7 +209,7 @@ def test_text_report_is_one_place_no_traceback(tmp_path, child_env):
     assert len(calls(child_env)) == 1
 
 
-def test_contiguous_same_shape_passes_and_the_check_runs_first(tmp_path, child_env, with_split):
+def test_contiguous_same_shape_passes_and_the_check_runs_first(tmp_path, child_env):
     """The broadcast-broken kernel is right on equal shapes: the capture goes on, and the
     first process to run the op is the isolated check, then the baseline processes."""
     r, written = run_capture(tmp_path, "--fn", "broken_kernels:mul_flat_broadcast",

@@ -274,7 +274,7 @@ def _planted_fn(a):
     return a + 1
 
 
-def test_the_python_api_records_the_split_of_a_live_callable(tmp_path, with_split):
+def test_the_python_api_records_the_split_of_a_live_callable(tmp_path):
     torch = pytest.importorskip("torch")
     a = torch.ones(8)
 

@@ -89,10 +89,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
                                 ("full_api_ns_p50", "amortized_submit_ns", "device_ns")}]
         profiling.profile_warm(dev, call, iters, sync_each=True, with_stack=with_stack,
                                record_shapes=True, trace_path=raw_dir / "warm.json")
-        from traceview.unprofiled.child import split_wanted
-
-        base["split"] = (_split_here(call, dev, raw_dir / "warm.json")
-                         if with_stack and split_wanted() else None)
+        base["split"] = _split_here(call, dev, raw_dir / "warm.json") if with_stack else None
         meta = {
             **metadata.SCHEMA, "tool_version": metadata.tool_version(), "kind": "warm",
             "command": f"traceview.capture({name}, ...)", "reproducer": None,

@@ -20,17 +20,6 @@ from typing import Any
 
 from traceview.errors import CaptureError
 
-#: ``0`` skips the split in every capture (it costs a fresh process of 10-20 s): for
-#: quick iterations where the unprofiled split is not wanted, and test suites.
-SKIP_ENV = "TRACEVIEW_CAPTURE_SPLIT"
-
-
-def split_wanted() -> bool:
-    """Whether captures measure the unprofiled split (``TRACEVIEW_CAPTURE_SPLIT=0``: no)."""
-    import os
-
-    return os.environ.get(SKIP_ENV, "1").strip() != "0"
-
 
 def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
     """The split block for ``names`` measured in this process."""
@@ -68,7 +57,7 @@ def split_after_profile(config: Any, warm_trace: Path,
     """
     from traceview.unprofiled import structure
 
-    if config.mode != "eager" or not config.stack or not split_wanted():
+    if config.mode != "eager" or not config.stack:
         return None
     names = structure.choose_from_trace(str(warm_trace), calls=r"^call_\d+$")
     if not names:
