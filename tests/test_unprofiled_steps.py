@@ -65,11 +65,9 @@ def test_a_step_time_above_the_profiled_one_corrects_nothing():
     assert st.phases == st.profiled_phases
 
 
-def test_capture_steps_records_unprofiled_step_times(tmp_path):
-    torch = pytest.importorskip("torch")
+def _tiny_training_step(torch):
+    """One SGD step of a seeded two-layer MLP on a fixed batch: a training step on the CPU."""
     torch.manual_seed(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the test machine is shared: no thread pool to wait on
     m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     x, y = torch.randn(32, 64), torch.randn(32, 8)
@@ -79,6 +77,14 @@ def test_capture_steps_records_unprofiled_step_times(tmp_path):
         torch.nn.functional.mse_loss(m(x), y).backward()
         opt.step()
 
+    return step
+
+
+def test_capture_steps_records_unprofiled_step_times(tmp_path):
+    torch = pytest.importorskip("torch")
+    step = _tiny_training_step(torch)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the test machine is shared: no thread pool to wait on
     try:
         out = traceview.capture_steps(step, tmp_path / "steps.json.gz", steps=4, unprofiled=10)
         mine = []
@@ -164,18 +170,9 @@ def test_steps_without_launches_in_a_trace_that_launches_are_still_not_steps(tb,
 
 def test_capture_steps_on_the_cpu_shows_profiled_and_unprofiled_steps(tmp_path):
     torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
+    step = _tiny_training_step(torch)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
-    opt = torch.optim.SGD(m.parameters(), lr=0.01)
-    x, y = torch.randn(32, 64), torch.randn(32, 8)
-
-    def step():
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(m(x), y).backward()
-        opt.step()
-
     try:
         out = traceview.capture_steps(step, tmp_path / "steps.json.gz", steps=4, unprofiled=6)
     finally:
