@@ -68,24 +68,46 @@ def test_a_kernel_longer_than_its_op_is_said_to_run_on_after_it():
     assert "after it (k: partly)" in text
 
 
+def typical_by_hand(r):
+    """The typical call counted here from the per-call rows: the warm (not cold) calls'
+    kind holding the most wall time, and its call nearest that kind's nearest-rank p50."""
+    warm = [c for c in r.calls.per_call if not c.cold] or list(r.calls.per_call)
+    if not warm:
+        return None
+    time: dict[str, list[int]] = {}
+    for c in warm:
+        t = time.setdefault(c.kind, [0, 0, -c.index])
+        t[0] += c.metrics["api_ns"]
+        t[1] += 1
+    kind = max(time, key=lambda k: tuple(time[k]))
+    mine = sorted(c.metrics["api_ns"] for c in warm if c.kind == kind)
+    p50 = mine[(len(mine) + 1) // 2 - 1]
+    return min((c for c in warm if c.kind == kind),
+               key=lambda c: (abs(c.metrics["api_ns"] - p50), c.index))
+
+
 def check_verdict(r) -> None:
     v = verdict(r)
     if v is None:
         return
-    st = r.calls.stats
     calls = r.calls.count > 0  # over warm calls, or all where none is warm
+    call = typical_by_hand(r) if calls else None
+    if call is not None:
+        # the sentence's figures are one call's: the one the waterfall draws
+        assert r.typical_call is not None and r.typical_call.index == call.index
+        mc = call.metrics
     u = r.unprofiled
     measured = calls and u is not None and (u.method or "").startswith("measured")
     if measured:
         # a measured split: the call judged is the unprofiled one, its idle share the
         # unprofiled call less the device work, the profiled call beside it
         whole = u.call_ns
-        idle = max(0, whole - (st["kernel_ns"].p50 or 0))
+        idle = max(0, whole - (mc["kernel_ns"] or 0))
         kind = "step" if r.steps is not None else "call"
-        scope = f"a typical {kind} ({fmt_ns(whole)}; profiled {fmt_ns(st['api_ns'].p50)})"
+        scope = f"a typical {kind} ({fmt_ns(whole)}; profiled {fmt_ns(mc['api_ns'])})"
         assert "without the profiler the device is" in v.message, v.message
     elif calls:
-        whole, idle = st["api_ns"].p50, st["host_overhead_ns"].p50
+        whole, idle = mc["api_ns"], mc["host_overhead_ns"]
         kind = "step" if r.steps is not None else "call"
         scope = f"a typical {kind} ({fmt_ns(whole)})"
     else:
@@ -97,16 +119,16 @@ def check_verdict(r) -> None:
     assert scope in msg, (msg, scope)
     if v.id == "host-bound":
         assert f"idle {fmt_pct(share)} of" in msg
-        work = st["kernel_ns"].p50 if calls else r.device.busy_ns
+        work = mc["kernel_ns"] if calls else r.device.busy_ns
         assert fmt_ns(work) in msg
         # device work longer than the call it is said to be part of runs on after it
         assert ("runs on after" in msg) == (kind != "window" and (work or 0) > whole), msg
-        cats = r.calls.categories if calls else None
+        cats = call.categories if calls else None
         named = re.findall(r"([a-z_]+) (\d+(?:\.\d+)? (?:ns|us|ms|s))",
                            msg.split("host time goes to ")[1].split(" (")[0])
         if cats is not None:
-            want = sorted(((c, s.p50 or 0) for c, s in cats.items() if c != "wait"),
-                          key=lambda kv: -kv[1])
+            want = sorted(((c, ns) for c, ns in cats.items() if c != "wait"),
+                          key=lambda kv: (-kv[1], kv[0]))
             want = [(c, fmt_ns(ns)) for c, ns in want if ns > 0][:3]
             if measured:
                 # the unprofiled categories are named, the profiled ones beside them

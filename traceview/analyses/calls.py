@@ -29,13 +29,17 @@ A call is **cold** when it contains compile, autotune or module-load work (host 
 ``compile``), imports (``import``), Dynamo/Inductor compiler ranges, or when capture
 recorded it as cold; each cold call says why. Calls far slower than the others of their
 kind are classed cold or outlier by ``analyses.slow_calls``, with what holds their excess
-(the profiler's own work: ``_outliers``). Both are left out of the warm statistics (when
-warm calls remain).
+(the profiler's own work: ``_outliers``). Cold calls are left out of the warm statistics
+(when warm calls remain); an outlier is a warm call that is named, never dropped: a real
+warm call at 2x the others is part of the p90 and the max. ``warm_calls`` is that one
+rule, and ``typical`` the one typical call, for every reader (explain's statistics and
+verdict, ``diff``'s samples).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -99,7 +103,9 @@ class Call:
 
     @property
     def warm(self) -> bool:
-        return not self.cold and not self.outlier
+        """Not cold: outliers are warm calls (named in ``outlier_reason``, counted in the
+        statistics)."""
+        return not self.cold
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,44 @@ class CallsSummary:
 
     @property
     def warm(self) -> list[Call]:
-        return [c for c in self.calls if c.warm] or self.calls
+        return warm_calls(self.calls)
+
+    @property
+    def typical(self) -> Call | None:
+        return typical(self.calls)
+
+
+def warm_calls(calls: Sequence[Call]) -> list[Call]:
+    """The calls the statistics are over: every call that is not cold (outliers
+    included), or every call where all are cold. The one rule explain and ``diff`` share."""
+    return [c for c in calls if c.warm] or list(calls)
+
+
+def dominant_kind(calls: Sequence[Call]) -> str | None:
+    """The kind whose warm calls hold the most wall time (more warm calls, then first
+    appearance, on a tie): what "a typical call" of a loop of two ops stands for."""
+    total: dict[str, list[int]] = {}
+    for c in warm_calls(calls):
+        t = total.setdefault(c.kind, [0, 0])
+        t[0] += c.api_ns
+        t[1] += 1
+    if not total:
+        return None
+    order = list(total)
+    return max(order, key=lambda k: (total[k][0], total[k][1], -order.index(k)))
+
+
+def typical(calls: Sequence[Call]) -> Call | None:
+    """The typical call: one real warm call of the dominant kind, the one whose wall time
+    is nearest its kind's p50 (lowest index on a tie). Every figure said of "a typical
+    call" is this call's own: a share of one call's figure over another's (a kernel p50
+    over a wall-time p50 of calls of two kinds) describes no call that ran."""
+    kind = dominant_kind(calls)
+    mine = [c for c in warm_calls(calls) if c.kind == kind]
+    if not mine:
+        return None
+    p50 = summarize([c.api_ns for c in mine]).p50 or 0
+    return min(mine, key=lambda c: (abs(c.api_ns - p50), c.index))
 
 
 def _cold_reason(cats: dict[str, int], compile_ranges: int, *, recorded: bool) -> str | None:
@@ -166,7 +209,7 @@ def _outliers(calls: list[Call]) -> dict[int, str]:
 
 
 def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
-    warm = [c for c in calls if c.warm] or calls
+    warm = warm_calls(calls)
     return ({m: summarize([c.metrics[m] for c in warm]) for m in METRICS},
             summarize([c.api_sync_ns for c in warm]))
 
@@ -334,7 +377,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         kernel_end.append(k_end)
     slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
     calls = [replace(c, **vars(slow[c.index])) if c.index in slow else c for c in calls]
-    warm = [c for c in calls if c.warm] or calls
+    warm = warm_calls(calls)
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}
     category_stats = {c: summarize([call.categories.get(c, 0) for call in warm])

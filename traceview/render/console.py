@@ -130,7 +130,7 @@ def _calls(r: Report) -> RenderableType | None:
         return None
     cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
     if c.outliers:
-        cold += f"; outliers: #{', #'.join(map(str, c.outliers))} left out"
+        cold += f"; outliers: #{', #'.join(map(str, c.outliers))} counted"
     from traceview.render.percall import unprofiled_short
     from traceview.render.training import working_threads
 

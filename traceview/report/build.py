@@ -211,12 +211,11 @@ def _tree(n) -> m.TreeRow:
 
 
 def pick_typical(calls: m.CallsInfo) -> m.CallRow | None:
-    """The warm call whose wall time is nearest the warm p50; the lowest index on a tie."""
-    warm = calls.warm
-    if not warm:
-        return None
-    p50 = calls.stats["api_ns"].p50 or 0
-    return min(warm, key=lambda c: (abs((c.metrics["api_ns"] or 0) - p50), c.index))
+    """The typical call (``analyses.calls.typical``: a warm call of the dominant kind,
+    nearest its kind's p50): the one the verdict's figures are read from."""
+    from traceview.analyses.calls import typical
+
+    return typical(calls.per_call)
 
 
 def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:

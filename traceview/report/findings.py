@@ -52,28 +52,33 @@ CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
 
 
 def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Detected]:
-    """host-bound / device-bound: the share of a typical call the device sits idle.
+    """host-bound / device-bound: the share of the typical call the device sits idle.
+
+    Every figure is one call's (``CallsSummary.typical``, the call the waterfall draws):
+    its wall time, its idle time, its device work, its host categories.
 
     Where the call's split was measured without the profiler, that is the call judged:
     its idle share is the unprofiled call less the device work, and the host categories
     named are the unprofiled ones (the profiled ranking can be the wrong way round: the
     profiler inflates a stage of many small frames most), the profiled ones beside them.
     A profiled call 5x the real one would otherwise call host-bound a call that is not."""
-    calls = ex.calls.warm
-    measured = bool(calls and unprofiled is not None and unprofiled.call_ns
+    call = ex.calls.typical
+    measured = bool(call and unprofiled is not None and unprofiled.call_ns
                     and (unprofiled.method or "").startswith(MEASURED))
-    if calls:
-        api = ex.calls.stats["api_ns"].p50 or 0
-        idle = ex.calls.stats["host_overhead_ns"].p50 or 0
+    if call is not None:
+        # every figure is the typical call's own (analyses.calls.typical): the p50 of
+        # each metric can come from a different call, of a different kind, and their
+        # ratio then describes no call that ran
+        api = call.api_ns
+        idle = call.metrics["host_overhead_ns"] or 0
         if measured:
             assert unprofiled is not None and unprofiled.call_ns
             api, prof_api = unprofiled.call_ns, api
-            idle = max(0, api - (ex.calls.stats["kernel_ns"].p50 or 0))
+            idle = max(0, api - (call.metrics["kernel_ns"] or 0))
         share = idle / api if api else 0.0
         scope = ("step" if ex.steps else "call", api)
         idle_ns = idle
-        cats = sorted(((c, s.p50 or 0) for c, s in ex.calls.category_stats.items()),
-                      key=lambda kv: -kv[1])
+        cats = sorted(call.categories.items(), key=lambda kv: (-kv[1], kv[0]))
     else:
         w = ex.window.dur_ns
         share = ex.device.idle_ns / w if w else 0.0
@@ -97,9 +102,10 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Det
         evidence.update(unprofiled_call_ns=api, profiled_call_ns=prof_api,
                         top_host_categories_unprofiled=dict(top_u))
     if share >= HOST_BOUND_IDLE_SHARE:
-        facts["kernel_ns"] = ex.calls.stats["kernel_ns"].p50 if calls else ex.device.busy_ns
-        if calls:
-            facts.update(_copy_split(ex))
+        facts["kernel_ns"] = call.metrics["kernel_ns"] if call else ex.device.busy_ns
+        if call is not None and call.metrics.get("copy_ns"):
+            facts.update(kernel_only_ns=call.metrics["kernel_only_ns"],
+                         copy_ns=call.metrics["copy_ns"])
         return [Detected("host-bound", evidence, facts)]
     return [Detected("device-bound", evidence, facts)]
 

@@ -19,7 +19,7 @@ import msgspec
 
 from traceview.analyses.breakdown import Cell
 from traceview.analyses.callfind import CallsSource
-from traceview.analyses.calls import Call
+from traceview.analyses.calls import Call, warm_calls
 from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
@@ -217,7 +217,9 @@ class CallsInfo:
 
     @property
     def warm(self) -> tuple[CallRow, ...]:
-        return tuple(c for c in self.per_call if not c.cold) or self.per_call
+        """The calls the statistics are over (``analyses.calls.warm_calls``: not cold,
+        outliers included): explain and ``diff`` read the same calls."""
+        return tuple(warm_calls(self.per_call))
 
     @property
     def has_copies(self) -> bool:
