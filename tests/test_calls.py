@@ -302,6 +302,20 @@ def test_module_names():
     assert module_of("<built-in function len>") is None
 
 
+def test_module_names_of_editable_installs():
+    """``pip install -e .`` imports a package from its checkout: the profiler names its
+    frames by absolute path, and the module still starts at the package."""
+    assert module_of("/home/u/traceview/traceview/capture/impls.py(55): <lambda>") == \
+        "traceview.capture.impls"
+    assert module_of("/work/main/traceview/capture/impls.py(55): <lambda>") == \
+        "traceview.capture.impls"
+    assert module_of("/home/u/FlagGems/src/flag_gems/ops/sigmoid.py(12): sigmoid") == \
+        "flag_gems.ops.sigmoid"
+    assert module_of("/home/u/proj/src/mylib/core.py(3): f") == "mylib.core"
+    assert module_of("/home/u/pytorch/torch/_ops.py(840): __call__") == "torch._ops"
+    assert module_of("/tmp/scratch/bench.py(7): main") == "scratch.bench"
+
+
 # ------------------------------------------------------------------ causality damage
 
 
@@ -375,3 +389,21 @@ def test_a_second_numbered_series_is_named_with_its_option(tb, analysis_builder)
     assert c.description.endswith(r"; also triton_mul_# (4 calls: --calls '^triton_mul_\d+$')")
     again = analysis_builder(tb, calls=r"^triton_mul_\d+$").calls
     assert len(again.calls) == 4 and again.stats["api_ns"].p50 == 6_000
+
+
+def test_harness_frames_of_an_editable_install_are_the_harness(tb, analyze_builder):
+    """capture after ``pip install -e .``: the harness's frames carry absolute paths; its
+    time (the wrapper's own, counted here: 5 us call less the 2 us library frame) goes
+    to the harness row, not to the library under test."""
+    from traceview.render.measured.capture import owner_split
+
+    for i in range(4):
+        s = i * 20_000
+        tb.annotation(f"call_{i}", s, 5_000)
+        tb.py("/home/u/traceview/traceview/capture/impls.py(55): <lambda>", s, 5_000)
+        tb.py("flag_gems/ops/sigmoid.py(12): sigmoid", s + 1_000, 2_000)
+        tb.launched_kernel("k", s + 1_500, 300, s + 2_000, 800)
+    r = analyze_builder(tb)
+    fams = {f.name: f.ns_per_call for f in r.host.families}
+    assert fams["traceview.capture.impls"] == 5_000 - 2_000
+    assert dict(owner_split(r))["harness (traceview)"] == 5_000 - 2_000

@@ -42,9 +42,35 @@ NO_FRAME_FAMILY = "(no Python frame)"
 _FRAME = re.compile(r"^(?P<path>.+?\.py)\(\d+\): ")
 _HASH = re.compile(r"[0-9a-f]{16,}")
 _SITE = re.compile(r"^.*/(?:site|dist)-packages/")
+# packages whose checkouts (an editable install, a source tree on sys.path) name their
+# frames by absolute path: traceview itself (the capture harness), and the libraries its
+# measuring half runs (the module table sorts time into these)
+CHECKOUT_ROOTS = frozenset({"traceview", "torch", "triton", "flag_gems", "transformers"})
 # nodes below this share of the call's p50 are folded into their parent
 TREE_MIN_SHARE = 0.005
 TREE_MAX_NODES = 400
+
+
+def _checkout_module(path: str) -> str:
+    """The module path of an absolute file path outside site-packages (``.py`` cut off).
+
+    A package installed editable (``pip install -e .``) is imported from its checkout,
+    and the profiler names its frames by that absolute path: ``/home/u/traceview/
+    traceview/capture/impls.py``. Its module starts at its package's directory: the last
+    ``src`` directory's child (the src layout), else the last directory named as a known
+    package (``CHECKOUT_ROOTS``: traceview's own frames are the capture harness, and must
+    not land on the library under test). Anything else is a file outside any package
+    (generated code, scripts): its directory and name."""
+    parts = path.split("/")
+    dirs = parts[:-1]
+    if "src" in dirs:
+        at = len(dirs) - dirs[::-1].index("src")
+        if at < len(parts) and parts[at].isidentifier():
+            return "/".join(parts[at:])
+    roots = [i for i, d in enumerate(dirs) if d in CHECKOUT_ROOTS]
+    if roots:
+        return "/".join(parts[roots[-1]:])
+    return "/".join(parts[-2:])
 
 
 def module_of(name: str) -> str | None:
@@ -54,8 +80,8 @@ def module_of(name: str) -> str | None:
     if m is None:
         return None
     path = _SITE.sub("", m.group("path"))[:-3]
-    if path.startswith("/"):  # a file outside any package (generated code, scripts)
-        path = "/".join(path.split("/")[-2:])
+    if path.startswith("/"):
+        path = _checkout_module(path)
     path = path.removesuffix("/__init__")
     path = _HASH.sub(lambda h: h.group()[:8] + "~", path)  # generated files' hashes
     return path.strip("/").replace("/", ".")
