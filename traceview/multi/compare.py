@@ -209,8 +209,13 @@ def _lower_median_rows(m: np.ndarray) -> np.ndarray:
     return s[:, (m.shape[1] + 1) // 2 - 1]
 
 
+#: Fewest calls on each side for an interval: resampling one call gives that call back
+#: every time, and "[-4.41 ms, -4.41 ms]" from one call against one says nothing of noise.
+MIN_CALLS_FOR_INTERVAL = 2
+
+
 def compare_samples(metric: str, a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> Comparison:
-    if a.size == 0 or b.size == 0:
+    if a.size < MIN_CALLS_FOR_INTERVAL or b.size < MIN_CALLS_FOR_INTERVAL:
         before = _median(a) if a.size else None
         after = _median(b) if b.size else None
         delta = after - before if before is not None and after is not None else None
@@ -234,7 +239,7 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
         comps.append(compare_samples(f"calls.{m}.p50", _warm(before, m), _warm(after, m), rng))
     a, b = _warm(before, "device_busy_ns"), _warm(after, "device_busy_ns")
     busy_b, busy_a = before.device.busy_ns, after.device.busy_ns
-    if a.size and b.size:
+    if a.size >= MIN_CALLS_FOR_INTERVAL and b.size >= MIN_CALLS_FOR_INTERVAL:
         # The spread of the difference of per-call busy sums, centred on the window totals'
         # difference (busy outside calls is taken as fixed).
         lo, hi = _boot(a, b, lambda m: m.sum(axis=1), rng)
@@ -244,7 +249,7 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
                                 not (lo <= 0 <= hi), int(a.size), int(b.size)))
     else:
         comps.append(Comparison("device.busy_ns", busy_b, busy_a, busy_a - busy_b, None, None,
-                                significant=False))
+                                significant=False, n_before=int(a.size), n_after=int(b.size)))
     cats = sorted(set(before.host.categories) | set(after.host.categories))
     for cat in cats:
         a, b = _warm_categories(before, cat), _warm_categories(after, cat)
@@ -346,8 +351,13 @@ def profiled_line(d: Diff) -> str:
         return "no per-call samples on one side"
     from traceview.units import fmt_ns
 
-    ci = f"95% CI [{fmt_ns(api.ci_low)}, {fmt_ns(api.ci_high)}]"
     ratio = f" ({(api.after - api.before) / api.before:+.0%})" if api.before else ""
+    if api.ci_low is None:  # too few calls on a side for an interval
+        return (f"cannot tell whether the profiled per-call API time differs from "
+                f"{api.n_before} call(s) against {api.n_after} (no interval): p50 "
+                f"{fmt_ns(api.before)} -> {fmt_ns(api.after)}{ratio}; {d.calls_before} vs "
+                f"{d.calls_after} calls")
+    ci = f"95% CI [{fmt_ns(api.ci_low)}, {fmt_ns(api.ci_high)}]"
     what = "differs" if api.significant else "does not differ beyond noise"
     return (f"the profiled per-call API time {what}: p50 {fmt_ns(api.before)} -> "
             f"{fmt_ns(api.after)}{ratio}, {ci}; {d.calls_before} vs {d.calls_after} calls")

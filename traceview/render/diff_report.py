@@ -34,7 +34,8 @@ PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls
 
 def _ci(c) -> str:
     if c.ci_low is None:
-        return "-"
+        # a difference with no interval: too few calls on a side to say what noise is
+        return "cannot tell" if c.delta is not None else "-"
     return f"[{fmt_ns(c.ci_low)}, {fmt_ns(c.ci_high)}]"
 
 
@@ -131,7 +132,8 @@ def render_diff_console(d: Diff, console: Console) -> None:
     t = _table(PROFILED_TITLE, ["metric (profiled)", "before", "after", "change", "95% CI", ""],
                [], (0, 8, 8, 13, 12, 5))
     for c in d.comparisons:
-        mark = Text("diff", style="bold") if c.significant else Text("noise", style="grey50")
+        mark = Text("diff", style="bold") if c.significant else \
+            Text("noise" if c.ci_low is not None else "-", style="grey50")
         t.add_row(metric_label(c.metric), fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c),
                   mark)
     console.print(t)
@@ -210,7 +212,8 @@ def render_diff_markdown(d: Diff) -> str:
                            [[esc(c) for c in r] for r in unprofiled_rows(u, ", ")],
                            "lrrrr"))
     rows = [[esc(metric_label(c.metric)), fmt_ns(c.before), fmt_ns(c.after), _change(c), _ci(c),
-             "**yes**" if c.significant else "within noise"] for c in d.comparisons]
+             "**yes**" if c.significant else "within noise" if c.ci_low is not None
+             else "cannot tell"] for c in d.comparisons]
     parts.append(f"**{esc(PROFILED_TITLE[0].upper() + PROFILED_TITLE[1:])}**")
     parts.append(table(["metric (profiled)", "before", "after", "change", "95% CI",
                         "beyond noise"], rows, "lrrrrl"))
