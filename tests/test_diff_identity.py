@@ -35,3 +35,40 @@ def test_one_call_against_one_has_no_interval(tmp_path):
     assert "cannot tell" in profiled_line(d) and "1 call(s) against 1" in profiled_line(d)
     text = renderer("text", "diff").render(d, RenderOptions(width=120))
     assert "[-4.41 us, -4.41 us]" not in text and "cannot tell" in text
+
+
+def loop(tmp_path: Path, name: str, root: str, line: int, work: int, *,
+         step_encloses: bool) -> Path:
+    """Four ``call_#`` ranges of 5 us; in each, ``mylib.core.work`` for ``work`` ns. The
+    checkout lies at ``root`` (an editable install: absolute paths), ``work`` at
+    ``line``. ``mylib.loop.step`` either encloses all four calls or runs 1 us in each."""
+    tb = TraceBuilder()
+    if step_encloses:
+        tb.py(f"{root}/src/mylib/loop.py(5): step", 0, 4 * 20_000)
+    for i in range(4):
+        s = 1_000 + i * 20_000
+        tb.annotation(f"call_{i}", s, 5_000)
+        tb.py(f"{root}/src/mylib/core.py({line}): work", s + 100, work)
+        if not step_encloses:
+            tb.py(f"{root}/src/mylib/loop.py(5): step", s + 200 + work, 1_000)
+        tb.launched_kernel("k", s + 150, 300, s + 1_000, 800)
+    return tb.write(tmp_path / name)
+
+
+def test_functions_are_matched_by_module_and_name(tmp_path):
+    before = traceview.analyze(loop(tmp_path, "a.json", "/home/a/proj", 10, 3_000,
+                                    step_encloses=True))
+    after = traceview.analyze(loop(tmp_path, "b.json", "/root/b/checkout", 12, 2_000,
+                                   step_encloses=False))
+    rows = {r["function"].rsplit(": ", 1)[-1]: r for r in
+            diff_reports(before, after).code_path["functions"]}
+    work = rows["work"]
+    # another checkout path, another line: the same function, moved by -1 us per call
+    assert work["status"] == "moved" and work["family"] == "mylib.core"
+    assert (work["before_inclusive_ns_per_call"], work["after_inclusive_ns_per_call"],
+            work["change_inclusive_ns_per_call"]) == (3_000, 2_000, -1_000)
+    # step is in both traces: around the calls before, 1 us in each after; never "new"
+    step = rows["step"]
+    assert step["status"] == "outside calls before", step
+    assert step["after_inclusive_ns_per_call"] == 1_000
+    assert step["change_inclusive_ns_per_call"] is None

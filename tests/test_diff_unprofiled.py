@@ -134,14 +134,14 @@ def test_a_report_saved_before_the_per_call_keys_falls_back_to_window_totals(gem
     for f in old["host"]["functions"]:
         for key in ("inclusive_ns_per_call", "self_ns_per_call", "calls_with", "few_calls"):
             f.pop(key)
-    from traceview.multi.codepath import function_figures, function_key
+    from traceview.multi.codepath import function_figures, function_identity
 
     figs, _ = function_figures(from_dict(old))
     calls = gems["calls"]["count"]
     raw = next(f for f in gems["host"]["functions"] if "elementwise_dtypes" in f["name"])
-    got = figs[function_key(raw["name"])]
+    got = figs[function_identity(raw["name"])]
     assert got.inclusive_ns_per_call == raw["total_ns"] / calls
     assert got.self_ns_per_call == raw["self_ns"] / calls
     # the same report with the keys: explain's per-warm-call figures
     new, _ = function_figures(from_dict(gems))
-    assert new[function_key(raw["name"])].inclusive_ns_per_call == raw["inclusive_ns_per_call"]
+    assert new[function_identity(raw["name"])].inclusive_ns_per_call == raw["inclusive_ns_per_call"]

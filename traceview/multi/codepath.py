@@ -10,8 +10,10 @@ says anything about the code).
 figures per function: explain's per-warm-call figures (``inclusive_ns_per_call``/
 ``self_ns_per_call``) where the trace has warm calls; for a trace with none (a cold
 twin) or a report saved before those keys, the window totals divided by the calls.
-Function names are keyed without line numbers and object addresses, so a function
-whose line moved between library versions is still the same function.
+Functions are matched by identity (``function_identity``: a Python frame's module and
+name, without line numbers and object addresses), so a function whose line moved between
+library versions, or whose checkout lies elsewhere on the other machine, is still the
+same function; one in both lists is never "new" or "gone".
 
 Families are explain's, not a second definition: ``host.families`` of each report
 (``traceview.analyses.calltree``: each instant of a warm call goes to the module of the
@@ -57,15 +59,49 @@ def function_key(name: str) -> str:
     return _ADDR.sub("", _LINE.sub(": ", name))
 
 
+def function_identity(name: str) -> str:
+    """What makes two traces' functions one function: a Python frame's module
+    (``module_of``: the package path, wherever the checkout or site-packages lies on each
+    machine) and its name, without line number or object address; anything else its
+    name without them (``function_key``)."""
+    key = function_key(name)
+    mod = module_of(name)
+    if mod is None:
+        return key
+    return f"{mod}: {key.partition(': ')[2]}"
+
+
 @dataclass(frozen=True)
 class FunctionFigures:
     inclusive_ns_per_call: float
     self_ns_per_call: float
     family: str | None = None  # its frame's module (``module_of``); None: not a Python frame
+    shown: str = ""  # the name as the table shows it (``function_key`` of the first row)
+
+
+@dataclass(frozen=True)
+class Functions:
+    """One report's functions for ``diff``: per-call figures by identity, every identity
+    in its function list (with or without per-call figures: a function that encloses the
+    calls or runs in no warm call is still *in* the trace, never "new" on the other side),
+    and whether the list is complete."""
+
+    figures: dict[str, FunctionFigures]
+    present: dict[str, str]  # identity -> shown name, every row of the list
+    complete: bool
+
+
+def report_functions(report: Report) -> Functions:
+    figs, complete = function_figures(report)
+    present = {}
+    for f in report.host.functions:
+        present.setdefault(function_identity(f.name), function_key(f.name))
+    return Functions(figs, present, complete)
 
 
 def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
-    """(per-call figures by function key, whether the list is complete).
+    """(per-call figures by function identity (``function_identity``), whether the list
+    is complete).
 
     explain's per-warm-call figures (``inclusive_ns_per_call``, ``self_ns_per_call``: p50
     over the warm calls that contain the function) are taken as they are; a function in
@@ -80,7 +116,7 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
     call_ns = _call_ns(report)
     out: dict[str, FunctionFigures] = {}
     for f in funcs:
-        key = function_key(f.name)
+        key = function_identity(f.name)
         each = f.total_ns / max(1, f.count or 1)
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
@@ -93,7 +129,8 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
         old = out.get(key)
         if old is not None:  # same function at two lines: one entry
             inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
-        out[key] = FunctionFigures(inc, self_, module_of(f.name))
+        out[key] = FunctionFigures(inc, self_, module_of(f.name),
+                                   old.shown if old is not None else function_key(f.name))
     complete = (report.host.functions_total or len(funcs)) <= len(funcs)
     return out, complete
 
@@ -105,41 +142,53 @@ def _call_ns(report: Report) -> int | None:
 
 def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str, Any]:
     """The ``code_path`` block of ``diff``: changed functions, families, speed note."""
-    fb, complete_b = function_figures(before)
-    fa, complete_a = function_figures(after)
+    sb, sa = report_functions(before), report_functions(after)
+    fb, complete_b = sb.figures, sb.complete
+    fa, complete_a = sa.figures, sa.complete
     call_b, call_a = _call_ns(before), _call_ns(after)
     rows: list[dict[str, Any]] = []
     for key in set(fb) | set(fa):
         x, y = fb.get(key), fa.get(key)
         if x is None:
-            status = "new" if complete_b else "new*"
+            # in before's list without per-call figures (it encloses the calls, or runs
+            # in no warm call): the same function, not a new one
+            status = ("outside calls before" if key in sb.present
+                      else "new" if complete_b else "new*")
         elif y is None:
-            status = "gone" if complete_a else "gone*"
+            status = ("outside calls after" if key in sa.present
+                      else "gone" if complete_a else "gone*")
         else:
             status = "moved"
         inc_b = x.inclusive_ns_per_call if x else 0.0
         inc_a = y.inclusive_ns_per_call if y else 0.0
+        both = status.startswith("outside")
         rows.append({
-            "function": key, "family": (x if x is not None else fa[key]).family,
+            "function": (x if x is not None else fa[key]).shown,
+            "family": (x if x is not None else fa[key]).family,
             "status": status,
             "before_inclusive_ns_per_call": round(inc_b) if x else None,
             "after_inclusive_ns_per_call": round(inc_a) if y else None,
             "before_self_ns_per_call": round(x.self_ns_per_call) if x else None,
             "after_self_ns_per_call": round(y.self_ns_per_call) if y else None,
-            "change_inclusive_ns_per_call": round(inc_a - inc_b),
+            # no change figure where one side has no per-call figure for it: its full
+            # size is not what changed
+            "change_inclusive_ns_per_call": None if both else round(inc_a - inc_b),
             "before_share": inc_b / call_b if x and call_b else None,
             "after_share": inc_a / call_a if y and call_a else None,
         })
     # What appeared or went first (the code path itself changed), then what moved most.
-    rows.sort(key=lambda r: (r["status"] == "moved", -abs(r["change_inclusive_ns_per_call"]),
-                             r["function"]))
+    rows.sort(key=lambda r: (r["status"] in ("moved", "outside calls before",
+                                             "outside calls after"),
+                             -abs(r["change_inclusive_ns_per_call"] or 0), r["function"]))
     families, families_note = family_changes(before, after)
     return {
         "source": "host.functions of each profiled trace: p50 per warm call (window "
                   "totals / calls where a trace has no warm call); names without line numbers",
-        "status_note": "new/gone: in one trace's function list only; * that list is cut to "
-                       "its top functions by self time, so the function may be below the "
-                       "cut rather than absent",
+        "status_note": "new/gone: in one trace's function list only (functions matched by "
+                       "module and name); * that list is cut to its top functions by self "
+                       "time, so the function may be below the cut rather than absent; "
+                       "outside calls: in both traces, but on one side it encloses the "
+                       "calls or runs in no warm call (no per-call figure there)",
         "complete": {"before": complete_b, "after": complete_a},
         "functions": rows[:top],
         "families": families[:top],
