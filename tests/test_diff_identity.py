@@ -72,3 +72,27 @@ def test_functions_are_matched_by_module_and_name(tmp_path):
     assert step["status"] == "outside calls before", step
     assert step["after_inclusive_ns_per_call"] == 1_000
     assert step["change_inclusive_ns_per_call"] is None
+
+
+def test_device_work_without_launch_records_is_counted_and_said(tmp_path, analyze_builder):
+    """Four calls of 10 us; each launches a 1 us kernel, and a 3 us kernel with no launch
+    record (its correlation dropped) runs inside it: the call's device work is the union
+    of both, 4 us, not the 1 us the launch record alone claims."""
+    tb = TraceBuilder()
+    for i in range(4):
+        s = i * 20_000
+        tb.annotation(f"call_{i}", s, 10_000)
+        tb.launched_kernel("k", s + 1_000, 500, s + 2_000, 1_000)
+        tb.kernel("orphan", s + 4_000, 3_000)  # no correlation: no launch record
+    r = analyze_builder(tb)
+    assert r.launches.unlinked_device_work == 4
+    assert [c.metrics["kernel_ns"] for c in r.calls.per_call] == [1_000 + 3_000] * 4
+    plain = TraceBuilder()
+    for i in range(4):
+        s = i * 20_000
+        plain.annotation(f"call_{i}", s, 10_000)
+        plain.launched_kernel("k", s + 1_000, 500, s + 2_000, 1_000)
+    d = diff_reports(analyze_builder(plain), r)
+    assert any("no launch record: 0 item(s) before, 4 after" in w for w in d.warnings)
+    k = next(c for c in d.comparisons if c.metric == "calls.kernel_ns.p50")
+    assert (k.before, k.after) == (1_000, 4_000)

@@ -8,7 +8,7 @@ HTA's launch statistics miss. It links to device work by correlation id (or ac2g
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,6 +29,9 @@ class LaunchSummary:
     latency: Stats  # first device start - launch start, over linked launches
     thread: Lane | None  # the launching thread
     threads: dict[int, int]  # host lane index -> launches (all threads)
+    # the device work rows counted in ``unlinked_work``, by start: per-call device work
+    # counts them in the call they start in (``analyses.calls``)
+    unlinked_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def launch_rows(trace: Trace, rules: RuleSet) -> np.ndarray:
@@ -91,9 +94,12 @@ def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane 
                            int(n_work.sum()))
         first = np.cumsum(n_work[has]) - n_work[has]
         latencies = (np.minimum.reduceat(s.start[work], first) - s.start[rows[has]]).tolist()
-    unlinked = sum(1 for r in work_rows.tolist() if r not in trace.work_to_launch)
+    wtl = trace.work_to_launch
+    unlinked = np.asarray([r for r in work_rows.tolist() if r not in wtl], np.int64)
+    unlinked = unlinked[np.argsort(s.start[unlinked], kind="stable")]
     return LaunchSummary(
         rows=rows, count=int(rows.size), linked=linked, by_api=by_api,
-        by_kind=dict(by_kind), unlinked_work=unlinked, latency=summarize(latencies),
+        by_kind=dict(by_kind), unlinked_work=int(unlinked.size), latency=summarize(latencies),
         thread=thread, threads={int(k): int(v) for k, v in threads.items()},
+        unlinked_rows=unlinked,
     )

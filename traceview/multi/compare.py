@@ -267,7 +267,7 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
                         "p50_before": x.stats.p50 if x else None,
                         "p50_after": y.stats.p50 if y else None})
     return Diff(before_path, after_path, before.calls.count, after.calls.count, comps, kernels,
-                same_question_warnings(before, after),
+                same_question_warnings(before, after) + unlinked_warnings(before, after),
                 unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
                 code_path=code_path_changes(before, after),
                 kernels_used=kernels_used(before, after, kernels))
@@ -301,6 +301,18 @@ def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
                          f"{k['count_after'] / na:.3g} after")
     return {"source": "the traces' kernel rows (launches / calls; grids not compared)",
             "same": not diffs, "differences": diffs}
+
+
+def unlinked_warnings(before: Report, after: Report) -> list[str]:
+    """How much device work has no launch record on each side (a profiler that dropped
+    correlations, common on ROCm): per-call device work counts it in the call it started
+    in, and the reader must know the figure rests on that."""
+    nb = before.launches.unlinked_device_work
+    na = after.launches.unlinked_device_work
+    if not nb and not na:
+        return []
+    return [f"device work with no launch record: {nb} item(s) before, {na} after; per-call "
+            "device work counts each in the call it started in, device busy counts all"]
 
 
 def same_question_warnings(before: Report, after: Report) -> list[str]:

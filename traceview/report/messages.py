@@ -180,7 +180,8 @@ MESSAGES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
         "(profiler corruption); each ns still has one owner: the slice that started last"),
     "device-work-without-launch": lambda f, e: (
         f"{e['count']} device work items have no launch record; their time "
-        "counts as device busy, launch latency unknown"),
+        "counts as device busy and in the per-call device work of the call each started "
+        "in, launch latency unknown"),
     "device-work-cut": lambda f, e: (
         f"{e['count']} of {e['launches']} launches have no device record because the file "
         "was cut short: their device work is missing, so device busy time, kernel and "
