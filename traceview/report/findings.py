@@ -29,6 +29,7 @@ from traceview.report.unprofiled import MEASURED
 if TYPE_CHECKING:
     from traceview.report.explanation import Analysis
     from traceview.report.unprofiled import UnprofiledInfo
+    from traceview.stats import Stats
 
 # A kernel ending this long after its call's range counts as outliving it. Host and device
 # clocks are aligned by CUPTI to well under a microsecond; 1 us keeps skew out.
@@ -137,10 +138,10 @@ def _unsynchronized(ex: Analysis) -> list[Detected]:
                      {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst})]
 
 
-def _copy_split(ex: Analysis) -> dict[str, int | None]:
-    """The warm calls' kernels and copies apart (p50 of each), where the copies' p50 is not
-    0: then the device work the messages name is more than kernels, and they say so."""
-    st = ex.calls.stats
+def _copy_split(st: dict[str, Stats]) -> dict[str, int | None]:
+    """The warm calls' kernels and copies apart (p50 of each, from the statistics ``st``
+    the message's other figures come from), where the copies' p50 is not 0: then the
+    device work the messages name is more than kernels, and they say so."""
     copy = st["copy_ns"].p50
     return {"kernel_only_ns": st["kernel_only_ns"].p50, "copy_ns": copy} if copy else {}
 
@@ -148,7 +149,12 @@ def _copy_split(ex: Analysis) -> dict[str, int | None]:
 def _range_idle(ex: Analysis) -> list[Detected]:
     if ex.steps:  # a training step is not an API to time with events: the step tables say
         return []  # where its device idle goes
-    st = ex.calls.stats
+    # the p50s of the typical call's kind: over calls of two kinds a kernel p50 of one
+    # and a wall-time p50 of the other describe no call
+    from traceview.analyses.calls import dominant_kind
+
+    kind = dominant_kind(ex.calls.calls)
+    st = next((k.stats for k in ex.calls.kinds if k.name == kind), ex.calls.stats)
     api, kernel = st["api_ns"].p50, st["kernel_ns"].p50
     if not api or kernel is None:
         return []
@@ -157,7 +163,7 @@ def _range_idle(ex: Analysis) -> list[Detected]:
         return []
     return [Detected("range-includes-idle",
                      {"api_ns_p50": api, "kernel_ns_p50": kernel, "kernel_share": round(share, 4)},
-                     {"share": share, **_copy_split(ex)})]
+                     {"share": share, **_copy_split(st)})]
 
 
 def _graph_replay(ex: Analysis) -> list[Detected]:
