@@ -34,6 +34,8 @@ CONFIDENCE = 0.95
 SEED = 20_261_130
 CALL_METRICS = ("api_ns", "kernel_ns", "launch_latency_ns", "host_overhead_ns", "pre_launch_ns",
                 "launch_api_ns", "sync_ns")
+# ``host.functions`` rows diff asks of a trace it analyses: all of them.
+ALL_FUNCTIONS = 10**9
 # Capture metadata fields that must match for a comparison to answer one question.
 SAME_QUESTION = ("op", "impl", "shape", "dtype", "strides", "layout", "scalars")
 
@@ -144,9 +146,12 @@ def load_report(path: str | Path) -> Report:
                 raise
             except TraceviewError as exc:
                 raise TraceLoadError(p, f"not a usable explain report: {exc}") from None
+    from traceview.options import Options
     from traceview.report.pipeline import analyze
 
-    return analyze(p)
+    # every function, not explain's top 50 by self time: a function below that cut on
+    # one side would read "new" or "gone" on the other with its full size
+    return analyze(p, Options(functions_limit=ALL_FUNCTIONS))
 
 
 def _report_problem(doc: dict[str, Any]) -> str | None:
