@@ -34,6 +34,8 @@ class BaselineMeta(msgspec.Struct, frozen=True):
     full_api_ns_p50: int | float | None = None
     amortized_submit_ns: int | float | None = None
     device_ns: int | float | None = None
+    # graph mode: one synchronized graph replay, the graph-mode analogue of the full API
+    replay_ns_p50: int | float | None = None
     per_process: Any = None  # one row of the figures per fresh process, when measured so
     split: dict[str, Any] | None = None  # the call's unprofiled split (docs/capture.md)
 

@@ -32,6 +32,15 @@ def build_report(a: Analysis) -> m.Report:
     lane = a.timeline.lane
     calls = a.calls
     pc = a.per_call
+    # a training step runs many ops: no one op's name, shapes or bytes stands for it
+    op = None if a.steps else op_info(a)
+    steps = steps_info(a)
+    unprofiled = unprofiled_info(a, steps)
+    # the one unprofiled call figure of the report (the split's where measured): the
+    # per-call notes say the same call and share as the verdict and the split
+    u_ns = unprofiled.call_ns if unprofiled is not None else None
+    u_share = (round(u_ns / unprofiled.profiled_call_ns, 4)
+               if u_ns and unprofiled is not None and unprofiled.profiled_call_ns else None)
     calls_info = m.CallsInfo(
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
@@ -44,14 +53,9 @@ def build_report(a: Analysis) -> m.Report:
         tree=tuple(_tree(n) for n in pc.tree) if pc else (),
         perturbation=None if pc is None else m.PerturbationInfo(
             pc.perturbation.python_frames_per_call, pc.perturbation.events_per_call,
-            pc.perturbation.profiler_ns_per_call, pc.perturbation.unprofiled_ns,
-            pc.perturbation.unprofiled_share),
+            pc.perturbation.profiler_ns_per_call, u_ns if u_share else None, u_share),
         tree_warm_calls=pc.warm_calls if pc else 0,
     )
-    # a training step runs many ops: no one op's name, shapes or bytes stands for it
-    op = None if a.steps else op_info(a)
-    steps = steps_info(a)
-    unprofiled = unprofiled_info(a, steps)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -139,7 +143,13 @@ def _unprofiled_calls(a: Analysis) -> UnprofiledInfo | None:
         source = ("--unprofiled-call" if override else "capture's baseline"
                   if unprofiled_baseline(a.trace) else "capture_steps' unprofiled steps")
         return from_model(pc.tree, call, profiled, prof_cats, source)
-    return none_known(profiled)
+    why = None
+    if cap is not None and cap.baseline is not None:
+        why = ("the capture's baseline is of warm calls, not of this cold call"
+               if cap.kind == "cold" else
+               "the capture's baseline has no figure comparable to these calls (a graph "
+               "replay synchronized each call, or the amortized submit)")
+    return none_known(profiled, why)
 
 
 def _label(a: Analysis, lane: int | None) -> str:

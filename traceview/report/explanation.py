@@ -212,17 +212,30 @@ def _are_steps(trace: Trace, calls: CallsSummary, thread_lane: int) -> bool:
 
 def unprofiled_baseline(trace: Trace) -> int | None:
     """The capture's unprofiled figure comparable to a profiled warm call: the
-    synchronized full API (``--sync end``: the amortized submit); none for cold twins and
-    graph replays."""
+    synchronized full API (``--sync end``: the amortized submit; graph mode: one
+    synchronized graph replay); none for cold twins."""
+    label = baseline_label(trace)
+    if label is None:
+        return None
+    assert trace.capture is not None and trace.capture.baseline is not None
+    value = getattr(trace.capture.baseline, label[0])
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def baseline_label(trace: Trace) -> tuple[str, str] | None:
+    """(the baseline field comparable to the calls, its words), or None: a cold twin's
+    call is not a warm one, and a graph replay not synchronized each call has none."""
     cap = trace.capture
-    if cap is None or cap.baseline is None:
+    if cap is None or cap.baseline is None or cap.kind == "cold":
         return None
     proto = cap.protocol or ProtocolMeta()
-    if (proto.mode or "eager") != "eager" or cap.kind == "cold":
-        return None
-    base = cap.baseline
-    value = base.amortized_submit_ns if proto.sync == "end" else base.full_api_ns_p50
-    return value if isinstance(value, int) and value > 0 else None
+    if (proto.mode or "eager") == "graph":
+        if proto.sync == "end":
+            return None
+        return "replay_ns_p50", "unprofiled graph replay"
+    if proto.sync == "end":
+        return "amortized_submit_ns", "unprofiled amortized submit"
+    return "full_api_ns_p50", "unprofiled"
 
 
 def _check_identities(ex: Analysis) -> None:

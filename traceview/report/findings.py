@@ -252,7 +252,7 @@ def _reproducer(ex: Analysis) -> list[Detected]:
                      {"missing": missing, "steps": bool(ex.steps)})]
 
 
-def _perturbation(ex: Analysis) -> list[Detected]:
+def _perturbation(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Detected]:
     facts: dict[str, Any] = {"with_stack": ex.has_python_frames}
     evidence: dict[str, Any] = {}
     if ex.has_python_frames:
@@ -273,16 +273,20 @@ def _perturbation(ex: Analysis) -> list[Detected]:
         worst = max(spikes, key=lambda c: c.categories.get("profiler", 0))
         facts["spike"] = (worst.categories["profiler"], worst.index)
         evidence["spike_calls"] = [c.index for c in spikes]
-    from traceview.report.explanation import unprofiled_baseline
+    from traceview.report.explanation import baseline_label, unprofiled_baseline
 
-    cap = ex.trace.capture
-    sync = cap.protocol.sync if cap is not None and cap.protocol is not None else None
-    # Compare like with like (unprofiled_baseline): a call that synchronizes with the
-    # synchronized full-API figure, a call that only submits (--sync end) with the
-    # amortized submit time; never a cold call (cold twins) and never graph replays.
-    like = ("amortized_submit_ns", "unprofiled amortized submit") if sync == "end" \
-        else ("full_api_ns_p50", "unprofiled")
+    # The report's one unprofiled call figure (``UnprofiledInfo.call_ns``: the measured
+    # split's, --unprofiled-call, else capture's baseline compared like with like by
+    # ``baseline_label``): a second figure here beside the split's made one report say
+    # 5.6x and 5.07x of the same call.
+    like = baseline_label(ex.trace) or ("full_api_ns_p50", "unprofiled")
     unprof = unprofiled_baseline(ex.trace)
+    if unprofiled is not None and unprofiled.call_ns and unprofiled.method:
+        if (unprofiled.method or "").startswith(MEASURED):
+            like = ("split.call_ns", "unprofiled (measured split)")
+        elif unprofiled.call_source == "--unprofiled-call":
+            like = ("--unprofiled-call", "unprofiled (--unprofiled-call)")
+        unprof = unprofiled.call_ns
     if unprof and warm_p50 and ex.calls.warm_count:
         ratio = warm_p50 / unprof
         facts["baseline"] = (warm_p50, like[1], unprof, ratio)
@@ -329,6 +333,8 @@ DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
     _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
     _reproducer, _no_python_frames, _input_problems,
 ]
+# detectors that read the call's unprofiled figure (``detect``'s ``unprofiled``)
+WITH_UNPROFILED: frozenset[Callable[..., list[Detected]]] = frozenset({_perturbation})
 
 
 def _cut_short(ex: Analysis) -> bool:
@@ -342,7 +348,9 @@ def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Findi
     from traceview.report.messages import phrase
 
     cut = _cut_short(ex)
-    detected = _verdict(ex, unprofiled) + [d for det in DETECTORS for d in det(ex)]
+    detected = _verdict(ex, unprofiled) + [
+        d for det in DETECTORS
+        for d in (det(ex, unprofiled) if det in WITH_UNPROFILED else det(ex))]
     found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
              for d in detected if not (cut and d.id in FROM_ABSENCE)]
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))

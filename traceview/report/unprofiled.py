@@ -163,10 +163,13 @@ def _float(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def none_known(profiled_call: int | None) -> UnprofiledInfo:
+def none_known(profiled_call: int | None, why: str | None = None) -> UnprofiledInfo:
+    """No unprofiled call figure; ``why``: what the trace's capture baseline lacks, where
+    it has one (a cold twin's baseline is of warm calls), else none is carried."""
+    why = why or "the trace carries no capture baseline"
     return UnprofiledInfo(
         None, 0, None, None, None, {}, (), profiled_call_ns=profiled_call,
-        note="no unprofiled figure: the trace carries no capture baseline and none was given "
+        note=f"no unprofiled figure: {why} and none was given "
              "(--unprofiled-call); the profiled figures are inflated by an unknown amount, "
              "most where a call records many small events")
 
@@ -204,20 +207,23 @@ def from_model(tree: Sequence[Any], call_u: int, profiled_call: int,
                profiled_categories: dict[str, int], call_source: str) -> UnprofiledInfo:
     """Only the call is known: every profiled figure scaled by one ratio, the unprofiled
     call over the profiled call without the profiler's own time (its category's p50)."""
-    top = [n for n in tree if n.category not in SKIP_CATEGORIES]
     own = sum(v for k, v in profiled_categories.items() if k in SKIP_CATEGORIES)
     ratio = call_u / max(profiled_call - own, 1)
     prof = profiled_by_name(tree)
     functions = [UnprofiledFunction(name, min(call_u, round(prof[name] * ratio)), None, None,
                                     prof[name], MODEL)
                  for name in choose(tree, profiled_call)]
-    raw: dict[str, float] = {}
-    for n in _walk(top):
-        if n.category not in SKIP_CATEGORIES:
-            raw[n.category] = raw.get(n.category, 0.0) + (n.self_ns + n.folded_ns) * ratio
+    # the categories shown beside their profiled p50s, times the same ratio: the tree's
+    # self times held no untraced time, and scaled to the call they came out 0.013x to
+    # 0.171x their profiled figures under a line that said x 0.159
+    raw = {k: v * ratio for k, v in profiled_categories.items()
+           if k not in SKIP_CATEGORIES and v > 0}
+    spread = call_u / sum(raw.values()) if raw else 1.0
     return UnprofiledInfo(
         method=f"{MODEL}: every profiled figure x {ratio:.3f} (the unprofiled call over the "
-               "profiled call without the profiler's own time)", calls=0,
+               "profiled call without the profiler's own time); categories: their profiled "
+               f"p50s x {ratio:.3f}, then x {spread:.3f} to sum to the call (p50s of each "
+               "category do not sum to the call's p50)", calls=0,
         call_ns=call_u, low_ns=None, high_ns=None,
         categories=_normalise(raw, call_u),
         functions=tuple(sorted(functions, key=lambda f: -(f.inclusive_ns or 0))),
