@@ -184,7 +184,7 @@ def _legend_lines(items: list[Text], width: int) -> list[Text]:
 
 
 def _waterfall(r: Report, width: int) -> RenderableType | None:
-    """One typical call (median wall time) as two bars on a shared time axis."""
+    """The typical call (its kind's median wall time) as two bars on a shared time axis."""
     t = r.typical_call
     call = r.typical
     if t is None or call is None:

@@ -239,7 +239,8 @@ class Segment:
 
 @dataclass(frozen=True)
 class TypicalCall:
-    """The warm call whose wall time is nearest the p50 (lowest index on a tie), with what
+    """The typical call (``analyses.calls.typical``: a warm call of the dominant kind,
+    nearest its kind's p50; lowest index on a tie), the verdict's call, with what
     the waterfall, the Mermaid chart and the SVG draw: host segments clipped to the call,
     device busy intervals up to ``axis_end_ns`` (the call's end or its last device work's)."""
 
