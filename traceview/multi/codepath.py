@@ -93,7 +93,7 @@ class Functions:
 
 def report_functions(report: Report) -> Functions:
     figs, complete = function_figures(report)
-    present = {}
+    present: dict[str, str] = {}
     for f in report.host.functions:
         present.setdefault(function_identity(f.name), function_key(f.name))
     return Functions(figs, present, complete)

@@ -333,8 +333,6 @@ DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
     _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
     _reproducer, _no_python_frames, _input_problems,
 ]
-# detectors that read the call's unprofiled figure (``detect``'s ``unprofiled``)
-WITH_UNPROFILED: frozenset[Callable[..., list[Detected]]] = frozenset({_perturbation})
 
 
 def _cut_short(ex: Analysis) -> bool:
@@ -350,7 +348,8 @@ def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Findi
     cut = _cut_short(ex)
     detected = _verdict(ex, unprofiled) + [
         d for det in DETECTORS
-        for d in (det(ex, unprofiled) if det in WITH_UNPROFILED else det(ex))]
+        # the perturbation finding cites the report's one unprofiled call figure
+        for d in (_perturbation(ex, unprofiled) if det is _perturbation else det(ex))]
     found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
              for d in detected if not (cut and d.id in FROM_ABSENCE)]
     return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
