@@ -65,8 +65,8 @@ def holds(ev, times):
 
 
 def slow(durs, cold=(), first_ratio=5.0, ratio=2.0):
-    """Indices the slow-call rule (docs/findings.md) leaves out of the warm calls: over
-    2x the lower median of the other non-cold calls of the kind (a first call: 5x)."""
+    """Indices the slow-call rule (docs/findings.md) names cold or outlier: over 2x the
+    lower median of the other non-cold calls of the kind (a first call: 5x)."""
     out = []
     for k, d in enumerate(durs):
         others = [x for j, x in enumerate(durs) if j != k and j not in cold]
@@ -75,6 +75,13 @@ def slow(durs, cold=(), first_ratio=5.0, ratio=2.0):
         if d > (first_ratio if k == 0 else ratio) * p50(others):
             out.append(k)
     return out
+
+
+def first_cold(durs, events, bufs):
+    """The calls the slow-call rule makes cold, the only ones the statistics leave out:
+    a first call over 5x the others, unless the profiler's buffer set-up inside it makes
+    it an outlier (named, and counted)."""
+    return {k for k in slow(durs) if k == 0 and not holds(events[k], bufs)}
 
 
 def buffer_requests(evs):
@@ -117,7 +124,7 @@ def test_loop_sync_20_frame_calls_with_their_sync():
     # call 0: the profiler's buffer set-up; call 1: 3.6x the others (slow, explained)
     outliers = sorted({0} | set(slow([e["e"] - e["s"] for e, _ in calls])))
     assert c.outlier_indices == outliers == [0, 1]
-    warm = [x for i, x in enumerate(calls) if i not in outliers]
+    warm = calls  # outliers are named and stay in the statistics; no call is cold
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e, _ in warm])
     assert c.api_sync.p50 == p50([s - e["s"] for e, s in warm])
     assert c.description == ("20 calls: shapes.py(28): triton_mul, found from Python frames "
@@ -135,7 +142,7 @@ def test_loop_two_ops_two_kinds():
     everything = []
     for calls, kname in ((tri, "shapes.py(28): triton_mul"), (mul, mul[0][0]["name"])):
         durs = [e["e"] - e["s"] for e, _ in calls]
-        out = set(slow(durs)) | {i for i, (e, _) in enumerate(calls) if holds(e, bufs)}
+        out = first_cold(durs, [e for e, _ in calls], bufs)
         warm = [d for i, d in enumerate(durs) if i not in out]
         assert (kinds[kname].count, kinds[kname].warm_count) == (40, len(warm))
         assert kinds[kname].stats["api_ns"].p50 == p50(warm)
@@ -151,7 +158,7 @@ def test_user_ranges_over_compiled_regions(name):
                      and e["name"].startswith("call_")), key=lambda e: e["s"])
     bufs = buffer_requests(evs)
     durs = [e["e"] - e["s"] for e in ranges]
-    out = set(slow(durs)) | {i for i, e in enumerate(ranges) if holds(e, bufs)}
+    out = first_cold(durs, ranges, bufs)
     warm = [d for i, d in enumerate(durs) if i not in out]
     c = analysed(name).calls
     assert (c.pattern, len(c.calls), c.cold_indices) == ("call_#", 30, [])
@@ -202,8 +209,8 @@ def test_model_schedule_cold_first_step_compiles_the_rest_warm():
     assert (c.source, len(c.calls), c.cold_indices) == ("profiler_steps", 4, cold)
     assert "compile" in c.calls[0].cold_reason
     durs = [e["e"] - e["s"] for e in steps]
-    out = set(cold) | set(slow(durs, cold))  # step 1: 2.6x the other warm steps
+    # step 1: 2.6x the other warm steps, an outlier: named, and counted
     assert c.outlier_indices == sorted(set(slow(durs, cold)) - set(cold)) == [1]
-    assert c.stats["api_ns"].p50 == p50([d for i, d in enumerate(durs) if i not in out])
+    assert c.stats["api_ns"].p50 == p50([d for i, d in enumerate(durs) if i not in cold])
     assert all(call.categories.get("compile", 0) == 0 for call in c.calls[1:])
     assert ex.host_categories["compile"] > 0
