@@ -46,6 +46,53 @@ class FixtureReports(Mapping):
         return len(FIXTURE_NAMES)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Run in parallel by default where pytest-xdist is installed: the suite is hundreds of
+    independent tests and a newcomer's plain ``python -m pytest`` should use every core.
+    An explicit ``-n`` (``-n 0`` for one process), ``-p no:xdist``, ``--pdb`` or
+    ``TRACEVIEW_TESTS_SERIAL=1`` keeps the choice with the user. This runs before xdist's
+    own hook of the same name (a conftest registers after the plugin, so it is called
+    first), which turns ``numprocesses`` into workers."""
+    if os.environ.get("TRACEVIEW_TESTS_SERIAL") == "1" or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("usepdb", False):
+        return
+    if getattr(config.option, "numprocesses", None) is None:
+        config.option.numprocesses = "auto"
+
+
+#: markers whose tests start child processes running torch, or a Ray cluster: seconds to
+#: minutes each, so they belong to the slow tier with the tests marked ``slow`` by hand
+SLOW_MARKERS = ("slow", "capture", "ray")
+SLOW_TIER_HINT = "python -m pytest -m slow"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The two tiers: a plain ``python -m pytest`` (the README's command) runs the fast
+    tier, every test but the slow ones; ``-m slow`` runs the slow tier; CI runs both.
+    Naming test files or ids, or giving any ``-m``, selects exactly what was asked."""
+    slow = [i for i in items if any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
+    for item in slow:
+        item.add_marker(pytest.mark.slow)
+    if config.option.markexpr or config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return
+    if slow:
+        fast = [i for i in items if not any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
+        config.hook.pytest_deselected(items=slow)
+        items[:] = fast
+        config.stash[_SLOW_LEFT] = len(slow)
+
+
+_SLOW_LEFT = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if n := config.stash.get(_SLOW_LEFT, 0):
+        terminalreporter.write_line(
+            f"fast tier: {n} slow tests (child processes, clusters) left for `{SLOW_TIER_HINT}`")
+
+
 @pytest.fixture(scope="session")
 def fixture_reports() -> FixtureReports:
     """The one cache of the fixtures' Reports that every test shares."""

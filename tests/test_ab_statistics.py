@@ -148,6 +148,7 @@ def _sequential_verdict(rng: random.Random, delta: float, sd: float, until) -> t
     return c.verdict, len(d)
 
 
+@pytest.mark.slow
 def test_stopping_at_the_first_look_that_excludes_zero_keeps_the_error_rate():
     """A/A rounds with the time-budget rule (stop as soon as a look's interval excludes
     zero): the chance of any verdict stays at most 5% (planned looks at alpha / L);

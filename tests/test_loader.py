@@ -18,6 +18,7 @@ def test_kineto_float_microseconds_to_exact_ns():
     assert _to_ns(float("nan")) is None and _to_ns("abc") is None
 
 
+@pytest.mark.slow
 def test_every_fixture_timestamp_is_exact():
     """round(float * 1000) equals the decimal digits read as text, for every ts/dur."""
     num = re.compile(rb'"(?:ts|dur)":\s*(-?\d+)\.(\d{1,3})\b')

@@ -193,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fuzz_native: sanitized helpers from {args.child} in use", flush=True)
     import pytest
 
-    rc = pytest.main(["-q", "-p", "no:cacheprovider", "-x", str(ROOT / "tests" / "test_fastscan.py"),
+    # -n 0: the sanitized libraries are swapped into this process, so no xdist workers
+    rc = pytest.main(["-q", "-p", "no:cacheprovider", "-n", "0", "-x",
+                      str(ROOT / "tests" / "test_fastscan.py"),
                       str(ROOT / "tests" / "test_sweep.py")], plugins=[_Sanitized(args.child)])
     if rc != 0:
         return int(rc)
