@@ -92,7 +92,7 @@ def test_runner_needs_nothing_it_runs_and_capture_none_of_the_products_built_on_
     for mod, deps in graph.items():
         inside = {d for d in deps if d.startswith("traceview.")}
         if mod.startswith("traceview.runner"):
-            assert inside <= {"traceview.errors", "traceview.capture.config",
+            assert inside <= {"traceview.errors", "traceview.workload.config",
                               *(d for d in inside if d.startswith("traceview.runner"))}, mod
         if mod.startswith("traceview.capture"):
             assert not {d for d in inside if d.startswith(

@@ -94,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
 
-    from traceview.capture import device as device_mod
-    from traceview.capture.config import CaptureConfig
     from traceview.capture.metadata import versions
     from traceview.sweep.sweep import DEFINITIONS, bandwidth_bound
+    from traceview.workload import device as device_mod
+    from traceview.workload.config import CaptureConfig
 
     doc: dict = {"op": a.op, "dtype": a.dtype, "definitions": DEFINITIONS, "curves": {}}
     t0 = time.monotonic()

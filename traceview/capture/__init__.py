@@ -17,7 +17,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from traceview.capture.config import CaptureConfig, parse_shapes, parse_sweep
+from traceview.workload.config import CaptureConfig, parse_shapes, parse_sweep
 
 if TYPE_CHECKING:
     from traceview.capture.protocol import CaptureResult

@@ -49,7 +49,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
     says correctness was not checked.
     """
     from traceview.capture import baseline, metadata, profiling, tracefile
-    from traceview.capture.device import Device, import_torch
+    from traceview.workload.device import Device, import_torch
 
     torch = import_torch()
     tensors = [a for a in inputs if isinstance(a, torch.Tensor)]

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.runner.process import measure_in_module
-from traceview.runner.wire import decode_config, encode_config
+from traceview.workload.config import CaptureConfig
+from traceview.workload.wire import decode_config, encode_config
 
 #: Fresh processes measured. One process's median can sit far from another's on the
 #: H200 machine (torch.mul 1x4096: 12.5 vs 21.5 us; the Triton mul: 57 to 108 us, same
@@ -80,8 +80,8 @@ def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
             check: bool) -> Prepared:
     """Seeded inputs, the implementation, its first call (checked against the reference
     when ``check``), then ``config.warmup`` synchronized calls."""
-    from traceview.capture.impls import build_impl, on_streams
-    from traceview.capture.inputs import make_inputs
+    from traceview.workload.impls import build_impl, on_streams
+    from traceview.workload.inputs import make_inputs
 
     inputs = make_inputs(dev.torch, config, dev.torch_device)
     impl = build_impl(config, dev, inputs, stack)
@@ -113,8 +113,8 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
     after the measurement.
     """
     from traceview.capture import baseline as baseline_mod
-    from traceview.capture import device as device_mod
-    from traceview.capture.graphs import capture_graph
+    from traceview.workload import device as device_mod
+    from traceview.workload.graphs import capture_graph
 
     mark = phases.mark if phases is not None else (lambda _name: None)
     dev = device_mod.open_device(config)

@@ -16,8 +16,8 @@ import sys
 from typing import Any
 
 from traceview.capture.baseline import TIMER
-from traceview.capture.config import CaptureConfig
 from traceview.documents import stamp
+from traceview.workload.config import CaptureConfig
 
 SCHEMA = stamp("capture")  # the version field the block starts with (documents.py)
 

@@ -20,12 +20,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.documents import stamp
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.render.measured.checks import failure_headline as headline
 from traceview.runner import isolation
 from traceview.runner.outcome import Outcome
+from traceview.workload.config import CaptureConfig
 
 CHECK_ENTRY = "traceview.checks.check_child:check"
 #: Default seconds the isolated check may go without an answer before it is a hang. It
@@ -47,7 +47,7 @@ def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
     (``traceview ab`` checks each side in its own interpreter and environment). Raises CaptureError (cannot run: no GPU, FlagGems missing),
     CorrectnessError (wrong values or a crash, with ``.report``) or KernelHangError.
     """
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     env = dict(env or {})
     if cache_root is not None:

@@ -114,9 +114,9 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
              check_cache=False, launcher="auto") -> None:
     from rich.console import Console
 
-    from traceview.capture import config as cfg
-    from traceview.capture.ops import canonical_dtype
     from traceview.errors import CaptureError, CorrectnessError
+    from traceview.workload import config as cfg
+    from traceview.workload.ops import canonical_dtype
 
     if format not in ("text", "json"):
         raise CaptureError(f"--format must be text or json; got {format!r}")

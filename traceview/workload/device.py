@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture import ops
-from traceview.capture.config import CaptureConfig
 from traceview.errors import CaptureError
+from traceview.workload import ops
+from traceview.workload.config import CaptureConfig
 
 
 def import_torch() -> Any:

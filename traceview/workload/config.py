@@ -14,8 +14,19 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from traceview.capture import ops, tracefile
 from traceview.errors import CaptureError
+from traceview.workload import ops
+
+SUFFIXES = (".json.gz", ".json")
+
+
+def check_out_path(path: Path) -> None:
+    """``--out`` must name a ``.json`` or ``.json.gz`` file in a writable place."""
+    if not str(path).endswith(SUFFIXES):
+        raise CaptureError(f"--out {path}: the trace name must end in .json.gz or .json")
+    if path.exists() and path.is_dir():
+        raise CaptureError(f"--out {path} is a folder; give a file name ending in .json.gz")
+
 
 IMPLS = ("triton", "torch", "inductor", "flag_gems", "fn")
 LAYOUTS = ("contiguous", "transposed", "strided")
@@ -188,7 +199,7 @@ class CaptureConfig:
         if self.layout == "strided" and first[-1] < 2:
             raise CaptureError("--layout strided needs a last dimension > 1")
         if self.out is not None:
-            tracefile.check_out_path(self.out)
+            check_out_path(self.out)
         for name, value, low in (
             ("iters", self.iters, 1), ("warmup", self.warmup, 0),
             ("baseline-n", self.baseline_n, 1), ("graph-ops", self.graph_ops, 1),

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
-from traceview.capture.device import Device, import_triton
-from traceview.capture.inputs import Inputs
 from traceview.errors import CaptureError
+from traceview.workload.config import CaptureConfig
+from traceview.workload.device import Device, import_triton
+from traceview.workload.inputs import Inputs
 
 FLAG_GEMS_INSTALL = (
     "--impl flag_gems needs FlagGems, which is not importable here; install it with "
@@ -64,7 +64,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
     if config.interpreted:
         _check_interpreter_possible()
     import_triton()
-    from traceview.capture import kernels
+    from traceview.workload import kernels
 
     args = inputs.args
     fits, why = kernels.minimal_applies(device.torch, config.op, args)
@@ -89,7 +89,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
                 "type promotion, broadcasting and stride work, as an operator library does")
     detail = {
         "kernel": launcher.kernel.__name__,
-        "launcher": f"traceview.capture.kernels.{type(launcher).__name__}",
+        "launcher": f"traceview.workload.kernels.{type(launcher).__name__}",
         "launcher_form": form,
         "launcher_why": reason,
         "launcher_does": what,
@@ -148,7 +148,7 @@ def _flag_gems_impl(config, device, inputs, stack) -> Impl:
 
 def _user_impl(config, device, inputs, stack) -> Impl:
     """The user's callable (``--fn``) on the prepared arguments; see ``capture.usercode``."""
-    from traceview.capture.usercode import load_callable
+    from traceview.workload.usercode import load_callable
 
     fn = load_callable("fn", config.fn)
     args = inputs.args
