@@ -46,9 +46,9 @@ def block_order(blocks: int) -> list[str]:
 def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                  ) -> dict[str, Any]:
     from traceview.capture import baseline as baseline_mod
-    from traceview.capture.baseline_child import prepare
     from traceview.capture.metadata import versions
     from traceview.workload import device as device_mod
+    from traceview.workload.prepare import prepare
 
     mark = phases.mark if phases is not None else (lambda _name: None)
     dev = device_mod.open_device(config_a)

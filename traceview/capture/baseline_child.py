@@ -15,7 +15,6 @@ Run as ``python -m traceview.capture.baseline_child`` with the config as JSON on
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from traceview.runner.process import measure_in_module
 from traceview.workload.config import CaptureConfig
+from traceview.workload.prepare import prepare
 from traceview.workload.wire import decode_config, encode_config
 
 #: Fresh processes measured. One process's median can sit far from another's on the
@@ -62,43 +62,6 @@ def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     """The ``baseline`` block measured by one fresh interpreter (caches under cache_root)."""
     return measure_in_module("traceview.capture.baseline_child", encode_config(config),
                              cache_root, "the unprofiled baseline")
-
-
-@dataclasses.dataclass(frozen=True)
-class Prepared:
-    """One implementation ready to time: its call (on ``--streams`` streams), the raw
-    call, the inputs, the output's size, and the correctness block (when checked)."""
-
-    call: Any
-    impl_call: Any
-    inputs: Any
-    out_bytes: int
-    checked: dict[str, Any] | None
-
-
-def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
-            check: bool) -> Prepared:
-    """Seeded inputs, the implementation, its first call (checked against the reference
-    when ``check``), then ``config.warmup`` synchronized calls."""
-    from traceview.workload.impls import build_impl, on_streams
-    from traceview.workload.inputs import make_inputs
-
-    inputs = make_inputs(dev.torch, config, dev.torch_device)
-    impl = build_impl(config, dev, inputs, stack)
-    first = impl.call()
-    dev.sync()
-    checked = None
-    if check:
-        from traceview.checks import correctness
-
-        checked = correctness.check(dev.torch, config, inputs, first)
-    out_bytes = first.numel() * first.element_size()
-    del first
-    call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
-    for _ in range(config.warmup):
-        call()
-        dev.sync()
-    return Prepared(call, impl.call, inputs, out_bytes, checked)
 
 
 def measure_here(config: CaptureConfig, *, check: bool = False,

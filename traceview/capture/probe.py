@@ -89,8 +89,8 @@ def copy_bandwidth(dev: Any, op_bytes: int | None) -> dict[str, Any] | None:
 def probe_child(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     """Entry for ``isolation.run_child``: prepare the side's call as its timed processes
     do, then :func:`kernels_used` (and the copy rates for the op's bytes)."""
-    from traceview.capture.baseline_child import prepare
     from traceview.workload import device as device_mod
+    from traceview.workload.prepare import prepare
     from traceview.workload.wire import decode_config
 
     config = decode_config(payload["config"])

@@ -23,9 +23,9 @@ from traceview.errors import CaptureError
 
 def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
     """The split block for ``names`` measured in this process."""
-    from traceview.capture.baseline_child import prepare
     from traceview.unprofiled import find, split
     from traceview.workload import device as device_mod
+    from traceview.workload.prepare import prepare
 
     dev = device_mod.open_device(config)
     with contextlib.ExitStack() as stack:
