@@ -47,6 +47,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                  ) -> dict[str, Any]:
     from traceview.capture import baseline as baseline_mod
     from traceview.capture.metadata import versions
+    from traceview.checks import correctness
     from traceview.workload import device as device_mod
     from traceview.workload.prepare import prepare
 
@@ -57,7 +58,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
     mark("cuda_init")
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        sides = {label: prepare(cfg, dev, stack, check=True)
+        sides = {label: prepare(cfg, dev, stack, check=correctness.check)
                  for label, cfg in (("A", config_a), ("B", config_b))}
         mark("build_compile_warmup")
         n = config_a.baseline_n

@@ -76,6 +76,7 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
     after the measurement.
     """
     from traceview.capture import baseline as baseline_mod
+    from traceview.checks import correctness
     from traceview.workload import device as device_mod
     from traceview.workload.graphs import capture_graph
 
@@ -86,7 +87,8 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
     torch = dev.torch
     what = f"--impl {config.impl} {config.op}"
     with contextlib.ExitStack() as stack:
-        ready = prepare(config, dev, stack, check=check)
+        ready = prepare(config, dev, stack,
+                        check=correctness.check if check else None)
         mark("build_compile_warmup")
         replay = None
         if config.mode == "graph":
@@ -94,8 +96,6 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
             graph.replay()
             dev.sync()
             if check:  # the replays are what gets timed: check what they produce too
-                from traceview.checks import correctness
-
                 correctness.check(torch, config, ready.inputs, graph.outputs[-1])
             replay = graph.replay
         block = baseline_mod.measure(dev, ready.call, config.baseline_n, ready.out_bytes,

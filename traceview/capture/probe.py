@@ -97,7 +97,7 @@ def probe_child(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     dev = device_mod.open_device(config)
     emit({"ready": True})
     with contextlib.ExitStack() as stack:
-        ready = prepare(config, dev, stack, check=False)
+        ready = prepare(config, dev, stack, check=None)
         block = kernels_used(dev, ready.call)
     return {"status": "ok", "kernels_used": block}
 

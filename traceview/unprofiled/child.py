@@ -29,7 +29,7 @@ def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
 
     dev = device_mod.open_device(config)
     with contextlib.ExitStack() as stack:
-        ready = prepare(config, dev, stack, check=False)
+        ready = prepare(config, dev, stack, check=None)
         found = find.functions_for(names)
         targets = {n: found[n] for n in names if n in found}
         block = split.measure(ready.call, dev.sync, targets)

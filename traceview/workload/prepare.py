@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from traceview.workload.config import CaptureConfig
@@ -27,10 +28,16 @@ class Prepared:
     checked: dict[str, Any] | None
 
 
+#: What checks a first output: ``(torch, config, inputs, output) -> correctness block``.
+#: The caller passes ``checks.correctness.check``; the workload sits beneath the checks
+#: and never imports them.
+Checker = Callable[[Any, CaptureConfig, Any, Any], dict[str, Any]]
+
+
 def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
-            check: bool) -> Prepared:
-    """Seeded inputs, the implementation, its first call (checked against the reference
-    when ``check``), then ``config.warmup`` synchronized calls."""
+            check: Checker | None) -> Prepared:
+    """Seeded inputs, the implementation, its first call (given to ``check``, when one is
+    given), then ``config.warmup`` synchronized calls."""
     from traceview.workload.impls import build_impl, on_streams
     from traceview.workload.inputs import make_inputs
 
@@ -38,11 +45,7 @@ def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
     impl = build_impl(config, dev, inputs, stack)
     first = impl.call()
     dev.sync()
-    checked = None
-    if check:
-        from traceview.checks import correctness
-
-        checked = correctness.check(dev.torch, config, inputs, first)
+    checked = None if check is None else check(dev.torch, config, inputs, first)
     out_bytes = first.numel() * first.element_size()
     del first
     call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
