@@ -21,6 +21,7 @@ import typer
 
 from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 from traceview.cli._output import as_text
+from traceview.runner.outcome import CHILD_TIMEOUT_S
 
 
 def _opt(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
@@ -91,7 +92,7 @@ def capture(
     graph_ops: Annotated[int, _opt(H_GRAPH_OPS, _PROTO, "--graph-ops")] = 1,
     streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
-    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
+    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = float(CHILD_TIMEOUT_S),
     launcher: Annotated[str, _opt(H_LAUNCHER, _RUN)] = "auto",
     check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
     check_cache: Annotated[bool, _opt(H_CHECK_CACHE, _OUT, "--check-cache")] = False,

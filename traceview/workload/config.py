@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from traceview.errors import CaptureError
+from traceview.runner.outcome import CHILD_TIMEOUT_S
 from traceview.workload import ops
 
 SUFFIXES = (".json.gz", ".json")
@@ -68,7 +69,9 @@ class CaptureConfig:
     graph_ops: int = 1
     streams: int = 1
     seed: int = 0
-    timeout_s: float = 120.0  # the isolated correctness check: seconds the op may take
+    #: The isolated correctness check: seconds the op may go without an answer. The one
+    #: child limit (``runner.outcome``): it covers compiling (Inductor, autotuning).
+    timeout_s: float = float(CHILD_TIMEOUT_S)
     launcher: str = "auto"  # --impl triton: minimal where it applies, else library
     #: The user's callable (``--fn pkg.module:function``; ``impl`` is then ``"fn"``), their
     #: input builder (``--inputs``) and reference (``--ref``): see ``capture.usercode``.

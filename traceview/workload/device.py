@@ -12,7 +12,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -206,11 +205,8 @@ def nvidia_driver_version() -> str | None:
                 return buf.value.decode()
     except (OSError, AttributeError):
         pass
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip().splitlines()
-        return out[0].strip() if out else None
-    except (OSError, subprocess.SubprocessError):
-        return None
+    from traceview.runner.process import query
+
+    out = (query(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+           or "").strip().splitlines()
+    return out[0].strip() if out else None
