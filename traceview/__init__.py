@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 
+from traceview.version import __version__
+
 # Not ``typing.TYPE_CHECKING``: importing ``typing`` and ``dataclasses`` (``Options``) cost
 # ``import traceview`` over 10 ms, all before the CLI can install its signal handlers
 # (``cli/entry.py``), and a Ctrl-C then printed the interpreter's traceback.
 TYPE_CHECKING = False
 
-__version__ = "0.1.0"
 # ``Options`` and the report's types are part of the API (annotate with them, match on
 # them); they are imported on first use, like everything else here, so ``import
 # traceview`` stays cheap.

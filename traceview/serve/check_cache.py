@@ -29,8 +29,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from traceview import __version__
 from traceview.serve.spec import ServeSpec, Variant
+from traceview.version import __version__
 
 #: The packages whose versions decide a check's answer.
 PACKAGES = ("torch", "transformers", "triton", "flag_gems")
