@@ -218,7 +218,7 @@ def test_sync_end_and_sweep(tmp_path):
 
 
 def test_run_sweep_returns_data_and_writes_only_the_traces(tmp_path):
-    from traceview.capture import CaptureConfig
+    from traceview.opcapture import CaptureConfig
     from traceview.sweep import run_sweep, write_sweep
     from traceview.sweep.sweep import SweepResult, SweepRow
 
@@ -308,7 +308,7 @@ def test_flag_gems_missing_says_how_to_install(monkeypatch):
 
 def test_failed_publish_leaves_nothing_behind(tmp_path, monkeypatch):
     """Disk full while writing the second file: neither trace appears, no temp remains."""
-    from traceview.capture import tracefile
+    from traceview.opcapture import tracefile
 
     real_stage = tracefile.Publisher.stage
     calls = []
@@ -326,7 +326,7 @@ def test_failed_publish_leaves_nothing_behind(tmp_path, monkeypatch):
 
 
 def test_publisher_commits_all_or_nothing(tmp_path):
-    from traceview.capture.tracefile import Publisher
+    from traceview.opcapture.tracefile import Publisher
 
     with Publisher() as pub:
         pub.stage(tmp_path / "a.json", b"{}")

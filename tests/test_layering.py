@@ -76,7 +76,7 @@ def test_no_package_directory_holds_more_than_20_modules():
     sizes = {d.relative_to(PKG.parent).as_posix(): len(list(d.glob("*.py")))
              for d in [PKG, *PKG.rglob("*")] if d.is_dir() and (d / "__init__.py").exists()}
     assert {d: n for d, n in sizes.items() if n > MAX_MODULES} == {}
-    assert sizes["traceview/capture"] > 1
+    assert sizes["traceview/opcapture"] > 1
 
 
 def test_the_measuring_packages_are_those_the_architecture_names():
@@ -94,7 +94,7 @@ def test_runner_needs_nothing_it_runs_and_capture_none_of_the_products_built_on_
         if mod.startswith("traceview.runner"):
             assert inside <= {"traceview.errors", "traceview.workload.config",
                               *(d for d in inside if d.startswith("traceview.runner"))}, mod
-        if mod.startswith("traceview.capture"):
+        if mod.startswith("traceview.opcapture"):
             assert not {d for d in inside if d.startswith(
                 ("traceview.ab", "traceview.sweep", "traceview.serve"))}, mod
 

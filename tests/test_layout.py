@@ -103,7 +103,7 @@ def test_type_only_imports_are_seen(tmp_path, monkeypatch):
 
 
 #: The measuring packages: they run processes and import torch; each other's imports are theirs.
-MEASURING = ("traceview.capture", "traceview.checks", "traceview.ab", "traceview.sweep",
+MEASURING = ("traceview.opcapture", "traceview.checks", "traceview.ab", "traceview.sweep",
              "traceview.serve", "traceview.runner", "traceview.unprofiled", "traceview.workload")
 
 
@@ -114,7 +114,7 @@ def test_capture_is_imported_only_by_the_cli_and_the_public_api():
     for mod, deps in graph.items():
         if mod.startswith((*MEASURING, "traceview.cli")) or mod == "traceview":
             continue
-        assert not {d for d in deps if d.startswith("traceview.capture")}, (mod, deps)
+        assert not {d for d in deps if d.startswith("traceview.opcapture")}, (mod, deps)
     assert any(d.startswith("traceview.workload") for d in graph["traceview.cli.ab_cmd"])
 
 

@@ -102,7 +102,7 @@ def test_export_parquet_target_is_checked_first(tmp_path, no_work):
 ])
 def test_capture_and_ab_out_are_checked_before_any_run(tmp_path, command, monkeypatch):
     import traceview.ab.harness as ab_mod
-    import traceview.capture.protocol as protocol
+    import traceview.opcapture.protocol as protocol
 
     def boom(*a, **k):
         raise AssertionError("ran before the output path was checked")

@@ -62,11 +62,11 @@ def test_capture_is_a_typed_callable() -> None:
     calls (not run here: it needs torch, and ``tests/test_capture_fn.py`` runs it)."""
     run: Callable[..., dict[str, Any]] = traceview.capture
     assert callable(run)
-    from traceview.capture.api import capture
+    from traceview.opcapture.api import capture
 
     params = list(inspect.signature(capture).parameters)
     assert params[:3] == ["fn", "inputs", "reference"]
-    from traceview.capture import CaptureConfig  # the package is still the package
+    from traceview.opcapture import CaptureConfig  # the package is still the package
 
     assert CaptureConfig.__name__ == "CaptureConfig"
 

@@ -53,10 +53,10 @@ if TYPE_CHECKING:
     from os import PathLike
 
     from traceview.analyses.breakdown import Cell as Cell
-    from traceview.capture.api import capture as capture
     from traceview.diagnostics import Diagnostic as Diagnostic
     from traceview.model import Trace as Trace
     from traceview.multi.ranks import RanksReport as RanksReport
+    from traceview.opcapture.api import capture as capture
     from traceview.options import Options as Options
     from traceview.report.model import CallRow as CallRow
     from traceview.report.model import CallsInfo as CallsInfo
@@ -132,14 +132,14 @@ def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
 
 
 def __getattr__(name: str) -> object:
-    """``Options``, the report's types, and ``traceview.capture``: the capture package,
+    """``Options``, the report's types, and ``traceview.opcapture``: the capture package,
     which is also callable as ``traceview.capture(fn, *inputs, reference=...)`` (typed as
-    ``traceview.capture.api.capture``, which it calls). Imported on first use (the
+    ``traceview.opcapture.api.capture``, which it calls). Imported on first use (the
     package itself is torch-free)."""
     import importlib
 
     if name == "capture":
-        return importlib.import_module("traceview.capture")
+        return importlib.import_module("traceview.opcapture")
     if name == "capture_steps":  # a user's training loop: unprofiled step times recorded
         return importlib.import_module("traceview.unprofiled.steps").capture_steps
     if name in _TYPES:

@@ -59,7 +59,7 @@ def import_libraries(phases: Phases, *, triton: bool, flag_gems: bool = False) -
 def measure_side(text: str) -> dict[str, Any]:
     """One side's process (``ChildSpec.call``): the config's baseline, checked, with the
     process's phases (``phases_ns``)."""
-    from traceview.capture.baseline_child import measure_here
+    from traceview.opcapture.baseline_child import measure_here
     from traceview.workload.wire import decode_config
 
     phases = Phases()

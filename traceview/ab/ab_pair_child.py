@@ -45,9 +45,9 @@ def block_order(blocks: int) -> list[str]:
 
 def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                  ) -> dict[str, Any]:
-    from traceview.capture import baseline as baseline_mod
-    from traceview.capture.metadata import versions
     from traceview.checks import correctness
+    from traceview.opcapture import baseline as baseline_mod
+    from traceview.opcapture.metadata import versions
     from traceview.workload import device as device_mod
     from traceview.workload.prepare import prepare
 

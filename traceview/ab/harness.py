@@ -65,10 +65,10 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
 #: libraries may import it: 4-5 s of a process's start, paid here once; the correctness
 #: check itself no longer needs it), so the child only creates its CUDA context, builds,
 #: compiles or loads, and measures.
-PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.capture.baseline_child",
-           "traceview.capture.baseline", "traceview.workload.impls",
+PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.opcapture.baseline_child",
+           "traceview.opcapture.baseline", "traceview.workload.impls",
            "traceview.workload.inputs", "traceview.checks.correctness",
-           "traceview.workload.graphs", "traceview.capture.metadata")
+           "traceview.workload.graphs", "traceview.opcapture.metadata")
 
 
 def preload_for(*impls: str) -> tuple[str, ...]:
@@ -111,14 +111,14 @@ def profiled_trace(side: ChildSpec, config: Any, out: Path,
 def probe_kernels(side: ChildSpec, config: Any) -> dict[str, Any]:
     """The kernels ``config`` launches per call in ``side``'s process setting: one fresh,
     profiled process (``probe.probe_child``), never one of the timed ones."""
-    from traceview.capture.probe import CPU_NOTE
     from traceview.checks.failure import STARTUP_S
+    from traceview.opcapture.probe import CPU_NOTE
     from traceview.runner import isolation
     from traceview.workload.wire import encode_config
 
     if config.device != "cuda":
         return {"note": CPU_NOTE, "calls": 0, "kernels": [], "how": "not probed"}
-    outcome = isolation.run_child("traceview.capture.probe:probe_child",
+    outcome = isolation.run_child("traceview.opcapture.probe:probe_child",
                                   {"config": encode_config(config)}, config.timeout_s,
                                   env=child_env(side), python=side.python,
                                   startup_s=max(config.timeout_s, STARTUP_S))

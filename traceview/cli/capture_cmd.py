@@ -1,6 +1,6 @@
 """``traceview capture``: measure one pointwise op carefully and write a trace explain reads.
 
-Only option parsing and printing live here; the protocol is ``traceview.capture``.
+Only option parsing and printing live here; the protocol is ``traceview.opcapture``.
 Choices are plain strings validated by ``CaptureConfig`` so that every bad value is one
 line on stderr and exit 2 through ``run_guarded`` (typer's own choice errors print a
 usage box). A failed correctness check (wrong values, or the op crashed) is exit 3 and
@@ -183,8 +183,8 @@ def _check_cache(console, config, format) -> None:
 def _one(console, config, format) -> None:
     from rich.console import Console
 
-    from traceview.capture.protocol import run_capture
-    from traceview.capture.summary import CaptureSummary, analyze_trace
+    from traceview.opcapture.protocol import run_capture
+    from traceview.opcapture.summary import CaptureSummary, analyze_trace
 
     with Console(stderr=True).status(f"capturing {config.op} ({config.impl}, "
                                      f"{config.shape_label} {config.dtype}, {config.mode}) "

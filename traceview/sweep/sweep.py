@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.protocol import run_capture
-from traceview.capture.summary import analyze_trace
 from traceview.errors import CaptureError
+from traceview.opcapture.protocol import run_capture
+from traceview.opcapture.summary import analyze_trace
 from traceview.stats import median
 from traceview.workload import ops
 from traceview.workload.config import CaptureConfig

@@ -1,6 +1,6 @@
 """Everything that touches the execution device: imports, fresh caches, sync, memory, identity.
 
-This module, like the rest of ``traceview.capture``, imports torch and triton only inside
+This module, like the rest of ``traceview.opcapture``, imports torch and triton only inside
 functions, so ``traceview --help`` and ``traceview explain`` never pay for them.
 """
 

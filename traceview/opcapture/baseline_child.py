@@ -9,7 +9,7 @@ parent's cold call stays cold; it
 rebuilds the same seeded inputs and implementation, warms up, measures, and prints one
 JSON line (or ``{"error": ...}`` for a problem the user can fix, such as no GPU).
 
-Run as ``python -m traceview.capture.baseline_child`` with the config as JSON on stdin.
+Run as ``python -m traceview.opcapture.baseline_child`` with the config as JSON on stdin.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def measure_in_children(config: CaptureConfig, cache_root: Path,
 
 def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     """The ``baseline`` block measured by one fresh interpreter (caches under cache_root)."""
-    return measure_in_module("traceview.capture.baseline_child", encode_config(config),
+    return measure_in_module("traceview.opcapture.baseline_child", encode_config(config),
                              cache_root, "the unprofiled baseline")
 
 
@@ -75,8 +75,8 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
     (``ab_child.Phases``) is marked after the device opens, after the preparation, and
     after the measurement.
     """
-    from traceview.capture import baseline as baseline_mod
     from traceview.checks import correctness
+    from traceview.opcapture import baseline as baseline_mod
     from traceview.workload import device as device_mod
     from traceview.workload.graphs import capture_graph
 
@@ -102,7 +102,7 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
                                      what, replay=replay)
     mark("measure")
     if check:
-        from traceview.capture.metadata import versions
+        from traceview.opcapture.metadata import versions
 
         block["correctness"] = ready.checked
         block["versions"] = versions(torch)

@@ -48,7 +48,7 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
     wrong output raises CorrectnessError and writes nothing. Without it the metadata
     says correctness was not checked.
     """
-    from traceview.capture import baseline, metadata, profiling, tracefile
+    from traceview.opcapture import baseline, metadata, profiling, tracefile
     from traceview.workload.device import Device, import_torch
 
     torch = import_torch()

@@ -61,7 +61,7 @@ def copy_bandwidth(dev: Any, op_bytes: int | None) -> dict[str, Any] | None:
     """Device-to-device copy rates: of the op's bytes, and of :data:`PEAK_COPY_BYTES`."""
     if not dev.is_cuda or not op_bytes:
         return None
-    from traceview.capture.baseline import device_per_op
+    from traceview.opcapture.baseline import device_per_op
 
     torch = dev.torch
     out: dict[str, Any] = {"method": ("dst.copy_(src) of uint8 buffers, in a CUDA graph, "

@@ -6,7 +6,7 @@ before speed, inputs outside timed regions, the cold path apart from the warm on
 unprofiled baseline beside every trace, and all of it recorded in the trace itself.
 
 This package is the only part of traceview that imports torch or triton, and it does
-so lazily: importing ``traceview.capture`` (config, op table) costs nothing; torch is
+so lazily: importing ``traceview.opcapture`` (config, op table) costs nothing; torch is
 imported when a capture runs. Entry point: :func:`run_capture`; the protocol over sizes
 is :mod:`traceview.sweep`.
 """
@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any
 from traceview.workload.config import CaptureConfig, parse_shapes, parse_sweep
 
 if TYPE_CHECKING:
-    from traceview.capture.protocol import CaptureResult
+    from traceview.opcapture.protocol import CaptureResult
 
 __all__ = ["CaptureConfig", "parse_shapes", "parse_sweep", "run_capture"]
 
 
 class _CallablePackage(types.ModuleType):
     """Lets ``traceview.capture(fn, *inputs, reference=...)`` call the Python API while
-    ``traceview.capture`` stays the package (``traceview.capture.api.capture``)."""
+    ``traceview.opcapture`` stays the package (``traceview.opcapture.api.capture``)."""
 
     def __call__(self, fn: Any, *inputs: Any, reference: Any = None, **options: Any) -> Any:
-        from traceview.capture.api import capture as _capture
+        from traceview.opcapture.api import capture as _capture
 
         return _capture(fn, *inputs, reference=reference, **options)
 
@@ -39,7 +39,7 @@ sys.modules[__name__].__class__ = _CallablePackage
 
 
 def run_capture(config: CaptureConfig) -> CaptureResult:
-    """Run the protocol once; see :mod:`traceview.capture.protocol`."""
-    from traceview.capture.protocol import run_capture as _run
+    """Run the protocol once; see :mod:`traceview.opcapture.protocol`."""
+    from traceview.opcapture.protocol import run_capture as _run
 
     return _run(config)

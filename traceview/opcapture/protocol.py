@@ -28,15 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import (
+from traceview.checks import correctness, failure
+from traceview.errors import CaptureError, CorrectnessError
+from traceview.opcapture import (
     baseline_child,
     metadata,
     probe,
     profiling,
     tracefile,
 )
-from traceview.checks import correctness, failure
-from traceview.errors import CaptureError, CorrectnessError
 from traceview.unprofiled import child as unprofiled_child
 from traceview.workload import device as device_mod
 from traceview.workload.config import CaptureConfig
