@@ -24,7 +24,7 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     ``progress``, if given, is called with the count of decompressed bytes read so far.
     """
-    from traceview.foreign import check_foreign
+    from traceview.io.foreign import check_foreign
     from traceview.io.decode import decode
     from traceview.model import build
 
