@@ -173,7 +173,7 @@ def test_the_harness_row_names_traceviews_own_python_apart_from_what_it_calls():
         return round(float(x) * 1000)
 
     own = []
-    for lam in (e for e in events if e["name"].endswith("traceview/opcapture/impls.py(55): <lambda>")):
+    for lam in (e for e in events if e["name"].endswith("traceview/capture/impls.py(55): <lambda>")):
         lo, hi = ns(lam["ts"]), ns(lam["ts"]) + ns(lam["dur"])
         inside = [[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
                   if e is not lam and e.get("tid") == lam.get("tid")
