@@ -92,6 +92,21 @@ def test_the_contract_is_small_and_in_one_list() -> None:
     assert "Trace" in traceview.__all__ and "CallRow" not in traceview.__all__
 
 
+def test_the_facade_types_for_mypy_exactly_the_exported_types() -> None:
+    """The types of ``__all__`` are imported under TYPE_CHECKING for user code's mypy;
+    that block is checked against ``__all__`` (and where each type lives, ``_HOMES``)."""
+    import ast
+
+    tree = ast.parse((ROOT / "traceview" / "__init__.py").read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If)
+                 and ast.unparse(n.test) == "TYPE_CHECKING")
+    typed = {a.asname: f"{n.module}" for n in block.body if isinstance(n, ast.ImportFrom)
+             for a in n.names if a.asname == a.name}
+    exported = {n for n in traceview.__all__ if n[0].isupper()}
+    assert set(typed) == exported
+    assert all(traceview._HOMES[n] == typed[n] for n in exported)
+
+
 @pytest.mark.parametrize("name", ["CallRow", "Cell", "Stats", "Diagnostic", "Finding",
                                   "ProtonTreeReport"])
 def test_a_name_exported_before_warns_and_still_resolves(name: str) -> None:

@@ -30,8 +30,9 @@ from traceview.version import __version__ as __version__
 # (``cli/entry.py``), and a Ctrl-C then printed the interpreter's traceback.
 TYPE_CHECKING = False
 
-#: The public API, in this one list: README's Python paragraph, docs/python.md and the
-#: tests are checked against it. Everything else is imported from its module.
+#: The public API, in this one list: README's Python paragraph and the ``traceview.X``
+#: names in docs/ are checked against it (tests/test_public_api.py). Everything else is
+#: imported from its module.
 __all__ = ["Options", "RanksReport", "Report", "Trace", "analyze", "analyze_ranks",
            "capture", "capture_steps", "explain", "load", "proton"]
 #: Where each type this module hands out on first use lives (``import traceview`` stays
