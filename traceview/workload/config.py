@@ -34,7 +34,7 @@ LAYOUTS = ("contiguous", "transposed", "strided")
 DEVICES = ("cuda", "cpu")
 MODES = ("eager", "graph")
 SYNCS = ("each", "end")
-#: ``--launcher``: the built-in Triton implementation's form (``capture/kernels.py``).
+#: ``--launcher``: the built-in Triton implementation's form (``workload/kernels.py``).
 LAUNCHERS = ("auto", "minimal", "library")
 
 #: ``--with-stack`` left unset turns Python frames on when the op is this small or
@@ -74,7 +74,7 @@ class CaptureConfig:
     timeout_s: float = float(CHILD_TIMEOUT_S)
     launcher: str = "auto"  # --impl triton: minimal where it applies, else library
     #: The user's callable (``--fn pkg.module:function``; ``impl`` is then ``"fn"``), their
-    #: input builder (``--inputs``) and reference (``--ref``): see ``capture.usercode``.
+    #: input builder (``--inputs``) and reference (``--ref``): see ``workload.usercode``.
     fn: str | None = None
     inputs_fn: str | None = None
     ref: str | None = None
@@ -246,7 +246,7 @@ _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 def check_spec(flag: str, spec: str) -> None:
     """``pkg.module:function`` or one line naming the flag (no import yet; the callable
-    loads in ``capture.usercode`` only when a capture runs)."""
+    loads in ``workload.usercode`` only when a capture runs)."""
     if not _SPEC.match(spec):
         raise CaptureError(f"--{flag} {spec!r}: use pkg.module:function, e.g. mykernels:add")
 

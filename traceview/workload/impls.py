@@ -57,7 +57,7 @@ def _torch_impl(config, device, inputs, stack) -> Impl:
 
 
 def _triton_impl(config, device, inputs, stack) -> Impl:
-    """The project's kernel in the form ``config.launcher`` names (``capture.kernels``):
+    """The project's kernel in the form ``config.launcher`` names (``workload.kernels``):
     ``minimal`` (allocate and launch) wherever it computes what the op does, ``library``
     (promotion, broadcasting, strides per call) otherwise or when asked; ``auto`` picks
     the first that applies. The form and the reason are recorded in the metadata."""
@@ -147,7 +147,7 @@ def _flag_gems_impl(config, device, inputs, stack) -> Impl:
 
 
 def _user_impl(config, device, inputs, stack) -> Impl:
-    """The user's callable (``--fn``) on the prepared arguments; see ``capture.usercode``."""
+    """The user's callable (``--fn``) on the prepared arguments; see ``workload.usercode``."""
     from traceview.workload.usercode import load_callable
 
     fn = load_callable("fn", config.fn)
