@@ -223,6 +223,48 @@ def test_the_reading_half_reaches_no_measuring_product():
     assert not reached & products, reached & products
 
 
+#: What starts a process: only ``runner`` may use these.
+PROCESS_STARTERS = ("subprocess", "multiprocessing", "concurrent.futures.process")
+
+
+def process_starters(source: str) -> set[str]:
+    """The process-starting modules ``source`` imports anywhere, and ``os.fork``/``os.exec*``/
+    ``os.spawn*``/``os.posix_spawn*``/``ProcessPoolExecutor`` it names."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith(PROCESS_STARTERS))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.startswith(PROCESS_STARTERS):
+                found.add(node.module)
+            found.update(a.name for a in node.names if a.name == "ProcessPoolExecutor")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "os" and node.attr.startswith(
+                    ("fork", "exec", "spawn", "posix_spawn")):
+            found.add(f"os.{node.attr}")
+    return found
+
+
+def test_the_process_starter_finder_finds_them():
+    src = ("import subprocess\ndef f():\n    from concurrent.futures import ProcessPoolExecutor\n"
+           "    os.fork()\n    import multiprocessing.pool\n")
+    assert process_starters(src) == {"subprocess", "ProcessPoolExecutor", "os.fork",
+                                     "multiprocessing.pool"}
+    assert process_starters("from concurrent.futures import ThreadPoolExecutor\n") == set()
+
+
+def test_every_child_process_starts_in_runner():
+    """One package starts processes, under one time limit (``runner.outcome``): the
+    version query, the driver query and the multi-trace pool included."""
+    wrong = {}
+    for path in sorted(PKG.rglob("*.py")):
+        mod = _module_name(path)
+        if not mod.startswith("traceview.runner") and (found := process_starters(
+                path.read_text())):
+            wrong[mod] = sorted(found)
+    assert not wrong, wrong
+
+
 def test_the_measuring_packages_draw_nothing():
     """Their reports reach people through the render registry (``render/measured/``):
     no measuring module imports rich."""
