@@ -357,7 +357,7 @@ def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeyp
     # FlagGems' use_gems() is process-wide: refused before any process starts
     import dataclasses
 
-    from traceview.capture.config import CaptureConfig, parse_shapes
+    from traceview.workload.config import CaptureConfig, parse_shapes
 
     torch_cfg = CaptureConfig(op="add", impl="torch", shapes=parse_shapes("4x64"),
                               dtype="float32", device="cpu")
@@ -471,7 +471,7 @@ def test_reference_and_until_find_an_env_delay_across_processes(tmp_path, monkey
 
 
 def test_reference_is_refused_with_same_process_and_flag_gems(tmp_path):
-    from traceview.capture.config import CaptureConfig, parse_shapes
+    from traceview.workload.config import CaptureConfig, parse_shapes
 
     cfg = CaptureConfig(op="add", impl="torch", shapes=parse_shapes("4x64"), device="cpu")
     gems = CaptureConfig(op="add", impl="flag_gems", shapes=parse_shapes("4x64"),

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from traceview.capture import config as cfg
-from traceview.capture import ops
 from traceview.errors import CaptureError
+from traceview.workload import config as cfg
+from traceview.workload import ops
 
 pytestmark = pytest.mark.capture
 
@@ -95,7 +95,7 @@ def test_defaults_and_derived_names():
 
 
 def test_memory_estimate_refuses_before_allocating():
-    from traceview.capture.device import estimate_bytes
+    from traceview.workload.device import estimate_bytes
 
     small = cfg.CaptureConfig(op="mul", shapes=((1, 4096),))
     big = cfg.CaptureConfig(op="mul", shapes=((100_000, 100_000, 100),), dtype="float64")

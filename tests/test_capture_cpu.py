@@ -158,7 +158,7 @@ def test_wrong_triton_kernel_fails_correctness_exit_3(tmp_path):
     inject = (
         "import os\n"
         "os.environ['TRITON_INTERPRET'] = '1'  # before kernels imports triton\n"
-        "from traceview.capture import kernels\n"
+        "from traceview.workload import kernels\n"
         "real_init = kernels.PointwiseLauncher.__init__\n"
         "def wrong(self, torch, op, kernel=None):\n"
         "    real_init(self, torch, 'add', kernel)\n"
@@ -179,8 +179,8 @@ def test_wrong_triton_kernel_fails_correctness_exit_3(tmp_path):
 def test_interpreter_after_a_compiled_triton_import_is_refused(monkeypatch):
     import triton  # noqa: F401  (this process: imported without the interpreter)
 
-    from traceview.capture import impls
     from traceview.errors import CaptureError
+    from traceview.workload import impls
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
 
@@ -218,7 +218,7 @@ def test_sync_end_and_sweep(tmp_path):
 
 
 def test_run_sweep_returns_data_and_writes_only_the_traces(tmp_path):
-    from traceview.capture import CaptureConfig
+    from traceview.opcapture import CaptureConfig
     from traceview.sweep import run_sweep, write_sweep
     from traceview.sweep.sweep import SweepResult, SweepRow
 
@@ -245,7 +245,7 @@ def one_line_error(r) -> str:
 
 
 def test_wrong_output_dtype_fails_correctness(tmp_path, monkeypatch):
-    from traceview.capture import impls
+    from traceview.workload import impls
 
     def half_torch(config, device, inputs, stack):
         impl = real(config, device, inputs, stack)
@@ -291,8 +291,8 @@ def test_no_gpu_is_one_line_exit_2(tmp_path, monkeypatch):
 def test_flag_gems_missing_says_how_to_install(monkeypatch):
     import builtins
 
-    from traceview.capture import impls
     from traceview.errors import CaptureError
+    from traceview.workload import impls
 
     real_import = builtins.__import__
 
@@ -308,7 +308,7 @@ def test_flag_gems_missing_says_how_to_install(monkeypatch):
 
 def test_failed_publish_leaves_nothing_behind(tmp_path, monkeypatch):
     """Disk full while writing the second file: neither trace appears, no temp remains."""
-    from traceview.capture import tracefile
+    from traceview.opcapture import tracefile
 
     real_stage = tracefile.Publisher.stage
     calls = []
@@ -326,7 +326,7 @@ def test_failed_publish_leaves_nothing_behind(tmp_path, monkeypatch):
 
 
 def test_publisher_commits_all_or_nothing(tmp_path):
-    from traceview.capture.tracefile import Publisher
+    from traceview.opcapture.tracefile import Publisher
 
     with Publisher() as pub:
         pub.stage(tmp_path / "a.json", b"{}")

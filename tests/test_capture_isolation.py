@@ -24,11 +24,11 @@ torch = pytest.importorskip("torch")
 
 import broken_kernels
 
-from traceview.capture.config import CaptureConfig
 from traceview.checks import layouts
 from traceview.checks.correctness import compare
 from traceview.cli.app import app
 from traceview.runner import isolation
+from traceview.workload.config import CaptureConfig
 
 pytestmark = pytest.mark.capture
 runner = CliRunner()

@@ -37,7 +37,7 @@ def _interpreted(code: str) -> dict:
 def test_the_minimal_kernel_computes_every_op_like_torch():
     got = _interpreted("""
         import json, torch
-        from traceview.capture import kernels, ops
+        from traceview.workload import kernels, ops
         out = {}
         g = torch.Generator().manual_seed(0)
         for op in ("add", "sub", "mul", "div", "neg", "abs", "relu", "sigmoid", "silu",
@@ -68,7 +68,7 @@ def test_the_minimal_kernel_computes_every_op_like_torch():
 def test_the_minimal_form_is_refused_where_it_would_compute_something_else():
     got = _interpreted("""
         import json, torch
-        from traceview.capture.kernels import minimal_applies as ok
+        from traceview.workload.kernels import minimal_applies as ok
         x = torch.ones(4, 8)
         print(json.dumps({
             "same": ok(torch, "add", (x, torch.ones(4, 8))),
@@ -96,7 +96,7 @@ def test_capture_names_the_form_shows_the_harness_part_and_explains_amortized(tm
     m = load(out)["traceview"]
     d = m["impl_detail"]
     assert d["launcher_form"] == "minimal" and d["kernel"] == "flat_binary_kernel"
-    assert d["launcher"] == "traceview.capture.kernels.MinimalLauncher"
+    assert d["launcher"] == "traceview.workload.kernels.MinimalLauncher"
     assert d["launcher_why"].startswith("auto: contiguous inputs of one shape and dtype")
     import re
 
@@ -124,7 +124,7 @@ def test_library_form_on_request_and_for_broadcast(tmp_path):
     assert proc.returncode == 0, proc.stderr
     m = load(out)["traceview"]
     assert m["impl_detail"]["launcher_form"] == "library"
-    assert m["impl_detail"]["launcher"] == "traceview.capture.kernels.PointwiseLauncher"
+    assert m["impl_detail"]["launcher"] == "traceview.workload.kernels.PointwiseLauncher"
     assert "--launcher library" in m["reproducer"]
     proc, out = capture_in_subprocess(tmp_path, "--op", "add", "--impl", "triton",
                                       "--shape", "4x64,64", name="b.json.gz")

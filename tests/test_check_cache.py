@@ -21,8 +21,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from traceview.capture.config import CaptureConfig  # noqa: E402
 from traceview.checks import cache_check  # noqa: E402
+from traceview.workload.config import CaptureConfig  # noqa: E402
 
 pytestmark = pytest.mark.capture
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from traceview.capture import baseline
 from traceview.errors import CaptureError
+from traceview.opcapture import baseline
 
 
 class _Events:

@@ -96,9 +96,9 @@ def test_check_documents_version_1_name_their_kind_in_the_field(kind, field):
 
 
 def test_the_checks_write_todays_version():
-    from traceview.capture.config import CaptureConfig
     from traceview.checks import cache_check, failure, layouts
     from traceview.runner.outcome import Outcome
+    from traceview.workload.config import CaptureConfig
 
     config = CaptureConfig(op="mul", shapes=((4,), (4,)), device="cpu")
     out = Outcome(status="wrong", value={"comparison": {"wrong": 1, "total": 4}})

@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.capture
 
-from traceview.capture import ops  # noqa: E402
 from traceview.checks import correctness  # noqa: E402
+from traceview.workload import ops  # noqa: E402
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
 SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((3, 4), ()), ((), (3, 4)), ((2, 3, 4), (4,))]
@@ -50,7 +50,7 @@ def test_stand_ins_give_eager_shape_and_dtype(op):
 
 def test_no_dynamo_import():
     code = ("import sys, torch\n"
-            "from traceview.capture import ops\n"
+            "from traceview.workload import ops\n"
             "from traceview.checks import correctness\n"
             "x = torch.ones(16, 4096, dtype=torch.bfloat16)\n"
             "for op, spec in ops.OPS.items():\n"

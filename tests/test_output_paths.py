@@ -102,7 +102,7 @@ def test_export_parquet_target_is_checked_first(tmp_path, no_work):
 ])
 def test_capture_and_ab_out_are_checked_before_any_run(tmp_path, command, monkeypatch):
     import traceview.ab.harness as ab_mod
-    import traceview.capture.protocol as protocol
+    import traceview.opcapture.protocol as protocol
 
     def boom(*a, **k):
         raise AssertionError("ran before the output path was checked")
@@ -116,8 +116,8 @@ def test_capture_and_ab_out_are_checked_before_any_run(tmp_path, command, monkey
 
 
 def test_the_launcher_flag_is_validated_and_reproduced():
-    from traceview.capture.config import CaptureConfig
     from traceview.errors import CaptureError
+    from traceview.workload.config import CaptureConfig
 
     with pytest.raises(CaptureError, match="launcher"):
         CaptureConfig(op="add", launcher="fast").validate()

@@ -11,7 +11,7 @@ import json
 import pytest
 from rich.console import Console
 
-from traceview.capture import CaptureConfig
+from traceview.opcapture import CaptureConfig
 from traceview.render.measured.sweep import markdown, render_sweep
 from traceview.sweep import write_sweep
 from traceview.sweep.sweep import DEFINITIONS, SweepResult, SweepRow, _crossover

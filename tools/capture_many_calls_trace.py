@@ -40,7 +40,7 @@ def main() -> None:
     import triton
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from traceview.capture.kernels import flat_binary_kernel
+    from traceview.workload.kernels import flat_binary_kernel
 
     kernel = triton.jit(flat_binary_kernel)
 

@@ -34,10 +34,10 @@ DEFAULT_CASES = (
 
 def independent_child(case: str, device: str, n: int) -> None:
     """The reference: build the op's call, warm up, then nothing but the loop."""
-    from traceview.capture import config as cfg
-    from traceview.capture import device as devmod
-    from traceview.capture.impls import build_impl
-    from traceview.capture.inputs import make_inputs
+    from traceview.workload import config as cfg
+    from traceview.workload import device as devmod
+    from traceview.workload.impls import build_impl
+    from traceview.workload.inputs import make_inputs
 
     impl_name, op, shape, dtype = case.split(":")
     config = cfg.CaptureConfig(op=op, impl=impl_name, shapes=cfg.parse_shapes(shape), dtype=dtype,

@@ -2,7 +2,7 @@
 
 What a kernel author writes for contiguous inputs of one shape and dtype: a 1-D kernel
 over flat offsets (half precision computed in float32, rounded once on store, block 1024,
-4 warps: the same kernel as ``traceview.capture.kernels.flat_binary_kernel`` for ``add``) and a
+4 warps: the same kernel as ``traceview.workload.kernels.flat_binary_kernel`` for ``add``) and a
 wrapper that allocates the output and launches. Used by
 ``tools/measure_ab_process_cost_on_gpu.sh`` as ``--b-fn handwritten_triton_add:add``.
 """

@@ -31,8 +31,8 @@ import time
 
 
 def measure_size(config, dev) -> dict:
-    from traceview.capture import baseline, probe
-    from traceview.capture.baseline_child import prepare
+    from traceview.opcapture import baseline, probe
+    from traceview.opcapture.baseline_child import prepare
 
     with contextlib.ExitStack() as stack:
         ready = prepare(config, dev, stack, check=True)
@@ -94,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
 
-    from traceview.capture import device as device_mod
-    from traceview.capture.config import CaptureConfig
-    from traceview.capture.metadata import versions
+    from traceview.opcapture.metadata import versions
     from traceview.sweep.sweep import DEFINITIONS, bandwidth_bound
+    from traceview.workload import device as device_mod
+    from traceview.workload.config import CaptureConfig
 
     doc: dict = {"op": a.op, "dtype": a.dtype, "definitions": DEFINITIONS, "curves": {}}
     t0 = time.monotonic()

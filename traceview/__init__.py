@@ -14,65 +14,55 @@ Python API::
 The data flows one way: ``io`` (decode) -> ``model`` -> ``analyses`` -> ``report``
 (findings, schema) -> ``render`` -> ``cli``; ``multi`` (ranks, diff, export) builds on
 ``report``.
-``capture`` stands apart and is the only part that imports torch or triton.
+The measuring half (``traceview.capture``, ``capture_steps``: docs/capture.md) stands
+apart and is the only part that imports torch or triton, inside the calls that measure.
+The public names are ``__all__``; docs/architecture.md says what may import what.
 """
 
 from __future__ import annotations
 
 import os
 
+from traceview.version import __version__ as __version__
+
 # Not ``typing.TYPE_CHECKING``: importing ``typing`` and ``dataclasses`` (``Options``) cost
 # ``import traceview`` over 10 ms, all before the CLI can install its signal handlers
 # (``cli/entry.py``), and a Ctrl-C then printed the interpreter's traceback.
 TYPE_CHECKING = False
 
-__version__ = "0.1.0"
-# ``Options`` and the report's types are part of the API (annotate with them, match on
-# them); they are imported on first use, like everything else here, so ``import
-# traceview`` stays cheap.
-_TYPES = {
-    "Options": "traceview.options",
-    "Report": "traceview.report.model", "TraceInfo": "traceview.report.model",
-    "WindowInfo": "traceview.report.model", "DeviceInfo": "traceview.report.model",
-    "HostInfo": "traceview.report.model", "LaunchesInfo": "traceview.report.model",
-    "CallsInfo": "traceview.report.model", "CallRow": "traceview.report.model",
-    "Finding": "traceview.report.model", "TypicalCall": "traceview.report.model",
-    "StepsInfo": "traceview.report.model", "ThreadRow": "traceview.report.model",
-    "Cell": "traceview.analyses.breakdown", "Stats": "traceview.stats",
-    "Diagnostic": "traceview.diagnostics", "Trace": "traceview.model",
-    "RanksReport": "traceview.multi.ranks",
-    "ProtonTraceReport": "traceview.report.proton", "ProtonTreeReport": "traceview.report.proton",
+#: The public API, in this one list: README's Python paragraph and the ``traceview.X``
+#: names in docs/ are checked against it (tests/test_public_api.py). Everything else is
+#: imported from its module.
+__all__ = ["Options", "RanksReport", "Report", "Trace", "analyze", "analyze_ranks",
+           "capture", "capture_steps", "explain", "load", "proton"]
+#: Where each type this module hands out on first use lives (``import traceview`` stays
+#: cheap). The names here but not in ``__all__`` were exported once: they still resolve,
+#: with a DeprecationWarning that names their module.
+_HOMES = {
+    "Options": "traceview.options", "Report": "traceview.report.model",
+    "Trace": "traceview.model", "RanksReport": "traceview.multi.ranks",
+    "TraceInfo": "traceview.report.model", "WindowInfo": "traceview.report.model",
+    "DeviceInfo": "traceview.report.model", "HostInfo": "traceview.report.model",
+    "LaunchesInfo": "traceview.report.model", "CallsInfo": "traceview.report.model",
+    "CallRow": "traceview.report.model", "Finding": "traceview.report.model",
+    "TypicalCall": "traceview.report.model", "StepsInfo": "traceview.report.model",
+    "ThreadRow": "traceview.report.model", "Cell": "traceview.analyses.breakdown",
+    "Stats": "traceview.stats", "Diagnostic": "traceview.diagnostics",
+    "ProtonTraceReport": "traceview.report.proton",
+    "ProtonTreeReport": "traceview.report.proton",
 }
-__all__ = ["__version__", "analyze", "analyze_ranks", "capture", "capture_steps",
-           "explain", "load",
-           "proton", *_TYPES]
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from os import PathLike
+    from pathlib import Path
+    from typing import Any
 
-    from traceview.analyses.breakdown import Cell as Cell
-    from traceview.capture.api import capture as capture
-    from traceview.diagnostics import Diagnostic as Diagnostic
     from traceview.model import Trace as Trace
     from traceview.multi.ranks import RanksReport as RanksReport
     from traceview.options import Options as Options
-    from traceview.report.model import CallRow as CallRow
-    from traceview.report.model import CallsInfo as CallsInfo
-    from traceview.report.model import DeviceInfo as DeviceInfo
-    from traceview.report.model import Finding as Finding
-    from traceview.report.model import HostInfo as HostInfo
-    from traceview.report.model import LaunchesInfo as LaunchesInfo
     from traceview.report.model import Report as Report
-    from traceview.report.model import StepsInfo as StepsInfo
-    from traceview.report.model import ThreadRow as ThreadRow
-    from traceview.report.model import TraceInfo as TraceInfo
-    from traceview.report.model import TypicalCall as TypicalCall
-    from traceview.report.model import WindowInfo as WindowInfo
-    from traceview.report.proton import ProtonTraceReport as ProtonTraceReport
-    from traceview.report.proton import ProtonTreeReport as ProtonTreeReport
-    from traceview.stats import Stats as Stats
-    from traceview.unprofiled.steps import capture_steps as capture_steps
+    from traceview.report.proton import ProtonTraceReport, ProtonTreeReport
 
 
 def load(path: str | PathLike[str], progress: Callable[[int], None] | None = None) -> Trace:
@@ -130,17 +120,37 @@ def analyze_ranks(paths: str | PathLike[str] | list[str | PathLike[str]],
     return _analyze_ranks(paths, options, jobs, engine=engine, address=address)
 
 
+def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] | None = None,
+            **options: Any) -> dict[str, Any]:
+    """Run the capture protocol on a live callable, ``fn(*inputs)``, in this process; write
+    its trace and return the trace's metadata block. ``reference`` (strongly advised) is
+    called on the inputs upcast to float64 before anything is timed; ``options``: ``out``,
+    ``warmup``, ``iters``, ``baseline_n``, ``with_stack`` (docs/capture.md, "From
+    Python"). Needs torch (``pip install 'traceview[capture]'``)."""
+    from traceview.opcapture.api import capture as _capture
+
+    return _capture(fn, *inputs, reference=reference, **options)
+
+
+def capture_steps(step_fn: Callable[[], Any], out: str | PathLike[str], **options: Any) -> Path:
+    """Profile a few steps of a user's training loop, ``step_fn``, into ``out``, with
+    unprofiled step times recorded beside them; returns ``out``'s path. ``options``:
+    ``steps``, ``warmup``, ``unprofiled``, ``with_stack``, ``record_shapes``."""
+    from traceview.unprofiled.steps import capture_steps as _capture_steps
+
+    return _capture_steps(step_fn, out, **options)
+
+
 def __getattr__(name: str) -> object:
-    """``Options``, the report's types, and ``traceview.capture``: the capture package,
-    which is also callable as ``traceview.capture(fn, *inputs, reference=...)`` (typed as
-    ``traceview.capture.api.capture``, which it calls). Imported on first use (the
-    package itself is torch-free)."""
+    """The types of ``_HOMES``, imported on first use; a name that was exported once and
+    is no longer in ``__all__`` warns, then resolves."""
     import importlib
 
-    if name == "capture":
-        return importlib.import_module("traceview.capture")
-    if name == "capture_steps":  # a user's training loop: unprofiled step times recorded
-        return importlib.import_module("traceview.unprofiled.steps").capture_steps
-    if name in _TYPES:
-        return getattr(importlib.import_module(_TYPES[name]), name)
-    raise AttributeError(f"module 'traceview' has no attribute {name!r}")
+    if name not in _HOMES:
+        raise AttributeError(f"module 'traceview' has no attribute {name!r}")
+    if name not in __all__:
+        import warnings
+
+        warnings.warn(f"traceview.{name} is deprecated: import it from {_HOMES[name]}",
+                      DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(_HOMES[name]), name)

@@ -43,11 +43,11 @@ def import_libraries(phases: Phases, *, triton: bool, flag_gems: bool = False) -
     a template that preloaded them, and flag_gems alone in a forked child (its import
     initialises CUDA, so no template holds it). A missing flag_gems is left to the
     implementation, which says how to install it."""
-    from traceview.capture.device import import_torch
+    from traceview.workload.device import import_torch
 
     import_torch()
     if triton:
-        from traceview.capture.device import import_triton
+        from traceview.workload.device import import_triton
 
         import_triton()
     if flag_gems:
@@ -59,8 +59,8 @@ def import_libraries(phases: Phases, *, triton: bool, flag_gems: bool = False) -
 def measure_side(text: str) -> dict[str, Any]:
     """One side's process (``ChildSpec.call``): the config's baseline, checked, with the
     process's phases (``phases_ns``)."""
-    from traceview.capture.baseline_child import measure_here
-    from traceview.runner.wire import decode_config
+    from traceview.opcapture.baseline_child import measure_here
+    from traceview.workload.wire import decode_config
 
     phases = Phases()
     config = decode_config(text)

@@ -45,10 +45,11 @@ def block_order(blocks: int) -> list[str]:
 
 def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                  ) -> dict[str, Any]:
-    from traceview.capture import baseline as baseline_mod
-    from traceview.capture import device as device_mod
-    from traceview.capture.baseline_child import prepare
-    from traceview.capture.metadata import versions
+    from traceview.checks import correctness
+    from traceview.opcapture import baseline as baseline_mod
+    from traceview.opcapture.metadata import versions
+    from traceview.workload import device as device_mod
+    from traceview.workload.prepare import prepare
 
     mark = phases.mark if phases is not None else (lambda _name: None)
     dev = device_mod.open_device(config_a)
@@ -57,7 +58,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
     mark("cuda_init")
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        sides = {label: prepare(cfg, dev, stack, check=True)
+        sides = {label: prepare(cfg, dev, stack, check=correctness.check)
                  for label, cfg in (("A", config_a), ("B", config_b))}
         mark("build_compile_warmup")
         n = config_a.baseline_n
@@ -107,7 +108,7 @@ def measure_both(text: str) -> dict[str, Any]:
     """One round's process (``ChildSpec.call``): both sides in blocks, with the process's
     phases (``phases_ns``, ``ab_child.Phases``)."""
     from traceview.ab.ab_child import Phases, import_libraries
-    from traceview.runner.wire import decode_config
+    from traceview.workload.wire import decode_config
 
     phases = Phases()
     doc = json.loads(text)
@@ -123,7 +124,7 @@ def measure_against_reference(text: str) -> dict[str, Any]:
     "side": config, "blocks": K}`` -> the side's figures, ``reference`` (the reference
     call's) and ``vs_reference_ns``."""
     from traceview.ab.ab_child import Phases, import_libraries
-    from traceview.runner.wire import decode_config
+    from traceview.workload.wire import decode_config
 
     phases = Phases()
     doc = json.loads(text)

@@ -44,7 +44,7 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
     All of one side's processes share one compile cache folder under ``cache_root``, so
     compilation happens once (in round 1's unmeasured warm-up), never in a timed call.
     """
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     full_env = dict(env or {})
     if cache_root is not None:
@@ -65,17 +65,17 @@ def capture_side(label: str, config: Any, *, python: str | None = None,
 #: libraries may import it: 4-5 s of a process's start, paid here once; the correctness
 #: check itself no longer needs it), so the child only creates its CUDA context, builds,
 #: compiles or loads, and measures.
-PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.capture.baseline_child",
-           "traceview.capture.baseline", "traceview.capture.impls",
-           "traceview.capture.inputs", "traceview.checks.correctness",
-           "traceview.capture.graphs", "traceview.capture.metadata")
+PRELOAD = ("torch", "?triton", "?torch._dynamo", "traceview.opcapture.baseline_child",
+           "traceview.opcapture.baseline", "traceview.workload.impls",
+           "traceview.workload.inputs", "traceview.checks.correctness",
+           "traceview.workload.graphs", "traceview.opcapture.metadata")
 
 
 def preload_for(*impls: str) -> tuple[str, ...]:
     """:data:`PRELOAD`, with the built-in kernels for Triton and flag_gems for FlagGems
     (``~``: tried in a throwaway child first; FlagGems 5's import queries the device,
     which initialises CUDA, so then each round's child imports it after the fork)."""
-    extra = (("?traceview.capture.kernels",) if "triton" in impls else ()) + \
+    extra = (("?traceview.workload.kernels",) if "triton" in impls else ()) + \
         (("~flag_gems",) if "flag_gems" in impls else ())
     return PRELOAD + extra
 
@@ -111,14 +111,14 @@ def profiled_trace(side: ChildSpec, config: Any, out: Path,
 def probe_kernels(side: ChildSpec, config: Any) -> dict[str, Any]:
     """The kernels ``config`` launches per call in ``side``'s process setting: one fresh,
     profiled process (``probe.probe_child``), never one of the timed ones."""
-    from traceview.capture.probe import CPU_NOTE
     from traceview.checks.failure import STARTUP_S
+    from traceview.opcapture.probe import CPU_NOTE
     from traceview.runner import isolation
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     if config.device != "cuda":
         return {"note": CPU_NOTE, "calls": 0, "kernels": [], "how": "not probed"}
-    outcome = isolation.run_child("traceview.capture.probe:probe_child",
+    outcome = isolation.run_child("traceview.opcapture.probe:probe_child",
                                   {"config": encode_config(config)}, config.timeout_s,
                                   env=child_env(side), python=side.python,
                                   startup_s=max(config.timeout_s, STARTUP_S))
@@ -315,7 +315,7 @@ def reference_side(side: ChildSpec, reference: Any, blocks: int) -> ChildSpec:
     """A side's timed process with ``--reference``: its call and the reference call in
     alternating blocks, in the side's own setting (interpreter, environment, path)."""
 
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     return dataclasses.replace(
         side, entry=("-m", "traceview.ab.ab_pair_child", "--reference"),

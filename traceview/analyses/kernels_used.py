@@ -9,7 +9,7 @@ them): each call is a ``user_annotation`` range, each launch API event inside a 
 belongs to that call, and each kernel/memcpy/memset belongs to its launch through
 ``args.correlation``. :func:`summarize` turns the calls into the block capture records
 (``kernels_used``), and :func:`differences` says, in words, how two such blocks differ
-(``ab`` and ``diff``). Torch-free: capture's probe (``traceview.capture.probe``) makes
+(``ab`` and ``diff``). Torch-free: capture's probe (``traceview.opcapture.probe``) makes
 the events, everything else only reads them.
 """
 

@@ -34,13 +34,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.checks.failure import STARTUP_S
 from traceview.documents import stamp
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.render.measured.checks import cache_check_headline as headline
 from traceview.runner import isolation
 from traceview.runner.outcome import Outcome
+from traceview.workload.config import CaptureConfig
 
 CHILD_ENTRY = "traceview.checks.cache_check:run_sequence"
 #: The base shape when ``--shape`` is not given: rank 4, every dim > 1 (so transposed and
@@ -165,7 +165,7 @@ def check_cache(config: CaptureConfig, timeout_s: float, *, python: str | None =
     if config.inputs_fn:
         raise CaptureError("--check-cache builds its own operands from --op/--shape/--dtype; "
                            "leave out --inputs")
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     todo = steps(config)
     payload = {"config": encode_config(config), "steps": [s.as_dict() for s in todo]}
@@ -339,9 +339,9 @@ def run_sequence(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     """
     import contextlib
 
-    from traceview.capture import device as device_mod
     from traceview.checks.correctness import compare_config
-    from traceview.runner.wire import decode_config
+    from traceview.workload import device as device_mod
+    from traceview.workload.wire import decode_config
 
     config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
@@ -382,11 +382,11 @@ def _resolve(config: CaptureConfig, dev: Any, stack: Any) -> Any:
     if config.impl == "torch":
         return fn
     if config.impl == "fn":
-        from traceview.capture.usercode import load_callable
+        from traceview.workload.usercode import load_callable
 
         return load_callable("fn", config.fn or "")
     if config.impl == "flag_gems":
-        from traceview.capture.impls import FLAG_GEMS_INSTALL
+        from traceview.workload.impls import FLAG_GEMS_INSTALL
 
         try:
             import flag_gems
@@ -398,13 +398,13 @@ def _resolve(config: CaptureConfig, dev: Any, stack: Any) -> Any:
         torch._dynamo.reset()
         stack.callback(torch._dynamo.reset)
         return torch.compile(lambda *a: fn(*a), dynamic=False, fullgraph=True)
-    from traceview.capture.device import import_triton
-    from traceview.capture.impls import _check_interpreter_possible
+    from traceview.workload.device import import_triton
+    from traceview.workload.impls import _check_interpreter_possible
 
     if config.interpreted:
         _check_interpreter_possible()
     import_triton()
-    from traceview.capture import kernels
+    from traceview.workload import kernels
 
     return kernels.PointwiseLauncher(torch, config.op)
 
@@ -412,7 +412,7 @@ def _resolve(config: CaptureConfig, dev: Any, stack: Any) -> Any:
 def build_args(torch: Any, config: CaptureConfig, device: Any, gen: Any,
                specs: list[dict[str, Any]]) -> tuple[Any, ...]:
     """The call's positional arguments from operand specs (fresh seeded values)."""
-    from traceview.capture.inputs import _laid_out, _random
+    from traceview.workload.inputs import _laid_out, _random
 
     args: list[Any] = []
     for i, spec in enumerate(specs):
@@ -460,7 +460,7 @@ def _call_in(dev: Any, call: Any, args: tuple[Any, ...], context: str, gen: Any,
         torch.cuda.current_stream().wait_stream(side)
         return out, args
     if context == "graph":
-        from traceview.capture.graphs import capture_graph
+        from traceview.workload.graphs import capture_graph
 
         graph = capture_graph(torch, lambda: call(*args), 1,
                               f"--check-cache {config.impl_label} {config.op}")

@@ -21,13 +21,13 @@ import contextlib
 import traceback
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
-from traceview.runner.wire import decode_config
+from traceview.workload.config import CaptureConfig
+from traceview.workload.wire import decode_config
 
 
 def check(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
-    from traceview.capture import device as device_mod
-    from traceview.capture.inputs import make_inputs
+    from traceview.workload import device as device_mod
+    from traceview.workload.inputs import make_inputs
 
     config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
@@ -37,8 +37,8 @@ def check(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
 
 
 def check_variants(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
-    from traceview.capture import device as device_mod
     from traceview.errors import TraceviewError
+    from traceview.workload import device as device_mod
 
     config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
@@ -64,8 +64,8 @@ def check_variants(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
 
 
 def _run_one(config: CaptureConfig, dev: Any, inputs: Any, emit: Any) -> dict[str, Any]:
-    from traceview.capture.impls import build_impl
     from traceview.checks.correctness import compare_config
+    from traceview.workload.impls import build_impl
 
     torch = dev.torch
     operands = describe_operands(torch, inputs.args)
@@ -112,8 +112,8 @@ def describe_operands(torch: Any, args: tuple[Any, ...]) -> list[dict[str, Any]]
 
 def build_operands(torch: Any, config: CaptureConfig, device: Any,
                    specs: list[dict[str, Any]]) -> Any:
-    """:class:`~traceview.capture.inputs.Inputs` from operand specs (see ``layouts``)."""
-    from traceview.capture.inputs import Inputs, _laid_out, _random
+    """:class:`~traceview.workload.inputs.Inputs` from operand specs (see ``layouts``)."""
+    from traceview.workload.inputs import Inputs, _laid_out, _random
 
     gen = torch.Generator(device=device)
     gen.manual_seed(config.seed)

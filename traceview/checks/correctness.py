@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from traceview.capture import ops, usercode
-from traceview.capture.config import CaptureConfig
-from traceview.capture.inputs import Inputs
 from traceview.errors import CorrectnessError
 from traceview.render.measured.checks import fmt
+from traceview.workload import ops, usercode
+from traceview.workload.config import CaptureConfig
+from traceview.workload.inputs import Inputs
 
 
 def check(torch: Any, config: CaptureConfig, inputs: Inputs, out: Any) -> dict[str, Any]:

@@ -20,25 +20,21 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.documents import stamp
 from traceview.errors import CaptureError, CorrectnessError, KernelHangError
 from traceview.render.measured.checks import failure_headline as headline
 from traceview.runner import isolation
-from traceview.runner.outcome import Outcome
+from traceview.runner.outcome import CHILD_TIMEOUT_S, Outcome
+from traceview.workload.config import CaptureConfig
 
 CHECK_ENTRY = "traceview.checks.check_child:check"
-#: Default seconds the isolated check may go without an answer before it is a hang. It
-#: covers importing torch, building the inputs and compiling the kernel (Inductor can
-#: take a minute), so a real hang costs this long to detect: ``--timeout`` changes it.
-DEFAULT_TIMEOUT_S = 120.0
 #: Seconds the child may take to import torch, open the device and build the inputs (it
 #: reports the operands when done; the op's own ``timeout_s`` starts there).
 STARTUP_S = 300.0
 
 
 def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
-                   timeout_s: float = DEFAULT_TIMEOUT_S, *, python: str | None = None,
+                   timeout_s: float = CHILD_TIMEOUT_S, *, python: str | None = None,
                    env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the correctness check in a fresh process; return its result when it passes.
 
@@ -47,7 +43,7 @@ def check_isolated(config: CaptureConfig, cache_root: Path | None = None,
     (``traceview ab`` checks each side in its own interpreter and environment). Raises CaptureError (cannot run: no GPU, FlagGems missing),
     CorrectnessError (wrong values or a crash, with ``.report``) or KernelHangError.
     """
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     env = dict(env or {})
     if cache_root is not None:

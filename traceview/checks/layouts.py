@@ -17,10 +17,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.checks.failure import STARTUP_S
 from traceview.documents import stamp
 from traceview.runner import isolation
+from traceview.workload.config import CaptureConfig
 
 #: The output shape used when ``--shape`` is not given: rank 4, every dim > 1, small
 #: enough for Triton's CPU interpreter.
@@ -129,7 +129,7 @@ def check_layouts(config: CaptureConfig, timeout_s: float,
     Raises CaptureError when the check cannot run at all (no GPU, FlagGems missing).
     """
     from traceview.errors import CaptureError
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     todo = variants(config)
     rows: dict[int, Row] = {}

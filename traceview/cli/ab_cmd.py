@@ -234,9 +234,9 @@ def side_configs(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup
                  seed, fn, inputs, ref, a_impl, b_impl, a_fn, b_fn, a_python, b_python,
                  a_env, b_env, a_path, b_path, a_name, b_name, launcher="auto"):
     """The two sides' CaptureConfigs (validated) and their settings (``sides``)."""
-    from traceview.capture import config as cfg
-    from traceview.capture.ops import canonical_dtype
     from traceview.errors import CaptureError
+    from traceview.workload import config as cfg
+    from traceview.workload.ops import canonical_dtype
 
     def config_for(side_impl, side_fn):
         # The most specific wins: a side's --X-fn, then its --X-impl (which replaces a

@@ -10,8 +10,9 @@ from typing import Annotated
 
 import typer
 
-from traceview import __version__, native
+from traceview import native
 from traceview.cli import ab_cmd, capture_cmd, diff_cmd, explain_cmd, export_cmd, serve_cmd
+from traceview.version import __version__
 
 app = typer.Typer(
     name="traceview",

@@ -1,6 +1,6 @@
 """``traceview capture``: measure one pointwise op carefully and write a trace explain reads.
 
-Only option parsing and printing live here; the protocol is ``traceview.capture``.
+Only option parsing and printing live here; the protocol is ``traceview.opcapture``.
 Choices are plain strings validated by ``CaptureConfig`` so that every bad value is one
 line on stderr and exit 2 through ``run_guarded`` (typer's own choice errors print a
 usage box). A failed correctness check (wrong values, or the op crashed) is exit 3 and
@@ -21,6 +21,7 @@ import typer
 
 from traceview.cli._common import check_output_dir, check_output_file, run_guarded
 from traceview.cli._output import as_text
+from traceview.runner.outcome import CHILD_TIMEOUT_S
 
 
 def _opt(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
@@ -91,7 +92,7 @@ def capture(
     graph_ops: Annotated[int, _opt(H_GRAPH_OPS, _PROTO, "--graph-ops")] = 1,
     streams: Annotated[int, _opt(H_STREAMS, _PROTO)] = 1,
     seed: Annotated[int, _opt(H_SEED, _PROTO)] = 0,
-    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = 120.0,
+    timeout: Annotated[float, _opt(H_TIMEOUT, _PROTO)] = float(CHILD_TIMEOUT_S),
     launcher: Annotated[str, _opt(H_LAUNCHER, _RUN)] = "auto",
     check_layouts: Annotated[bool, _opt(H_CHECK_LAYOUTS, _OUT, "--check-layouts")] = False,
     check_cache: Annotated[bool, _opt(H_CHECK_CACHE, _OUT, "--check-cache")] = False,
@@ -114,9 +115,9 @@ def _capture(*, op, impl, shape, dtype, layout, scalar, device, mode, sync, warm
              check_cache=False, launcher="auto") -> None:
     from rich.console import Console
 
-    from traceview.capture import config as cfg
-    from traceview.capture.ops import canonical_dtype
     from traceview.errors import CaptureError, CorrectnessError
+    from traceview.workload import config as cfg
+    from traceview.workload.ops import canonical_dtype
 
     if format not in ("text", "json"):
         raise CaptureError(f"--format must be text or json; got {format!r}")
@@ -182,8 +183,8 @@ def _check_cache(console, config, format) -> None:
 def _one(console, config, format) -> None:
     from rich.console import Console
 
-    from traceview.capture.protocol import run_capture
-    from traceview.capture.summary import CaptureSummary, analyze_trace
+    from traceview.opcapture.protocol import run_capture
+    from traceview.opcapture.summary import CaptureSummary, analyze_trace
 
     with Console(stderr=True).status(f"capturing {config.op} ({config.impl}, "
                                      f"{config.shape_label} {config.dtype}, {config.mode}) "

@@ -8,7 +8,8 @@ report, never its trace). The engines:
   about a second to start (a fresh interpreter importing numpy and polars per worker,
   measured in ``docs/fleet.md``), so fewer than two items, ``jobs=1``, or local files
   totalling under :data:`POOL_MIN_BYTES` stored bytes (URLs too: their sizes are asked
-  for) run here, in order. Workers come from the
+  for) run here, in order. The pool is ``runner.pool`` (every child process goes through
+  ``runner``); its workers come from the
   ``forkserver`` start method where there is one (forking a process that already runs
   threads can deadlock the child).
 * ``ray`` — one Ray task per item (``num_cpus=1``), scheduled wherever the cluster
@@ -37,13 +38,12 @@ Ray tasks are cancelled (``force=True``). Then the interrupt goes on to the CLI:
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from traceview.errors import UsageError
+from traceview.runner.pool import pool_each
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -140,7 +140,8 @@ def each(fn: Callable[[T], R], items: Sequence[T], *, engine: str = "local",
     tally.running = worker_count(len(items), jobs)
     if progress is not None:
         progress(tally)
-    for i, r in _pool_each(fn, items, worker_count(len(items), jobs), crashed, tally):
+    for i, r in pool_each(fn, items, worker_count(len(items), jobs), crashed,
+                         initializer=_worker_init):
         yield arrived(i, r)
 
 
@@ -149,140 +150,11 @@ def in_order(pairs: Iterator[tuple[int, R]], n: int) -> list[R]:
     return [got[i] for i in range(n)]
 
 
-# ------------------------------------------------------------------------ local pool
-
-
-@contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """Block SIGINT and SIGTERM in this thread while worker processes start: a child
-    inherits the mask (through fork and exec alike), so the pool's workers, and the
-    forkserver they fork from, never receive the terminal's Ctrl-C. A signal meanwhile
-    stays pending and is delivered here when the mask is restored."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def _worker_init() -> None:
     from traceview.io.allocator import keep_freed_memory
 
-    # the second guard: a worker forked from a forkserver some earlier code started
-    # (without the blocked mask) ignores Ctrl-C from here on; SIGTERM keeps its default
-    # (the driver's way of stopping a worker, silent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     keep_freed_memory()  # pool processes are traceview's own: keep freed memory for reuse
 
-
-def _pool(workers: int):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
-    if "forkserver" in methods:
-        _quiet_forkserver()
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
-
-
-def _quiet_forkserver() -> None:
-    """Start the forkserver (if it is not running) with standard error on /dev/null, so
-    that its workers inherit that: a worker still unpickling its start-up data when the
-    driver is interrupted finds the driver's semaphores gone and printed a traceback
-    (1 run in 10). A worker's own errors travel back with its result, never on stderr.
-    ``TRACEVIEW_DEBUG=1`` keeps stderr."""
-    from multiprocessing import forkserver
-
-    if os.environ.get("TRACEVIEW_DEBUG"):
-        forkserver.ensure_running()
-        return
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        forkserver.ensure_running()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
-
-
-def _stop(pool) -> None:
-    """Kill the pool's workers now and wait for them (Ctrl-C, or an error here); a second
-    Ctrl-C meanwhile is held, so that no worker outlives the driver. SIGKILL, not
-    SIGTERM: a worker still in its bootstrap has SIGTERM blocked (``_sigint_blocked``)
-    and would go on to print a traceback once the driver's semaphores are gone; the
-    workers hold nothing to clean up (a staged part is removed with its staging
-    folder)."""
-    from traceview.interrupts import deferred
-
-    with deferred():
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        for p in procs:
-            try:
-                p.kill()
-            except (OSError, ValueError):
-                pass
-        pool.shutdown(wait=True, cancel_futures=True)
-        for p in procs:
-            p.join(5)
-
-
-def _pool_each(fn, items, workers: int, crashed, tally: Tally) -> Iterator[tuple[int, Any]]:
-    from concurrent.futures import FIRST_COMPLETED, wait
-    from concurrent.futures.process import BrokenProcessPool
-
-    broken: list[int] = []
-    pool = None
-    try:
-        with _sigint_blocked():  # a signal meanwhile is raised as the block ends
-            pool = _pool(workers)
-            futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
-        pending = set(futures)
-        while pending:
-            # a timeout, so that this thread wakes to take a Ctrl-C even when the kernel
-            # delivered it to another thread (fsspec's, say) while no result arrives
-            done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=futures.__getitem__):
-                i = futures[fut]
-                try:
-                    r = fut.result()
-                except BrokenProcessPool:
-                    broken.append(i)
-                    continue
-                yield i, r
-        pool.shutdown(wait=True)
-    except BaseException:
-        if pool is not None:
-            _stop(pool)
-        raise
-    for i in broken:
-        one = None
-        try:
-            with _sigint_blocked():
-                one = _pool(1)
-                fut = one.submit(fn, items[i])
-            while not fut.done():
-                wait([fut], timeout=POLL_S)
-            r = fut.result()
-            one.shutdown(wait=True)
-        except BrokenProcessPool:
-            if one is not None:
-                one.shutdown(wait=True)
-            if crashed is None:
-                raise
-            r = crashed(items[i], None)
-        except BaseException:
-            if one is not None:
-                _stop(one)
-            raise
-        yield i, r
 
 
 # ------------------------------------------------------------------------ Ray

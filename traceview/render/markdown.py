@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from traceview import __version__
 from traceview.analyses.kernel_bytes import sentence
 from traceview.metadata import NO_CAPTURE, CaptureMeta, ProtocolMeta
 from traceview.printable import cut, escape_controls
@@ -22,6 +21,7 @@ from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.units import fmt_ns, fmt_share, plural
+from traceview.version import __version__
 
 if TYPE_CHECKING:
     from traceview.report.model import Report

@@ -24,8 +24,8 @@ def load(path: str | PathLike[str], progress: Callable[[int], None] | None = Non
 
     ``progress``, if given, is called with the count of decompressed bytes read so far.
     """
-    from traceview.foreign import check_foreign
     from traceview.io.decode import decode
+    from traceview.io.foreign import check_foreign
     from traceview.model import build
 
     check_foreign(os.fspath(path))  # Perfetto protobuf, Nsight reports: one line saying what to do

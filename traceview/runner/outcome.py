@@ -24,6 +24,9 @@ Status = Literal["ok", "wrong", "error", "crashed", "timeout"]
 #: The one time limit of a child process that has none of its own: it may import torch,
 #: transformers or FlagGems, build a model and compile kernels (torch.compile, Triton).
 CHILD_TIMEOUT_S = 600
+#: A query of a tool (nvidia-smi's driver version, an interpreter's package versions)
+#: answers in well under a second; one that takes this long is wedged and is skipped.
+QUERY_S = 30
 
 
 @dataclass(frozen=True)

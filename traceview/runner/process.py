@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from traceview.errors import CaptureError, CorrectnessError
-from traceview.runner.outcome import CHILD_TIMEOUT_S
+from traceview.runner.outcome import CHILD_TIMEOUT_S, QUERY_S
 
 #: The environment variable that tells a child when (``time.monotonic_ns()``, one clock
 #: for every process of the machine) its parent started it: the child's phases begin there.
@@ -109,6 +109,17 @@ def spawn(argv: list[str], stdin: str, env: Mapping[str, str], *,
         return Finished(None, _text(exc.stdout), _text(exc.stderr),
                         time.perf_counter_ns() - t0)
     return Finished(proc.returncode, proc.stdout, proc.stderr, time.perf_counter_ns() - t0)
+
+
+def query(argv: list[str], env: Mapping[str, str] | None = None) -> str | None:
+    """What a quick query of a tool prints on stdout (a version, the driver's), or None
+    when it cannot start, fails or runs past :data:`QUERY_S`: a query is a convenience
+    recorded beside a measurement, never a reason to stop one."""
+    try:
+        done = spawn(argv, "", os.environ if env is None else env, timeout_s=QUERY_S)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def _text(out: str | bytes | None) -> str:

@@ -25,13 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from traceview import __version__
 from traceview.serve.spec import ServeSpec, Variant
+from traceview.version import __version__
 
 #: The packages whose versions decide a check's answer.
 PACKAGES = ("torch", "transformers", "triton", "flag_gems")
@@ -57,14 +56,14 @@ def folder() -> Path:
 def versions(variant: Variant) -> dict[str, Any] | None:
     """The versions ``variant``'s interpreter and environment would import, from package
     metadata (no import of torch: about 0.1 s); None when they cannot be read."""
+    from traceview.runner.process import query
     from traceview.serve.launch import command
 
     argv, env = command(variant)
+    out = query([argv[0], "-c", _VERSIONS], env)
     try:
-        proc = subprocess.run([argv[0], "-c", _VERSIONS], env=env, capture_output=True,
-                              text=True, timeout=30, check=False)
-        got = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        got = json.loads((out or "").strip().splitlines()[-1])
+    except (ValueError, IndexError):
         return None
     return got if isinstance(got, dict) else None
 

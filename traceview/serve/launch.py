@@ -143,8 +143,8 @@ def in_this_process(variant: Variant, task: dict[str, Any]) -> Outcome:
 
     The task goes through JSON both ways, exactly as it would to a child.
     """
-    from traceview.capture.device import environ
     from traceview.serve.child import run_task
+    from traceview.workload.device import environ
 
     lines: list[dict[str, Any]] = []
     with environ(dict(variant.env)):

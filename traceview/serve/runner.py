@@ -30,7 +30,6 @@ from typing import Any
 
 import msgspec
 
-from traceview import __version__
 from traceview.documents import builtins, read, stamp
 from traceview.errors import CaptureError
 from traceview.paired import Side, compare, interleaved_order
@@ -41,6 +40,7 @@ from traceview.serve.bisect import bisect
 from traceview.serve.diagnosis import diagnose
 from traceview.serve.spec import ServeSpec, Variant, model_to_dict
 from traceview.stats import median
+from traceview.version import __version__
 
 Log = Callable[[str], None]
 

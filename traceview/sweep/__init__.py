@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from traceview.capture.config import CaptureConfig
     from traceview.sweep.sweep import SweepResult
+    from traceview.workload.config import CaptureConfig
 
 __all__ = ["run_sweep", "write_sweep"]
 

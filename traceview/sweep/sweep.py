@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import ops
-from traceview.capture.config import CaptureConfig
-from traceview.capture.protocol import run_capture
-from traceview.capture.summary import analyze_trace
 from traceview.errors import CaptureError
+from traceview.opcapture.protocol import run_capture
+from traceview.opcapture.summary import analyze_trace
 from traceview.stats import median
+from traceview.workload import ops
+from traceview.workload.config import CaptureConfig
 
 DEFINITIONS = {
     "kernel_ns": "device work per call, median over profiled calls (explain's "
@@ -138,7 +138,7 @@ def preflight(config: CaptureConfig, sizes: list[int], folder: Path | None) -> P
     if str(folder).endswith((".json", ".json.gz")):
         raise CaptureError(f"--out {folder}: with --sweep, --out names a folder")
     config.with_(shapes=_shapes_for(config, sizes[0]), out=None).validate()
-    from traceview.capture.device import open_device
+    from traceview.workload.device import open_device
 
     open_device(config)
     return folder

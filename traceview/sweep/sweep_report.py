@@ -21,7 +21,7 @@ def write_sweep(result: SweepResult) -> list[Path]:
     then renamed into place); returns their paths."""
     import json
 
-    from traceview.capture.tracefile import Publisher
+    from traceview.opcapture.tracefile import Publisher
 
     summary = result.summary()
     paths = [result.folder / name for name in SUMMARY_FILES]

@@ -23,13 +23,13 @@ from traceview.errors import CaptureError
 
 def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
     """The split block for ``names`` measured in this process."""
-    from traceview.capture import device as device_mod
-    from traceview.capture.baseline_child import prepare
     from traceview.unprofiled import find, split
+    from traceview.workload import device as device_mod
+    from traceview.workload.prepare import prepare
 
     dev = device_mod.open_device(config)
     with contextlib.ExitStack() as stack:
-        ready = prepare(config, dev, stack, check=False)
+        ready = prepare(config, dev, stack, check=None)
         found = find.functions_for(names)
         targets = {n: found[n] for n in names if n in found}
         block = split.measure(ready.call, dev.sync, targets)
@@ -40,7 +40,7 @@ def measure_here(config: Any, names: list[str]) -> dict[str, Any]:
 def split_in_child(config: Any, names: list[str], cache_root: Path) -> dict[str, Any]:
     """:func:`measure_here` in a fresh interpreter (compile caches under cache_root)."""
     from traceview.runner.process import measure_in_module
-    from traceview.runner.wire import encode_config
+    from traceview.workload.wire import encode_config
 
     payload = json.dumps({"config": json.loads(encode_config(config)), "names": names})
     return measure_in_module("traceview.unprofiled.child", payload, cache_root,
@@ -70,7 +70,7 @@ def split_after_profile(config: Any, warm_trace: Path,
 
 def _child() -> None:
     from traceview.errors import TraceviewError
-    from traceview.runner.wire import decode_config
+    from traceview.workload.wire import decode_config
 
     req = json.loads(sys.stdin.read())
     config = decode_config(json.dumps(req["config"]))

@@ -5,7 +5,7 @@ profiler makes the profiler's own perturbation visible at a glance. explain is
 optional here: without its report (``analysis`` None) the baseline is still printed
 and ``why_not`` says why.
 
-The document is a ``traceview.capture.summary.CaptureSummary``: the trace's
+The document is a ``traceview.opcapture.summary.CaptureSummary``: the trace's
 ``traceview`` metadata, the paths written, and explain's report of the trace (or why
 there is none).
 """

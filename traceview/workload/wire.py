@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from traceview.capture.config import CaptureConfig
+    from traceview.workload.config import CaptureConfig
 
 
 def encode_config(config: CaptureConfig) -> str:
@@ -27,7 +27,7 @@ def encode_config(config: CaptureConfig) -> str:
 
 def decode_config(text: str) -> CaptureConfig:
     """The config :func:`encode_config` wrote."""
-    from traceview.capture.config import CaptureConfig
+    from traceview.workload.config import CaptureConfig
 
     d = json.loads(text)
     d["shapes"] = tuple(tuple(s) for s in d["shapes"])

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.device import Device
+from traceview.workload.device import Device
 
 WARM_RANGE = "call_{i}"
 COLD_RANGE = "cold_call_0"

@@ -9,21 +9,21 @@ parent's cold call stays cold; it
 rebuilds the same seeded inputs and implementation, warms up, measures, and prints one
 JSON line (or ``{"error": ...}`` for a problem the user can fix, such as no GPU).
 
-Run as ``python -m traceview.capture.baseline_child`` with the config as JSON on stdin.
+Run as ``python -m traceview.opcapture.baseline_child`` with the config as JSON on stdin.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.runner.process import measure_in_module
-from traceview.runner.wire import decode_config, encode_config
+from traceview.workload.config import CaptureConfig
+from traceview.workload.prepare import prepare
+from traceview.workload.wire import decode_config, encode_config
 
 #: Fresh processes measured. One process's median can sit far from another's on the
 #: H200 machine (torch.mul 1x4096: 12.5 vs 21.5 us; the Triton mul: 57 to 108 us, same
@@ -60,45 +60,8 @@ def measure_in_children(config: CaptureConfig, cache_root: Path,
 
 def measure_in_child(config: CaptureConfig, cache_root: Path) -> dict[str, Any]:
     """The ``baseline`` block measured by one fresh interpreter (caches under cache_root)."""
-    return measure_in_module("traceview.capture.baseline_child", encode_config(config),
+    return measure_in_module("traceview.opcapture.baseline_child", encode_config(config),
                              cache_root, "the unprofiled baseline")
-
-
-@dataclasses.dataclass(frozen=True)
-class Prepared:
-    """One implementation ready to time: its call (on ``--streams`` streams), the raw
-    call, the inputs, the output's size, and the correctness block (when checked)."""
-
-    call: Any
-    impl_call: Any
-    inputs: Any
-    out_bytes: int
-    checked: dict[str, Any] | None
-
-
-def prepare(config: CaptureConfig, dev: Any, stack: contextlib.ExitStack, *,
-            check: bool) -> Prepared:
-    """Seeded inputs, the implementation, its first call (checked against the reference
-    when ``check``), then ``config.warmup`` synchronized calls."""
-    from traceview.capture.impls import build_impl, on_streams
-    from traceview.capture.inputs import make_inputs
-
-    inputs = make_inputs(dev.torch, config, dev.torch_device)
-    impl = build_impl(config, dev, inputs, stack)
-    first = impl.call()
-    dev.sync()
-    checked = None
-    if check:
-        from traceview.checks import correctness
-
-        checked = correctness.check(dev.torch, config, inputs, first)
-    out_bytes = first.numel() * first.element_size()
-    del first
-    call = impl.call if config.streams == 1 else on_streams(dev, impl.call, config.streams)
-    for _ in range(config.warmup):
-        call()
-        dev.sync()
-    return Prepared(call, impl.call, inputs, out_bytes, checked)
 
 
 def measure_here(config: CaptureConfig, *, check: bool = False,
@@ -112,9 +75,10 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
     (``ab_child.Phases``) is marked after the device opens, after the preparation, and
     after the measurement.
     """
-    from traceview.capture import baseline as baseline_mod
-    from traceview.capture import device as device_mod
-    from traceview.capture.graphs import capture_graph
+    from traceview.checks import correctness
+    from traceview.opcapture import baseline as baseline_mod
+    from traceview.workload import device as device_mod
+    from traceview.workload.graphs import capture_graph
 
     mark = phases.mark if phases is not None else (lambda _name: None)
     dev = device_mod.open_device(config)
@@ -123,7 +87,8 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
     torch = dev.torch
     what = f"--impl {config.impl} {config.op}"
     with contextlib.ExitStack() as stack:
-        ready = prepare(config, dev, stack, check=check)
+        ready = prepare(config, dev, stack,
+                        check=correctness.check if check else None)
         mark("build_compile_warmup")
         replay = None
         if config.mode == "graph":
@@ -131,15 +96,13 @@ def measure_here(config: CaptureConfig, *, check: bool = False,
             graph.replay()
             dev.sync()
             if check:  # the replays are what gets timed: check what they produce too
-                from traceview.checks import correctness
-
                 correctness.check(torch, config, ready.inputs, graph.outputs[-1])
             replay = graph.replay
         block = baseline_mod.measure(dev, ready.call, config.baseline_n, ready.out_bytes,
                                      what, replay=replay)
     mark("measure")
     if check:
-        from traceview.capture.metadata import versions
+        from traceview.opcapture.metadata import versions
 
         block["correctness"] = ready.checked
         block["versions"] = versions(torch)

@@ -14,15 +14,27 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from traceview.capture import ops, tracefile
 from traceview.errors import CaptureError
+from traceview.runner.outcome import CHILD_TIMEOUT_S
+from traceview.workload import ops
+
+SUFFIXES = (".json.gz", ".json")
+
+
+def check_out_path(path: Path) -> None:
+    """``--out`` must name a ``.json`` or ``.json.gz`` file in a writable place."""
+    if not str(path).endswith(SUFFIXES):
+        raise CaptureError(f"--out {path}: the trace name must end in .json.gz or .json")
+    if path.exists() and path.is_dir():
+        raise CaptureError(f"--out {path} is a folder; give a file name ending in .json.gz")
+
 
 IMPLS = ("triton", "torch", "inductor", "flag_gems", "fn")
 LAYOUTS = ("contiguous", "transposed", "strided")
 DEVICES = ("cuda", "cpu")
 MODES = ("eager", "graph")
 SYNCS = ("each", "end")
-#: ``--launcher``: the built-in Triton implementation's form (``capture/kernels.py``).
+#: ``--launcher``: the built-in Triton implementation's form (``workload/kernels.py``).
 LAUNCHERS = ("auto", "minimal", "library")
 
 #: ``--with-stack`` left unset turns Python frames on when the op is this small or
@@ -57,10 +69,12 @@ class CaptureConfig:
     graph_ops: int = 1
     streams: int = 1
     seed: int = 0
-    timeout_s: float = 120.0  # the isolated correctness check: seconds the op may take
+    #: The isolated correctness check: seconds the op may go without an answer. The one
+    #: child limit (``runner.outcome``): it covers compiling (Inductor, autotuning).
+    timeout_s: float = float(CHILD_TIMEOUT_S)
     launcher: str = "auto"  # --impl triton: minimal where it applies, else library
     #: The user's callable (``--fn pkg.module:function``; ``impl`` is then ``"fn"``), their
-    #: input builder (``--inputs``) and reference (``--ref``): see ``capture.usercode``.
+    #: input builder (``--inputs``) and reference (``--ref``): see ``workload.usercode``.
     fn: str | None = None
     inputs_fn: str | None = None
     ref: str | None = None
@@ -188,7 +202,7 @@ class CaptureConfig:
         if self.layout == "strided" and first[-1] < 2:
             raise CaptureError("--layout strided needs a last dimension > 1")
         if self.out is not None:
-            tracefile.check_out_path(self.out)
+            check_out_path(self.out)
         for name, value, low in (
             ("iters", self.iters, 1), ("warmup", self.warmup, 0),
             ("baseline-n", self.baseline_n, 1), ("graph-ops", self.graph_ops, 1),
@@ -232,7 +246,7 @@ _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 def check_spec(flag: str, spec: str) -> None:
     """``pkg.module:function`` or one line naming the flag (no import yet; the callable
-    loads in ``capture.usercode`` only when a capture runs)."""
+    loads in ``workload.usercode`` only when a capture runs)."""
     if not _SPEC.match(spec):
         raise CaptureError(f"--{flag} {spec!r}: use pkg.module:function, e.g. mykernels:add")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
 from traceview.errors import CaptureError
+from traceview.workload.config import CaptureConfig
 
 
 @dataclass
@@ -109,7 +109,7 @@ class UserInputs(Inputs):
 
 
 def user_inputs(torch: Any, spec: str, device: Any) -> UserInputs:
-    from traceview.capture.usercode import load_callable
+    from traceview.workload.usercode import load_callable
 
     make = load_callable("inputs", spec)
     args = make(device)

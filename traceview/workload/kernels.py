@@ -17,7 +17,7 @@ decision. That work is real and is what a library pays, but it is the harness's,
 kernel's: in a profiled H200 call of 470 us, this module took 99 us (89 us of it
 ``torch.functional.broadcast_shapes``) -- so it is no longer the default.
 
-One kernel serves every op in :mod:`traceview.capture.ops`; the op is a ``tl.constexpr``
+One kernel serves every op in :mod:`traceview.workload.ops`; the op is a ``tl.constexpr``
 string, so each op compiles to its own specialised kernel with no runtime branch. The
 library kernel handles contiguous inputs on a fast path (flat offsets) and anything else
 (transposed, strided, broadcast with stride 0) through a rank-4 index decomposition, so

@@ -48,8 +48,8 @@ def capture(fn: Callable[..., Any], *inputs: Any, reference: Callable[..., Any] 
     wrong output raises CorrectnessError and writes nothing. Without it the metadata
     says correctness was not checked.
     """
-    from traceview.capture import baseline, metadata, profiling, tracefile
-    from traceview.capture.device import Device, import_torch
+    from traceview.opcapture import baseline, metadata, profiling, tracefile
+    from traceview.workload.device import Device, import_torch
 
     torch = import_torch()
     tensors = [a for a in inputs if isinstance(a, torch.Tensor)]

@@ -61,7 +61,7 @@ def copy_bandwidth(dev: Any, op_bytes: int | None) -> dict[str, Any] | None:
     """Device-to-device copy rates: of the op's bytes, and of :data:`PEAK_COPY_BYTES`."""
     if not dev.is_cuda or not op_bytes:
         return None
-    from traceview.capture.baseline import device_per_op
+    from traceview.opcapture.baseline import device_per_op
 
     torch = dev.torch
     out: dict[str, Any] = {"method": ("dst.copy_(src) of uint8 buffers, in a CUDA graph, "
@@ -89,15 +89,15 @@ def copy_bandwidth(dev: Any, op_bytes: int | None) -> dict[str, Any] | None:
 def probe_child(payload: dict[str, Any], emit: Any) -> dict[str, Any]:
     """Entry for ``isolation.run_child``: prepare the side's call as its timed processes
     do, then :func:`kernels_used` (and the copy rates for the op's bytes)."""
-    from traceview.capture import device as device_mod
-    from traceview.capture.baseline_child import prepare
-    from traceview.runner.wire import decode_config
+    from traceview.workload import device as device_mod
+    from traceview.workload.prepare import prepare
+    from traceview.workload.wire import decode_config
 
     config = decode_config(payload["config"])
     dev = device_mod.open_device(config)
     emit({"ready": True})
     with contextlib.ExitStack() as stack:
-        ready = prepare(config, dev, stack, check=False)
+        ready = prepare(config, dev, stack, check=None)
         block = kernels_used(dev, ready.call)
     return {"status": "ok", "kernels_used": block}
 

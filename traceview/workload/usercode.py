@@ -25,8 +25,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from traceview.capture.config import check_spec
 from traceview.errors import CaptureError
+from traceview.workload.config import check_spec
 
 
 def load_callable(flag: str, spec: str) -> Callable[..., Any]:

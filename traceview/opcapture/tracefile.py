@@ -20,16 +20,10 @@ from typing import Any
 
 from traceview.errors import CaptureError
 
+# the output path's rules live with the config, which checks ``--out`` before a run
+from traceview.workload.config import SUFFIXES, check_out_path  # noqa: F401
+
 META_KEY = "traceview"
-SUFFIXES = (".json.gz", ".json")
-
-
-def check_out_path(path: Path) -> None:
-    """``--out`` must name a ``.json`` or ``.json.gz`` file in a writable place."""
-    if not str(path).endswith(SUFFIXES):
-        raise CaptureError(f"--out {path}: the trace name must end in .json.gz or .json")
-    if path.exists() and path.is_dir():
-        raise CaptureError(f"--out {path} is a folder; give a file name ending in .json.gz")
 
 
 def stem(path: Path) -> str:

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from traceview.capture.config import CaptureConfig
-from traceview.capture.device import Device, import_triton
-from traceview.capture.inputs import Inputs
 from traceview.errors import CaptureError
+from traceview.workload.config import CaptureConfig
+from traceview.workload.device import Device, import_triton
+from traceview.workload.inputs import Inputs
 
 FLAG_GEMS_INSTALL = (
     "--impl flag_gems needs FlagGems, which is not importable here; install it with "
@@ -57,14 +57,14 @@ def _torch_impl(config, device, inputs, stack) -> Impl:
 
 
 def _triton_impl(config, device, inputs, stack) -> Impl:
-    """The project's kernel in the form ``config.launcher`` names (``capture.kernels``):
+    """The project's kernel in the form ``config.launcher`` names (``workload.kernels``):
     ``minimal`` (allocate and launch) wherever it computes what the op does, ``library``
     (promotion, broadcasting, strides per call) otherwise or when asked; ``auto`` picks
     the first that applies. The form and the reason are recorded in the metadata."""
     if config.interpreted:
         _check_interpreter_possible()
     import_triton()
-    from traceview.capture import kernels
+    from traceview.workload import kernels
 
     args = inputs.args
     fits, why = kernels.minimal_applies(device.torch, config.op, args)
@@ -89,7 +89,7 @@ def _triton_impl(config, device, inputs, stack) -> Impl:
                 "type promotion, broadcasting and stride work, as an operator library does")
     detail = {
         "kernel": launcher.kernel.__name__,
-        "launcher": f"traceview.capture.kernels.{type(launcher).__name__}",
+        "launcher": f"traceview.workload.kernels.{type(launcher).__name__}",
         "launcher_form": form,
         "launcher_why": reason,
         "launcher_does": what,
@@ -147,8 +147,8 @@ def _flag_gems_impl(config, device, inputs, stack) -> Impl:
 
 
 def _user_impl(config, device, inputs, stack) -> Impl:
-    """The user's callable (``--fn``) on the prepared arguments; see ``capture.usercode``."""
-    from traceview.capture.usercode import load_callable
+    """The user's callable (``--fn``) on the prepared arguments; see ``workload.usercode``."""
+    from traceview.workload.usercode import load_callable
 
     fn = load_callable("fn", config.fn)
     args = inputs.args

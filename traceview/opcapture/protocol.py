@@ -28,21 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traceview.capture import (
+from traceview.checks import correctness, failure
+from traceview.errors import CaptureError, CorrectnessError
+from traceview.opcapture import (
     baseline_child,
     metadata,
     probe,
     profiling,
     tracefile,
 )
-from traceview.capture import device as device_mod
-from traceview.capture.config import CaptureConfig
-from traceview.capture.graphs import capture_graph
-from traceview.capture.impls import build_impl, on_streams
-from traceview.capture.inputs import make_inputs
-from traceview.checks import correctness, failure
-from traceview.errors import CaptureError, CorrectnessError
 from traceview.unprofiled import child as unprofiled_child
+from traceview.workload import device as device_mod
+from traceview.workload.config import CaptureConfig
+from traceview.workload.graphs import capture_graph
+from traceview.workload.impls import build_impl, on_streams
+from traceview.workload.inputs import make_inputs
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Everything that touches the execution device: imports, fresh caches, sync, memory, identity.
 
-This module, like the rest of ``traceview.capture``, imports torch and triton only inside
+This module, like the rest of ``traceview.opcapture``, imports torch and triton only inside
 functions, so ``traceview --help`` and ``traceview explain`` never pay for them.
 """
 
@@ -12,15 +12,14 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.capture import ops
-from traceview.capture.config import CaptureConfig
 from traceview.errors import CaptureError
+from traceview.workload import ops
+from traceview.workload.config import CaptureConfig
 
 
 def import_torch() -> Any:
@@ -206,11 +205,8 @@ def nvidia_driver_version() -> str | None:
                 return buf.value.decode()
     except (OSError, AttributeError):
         pass
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip().splitlines()
-        return out[0].strip() if out else None
-    except (OSError, subprocess.SubprocessError):
-        return None
+    from traceview.runner.process import query
+
+    out = (query(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+           or "").strip().splitlines()
+    return out[0].strip() if out else None

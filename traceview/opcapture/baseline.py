@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from traceview.capture.device import Device
-from traceview.capture.graphs import capture_graph
 from traceview.errors import CaptureError
 from traceview.stats import median
+from traceview.workload.device import Device
+from traceview.workload.graphs import capture_graph
 
 #: Graph replays timed for ``device_ns`` (after one untimed replay).
 DEVICE_REPLAYS = 10

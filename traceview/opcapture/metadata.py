@@ -15,9 +15,9 @@ import platform
 import sys
 from typing import Any
 
-from traceview.capture.baseline import TIMER
-from traceview.capture.config import CaptureConfig
 from traceview.documents import stamp
+from traceview.opcapture.baseline import TIMER
+from traceview.workload.config import CaptureConfig
 
 SCHEMA = stamp("capture")  # the version field the block starts with (documents.py)
 
