@@ -42,6 +42,7 @@ from traceview.io.collector import Collector
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
 from traceview.io.events import ANY, decode_args
 from traceview.io.exact_time import MISSING, value_to_ns
+from traceview.printable import printable_path
 from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
 from traceview.io.splitter import Splitter
@@ -114,7 +115,7 @@ def decode(path: str | os.PathLike[str],
         problems.append(("name-too-long", long,
                          f"names over {limits.MAX_NAME_CHARS:,} characters cut (the note "
                          "after the cut gives each one's length)"))
-    return Decoded(path=str(p), keys=keys, names=names, x=x, phases=phases,
+    return Decoded(path=printable_path(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0])
 

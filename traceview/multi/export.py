@@ -36,6 +36,7 @@ from traceview.errors import OutputError, TraceviewError, UsageError
 from traceview.model import NO_ID
 from traceview.multi.engine import each, in_order
 from traceview.multi.ranks import metadata_rank
+from traceview.printable import printable_path
 from traceview.multi.trace_files import expand_paths, file_sizes
 from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
 from traceview.options import Options
@@ -203,13 +204,14 @@ class TraceTables:
 
 def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
-    index, path = item
+    index, given = item
+    path = printable_path(given)  # the tables' name for it: a Parquet string is UTF-8
     try:
         from traceview.report.build import build_report
         from traceview.report.explanation import analyze_trace
         from traceview.report.pipeline import load
 
-        ex = analyze_trace(load(path), options)
+        ex = analyze_trace(load(given), options)
         report = build_report(ex)
         r = metadata_rank(report.trace.metadata)
         rank, source = (index, "order") if r is None else (r, "distributedInfo")
@@ -227,7 +229,8 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
 
 
 def _worker_died(item: tuple[int, str], detail: str | None = None) -> TraceTables:
-    index, path = item
+    index, given = item
+    path = printable_path(given)
     line = worker_died_line(path, detail)
     return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
 
@@ -407,7 +410,7 @@ def rank_parts(item: tuple[int, str], options: Options, staging: str) -> TraceTa
             from traceview.io.sources import load_error
 
             line = f"{tables.path}: cannot write its tables: {load_error(staging, exc).problem}"
-            index, path = item
+            index, path = item[0], printable_path(item[1])
             tables = TraceTables(path, index, "order", _failed_row(path, index, line),
                                  error=line)
     tables.slices = tables.calls = None
