@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traceview.documents import readable, upgrade
-from traceview.errors import TraceLoadError
+from traceview.errors import TraceLoadError, UsageError
 from traceview.multi.twosample import critical_k, shift
 from traceview.paired import PairedComparison
 
@@ -126,6 +126,12 @@ def load_ab(path: str | Path) -> dict[str, Any]:
             and all(isinstance(x, int) for x in c["a_ns"] + c["b_ns"])):
         raise TraceLoadError(p, "not a traceview ab result (schema_version 1 or 2 with "
                                 "comparisons.full_api_ns_p50.a_ns/b_ns)")
+    from traceview.multi.ab_result import read_ab
+
+    try:
+        read_ab(doc)  # every key typed as the writer wrote it: a null is named, not used
+    except UsageError as exc:
+        raise TraceLoadError(p, str(exc)) from None
     return upgrade(doc, "ab")
 
 
