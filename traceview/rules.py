@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
 import msgspec
 
 from traceview.errors import UsageError

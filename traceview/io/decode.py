@@ -42,10 +42,10 @@ from traceview.io.collector import Collector
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
 from traceview.io.events import ANY, decode_args
 from traceview.io.exact_time import MISSING, value_to_ns
-from traceview.printable import printable_path
 from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
 from traceview.io.splitter import Splitter
+from traceview.printable import printable_path
 
 # what the other layers import from here (the model reads ``io/columns.py``)
 __all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "decode",

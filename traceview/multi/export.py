@@ -36,10 +36,10 @@ from traceview.errors import OutputError, TraceviewError, UsageError
 from traceview.model import NO_ID
 from traceview.multi.engine import each, in_order
 from traceview.multi.ranks import metadata_rank
-from traceview.printable import printable_path
 from traceview.multi.trace_files import expand_paths, file_sizes
 from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
 from traceview.options import Options
+from traceview.printable import printable_path
 
 if TYPE_CHECKING:
     from traceview.multi.engine import Progress
