@@ -261,9 +261,10 @@ def fifo_wait_s() -> float:
         return 10.0
 
 
-# a named pipe's bytes, read once into a file of their own: (device, inode) -> that file
-# (or the one line that said no writer came: asked again, the answer is the same)
-_SPOOLED: dict[tuple[int, int], str | TraceLoadError] = {}
+# a named pipe's bytes, read once into a file of their own (or the one line that said no
+# writer came): (device, inode) -> (its change time when read, the file or the refusal).
+# A pipe made anew under a reused inode has another change time, so it is read anew.
+_SPOOLED: dict[tuple[int, int], tuple[int, str | TraceLoadError]] = {}
 
 
 def _open_fifo(path: str | os.PathLike[str]) -> IO[bytes]:
@@ -272,33 +273,40 @@ def _open_fifo(path: str | os.PathLike[str]) -> IO[bytes]:
     polled until a writer has written (or come and gone); none within ``fifo_wait_s`` is
     one line. What the writer sends is kept in a temporary file (removed at exit), since
     the loader opens its input more than once (the format sniffed, then decoded)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    if key not in _SPOOLED or _SPOOLED[key][0] != st.st_ctime_ns:
+        try:
+            got: str | TraceLoadError = _spool(path)
+        except TraceLoadError as exc:
+            got = exc
+        _SPOOLED[key] = (os.stat(path).st_ctime_ns, got)
+    known = _SPOOLED[key][1]
+    if isinstance(known, TraceLoadError):
+        raise known
+    return open(known, "rb")  # noqa: SIM115 - the caller owns it
+
+
+def _spool(path: str | os.PathLike[str]) -> str:
+    """The name of a temporary file holding what a writer sent down the pipe."""
     import atexit
     import select
     import shutil
     import tempfile
 
-    st = os.stat(path)
-    key = (st.st_dev, st.st_ino)
-    if key not in _SPOOLED:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as pipe:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN | select.POLLHUP)
-            wait = fifo_wait_s()
-            if not poller.poll(int(wait * 1000)):
-                _SPOOLED[key] = TraceLoadError(name(path), "a named pipe (FIFO) with no "
-                                               f"writer: nothing came in {wait:g} s")
-                raise _SPOOLED[key]
-            os.set_blocking(fd, True)
-            spool = tempfile.NamedTemporaryFile(prefix="traceview-fifo-", delete=False)
-            with spool:
-                atexit.register(_unlink, spool.name)
-                shutil.copyfileobj(pipe, spool, 1 << 20)
-        _SPOOLED[key] = spool.name
-    known = _SPOOLED[key]
-    if isinstance(known, TraceLoadError):
-        raise known
-    return open(known, "rb")  # noqa: SIM115 - the caller owns it
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as pipe:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        wait = fifo_wait_s()
+        if not poller.poll(int(wait * 1000)):
+            raise TraceLoadError(name(path), "a named pipe (FIFO) with no writer: nothing "
+                                             f"came in {wait:g} s")
+        os.set_blocking(fd, True)
+        with tempfile.NamedTemporaryFile(prefix="traceview-fifo-", delete=False) as spool:
+            atexit.register(_unlink, spool.name)
+            shutil.copyfileobj(pipe, spool, 1 << 20)
+    return spool.name
 
 
 def _unlink(path: str) -> None:
