@@ -622,3 +622,20 @@ def test_a_deep_host_stack_inside_calls(depth, tmp_path):
     if depth + 1 > MAX_TREE_DEPTH:  # frame MAX folded: its 40 ms less 2 us a level above
         assert node["folded"] == 1
         assert node["folded_ns"] == (40_000 - 2 * MAX_TREE_DEPTH) * 1000
+
+
+@pytest.mark.parametrize("kind", ["fifo", "null"])
+@pytest.mark.parametrize("table", ["slices", "calls", "summary"])
+def test_export_into_a_folder_holding_a_special_file(table, kind, tmp_path):
+    out = tmp_path / "tables"
+    out.mkdir()
+    target = out / f"{table}.parquet"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/null")
+    before = os.lstat(target).st_mode
+    assert f"{table}.parquet" in one_line(
+        invoke("export", str(FIXTURES / RUNTIME), "--parquet", str(out)))
+    assert os.lstat(target).st_mode == before
+    assert sorted(p.name for p in out.iterdir()) == [f"{table}.parquet"]  # nothing staged

@@ -310,7 +310,7 @@ def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResu
     runs into one folder write one after the other, never a mix of both. An interrupt
     leaves the previous tables (or no folder), never half a file; the clean-up holds a
     second Ctrl-C or SIGTERM until it is done."""
-    from traceview.atomic import folder_lock, staged_name
+    from traceview.atomic import folder_lock, refuse_special, staged_name
     from traceview.interrupts import deferred
 
     for name in TABLES:
@@ -318,6 +318,7 @@ def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResu
         if target.is_dir() and not target.is_symlink():
             raise OutputError(f"{target} is a folder; the table cannot be written there "
                               "(remove it or export into another folder)")
+        refuse_special(target)  # a FIFO or a device is never replaced by a table
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
