@@ -409,6 +409,23 @@ def test_cli_misuse(i, tmp_path):
         assert r.stdout == "" or "Usage" in r.output
 
 
+OPTION_VALUES = ["0", "-1", "1e400", "nan", "", "((", "1ms:", ":2ms", "5ms:1ms", "9" * 30,
+                 "\x00", "x" * 5000, "1.5", "-5us", "inf", "1e400ms:2ms", "[a-"]
+OPTIONS = ["--width", "--top", "--window", "--calls", "--thread", "--calls-depth",
+           "--unprofiled-call", "--format"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_seeded_option_values(seed):
+    rng = random.Random(f"options:{seed}")
+    args = ["explain", str(FIXTURES / RUNTIME)]
+    for flag in rng.sample(OPTIONS, k=rng.randint(1, 3)):
+        args += [flag, rng.choice(OPTION_VALUES)]
+    r = invoke(*args)
+    no_traceback(r)
+    assert r.exit_code in (0, 2), (args, r.exit_code, r.output[-500:])
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "md"])
 @pytest.mark.parametrize("where", ["file", "folder", "diff", "export"])
 def test_non_utf8_file_names(where, fmt, tmp_path):
