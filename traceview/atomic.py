@@ -35,6 +35,37 @@ def staged_name(path: Path) -> Path:
     return Path(tmp)
 
 
+def special_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder (a FIFO,
+    a device, a socket), symlinks followed; None otherwise. Such a target is refused:
+    the rename would put a regular file in its place (``/dev/null`` replaced, as root),
+    and writing into it in place is not atomic (a FIFO with no reader blocks for ever)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None  # absent (or unreachable: the write names that itself)
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def refuse_special(path: Path, flag: str = "") -> None:
+    """``OutputError`` (one line) when ``path`` is a special file (``special_file``)."""
+    from traceview.errors import OutputError
+
+    what = special_file(path)
+    if what is not None:
+        lead = f"{flag} {path}" if flag else str(path)
+        raise OutputError(f"{lead} is {what}: traceview writes only regular files (or "
+                          "standard output)")
+
+
 def replace_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """``write(tmp)`` fills a temporary file beside ``path``, which then replaces ``path``.
 
@@ -48,6 +79,7 @@ def replace_atomic(path: Path, write: Callable[[Path], None]) -> None:
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         raise OutputError(f"{path} is a folder; give a file name")
+    refuse_special(path)
     staged: list[Path] = []
     try:
         try:

@@ -79,6 +79,8 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
          "device work ending after a later device synchronize returned (impossible); dropped"),
     Code("device-work-past-host", "warning",
          "device work ending far past the last host event; dropped"),
+    Code("device-work-before-launch", "warning",
+         "device work starting before its launch (impossible); its launch latency left out"),
     Code("python-frame-overhang", "warning",
          "Python frames recorded as ending after their caller (a profiler artifact); clipped"),
 )}

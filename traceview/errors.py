@@ -18,7 +18,9 @@ class TraceLoadError(TraceviewError):
     """The file cannot be read as a trace at all (missing, not JSON, no events...)."""
 
     def __init__(self, path: object, problem: str) -> None:
-        self.path = str(path)
+        from traceview.printable import printable_path
+
+        self.path = printable_path(path)  # a name that is not UTF-8 still prints
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 

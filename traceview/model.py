@@ -243,6 +243,7 @@ def build(decoded: Decoded) -> Trace:
     if malformed is not None:
         trace.diagnostics.append(malformed)
     _drop_implausible_device_work(trace)
+    _tell_work_before_launch(trace)
     _clip_python_frames(trace)
     return trace
 
@@ -530,6 +531,20 @@ def _drop_implausible_device_work(trace: Trace) -> None:
             "device-work-past-host", "warning", int(far.size),
             "device work ending far past the last host event (more than the whole host span "
             "later); dropped"))
+
+
+def _tell_work_before_launch(trace: Trace) -> None:
+    """Say how many device records start before the launch they are linked to (no clock
+    allows it: the host's and the device's clocks disagree, or the link is wrong). The
+    records stay; the calls leave such a launch's latency out (``analyses.calls``)."""
+    s = trace.slices
+    early = sum(1 for work, launch in trace.work_to_launch.items()
+                if s.start[work] < s.start[launch])
+    if early:
+        trace.diagnostics.append(Diagnostic(
+            "device-work-before-launch", "warning", early,
+            "device work starting before its launch call (impossible: the clocks or the "
+            "correlation ids are wrong); launch latency left out for those launches"))
 
 
 # ---------------------------------------------------------------- Python frames outliving their caller

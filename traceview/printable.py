@@ -38,3 +38,26 @@ def cut(s: str, limit: int = MAX_NAME_CHARS) -> str:
 def printable_name(s: str) -> str:
     """A name as the text and markdown outputs print it (one line, no control codes)."""
     return escape_controls(cut(s), keep_lines=False)
+
+
+def _surrogate(c: str) -> str:
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return f"\\u{code:04x}"
+    return c
+
+
+def printable_path(path: object) -> str:
+    """A file name as every output writes it: valid UTF-8. POSIX names are bytes; Python
+    carries a byte that is not UTF-8 as a lone surrogate, which no encoder writes (JSON,
+    Parquet and the terminal all refused it), so such a byte becomes ``\\xNN``."""
+    import os
+
+    s = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_surrogate(c) for c in s)
+    return s

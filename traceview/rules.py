@@ -12,14 +12,15 @@ inside ``launch_metadata`` on the first call still counts as ``compile``. ``inhe
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from traceview.errors import UsageError
+from traceview.printable import printable_path
 
 INHERIT = "inherit"
 UNTRACED = "untraced"
@@ -85,84 +86,110 @@ class RuleSet:
         return OTHER, False
 
 
-def _framework(doc: Any, source: str) -> list[re.Pattern[str]]:
-    pats = doc.get("framework_ranges", [])
-    if not isinstance(pats, list) or not all(isinstance(p, str) for p in pats):
-        raise UsageError(f"{source}: 'framework_ranges' must be a list of regular expressions")
+class _RuleSpec(msgspec.Struct, frozen=True):
+    """One category rule as the file writes it (validated before any regex is built)."""
+
+    category: str
+    cats: list[str] | None = None
+    name: str | None = None
+    launch_api: bool = False
+    subtree: bool = False
+
+
+class _PhaseSpec(msgspec.Struct, frozen=True):
+    phase: str
+    cats: list[str] | None = None
+    name: str | None = None
+    any_thread: bool = False
+    before: str | None = None
+
+
+class _RulesFile(msgspec.Struct, frozen=True):
+    """A rules file: every key optional (a user's file adds to the defaults); keys it
+    does not know (``version``, the ``*_about`` texts) are ignored."""
+
+    rules: list[_RuleSpec] = []
+    categories: dict[str, str] = {}
+    launch_apis: dict[str, list[str]] = {}
+    framework_ranges: list[str] = []
+    phases: list[_PhaseSpec] = []
+    communication_kernels: str | None = None
+
+
+_DECODER = msgspec.json.Decoder(_RulesFile)
+
+
+def _decode(data: bytes, source: str) -> _RulesFile:
+    """The file's bytes as typed values, or one ``UsageError`` naming the file and the
+    first field at fault (msgspec's path, ``$.rules[0].name``)."""
     try:
-        return [re.compile(p) for p in pats]
-    except re.error as exc:
-        raise UsageError(f"{source}: framework_ranges: bad regular expression: {exc}") from None
+        return _DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"{source}: bad rules file: {exc}") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        reason = str(exc) if isinstance(exc, msgspec.DecodeError) else "nested too deep"
+        raise UsageError(f"{source}: rules file is not valid JSON: {reason}") from None
 
 
-def _phases(doc: Any, source: str) -> list[PhaseRule]:
-    out = []
-    items = doc.get("phases", [])
-    if not isinstance(items, list):
-        raise UsageError(f"{source}: 'phases' must be a list")
-    for i, r in enumerate(items):
-        if not isinstance(r, dict) or not isinstance(r.get("phase"), str):
-            raise UsageError(f"{source}: phase rule {i} needs a 'phase' string")
-        try:
-            pattern = re.compile(r.get("name") or "")
-        except re.error as exc:
-            raise UsageError(f"{source}: phase rule {i}: bad regular expression: {exc}") from None
-        rc = r.get("cats")
-        before = r.get("before")
-        out.append(PhaseRule(r["phase"], frozenset(rc) if isinstance(rc, list) else None,
-                             pattern, bool(r.get("any_thread", False)),
-                             before if isinstance(before, str) else None))
-    return out
+def _regex(text: str, source: str, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except (re.error, RecursionError, OverflowError, ValueError) as exc:
+        raise UsageError(f"{source}: {what}: bad regular expression: {exc}") from None
 
 
-def _parse(doc: Any, source: str) -> tuple[dict[str, str], list[Rule], dict[str, list[str]]]:
-    if not isinstance(doc, dict) or not isinstance(doc.get("rules", []), list):
-        raise UsageError(f"{source}: rules file must be a JSON object with a 'rules' list")
-    cats = doc.get("categories", {})
-    if not isinstance(cats, dict):
-        raise UsageError(f"{source}: 'categories' must map ids to descriptions")
-    rules = []
-    for i, r in enumerate(doc.get("rules", [])):
-        if not isinstance(r, dict) or not isinstance(r.get("category"), str):
-            raise UsageError(f"{source}: rule {i} needs a 'category' string")
-        try:
-            pattern = re.compile(r["name"]) if r.get("name") else None
-        except re.error as exc:
-            raise UsageError(f"{source}: rule {i}: bad regular expression: {exc}") from None
-        rc = r.get("cats")
-        rules.append(Rule(
-            category=r["category"],
-            cats=frozenset(rc) if isinstance(rc, list) else None,
-            pattern=pattern,
-            launch_api=bool(r.get("launch_api", False)),
-            subtree=bool(r.get("subtree", False)),
-        ))
-    apis = doc.get("launch_apis", {})
-    return {str(k): str(v) for k, v in cats.items()}, rules, apis
+def _cats(cats: list[str] | None) -> frozenset[str] | None:
+    return frozenset(cats) if cats is not None else None
+
+
+def _rules(doc: _RulesFile, source: str) -> list[Rule]:
+    return [Rule(category=r.category, cats=_cats(r.cats),
+                 pattern=_regex(r.name, source, f"rule {i}") if r.name else None,
+                 launch_api=r.launch_api, subtree=r.subtree)
+            for i, r in enumerate(doc.rules)]
+
+
+def _phases(doc: _RulesFile, source: str) -> list[PhaseRule]:
+    return [PhaseRule(r.phase, _cats(r.cats), _regex(r.name or "", source, f"phase rule {i}"),
+                      r.any_thread, r.before)
+            for i, r in enumerate(doc.phases)]
+
+
+def _framework(doc: _RulesFile, source: str) -> list[re.Pattern[str]]:
+    return [_regex(p, source, "framework_ranges") for p in doc.framework_ranges]
+
+
+def _default_bytes() -> bytes:
+    return resources.files("traceview.data").joinpath("default_rules.json").read_bytes()
 
 
 def load_rules(extra: str | Path | None = None) -> RuleSet:
     """The default table, with a user's rules file (if any) matched first."""
-    text = resources.files("traceview.data").joinpath("default_rules.json").read_text()
-    default_doc = json.loads(text)
-    categories, rules, apis = _parse(default_doc, "default rules")
+    return _load(_default_bytes(), extra)
+
+
+def _load(default_data: bytes, extra: str | Path | None) -> RuleSet:
+    default_doc = _decode(default_data, "default rules")
+    categories = dict(default_doc.categories)
+    rules = _rules(default_doc, "default rules")
+    apis = {k: list(v) for k, v in default_doc.launch_apis.items()}
     framework = _framework(default_doc, "default rules")
     phases = _phases(default_doc, "default rules")
-    comm = default_doc.get("communication_kernels", "")
+    comm = default_doc.communication_kernels or ""
     if extra is not None:
+        source = printable_path(extra)
         try:
-            user_doc = json.loads(Path(extra).read_text())
+            data = Path(extra).read_bytes()
         except OSError as exc:
-            raise UsageError(f"{extra}: cannot read rules file: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{extra}: rules file is not valid JSON: {exc}") from None
-        u_cats, u_rules, u_apis = _parse(user_doc, str(extra))
-        framework = _framework(user_doc, str(extra)) + framework
-        phases = _phases(user_doc, str(extra)) + phases
-        comm = user_doc.get("communication_kernels", comm)
-        categories = {**categories, **u_cats}
-        rules = u_rules + rules
-        for kind, names in u_apis.items():
+            raise UsageError(f"{source}: cannot read rules file: {exc.strerror or exc}") from None
+        user_doc = _decode(data, source)
+        framework = _framework(user_doc, source) + framework
+        phases = _phases(user_doc, source) + phases
+        if user_doc.communication_kernels is not None:
+            comm = user_doc.communication_kernels
+        categories = {**categories, **user_doc.categories}
+        rules = _rules(user_doc, source) + rules
+        for kind, names in user_doc.launch_apis.items():
             apis[kind] = list(apis.get(kind, [])) + list(names)
     for rule in rules:
         if rule.category not in categories and rule.category != INHERIT:
@@ -173,5 +200,5 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
         launch_apis={k: frozenset(v) for k, v in apis.items()},
         framework_ranges=tuple(framework),
         phases=tuple(phases),
-        communication_kernels=comm if isinstance(comm, str) else "",
+        communication_kernels=comm,
     )

@@ -293,6 +293,8 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     if lk.any():
         lat_pos = m_pos[lk][l_first]
         latency = w_min_start[lat_pos] - s.start[l_rows[lat_pos]]
+        # device work before its launch is impossible (model.py says so): no latency
+        has_latency &= latency >= 0
 
     wc_call, wc_k = intervals.expand_ranges(w_first[pos], w_first[pos] + w_count[pos])
     w_call, work = call[wc_call], w_rows[wc_k]

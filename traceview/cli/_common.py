@@ -142,6 +142,12 @@ def check_output_file(path: Path | None, flag: str, *,
                          f"(it picks the format), not {path.suffix or 'nothing'!r}")
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; give a file name")
+    from traceview.atomic import special_file
+
+    what = special_file(path)
+    if what is not None:
+        raise UsageError(f"{flag} {path} is {what}: traceview writes only regular files "
+                         "(or standard output)")
     try:
         path.stat()
     except OSError as exc:

@@ -171,6 +171,9 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
 
 def _write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` whole: a reader (or a time limit) never sees half a document."""
+    from traceview.atomic import refuse_special
+
+    refuse_special(path)  # a FIFO or a device is never replaced by a file
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)

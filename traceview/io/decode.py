@@ -45,6 +45,7 @@ from traceview.io.exact_time import MISSING, value_to_ns
 from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
 from traceview.io.splitter import Splitter
+from traceview.printable import printable_path
 
 # what the other layers import from here (the model reads ``io/columns.py``)
 __all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "decode",
@@ -114,7 +115,7 @@ def decode(path: str | os.PathLike[str],
         problems.append(("name-too-long", long,
                          f"names over {limits.MAX_NAME_CHARS:,} characters cut (the note "
                          "after the cut gives each one's length)"))
-    return Decoded(path=str(p), keys=keys, names=names, x=x, phases=phases,
+    return Decoded(path=printable_path(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0])
 

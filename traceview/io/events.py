@@ -111,6 +111,8 @@ def _text(v: Any) -> str:
 def _num(v: Any) -> float | str | None:
     if v is None or isinstance(v, bool):
         return None
+    if isinstance(v, int) and abs(v) >= 2**53:
+        return str(v)  # past a float's exact range (and 1e309 past its range at all)
     if isinstance(v, (int, float)):
         return float(v)
     return v if isinstance(v, str) else None

@@ -37,12 +37,17 @@ def text_to_ns(text: bytes | str) -> int | None:
         return None
 
 
-def value_to_ns(value: float | str | bytes | None) -> int | None:
-    """One loosely typed us value -> int ns (exact for text; float split for floats)."""
+def value_to_ns(value: object) -> int | None:
+    """One loosely typed us value -> int ns (exact for text and integers; float split
+    for floats); None for anything else (null, a boolean, an object, a list)."""
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (str, bytes)):
         return text_to_ns(value)
+    if isinstance(value, int):
+        return value * 1000 if abs(value) < 2**62 // 1000 else None
+    if not isinstance(value, float):
+        return None
     if value != value or value in (float("inf"), float("-inf")):
         return None
     if abs(value) >= 2**62 / 1000:

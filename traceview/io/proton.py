@@ -30,6 +30,7 @@ import msgspec
 
 from traceview.errors import TraceLoadError
 from traceview.io.exact_time import value_to_ns
+from traceview.printable import printable_path
 
 ProtonKind = Literal["trace", "tree"]
 HEAD_BYTES = 64 * 1024
@@ -162,7 +163,7 @@ def read_trace(path: str | os.PathLike[str]) -> ProtonTraceFile:
         raise TraceLoadError(path, "a Proton trace with no kernel slices carrying "
                                    "args.call_stack")
     kernels.sort(key=lambda k: (k.start_ns, k.end_ns, str(k.stream), k.name))
-    return ProtonTraceFile(os.fspath(path), tuple(kernels), unit, dropped)
+    return ProtonTraceFile(printable_path(path), tuple(kernels), unit, dropped)
 
 
 def _kernel(ev: Any) -> ProtonKernel | None:
@@ -193,7 +194,7 @@ def read_tree(path: str | os.PathLike[str]) -> ProtonTreeFile:
         raise TraceLoadError(path, "a Proton tree must be a JSON list whose first item is "
                                    "a node with a 'frame'")
     devices = doc[1] if len(doc) > 1 and isinstance(doc[1], dict) else {}
-    return ProtonTreeFile(os.fspath(path), _node_tree(path, doc[0]),
+    return ProtonTreeFile(printable_path(path), _node_tree(path, doc[0]),
                           {str(k): v for k, v in devices.items() if isinstance(v, dict)})
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from pathlib import Path
 from typing import IO, Any
 
@@ -154,6 +155,9 @@ def size(path: str | os.PathLike[str]) -> int:
     """Bytes stored (compressed size for gzip); ``TraceLoadError`` when unreachable."""
     if not is_url(path):
         try:
+            if stat.S_ISFIFO(os.stat(path).st_mode):
+                with open_binary(path) as f:  # its size is that of what it sent
+                    return os.fstat(f.fileno()).st_size
             return Path(path).stat().st_size
         except OSError as exc:
             raise load_error(path, exc) from None
@@ -235,6 +239,8 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     ``TraceLoadError`` for a missing or unreadable object."""
     if not is_url(path):
         try:
+            if stat.S_ISFIFO(os.stat(path).st_mode):
+                return _open_fifo(path)
             return open(path, "rb")  # noqa: SIM115 - the caller owns it
         except OSError as exc:
             raise load_error(path, exc) from None
@@ -245,6 +251,69 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
         return fs.open(inner, "rb", block_size=BLOCK_BYTES, cache_type="readahead")
     except _remote_errors() as exc:
         raise load_error(path, exc) from None
+
+
+def fifo_wait_s() -> float:
+    """How long a named pipe is given to have a writer (``TRACEVIEW_FIFO_WAIT_S``, 10 s)."""
+    try:
+        return max(0.0, float(os.environ.get("TRACEVIEW_FIFO_WAIT_S", "10")))
+    except ValueError:
+        return 10.0
+
+
+# a named pipe's bytes, read once into a file of their own (or the one line that said no
+# writer came): (device, inode) -> (its change time when read, the file or the refusal).
+# A pipe made anew under a reused inode has another change time, so it is read anew.
+_SPOOLED: dict[tuple[int, int], tuple[int, str | TraceLoadError]] = {}
+
+
+def _open_fifo(path: str | os.PathLike[str]) -> IO[bytes]:
+    """A named pipe, opened without waiting for ever: a plain ``open`` blocks until some
+    process opens it for writing, which may never happen. Opened non-blocking, it is
+    polled until a writer has written (or come and gone); none within ``fifo_wait_s`` is
+    one line. What the writer sends is kept in a temporary file (removed at exit), since
+    the loader opens its input more than once (the format sniffed, then decoded)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    if key not in _SPOOLED or _SPOOLED[key][0] != st.st_ctime_ns:
+        try:
+            got: str | TraceLoadError = _spool(path)
+        except TraceLoadError as exc:
+            got = exc
+        _SPOOLED[key] = (os.stat(path).st_ctime_ns, got)
+    known = _SPOOLED[key][1]
+    if isinstance(known, TraceLoadError):
+        raise known
+    return open(known, "rb")  # noqa: SIM115 - the caller owns it
+
+
+def _spool(path: str | os.PathLike[str]) -> str:
+    """The name of a temporary file holding what a writer sent down the pipe."""
+    import atexit
+    import select
+    import shutil
+    import tempfile
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as pipe:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        wait = fifo_wait_s()
+        if not poller.poll(int(wait * 1000)):
+            raise TraceLoadError(name(path), "a named pipe (FIFO) with no writer: nothing "
+                                             f"came in {wait:g} s")
+        os.set_blocking(fd, True)
+        with tempfile.NamedTemporaryFile(prefix="traceview-fifo-", delete=False) as spool:
+            atexit.register(_unlink, spool.name)
+            shutil.copyfileobj(pipe, spool, 1 << 20)
+    return spool.name
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def read_errors() -> tuple[type[BaseException], ...]:

@@ -24,6 +24,7 @@ import numpy as np
 
 from traceview.documents import VERSIONS, builtins, read
 from traceview.metadata import NO_CAPTURE
+from traceview.printable import printable_path
 from traceview.stats import median
 
 if TYPE_CHECKING:
@@ -271,7 +272,8 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
                         "count_before": x.count if x else 0, "count_after": y.count if y else 0,
                         "p50_before": x.stats.p50 if x else None,
                         "p50_after": y.stats.p50 if y else None})
-    return Diff(before_path, after_path, before.calls.count, after.calls.count, comps, kernels,
+    return Diff(printable_path(before_path), printable_path(after_path), before.calls.count,
+                after.calls.count, comps, kernels,
                 same_question_warnings(before, after) + unlinked_warnings(before, after),
                 unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
                 code_path=code_path_changes(before, after),

@@ -39,6 +39,7 @@ from traceview.multi.ranks import metadata_rank
 from traceview.multi.trace_files import expand_paths, file_sizes
 from traceview.multi.workers import error_line, raise_if_interrupted, worker_died_line
 from traceview.options import Options
+from traceview.printable import printable_path
 
 if TYPE_CHECKING:
     from traceview.multi.engine import Progress
@@ -203,13 +204,14 @@ class TraceTables:
 
 def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
     """Worker: load, explain and tabulate one trace; an error becomes its summary row."""
-    index, path = item
+    index, given = item
+    path = printable_path(given)  # the tables' name for it: a Parquet string is UTF-8
     try:
         from traceview.report.build import build_report
         from traceview.report.explanation import analyze_trace
         from traceview.report.pipeline import load
 
-        ex = analyze_trace(load(path), options)
+        ex = analyze_trace(load(given), options)
         report = build_report(ex)
         r = metadata_rank(report.trace.metadata)
         rank, source = (index, "order") if r is None else (r, "distributedInfo")
@@ -227,7 +229,8 @@ def trace_tables(item: tuple[int, str], options: Options) -> TraceTables:
 
 
 def _worker_died(item: tuple[int, str], detail: str | None = None) -> TraceTables:
-    index, path = item
+    index, given = item
+    path = printable_path(given)
     line = worker_died_line(path, detail)
     return TraceTables(path, index, "order", _failed_row(path, index, line), error=line)
 
@@ -307,7 +310,7 @@ def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResu
     runs into one folder write one after the other, never a mix of both. An interrupt
     leaves the previous tables (or no folder), never half a file; the clean-up holds a
     second Ctrl-C or SIGTERM until it is done."""
-    from traceview.atomic import folder_lock, staged_name
+    from traceview.atomic import folder_lock, refuse_special, staged_name
     from traceview.interrupts import deferred
 
     for name in TABLES:
@@ -315,6 +318,7 @@ def _write_tables(out: Path, tables: dict[str, pl.DataFrame], result: ExportResu
         if target.is_dir() and not target.is_symlink():
             raise OutputError(f"{target} is a folder; the table cannot be written there "
                               "(remove it or export into another folder)")
+        refuse_special(target)  # a FIFO or a device is never replaced by a table
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -407,7 +411,7 @@ def rank_parts(item: tuple[int, str], options: Options, staging: str) -> TraceTa
             from traceview.io.sources import load_error
 
             line = f"{tables.path}: cannot write its tables: {load_error(staging, exc).problem}"
-            index, path = item
+            index, path = item[0], printable_path(item[1])
             tables = TraceTables(path, index, "order", _failed_row(path, index, line),
                                  error=line)
     tables.slices = tables.calls = None

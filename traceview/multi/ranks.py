@@ -277,19 +277,22 @@ def analyze_ranks(paths: Sequence[str | os.PathLike[str]], options: Options | No
     if not files:
         raise UsageError("no trace files given")
     names = [str(f) for f in files]
+    from traceview.printable import printable_path
+
+    shown = [printable_path(n) for n in names]  # the name as every output can write it
     results = []
     for i, rep in each(partial(_explain_report, options=options), names, engine=engine,
                        jobs=jobs, address=address, sizes=file_sizes(files),
                        crashed=_worker_died, failed=lambda r: isinstance(r, str),
                        progress=progress):
         if isinstance(rep, str):
-            results.append(RankResult(i, names[i], i, "order", None, rep))
+            results.append(RankResult(i, shown[i], i, "order", None, rep))
             continue
         import orjson
 
         report = from_dict(orjson.loads(rep))
         r = metadata_rank(report.trace.metadata)
-        results.append(RankResult(i, names[i], i if r is None else r,
+        results.append(RankResult(i, shown[i], i if r is None else r,
                                   "order" if r is None else "distributedInfo", report))
     results.sort(key=lambda r: (r.rank, r.index))
     return combine(results)

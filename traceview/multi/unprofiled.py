@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from traceview.documents import readable, upgrade
 from traceview.errors import TraceLoadError
 from traceview.multi.twosample import critical_k, shift
@@ -108,6 +110,26 @@ def _capture_line(f: dict[str, Any]) -> str:
             "change; traceview ab interleaves)")
 
 
+class _Pairs(msgspec.Struct):
+    a_ns: list[int]
+    b_ns: list[int]
+
+
+class _Side(msgspec.Struct):
+    name: str | None = None
+
+
+class _ABForDiff(msgspec.Struct):
+    """The part of a saved ab result that ``diff --ab`` reads (``from_ab``), typed; other
+    keys are not read, so not checked (a result written by another tool may leave them
+    out)."""
+
+    comparisons: dict[str, _Pairs]
+    protocol: dict[str, Any] | None = None
+    method: str | None = None
+    sides: dict[str, _Side] = {}
+
+
 def load_ab(path: str | Path) -> dict[str, Any]:
     """A saved ``traceview ab --out`` / ``--format json`` result, checked enough to use."""
     import orjson
@@ -126,7 +148,13 @@ def load_ab(path: str | Path) -> dict[str, Any]:
             and all(isinstance(x, int) for x in c["a_ns"] + c["b_ns"])):
         raise TraceLoadError(p, "not a traceview ab result (schema_version 1 or 2 with "
                                 "comparisons.full_api_ns_p50.a_ns/b_ns)")
-    return upgrade(doc, "ab")
+    current = upgrade(doc, "ab")
+    try:  # every key diff reads, typed: a null or a string where a number goes is named
+        msgspec.convert(current, _ABForDiff, strict=True)
+    except msgspec.ValidationError as exc:
+        raise TraceLoadError(p, f"not a traceview ab result this traceview reads: {exc}"
+                             ) from None
+    return current
 
 
 def from_ab(doc: dict[str, Any]) -> dict[str, Any]:

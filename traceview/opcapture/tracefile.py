@@ -78,6 +78,9 @@ class Publisher:
 
     def stage(self, path: Path, data: bytes) -> None:
         """Write ``data`` to a hidden temp file beside ``path``."""
+        from traceview.atomic import refuse_special
+
+        refuse_special(path)  # a FIFO or a device is never replaced by a file
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         self._staged.append((Path(tmp), path))

@@ -215,9 +215,19 @@ def _function(a: Analysis, f) -> m.FunctionRow:
                          per.self_ns, per.calls_with, per.few_calls)
 
 
-def _tree(n) -> m.TreeRow:
+#: Levels of the typical call's tree the report keeps. A node's children below it are
+#: folded as the tree's floor folds small ones (``folded``, ``folded_ns``): each level is
+#: two levels of JSON, and the JSON encoder stops at 255 (a 130-deep host stack failed).
+MAX_TREE_DEPTH = 100
+
+
+def _tree(n, depth: int = 1) -> m.TreeRow:
+    if depth >= MAX_TREE_DEPTH and n.children:
+        return m.TreeRow(n.name, n.category, n.inclusive_ns, n.self_ns, n.count, n.calls_with,
+                         (), n.folded + len(n.children),
+                         n.folded_ns + sum(c.inclusive_ns for c in n.children))
     return m.TreeRow(n.name, n.category, n.inclusive_ns, n.self_ns, n.count, n.calls_with,
-                     tuple(_tree(c) for c in n.children), n.folded, n.folded_ns)
+                     tuple(_tree(c, depth + 1) for c in n.children), n.folded, n.folded_ns)
 
 
 def pick_typical(calls: m.CallsInfo) -> m.CallRow | None:

@@ -97,6 +97,9 @@ def _write(doc: dict[str, Any], out: Path) -> Path:
     data = json.dumps(doc).encode()
     if out.name.endswith(".gz"):
         data = gzip.compress(data)
+    from traceview.atomic import refuse_special
+
+    refuse_special(out)  # a FIFO or a device is never replaced by a file
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, out)
