@@ -12,11 +12,13 @@ import typer
 
 from traceview import __version__, native
 from traceview.cli import ab_cmd, capture_cmd, diff_cmd, explain_cmd, export_cmd, serve_cmd
+from traceview.cli._parsing import PlainCommand, PlainGroup
 
 app = typer.Typer(
     name="traceview",
     help="Where a GPU operator's time goes: host categories, device busy/idle, per-call statistics.",
-    no_args_is_help=True,
+    cls=PlainGroup,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -41,16 +43,19 @@ VersionOpt = Annotated[bool, typer.Option(
 
 
 @app.callback()
-def _options(*, version: VersionOpt = False) -> None:
+def _options(ctx: typer.Context, *, version: VersionOpt = False) -> None:
     """Where a GPU operator's time goes: host categories, device busy/idle, per-call statistics."""
+    if ctx.invoked_subcommand is None:  # `traceview` alone asks what it can do: no misuse
+        typer.echo(ctx.get_help(), nl=False)
+        raise typer.Exit(0)
 
 
-app.command("explain")(explain_cmd.explain)
-app.command("diff")(diff_cmd.diff)
-app.command("capture")(capture_cmd.capture)
-app.command("export")(export_cmd.export)
-app.command("serve")(serve_cmd.serve)
-app.command("ab")(ab_cmd.ab)
+app.command("explain", cls=PlainCommand)(explain_cmd.explain)
+app.command("diff", cls=PlainCommand)(diff_cmd.diff)
+app.command("capture", cls=PlainCommand)(capture_cmd.capture)
+app.command("export", cls=PlainCommand)(export_cmd.export)
+app.command("serve", cls=PlainCommand)(serve_cmd.serve)
+app.command("ab", cls=PlainCommand)(ab_cmd.ab)
 
 
 def main() -> None:
