@@ -143,8 +143,13 @@ def per_round_difference(doc: dict[str, Any]) -> tuple[str, str | None]:
     where it is not the row's B minus its A (None there). With ``--same-process`` it is
     the round's paired estimate over neighbouring blocks, with ``--reference`` each side's
     difference from the reference call: a process's fast or slow state cancels in both,
-    so it can differ from B - A of the medians beside it, even in sign."""
+    so it can differ from B - A of the medians beside it, even in sign. A document saved
+    before the per-round estimate was kept holds the plain difference there: B - A."""
     p = doc["protocol"]
+    c = doc["comparisons"].get(FIGURES[0]) or {}
+    if all(d == b - a for a, b, d in zip(c.get("a_ns", ()), c.get("b_ns", ()),
+                                         c.get("diff_ns", ()), strict=True)):
+        return "B - A", None
     if p.get("blocks"):
         return "paired B - A", ("paired B - A: the round's own estimate from neighbouring A "
                                 "and B blocks in its one process, not the B column minus "
@@ -215,8 +220,11 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
               title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
     # Column widths by ``fit_columns``: a figure with its unit is one word, kept whole
     # ("-60.3 us", never "-60.3 …"); the names and the headers wrap at spaces.
+    # The interval is kept on one line where the names still get room beside it (at 80
+    # columns it takes two).
     for col in COMPARISON_HEADER:
-        t.add_column(col, justify="left" if col.startswith("figure") else "right")
+        t.add_column(col, justify="left" if col.startswith("figure") else "right",
+                     no_wrap=col == "95% CI" and console.width >= 100)
     for row in _comparison_rows(doc):
         t.add_row(*row)
     console.print(t)

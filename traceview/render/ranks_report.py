@@ -83,8 +83,9 @@ def distinct_names(names: list[str], width: int | None = None) -> list[str]:
 
 def _file_room(report: RanksReport, rows: list[list[str]], width: int) -> int:
     """The file column's width at ``width`` columns: what the figure columns (each its
-    widest cell) and the verdict's longest word leave, two spaces between columns; at
-    least 12, where a table wider than the screen is rich's to fold."""
+    widest cell) and the verdict leave, two spaces between columns. The verdict is kept
+    whole while that leaves the names 16 columns, else it wraps at its words; at least
+    12, where a table wider than the screen is rich's to fold."""
     cols = columns(report)
     fixed = 0
     for j, col in enumerate(cols):
@@ -103,6 +104,8 @@ def _file_room(report: RanksReport, rows: list[list[str]], width: int) -> int:
     names = max(len(_short(r[1])) for r in rows)
     if names + whole_verdict - longest_word <= room:
         return names
+    if room - (whole_verdict - longest_word) >= 16:  # the verdict whole, the names still long
+        return room - (whole_verdict - longest_word)
     return max(12, room)
 
 
@@ -189,14 +192,18 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
     # in 80 with the numbers whole; a long file name loses its middle, the verdict wraps.
     copies = _copies(report)
     rows = [_row(r, copies=copies) for r in report.ranks]
-    names = [_short(c[1]) for c in rows]
-    for cells, name in zip(rows, distinct_names(names, _file_room(report, rows, console.width)),
-                           strict=True):
+    room = _file_room(report, rows, console.width)
+    shown = distinct_names([_short(c[1]) for c in rows], room)
+    for cells, name in zip(rows, shown, strict=True):
         cells[1] = name
+    fits = max(len(n) for n in shown) <= room  # else the names wrap (the table's to fold)
     table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
     for j, col in enumerate(columns(report)):
+        if col == "file" and fits:  # as wide as its names, which fit: never cut
+            table.add_column(col, no_wrap=True, min_width=max(len(r[j]) for r in rows))
+            continue
         if col == "file":  # wraps rather than cuts: rows must stay tellable apart
             table.add_column(col, overflow="fold", ratio=1,
                              min_width=min(12, max(len(r[j]) for r in rows)))
