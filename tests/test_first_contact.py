@@ -260,3 +260,45 @@ def test_ab_figures_are_never_cut(width):
     text = renderer("text", "ab").render(doc, RenderOptions(width=width))
     assert "…" not in text
     assert "-60.3 us" in text and "1.23 ms" in text
+
+
+# ---- the docs say what the code does ------------------------------------------------
+
+def _documented_versions() -> dict[str, int]:
+    """docs/json.md's table of documents: its first column -> the version written."""
+    text = (ROOT / "docs" / "json.md").read_text()
+    table = text.split("| document | written by | `schema_version` | also reads |")[1]
+    out = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        out[cells[0]] = int(cells[2])
+    return out
+
+
+def test_every_document_carries_the_version_docs_json_says(tmp_path, fixture_reports):
+    """docs/json.md: every JSON document says its version in ``schema_version``; the
+    Proton report said none."""
+    from traceview.documents import VERSIONS
+
+    documented = _documented_versions()
+    assert documented["Proton report"] == VERSIONS["proton"] == 1
+    written = {
+        "explain report": json.loads(runner.invoke(
+            app, ["explain", str(SMALL), "--format", "json"]).stdout),
+        "ranks report": json.loads(runner.invoke(
+            app, ["explain", str(SMALL), str(SMALL), "--format", "json", "--jobs", "1"]).stdout),
+        "diff": json.loads(runner.invoke(
+            app, ["diff", str(SMALL), str(SMALL), "--format", "json"]).stdout),
+        # saved by today's ``ab --out`` (tests/data's older ones are version 1, read back)
+        "ab result": _ab_doc(),
+    }
+    for name in ("proton_nested.hatchet.gz", "proton_mul_20_calls.chrome_trace.gz"):
+        r = runner.invoke(app, ["explain", str(FIXTURES / "proton" / name), "--format", "json"])
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert next(iter(doc)) == "schema_version"
+        written[f"Proton report ({name})"] = doc
+    for what, doc in written.items():
+        assert doc["schema_version"] == documented[what.split(" (")[0]], what
