@@ -302,3 +302,69 @@ def test_every_document_carries_the_version_docs_json_says(tmp_path, fixture_rep
         written[f"Proton report ({name})"] = doc
     for what, doc in written.items():
         assert doc["schema_version"] == documented[what.split(" (")[0]], what
+
+
+# ---- a missing extra: one line naming it, exit 2, before any process -------------------
+
+SERVE_TINY = ["--device", "cpu", "--layers", "1", "--hidden", "64", "--heads", "4",
+              "--kv-heads", "2", "--intermediate", "128", "--vocab", "256", "--requests", "2",
+              "--prompt-len", "4", "--output-len", "2", "--rounds", "2"]
+
+
+def _without_torch(tmp_path: Path) -> dict[str, str]:
+    """An environment whose interpreters cannot import torch, transformers or triton: a
+    ``sitecustomize`` first on the path marks them absent (``import torch`` then raises
+    ModuleNotFoundError, as on a machine without them)."""
+    import os
+
+    hook = tmp_path / "no_torch"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import sys\nfor _n in ('torch', 'transformers', 'triton'):\n    sys.modules[_n] = None\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(hook), str(ROOT)])
+    return env
+
+
+@pytest.mark.parametrize("args, words", [
+    (["serve", *SERVE_TINY, "--vs", "flag_gems"], ("torch", "transformers",
+                                                  "traceview[serve]")),
+    (["ab", "--op", "add", "--device", "cpu", "--impl", "torch", "--rounds", "2",
+      "--no-split"], ("PyTorch", "traceview[capture]")),
+    (["capture", "--op", "add", "--device", "cpu", "--impl", "torch"],
+     ("PyTorch", "traceview[capture]")),
+])
+def test_a_missing_extra_is_one_line_exit_2(tmp_path, args, words):
+    import subprocess
+    import sys
+
+    env = _without_torch(tmp_path)
+    probe = subprocess.run([sys.executable, "-c", "import torch"], env=env,
+                           capture_output=True, text=True)
+    assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr
+    done = subprocess.run([sys.executable, "-m", "traceview", *args], env=env,
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert "correctness" not in done.stderr and "bisect" not in done.stdout
+
+
+def test_serve_names_the_side_whose_interpreter_lacks_the_extra():
+    from traceview.errors import UsageError
+    from traceview.serve import spec as sp
+
+    spec = sp.ServeSpec(model=sp.ModelSpec(), workload=sp.Workload(),
+                        a=sp.Variant("A"), b=sp.Variant("B", backend="flag_gems",
+                                                        python="/opt/other/bin/python"))
+    asked = []
+
+    def probe(python, path):
+        asked.append(python)
+        return ["transformers"] if python else []
+
+    with pytest.raises(UsageError, match=r"transformers not installed for side B "
+                                         r"\(/opt/other/bin/python\)"):
+        sp.check_extras(spec, probe)
+    assert asked == [None, "/opt/other/bin/python"]
