@@ -368,3 +368,41 @@ def test_serve_names_the_side_whose_interpreter_lacks_the_extra():
                                          r"\(/opt/other/bin/python\)"):
         sp.check_extras(spec, probe)
     assert asked == [None, "/opt/other/bin/python"]
+
+
+# ---- the profiler's own noise ---------------------------------------------------------
+
+PROFILER_NOISE = re.compile(r"^(USDT|ERROR|STAGE|WARNING):\S* .*\.cpp:\d+\]|gpuGetDeviceCount",
+                            re.M)
+
+
+def test_a_cpu_capture_prints_no_profiler_log(tmp_path):
+    """libkineto printed "USDT: ... profiler_start/stop" (and, without a GPU, "ERROR:
+    ... gpuGetDeviceCount failed") on every CPU capture."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "traceview", "capture", "--op", "add",
+                           "--device", "cpu", "--impl", "torch", "--iters", "3",
+                           "--out", str(tmp_path / "t.json.gz")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not PROFILER_NOISE.search(done.stderr), done.stderr[:2000]
+    assert not PROFILER_NOISE.search(done.stdout)
+
+
+def test_the_profiler_log_is_quiet_only_without_cuda_and_never_over_the_users(monkeypatch):
+    import os
+
+    from traceview.runner.profiler_log import KINETO_LOG_LEVEL, quiet_profiler_log
+
+    monkeypatch.delenv(KINETO_LOG_LEVEL, raising=False)
+    with quiet_profiler_log(cuda=False):
+        assert os.environ[KINETO_LOG_LEVEL] == "6"
+    assert KINETO_LOG_LEVEL not in os.environ
+    with quiet_profiler_log(cuda=True):
+        assert KINETO_LOG_LEVEL not in os.environ
+    monkeypatch.setenv(KINETO_LOG_LEVEL, "0")
+    with quiet_profiler_log(cuda=False):
+        assert os.environ[KINETO_LOG_LEVEL] == "0"
+    assert os.environ[KINETO_LOG_LEVEL] == "0"
