@@ -406,3 +406,52 @@ def test_the_profiler_log_is_quiet_only_without_cuda_and_never_over_the_users(mo
     with quiet_profiler_log(cuda=False):
         assert os.environ[KINETO_LOG_LEVEL] == "0"
     assert os.environ[KINETO_LOG_LEVEL] == "0"
+
+
+# ---- the waterfall's device row: busy share, honestly, at any zoom ----------------------
+
+CALL_NS = 600_000
+KERNELS = 60  # one 1 us kernel every 10 us: the device 10% busy, at every part of the call
+
+
+def _spread_kernels(tb):
+    """Three calls of 600 us, each with 60 kernels of 1 us launched 10 us apart."""
+    for c in range(3):
+        start = 1_000_000 * c
+        tb.annotation(f"call_{c}", start, CALL_NS)
+        for k in range(KERNELS):
+            t = start + 10_000 * k
+            tb.launched_kernel("k", t + 1_000, 2_000, t + 4_000, 1_000)
+    return tb
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_device_row_is_as_busy_as_the_device(tb, analyze_builder, width):
+    """A call whose device is 10% busy in every part drew "k" (partly busy) in every cell:
+    at a glance busy throughout beside "idle 90%". Each cell is now as tall as its busy
+    share, counted here from the kernels as written."""
+    from traceview.render.console import BAR_WIDTH, DEVICE_LEVELS
+    from traceview.render.registry import RenderOptions, renderer
+
+    r = analyze_builder(_spread_kernels(tb))
+    text = renderer("text").render(r, RenderOptions(width=width))
+    row = next(ln for ln in text.splitlines() if ln.startswith("device ."
+                                                               ) or ln.startswith("device ▁"))
+    cells = row.removeprefix("device ")
+    bar = max(10, min(BAR_WIDTH, width - 8))
+    assert len(cells) == bar
+    t = r.typical_call
+    start = 1_000_000 * r.typical.index
+    assert (t.start_ns, t.end_ns) == (start, start + CALL_NS)
+    kernels = [(start + 10_000 * k + 4_000, start + 10_000 * k + 5_000) for k in range(KERNELS)]
+    span = t.axis_end_ns - t.start_ns
+    want = ""
+    for i in range(bar):
+        a, b = t.start_ns + span * i // bar, t.start_ns + span * (i + 1) // bar
+        busy = sum(max(0, min(e, b) - max(s, a)) for s, e in kernels)
+        want += DEVICE_LEVELS[0 if busy == 0 else min(8, -(-8 * busy // (b - a)))]
+    assert cells == want
+    # the eye's reading: the row's mean height is the busy share, within an eighth
+    mean = sum(DEVICE_LEVELS.index(ch) for ch in cells) / (8 * bar)
+    assert abs(mean - 0.10) <= 1 / 8
+    assert "█" not in cells
