@@ -46,7 +46,7 @@ def _profiler(device: Device, *, with_stack: bool, record_shapes: bool,
         activities.append(ProfilerActivity.CUDA)
     from traceview.runner.profiler_log import quiet_profiler_log
 
-    with warnings.catch_warnings(), quiet_profiler_log(device.is_cuda):
+    with warnings.catch_warnings(), quiet_profiler_log(cuda=device.is_cuda):
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end")
         with profile(
             activities=activities,

@@ -100,9 +100,9 @@ def analysis_options(window: str | None, calls: str | None, rules: Path | None,
 MIN_WIDTH = 40
 MAX_WIDTH = 1000
 WidthOpt = Annotated[int | None, typer.Option(
-    "--width", min=MIN_WIDTH, max=MAX_WIDTH, help="Terminal width for text output.")]
+    "--width", min=MIN_WIDTH, max=MAX_WIDTH, metavar="COLUMNS", help="Terminal width for text output.")]
 TopOpt = Annotated[int, typer.Option(
-    "--top", min=1, help="Rows in the kernel and function tables.")]
+    "--top", min=1, metavar="N", help="Rows in the kernel and function tables.")]
 
 # Analysis options shared by several commands, defined once (typer ``Annotated`` aliases).
 WindowOpt = Annotated[str | None, typer.Option(
@@ -113,7 +113,7 @@ CallsOpt = Annotated[str | None, typer.Option(
                     "functions, else aten ops (default: numbered ranges, else Python "
                     "frames, else launches; the output says which).")]
 CallsDepthOpt = Annotated[int, typer.Option(
-    "--calls-depth", min=1, help="Calls from Python frames: levels below the frame enclosing "
+    "--calls-depth", min=1, metavar="N", help="Calls from Python frames: levels below the frame enclosing "
                           "every launch (1: what the loop body calls).")]
 # what a rules file can add to the defaults; one with none of them changes nothing, and a
 # user who passed it (a wrong file, a list under another key) would read the default
@@ -143,7 +143,7 @@ ThreadOpt = Annotated[str | None, typer.Option(
     "--thread", help="The host thread to attribute: a TID, a name (pt_autograd_0), main, "
                      "or PID/TID (default: the launching thread).")]
 JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1, help="With several traces: worker processes (default: one per trace, "
+    "--jobs", "-j", min=1, metavar="N", help="With several traces: worker processes (default: one per trace, "
                          "at most one per CPU).")]
 RecursiveOpt = Annotated[bool, typer.Option(
     "--recursive/--no-recursive", help="Search directories' subfolders for traces too.")]

@@ -131,7 +131,7 @@ def ab(
                                          "into this folder (diagnosis; traceview diff).",
                                          _OUT, show_default=False)] = None,
     width: Annotated[int | None, _o("Terminal width for text output.", _OUT,
-                                    min=MIN_WIDTH, max=MAX_WIDTH)] = None,
+                                    min=MIN_WIDTH, max=MAX_WIDTH, metavar="COLUMNS")] = None,
     check_cache: Annotated[bool, _o("Before any round: each side's capture --check-cache "
                                     "sequence in its own setting (one warm process, one "
                                     "change at a time, every output vs float64); a wrong "

@@ -123,13 +123,12 @@ def unprofiled_console(r: Report) -> Any:
     return Group(t, *(Text(x) for x in tail))
 
 
-def unprofiled_markdown(r: Report, esc: Any, table: Any) -> list[str]:
-    """The unprofiled split as markdown parts (a heading line, a table, notes)."""
+def unprofiled_markdown(r: Report, esc: Any, table: Any, code: Any, prose: Any) -> list[str]:
+    """The unprofiled split as markdown parts (a heading line, a table, notes); the
+    markdown helpers come from ``render/markdown.py``, which calls this."""
     parts = unprofiled_parts(r)
     if parts is None:
         return []
-    from traceview.render.markdown import code, prose
-
     head, rows, tail = parts
     out = [f"#### {prose(head)}"]
     if rows:  # the function, as the trace names it, in a code span: ``__call__`` verbatim

@@ -20,7 +20,7 @@ KINETO_LOG_LEVEL = "KINETO_LOG_LEVEL"
 
 
 @contextmanager
-def quiet_profiler_log(cuda: bool) -> Iterator[None]:
+def quiet_profiler_log(*, cuda: bool) -> Iterator[None]:
     """Around a ``torch.profiler.profile`` block: without ``cuda``, Kineto prints nothing
     (it reads its level as the profiler starts and stops). A level the user set is kept,
     and the environment is put back after."""

@@ -51,7 +51,7 @@ def profile_steps(torch: Any, model: Any, batch: list[list[int]], steps: int,
     clock = StepClock(on_put)
     from traceview.runner.profiler_log import quiet_profiler_log
 
-    with quiet_profiler_log(len(activities) > 1), profile(
+    with quiet_profiler_log(cuda=len(activities) > 1), profile(
             activities=activities, record_shapes=False, with_stack=False) as prof:
         generate(torch, model, batch, gen, streamer=clock)
         while open_ranges:
