@@ -42,6 +42,19 @@ def test_help_shows_no_value_for_a_flag_and_no_empty_default(command):
     assert "[default: ]" not in text
 
 
+def test_the_command_list_keeps_each_summary_one_sentence():
+    """``traceview --help`` broke ``diff``'s, ``capture``'s and ``serve``'s summaries where
+    their docstrings' lines end ("(capture metadata or --ab), then the" / "profiled...")."""
+    import typer
+
+    group = typer.main.get_command(app)
+    for name in COMMANDS:
+        summary = group.commands[name].short_help
+        assert summary and "\n" not in summary, name
+    text = _help()
+    assert not re.search(r"│\s+[^│]*\bthe\s{3,}│", text), text
+
+
 def test_ab_help_says_the_rounds_and_blocks_defaults():
     flat = " ".join(line.strip("│ ") for line in _help("ab").splitlines())
     flat = re.sub(r"\s+", " ", flat)

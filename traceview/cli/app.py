@@ -50,13 +50,17 @@ def _options(ctx: typer.Context, *, version: VersionOpt = False) -> None:
         raise typer.Exit(0)
 
 
-app.command("explain", cls=PlainCommand)(explain_cmd.explain)
-app.command("diff", cls=PlainCommand)(diff_cmd.diff)
-app.command("capture", cls=PlainCommand)(capture_cmd.capture)
-app.command("export", cls=PlainCommand)(export_cmd.export)
-app.command("serve", cls=PlainCommand)(serve_cmd.serve)
-app.command("ab", cls=PlainCommand)(ab_cmd.ab)
+def _summary(command: object) -> str:
+    """A command's line in ``traceview --help``: its docstring's first paragraph on one
+    line (typer kept the docstring's line breaks there, mid-sentence)."""
+    doc = getattr(command, "__doc__", None) or ""
+    return " ".join(doc.split("\n\n")[0].split())
 
+
+for _name, _command in (("explain", explain_cmd.explain), ("diff", diff_cmd.diff),
+                        ("capture", capture_cmd.capture), ("export", export_cmd.export),
+                        ("serve", serve_cmd.serve), ("ab", ab_cmd.ab)):
+    app.command(_name, cls=PlainCommand, short_help=_summary(_command))(_command)
 
 def main() -> None:
     app()
