@@ -111,8 +111,8 @@ def test_waterfall_fits_the_width_and_legend_items_stay_whole(width):
     items = [it for ln in legend for it in re.split(r"\s{2,}", ln.strip())]
     # every item is "<glyph> <category> <duration>" or the device key, never split
     for it in items:
-        assert re.fullmatch(r"\S \S+ [\d.]+ (ns|us|ms|s)|K device busy [\d.]+ (ns|us|ms|s) "
-                            r"\(k: partly\)", it), it
+        assert re.fullmatch(r"\S \S+ [\d.]+ (ns|us|ms|s)|█ device busy [\d.]+ (ns|us|ms|s) "
+                            r"\(a cell's height: its busy share\)", it), it
 
 
 # 3. devices, streams and copies ----------------------------------------------------------

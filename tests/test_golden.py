@@ -11,7 +11,8 @@ The terminal report is rendered at 80 and 120 columns without colour
 
 ``ab`` and ``serve`` render documents, not traces: two small ones saved from real CPU
 runs live in ``tests/data/`` (``ab_add_cpu.json``: ``traceview ab --op add --device cpu
---impl torch --rounds 6 --out ...``; ``serve_tiny_cpu.json``: the tiny Llama of
+--impl torch --rounds 6 --out ...``, and ``ab_add_cpu_same_process.json`` with
+``--same-process --no-split``; ``serve_tiny_cpu.json``: the tiny Llama of
 docs/serving.md, ``--vs eager --vs-env ... --rounds 3 --profile-steps 2``, its command is
 in the document), and their outputs are golden too.
 """
@@ -107,6 +108,11 @@ def test_terminal_lines_fit_the_width(reports):
 DATA = Path(__file__).parent / "data"
 DOCUMENTS = {  # golden stem -> (registry subject, saved document)
     "ab_add_cpu": ("ab", DATA / "ab_add_cpu.json"),
+    # --same-process (the same command, --same-process --rounds 6 --no-split): the
+    # per-round column is the paired estimate, not B minus A
+    "ab_add_cpu_same_process": ("ab", DATA / "ab_add_cpu_same_process.json"),
+    # an H200 A/B with both sides' unprofiled splits (torch vs flag_gems sigmoid)
+    "split_ab_h200_sigmoid": ("ab", ROOT / "fixtures" / "split_ab_h200_sigmoid.json"),
     "serve_tiny_cpu": ("serve", DATA / "serve_tiny_cpu.json"),
 }
 DOC_OUTPUTS = {k: OUTPUTS[k] for k in ("text80.txt", "text120.txt", "md")}
@@ -167,3 +173,31 @@ def test_document_lines_fit_the_width(stem):
             text = render_doc(stem, _doc(stem), suffix)
             too_long = [ln for ln in text.splitlines() if len(ln) > options.width]
             assert not too_long, (stem, suffix, too_long[:3])
+
+
+RANK_NAME = "trainer_job_2026_12_07_worker_rank{}.pt.trace.json"
+
+
+@pytest.fixture(scope="module")
+def ranks_report(tmp_path_factory):
+    """Four ranks of one fixture under long names that differ only near their end, the
+    last one cut short (damaged): what the ranks table must keep tellable apart at 80."""
+    import gzip
+
+    from traceview.multi.ranks import analyze_ranks
+
+    d = tmp_path_factory.mktemp("ranks")
+    raw = gzip.decompress((ROOT / "fixtures" / FIXTURES[0]).read_bytes())
+    for i in range(3):
+        (d / (RANK_NAME.format(i) + ".gz")).write_bytes(gzip.compress(raw, mtime=0))
+    (d / RANK_NAME.format(3)).write_bytes(raw[: len(raw) * 2 // 3])
+    return analyze_ranks([d], jobs=1)
+
+
+@pytest.mark.parametrize("suffix", list(DOC_OUTPUTS))
+def test_golden_ranks(ranks_report, suffix):
+    name, options = DOC_OUTPUTS[suffix]
+    got = renderer(name, "ranks").render(ranks_report, options)
+    check(got, GOLDEN / f"ranks_four_damaged.{suffix}")
+    if suffix.startswith("text"):
+        assert max(len(line) for line in got.splitlines()) <= options.width

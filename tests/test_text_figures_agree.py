@@ -52,9 +52,9 @@ def _text_legend(text: str) -> dict[str, str]:
         if not ln.startswith("  "):
             break
         for glyph_and_item in re.split(r"  (?=\S )", ln.strip()):
-            if _busy_after(glyph_and_item.strip()[2:].removesuffix(" (k: partly)"), out):
+            if _busy_after(glyph_and_item.strip()[2:].removesuffix(" (a cell's height: its busy share)"), out):
                 continue
-            m = re.fullmatch(r"\S (.+?) (\d+(?:\.\d+)? (?:ns|us|ms|s))(?: \(k: partly\))?",
+            m = re.fullmatch(r"\S (.+?) (\d+(?:\.\d+)? (?:ns|us|ms|s))(?: \(a cell's height: its busy share\))?",
                              glyph_and_item.strip())
             if m:
                 out[m.group(1)] = m.group(2)

@@ -65,7 +65,7 @@ def test_a_kernel_longer_than_its_op_is_said_to_run_on_after_it():
     assert v.id == "host-bound" and "runs on after the call returns" in v.message
     assert r.calls.stats["kernel_ns"].p50 > r.calls.stats["api_ns"].p50
     text = renderer("text").render(r, RenderOptions(width=200))
-    assert "after it (k: partly)" in text
+    assert "after it (a cell's height: its busy share)" in text
 
 
 def typical_by_hand(r):

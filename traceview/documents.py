@@ -31,16 +31,17 @@ from traceview.errors import UsageError
 T = TypeVar("T")
 
 Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture", "check", "cache_check",
-               "check_layouts"]
+               "check_layouts", "proton"]
 VERSION_FIELD = "schema_version"
 #: kind -> the version written today
 VERSIONS: dict[Kind, int] = {"explain": 2, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
-                             "capture": 2, "check": 2, "cache_check": 2, "check_layouts": 2}
+                             "capture": 2, "check": 2, "cache_check": 2, "check_layouts": 2,
+                             "proton": 1}
 #: kind -> every version read (older ones through ``upgrade``)
 READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff": (3,),
                                          "ab": (1, 2), "serve": (1, 2), "capture": (1, 2),
                                          "check": (1, 2), "cache_check": (1, 2),
-                                         "check_layouts": (1, 2)}
+                                         "check_layouts": (1, 2), "proton": (1,)}
 #: kind -> how a refusal names the document
 NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks report",
                           "diff": "a diff report", "ab": "a traceview ab result",
@@ -48,7 +49,8 @@ NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks repo
                           "capture": "capture metadata",
                           "check": "a correctness check's failure report",
                           "cache_check": "a cache check's result",
-                          "check_layouts": "a layout check's matrix"}
+                          "check_layouts": "a layout check's matrix",
+                          "proton": "a Proton report"}
 # the version-1 spellings of the field
 _LEGACY: dict[Kind, tuple[str, object]] = {"ab": ("schema", "traceview.ab/1"),
                                            "serve": ("schema", "traceview.serve/1"),

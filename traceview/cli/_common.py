@@ -95,6 +95,15 @@ def analysis_options(window: str | None, calls: str | None, rules: Path | None,
                    thread=thread, **more)
 
 
+# The narrowest terminal a report is laid out for: below it the tables' columns shrink to
+# a few letters each and the report says nothing readable; the widest: what any screen has.
+MIN_WIDTH = 40
+MAX_WIDTH = 1000
+WidthOpt = Annotated[int | None, typer.Option(
+    "--width", min=MIN_WIDTH, max=MAX_WIDTH, metavar="COLUMNS", help="Terminal width for text output.")]
+TopOpt = Annotated[int, typer.Option(
+    "--top", min=1, metavar="N", help="Rows in the kernel and function tables.")]
+
 # Analysis options shared by several commands, defined once (typer ``Annotated`` aliases).
 WindowOpt = Annotated[str | None, typer.Option(
     "--window", help="Narrow the window: a regex over record_function names, or START:END "
@@ -104,15 +113,37 @@ CallsOpt = Annotated[str | None, typer.Option(
                     "functions, else aten ops (default: numbered ranges, else Python "
                     "frames, else launches; the output says which).")]
 CallsDepthOpt = Annotated[int, typer.Option(
-    "--calls-depth", help="Calls from Python frames: levels below the frame enclosing "
+    "--calls-depth", min=1, metavar="N", help="Calls from Python frames: levels below the frame enclosing "
                           "every launch (1: what the loop body calls).")]
+# what a rules file can add to the defaults; one with none of them changes nothing, and a
+# user who passed it (a wrong file, a list under another key) would read the default
+# report as theirs
+RULE_KEYS = ("rules", "launch_apis", "framework_ranges", "phases", "communication_kernels")
+
+
+def _rules_file(value: Path | None) -> Path | None:
+    """``--rules``: refuse, before any work, a rules file that holds no rule. A file that
+    cannot be read or is not a JSON object is ``rules.load_rules``' to name."""
+    import json
+
+    if value is None:
+        return None
+    try:
+        doc = json.loads(value.read_text())
+    except (OSError, ValueError):
+        return value
+    if isinstance(doc, dict) and not any(doc.get(key) for key in RULE_KEYS):
+        raise typer.BadParameter(f"{value} holds no rules (none of {', '.join(RULE_KEYS)})")
+    return value
+
+
 RulesOpt = Annotated[Path | None, typer.Option(
-    "--rules", help="JSON file of category rules matched before the defaults.")]
+    "--rules", callback=_rules_file, help="JSON file of category rules matched before the defaults.")]
 ThreadOpt = Annotated[str | None, typer.Option(
-    "--thread", help="PID/TID of the host thread to attribute (default: the launching "
-                     "thread).")]
+    "--thread", help="The host thread to attribute: a TID, a name (pt_autograd_0), main, "
+                     "or PID/TID (default: the launching thread).")]
 JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", help="With several traces: worker processes (default: one per trace, "
+    "--jobs", "-j", min=1, metavar="N", help="With several traces: worker processes (default: one per trace, "
                          "at most one per CPU).")]
 RecursiveOpt = Annotated[bool, typer.Option(
     "--recursive/--no-recursive", help="Search directories' subfolders for traces too.")]

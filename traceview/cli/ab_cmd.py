@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli._common import MAX_WIDTH, MIN_WIDTH, run_guarded, stdout_console
 from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 
@@ -49,7 +49,7 @@ SameProcessOpt = Annotated[bool, _o("Each round: ONE fresh process measures both
                                     "--same-process")]
 BlocksOpt = Annotated[int | None, _o("With --same-process or --reference: blocks per side and process, "
                                      "even (A B, B A, ...), each --baseline-n calls "
-                                     "[default: 10].", _RUN, show_default=False)]
+                                     "(default: 10).", _RUN, show_default=False)]
 APythonOpt = Annotated[Str, _o("Side A's interpreter (another venv).", _SIDES,
                                show_default=False)]
 BPythonOpt = Annotated[Str, _o("Side B's interpreter (another venv).", _SIDES,
@@ -98,8 +98,8 @@ def ab(
                               show_default=False)] = None,
     ref: Annotated[Str, _o("pkg.module:function: float64 reference.", _RUN,
                            show_default=False)] = None,
-    rounds: Annotated[int | None, _o("Rounds: one fresh process per side each [default: "
-                                     "10; with --until, the most: 60].", _RUN,
+    rounds: Annotated[int | None, _o("Rounds: one fresh process per side each "
+                                     "(default: 10; with --until, at most 60).", _RUN,
                                      show_default=False)] = None,
     until: UntilOpt = None,
     reference: ReferenceOpt = None,
@@ -130,7 +130,8 @@ def ab(
     trace_dir: Annotated[Path | None, _o("After the rounds, one profiled capture per side "
                                          "into this folder (diagnosis; traceview diff).",
                                          _OUT, show_default=False)] = None,
-    width: Annotated[int | None, _o("Terminal width for text output.", _OUT)] = None,
+    width: Annotated[int | None, _o("Terminal width for text output.", _OUT,
+                                    min=MIN_WIDTH, max=MAX_WIDTH, metavar="COLUMNS")] = None,
     check_cache: Annotated[bool, _o("Before any round: each side's capture --check-cache "
                                     "sequence in its own setting (one warm process, one "
                                     "change at a time, every output vs float64); a wrong "

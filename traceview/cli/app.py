@@ -12,12 +12,14 @@ import typer
 
 from traceview import native
 from traceview.cli import ab_cmd, capture_cmd, diff_cmd, explain_cmd, export_cmd, serve_cmd
+from traceview.cli._parsing import PlainCommand, PlainGroup
 from traceview.version import __version__
 
 app = typer.Typer(
     name="traceview",
     help="Where a GPU operator's time goes: host categories, device busy/idle, per-call statistics.",
-    no_args_is_help=True,
+    cls=PlainGroup,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -42,17 +44,24 @@ VersionOpt = Annotated[bool, typer.Option(
 
 
 @app.callback()
-def _options(*, version: VersionOpt = False) -> None:
+def _options(ctx: typer.Context, *, version: VersionOpt = False) -> None:
     """Where a GPU operator's time goes: host categories, device busy/idle, per-call statistics."""
+    if ctx.invoked_subcommand is None:  # `traceview` alone asks what it can do: no misuse
+        typer.echo(ctx.get_help(), nl=False)
+        raise typer.Exit(0)
 
 
-app.command("explain")(explain_cmd.explain)
-app.command("diff")(diff_cmd.diff)
-app.command("capture")(capture_cmd.capture)
-app.command("export")(export_cmd.export)
-app.command("serve")(serve_cmd.serve)
-app.command("ab")(ab_cmd.ab)
+def _summary(command: object) -> str:
+    """A command's line in ``traceview --help``: its docstring's first paragraph on one
+    line (typer kept the docstring's line breaks there, mid-sentence)."""
+    doc = getattr(command, "__doc__", None) or ""
+    return " ".join(doc.split("\n\n")[0].split())
 
+
+for _name, _command in (("explain", explain_cmd.explain), ("diff", diff_cmd.diff),
+                        ("capture", capture_cmd.capture), ("export", export_cmd.export),
+                        ("serve", serve_cmd.serve), ("ab", ab_cmd.ab)):
+    app.command(_name, cls=PlainCommand, short_help=_summary(_command))(_command)
 
 def main() -> None:
     app()

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli._common import WidthOpt, run_guarded, stdout_console
 from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 
@@ -19,7 +19,7 @@ def diff(
     after: Annotated[str, typer.Argument(help="Trace or explain JSON (the change): a path "
                                               "or a URL.", show_default=False)],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-    width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
+    width: WidthOpt = None,
     ab: Annotated[Path | None, typer.Option(
         "--ab", help="A saved 'traceview ab --out' result (A = before, B = after): the "
                      "unprofiled, interleaved data the speed verdict rests on.",

@@ -23,6 +23,8 @@ from traceview.cli._common import (
     RecursiveOpt,
     RulesOpt,
     ThreadOpt,
+    TopOpt,
+    WidthOpt,
     WindowOpt,
     analysis_options,
     check_output_file,
@@ -57,8 +59,8 @@ def explain(
     calls_depth: CallsDepthOpt = 1,
     rules: RulesOpt = None,
     thread: ThreadOpt = None,
-    top: Annotated[int, typer.Option(help="Rows in the kernel and function tables.")] = 10,
-    width: Annotated[int | None, typer.Option(help="Terminal width for text output.")] = None,
+    top: TopOpt = 10,
+    width: WidthOpt = None,
     figure: Annotated[Path | None, typer.Option(
         help="Also write a picture of a typical call here: a .svg or a .png name (PNG "
              "needs cairosvg); other names are refused. Markdown mentions it; text and JSON note it on stderr.")] = None,

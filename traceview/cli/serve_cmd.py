@@ -136,6 +136,7 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     ).validate()
     if not child_timeout > 0:
         raise UsageError("--child-timeout must be positive")
+    sp.check_extras(spec)
     check_output_file(out, "--out", creates=True)
     check_output_dir(trace_dir, "--trace-dir")
     if b is not None and rounds < 2:

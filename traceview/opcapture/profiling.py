@@ -44,7 +44,9 @@ def _profiler(device: Device, *, with_stack: bool, record_shapes: bool,
     activities = [ProfilerActivity.CPU]
     if device.is_cuda:
         activities.append(ProfilerActivity.CUDA)
-    with warnings.catch_warnings():
+    from traceview.runner.profiler_log import quiet_profiler_log
+
+    with warnings.catch_warnings(), quiet_profiler_log(cuda=device.is_cuda):
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end")
         with profile(
             activities=activities,

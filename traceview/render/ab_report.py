@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traceview.multi.ab_result import FIGURE_LABELS, FIGURES
-from traceview.render.markdown import code, esc, table
+from traceview.render.markdown import code, esc, prose, table
 from traceview.render.names import short_frame
 from traceview.render.text import laid_out, name_text
 from traceview.units import fmt_ns, fmt_signed_ns, plural
@@ -138,6 +138,29 @@ def _header(doc: dict[str, Any]) -> str:
             "unprofiled" + (f" (stopped early: {p['stopped']})" if p.get("stopped") else ""))
 
 
+def per_round_difference(doc: dict[str, Any]) -> tuple[str, str | None]:
+    """The per-process table's last column: its header, and the line that says what it is
+    where it is not the row's B minus its A (None there). With ``--same-process`` it is
+    the round's paired estimate over neighbouring blocks, with ``--reference`` each side's
+    difference from the reference call: a process's fast or slow state cancels in both,
+    so it can differ from B - A of the medians beside it, even in sign. A document saved
+    before the per-round estimate was kept holds the plain difference there: B - A."""
+    p = doc["protocol"]
+    c = doc["comparisons"].get(FIGURES[0]) or {}
+    if all(d == b - a for a, b, d in zip(c.get("a_ns", ()), c.get("b_ns", ()),
+                                         c.get("diff_ns", ()), strict=True)):
+        return "B - A", None
+    if p.get("blocks"):
+        return "paired B - A", ("paired B - A: the round's own estimate from neighbouring A "
+                                "and B blocks in its one process, not the B column minus "
+                                "the A column")
+    if p.get("reference"):
+        return "B - A vs ref", ("B - A vs ref: B's difference from the reference call minus "
+                                "A's, each in its own process, not the B column minus the A "
+                                "column")
+    return "B - A", None
+
+
 def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:
     first: dict[int, str] = {}  # round -> the side that ran first in it
     for r, side in doc["run_order"]:
@@ -185,17 +208,23 @@ def render_ab_console(doc: dict[str, Any], console: Console) -> None:
         console.print(Text(line))
     t = Table(title="per process: full call, synchronized each call (median per process)",
               title_justify="left", pad_edge=False)
-    for col in ("round", "order", "A", "B", "B - A"):
-        t.add_column(col, justify="right")
+    diff_header, diff_note = per_round_difference(doc)
+    for col in ("round", "order", "A", "B", diff_header):
+        t.add_column(col, justify="right", no_wrap=col != diff_header)
     for row in _per_process_rows(doc):
         t.add_row(*row)
     console.print(t)
+    if diff_note:
+        console.print(Text(diff_note, style="grey50"))
     t = Table(title="paired difference B - A over rounds (Hodges-Lehmann, signed-rank CI)",
               title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
-    # Fixed widths that fit 80 columns; names wrap at spaces, numbers never break.
-    widths = (14, 8, 8, 8, 11, 6, 11)
-    for col, w in zip(COMPARISON_HEADER, widths, strict=True):
-        t.add_column(col, width=w, justify="left" if col.startswith("figure") else "right")
+    # Column widths by ``fit_columns``: a figure with its unit is one word, kept whole
+    # ("-60.3 us", never "-60.3 …"); the names and the headers wrap at spaces.
+    # The interval is kept on one line where the names still get room beside it (at 80
+    # columns it takes two).
+    for col in COMPARISON_HEADER:
+        t.add_column(col, justify="left" if col.startswith("figure") else "right",
+                     no_wrap=col == "95% CI" and console.width >= 100)
     for row in _comparison_rows(doc):
         t.add_row(*row)
     console.print(t)
@@ -244,9 +273,10 @@ def _split_markdown(doc: dict[str, Any]) -> list[str]:
         return []
     parts = ["**Where each side's call goes without the profiler** (unprofiled split: "
              "inclusive time per call; categories sum to the unprofiled call)"]
-    parts += ["- " + esc(line) for line in lines]
-    if rows:
-        parts.append(table(SPLIT_HEADER, [[esc(c) for c in r] for r in rows], "lrrrr"))
+    parts += ["- " + prose(line) for line in lines]
+    if rows:  # the function, as the trace names it, in a code span: ``__call__`` verbatim
+        parts.append(table(SPLIT_HEADER, [[code(r[0], limit=len(r[0]))]
+                                          + [esc(c) for c in r[1:]] for r in rows], "lrrrr"))
     if cat_rows:
         parts.append(table(CATEGORY_HEADER, cat_rows, "lrrrr"))
     parts.append(f"<sub>{esc(SPLIT_NOTE)}</sub>")
@@ -257,7 +287,10 @@ def render_ab_markdown(doc: dict[str, Any]) -> str:
     parts = ["### traceview ab", esc(_header(doc))]
     parts += ["- " + esc(line) for line in side_lines(doc) + kernel_lines(doc)]
     parts.append("**Per process** (full call, synchronized each call; median per process)")
-    parts.append(table(["round", "order", "A", "B", "B - A"], _per_process_rows(doc)))
+    diff_header, diff_note = per_round_difference(doc)
+    parts.append(table(["round", "order", "A", "B", diff_header], _per_process_rows(doc)))
+    if diff_note:
+        parts.append(f"<sub>{esc(diff_note)}</sub>")
     parts.append("**Paired difference B - A over rounds** (Hodges-Lehmann estimate, exact "
                  "Wilcoxon signed-rank interval)")
     parts.append(table(COMPARISON_HEADER, [[esc(r[0])] + r[1:] for r in _comparison_rows(doc)],

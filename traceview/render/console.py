@@ -183,6 +183,20 @@ def _legend_lines(items: list[Text], width: int) -> list[Text]:
     return lines
 
 
+# The device row: a cell's glyph is as tall as the share of its time the device was busy,
+# in eighths rounded up (any busy ns shows, "." is idle). A letter per busy cell ("K", "k")
+# marked 54 of 60 cells for a step whose device was 10% busy: many short kernels touch
+# most cells, and the row read as busy beside "idle 90%".
+DEVICE_LEVELS = ".▁▂▃▄▅▆▇█"
+
+
+def device_level(busy_ns: int, cell_ns: int) -> int:
+    """0 (idle) to 8 (busy throughout): ``busy_ns`` of ``cell_ns`` in eighths, rounded up."""
+    if busy_ns <= 0:
+        return 0
+    return min(8, -(-8 * busy_ns // max(cell_ns, 1)))
+
+
 def _waterfall(r: Report, width: int) -> RenderableType | None:
     """The typical call (its kind's median wall time) as two bars on a shared time axis."""
     t = r.typical_call
@@ -213,12 +227,12 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
             else:
                 row.append(CATEGORY_GLYPH.get(best, "?"), style=f"reverse {_style(best)}")
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in t.device_busy)
-        dev.append("K" if busy * 2 >= (b - a) else ("k" if busy else "."),
-                   style=f"reverse {DEVICE_TERMINAL}" if busy else "grey35")
+        level = device_level(busy, b - a)
+        dev.append(DEVICE_LEVELS[level], style=DEVICE_TERMINAL if level else "grey35")
     items = [Text.assemble((CATEGORY_GLYPH.get(cat, "?"), f"reverse {_style(cat)}"),
                            f" {cat} {fmt_ns(ns)}") for cat, ns in legend(r)]
-    items.append(Text.assemble(("K", f"reverse {DEVICE_TERMINAL}"),
-                               f" {busy_words(t)} (k: partly)"))
+    items.append(Text.assemble((DEVICE_LEVELS[-1], DEVICE_TERMINAL),
+                               f" {busy_words(t)} (a cell's height: its busy share)"))
     title = Text(f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
                  f", {device_work(call.metrics)}", style="bold")
     end = fmt_ns(span)

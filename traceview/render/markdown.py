@@ -12,6 +12,7 @@ tables are cut to a fixed number of rows and say how many were left out.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.kernel_bytes import sentence
@@ -50,6 +51,39 @@ def code(text: Any, limit: int = 120) -> str:
     if len(s) > limit:
         s = s[: limit - 3] + "..."
     return "`" + s.replace("|", "\\|") + "`"
+
+
+# a word that names something: it holds an underscore (``__call__``, ``cache_key``) or is
+# a path (``torch/cuda/__init__.py``); GitHub reads ``__init__`` as bold "init"
+_NAMES = re.compile(r"[A-Za-z0-9]")
+_TRAIL = ",;:.!?"
+
+
+def _is_name(word: str) -> bool:
+    return bool(_NAMES.search(word)) and "`" not in word and (
+        "_" in word or ("/" in word and re.search(r"[A-Za-z]{2}/|/[A-Za-z]{2}", word) is not None))
+
+
+def prose(text: Any) -> str:
+    """A sentence for GFM (``esc``'s escaping) with every name in it in a code span, so
+    that ``__call__`` and ``__init__.py`` read as written, not as bold "call" and "init".
+    Punctuation around a name (``(file.json):``) stays outside its span."""
+    out = []
+    for word in re.split(r"(\s+)", escape_controls(cut(str(text)))):
+        core = word.rstrip(_TRAIL)
+        if core.startswith("(") and core.endswith(")") and core.count("(") == 1 \
+                and core.count(")") == 1:
+            core = core[:-1]
+        elif core.endswith(")") and core.count("(") < core.count(")"):
+            core = core[:-1]
+        lead = len(core) - len(core.lstrip("(")) if core.count("(") > core.count(")") else 0
+        trail = word[len(core):]
+        core = core[lead:]
+        if core and _is_name(core):
+            out.append(esc(word[:lead]) + code(core, limit=len(core)) + esc(trail))
+        else:
+            out.append(esc(word))
+    return "".join(out)
 
 
 def table(header: list[str], rows: list[list[str]], align: str | None = None) -> str:
@@ -351,7 +385,7 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     parts.append(table(["field", "value"], [[f, v] for f, v in reproducer(r)], "ll"))
     from traceview.render.percall import unprofiled_markdown
 
-    parts.extend(unprofiled_markdown(r, esc, table))
+    parts.extend(unprofiled_markdown(r, esc, table, code, prose))
     parts.extend(markdown_section(r))
     parts.append("#### Where the time went (host category x device state; cells sum to the "
                  "window; host: the attributed thread)")

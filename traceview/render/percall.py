@@ -123,16 +123,19 @@ def unprofiled_console(r: Report) -> Any:
     return Group(t, *(Text(x) for x in tail))
 
 
-def unprofiled_markdown(r: Report, esc: Any, table: Any) -> list[str]:
-    """The unprofiled split as markdown parts (a heading line, a table, notes)."""
+def unprofiled_markdown(r: Report, esc: Any, table: Any, code: Any, prose: Any) -> list[str]:
+    """The unprofiled split as markdown parts (a heading line, a table, notes); the
+    markdown helpers come from ``render/markdown.py``, which calls this."""
     parts = unprofiled_parts(r)
     if parts is None:
         return []
     head, rows, tail = parts
-    out = [f"#### {esc(head)}"]
-    if rows:
-        out.append(table(UNPROFILED_HEADER, [[esc(c) for c in row] for row in rows], "lrrrr"))
-    out += [f"_{esc(x)}_" for x in tail]
+    out = [f"#### {prose(head)}"]
+    if rows:  # the function, as the trace names it, in a code span: ``__call__`` verbatim
+        out.append(table(UNPROFILED_HEADER, [[code(row[0], limit=len(row[0]))]
+                                             + [esc(c) for c in row[1:]] for row in rows],
+                         "lrrrr"))
+    out += [f"_{prose(x)}_" for x in tail]
     return out
 
 

@@ -189,7 +189,7 @@ def tree_text(r: ProtonTreeReport, *, md: bool = False) -> str:
 def render(r: ProtonTraceReport | ProtonTreeReport, fmt: str, width: int = 80) -> str:
     """``fmt``: text, json or md. Text prose is wrapped at ``width``; tables are not."""
     if fmt == "json":
-        return json.dumps(r.to_dict(), indent=2) + "\n"
+        return json.dumps(to_json(r), indent=2) + "\n"
     md = fmt == "md"
     out = trace_text(r, md=md) if isinstance(r, ProtonTraceReport) else tree_text(r, md=md)
     return out if md else _wrap(out, width)
@@ -208,4 +208,7 @@ def _wrap(text: str, width: int) -> str:
 
 
 def to_json(r: ProtonTraceReport | ProtonTreeReport) -> dict[str, Any]:
-    return r.to_dict()
+    """The Proton report's JSON, its layout's version first, as every document's."""
+    from traceview.documents import stamp
+
+    return {**stamp("proton"), **r.to_dict()}

@@ -56,24 +56,57 @@ def _short(name: str) -> str:
     return name
 
 
-def distinct_names(names: list[str]) -> list[str]:
-    """File names less the prefix and suffix they all share (``…``), so that in a narrow
-    column ``trace_rank0_host1`` and ``trace_rank1_host1`` read ``…rank0…`` and ``…rank1…`` rather
-    than two identical cuts; unchanged for one name or when nothing is shared."""
-    if len(names) < 2:
+def distinct_names(names: list[str], width: int | None = None) -> list[str]:
+    """File names for a narrow column: each kept whole when the longest fits ``width``
+    (None: no limit), else its start, ``…``, and its end from the part that tells it from
+    the others on (``trainer_…rank0``, ``trainer_…rank1``): the middle goes, never the
+    part that tells the files apart nor the start a person knows a file by. Where even
+    that part does not fit, the names are left whole for the table to wrap."""
+    if width is None or not names or max(len(n) for n in names) <= width:
         return names
-    pre = len(os.path.commonprefix(names))
-    suf = len(os.path.commonprefix([n[::-1] for n in names]))
-    if pre + suf >= min(len(n) for n in names):  # one name inside another: keep them whole
-        return names
-    # cut at a separator, so the part kept is a word ("…worker0…", not "…0…")
+    pre = len(os.path.commonprefix(names)) if len(names) > 1 else 0
+    # cut at a separator, so the end kept starts at a word ("…worker0", not "…0")
     seps = "_-./ "
     pre = max((i + 1 for i, ch in enumerate(names[0][:pre]) if ch in seps), default=0)
-    tail = names[0][len(names[0]) - suf:] if suf else ""
-    suf = len(tail) - min((i for i, ch in enumerate(tail) if ch in seps), default=len(tail))
-    pre = pre if pre > 3 else 0
-    suf = suf if suf > 3 else 0
-    return [("…" if pre else "") + n[pre: len(n) - suf] + ("…" if suf else "") for n in names]
+    out = []
+    for n in names:
+        tail = n[pre:]
+        head = width - 1 - len(tail)
+        if len(n) <= width:
+            out.append(n)
+        elif head < 1:  # the telling part alone is wider than the column
+            return names
+        else:
+            out.append(n[:head] + "…" + tail)
+    return out
+
+
+def _file_room(report: RanksReport, rows: list[list[str]], width: int) -> int:
+    """The file column's width at ``width`` columns: what the figure columns (each its
+    widest cell) and the verdict leave, two spaces between columns. The verdict is kept
+    whole while that leaves the names 16 columns, else it wraps at its words; at least
+    12, where a table wider than the screen is rich's to fold."""
+    cols = columns(report)
+    fixed = 0
+    for j, col in enumerate(cols):
+        if col == "file":
+            continue
+        cells = [r[j] for r in rows]
+        if col == "verdict":
+            fixed += max(len(w) for c in cells + [col] for w in c.split())
+        else:
+            fixed += max([len(c) for c in cells] + [len(w) for w in col.split()])
+    verdict = cols.index("verdict")
+    whole_verdict = max(len(r[verdict]) for r in rows)
+    room = width - fixed - 2 * (len(cols) - 1)
+    longest_word = max(len(w) for r in rows for w in r[verdict].split())
+    # the verdict whole when the names leave room for it, else wrapped
+    names = max(len(_short(r[1])) for r in rows)
+    if names + whole_verdict - longest_word <= room:
+        return names
+    if room - (whole_verdict - longest_word) >= 16:  # the verdict whole, the names still long
+        return room - (whole_verdict - longest_word)
+    return max(12, room)
 
 
 def _pct(share: float | None) -> str:
@@ -155,24 +188,33 @@ def _summary_lines(report: RanksReport) -> list[str]:
 
 @laid_out
 def render_ranks_console(report: RanksReport, console: Console) -> None:
-    # No vertical rules, and every column but the file name kept at its widest cell: nine
-    # columns fit in 80 with the numbers whole; a long file name is cut instead.
+    # No vertical rules, and every figure column kept at its widest cell: nine columns fit
+    # in 80 with the numbers whole; a long file name loses its middle, the verdict wraps.
     copies = _copies(report)
     rows = [_row(r, copies=copies) for r in report.ranks]
-    for cells, name in zip(rows, distinct_names([_short(c[1]) for c in rows]), strict=True):
+    room = _file_room(report, rows, console.width)
+    shown = distinct_names([_short(c[1]) for c in rows], room)
+    for cells, name in zip(rows, shown, strict=True):
         cells[1] = name
+    fits = max(len(n) for n in shown) <= room  # else the names wrap (the table's to fold)
     table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
     for j, col in enumerate(columns(report)):
+        if col == "file" and fits:  # as wide as its names, which fit: never cut
+            table.add_column(col, no_wrap=True, min_width=max(len(r[j]) for r in rows))
+            continue
         if col == "file":  # wraps rather than cuts: rows must stay tellable apart
             table.add_column(col, overflow="fold", ratio=1,
                              min_width=min(12, max(len(r[j]) for r in rows)))
             continue
         widest = max([len(r[j]) for r in rows] + [len(w) for w in col.split()])
         # a two-word header on two lines: the column is as wide as its numbers
-        table.add_column(col.replace(" ", "\n"), justify="left" if col == "verdict" else "right",
-                         no_wrap=True, min_width=widest)
+        if col == "verdict":  # "damaged; host-bound" wraps at its words, never cut
+            table.add_column(col, justify="left")
+            continue
+        table.add_column(col.replace(" ", "\n"), justify="right", no_wrap=True,
+                         min_width=widest)
     from traceview.render.text import name_text
 
     for i, (r, cells) in enumerate(zip(report.ranks, rows, strict=True)):
@@ -194,7 +236,7 @@ def render_ranks_json(report: RanksReport) -> bytes:
 
 
 def render_ranks_markdown(report: RanksReport) -> str:
-    from traceview.render.markdown import code, esc, table
+    from traceview.render.markdown import code, prose, table
 
     rows = []
     copies = _copies(report)
@@ -202,12 +244,12 @@ def render_ranks_markdown(report: RanksReport) -> str:
     for i, r in enumerate(report.ranks):
         cells = _row(r, copies=copies)
         cells[1] = code(cells[1])
-        cells[-1] = esc(cells[-1])
+        cells[-1] = prose(cells[-1])
         if i in report.stragglers:
             cells[0] = f"**{cells[0]}**"
             cells[-1] += " · **straggler**"
         rows.append(cells)
     out = [f"### traceview: {len(report.ranks)} ranks", "",
            table(list(cols), rows, "rl" + "r" * (len(cols) - 3) + "l"), "", "**Combined**", ""]
-    out += [f"* {esc(line)}" for line in _summary_lines(report)]
+    out += [f"* {prose(line)}" for line in _summary_lines(report)]
     return "\n".join(out) + "\n"

@@ -28,7 +28,9 @@ def aten_ops(torch: Any, model: Any, batch: list[list[int]]) -> list[str]:
 
     with Record():
         generate(torch, model, batch, generation_config(3))
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    from traceview.runner.profiler_log import quiet_profiler_log
+
+    with quiet_profiler_log(cuda=False), profile(activities=[ProfilerActivity.CPU]) as prof:
         generate(torch, model, batch, generation_config(3))
     seen.update(e.name for e in prof.events() if e.name.startswith("aten::"))
     return sorted(seen)

@@ -49,7 +49,10 @@ def profile_steps(torch: Any, model: Any, batch: list[list[int]], steps: int,
     if model.device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
     clock = StepClock(on_put)
-    with profile(activities=activities, record_shapes=False, with_stack=False) as prof:
+    from traceview.runner.profiler_log import quiet_profiler_log
+
+    with quiet_profiler_log(cuda=len(activities) > 1), profile(
+            activities=activities, record_shapes=False, with_stack=False) as prof:
         generate(torch, model, batch, gen, streamer=clock)
         while open_ranges:
             open_ranges.pop().__exit__(None, None, None)

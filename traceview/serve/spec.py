@@ -205,6 +205,65 @@ class ServeSpec:
         return (self.a,) if self.b is None else (self.a, self.b)
 
 
+#: what ``serve``'s children import (the ``serve`` extra); FlagGems is a backend's own
+SERVE_MODULES = ("torch", "transformers")
+
+
+def check_extras(spec: ServeSpec, probe: Any = None) -> None:
+    """Refuse, before any process starts, a run whose interpreters lack the serve extra:
+    without it every child crashed and the run read as a failed correctness check with
+    an empty bisect table. This interpreter runs the torch eager reference, so it is
+    checked whatever the variants say; a variant with its own ``python`` or
+    ``PYTHONPATH`` is asked in a child (``probe``: that asking, for tests)."""
+    probe = probe or _missing_in
+    places: dict[tuple[str | None, str | None], list[str]] = {(None, None): ["this Python"]}
+    for v in spec.variants:
+        where = (v.python, v.env.get("PYTHONPATH"))
+        places.setdefault(where, []).append(f"side {v.label}")
+    for (python, path), who in places.items():
+        missing = probe(python, path)
+        if missing:
+            at = f" ({python})" if python else ""
+            raise UsageError(
+                f"serve needs {' and '.join(SERVE_MODULES)}: {', '.join(missing)} not "
+                f"installed for {' and '.join(who)}{at}; pip install 'traceview[serve]'")
+
+
+def _missing_in(python: str | None, path: str | None) -> list[str]:
+    """The serve modules ``python`` (None: this one) cannot find, with ``path`` as its
+    PYTHONPATH where given; found without importing them (no torch start-up)."""
+    import importlib.util
+
+    if python is None and path is None:
+        out = []
+        for name in SERVE_MODULES:
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                out.append(name)
+        return out
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = path
+    code = ("import importlib.util as u, sys\n"
+            "def found(n):\n"
+            "    try:\n        return u.find_spec(n) is not None\n"
+            "    except (ImportError, ValueError):\n        return False\n"
+            "print(' '.join(n for n in sys.argv[1:] if not found(n)))")
+    try:
+        done = subprocess.run([python or sys.executable, "-c", code, *SERVE_MODULES],
+                              env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []  # an interpreter that cannot start is the launcher's to report
+    return done.stdout.split() if done.returncode == 0 else []
+
+
 def model_to_dict(m: ModelSpec) -> dict[str, Any]:
     return dict(asdict(m), params=m.params, bytes=m.bytes)
 

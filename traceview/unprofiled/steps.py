@@ -71,8 +71,10 @@ def capture_steps(step_fn: Callable[[], Any], out: str | os.PathLike[str], *, st
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, with_stack=with_stack,
-                 record_shapes=record_shapes) as prof:
+    from traceview.runner.profiler_log import quiet_profiler_log
+
+    with quiet_profiler_log(cuda=len(activities) > 1), profile(
+            activities=activities, with_stack=with_stack, record_shapes=record_shapes) as prof:
         for i in range(steps):
             # the range torch.profiler itself records per step when it runs a schedule
             with record_function(f"ProfilerStep#{i}"):

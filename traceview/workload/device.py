@@ -28,7 +28,7 @@ def import_torch() -> Any:
         import torch
     except ImportError:
         raise CaptureError(
-            "capture needs PyTorch: pip install 'traceview[capture]' "
+            "capture, ab and sweep need PyTorch: pip install 'traceview[capture]' "
             "(or install a torch build for your platform first)"
         ) from None
     return torch
