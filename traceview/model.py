@@ -151,6 +151,10 @@ class Trace:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     instant_count: int = 0
     decoded_bytes: int = 0
+    # where the file's event array closes in its text (None: cut short), and every pid
+    # its events use: what ``--annotate`` needs to add events without a second parse
+    events_end: int | None = None
+    pids: frozenset[int | str] = frozenset()
 
     def cat_code(self, cat: str) -> int:
         try:
@@ -239,6 +243,8 @@ def build(decoded: Decoded) -> Trace:
         diagnostics=_diagnostics(decoded.problems, counts, unknown),
         instant_count=decoded.phases.instants,
         decoded_bytes=decoded.decoded_bytes,
+        events_end=decoded.events_end,
+        pids=frozenset(k[2] for k in decoded.keys),
     )
     if malformed is not None:
         trace.diagnostics.append(malformed)

@@ -35,6 +35,9 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
 # bytes per ranged read of a remote object (the decoder's piece is 8 MiB of text)
 BLOCK_BYTES = 8 << 20
+# bytes of a trace's start read when it is opened, to tell its format (gzip, Proton,
+# Perfetto, Nsight) without a second open
+HEAD_BYTES = 64 * 1024
 GLOB_CHARS = ("*", "?", "[")
 
 
@@ -188,18 +191,33 @@ def random_access(path: str | os.PathLike[str]) -> bool:
 
 class _Forward:
     """A file read in order (one streamed GET) that can still seek: forward by reading
-    on, backward by opening the object again. The reader seeks back only to re-inflate
-    a gzip stream cut short, which is rare."""
+    on, backward by opening the object again. Its first :data:`HEAD_BYTES` are kept, so
+    that the sniff of a :class:`Source` and the decode after it share one GET; the
+    reader seeks further back only to re-inflate a gzip stream cut short, which is rare."""
 
     def __init__(self, reopen) -> None:
         self._reopen = reopen
         self._f = reopen()
-        self._pos = 0
+        self._pos = 0  # where the next read starts
+        self._under = 0  # where the open stream is
+        self._head = bytearray()  # the stream's first bytes, while the stream is near them
 
     def read(self, n: int = -1) -> bytes:
+        out = b""
+        if self._pos < self._under:  # inside the kept head (seek moved back into it)
+            out = bytes(self._head[self._pos: self._under if n < 0 else
+                                   min(self._under, self._pos + n)])
+            self._pos += len(out)
+            if n >= 0:
+                n -= len(out)
+                if n == 0:
+                    return out
         b = self._f.read(n)
+        if self._under < HEAD_BYTES:
+            self._head += b[: HEAD_BYTES - self._under]
+        self._under += len(b)
         self._pos += len(b)
-        return b
+        return out + b
 
     def tell(self) -> int:
         return self._pos
@@ -213,8 +231,12 @@ class _Forward:
         elif whence != os.SEEK_SET:
             raise OSError("a streamed object cannot seek from its end")
         if pos < self._pos:
+            if self._under <= len(self._head):  # back into the kept head: no new GET
+                self._pos = pos
+                return pos
             self._f.close()
-            self._f, self._pos = self._reopen(), 0
+            self._f, self._pos, self._under = self._reopen(), 0, 0
+            self._head = bytearray()
         while self._pos < pos:
             if not self.read(min(pos - self._pos, BLOCK_BYTES)):
                 break
@@ -291,3 +313,118 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
                 return g.read(n)
         except (OSError, EOFError, zlib.error):
             return b""
+
+
+class Source:
+    """One trace reference, resolved, opened, sniffed and sized once.
+
+    Everything that reads a trace for ``explain`` (the format sniffs of ``foreign`` and
+    ``proton``, the memory check, the progress bar's size, the decoder, ``--annotate``'s
+    copy) reads it through one ``Source``: the file is opened once, its first
+    :data:`HEAD_BYTES` read once, and each reader after the first gets the same open
+    file rewound (:meth:`binary`). A local file's size comes from the open descriptor.
+    Use as a context manager (:meth:`open`), which closes the file.
+    """
+
+    def __init__(self, ref: str | os.PathLike[str]) -> None:
+        self.ref: str | Path = os.fspath(ref) if is_url(ref) else Path(ref)
+        self.name = name(ref)
+        self._f: IO[bytes] | None = None
+        self._raw_head = b""
+        self._text_head: bytes | None = None
+        self._size: int | None = None
+        self.opens = 0  # how many times the object was opened (tests count them)
+
+    @classmethod
+    def open(cls, ref: str | os.PathLike[str] | Source) -> Source:
+        """The reference opened (a ``Source`` already open is returned as it is);
+        ``TraceLoadError`` when it is missing, a folder or unreadable."""
+        if isinstance(ref, Source):
+            return ref
+        src = cls(ref)
+        src._open()
+        return src
+
+    def _open(self) -> None:
+        if is_url(self.ref) and is_dir(self.ref):
+            raise TraceLoadError(self.ref, "is a directory, not a trace file")
+        f = open_binary(self.ref)
+        self.opens += 1
+        try:
+            self._raw_head = f.read(HEAD_BYTES)
+        except _remote_errors() as exc:
+            f.close()
+            raise load_error(self.ref, exc) from None
+        self._f = f
+
+    @property
+    def is_gzip(self) -> bool:
+        return self._raw_head[:2] == b"\x1f\x8b"
+
+    @property
+    def random_access(self) -> bool:
+        return random_access(self.ref)
+
+    def size(self) -> int:
+        """Bytes stored (compressed size for gzip)."""
+        if self._size is None:
+            f = self._file()
+            if not is_url(self.ref):
+                self._size = os.fstat(f.fileno()).st_size
+            else:
+                self._size = size(self.ref)
+        return self._size
+
+    def head(self, n: int = HEAD_BYTES) -> bytes:
+        """The first ``n`` (at most :data:`HEAD_BYTES`) bytes of text, inflated when the
+        file is gzipped; empty for a damaged gzip (the decoder names that itself)."""
+        if not self.is_gzip:
+            return self._raw_head[:n]
+        if self._text_head is None:
+            import zlib
+
+            try:
+                self._text_head = zlib.decompressobj(31).decompress(self._raw_head,
+                                                                    HEAD_BYTES)
+            except zlib.error:
+                self._text_head = b""
+        return self._text_head[:n]
+
+    def text_size(self) -> int | None:
+        """The text's size: the file's, or for gzip the trailer's ISIZE (mod 2**32,
+        unwrapped so it is at least the compressed size); ``None`` for a streamed URL,
+        whose end cannot be read without reading it all."""
+        stored = self.size()
+        if not self.random_access:
+            return None
+        if not self.is_gzip or stored < 18:
+            return stored
+        f = self._file()
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+        while isize < stored:
+            isize += 1 << 32
+        return isize
+
+    def binary(self) -> IO[bytes]:
+        """The open file, rewound to its start (the caller reads it; the ``Source``
+        closes it)."""
+        f = self._file()
+        f.seek(0)
+        return f
+
+    def _file(self) -> IO[bytes]:
+        if self._f is None:
+            raise ValueError(f"{self.name}: the source is not open")
+        return self._f
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -70,6 +70,21 @@ class Analysis:
 STEP_SOURCES = ("profiler_steps", "option", "annotations")
 
 
+def check_options(options: Options) -> None:
+    """Refuse, before the trace is read, every option that is wrong whatever the trace
+    holds: a ``--window`` that is neither a range nor a regex, a bad ``--calls`` regex,
+    a rules file that cannot be read or parsed. What depends on the trace (a window
+    that matches nothing, an unknown thread) is said after the decode."""
+    from traceview.analyses.callfind import calls_pattern
+    from traceview.analyses.window import parse_window
+
+    if options.window:
+        parse_window(options.window)
+    if options.calls is not None:
+        calls_pattern(options.calls)
+    load_rules(options.rules)
+
+
 def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     options = options or Options()
     rules = load_rules(options.rules)
