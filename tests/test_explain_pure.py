@@ -133,3 +133,51 @@ def test_a_narrowed_explain_then_a_default_one_on_the_cold_compile_trace():
     d = next(g for g in again.diagnostics if g.code == "python-frame-overhang")
     assert d.count == 64
     assert_same_state(loaded, state(trace))
+
+
+def test_a_diagnostic_an_analysis_finds_is_returned_not_written_to_the_trace(
+        tmp_path, monkeypatch):
+    """More host threads than are attributed one by one: the analysis says so in a
+    diagnostic (``threads-over-limit``), which reaches every report of the trace and
+    never the trace itself. Four threads with work of their own, the limit lowered to
+    two: two are left out."""
+    from tracebuilder import TraceBuilder
+    from traceview.report import explanation
+
+    monkeypatch.setattr(explanation, "MAX_HOST_THREADS", 2)
+    t = TraceBuilder()
+    for tid in range(4):
+        for i in range(3):
+            t0 = 1_000_000 + i * 100_000 + tid * 1_000
+            t.op("aten::mul", t0, 20_000 + tid, tid=100 + tid)
+    t.launched_kernel("k", 1_000_500, 2_000, 1_010_000, 3_000)
+    path = t.write(tmp_path / "threads.json")
+    trace = traceview.load(path)
+    loaded = state(trace)
+    first = traceview.explain(trace)
+    narrowed = outcome(lambda: traceview.explain(trace, traceview.Options(
+        window=f"0ns:{activity_window(trace).dur_ns // 2}ns")))
+    again = traceview.explain(trace)
+    left_out = [d for d in first.diagnostics if d.code == "threads-over-limit"]
+    assert [d.count for d in left_out] == [2]
+    assert to_json(again) == to_json(first) == to_json(traceview.analyze(path))
+    assert narrowed == outcome(lambda: traceview.analyze(path, traceview.Options(
+        window=f"0ns:{activity_window(trace).dur_ns // 2}ns")))
+    assert not any(d.code == "threads-over-limit" for d in trace.diagnostics)
+    assert_same_state(loaded, state(trace))
+
+
+def test_the_trace_is_frozen_and_its_columns_read_only():
+    import dataclasses
+
+    trace = traceview.load(Path(ROOT) / "fixtures" / "torch_mul_1x4096_f32.json.gz")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        trace.slices = trace.slices  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        trace.slices.end = trace.slices.start  # type: ignore[misc]
+    for k in ("cat", "name", "lane", "start", "end", "corr"):
+        col = getattr(trace.slices, k)
+        assert not col.flags.writeable, k
+        with pytest.raises(ValueError):
+            col[:1] = 0
+    assert isinstance(trace.diagnostics, tuple)

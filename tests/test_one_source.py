@@ -223,3 +223,22 @@ def test_the_source_sizes_and_sniffs_from_its_one_open(tmp_path):
         assert src.text_size() == len(text)
         assert src.head(20) == text[:20]
         assert src.binary().read() == p.read_bytes()
+
+
+def test_the_idle_track_written_as_text_is_what_its_slices_encode_to():
+    """The device idle track is written straight from its columns; the text must be what
+    the events' dicts encode to, byte for byte (a training trace: idle per step, on
+    several threads, launch latency between)."""
+    import traceview
+    from traceview.render.annotate import _ENCODE, IDLE, build_annotation, us
+    from traceview.report.build import build_report
+    from traceview.report.explanation import analyze_trace
+
+    a = analyze_trace(traceview.load(FIXTURES / "train_llama_eager.json.gz"))
+    track = build_annotation(a, build_report(a)).slices[IDLE][0]
+    slices = list(track)
+    assert len(slices) > 100 and len({s.name for s in slices}) > 3
+    dicts = [{"ph": "X", "cat": "traceview", "name": s.name, "pid": 5, "tid": 9,
+              "ts": us(s.start_ns), "dur": us(s.end_ns - s.start_ns), "args": s.args}
+             for s in slices]
+    assert _ENCODE.encode(list(track.events(5, 9))) == _ENCODE.encode(dicts)
