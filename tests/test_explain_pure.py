@@ -181,3 +181,25 @@ def test_the_trace_is_frozen_and_its_columns_read_only():
         with pytest.raises(ValueError):
             col[:1] = 0
     assert isinstance(trace.diagnostics, tuple)
+
+
+def test_links_taken_from_flows_are_made_before_the_columns_are_frozen(tmp_path):
+    """A launch and its kernel without ``args.correlation``, joined by an ac2g flow (the
+    start on the launch, the end on the kernel): the model links them on its own copy of
+    the column, before it is made read-only."""
+    from tracebuilder import TraceBuilder, _Us
+
+    t = TraceBuilder()
+    t._x("cuda_runtime", "cudaLaunchKernel", 1_000_000, 5_000, t.pid, t.tid, {})
+    t.kernel("k", 1_010_000, 3_000)
+    t.raw({"ph": "s", "id": 77, "cat": "ac2g", "name": "ac2g", "pid": t.pid, "tid": t.tid,
+           "ts": _Us(1_000_000)})
+    t.raw({"ph": "f", "id": 77, "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7,
+           "ts": _Us(1_010_000), "bp": "e"})
+    trace = traceview.load(t.write(tmp_path / "flows.json"))
+    s = trace.slices
+    launch = next(r for r in range(len(s)) if trace.names[int(s.name[r])] == "cudaLaunchKernel")
+    kernel = next(r for r in range(len(s)) if trace.names[int(s.name[r])] == "k")
+    assert int(s.corr[launch]) == int(s.corr[kernel]) == 77
+    assert trace.launch_to_work == {launch: [kernel]}
+    assert not s.corr.flags.writeable

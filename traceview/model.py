@@ -236,8 +236,8 @@ def build(decoded: Decoded) -> Trace:
     slices, dups = _dedupe(slices)
     if dups:
         counts["duplicate"] += dups
-    _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices, lanes,
-                          cat_names)
+    slices = _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices,
+                                   lanes, cat_names)
     launch_to_work, work_to_launch = _link(slices, cat_names)
     metadata, malformed = clean_metadata(decoded.metadata)
     trace = Trace(
@@ -440,21 +440,23 @@ def _dedupe(slices: Slices) -> tuple[Slices, int]:
 
 
 def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
-                          lanes: list[Lane], cat_names: list[str]) -> None:
+                          lanes: list[Lane], cat_names: list[str]) -> Slices:
     """Where a launch or kernel lacks ``args.correlation``, take the ac2g flow id."""
     if not (flow_start or flow_end):
-        return
+        return slices
     linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
                 or c in ("cuda_runtime", "cuda_driver")]
     missing = np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable))
-    if missing.size:
-        slices.corr = slices.corr.copy()  # it may be the decoder's column
+    if not missing.size:
+        return slices
+    corr = slices.corr.copy()  # it may be the decoder's column
     for row in missing.tolist():
         lane = lanes[int(slices.lane[row])]
         key = (lane.pid, lane.tid, int(slices.start[row]))
         fid = flow_end.get(key) if lane.kind == "device" else flow_start.get(key)
         if fid is not None:
-            slices.corr[row] = fid
+            corr[row] = fid
+    return replace(slices, corr=corr)
 
 
 def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:

@@ -45,8 +45,8 @@ def pieces(path: Path | str | os.PathLike[str] | sources.Source, counter: list[i
     the compressed stream ended unfinished; corrupt gzip data raises ``TraceLoadError``.
     """
     src = path if isinstance(path, sources.Source) else None
-    if src is not None:  # opened once by its owner, who closes it
-        f, path = src.binary(), src.ref
+    if isinstance(path, sources.Source):  # opened once by its owner, who closes it
+        f, path = path.binary(), path.ref
     else:
         f = sources.open_binary(path)  # a local file, or a URL through fsspec
     errors = sources.read_errors() if sources.is_url(path) else (OSError,)

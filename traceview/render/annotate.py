@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -84,7 +84,7 @@ class Annotation:
     """What ``--annotate`` adds: slices per track (each track's slices in start order),
     flows and instants."""
 
-    slices: dict[str, list[list[AddedSlice] | IdleTrack]]  # track -> sub-tracks -> slices
+    slices: dict[str, Sequence[list[AddedSlice] | IdleTrack]]  # track -> sub-tracks -> slices
     flows: list[tuple[int, AddedFlow]]  # (path sub-track, flow)
     instants: list[tuple[str, int, dict[str, Any]]]  # (name, ts, args)
 
@@ -98,7 +98,7 @@ def us(ns: int) -> Decimal:
 
 
 def build_annotation(a: Analysis, r: Report) -> Annotation:
-    slices: dict[str, list[list[AddedSlice] | IdleTrack]] = {}
+    slices: dict[str, Sequence[list[AddedSlice] | IdleTrack]] = {}
     calls = [AddedSlice(CALLS, c.name or f"call {c.index}", c.start_ns, c.end_ns, {
         "index": c.index, "kind": c.kind, "cold": c.cold, "cold_reason": c.cold_reason,
         "outlier": c.outlier, "outlier_reason": c.outlier_reason, "launches": c.launches,
@@ -317,7 +317,7 @@ class IdleTrack:
         cols = [np.concatenate([getattr(t, k) for t in tracks])
                 for k in ("start", "end", "lane", "cause", "step")]
         labels = {k: v for t in tracks for k, v in t.labels.items()}
-        return IdleTrack(*cols, labels)
+        return IdleTrack(cols[0], cols[1], cols[2], cols[3], cols[4], labels)
 
     def __len__(self) -> int:
         return int(self.start.size)
