@@ -64,5 +64,26 @@ def test_each_schema_is_valid_json_schema_naming_its_version(kind):
     doc = json.loads((ROOT / "docs" / "schemas" / f"{kind}.json").read_text())
     assert f"schema_version {documents.VERSIONS[kind]}" in doc["$comment"]
     assert "$ref" in doc or "properties" in doc
-    # the schema is of the layout documents.read converts saved documents to
     assert issubclass(schemas.layout(kind), msgspec.Struct)
+
+
+@pytest.mark.parametrize("name", ["torch_mul_1x4096_f32.json.gz", "train_llama_eager.json.gz",
+                                  "flaggems_sigmoid_65536_f32_split.json.gz",
+                                  "generate_llama_16_tokens.json.gz"])
+def test_the_explain_layout_is_the_written_document(name):
+    """explain's JSON (written by ``report.model.to_dict``) decodes with its layout
+    strictly, unknown keys refused, and encodes back to the same bytes: the schema in
+    docs/schemas/explain.json describes exactly what is written."""
+    import orjson
+
+    import traceview
+    from traceview.report.schema import document_layout, to_json
+
+    written = to_json(traceview.analyze(ROOT / "fixtures" / name))
+    doc = msgspec.json.decode(written, type=document_layout(), strict=True)
+    again = orjson.dumps(orjson.loads(msgspec.json.encode(doc)),
+                         option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    assert again == written
+    with pytest.raises(msgspec.ValidationError, match="unknown field"):
+        msgspec.json.decode(written.replace(b'"schema_version"', b'"extra": 1, "schema_version"', 1),
+                            type=document_layout(), strict=True)

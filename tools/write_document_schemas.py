@@ -27,7 +27,9 @@ def layout(kind: str) -> Any:
     from traceview.documents import LAYOUTS
 
     module, name = LAYOUTS[kind].split(":")  # type: ignore[index]
-    return getattr(importlib.import_module(module), name)
+    found = getattr(importlib.import_module(module), name)
+    # a layout built from the types it describes (explain's) is named by its builder
+    return found if isinstance(found, type) else found()
 
 
 def schema(kind: str) -> dict[str, Any]:

@@ -41,9 +41,11 @@ READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff
                                          "ab": (1, 2), "serve": (1, 2), "capture": (1, 2),
                                          "check": (1, 2), "cache_check": (1, 2),
                                          "check_layouts": (1, 2)}
-#: kind -> its typed layout (a msgspec Struct, ``module:Class``), for the kinds that have
-#: one; its JSON Schema (``msgspec.json.schema``) is in ``docs/schemas/<kind>.json``
-LAYOUTS: dict[Kind, str] = {"ranks": "traceview.multi.ranks:RanksDocument",
+#: kind -> its typed layout (a msgspec Struct, ``module:Class``, or ``module:function``
+#: that builds it), for the kinds that have one; its JSON Schema (``msgspec.json.schema``)
+#: is in ``docs/schemas/<kind>.json``
+LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout",
+                            "ranks": "traceview.multi.ranks:RanksDocument",
                             "diff": "traceview.multi.compare:DiffDocument",
                             "ab": "traceview.multi.ab_result:ABDocument",
                             "serve": "traceview.serve.runner:ServeDocument",
@@ -53,7 +55,8 @@ LAYOUTS: dict[Kind, str] = {"ranks": "traceview.multi.ranks:RanksDocument",
 #: changes and this table does not; a change that removes or moves a key or changes its
 #: meaning bumps ``VERSIONS`` as well (``tools/write_document_schemas.py`` rewrites the
 #: schemas and prints the new hashes)
-SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"ranks": (2, "bba7fcd3dbf5bdee"),
+SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "f7e508c31bc63796"),
+                                              "ranks": (2, "bba7fcd3dbf5bdee"),
                                               "diff": (3, "f3e5ba7d850847e6"),
                                               "ab": (2, "cd72a3f64c00012d"),
                                               "serve": (2, "05d3ebb5b6ed81d1"),
