@@ -68,7 +68,7 @@ def main() -> int:
     differ = compare(args.compare, args.out)
     for name in differ:
         print(f"differs: {name}")
-    print(f"{len(differ)} of {len(list(args.compare.glob('*.*')))} outputs differ")
+    print(f"{len(differ)} of {sum(1 for p in args.compare.iterdir() if not p.name.startswith('.'))} outputs differ")
     return 1 if differ else 0
 
 
