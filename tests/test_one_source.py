@@ -242,3 +242,40 @@ def test_the_idle_track_written_as_text_is_what_its_slices_encode_to():
               "ts": us(s.start_ns), "dur": us(s.end_ns - s.start_ns), "args": s.args}
              for s in slices]
     assert _ENCODE.encode(list(track.events(5, 9))) == _ENCODE.encode(dicts)
+
+
+def _explain_stdin(stdin, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "traceview", "explain", "-", *args],
+                          stdin=stdin, capture_output=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(FIXTURES.parent)})
+
+
+@pytest.mark.parametrize("how", ["redirect", "pipe"])
+def test_standard_input_is_a_trace_source(how, tmp_path):
+    """``explain -`` reads the trace from standard input, a file redirected or a pipe
+    (read once: the sniff and the decode share its head), to the report the file gives."""
+    import subprocess
+
+    trace = FIXTURES / "train_llama_eager.json.gz"
+    if how == "redirect":
+        with trace.open("rb") as f:
+            got = _explain_stdin(f, "--format", "json")
+    else:
+        cat = subprocess.Popen(["cat", str(trace)], stdout=subprocess.PIPE)
+        got = _explain_stdin(cat.stdout, "--format", "json")
+        cat.wait()
+    assert got.returncode == 0, got.stderr
+    want = runner.invoke(app, ["explain", str(trace), "--format", "json"])
+    a, b = json.loads(got.stdout), json.loads(want.stdout)
+    assert a["trace"]["path"] == "-"
+    a["trace"].pop("path"), b["trace"].pop("path")
+    assert a == b
+
+
+def test_annotate_refuses_standard_input_before_reading_it():
+    r = runner.invoke(app, ["explain", "-", "--annotate", "out.json"], input=b"[]")
+    assert r.exit_code == 2
+    assert "not standard input, which is read once" in r.output

@@ -50,9 +50,10 @@ UnprofiledCallOpt = Annotated[str | None, typer.Option(
 def explain(
     *,  # typer passes every parameter by name: flags are keyword-only
     trace: Annotated[list[str], typer.Argument(
-        help="Chrome/Kineto trace (.json or .json.gz): a path or a URL (file://, "
-             "http(s)://, s3://, gs://). Several, a glob, or a directory (its *.json and "
-             "*.json.gz files, subfolders too) are ranks: a row each and a combined view.",
+        help="Chrome/Kineto trace (.json or .json.gz): a path, a URL (file://, "
+             "http(s)://, s3://, gs://) or - for standard input. Several, a glob, or a "
+             "directory (its *.json and *.json.gz files, subfolders too) are ranks: a row "
+             "each and a combined view.",
         show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
@@ -84,7 +85,8 @@ def explain(
         return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
                               recursive=recursive, engine=engine, address=address,
                               annotate=annotate)
-    source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
+    source: str | Path = trace[0] if sources.is_url(trace[0]) or sources.is_stdin(trace[0]) \
+        else Path(trace[0])
 
     def body() -> None:
         from traceview.cli._progress import load_with_progress
@@ -210,6 +212,11 @@ def _check_annotate(annotate: Path | None, source: str | Path) -> None:
 
     if annotate is None:
         return
+    from traceview.io.sources import is_stdin
+
+    if is_stdin(source):
+        raise UsageError("--annotate copies the trace after reading it: give a file or a "
+                         "URL, not standard input, which is read once")
     if not annotate.name.lower().endswith((".json", ".json.gz")):
         raise UsageError(f"--annotate {annotate}: the name must end in .json or .json.gz")
     if not isinstance(source, str) and _same_file(annotate, source):

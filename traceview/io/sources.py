@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,6 +44,14 @@ GLOB_CHARS = ("*", "?", "[")
 
 def is_url(path: str | os.PathLike[str]) -> bool:
     return isinstance(path, str) and bool(_URL.match(path))
+
+
+#: the reference that names standard input
+STDIN = "-"
+
+
+def is_stdin(path: str | os.PathLike[str]) -> bool:
+    return isinstance(path, str) and path == STDIN
 
 
 def is_glob(path: str | os.PathLike[str]) -> bool:
@@ -185,7 +194,9 @@ def is_dir(path: str | os.PathLike[str]) -> bool:
 def random_access(path: str | os.PathLike[str]) -> bool:
     """Whether seeking is cheap: local files and object stores (ranged reads); an
     ``http(s)://`` object is streamed, read from the start (many servers, Python's own
-    among them, ignore ``Range``)."""
+    among them, ignore ``Range``) and standard input is read once, in order."""
+    if is_stdin(path):
+        return False
     return not (is_url(path) and protocol(os.fspath(path)) in ("http", "https"))
 
 
@@ -315,6 +326,31 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
             return b""
 
 
+class _Unclosed:
+    """Standard input, read through; closing the trace leaves the process's stdin open."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.read = f.read
+
+    def close(self) -> None:
+        pass
+
+
+def _stdin() -> IO[bytes]:
+    """Standard input as a file read once: its first :data:`HEAD_BYTES` are kept, so the
+    sniff and the decode share them; reading it from the start a second time (past its
+    head) is refused in words."""
+    opened = []
+
+    def once() -> IO[bytes]:
+        if opened:
+            raise OSError("standard input cannot be read a second time")
+        opened.append(True)
+        return _Unclosed(sys.stdin.buffer)
+
+    return _Forward(once)  # type: ignore[return-value]
+
+
 class Source:
     """One trace reference, resolved, opened, sniffed and sized once.
 
@@ -327,7 +363,7 @@ class Source:
     """
 
     def __init__(self, ref: str | os.PathLike[str]) -> None:
-        self.ref: str | Path = os.fspath(ref) if is_url(ref) else Path(ref)
+        self.ref: str | Path = os.fspath(ref) if is_url(ref) or is_stdin(ref) else Path(ref)
         self.name = name(ref)
         self._f: IO[bytes] | None = None
         self._raw_head = b""
@@ -348,7 +384,7 @@ class Source:
     def _open(self) -> None:
         if is_url(self.ref) and is_dir(self.ref):
             raise TraceLoadError(self.ref, "is a directory, not a trace file")
-        f = open_binary(self.ref)
+        f = _stdin() if is_stdin(self.ref) else open_binary(self.ref)
         self.opens += 1
         try:
             self._raw_head = f.read(HEAD_BYTES)
@@ -369,7 +405,12 @@ class Source:
         """Bytes stored (compressed size for gzip)."""
         if self._size is None:
             f = self._file()
-            if not is_url(self.ref):
+            if is_stdin(self.ref):  # a pipe's is 0; a redirected file's, its own
+                try:
+                    self._size = os.fstat(sys.stdin.fileno()).st_size
+                except (OSError, ValueError, AttributeError):
+                    self._size = 0
+            elif not is_url(self.ref):
                 self._size = os.fstat(f.fileno()).st_size
             else:
                 self._size = size(self.ref)
