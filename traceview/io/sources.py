@@ -340,13 +340,13 @@ def _stdin() -> IO[bytes]:
     """Standard input as a file read once: its first :data:`HEAD_BYTES` are kept, so the
     sniff and the decode share them; reading it from the start a second time (past its
     head) is refused in words."""
-    opened = []
+    opened: list[bool] = []
 
     def once() -> IO[bytes]:
         if opened:
             raise OSError("standard input cannot be read a second time")
         opened.append(True)
-        return _Unclosed(sys.stdin.buffer)
+        return _Unclosed(sys.stdin.buffer)  # type: ignore[return-value]
 
     return _Forward(once)  # type: ignore[return-value]
 
