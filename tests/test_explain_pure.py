@@ -133,3 +133,73 @@ def test_a_narrowed_explain_then_a_default_one_on_the_cold_compile_trace():
     d = next(g for g in again.diagnostics if g.code == "python-frame-overhang")
     assert d.count == 64
     assert_same_state(loaded, state(trace))
+
+
+def test_a_diagnostic_an_analysis_finds_is_returned_not_written_to_the_trace(
+        tmp_path, monkeypatch):
+    """More host threads than are attributed one by one: the analysis says so in a
+    diagnostic (``threads-over-limit``), which reaches every report of the trace and
+    never the trace itself. Four threads with work of their own, the limit lowered to
+    two: two are left out."""
+    from tracebuilder import TraceBuilder
+    from traceview.report import explanation
+
+    monkeypatch.setattr(explanation, "MAX_HOST_THREADS", 2)
+    t = TraceBuilder()
+    for tid in range(4):
+        for i in range(3):
+            t0 = 1_000_000 + i * 100_000 + tid * 1_000
+            t.op("aten::mul", t0, 20_000 + tid, tid=100 + tid)
+    t.launched_kernel("k", 1_000_500, 2_000, 1_010_000, 3_000)
+    path = t.write(tmp_path / "threads.json")
+    trace = traceview.load(path)
+    loaded = state(trace)
+    first = traceview.explain(trace)
+    narrowed = outcome(lambda: traceview.explain(trace, traceview.Options(
+        window=f"0ns:{activity_window(trace).dur_ns // 2}ns")))
+    again = traceview.explain(trace)
+    left_out = [d for d in first.diagnostics if d.code == "threads-over-limit"]
+    assert [d.count for d in left_out] == [2]
+    assert to_json(again) == to_json(first) == to_json(traceview.analyze(path))
+    assert narrowed == outcome(lambda: traceview.analyze(path, traceview.Options(
+        window=f"0ns:{activity_window(trace).dur_ns // 2}ns")))
+    assert not any(d.code == "threads-over-limit" for d in trace.diagnostics)
+    assert_same_state(loaded, state(trace))
+
+
+def test_the_trace_is_frozen_and_its_columns_read_only():
+    import dataclasses
+
+    trace = traceview.load(Path(ROOT) / "fixtures" / "torch_mul_1x4096_f32.json.gz")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        trace.slices = trace.slices  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        trace.slices.end = trace.slices.start  # type: ignore[misc]
+    for k in ("cat", "name", "lane", "start", "end", "corr"):
+        col = getattr(trace.slices, k)
+        assert not col.flags.writeable, k
+        with pytest.raises(ValueError):
+            col[:1] = 0
+    assert isinstance(trace.diagnostics, tuple)
+
+
+def test_links_taken_from_flows_are_made_before_the_columns_are_frozen(tmp_path):
+    """A launch and its kernel without ``args.correlation``, joined by an ac2g flow (the
+    start on the launch, the end on the kernel): the model links them on its own copy of
+    the column, before it is made read-only."""
+    from tracebuilder import TraceBuilder, _Us
+
+    t = TraceBuilder()
+    t._x("cuda_runtime", "cudaLaunchKernel", 1_000_000, 5_000, t.pid, t.tid, {})
+    t.kernel("k", 1_010_000, 3_000)
+    t.raw({"ph": "s", "id": 77, "cat": "ac2g", "name": "ac2g", "pid": t.pid, "tid": t.tid,
+           "ts": _Us(1_000_000)})
+    t.raw({"ph": "f", "id": 77, "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7,
+           "ts": _Us(1_010_000), "bp": "e"})
+    trace = traceview.load(t.write(tmp_path / "flows.json"))
+    s = trace.slices
+    launch = next(r for r in range(len(s)) if trace.names[int(s.name[r])] == "cudaLaunchKernel")
+    kernel = next(r for r in range(len(s)) if trace.names[int(s.name[r])] == "k")
+    assert int(s.corr[launch]) == int(s.corr[kernel]) == 77
+    assert trace.launch_to_work == {launch: [kernel]}
+    assert not s.corr.flags.writeable

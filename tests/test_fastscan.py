@@ -170,7 +170,9 @@ def test_random_chunks_give_the_msgspec_columns_or_are_declined(text, monkeypatc
     b'[{"ph": "X", "name": "caf\xc3\xa9", "ts": 1.0, "dur": 1}]',  # non-ASCII
     b'[{"ph": "X", "ts": 1.2345, "dur": 1}]',  # four decimals
     b'[{"ph": "X", "ts": 1e3, "dur": 1}]',  # an exponent
-    b'[{"ph": "X", "ts": 8796093022208.0, "dur": 1}]',  # 2**43 us: the exact-text path
+    b'[{"ph": "X", "ts": 1, "dur": 8796093022208.0}]',  # a dur of 2**43 us: read as a float
+    b'[{"ph": "X", "ts": 4611686018427387, "dur": 1}]',  # ts at 2**62 ns: no ts (MISSING)
+    b'[{"ph": "X", "ts": 12345678901234567, "dur": 1}]',  # 17 digits
     b'[{"ph": "X", "ts": 1, "ts": 2}]',  # a duplicate key
     b'[{"ph": "X", "pid": 1.0}]',  # pid as a float
     b'[{"ph": "X", "ts": null}]',  # ts null
@@ -266,3 +268,44 @@ def test_strings_stop_at_the_right_byte_wherever_it_falls(stop):
             assert json.loads(text[a:b]) == json.loads(b'"' + raw + b'"')
             a, b = got.args[0].tolist()
             assert json.loads(text[a:b]) == {json.loads(b'"' + raw + b'"'): json.loads(b'"' + raw + b'"')}
+
+
+@pytest.mark.parametrize("text", [
+    # Kineto's epoch-microsecond clocks, past 2**43 us: the reference reads every ts of
+    # such a chunk from its text, exactly, and so does the scanner
+    b'[{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, '
+    b'"ts": 1669783687464181, "dur": 45}, {"ph": "X", "name": "b", "ts": 1.5, "dur": 2.25}]',
+    b'[{"ph": "X", "ts": 1669783687464181.123, "dur": 1}, {"ph": "i", "ts": 8796093022207.999}]',
+    b'[{"ph": "X", "ts": -4611686018427386.999, "dur": 0}]',
+    b'[{"ph": "X", "ts": 8796093022208, "dur": 8796093022206.999}]',
+])
+def test_clocks_past_2_43_us_take_the_scanner_and_give_the_exact_columns(text, monkeypatch):
+    assert fastscan.scan(text) is not None
+    _columns_equal(_collect(text, scanner=True, monkeypatch=monkeypatch),
+                   _collect(text, scanner=False, monkeypatch=monkeypatch))
+
+
+def test_htas_df_index_resolver_trace_decodes_wholly_through_the_scanner(monkeypatch):
+    """HTA's df_index_resolver test trace (216,092 events, integer epoch-microsecond
+    timestamps): every chunk through the scanner, and the same ``Decoded`` as the
+    fallback gives."""
+    import public_corpus
+
+    path = public_corpus.locate("facebookresearch__HolisticTraceAnalysis/"
+                                "df_index_resolver.json.gz")
+    if path is None:
+        pytest.skip("the public corpus's HTA df_index_resolver trace is not here")
+    declined = []
+    real = fastscan.scan
+
+    def counting(text):
+        got = real(text)
+        if got is None:
+            declined.append(len(text))
+        return got
+
+    monkeypatch.setattr(fastscan, "scan", counting)
+    fast = D.decode(path)
+    assert declined == [] and fast.x.key.size == 123_379
+    monkeypatch.setattr(fastscan, "_SCAN", None)
+    _same(fast, D.decode(path))

@@ -42,6 +42,26 @@ READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff
                                          "ab": (1, 2), "serve": (1, 2), "capture": (1, 2),
                                          "check": (1, 2), "cache_check": (1, 2),
                                          "check_layouts": (1, 2), "proton": (1,)}
+#: kind -> its typed layout (a msgspec Struct, ``module:Class``, or ``module:function``
+#: that builds it), for the kinds that have one; its JSON Schema (``msgspec.json.schema``)
+#: is in ``docs/schemas/<kind>.json``
+LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout",
+                            "ranks": "traceview.multi.ranks:RanksDocument",
+                            "diff": "traceview.multi.compare:DiffDocument",
+                            "ab": "traceview.multi.ab_result:ABDocument",
+                            "serve": "traceview.serve.runner:ServeDocument",
+                            "capture": "traceview.metadata:CaptureMeta"}
+#: kind -> (version, the sha256 of its JSON Schema, canonical, first 16 hex digits): the
+#: layout the version stands for. ``tests/test_document_schemas.py`` fails when a layout
+#: changes and this table does not; a change that removes or moves a key or changes its
+#: meaning bumps ``VERSIONS`` as well (``tools/write_document_schemas.py`` rewrites the
+#: schemas and prints the new hashes)
+SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "f7e508c31bc63796"),
+                                              "ranks": (2, "bba7fcd3dbf5bdee"),
+                                              "diff": (3, "f3e5ba7d850847e6"),
+                                              "ab": (2, "cd72a3f64c00012d"),
+                                              "serve": (2, "05d3ebb5b6ed81d1"),
+                                              "capture": (2, "fbb4081f01b2f171")}
 #: kind -> how a refusal names the document
 NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks report",
                           "diff": "a diff report", "ab": "a traceview ab result",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import ItemsView, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal, Protocol, TypeVar, overload
 
@@ -115,9 +115,13 @@ class RowArgs(Protocol):
         ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Slices:
-    """Duration events as columns. Row ``i`` is one slice; ``end = start + dur``."""
+    """Duration events as columns. Row ``i`` is one slice; ``end = start + dur``.
+
+    Frozen, and its columns read-only once the trace is built (``flags.writeable`` is
+    off): an analysis that wrote to one would change what the next explain of the
+    same trace reads, so a write raises instead."""
 
     cat: np.ndarray  # int32 code into Trace.cat_names
     name: np.ndarray  # int32 code into Trace.names
@@ -135,9 +139,14 @@ class Slices:
         return self.end - self.start
 
 
-@dataclass
+@dataclass(frozen=True)
 class Trace:
-    """A loaded trace: what the analyses read. Build with ``traceview.load``."""
+    """A loaded trace: what the analyses read. Build with ``traceview.load``.
+
+    Frozen, with read-only columns: ``explain`` is a pure function of it
+    (``tests/test_explain_pure.py``), so an analysis returns what it finds (its
+    diagnostics included, ``Analysis.diagnostics``) and never writes here. The one
+    thing added after the build is a cache of derived data (``name_rank``)."""
 
     path: str
     metadata: dict[str, Any]
@@ -148,9 +157,13 @@ class Trace:
     # launch slice row -> device work slice rows, and the reverse
     launch_to_work: dict[int, list[int]]
     work_to_launch: dict[int, int]
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: tuple[Diagnostic, ...] = ()
     instant_count: int = 0
     decoded_bytes: int = 0
+    # where the file's event array closes in its text (None: cut short), and every pid
+    # its events use: what ``--annotate`` needs to add events without a second parse
+    events_end: int | None = None
+    pids: frozenset[int | str] = frozenset()
 
     def cat_code(self, cat: str) -> int:
         try:
@@ -223,8 +236,8 @@ def build(decoded: Decoded) -> Trace:
     slices, dups = _dedupe(slices)
     if dups:
         counts["duplicate"] += dups
-    _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices, lanes,
-                          cat_names)
+    slices = _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices,
+                                   lanes, cat_names)
     launch_to_work, work_to_launch = _link(slices, cat_names)
     metadata, malformed = clean_metadata(decoded.metadata)
     trace = Trace(
@@ -236,16 +249,26 @@ def build(decoded: Decoded) -> Trace:
         slices=slices,
         launch_to_work=launch_to_work,
         work_to_launch=work_to_launch,
-        diagnostics=_diagnostics(decoded.problems, counts, unknown),
+        diagnostics=tuple(_diagnostics(decoded.problems, counts, unknown)),
         instant_count=decoded.phases.instants,
         decoded_bytes=decoded.decoded_bytes,
+        events_end=decoded.events_end,
+        pids=frozenset(k[2] for k in decoded.keys),
     )
     if malformed is not None:
-        trace.diagnostics.append(malformed)
-    _drop_implausible_device_work(trace)
-    _tell_work_before_launch(trace)
-    _clip_python_frames(trace)
+        trace = replace(trace, diagnostics=(*trace.diagnostics, malformed))
+    trace = _drop_implausible_device_work(trace)
+    trace = _tell_work_before_launch(trace)
+    trace = _clip_python_frames(trace)
+    _read_only(trace.slices)
     return trace
+
+
+def _read_only(slices: Slices) -> None:
+    """The built columns can no longer be written (an analysis that tried would change
+    what the next explain of the same trace reads)."""
+    for col in (slices.cat, slices.name, slices.lane, slices.start, slices.end, slices.corr):
+        col.flags.writeable = False
 
 
 def _release_columns(x: Columns) -> None:
@@ -418,21 +441,23 @@ def _dedupe(slices: Slices) -> tuple[Slices, int]:
 
 
 def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
-                          lanes: list[Lane], cat_names: list[str]) -> None:
+                          lanes: list[Lane], cat_names: list[str]) -> Slices:
     """Where a launch or kernel lacks ``args.correlation``, take the ac2g flow id."""
     if not (flow_start or flow_end):
-        return
+        return slices
     linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
                 or c in ("cuda_runtime", "cuda_driver")]
     missing = np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable))
-    if missing.size:
-        slices.corr = slices.corr.copy()  # it may be the decoder's column
+    if not missing.size:
+        return slices
+    corr = slices.corr.copy()  # it may be the decoder's column
     for row in missing.tolist():
         lane = lanes[int(slices.lane[row])]
         key = (lane.pid, lane.tid, int(slices.start[row]))
         fid = flow_end.get(key) if lane.kind == "device" else flow_start.get(key)
         if fid is not None:
-            slices.corr[row] = fid
+            corr[row] = fid
+    return replace(slices, corr=corr)
 
 
 def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:
@@ -511,40 +536,44 @@ def implausible_device_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return after_sync, far
 
 
-def _drop_implausible_device_work(trace: Trace) -> None:
-    """Drop what ``implausible_device_rows`` finds from the trace being built."""
+def _drop_implausible_device_work(trace: Trace) -> Trace:
+    """The trace being built without what ``implausible_device_rows`` finds."""
     after_sync, far = implausible_device_rows(trace)
     if not (after_sync.size or far.size):
-        return
+        return trace
     s = trace.slices
     keep = np.setdiff1d(np.arange(len(s)), np.concatenate([after_sync, far]))
-    trace.slices = Slices(s.cat[keep], s.name[keep], s.lane[keep], s.start[keep], s.end[keep],
-                          s.corr[keep], s.args.subset(_renumber(s.args, keep)))
-    trace.launch_to_work, trace.work_to_launch = _link(trace.slices, trace.cat_names)
+    slices = Slices(s.cat[keep], s.name[keep], s.lane[keep], s.start[keep], s.end[keep],
+                    s.corr[keep], s.args.subset(_renumber(s.args, keep)))
+    launch_to_work, work_to_launch = _link(slices, trace.cat_names)
+    found: list[Diagnostic] = []
     if after_sync.size:
-        trace.diagnostics.append(Diagnostic(
+        found.append(Diagnostic(
             "device-work-after-sync", "warning", int(after_sync.size),
             "device work ending after a later device synchronize had returned (impossible: "
             "the sync waits for it); dropped"))
     if far.size:
-        trace.diagnostics.append(Diagnostic(
+        found.append(Diagnostic(
             "device-work-past-host", "warning", int(far.size),
             "device work ending far past the last host event (more than the whole host span "
             "later); dropped"))
+    return replace(trace, slices=slices, launch_to_work=launch_to_work,
+                   work_to_launch=work_to_launch, diagnostics=(*trace.diagnostics, *found))
 
 
-def _tell_work_before_launch(trace: Trace) -> None:
+def _tell_work_before_launch(trace: Trace) -> Trace:
     """Say how many device records start before the launch they are linked to (no clock
     allows it: the host's and the device's clocks disagree, or the link is wrong). The
     records stay; the calls leave such a launch's latency out (``analyses.calls``)."""
     s = trace.slices
     early = sum(1 for work, launch in trace.work_to_launch.items()
                 if s.start[work] < s.start[launch])
-    if early:
-        trace.diagnostics.append(Diagnostic(
-            "device-work-before-launch", "warning", early,
-            "device work starting before its launch call (impossible: the clocks or the "
-            "correlation ids are wrong); launch latency left out for those launches"))
+    if not early:
+        return trace
+    return replace(trace, diagnostics=(*trace.diagnostics, Diagnostic(
+        "device-work-before-launch", "warning", early,
+        "device work starting before its launch call (impossible: the clocks or the "
+        "correlation ids are wrong); launch latency left out for those launches")))
 
 
 # ---------------------------------------------------------------- Python frames outliving their caller
@@ -601,7 +630,7 @@ def _longest_first(end: np.ndarray, part: np.ndarray, sub: np.ndarray) -> tuple[
     return (-end[part[sub]],)
 
 
-def _clip_python_frames(trace: Trace) -> None:
+def _clip_python_frames(trace: Trace) -> Trace:
     """Clip every thread's Python frames to their callers in the trace being built (the
     model's own end column, rewritten in place), and name the clipped frames in a
     ``python-frame-overhang`` diagnostic. Zero-length frames call nothing (an analysis
@@ -613,10 +642,10 @@ def _clip_python_frames(trace: Trace) -> None:
     s = trace.slices
     py = trace.cat_code("python_function")
     if py < 0:
-        return
+        return trace
     rows = np.flatnonzero((s.cat == py) & (s.end > s.start))
     if rows.size < 2:
-        return
+        return trace
     if rows.size < 2**31:
         rows = rows.astype(np.int32)
     lanes = s.lane[rows]
@@ -645,7 +674,7 @@ def _clip_python_frames(trace: Trace) -> None:
     del rows
     at = np.concatenate(hits)
     if at.size == 0:
-        return
+        return trace
     new_end = np.concatenate(ends)
     worst: dict[int, int] = {}
     for code, by in zip(s.name[at].tolist(), (s.end[at] - new_end).tolist(), strict=True):
@@ -653,7 +682,7 @@ def _clip_python_frames(trace: Trace) -> None:
     s.end[at] = new_end  # the model's own column (made by _kept_slices or a drop)
     top = sorted(worst.items(), key=lambda kv: (-kv[1], trace.names[kv[0]]))[:OVERHANGS_LISTED]
     named = "; ".join(f"{trace.names[c]} by up to {fmt_ns(ns)}" for c, ns in top)
-    trace.diagnostics.append(Diagnostic(
+    return replace(trace, diagnostics=(*trace.diagnostics, Diagnostic(
         "python-frame-overhang", "warning", int(at.size),
         f"Python frames recorded as ending after the frame that called them (a profiler "
-        f"artifact) clipped to their caller's end: {named}"))
+        f"artifact) clipped to their caller's end: {named}")))

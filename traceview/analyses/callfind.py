@@ -188,11 +188,17 @@ def _spans_of_rows(trace: Trace, rows, kind_of) -> list[CallSpan]:
     return out
 
 
-def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str) -> FoundCalls:
+def calls_pattern(regex: str) -> re.Pattern[str]:
+    """``--calls``'s regex compiled; ``UsageError`` for a bad one (checked before the
+    trace is read, and again here for the API)."""
     try:
-        pat = re.compile(regex)
+        return re.compile(regex)
     except re.error as exc:
         raise UsageError(f"--calls {regex!r}: bad regular expression: {exc}") from None
+
+
+def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str) -> FoundCalls:
+    pat = calls_pattern(regex)
     s = trace.slices
     rows = _annotation_rows(trace, window)
     picked = [r for r in rows.tolist() if pat.search(trace.names[int(s.name[r])])]

@@ -54,23 +54,36 @@ def activity_window(trace: Trace) -> Window:
                   "first to last host or device activity event")
 
 
+def parse_window(spec: str) -> tuple[int | None, int | None] | re.Pattern[str]:
+    """``--window``'s text: a time range ``(from, to)`` in ns after the first activity
+    event (``None``: that side is open), or the regex over user ranges. Parsed before the
+    trace is read, so that a bad option costs no decode; ``UsageError`` when it is
+    neither."""
+    if ":" in spec and all(not part.strip() or _TIME.match(part) for part in spec.split(":", 1)):
+        lo_txt, hi_txt = spec.split(":", 1)
+        return (parse_time(lo_txt) if lo_txt.strip() else None,
+                parse_time(hi_txt) if hi_txt.strip() else None)
+    try:
+        return re.compile(spec)
+    except re.error as exc:
+        raise UsageError(f"--window {spec!r} is neither a time range nor a regex: {exc}") from None
+
+
 def find_window(trace: Trace, spec: str | None) -> Window:
     base = activity_window(trace)
     if not spec:
         return base
-    if ":" in spec and all(not part.strip() or _TIME.match(part) for part in spec.split(":", 1)):
-        lo_txt, hi_txt = spec.split(":", 1)
-        lo = base.start_ns + (parse_time(lo_txt) if lo_txt.strip() else 0)
-        hi = base.start_ns + parse_time(hi_txt) if hi_txt.strip() else base.end_ns
+    parsed = parse_window(spec)
+    if isinstance(parsed, tuple):
+        lo_ns, hi_ns = parsed
+        lo = base.start_ns + (lo_ns or 0)
+        hi = base.start_ns + hi_ns if hi_ns is not None else base.end_ns
         lo, hi = max(lo, base.start_ns), min(hi, base.end_ns)
         if hi <= lo:
             raise UsageError(f"window {spec!r} is empty within the trace "
                              f"(trace activity lasts {base.dur_ns} ns)")
         return Window(lo, hi, "range", f"time range {spec} from the first activity event")
-    try:
-        pattern = re.compile(spec)
-    except re.error as exc:
-        raise UsageError(f"--window {spec!r} is neither a time range nor a regex: {exc}") from None
+    pattern = parsed
     rows = trace.rows_of_cats({"user_annotation"})
     names = trace.names
     hits = [r for r in rows.tolist() if pattern.search(names[trace.slices.name[r]])]

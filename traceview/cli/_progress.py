@@ -7,39 +7,37 @@ Piped or redirected output stays clean (no bar, no escape codes). "Big" is
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
+from traceview.io.sources import Source, basename
 from traceview.model import Trace
 
 PROGRESS_MIN_BYTES = 64 << 20
 
 
-def load_with_progress(path: Path | str) -> Trace:
-    from traceview.io.sources import basename
+def load_with_progress(source: Source) -> Trace:
+    """The trace model of the open ``source``, with a bar on stderr while it loads."""
     from traceview.report.pipeline import load
 
-    total = _text_size(path)
+    total = _text_size(source)
     if total is None or total < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
-        return load(path)
+        return load(source)
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"reading {basename(path)}", total=total)
-        trace = load(path, progress=lambda n: bar.update(task, completed=min(n, total)))
+        task = bar.add_task(f"reading {basename(source.ref)}", total=total)
+        trace = load(source, progress=lambda n: bar.update(task, completed=min(n, total)))
         bar.update(task, description="analysing", completed=total)
     return trace
 
 
-def _text_size(path: Path | str) -> int | None:
+def _text_size(source: Source) -> int | None:
     from traceview.errors import TraceLoadError
-    from traceview.io.memory import decompressed_size
-    from traceview.io.sources import size
 
     try:
-        return decompressed_size(path, size(path))
+        return source.text_size()
     except (OSError, TraceLoadError):
         return None  # the loader reports the problem in its own words
 

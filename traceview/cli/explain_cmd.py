@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,6 +33,9 @@ from traceview.cli._common import (
 )
 from traceview.cli._output import as_text
 
+if TYPE_CHECKING:
+    from traceview.io.sources import Source
+
 
 class Format(str, enum.Enum):
     text = "text"
@@ -49,9 +52,10 @@ UnprofiledCallOpt = Annotated[str | None, typer.Option(
 def explain(
     *,  # typer passes every parameter by name: flags are keyword-only
     trace: Annotated[list[str], typer.Argument(
-        help="Chrome/Kineto trace (.json or .json.gz): a path or a URL (file://, "
-             "http(s)://, s3://, gs://). Several, a glob, or a directory (its *.json and "
-             "*.json.gz files, subfolders too) are ranks: a row each and a combined view.",
+        help="Chrome/Kineto trace (.json or .json.gz): a path, a URL (file://, "
+             "http(s)://, s3://, gs://) or - for standard input. Several, a glob, or a "
+             "directory (its *.json and *.json.gz files, subfolders too) are ranks: a row "
+             "each and a combined view.",
         show_default=False, metavar="TRACE")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     window: WindowOpt = None,
@@ -83,21 +87,27 @@ def explain(
         return _explain_ranks(trace, format, window, calls, rules, thread, width, figure, jobs,
                               recursive=recursive, engine=engine, address=address,
                               annotate=annotate)
-    source: str | Path = trace[0] if sources.is_url(trace[0]) else Path(trace[0])
+    source: str | Path = trace[0] if sources.is_url(trace[0]) or sources.is_stdin(trace[0]) \
+        else Path(trace[0])
 
     def body() -> None:
         from traceview.cli._progress import load_with_progress
         from traceview.report.build import explain as run_explain
+        from traceview.report.explanation import check_options
 
-        if _proton(source, format, width, options_given=[
-                ("--window", window), ("--calls", calls), ("--rules", rules),
-                ("--thread", thread), ("--figure", figure), ("--annotate", annotate)]):
-            return
+        # every option is checked before the trace is read: a typo costs no decode
         _check_one_trace_outputs(source, figure, annotate, engine, address)
         opts = analysis_options(window, calls, rules, thread, top=top, calls_depth=calls_depth,
                                 unprofiled_call=_unprofiled_call(unprofiled_call))
-        report = run_explain(load_with_progress(source), opts) if annotate is None \
-            else _explain_and_annotate(source, annotate, opts)
+        check_options(opts)
+        # the trace is opened once: sniffed, sized, decoded (and copied by --annotate)
+        with sources.Source.open(source) as src:
+            if _proton(src, format, width, options_given=[
+                    ("--window", window), ("--calls", calls), ("--rules", rules),
+                    ("--thread", thread), ("--figure", figure), ("--annotate", annotate)]):
+                return
+            report = run_explain(load_with_progress(src), opts) if annotate is None \
+                else _explain_and_annotate(src, annotate, opts)
         from traceview.render.registry import RenderOptions, renderer, write_figure
 
         ref = None
@@ -156,18 +166,14 @@ def _check_one_trace_outputs(source: str | Path, figure: Path | None, annotate: 
     _check_annotate(annotate, source)
 
 
-PROTON_SUFFIXES = (".chrome_trace", ".chrome_trace.gz", ".hatchet", ".hatchet.gz")
 
 
-def _proton(source: str | Path, format: Format, width: int | None, *,
+def _proton(source: Source, format: Format, width: int | None, *,
             options_given: list[tuple[str, object]]) -> bool:
-    """A Proton profile (by content; a URL by its name): its report, and True."""
+    """A Proton profile (by content): its report, and True."""
     from traceview.io import proton
 
-    if isinstance(source, str):
-        kind = proton.sniff(source) if source.lower().endswith(PROTON_SUFFIXES) else None
-    else:
-        kind = proton.sniff(source)
+    kind = proton.sniff(source)
     if kind is None:
         return False
     given = [flag for flag, value in options_given if value is not None]
@@ -188,7 +194,7 @@ def _proton(source: str | Path, format: Format, width: int | None, *,
     return True
 
 
-def _explain_and_annotate(source: str | Path, annotate: Path, opts: Any) -> Any:
+def _explain_and_annotate(source: Source, annotate: Path, opts: Any) -> Any:
     """The report, with the annotated trace written to ``annotate`` on the way."""
     from traceview.cli._progress import load_with_progress
     from traceview.render.registry import write_annotated_trace
@@ -208,6 +214,11 @@ def _check_annotate(annotate: Path | None, source: str | Path) -> None:
 
     if annotate is None:
         return
+    from traceview.io.sources import is_stdin
+
+    if is_stdin(source):
+        raise UsageError("--annotate copies the trace after reading it: give a file or a "
+                         "URL, not standard input, which is read once")
     if not annotate.name.lower().endswith((".json", ".json.gz")):
         raise UsageError(f"--annotate {annotate}: the name must end in .json or .json.gz")
     if not isinstance(source, str) and _same_file(annotate, source):

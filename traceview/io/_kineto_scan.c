@@ -6,7 +6,7 @@
  * library builds these columns faster (pyarrow.json 3.6 s, polars 2.9 s, duckdb 3.7 s:
  * docs/json-decoder.md). This scanner is deliberately narrow: it accepts only what it can
  * decode exactly as the msgspec path would (ASCII text, ts/dur with at most three
- * decimals and no exponent below 2**43 us, integer or string pid/tid, string ph/cat/name,
+ * decimals and no exponent, dur below 2**43 us and ts below 2**62 ns, integer or string pid/tid, string ph/cat/name,
  * no duplicate keys, no surrogate escapes) and returns BAIL for anything else, so the caller decodes that chunk
  * the msgspec way and the output is the same by construction (tests compare the two).
  *
@@ -28,6 +28,8 @@
 /* 2**43 us: decode.EXACT_FLOAT_LIMIT_US. Below it, the float split of a number with at
  * most three decimals is its exact decimal value (decode.py's docstring). */
 #define LIMIT_US 8796093022208LL
+/* 2**62 // 1000 us: exact_time.text_to_ns reads no ts at or past it (MISSING) */
+#define TS_LIMIT_US 4611686018427387LL
 
 typedef const uint8_t *P;
 
@@ -194,12 +196,16 @@ static P value(P p, P e, int depth) {
 }
 
 /* A time value in us as exact ns; NULL (bail) unless at most 3 decimals, no exponent,
- * and below LIMIT_US - 1 us (at 2**43 - 0.001 the float rounds up to 2**43). */
-static P time_ns(P p, P e, int64_t *out) {
+ * and below `limit` us: LIMIT_US - 1 for dur, which the reference always reads as a float
+ * (at 2**43 - 0.001 the float rounds up to 2**43); TS_LIMIT_US for ts, which the
+ * reference reads from its text, exactly, in a chunk holding a ts past 2**43 us (the
+ * clocks of real traces: Kineto's epoch-microsecond timestamps), so that the exact value
+ * ip * 1000 + fp is what it gives. */
+static P time_ns(P p, P e, int64_t *out, int64_t limit) {
     int neg, idg, fdg, ex;
     int64_t ip, fp;
     P q = num(p, e, &neg, &ip, &idg, &fp, &fdg, &ex);
-    if (!q || ex || fdg > 3 || idg > 13 || ip >= LIMIT_US - 1) return NULL;
+    if (!q || ex || fdg > 3 || idg > 16 || ip >= limit) return NULL;
     for (int k = fdg; k < 3; k++) fp *= 10;
     int64_t v = ip * 1000 + fp;
     *out = neg ? -v : v;
@@ -394,11 +400,11 @@ int64_t tv_scan_chunk(const uint8_t *buf, int64_t len, int64_t cap, int64_t ucap
                 if (!p) goto done;
                 break;
             case K_TS:
-                p = time_ns(p, e, &t_ns);
+                p = time_ns(p, e, &t_ns, TS_LIMIT_US);
                 if (!p) goto done;
                 break;
             case K_DUR:
-                p = time_ns(p, e, &d_ns);
+                p = time_ns(p, e, &d_ns, LIMIT_US - 1);
                 if (!p) goto done;
                 break;
             case K_ARGS:

@@ -119,3 +119,6 @@ class Decoded:
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     compressed_bytes: int = 0
     decoded_bytes: int = 0
+    # where the event array's closing ']' is in the text (from its first byte; None for
+    # a text cut short): ``--annotate`` streams the text through and adds its events there
+    events_end: int | None = None

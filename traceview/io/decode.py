@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -44,6 +43,7 @@ from traceview.io.events import ANY, decode_args
 from traceview.io.exact_time import MISSING, value_to_ns
 from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
+from traceview.io.sources import Source
 from traceview.io.splitter import Splitter
 from traceview.printable import printable_path
 
@@ -57,26 +57,31 @@ _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 # ------------------------------------------------------------------------ entry point
 
 
-def decode(path: str | os.PathLike[str],
+def decode(path: str | os.PathLike[str] | Source,
            progress: Callable[[int], object] | None = None) -> Decoded:
     """Decode a trace file; raise ``TraceLoadError`` only when nothing usable is there.
 
-    ``progress``, if given, is called with the count of decompressed bytes so far.
+    ``path`` may be a ``Source`` its caller opened (and closes): the decoder then reads
+    the file the caller sniffed, without opening it again. ``progress``, if given, is
+    called with the count of decompressed bytes so far.
     """
-    from traceview.io import sources
+    if isinstance(path, Source):
+        return _decode(path, progress)
+    with Source.open(path) as src:
+        return _decode(src, progress)
 
-    p: str | Path = os.fspath(path) if sources.is_url(path) else Path(path)  # a URL: fsspec
-    if sources.is_dir(p):
-        raise TraceLoadError(p, "is a directory, not a trace file")
-    compressed = sources.size(p)
+
+def _decode(src: Source, progress: Callable[[int], object] | None) -> Decoded:
+    p = src.ref
+    compressed = src.size()
     from traceview.io.memory import check_memory
 
-    check_memory(p, compressed)
+    check_memory(src)
     counter = [0]
     cut: list[int] = []
     collector = Collector(p)
     splitter = Splitter(p, collector.chunk)
-    text = pieces(p, counter, cut)
+    text = pieces(src, counter, cut)
     for piece in text:
         splitter.push(piece)
         if progress is not None:
@@ -117,7 +122,8 @@ def decode(path: str | os.PathLike[str],
                          "after the cut gives each one's length)"))
     return Decoded(path=printable_path(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
-                   decoded_bytes=counter[0])
+                   decoded_bytes=counter[0],
+                   events_end=None if (cut or splitter.truncated) else splitter.events_end)
 
 
 def _metadata(meta_raw: list[bytes], too_deep: int,

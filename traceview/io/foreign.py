@@ -8,8 +8,12 @@ reports. Each gets one line naming the format and how to get a JSON trace (exit 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traceview.errors import TraceLoadError
+
+if TYPE_CHECKING:
+    from traceview.io.sources import Source
 
 NSIGHT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".pb", ".proto")
@@ -17,10 +21,8 @@ TORCH_JSON = ("profile with torch.profiler and save the trace as JSON "
               "(prof.export_chrome_trace('trace.json') or tensorboard_trace_handler)")
 
 
-def _head(path: Path | str, n: int = 64) -> bytes:
-    from traceview.io.sources import read_head  # a local file or a URL
-
-    return read_head(path, n)
+def _head(source: Source, n: int = 64) -> bytes:
+    return source.head(n)
 
 
 def _looks_like_perfetto(head: bytes) -> bool:
@@ -39,20 +41,35 @@ def _looks_like_perfetto(head: bytes) -> bool:
     return i < len(head) and i < 6
 
 
-def check_foreign(path: str | Path) -> None:
-    """Raise a ``TraceLoadError`` explaining the format when ``path`` is not JSON we read."""
-    from traceview.io import sources
-
-    p = path if sources.is_url(path) else Path(path)
-    name = sources.basename(p).lower()
+def _check_name(name: str, p: str | Path) -> None:
     if name.endswith(NSIGHT_SUFFIXES):
         raise TraceLoadError(p, "an Nsight Systems report, not a Chrome/Kineto JSON trace "
                                 "(nsys export writes SQLite or its own JSON, neither of which "
                                 f"is Kineto's): {TORCH_JSON}")
-    try:
-        head = _head(p)
-    except (OSError, TraceLoadError):
-        return  # the loader reports missing or unreadable files itself
+
+
+def check_foreign(path: str | Path | Source) -> None:
+    """Raise a ``TraceLoadError`` explaining the format when ``path`` is not JSON we read.
+
+    ``path`` may be an open ``Source`` (``io/sources.py``): its head, read when it was
+    opened, is sniffed without another open."""
+    from traceview.io import sources
+
+    if not isinstance(path, sources.Source):
+        try:
+            src = sources.Source.open(path)
+        except (OSError, TraceLoadError):
+            src = None  # the loader reports missing or unreadable files itself
+        if src is None:
+            _check_name(sources.basename(path).lower(), path)
+            return
+        with src:
+            check_foreign(src)
+        return
+    p = path.ref
+    _check_name(sources.basename(p).lower(), p)
+    head = _head(path)
+    name = sources.basename(p).lower()
     if name.endswith(PERFETTO_SUFFIXES) or _looks_like_perfetto(head):
         raise TraceLoadError(p, "a Perfetto protobuf trace, not a Chrome/Kineto JSON trace: "
                                 "convert it with Perfetto's `traceconv json TRACE OUT.json`, "
@@ -62,7 +79,7 @@ def check_foreign(path: str | Path) -> None:
     # a second, longer look only when the head could be Proton's (a Kineto trace starts
     # with its schemaVersion): no extra read for the traces of a fleet
     start = head.lstrip(b" \t\r\n\xef\xbb\xbf")
-    kind = sniff(p) if start[:1] == b"[" or start.startswith(b'{"displayTimeUnit"') else None
+    kind = sniff(path) if start[:1] == b"[" or start.startswith(b'{"displayTimeUnit"') else None
     if kind is not None:
         raise TraceLoadError(p, f"a Triton Proton {kind}, not a Chrome/Kineto trace: "
                                 "`traceview explain FILE` reads it on its own (docs/proton.md), "

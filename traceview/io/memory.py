@@ -1,7 +1,7 @@
 """Fail early, with a clear message, when a trace cannot fit in memory.
 
 Better one line now than the kernel's OOM killer in a minute. The need is estimated from
-the decompressed size (the gzip trailer's ISIZE, or the file size) with
+the decompressed size (``Source.text_size``: the gzip trailer's ISIZE, or the file size) with
 ``BYTES_PER_TEXT_BYTE``, measured on large traces (``docs/performance.md``); what is
 available is ``MemAvailable`` from ``/proc/meminfo``, lowered to the cgroup limit when
 there is one. ``TRACEVIEW_MEMORY_LIMIT_BYTES`` overrides the detected figure.
@@ -13,29 +13,12 @@ import os
 from pathlib import Path
 
 from traceview.errors import TraceLoadError
+from traceview.io import sources
 
 # Peak resident memory per byte of decompressed trace text, plus a fixed base (Python,
 # numpy, msgspec). Measured: ~0.6 B/B on a 450 MB with_stack trace; 1.0 leaves margin.
 BYTES_PER_TEXT_BYTE = 1.0
 BASE_BYTES = 150 << 20
-
-
-def decompressed_size(path: Path | str | os.PathLike[str], size: int) -> int | None:
-    """The text size: the file's, or for gzip the trailer's ISIZE (mod 2**32, unwrapped
-    so it is at least the compressed size); ``None`` for a streamed URL, whose end
-    cannot be read without reading it all."""
-    from traceview.io import sources
-
-    if not sources.random_access(path):
-        return None
-    with sources.open_binary(path) as f:
-        if f.read(2) != b"\x1f\x8b" or size < 18:
-            return size
-        f.seek(-4, os.SEEK_END)
-        isize = int.from_bytes(f.read(4), "little")
-    while isize < size:
-        isize += 1 << 32
-    return isize
 
 
 def available_bytes() -> int | None:
@@ -64,13 +47,15 @@ def available_bytes() -> int | None:
     return avail
 
 
-def check_memory(path: Path | str | os.PathLike[str], size: int) -> None:
+def check_memory(source: sources.Source) -> None:
+    """``TraceLoadError`` when the open ``source``'s text cannot fit in memory."""
     avail = available_bytes()
     if avail is None:
         return
-    text = decompressed_size(path, size)
+    text = source.text_size()
     if text is None:
         return
+    path = source.ref
     need = int(text * BYTES_PER_TEXT_BYTE) + BASE_BYTES
     if need > avail:
         raise TraceLoadError(

@@ -35,16 +35,20 @@ GZIP_MAGIC = b"\x1f\x8b"
 PIECE = 8 << 20  # bytes of decompressed text per piece (and so per decoded chunk)
 
 
-def pieces(path: Path | str | os.PathLike[str], counter: list[int],
+def pieces(path: Path | str | os.PathLike[str] | sources.Source, counter: list[int],
            cut: list[int] | None = None) -> Iterator[bytes]:
     """The decompressed text in pieces of at most ``PIECE`` bytes (plain or gzip), from
-    a local path or a URL (``io/sources.py``).
+    a local path, a URL or an open ``Source`` (``io/sources.py``).
 
     A gzip stream cut short yields what inflates and stops (the JSON layer then keeps
     every complete event) and appends to ``cut`` the count of the file's bytes read when
     the compressed stream ended unfinished; corrupt gzip data raises ``TraceLoadError``.
     """
-    f = sources.open_binary(path)  # a local file, or a URL through fsspec
+    src = path if isinstance(path, sources.Source) else None
+    if isinstance(path, sources.Source):  # opened once by its owner, who closes it
+        f, path = path.binary(), path.ref
+    else:
+        f = sources.open_binary(path)  # a local file, or a URL through fsspec
     errors = sources.read_errors() if sources.is_url(path) else (OSError,)
     try:
         magic = f.read(2)
@@ -60,7 +64,8 @@ def pieces(path: Path | str | os.PathLike[str], counter: list[int],
     except errors as exc:
         raise sources.load_error(path, exc) from None
     finally:
-        f.close()
+        if src is None:
+            f.close()
 
 
 def _gunzip(path: Path | str | os.PathLike[str], f, counter: list[int], codec=None, errors=None,

@@ -24,13 +24,16 @@ import gzip
 import os
 import zlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from traceview.errors import TraceLoadError
 from traceview.io.exact_time import value_to_ns
 from traceview.printable import printable_path
+
+if TYPE_CHECKING:
+    from traceview.io.sources import Source
 
 ProtonKind = Literal["trace", "tree"]
 HEAD_BYTES = 64 * 1024
@@ -78,11 +81,15 @@ class ProtonTreeFile:
     devices: dict[str, dict[str, dict[str, Any]]]  # device type -> id -> properties
 
 
-def _read_all(path: str | os.PathLike[str]) -> bytes:
+def _read_all(path: str | os.PathLike[str] | Source) -> bytes:
     from traceview.io import sources
 
-    with sources.open_binary(path) as f:
-        data = f.read()
+    if isinstance(path, sources.Source):  # opened (and sniffed) once by the caller
+        data = path.binary().read()
+        path = path.ref
+    else:
+        with sources.open_binary(path) as f:
+            data = f.read()
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -91,10 +98,16 @@ def _read_all(path: str | os.PathLike[str]) -> bytes:
     return data
 
 
-def _head(path: str | os.PathLike[str]) -> bytes:
-    from traceview.io.sources import read_head
+def _ref(source: str | os.PathLike[str] | Source) -> str | os.PathLike[str]:
+    from traceview.io.sources import Source
 
-    return read_head(path, HEAD_BYTES)
+    return source.ref if isinstance(source, Source) else source
+
+
+def _head(path: str | os.PathLike[str] | Source) -> bytes:
+    from traceview.io.sources import Source, read_head
+
+    return path.head(HEAD_BYTES) if isinstance(path, Source) else read_head(path, HEAD_BYTES)
 
 
 def kind_of_head(head: bytes) -> ProtonKind | None:
@@ -116,7 +129,7 @@ def kind_of_head(head: bytes) -> ProtonKind | None:
     return None
 
 
-def sniff(path: str | os.PathLike[str]) -> ProtonKind | None:
+def sniff(path: str | os.PathLike[str] | Source) -> ProtonKind | None:
     """Which Proton format ``path`` holds, by content (None: not Proton, or unreadable:
     the Kineto loader reports that itself)."""
     try:
@@ -141,9 +154,11 @@ def _objects(path: str | os.PathLike[str], data: bytes) -> list[Any]:
         raise TraceLoadError(path, f"not valid JSON ({whole})") from None
 
 
-def read_trace(path: str | os.PathLike[str]) -> ProtonTraceFile:
+def read_trace(source: str | os.PathLike[str] | Source) -> ProtonTraceFile:
     """A Proton ``.chrome_trace``: its kernel slices, each with its scopes."""
-    objs = _objects(path, _read_all(path))
+    data = _read_all(source)
+    path = _ref(source)
+    objs = _objects(path, data)
     kernels: list[ProtonKernel] = []
     dropped = 0
     unit = "us"
@@ -185,9 +200,11 @@ def _kernel(ev: Any) -> ProtonKernel | None:
     return ProtonKernel(name, start, start + dur, stream, tuple(scopes))
 
 
-def read_tree(path: str | os.PathLike[str]) -> ProtonTreeFile:
+def read_tree(source: str | os.PathLike[str] | Source) -> ProtonTreeFile:
     """A Proton ``.hatchet``: the calling-context tree and the device table."""
-    objs = _objects(path, _read_all(path))
+    data = _read_all(source)
+    path = _ref(source)
+    objs = _objects(path, data)
     doc = objs[0] if len(objs) == 1 else None
     if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict) \
             or "frame" not in doc[0]:

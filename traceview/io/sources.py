@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,11 +37,22 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
 # bytes per ranged read of a remote object (the decoder's piece is 8 MiB of text)
 BLOCK_BYTES = 8 << 20
+# bytes of a trace's start read when it is opened, to tell its format (gzip, Proton,
+# Perfetto, Nsight) without a second open
+HEAD_BYTES = 64 * 1024
 GLOB_CHARS = ("*", "?", "[")
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
     return isinstance(path, str) and bool(_URL.match(path))
+
+
+#: the reference that names standard input
+STDIN = "-"
+
+
+def is_stdin(path: str | os.PathLike[str]) -> bool:
+    return isinstance(path, str) and path == STDIN
 
 
 def is_glob(path: str | os.PathLike[str]) -> bool:
@@ -186,24 +198,41 @@ def is_dir(path: str | os.PathLike[str]) -> bool:
 def random_access(path: str | os.PathLike[str]) -> bool:
     """Whether seeking is cheap: local files and object stores (ranged reads); an
     ``http(s)://`` object is streamed, read from the start (many servers, Python's own
-    among them, ignore ``Range``)."""
+    among them, ignore ``Range``) and standard input is read once, in order."""
+    if is_stdin(path):
+        return False
     return not (is_url(path) and protocol(os.fspath(path)) in ("http", "https"))
 
 
 class _Forward:
     """A file read in order (one streamed GET) that can still seek: forward by reading
-    on, backward by opening the object again. The reader seeks back only to re-inflate
-    a gzip stream cut short, which is rare."""
+    on, backward by opening the object again. Its first :data:`HEAD_BYTES` are kept, so
+    that the sniff of a :class:`Source` and the decode after it share one GET; the
+    reader seeks further back only to re-inflate a gzip stream cut short, which is rare."""
 
     def __init__(self, reopen) -> None:
         self._reopen = reopen
         self._f = reopen()
-        self._pos = 0
+        self._pos = 0  # where the next read starts
+        self._under = 0  # where the open stream is
+        self._head = bytearray()  # the stream's first bytes, while the stream is near them
 
     def read(self, n: int = -1) -> bytes:
+        out = b""
+        if self._pos < self._under:  # inside the kept head (seek moved back into it)
+            out = bytes(self._head[self._pos: self._under if n < 0 else
+                                   min(self._under, self._pos + n)])
+            self._pos += len(out)
+            if n >= 0:
+                n -= len(out)
+                if n == 0:
+                    return out
         b = self._f.read(n)
+        if self._under < HEAD_BYTES:
+            self._head += b[: HEAD_BYTES - self._under]
+        self._under += len(b)
         self._pos += len(b)
-        return b
+        return out + b
 
     def tell(self) -> int:
         return self._pos
@@ -217,8 +246,12 @@ class _Forward:
         elif whence != os.SEEK_SET:
             raise OSError("a streamed object cannot seek from its end")
         if pos < self._pos:
+            if self._under <= len(self._head):  # back into the kept head: no new GET
+                self._pos = pos
+                return pos
             self._f.close()
-            self._f, self._pos = self._reopen(), 0
+            self._f, self._pos, self._under = self._reopen(), 0, 0
+            self._head = bytearray()
         while self._pos < pos:
             if not self.read(min(pos - self._pos, BLOCK_BYTES)):
                 break
@@ -360,3 +393,148 @@ def read_head(path: str | os.PathLike[str], n: int) -> bytes:
                 return g.read(n)
         except (OSError, EOFError, zlib.error):
             return b""
+
+
+class _Unclosed:
+    """Standard input, read through; closing the trace leaves the process's stdin open."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.read = f.read
+
+    def close(self) -> None:
+        pass
+
+
+def _stdin() -> IO[bytes]:
+    """Standard input as a file read once: its first :data:`HEAD_BYTES` are kept, so the
+    sniff and the decode share them; reading it from the start a second time (past its
+    head) is refused in words."""
+    opened: list[bool] = []
+
+    def once() -> IO[bytes]:
+        if opened:
+            raise OSError("standard input cannot be read a second time")
+        opened.append(True)
+        return _Unclosed(sys.stdin.buffer)  # type: ignore[return-value]
+
+    return _Forward(once)  # type: ignore[return-value]
+
+
+class Source:
+    """One trace reference, resolved, opened, sniffed and sized once.
+
+    Everything that reads a trace for ``explain`` (the format sniffs of ``foreign`` and
+    ``proton``, the memory check, the progress bar's size, the decoder, ``--annotate``'s
+    copy) reads it through one ``Source``: the file is opened once, its first
+    :data:`HEAD_BYTES` read once, and each reader after the first gets the same open
+    file rewound (:meth:`binary`). A local file's size comes from the open descriptor.
+    Use as a context manager (:meth:`open`), which closes the file.
+    """
+
+    def __init__(self, ref: str | os.PathLike[str]) -> None:
+        self.ref: str | Path = os.fspath(ref) if is_url(ref) or is_stdin(ref) else Path(ref)
+        self.name = name(ref)
+        self._f: IO[bytes] | None = None
+        self._raw_head = b""
+        self._text_head: bytes | None = None
+        self._size: int | None = None
+        self.opens = 0  # how many times the object was opened (tests count them)
+
+    @classmethod
+    def open(cls, ref: str | os.PathLike[str] | Source) -> Source:
+        """The reference opened (a ``Source`` already open is returned as it is);
+        ``TraceLoadError`` when it is missing, a folder or unreadable."""
+        if isinstance(ref, Source):
+            return ref
+        src = cls(ref)
+        src._open()
+        return src
+
+    def _open(self) -> None:
+        if is_url(self.ref) and is_dir(self.ref):
+            raise TraceLoadError(self.ref, "is a directory, not a trace file")
+        f = _stdin() if is_stdin(self.ref) else open_binary(self.ref)
+        self.opens += 1
+        try:
+            self._raw_head = f.read(HEAD_BYTES)
+        except _remote_errors() as exc:
+            f.close()
+            raise load_error(self.ref, exc) from None
+        self._f = f
+
+    @property
+    def is_gzip(self) -> bool:
+        return self._raw_head[:2] == b"\x1f\x8b"
+
+    @property
+    def random_access(self) -> bool:
+        return random_access(self.ref)
+
+    def size(self) -> int:
+        """Bytes stored (compressed size for gzip)."""
+        if self._size is None:
+            f = self._file()
+            if is_stdin(self.ref):  # a pipe's is 0; a redirected file's, its own
+                try:
+                    self._size = os.fstat(sys.stdin.fileno()).st_size
+                except (OSError, ValueError, AttributeError):
+                    self._size = 0
+            elif not is_url(self.ref):
+                self._size = os.fstat(f.fileno()).st_size
+            else:
+                self._size = size(self.ref)
+        return self._size
+
+    def head(self, n: int = HEAD_BYTES) -> bytes:
+        """The first ``n`` (at most :data:`HEAD_BYTES`) bytes of text, inflated when the
+        file is gzipped; empty for a damaged gzip (the decoder names that itself)."""
+        if not self.is_gzip:
+            return self._raw_head[:n]
+        if self._text_head is None:
+            import zlib
+
+            try:
+                self._text_head = zlib.decompressobj(31).decompress(self._raw_head,
+                                                                    HEAD_BYTES)
+            except zlib.error:
+                self._text_head = b""
+        return self._text_head[:n]
+
+    def text_size(self) -> int | None:
+        """The text's size: the file's, or for gzip the trailer's ISIZE (mod 2**32,
+        unwrapped so it is at least the compressed size); ``None`` for a streamed URL,
+        whose end cannot be read without reading it all."""
+        stored = self.size()
+        if not self.random_access:
+            return None
+        if not self.is_gzip or stored < 18:
+            return stored
+        f = self._file()
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+        while isize < stored:
+            isize += 1 << 32
+        return isize
+
+    def binary(self) -> IO[bytes]:
+        """The open file, rewound to its start (the caller reads it; the ``Source``
+        closes it)."""
+        f = self._file()
+        f.seek(0)
+        return f
+
+    def _file(self) -> IO[bytes]:
+        if self._f is None:
+            raise ValueError(f"{self.name}: the source is not open")
+        return self._f
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

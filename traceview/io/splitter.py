@@ -80,6 +80,9 @@ class Splitter:
         self.offset = 0  # file bytes before the text that follows buf's leading '['
         self.first_error: str | None = None
         self.started = False  # the event array has been found
+        self.skipped = 0  # bytes dropped before the text the offsets count (a UTF-8 BOM)
+        # where the event array's closing ']' is in the file's text (set by ``finish``)
+        self.events_end: int | None = None
 
     def push(self, piece: bytes) -> None:
         """The next piece of text: header until the event array starts, then events."""
@@ -95,6 +98,7 @@ class Splitter:
         self.buf += piece
         if self.buf[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark
             del self.buf[:3]
+            self.skipped += 3
         s = bytes(self.buf[:64]).lstrip(_WS)
         if not s:
             return False
@@ -207,6 +211,8 @@ class Splitter:
                 self.truncated_bytes = len(trailer)
             elif tail_meta:
                 self.meta_raw.append(tail_meta)
+            # buf[1:] starts at text offset ``offset`` (``feed``, ``header``)
+            self.events_end = self.skipped + self.offset + j - 1
             return
         self._recover()
 

@@ -378,9 +378,10 @@ def write_figure(report: Report, path: str | Path) -> None:
     write_bytes_atomic(path, out if isinstance(out, bytes) else out.encode())
 
 
-def write_annotated_trace(source: str | Path, out: Path, analysis: Any, report: Report) -> int:
+def write_annotated_trace(source: Any, out: Path, analysis: Any, report: Report) -> int:
     """The trace at ``source`` with traceview's tracks added, written whole to ``out``
-    (``explain --annotate``, docs/annotate.md); returns how many events were added."""
+    (``explain --annotate``, docs/annotate.md); returns how many events were added.
+    ``source``: the open ``io.sources.Source`` the trace was decoded from."""
     from traceview.render.annotate import write_annotated
 
     return write_annotated(source, out, analysis, report)

@@ -90,7 +90,7 @@ def build_report(a: Analysis) -> m.Report:
         calls=calls_info,
         findings=tuple(detect(a, unprofiled)),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
-                          for g in a.trace.diagnostics),
+                          for g in (*a.trace.diagnostics, *a.diagnostics)),
         typical_call=typical_call(a, calls_info),
         op=op,
         bytes_moved=None if a.steps else bytes_moved(op, a.trace.capture,

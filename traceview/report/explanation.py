@@ -63,11 +63,29 @@ class Analysis:
     # host lane -> its attributed timeline (every working thread; what the steps used)
     timelines: dict[int, HostTimeline] = field(default_factory=dict, compare=False)
     step_lane: int | None = None  # the thread that ran the steps (their phases' thread)
+    # what the analyses found worth saying about the trace (after the trace's own
+    # diagnostics in the report): the trace itself is never written
+    diagnostics: tuple[Diagnostic, ...] = ()
 
 
 # Where calls may be analysed as training steps (phases, critical path): profiler steps
 # always; user ranges and --calls when they hold backward work (``_are_steps``).
 STEP_SOURCES = ("profiler_steps", "option", "annotations")
+
+
+def check_options(options: Options) -> None:
+    """Refuse, before the trace is read, every option that is wrong whatever the trace
+    holds: a ``--window`` that is neither a range nor a regex, a bad ``--calls`` regex,
+    a rules file that cannot be read or parsed. What depends on the trace (a window
+    that matches nothing, an unknown thread) is said after the decode."""
+    from traceview.analyses.callfind import calls_pattern
+    from traceview.analyses.window import parse_window
+
+    if options.window:
+        parse_window(options.window)
+    if options.calls is not None:
+        calls_pattern(options.calls)
+    load_rules(options.rules)
 
 
 def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
@@ -80,9 +98,10 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     by_lane = host_rows_by_lane(trace, window)
     # each lane's rows are handed over (popped): the timeline keeps them in sweep order,
     # and a cold compile's main thread has millions
+    found: list[Diagnostic] = []
     timelines = {idx: attribute_host(trace, trace.lanes[idx], window, rules,
                                      rows=by_lane.pop(idx))
-                 for idx in _working_lanes(trace, by_lane, thread)}
+                 for idx in _working_lanes(trace, by_lane, found, thread)}
     timeline = timelines.get(thread.index) if thread is not None else None
     if timeline is None:
         timeline = attribute_host(trace, thread, window, rules,
@@ -104,7 +123,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     steps: list[StepFigures] = []
     step_lane = _step_lane(trace, calls, thread)
     if step_lane is not None and calls.calls and _are_steps(trace, calls, step_lane):
-        steps = _step_facts(trace, rules, calls, step_lane, window, timelines, device)
+        steps = _step_facts(trace, rules, calls, step_lane, window, timelines, device, found)
     has_py = "python_function" in trace.cat_names
     ex = Analysis(
         trace=trace, options=options, rules=rules, window=window, device=device,
@@ -113,7 +132,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         other_threads=others, has_python_frames=has_py,
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
         threads=tuple(threads), steps=tuple(steps), timelines=timelines,
-        step_lane=step_lane if steps else None,
+        step_lane=step_lane if steps else None, diagnostics=tuple(found),
     )
     _check_identities(ex)
     return ex
@@ -148,7 +167,7 @@ def _step_lane(trace: Trace, calls: CallsSummary, thread) -> int | None:
 
 def _step_facts(trace: Trace, rules: RuleSet, calls: CallsSummary, step_lane: int,
                 window: Window, timelines: dict[int, HostTimeline],
-                device: DeviceSummary) -> list[StepFigures]:
+                device: DeviceSummary, found: list[Diagnostic]) -> list[StepFigures]:
     """A step's phases, critical path and idle causes, from the whole trace: ``--window``
     and ``--thread`` choose what is shown, never what a step is. A narrower window would
     clip the threads' attribution (a frame recorded ending after its caller is trimmed
@@ -158,17 +177,18 @@ def _step_facts(trace: Trace, rules: RuleSet, calls: CallsSummary, step_lane: in
         by_lane = host_rows_by_lane(trace, full)
         timelines = {idx: attribute_host(trace, trace.lanes[idx], full, rules,
                                          rows=by_lane[idx])
-                     for idx in _working_lanes(trace, by_lane)}
+                     for idx in _working_lanes(trace, by_lane, found)}
         device = analyze_device(trace, full)
     return analyze_steps(trace, rules, calls.calls, step_lane, timelines, device.busy,
                          device.work_rows)
 
 
-def _working_lanes(trace: Trace, by_lane: dict, thread: Lane | None = None) -> list[int]:
+def _working_lanes(trace: Trace, by_lane: dict, found: list[Diagnostic],
+                   thread: Lane | None = None) -> list[int]:
     """Host lanes with events of their own in the window (profiler overhead, laid over
     every lane, does not make a lane a thread); past ``io.limits.MAX_HOST_THREADS`` of
     them, the busiest (most rows; ``thread`` always), the rest counted in a diagnostic
-    (``threads-over-limit``), once per trace."""
+    (``threads-over-limit``) added to ``found``, once per analysis."""
     is_overlay = np.zeros(len(trace.cat_names) + 1, bool)
     is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
     cat = trace.slices.cat
@@ -180,8 +200,8 @@ def _working_lanes(trace: Trace, by_lane: dict, thread: Lane | None = None) -> l
     if thread is not None and thread.index in lanes and thread.index not in keep:
         keep[-1] = thread.index
     left = len(lanes) - len(keep)
-    if not any(d.code == "threads-over-limit" for d in trace.diagnostics):
-        trace.diagnostics.append(Diagnostic(
+    if not any(d.code == "threads-over-limit" for d in found):
+        found.append(Diagnostic(
             "threads-over-limit", "warning", left,
             f"{len(lanes):,} host threads with events: the {MAX_HOST_THREADS:,} with the "
             f"most are attributed one by one, {left:,} others are left out of the "
