@@ -56,12 +56,12 @@ LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout"
 #: changes and this table does not; a change that removes or moves a key or changes its
 #: meaning bumps ``VERSIONS`` as well (``tools/write_document_schemas.py`` rewrites the
 #: schemas and prints the new hashes)
-SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "f7e508c31bc63796"),
+SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "c670ad11ca4a95ff"),
                                               "ranks": (2, "bba7fcd3dbf5bdee"),
                                               "diff": (3, "f3e5ba7d850847e6"),
                                               "ab": (2, "cd72a3f64c00012d"),
                                               "serve": (2, "05d3ebb5b6ed81d1"),
-                                              "capture": (2, "fbb4081f01b2f171")}
+                                              "capture": (2, "664b61ac4e9fda7d")}
 #: kind -> how a refusal names the document
 NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks report",
                           "diff": "a diff report", "ab": "a traceview ab result",
