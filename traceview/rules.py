@@ -117,6 +117,8 @@ class _RulesFile(msgspec.Struct, frozen=True):
 
 
 _DECODER = msgspec.json.Decoder(_RulesFile)
+#: what a user's rules file can add to the defaults (``categories`` alone adds no rule)
+RULE_KEYS = ("rules", "launch_apis", "framework_ranges", "phases", "communication_kernels")
 
 
 def _decode(data: bytes, source: str) -> _RulesFile:
@@ -183,6 +185,11 @@ def _load(default_data: bytes, extra: str | Path | None) -> RuleSet:
         except OSError as exc:
             raise UsageError(f"{source}: cannot read rules file: {exc.strerror or exc}") from None
         user_doc = _decode(data, source)
+        if not any((user_doc.rules, user_doc.launch_apis, user_doc.framework_ranges,
+                    user_doc.phases, user_doc.communication_kernels)):
+            # a wrong file, or a list under another key, would change nothing, and the
+            # user would read the default report as theirs
+            raise UsageError(f"{source} holds no rules (none of {', '.join(RULE_KEYS)})")
         framework = _framework(user_doc, source) + framework
         phases = _phases(user_doc, source) + phases
         if user_doc.communication_kernels is not None:

@@ -115,25 +115,17 @@ CallsOpt = Annotated[str | None, typer.Option(
 CallsDepthOpt = Annotated[int, typer.Option(
     "--calls-depth", min=1, metavar="N", help="Calls from Python frames: levels below the frame enclosing "
                           "every launch (1: what the loop body calls).")]
-# what a rules file can add to the defaults; one with none of them changes nothing, and a
-# user who passed it (a wrong file, a list under another key) would read the default
-# report as theirs
-RULE_KEYS = ("rules", "launch_apis", "framework_ranges", "phases", "communication_kernels")
-
-
 def _rules_file(value: Path | None) -> Path | None:
-    """``--rules``: refuse, before any work, a rules file that holds no rule. A file that
-    cannot be read or is not a JSON object is ``rules.load_rules``' to name."""
-    import json
+    """``--rules``: read and check the file before any work (``rules.load_rules`` names
+    the file and the field at fault, or says the file holds no rule)."""
+    from traceview.errors import UsageError
+    from traceview.rules import load_rules
 
-    if value is None:
-        return None
-    try:
-        doc = json.loads(value.read_text())
-    except (OSError, ValueError):
-        return value
-    if isinstance(doc, dict) and not any(doc.get(key) for key in RULE_KEYS):
-        raise typer.BadParameter(f"{value} holds no rules (none of {', '.join(RULE_KEYS)})")
+    if value is not None:
+        try:
+            load_rules(value)
+        except UsageError as exc:
+            raise typer.BadParameter(str(exc)) from None
     return value
 
 
