@@ -245,8 +245,9 @@ def _missing_in(python: str | None, path: str | None) -> list[str]:
                 out.append(name)
         return out
     import os
-    import subprocess
     import sys
+
+    from traceview.runner.process import query
 
     env = dict(os.environ)
     if path is not None:
@@ -256,12 +257,9 @@ def _missing_in(python: str | None, path: str | None) -> list[str]:
             "    try:\n        return u.find_spec(n) is not None\n"
             "    except (ImportError, ValueError):\n        return False\n"
             "print(' '.join(n for n in sys.argv[1:] if not found(n)))")
-    try:
-        done = subprocess.run([python or sys.executable, "-c", code, *SERVE_MODULES],
-                              env=env, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return []  # an interpreter that cannot start is the launcher's to report
-    return done.stdout.split() if done.returncode == 0 else []
+    # an interpreter that cannot start (None) is the launcher's to report
+    out = query([python or sys.executable, "-c", code, *SERVE_MODULES], env)
+    return out.split() if out is not None else []
 
 
 def model_to_dict(m: ModelSpec) -> dict[str, Any]:
