@@ -52,6 +52,8 @@ def build_report(a: Analysis) -> m.Report:
     op = None if a.steps else op_info(a)
     steps = steps_info(a)
     unprofiled = unprofiled_info(a, steps)
+    typical = pick_typical(calls_info)
+    findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -84,7 +86,7 @@ def build_report(a: Analysis) -> m.Report:
             by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
             latency_ns=a.launches.latency),
         calls=calls_info,
-        findings=tuple(detect(a, unprofiled)),
+        findings=tuple(findings),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
                           for g in a.trace.diagnostics),
         typical_call=typical_call(a, calls_info),
@@ -94,6 +96,7 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
+        claims=tuple(claims),
     )
 
 
