@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import public_corpus  # noqa: I001
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tracebuilder import TraceBuilder
 
 import traceview
+from tracebuilder import TraceBuilder
 from traceview.errors import UsageError
 from traceview.options import Options
 from traceview.report.claims import (
@@ -33,8 +34,6 @@ from traceview.report.claims import (
     resolve,
 )
 from traceview.report.model import Report
-
-import public_corpus  # noqa: I001
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p.name for p in (ROOT / "fixtures").glob("*.json.gz"))
