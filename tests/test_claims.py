@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import public_corpus  # noqa: I001
+import public_corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import traceview
 from tracebuilder import TraceBuilder
+from traceview.codes import FINDINGS, SENTENCES
 from traceview.errors import UsageError
 from traceview.options import Options
 from traceview.report.claims import (
@@ -74,9 +75,11 @@ def _problems(r: Report) -> list[str]:
     for f in r.findings:
         if f.message not in texts:
             out.append(f"{f.id}: the message {f.message!r} is no claim's text")
-    ids = [c.id for c in r.claims]
+    ids = [c.id for c in r.claims if c.id in FINDINGS]
     if sorted(ids) != sorted(f.id for f in r.findings):
         out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
+    out += [f"{c.id}: no such finding or sentence id" for c in r.claims
+            if c.id not in FINDINGS and c.id not in SENTENCES]
     return out
 
 
@@ -148,6 +151,14 @@ def test_the_outputs_print_the_claims_texts(name, fixture_reports):
     for c in r.claims:
         assert _flat(c.text) in text, c.id
         assert _flat(esc(c.text)) in md, c.id
+    assert ("typical-step" in [c.id for c in r.claims]) == (name.startswith("train_"))
+
+
+def test_docs_list_the_sentence_table_exactly():
+    text = (ROOT / "docs" / "findings.md").read_text()
+    section = text.split("## Sentence ids", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (\w+) \| (.+?) \|$", section, re.M)
+    assert rows == [(c.id, c.severity, c.meaning) for c in SENTENCES.values()]
 
 
 # --- generated traces ------------------------------------------------------------------

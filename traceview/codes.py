@@ -1,4 +1,4 @@
-"""The two tables every output's labels come from: finding ids and diagnostic codes.
+"""The tables every output's labels come from: finding ids, sentence ids, diagnostic codes.
 
 Like Perfetto's ``stats.h``: one row per id with its severity and a one-line meaning.
 Ids are a contract (checks and ``traceview diff`` match on them). Detectors
@@ -48,6 +48,14 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
     Code("launch-without-device-work", "info", "launches with no device record"),
     Code("device-work-cut", "warning",
          "launches whose device records were lost because the file was cut short"),
+)}
+
+# Sentences the outputs print that are not findings: each is a claim (``report.claims``)
+# with one of these ids.
+SENTENCES: dict[str, Code] = {c.id: c for c in (
+    Code("typical-step", "info",
+         "the typical training step: its wall, phases, device busy share and who holds "
+         "its critical path"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -19,6 +19,7 @@ from traceview.report import model as m
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
+from traceview.report.sentences import step_claim
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
@@ -54,6 +55,8 @@ def build_report(a: Analysis) -> m.Report:
     unprofiled = unprofiled_info(a, steps)
     typical = pick_typical(calls_info)
     findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
+    drawn = typical_call(a, calls_info)
+    step = step_claim(steps, drawn)
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -89,14 +92,14 @@ def build_report(a: Analysis) -> m.Report:
         findings=tuple(findings),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
                           for g in a.trace.diagnostics),
-        typical_call=typical_call(a, calls_info),
+        typical_call=drawn,
         op=op,
         bytes_moved=None if a.steps else bytes_moved(op, a.trace.capture,
                                                      calls_info),
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=tuple(claims),
+        claims=(*claims, *(() if step is None else (step,))),
     )
 
 

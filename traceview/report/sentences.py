@@ -1,0 +1,102 @@
+"""The sentences the outputs print that are not findings, made as claims (``claims``).
+
+A training trace's headline line ("training step ProfilerStep#3: 28.9 ms (typical of 4
+warm of 5 steps); forward 9 ms, ...; device busy 10.6%; critical path: ...") shows the
+typical step's own figures. Its claim cites each one where the report holds it and
+asserts what the line implies: the phases tile the step, the device busy share is busy
+over wall, each thread's share of the critical path is its rows' sum over the wall, and
+the path adds up to the wall. The renderers print the claim's text
+(``render.training.headline``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+from traceview.report.model import PathRow, StepRow, StepsInfo, TypicalCall
+from traceview.units import fmt_ns, fmt_share, plural
+
+DEVICE_WORK = "device work (kernels, copies)"
+# The threads (and device streams) the headline names as holding the critical path.
+PATH_NAMED = 3
+
+
+def typical_step(steps: StepsInfo | None, typical: TypicalCall | None
+                 ) -> tuple[StepsInfo, int] | None:
+    """The report's steps and the index (in ``steps.steps``) of the step the outputs
+    show: the typical call's; None when there is nothing a step view adds (no phase but
+    ``other`` and one thread on the path: an inference loop under a schedule)."""
+    if steps is None or not steps.steps:
+        return None
+    if not any(p.phase != "other" for s in steps.steps for p in s.phases) and all(
+            len({p.resource for p in s.critical_path if p.kind == "host"}) < 2
+            for s in steps.steps):
+        return None
+    want = typical.index if typical is not None else None
+    return steps, next((j for j, s in enumerate(steps.steps) if s.index == want), 0)
+
+
+def path_key(p: PathRow) -> tuple[str, str]:
+    """How the path is grouped for reading: host items by (thread, category), device
+    work as one row per stream, launch latency and queueing as they are."""
+    if p.kind == "device":
+        return p.resource, DEVICE_WORK
+    return p.resource, p.what
+
+
+def path_rows(step: StepRow) -> list[tuple[str, str, int]]:
+    """The path grouped (``path_key``), biggest first."""
+    got: Counter[tuple[str, str]] = Counter()
+    for p in step.critical_path:
+        got[path_key(p)] += p.ns
+    return sorted(((res, what, ns) for (res, what), ns in got.items()),
+                  key=lambda x: (-x[2], x[0], x[1]))
+
+
+def step_word(steps: StepsInfo | None) -> str:
+    """"training step" when a step has a backward phase, else "step" (an inference loop
+    under a profiler schedule)."""
+    trains = steps is not None and any(p.phase == "backward" for s in steps.steps
+                                       for p in s.phases)
+    return "training step" if trains else "step"
+
+
+def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | None:
+    """The headline of a training trace: the typical step and who holds its path."""
+    found = typical_step(steps, typical)
+    if found is None:
+        return None
+    steps, j = found
+    step = steps.steps[j]
+    at = ("steps", "steps", j)
+    figs = [Figure("wall", step.wall_ns, pointer(*at, "wall_ns")),
+            Figure("warm_count", steps.warm_count, pointer("steps", "warm_count")),
+            Figure("count", steps.count, pointer("steps", "count")),
+            Figure("busy", step.device_busy_ns, pointer(*at, "device_busy_ns"))]
+    rels: list[Relation] = [rel("le", "warm_count", "count"), rel("le", "busy", "wall")]
+    phases = [f"phase:{k}" for k in range(len(step.phases))]
+    figs += [Figure(n, p.wall_ns, pointer(*at, "phases", k, "wall_ns"))
+             for k, (n, p) in enumerate(zip(phases, step.phases, strict=True))]
+    if phases:
+        rels.append(rel("sum", *phases, "wall"))  # the phases tile the step
+    rows = [f"path:{k}" for k in range(len(step.critical_path))]
+    figs += [Figure(n, p.ns, pointer(*at, "critical_path", k, "ns"))
+             for k, (n, p) in enumerate(zip(rows, step.critical_path, strict=True))]
+    if rows:
+        rels.append(rel("sum", *rows, "wall"))  # the path attributes each ns once
+    by_res: Counter[str] = Counter()
+    for p in step.critical_path:
+        by_res[p.resource] += p.ns
+    named = by_res.most_common(PATH_NAMED)
+    for i, (res, ns) in enumerate(named):
+        figs.append(Figure(f"holder:{i}", ns))
+        mine = [r for r, p in zip(rows, step.critical_path, strict=True) if p.resource == res]
+        rels.append(rel("sum", *mine, f"holder:{i}"))
+    rels += [rel("ge", f"holder:{i}", f"holder:{i + 1}") for i in range(len(named) - 1)]
+    who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in named)
+    words = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
+    text = (f"{step_word(steps)} {step.name}: {fmt_ns(step.wall_ns)} (typical of "
+            f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
+            f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
+    return Claim("typical-step", text, tuple(figs), tuple(rels))
