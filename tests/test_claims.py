@@ -30,6 +30,7 @@ from traceview.report.claims import (
     Figure,
     check,
     check_all,
+    from_json,
     pointer,
     rel,
     resolve,
@@ -70,7 +71,8 @@ def _problems(r: Report) -> list[str]:
     whose message is not its claim's text."""
     doc = r.to_dict()
     out = check_all(r.claims, doc)
-    assert doc["claims"] == [_claim_json(c) for c in r.claims]
+    assert doc["claims"] == [_claim_json(c) for c in r.claims] \
+        == [c.as_json() for c in r.claims]
     texts = [c.text for c in r.claims]
     for f in r.findings:
         if f.message not in texts:
@@ -303,3 +305,44 @@ def test_a_verdict_the_drawn_call_contradicts_is_caught():
                    rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
                    rel("lt", "drawn_idle_share", "threshold")])
     assert [p for p in check(busy, doc) if "drawn_idle_share" in p]
+
+
+# --- diff's verdict --------------------------------------------------------------------
+
+DIFF_PAIRS = [(f"{stem}.cold.json.gz", f"{stem}.json.gz") for stem in sorted(
+    n[: -len(".cold.json.gz")] for n in FIXTURES if n.endswith(".cold.json.gz"))] + [
+    ("flaggems_add_16x4096_bf16_unpatched.json.gz", "flaggems_add_16x4096_bf16_patched.json.gz"),
+    ("torch_mul_1x4096_f32.json.gz", "triton_mul_1x4096_f32.json.gz"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), DIFF_PAIRS, ids=lambda n: n.split(".")[0])
+def test_every_claim_of_a_diff_holds(before, after, fixture_reports):
+    from traceview.multi.compare import diff_reports, read_diff
+
+    d = diff_reports(fixture_reports[before], fixture_reports[after])
+    doc = d.as_dict()
+    claims = [from_json(c) for c in doc["claims"]]
+    assert [c.id for c in claims] == ["diff-verdict"] and claims[0].text == doc["verdict"]
+    assert check_all(claims, doc) == []
+    assert read_diff(doc).claims == doc["claims"]
+
+
+def test_one_call_against_one_claims_no_interval():
+    """A diff of one step against one: the bootstrap resamples each side's one value, so
+    its "interval" is the difference itself ("95% CI [-4.41 ms, -4.41 ms]"). The line
+    says there is no interval; a claim of one is caught."""
+    from traceview.multi.compare import Comparison, Diff
+
+    api = Comparison("calls.api_ns.p50", 10_000_000, 5_590_000, -4_410_000, -4_410_000,
+                     -4_410_000, True, 1, 1)
+    d = Diff("a", "b", 1, 1, [api], [])
+    doc = d.as_dict()
+    assert "cannot be told from noise (1 against 1 warm calls: no interval)" in doc["verdict"]
+    assert "CI" not in doc["verdict"] and "differs" not in doc["verdict"]
+    claim = from_json(doc["claims"][0])
+    assert check(claim, doc) == []
+    with_ci = Claim(claim.id, claim.text, (*claim.figures, Figure("fewest", 2)),
+                    (*claim.relations, rel("ge", "p.n_before", "fewest")))
+    assert check(with_ci, doc) == [
+        "diff-verdict: ge('p.n_before', 'fewest') does not hold: 1 ge 2 is false"]

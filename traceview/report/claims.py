@@ -63,6 +63,14 @@ class Claim:
     figures: tuple[Figure, ...]
     relations: tuple[Relation, ...] = ()
 
+    def as_json(self) -> dict[str, Any]:
+        """The claim as the JSON documents write it (``claims``: docs/json.md)."""
+        return {"id": self.id, "text": self.text,
+                "figures": [{"name": f.name, "value": f.value, "path": f.path}
+                            for f in self.figures],
+                "relations": [{"kind": r.kind, "figures": list(r.figures)}
+                              for r in self.relations]}
+
     def value(self, name: str) -> Value:
         return self.figure(name).value
 
@@ -71,6 +79,13 @@ class Claim:
             if f.name == name:
                 return f
         raise KeyError(f"claim {self.id} cites no figure {name!r}")
+
+
+def from_json(doc: dict[str, Any]) -> Claim:
+    """A claim as ``Claim.as_json`` wrote it."""
+    return Claim(doc["id"], doc["text"],
+                 tuple(Figure(f["name"], f["value"], f["path"]) for f in doc["figures"]),
+                 tuple(Relation(r["kind"], tuple(r["figures"])) for r in doc["relations"]))
 
 
 def pointer(*parts: str | int) -> str:
