@@ -245,6 +245,9 @@ def _claim(*figures: Figure, relations=()) -> Claim:
     ("ge", (IDLE, CALL), ("call", "idle"), ("idle", "call")),
     ("ratio", (IDLE, CALL, Figure("share", 0.6), Figure("wrong", 0.61)),
      ("idle", "call", "share"), ("idle", "call", "wrong")),
+    ("ratio_rounded", (IDLE, Figure("third", 3), Figure("r", 200.0), Figure("wrong", 200.001),
+                       Figure("decimals", 3)),
+     ("idle", "third", "r", "decimals"), ("idle", "third", "wrong", "decimals")),
     ("sum", (IDLE, CALL, Figure("rest", 400), Figure("off", 401)),
      ("idle", "rest", "call"), ("idle", "off", "call")),
 ])
@@ -256,7 +259,7 @@ def test_each_relation_holds_or_fails(kind, figures, true, false):
 
 
 def test_every_relation_kind_is_tested():
-    tested = {"eq", "lt", "le", "gt", "ge", "ratio", "sum"}
+    tested = {"eq", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"}
     assert set(RELATION_KINDS) == tested
 
 

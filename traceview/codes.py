@@ -56,6 +56,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("typical-step", "info",
          "the typical training step: its wall, phases, device busy share and who holds "
          "its critical path"),
+    Code("bytes-moved", "info",
+         "the bytes a call moves and the rate at the device work's p50"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
 )}

@@ -19,7 +19,7 @@ from traceview.report import model as m
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
-from traceview.report.sentences import step_claim
+from traceview.report.sentences import bytes_claim, step_claim
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
@@ -57,6 +57,11 @@ def build_report(a: Analysis) -> m.Report:
     findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
     drawn = typical_call(a, calls_info)
     step = step_claim(steps, drawn)
+    moved = None if a.steps else bytes_moved(op, a.trace.capture, calls_info)
+    kernel = calls_info.stats.get("kernel_ns")
+    said = [c for c in (step, bytes_claim(moved, kernel.p50 if kernel else None,
+                                          None if a.trace.capture is None
+                                          else a.trace.capture.bandwidth)) if c is not None]
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -94,12 +99,11 @@ def build_report(a: Analysis) -> m.Report:
                           for g in a.trace.diagnostics),
         typical_call=drawn,
         op=op,
-        bytes_moved=None if a.steps else bytes_moved(op, a.trace.capture,
-                                                     calls_info),
+        bytes_moved=moved,
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, *(() if step is None else (step,))),
+        claims=(*claims, *said),
     )
 
 

@@ -24,9 +24,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 # eq/lt/le/gt/ge: two figures compared; ratio: (part, whole, share) with share = part /
-# whole; sum: (part, ..., total) with the parts adding up to the total exactly.
-RelationKind = Literal["eq", "lt", "le", "gt", "ge", "ratio", "sum"]
-RELATION_KINDS: tuple[RelationKind, ...] = ("eq", "lt", "le", "gt", "ge", "ratio", "sum")
+# whole; ratio_rounded: (part, whole, share, decimals) with share = part / whole rounded
+# to that many decimals (a rate the report rounds); sum: (part, ..., total) with the
+# parts adding up to the total exactly.
+RelationKind = Literal["eq", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"]
+RELATION_KINDS: tuple[RelationKind, ...] = ("eq", "lt", "le", "gt", "ge", "ratio",
+                                            "ratio_rounded", "sum")
 # A share is carried unrounded; this much apart is float noise, not a different share.
 RATIO_TOLERANCE = 1e-9
 
@@ -140,6 +143,13 @@ def _holds(kind: RelationKind, vals: Sequence[Value]) -> str | None:
             return "the whole is 0"
         return None if abs(part / whole - share) <= RATIO_TOLERANCE else \
             f"{part} / {whole} = {part / whole!r}, not {share!r}"
+    if kind == "ratio_rounded":
+        part, whole, share, decimals = v
+        if not whole:
+            return "the whole is 0"
+        want = round(part / whole, int(decimals))
+        return None if _same(want, share) else \
+            f"{part} / {whole} rounded to {decimals} decimals is {want!r}, not {share!r}"
     if kind == "sum":
         *parts, total = v
         got = sum(parts)
@@ -150,7 +160,7 @@ def _holds(kind: RelationKind, vals: Sequence[Value]) -> str | None:
 
 
 def _arity(kind: RelationKind, n: int) -> bool:
-    return n == 3 if kind == "ratio" else n >= 2 if kind == "sum" else n == 2
+    return {"ratio": n == 3, "ratio_rounded": n == 4, "sum": n >= 2}.get(kind, n == 2)
 
 
 def check(claim: Claim, doc: dict[str, Any]) -> list[str]:

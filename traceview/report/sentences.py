@@ -7,15 +7,20 @@ asserts what the line implies: the phases tile the step, the device busy share i
 over wall, each thread's share of the critical path is its rows' sum over the wall, and
 the path adds up to the wall. The renderers print the claim's text
 (``render.training.headline``).
+
+The bytes a call moves ("moves 393 kB per call (aten::add's recorded shapes): 372 GB/s
+at the device work p50") is a claim too: its rate is the bytes over the device work's
+p50, rounded as ``analyses.kernel_bytes.gb_per_s`` rounds it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
-from traceview.report.model import PathRow, StepRow, StepsInfo, TypicalCall
-from traceview.units import fmt_ns, fmt_share, plural
+from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
+from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural
 
 DEVICE_WORK = "device work (kernels, copies)"
 # The threads (and device streams) the headline names as holding the critical path.
@@ -100,3 +105,47 @@ def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | 
             f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
     return Claim("typical-step", text, tuple(figs), tuple(rels))
+
+
+# ``analyses.kernel_bytes.gb_per_s`` rounds a rate to this many decimals (GB/s).
+RATE_DECIMALS = 3
+
+
+def copy_shares(bw: dict[str, Any]) -> str:
+    """A capture's ``bandwidth`` shares in words: ``41% of a device-to-device copy of
+    the same bytes (7.5 GB/s); 2% of this device's copy peak (3900 GB/s)``."""
+    copy = bw.get("copy") or {}
+    parts = []
+    for key, what in (("same_bytes", "a device-to-device copy of the same bytes"),
+                      ("peak", "this device's copy peak")):
+        got, ref = bw.get(f"share_of_copy_{key}"), copy.get(key)
+        if got is not None and ref:
+            parts.append(f"{fmt_pct(got)} of {what} ({fmt_rate(ref['gb_per_s'])})")
+    return "; ".join(parts) or "no copy rate measured"
+
+
+def bytes_claim(b: BytesMoved | None, kernel_p50: int | None,
+                capture_bandwidth: dict[str, Any] | None) -> Claim | None:
+    """``moves 393 kB per call (aten::add's recorded shapes): 372 GB/s at the device work
+    p50`` (with capture's unprofiled rate and copy shares when the trace has them), or
+    ``bytes moved unknown: why``; None without a bytes figure."""
+    if b is None:
+        return None
+    if b.total is None:
+        return Claim("bytes-moved", f"bytes moved {b.source}",
+                     (Figure("total", None, pointer("bytes_moved", "total")),))
+    figs = [Figure("total", b.total, pointer("bytes_moved", "total"))]
+    rels: list[Relation] = []
+    text = f"moves {fmt_bytes(b.total)} per call ({b.source})"
+    if b.gb_per_s is not None:
+        figs += [Figure("rate", b.gb_per_s, pointer("bytes_moved", "gb_per_s")),
+                 Figure("kernel", kernel_p50, pointer("calls", "stats", "kernel_ns", "p50")),
+                 Figure("decimals", RATE_DECIMALS)]
+        rels.append(rel("ratio_rounded", "total", "kernel", "rate", "decimals"))
+        text += f": {fmt_rate(b.gb_per_s)} at the device work p50"
+    bw = capture_bandwidth or {}
+    if bw.get("gb_per_s") is not None:
+        figs.append(Figure("unprofiled_rate", bw["gb_per_s"],
+                           pointer("trace", "capture", "bandwidth", "gb_per_s")))
+        text += f"; unprofiled {fmt_rate(bw['gb_per_s'])}, {copy_shares(bw)}"
+    return Claim("bytes-moved", text, tuple(figs), tuple(rels))
