@@ -9,6 +9,7 @@ import pytest
 from traceview.analyses.calltree import module_of
 from traceview.errors import UsageError
 from traceview.report.build import build_report
+from traceview.report.sentences import cause_claim
 from traceview.stats import percentile
 
 
@@ -197,13 +198,18 @@ def test_window_of_later_calls_has_no_cold_first_call(tb, analysis_builder):
     assert c.cold_indices == [] and c.warm_count == 3
 
 
+def _cold_words(c, i: int) -> str:
+    """Why the analysis's call ``i`` is cold, as the report words it."""
+    return cause_claim(c.cold_causes[i], i, "cold-reason").text
+
+
 def test_compile_work_makes_a_call_cold_and_says_why(tb, analysis_builder):
     for i in range(4):
         loop_call(tb, i * 10_000, i=i, dur=5_000)
     tb.py("triton/compiler/compiler.py(300): compile", 100, 700)
     c = analysis_builder(tb).calls
     assert c.cold_indices == [0] and c.warm_count == 3
-    assert c.calls[0].cold_reason == "compile/autotune/module-load work 700 ns"
+    assert _cold_words(c, 0) == "compile/autotune/module-load work 700 ns"
 
 
 def test_compiler_ranges_inside_a_call_make_it_cold(tb, analysis_builder):
@@ -212,7 +218,7 @@ def test_compiler_ranges_inside_a_call_make_it_cold(tb, analysis_builder):
     tb.annotation("inductor_compile_data: compile_id=0/0", 50, 300)
     c = analysis_builder(tb).calls
     assert c.cold_indices == [0]
-    assert "1 Dynamo/Inductor compile range(s)" in c.calls[0].cold_reason
+    assert "1 Dynamo/Inductor compile range(s)" in _cold_words(c, 0)
 
 
 def test_compiled_function_is_a_runtime_wrapper_not_compile(tb, analysis_builder):
@@ -233,7 +239,7 @@ def test_capture_cold_twin_is_cold_because_capture_says_so(tb, analysis_builder)
     loop_call(tb, 0, name="cold_call", i=0, dur=6_000)
     c = analysis_builder(tb).calls
     assert (c.source, len(c.calls), c.cold_indices) == ("capture", 1, [0])
-    assert c.calls[0].cold_reason == "recorded cold by traceview capture"
+    assert _cold_words(c, 0) == "recorded cold by traceview capture"
 
 
 def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analysis_builder):
@@ -243,7 +249,7 @@ def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analysis_builde
     tb.op("Buffer Request", 2_000, 15_000, cat="overhead")  # CUPTI buffer set-up in call_0
     c = analysis_builder(tb).calls
     assert c.cold_indices == [] and c.outlier_indices == [0]
-    assert "profiler work 15 us inside" in c.calls[0].outlier_reason
+    assert "profiler work 15 us inside" in cause_claim(c.outlier_causes[0], 0, "outlier-reason").text
     assert c.warm_count == 4 and c.stats["api_ns"].p50 == p50(durs[1:])
 
 
@@ -358,7 +364,7 @@ def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analysis_bu
     c = analysis_builder(tb).calls
     assert [x.name for x in c.calls] == ["torch/_dynamo/eval_frame.py(600): _fn"]
     assert c.calls[0].metrics["api_ns"] == 89_000
-    assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason
+    assert c.cold_indices == [0] and "compile" in _cold_words(c, 0)
 
 
 def test_a_second_numbered_series_is_named_with_its_option(tb, analysis_builder):

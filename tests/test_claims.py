@@ -82,6 +82,16 @@ def _problems(r: Report) -> list[str]:
         out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
     out += [f"{c.id}: no such finding or sentence id" for c in r.claims
             if c.id not in FINDINGS and c.id not in SENTENCES]
+    # a cold call's or an outlier's reason is its claim's text, and every one has one
+    said = {(c.id, c.value("call")): c.text for c in r.claims
+            if c.id in ("cold-reason", "outlier-reason")}
+    for row in r.calls.per_call:
+        for sid, flag, words in (("cold-reason", row.cold, row.cold_reason),
+                                 ("outlier-reason", row.outlier, row.outlier_reason)):
+            if flag and said.get((sid, row.index)) != words:
+                out.append(f"call {row.index}: {sid} {words!r} is not its claim's text")
+            if not flag and (sid, row.index) in said:
+                out.append(f"call {row.index}: a {sid} claim for a call that is not so")
     return out
 
 
@@ -154,6 +164,19 @@ def test_the_outputs_print_the_claims_texts(name, fixture_reports):
         assert _flat(c.text) in text, c.id
         assert _flat(esc(c.text)) in md, c.id
     assert ("typical-step" in [c.id for c in r.claims]) == (name.startswith("train_"))
+
+
+FORMATTERS = ("fmt_ns", "fmt_signed_ns", "fmt_share", "fmt_pct", "fmt_bytes", "fmt_rate",
+              "plural")
+
+
+def test_analyses_format_no_figure():
+    """Analyses compute figures and never words: nothing under ``analyses/`` imports a
+    unit formatter (the report's claims word the figures)."""
+    pkg = ROOT / "traceview" / "analyses"
+    used = {(p.name, f) for p in sorted(pkg.glob("*.py")) for f in FORMATTERS
+            if re.search(rf"\b{f}\b", p.read_text())}
+    assert used == set()
 
 
 def test_docs_list_the_sentence_table_exactly():

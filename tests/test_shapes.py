@@ -19,6 +19,7 @@ import pytest
 
 import traceview
 from conftest import FIXTURES
+from traceview.report.sentences import cause_claim
 from traceview.stats import percentile
 
 
@@ -168,7 +169,7 @@ def test_compile_cold_five_compiled_calls_first_cold():
     ex = analysed("compile_cold")
     c = ex.calls
     assert len(c.calls) == len(regions) == 5
-    assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason
+    assert c.cold_indices == [0] and "compile" in cause_claim(c.cold_causes[0], 0, "cold-reason").text
     # the first call is Dynamo's compile followed by the first run of the region
     assert (c.calls[0].start_ns, c.calls[0].end_ns) == (dynamo["s"], regions[0]["e"])
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e in regions[1:]])
@@ -200,7 +201,7 @@ def test_model_schedule_cold_first_step_compiles_the_rest_warm():
     ex = analysed("model_schedule_cold")
     c = ex.calls
     assert (c.source, len(c.calls), c.cold_indices) == ("profiler_steps", 4, cold)
-    assert "compile" in c.calls[0].cold_reason
+    assert "compile" in cause_claim(c.cold_causes[0], 0, "cold-reason").text
     durs = [e["e"] - e["s"] for e in steps]
     out = set(cold) | set(slow(durs, cold))  # step 1: 2.6x the other warm steps
     assert c.outlier_indices == sorted(set(slow(durs, cold)) - set(cold)) == [1]

@@ -58,6 +58,10 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "its critical path"),
     Code("bytes-moved", "info",
          "the bytes a call moves and the rate at the device work's p50"),
+    Code("cold-reason", "info", "why a call is cold: its compile/import work, or how far "
+         "it is above the others of its kind and what holds the excess"),
+    Code("outlier-reason", "info", "why a call is an outlier: the profiler's own work, or "
+         "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
 )}

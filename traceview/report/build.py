@@ -8,6 +8,8 @@ the input diagnostics. Nothing is filled in afterwards.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from traceview.analyses.threads import describe
@@ -16,10 +18,11 @@ from traceview.metadata import CaptureMeta
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.report import model as m
+from traceview.report.claims import Claim
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
-from traceview.report.sentences import bytes_claim, step_claim
+from traceview.report.sentences import bytes_claim, cause_claims, step_claim
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
@@ -33,11 +36,12 @@ def build_report(a: Analysis) -> m.Report:
     lane = a.timeline.lane
     calls = a.calls
     pc = a.per_call
+    reasons = cause_claims(calls.cold_causes, calls.outlier_causes)
     calls_info = m.CallsInfo(
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
         stats=dict(calls.stats), categories=dict(calls.category_stats),
-        per_call=tuple(calls.calls),
+        per_call=_worded(calls.calls, reasons),
         description=calls.description, how=calls.how, outliers=tuple(calls.outlier_indices),
         api_sync=calls.api_sync,
         kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
@@ -103,8 +107,20 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, *said),
+        claims=(*claims, *said, *reasons),
     )
+
+
+def _worded(calls: list[m.CallRow], reasons: list[Claim]) -> tuple[m.CallRow, ...]:
+    """The calls with their cold and outlier reasons in words (the reasons' claims'
+    texts); the others as they are (a loop's 100,000 calls are not copied one by one)."""
+    out = list(calls)
+    for c in reasons:
+        i = c.value("call")
+        assert isinstance(i, int)
+        key = "cold_reason" if c.id == "cold-reason" else "outlier_reason"
+        out[i] = replace(out[i], **{key: c.text})
+    return tuple(out)
 
 
 def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> UnprofiledInfo | None:

@@ -262,10 +262,12 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO and not calls.cold_indices:
         return []
     cold_calls = [c for c in calls.calls if c.cold]
+    reasons = {c.index: _reason(calls.cold_causes.get(c.index), c.index, "cold-reason")
+               for c in cold_calls}
     figs: list[Figure] = []
     rels: list[Relation] = []
     terms: dict[str, Any] = {"profiler_start": False,
-                             "cold_reasons": [(c.index, c.cold_reason) for c in cold_calls]}
+                             "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls]}
     if warm_p50:
         figs += [Figure("warm_p50", warm_p50, pointer("calls", "stats", "api_ns", "p50")),
                  Figure("warm_count", calls.warm_count, pointer("calls", "warm_count"))]
@@ -296,10 +298,19 @@ def _cold_path(ex: Analysis) -> list[Detected]:
          "first_call_ns": first.metrics["api_ns"] if first else None,
          "first_call_ratio": round(ratio, 2), "warm_api_ns_p50": warm_p50,
          "cold_calls": calls.cold_indices,
-         "cold_reasons": {str(c.index): c.cold_reason for c in cold_calls},
-         "outliers": {str(c.index): c.outlier_reason for c in calls.calls if c.outlier}},
+         "cold_reasons": {str(c.index): reasons[c.index] for c in cold_calls},
+         "outliers": {str(c.index): _reason(calls.outlier_causes.get(c.index), c.index,
+                                            "outlier-reason")
+                      for c in calls.calls if c.outlier}},
         tuple(figs), tuple(rels), terms,
     )]
+
+
+def _reason(cause, index: int, sid: str) -> str | None:
+    """A cold call's or an outlier's reason, worded as the report words it."""
+    from traceview.report.sentences import cause_claim
+
+    return None if cause is None else cause_claim(cause, index, sid).text
 
 
 # What the reproducer template needs, and the flag that records it.

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from traceview.analyses.calls import COLD_CATEGORIES
+from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural
@@ -149,3 +151,73 @@ def bytes_claim(b: BytesMoved | None, kernel_p50: int | None,
                            pointer("trace", "capture", "bandwidth", "gb_per_s")))
         text += f"; unprofiled {fmt_rate(bw['gb_per_s'])}, {copy_shares(bw)}"
     return Claim("bytes-moved", text, tuple(figs), tuple(rels))
+
+
+def _cold_work(w: ColdWork, at: tuple, figs: list[Figure]) -> str:
+    why = []
+    for c, ns in w.categories:
+        figs.append(Figure(f"cold:{c}", ns, pointer(*at, "categories", c)))
+        why.append(f"{COLD_CATEGORIES[c]} {fmt_ns(ns)}")
+    if w.compile_ranges:
+        figs.append(Figure("compile_ranges", w.compile_ranges))
+        why.append(f"{w.compile_ranges} Dynamo/Inductor compile range(s)")
+    if w.recorded:
+        why.append("recorded cold by traceview capture")
+    return "; ".join(why)
+
+
+def _holder(h: Holder, figs: list[Figure], rels: list[Relation]) -> str:
+    figs.append(Figure("held", h.ns))
+    if h.ns > h.excess_ns:
+        # Its growth is measured against nearby calls, the excess against the median of
+        # all: the rest of the call can be quicker than usual, and "holds 129 us of the
+        # 114 us excess" would contradict itself.
+        rels.append(rel("gt", "held", "excess"))
+        return (f"{h.what} took {fmt_ns(h.ns)} more than in nearby calls, more than "
+                f"the call's whole {fmt_ns(h.excess_ns)} excess (the rest of it was "
+                f"quicker than usual)")
+    rels.append(rel("le", "held", "excess"))
+    return f"{h.what} holds {fmt_ns(h.ns)} of the {fmt_ns(h.excess_ns)} excess"
+
+
+def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
+    """Why call ``index`` is cold or an outlier (``sid``: ``cold-reason`` or
+    ``outlier-reason``), from the figures the analyses found: the words the call's
+    ``cold_reason``/``outlier_reason`` hold."""
+    at = ("calls", "per_call", index)
+    figs = [Figure("call", index, pointer(*at, "index"))]
+    rels: list[Relation] = []
+    if isinstance(cause, ColdWork):
+        text = _cold_work(cause, at, figs)
+    elif isinstance(cause, ProfilerBurst):
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("median", cause.median_ns),
+                 Figure("profiler", cause.profiler_ns, pointer(*at, "categories", "profiler")),
+                 Figure("typical_profiler", cause.typical_profiler_ns)]
+        rels += [rel("gt", "api", "median"), rel("gt", "profiler", "typical_profiler")]
+        text = (f"{fmt_ns(cause.api_ns)} against {fmt_ns(cause.median_ns)} for the others: "
+                f"profiler work {fmt_ns(cause.profiler_ns)} inside (typically "
+                f"{fmt_ns(cause.typical_profiler_ns)}), the profiler's buffer set-up")
+    else:
+        assert isinstance(cause, SlowCall)
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("median", cause.median_ns), Figure("ratio", cause.api_ns / cause.median_ns)]
+        rels.append(rel("ratio", "api", "median", "ratio"))
+        text = (f"{fmt_ns(cause.api_ns)}, {cause.api_ns / cause.median_ns:.1f}x the median of "
+                f"the others ({fmt_ns(cause.median_ns)})")
+        if cause.holder is not None:
+            figs.append(Figure("excess", cause.holder.excess_ns))
+            rels.append(rel("sum", "median", "excess", "api"))
+            text += "; " + _holder(cause.holder, figs, rels)
+        if cause.first:
+            text = "first call of its kind, " + text
+        if cause.cold_work is not None:
+            text += "; " + _cold_work(cause.cold_work, at, figs)
+    return Claim(sid, text, tuple(figs), tuple(rels))
+
+
+def cause_claims(cold: dict[int, Cause], outlier: dict[int, Cause]) -> list[Claim]:
+    """The reason of every cold call and every outlier, in call order."""
+    out = [cause_claim(c, i, "cold-reason") for i, c in cold.items()]
+    out += [cause_claim(c, i, "outlier-reason") for i, c in outlier.items()]
+    return sorted(out, key=lambda c: (c.figures[0].value or 0, c.id))
