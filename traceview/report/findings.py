@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE
-from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
 from traceview.report.detected import Detected, evidence
 from traceview.report.model import Finding
 from traceview.report.unprofiled import MEASURED
@@ -103,14 +103,7 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     side = "ge" if host_bound else "lt"
     rels.append(rel(side, "idle_share", "threshold"))
     if calls and not measured and typical is not None:
-        drawn = ex.calls.calls[typical]
-        at = ("calls", "per_call", typical, "metrics")
-        d_call, d_idle = drawn.metrics["api_ns"], drawn.metrics["host_overhead_ns"]
-        figs += [Figure("drawn_call", d_call, pointer(*at, "api_ns")),
-                 Figure("drawn_idle", d_idle, pointer(*at, "host_overhead_ns")),
-                 Figure("drawn_idle_share", (d_idle or 0) / d_call if d_call else None)]
-        rels += [rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
-                 rel(side, "drawn_idle_share", "threshold")]
+        _drawn(ex, typical, side, figs, rels)
     if host_bound:
         if calls:
             figs += _copy_figures(ex)
@@ -127,6 +120,35 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
 def _biggest_first(prefix: str, named: list[tuple[str, int]]) -> list[Relation]:
     """The categories a sentence names as where the time goes, each at least the next."""
     return [rel("ge", f"{prefix}:{a}", f"{prefix}:{b}") for (a, _), (b, _) in pairwise(named)]
+
+
+def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
+           rels: list[Relation]) -> None:
+    """The typical call every output draws, cited beside the verdict's medians: it is
+    idle on the same side of the threshold (``side``), and so is its step's device over
+    all streams where the calls are steps."""
+    drawn = ex.calls.calls[typical]
+    at = ("calls", "per_call", typical, "metrics")
+    d_call, d_idle = drawn.metrics["api_ns"], drawn.metrics["host_overhead_ns"]
+    figs += [Figure("drawn_call", d_call, pointer(*at, "api_ns")),
+             Figure("drawn_idle", d_idle, pointer(*at, "host_overhead_ns")),
+             Figure("drawn_idle_share", (d_idle or 0) / d_call if d_call else None)]
+    rels += [rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
+             rel(side, "drawn_idle_share", "threshold")]
+    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    if j is not None and ex.timeline.lane is not None:
+        # a step is drawn with its device over all streams (the steps' table): the
+        # step the verdict names is idle on the same side of the threshold there too
+        step = ex.steps[j]
+        wall = step.end_ns - step.start_ns
+        at = ("steps", "steps", j)
+        figs += [Figure("step_wall", wall, pointer(*at, "wall_ns")),
+                 Figure("step_idle", wall - step.device_busy_ns,
+                        pointer(*at, "device_idle_ns")),
+                 Figure("step_idle_share", (wall - step.device_busy_ns) / wall
+                        if wall else None)]
+        rels += [rel("ratio", "step_idle", "step_wall", "step_idle_share"),
+                 rel(side, "step_idle_share", "threshold")]
 
 
 def _verdict_figures(ex: Analysis, unprofiled: UnprofiledInfo | None, figs: list[Figure],
