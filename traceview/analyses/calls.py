@@ -44,7 +44,7 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
-from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst
+from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst, Slow
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
@@ -160,6 +160,23 @@ def _outliers(calls: list[Call]) -> dict[int, ProfilerBurst]:
         if extra >= OUTLIER_EXPLAINED * excess:
             out[cand[j].index] = ProfilerBurst(int(api[j]), med, int(prof[j]), typical)
     return out
+
+
+def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork]
+             ) -> tuple[dict[int, Cause], dict[int, Cause]]:
+    """The slow calls' classes set on ``calls`` (in place), and why each cold call and
+    each outlier is so."""
+    cold: dict[int, Cause] = dict(works)
+    outlier: dict[int, Cause] = {}
+    for i, sl in slow.items():
+        calls[i] = replace(calls[i], cold=sl.cold, outlier=sl.outlier)
+        if sl.cold_cause is not None:
+            cold[i] = sl.cold_cause
+        elif not sl.cold:
+            cold.pop(i, None)
+        if sl.outlier_cause is not None:
+            outlier[i] = sl.outlier_cause
+    return cold, outlier
 
 
 def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
@@ -305,7 +322,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
 
     kernel_cat = trace.cat_code("kernel")
     calls = []
-    cold_causes: dict[int, Cause] = {}
+    works: dict[int, ColdWork] = {}
     kernel_end: list[int | None] = []  # per call: the end of the last device work it launched
     own_lane = timeline.lane.index if timeline.lane is not None else None
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
@@ -326,21 +343,13 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
         work = _cold_work(cats, compile_l[i], recorded=sp.recorded_cold)
         if work is not None:
-            cold_causes[i] = work
+            works[i] = work
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, work is not None, m["launches"][i],
                           m["work"][i], metrics, cats, kind=sp.kind, api_sync_ns=call_sync))
         kernel_end.append(k_end)
-    slow = classify_slow(trace, calls, _outliers(calls), cold_causes)  # analyses/slow_calls.py
-    outlier_causes: dict[int, Cause] = {}
-    for i, sl in slow.items():
-        calls[i] = replace(calls[i], cold=sl.cold, outlier=sl.outlier)
-        if sl.cold_cause is not None:
-            cold_causes[i] = sl.cold_cause
-        elif not sl.cold:
-            cold_causes.pop(i, None)
-        if sl.outlier_cause is not None:
-            outlier_causes[i] = sl.outlier_cause
+    slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
+    cold_causes, outlier_causes = _classed(calls, slow, works)
     warm = [c for c in calls if c.warm] or calls
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

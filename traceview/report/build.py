@@ -118,8 +118,8 @@ def _worded(calls: list[m.CallRow], reasons: list[Claim]) -> tuple[m.CallRow, ..
     for c in reasons:
         i = c.value("call")
         assert isinstance(i, int)
-        key = "cold_reason" if c.id == "cold-reason" else "outlier_reason"
-        out[i] = replace(out[i], **{key: c.text})
+        out[i] = replace(out[i], cold_reason=c.text) if c.id == "cold-reason" \
+            else replace(out[i], outlier_reason=c.text)
     return tuple(out)
 
 

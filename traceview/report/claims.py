@@ -134,9 +134,9 @@ def _same(a: Value, b: Any) -> bool:
 
 def _holds(kind: RelationKind, vals: Sequence[Value]) -> str | None:
     """None when the relation holds, else why not."""
-    if any(v is None for v in vals):
+    v = [x for x in vals if x is not None]
+    if len(v) < len(vals):
         return "a figure it relates is unknown"
-    v = [float(x) if isinstance(x, float) else x for x in vals]  # type: ignore[misc]
     if kind == "ratio":
         part, whole, share = v
         if not whole:

@@ -100,7 +100,7 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
         evidence.update(unprofiled_call_ns=call, profiled_call_ns=api,
                         top_host_categories_unprofiled=dict(top_u))
     host_bound = share >= HOST_BOUND_IDLE_SHARE
-    side = "ge" if host_bound else "lt"
+    side: RelationKind = "ge" if host_bound else "lt"
     rels.append(rel(side, "idle_share", "threshold"))
     if calls and not measured and typical is not None:
         _drawn(ex, typical, side, figs, rels)
@@ -141,10 +141,10 @@ def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
         # step the verdict names is idle on the same side of the threshold there too
         step = ex.steps[j]
         wall = step.end_ns - step.start_ns
-        at = ("steps", "steps", j)
-        figs += [Figure("step_wall", wall, pointer(*at, "wall_ns")),
+        row = ("steps", "steps", j)
+        figs += [Figure("step_wall", wall, pointer(*row, "wall_ns")),
                  Figure("step_idle", wall - step.device_busy_ns,
-                        pointer(*at, "device_idle_ns")),
+                        pointer(*row, "device_idle_ns")),
                  Figure("step_idle_share", (wall - step.device_busy_ns) / wall
                         if wall else None)]
         rels += [rel("ratio", "step_idle", "step_wall", "step_idle_share"),
@@ -406,10 +406,10 @@ def _perturbation(ex: Analysis) -> list[Detected]:
               if warm_p50 and c.categories.get("profiler", 0) > PERTURBATION_CALL_SHARE * warm_p50]
     if spikes:
         worst = max(spikes, key=lambda c: c.categories.get("profiler", 0))
-        at = ("calls", "per_call", worst.index)
+        row = ("calls", "per_call", worst.index)
         figs += [Figure("spike", worst.categories["profiler"],
-                        pointer(*at, "categories", "profiler")),
-                 Figure("spike_call", worst.index, pointer(*at, "index"))]
+                        pointer(*row, "categories", "profiler")),
+                 Figure("spike_call", worst.index, pointer(*row, "index"))]
         evidence_["spike_calls"] = [c.index for c in spikes]
     from traceview.report.explanation import unprofiled_baseline
 
