@@ -9,7 +9,7 @@ import pytest
 from traceview.analyses.calltree import module_of
 from traceview.errors import UsageError
 from traceview.report.build import build_report
-from traceview.report.sentences import cause_claim
+from traceview.report.sentences import calls_claim, cause_claim
 from traceview.stats import percentile
 
 
@@ -39,8 +39,8 @@ def test_user_series_beats_constant_hash_framework_ranges(tb, analysis_builder):
     c = ex.calls
     assert (c.source, c.pattern, len(c.calls)) == ("annotations", "call_#", 6)
     assert c.stats["api_ns"].p50 == p50(durs)
-    assert c.description.startswith("6 calls: call_#, found from numbered record_function")
-    assert "(override: --calls)" in c.description
+    assert calls_claim(c).text.startswith("6 calls: call_#, found from numbered record_function")
+    assert "(override: --calls)" in calls_claim(c).text
 
 
 def test_constant_hash_alone_is_not_numbering(tb, analysis_builder):
@@ -54,7 +54,7 @@ def test_constant_hash_alone_is_not_numbering(tb, analysis_builder):
     c = analysis_builder(tb).calls
     assert c.source == "launches" and len(c.calls) == 4
     assert c.stats["api_ns"].p50 == 2_000
-    assert "outermost host event around each launch" in c.description
+    assert "outermost host event around each launch" in calls_claim(c).text
 
 
 def test_series_without_launches_is_not_calls(tb, analysis_builder):
@@ -124,8 +124,8 @@ def test_frames_below_the_enclosing_frame_are_calls_with_their_sync(tb, analysis
     f_d, _, s_d = frame_loop(tb, 5)
     c = analysis_builder(tb).calls
     assert (c.source, len(c.calls)) == ("python_frames", 5)
-    assert c.description == ("5 calls: script.py(10): f, found from Python frames "
-                             "(override: --calls)")
+    assert calls_claim(c).text == ("5 calls: script.py(10): f, found from Python frames "
+                                   "(override: --calls)")
     assert [x.api_sync_ns for x in c.calls] == s_d
     assert c.stats["api_ns"].p50 == p50(f_d)
     assert c.api_sync.p50 == p50(s_d)
@@ -141,7 +141,7 @@ def test_two_ops_per_iteration_are_two_kinds(tb, analysis_builder):
     assert (f.count, f.stats["api_ns"].p50) == (4, p50(f_d))
     assert (g.count, g.stats["api_ns"].p50) == (4, p50(g_d))
     assert c.stats["api_ns"].p50 == p50(f_d + g_d)  # the combined row
-    assert c.description.startswith("8 calls of 2 kinds: script.py(10): f (4), <built-in")
+    assert calls_claim(c).text.startswith("8 calls of 2 kinds: script.py(10): f (4), <built-in")
 
 
 def test_ranges_win_over_frames(tb, analysis_builder):
@@ -156,7 +156,8 @@ def test_calls_option_takes_a_function_an_op_or_a_range(tb, analysis_builder):
     f_d, g_d, _ = frame_loop(tb, 3, sync=False, two=True)
     c = analysis_builder(tb, calls=r"\): f$").calls
     assert (c.source, len(c.calls), c.stats["api_ns"].p50) == ("option", 3, p50(f_d))
-    assert "chosen by --calls" in c.description and "override" not in c.description
+    said = calls_claim(c).text  # the calls' description, as the report words it
+    assert "chosen by --calls" in said and "override" not in said
     c = analysis_builder(tb, calls="^aten::mul$").calls
     assert (len(c.calls), c.stats["api_ns"].p50) == (3, p50([d - 200 for d in g_d]))
     with pytest.raises(UsageError):
@@ -376,6 +377,7 @@ def test_a_second_numbered_series_is_named_with_its_option(tb, analysis_builder)
         loop_call(tb, 200_000 + i * 20_000, name="triton_mul", i=i, dur=6_000)
     c = analysis_builder(tb).calls
     assert (c.pattern, len(c.calls)) == ("torch_mul_#", 5)
-    assert c.description.endswith(r"; also triton_mul_# (4 calls: --calls '^triton_mul_\d+$')")
+    assert calls_claim(c).text.endswith(
+        r"; also triton_mul_# (4 calls: --calls '^triton_mul_\d+$')")
     again = analysis_builder(tb, calls=r"^triton_mul_\d+$").calls
     assert len(again.calls) == 4 and again.stats["api_ns"].p50 == 6_000

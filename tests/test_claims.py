@@ -82,6 +82,9 @@ def _problems(r: Report) -> list[str]:
         out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
     out += [f"{c.id}: no such finding or sentence id" for c in r.claims
             if c.id not in FINDINGS and c.id not in SENTENCES]
+    found = [c.text for c in r.claims if c.id == "calls-found"]
+    if found != [doc["calls"]["description"]]:
+        out.append(f"the calls' description is not its claim's text: {found}")
     # a cold call's or an outlier's reason is its claim's text, and every one has one
     said = {(c.id, c.value("call")): c.text for c in r.claims
             if c.id in ("cold-reason", "outlier-reason")}
@@ -127,7 +130,9 @@ def _unprinted(r: Report) -> list[str]:
 
     text = _flat(renderer("text").render(r, RenderOptions(width=400)))
     md = _flat(renderer("md").render(r, RenderOptions()))
-    return [f"{c.id}: not printed in {what}" for c in r.claims
+    # with no call, the text's header has no calls to describe (the JSON says why)
+    shown = [c for c in r.claims if c.id != "calls-found" or r.calls.per_call]
+    return [f"{c.id}: not printed in {what}" for c in shown
             for what, out, said in (("text", text, c.text), ("markdown", md, esc(c.text)))
             if _flat(said) not in out]
 

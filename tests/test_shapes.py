@@ -19,7 +19,7 @@ import pytest
 
 import traceview
 from conftest import FIXTURES
-from traceview.report.sentences import cause_claim
+from traceview.report.sentences import calls_claim, cause_claim
 from traceview.stats import percentile
 
 
@@ -121,8 +121,8 @@ def test_loop_sync_20_frame_calls_with_their_sync():
     warm = [x for i, x in enumerate(calls) if i not in outliers]
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e, _ in warm])
     assert c.api_sync.p50 == p50([s - e["s"] for e, s in warm])
-    assert c.description == ("20 calls: shapes.py(28): triton_mul, found from Python frames "
-                             "(override: --calls)")
+    assert calls_claim(c).text == ("20 calls: shapes.py(28): triton_mul, found from Python frames "
+                                   "(override: --calls)")
 
 
 def test_loop_two_ops_two_kinds():

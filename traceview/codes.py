@@ -56,6 +56,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("typical-step", "info",
          "the typical training step: its wall, phases, device busy share and who holds "
          "its critical path"),
+    Code("calls-found", "info", "how many calls, of which kinds, found how (and the other "
+         "numbered series an option would pick)"),
     Code("bytes-moved", "info",
          "the bytes a call moves and the rate at the device work's p50"),
     Code("cold-reason", "info", "why a call is cold: its compile/import work, or how far "

@@ -121,9 +121,10 @@ class CallsSummary:
     warm_count: int
     cold_indices: list[int] = field(default_factory=list)
     outlier_indices: list[int] = field(default_factory=list)
-    description: str = ""
     how: str = ""
     kinds: list[CallKind] = field(default_factory=list)
+    # other numbered series beside the chosen one: (pattern, calls, --calls regex)
+    others: tuple[tuple[str, int, str], ...] = ()
     api_sync: Stats = field(default_factory=lambda: summarize([]))
     # per call (by index): the end of the last device work it launched, None for none
     kernel_end_ns: list[int | None] = field(default_factory=list)
@@ -302,7 +303,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     spans = found.spans
     if not spans:
         return CallsSummary(found.source, None, [], {m: summarize([]) for m in METRICS}, {}, 0,
-                            description=found.describe(), how=found.how)
+                            how=found.how)
 
     c_st = np.asarray([sp.start_ns for sp in spans], np.int64)
     c_en = np.asarray([sp.end_ns for sp in spans], np.int64)
@@ -360,6 +361,6 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                         warm_count=sum(1 for c in calls if c.warm),
                         cold_indices=[c.index for c in calls if c.cold],
                         outlier_indices=[c.index for c in calls if c.outlier],
-                        description=found.describe(), how=found.how, kinds=kinds,
+                        how=found.how, kinds=kinds, others=found.others,
                         api_sync=api_sync, kernel_end_ns=kernel_end,
                         cold_causes=cold_causes, outlier_causes=outlier_causes)

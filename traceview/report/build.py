@@ -22,7 +22,7 @@ from traceview.report.claims import Claim
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
-from traceview.report.sentences import bytes_claim, cause_claims, step_claim
+from traceview.report.sentences import bytes_claim, calls_claim, cause_claims, step_claim
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
@@ -37,12 +37,13 @@ def build_report(a: Analysis) -> m.Report:
     calls = a.calls
     pc = a.per_call
     reasons = cause_claims(calls.cold_causes, calls.outlier_causes)
+    found = calls_claim(calls)
     calls_info = m.CallsInfo(
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
         stats=dict(calls.stats), categories=dict(calls.category_stats),
         per_call=_worded(calls.calls, reasons),
-        description=calls.description, how=calls.how, outliers=tuple(calls.outlier_indices),
+        description=found.text, how=calls.how, outliers=tuple(calls.outlier_indices),
         api_sync=calls.api_sync,
         kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
                     for k in calls.kinds),
@@ -107,7 +108,7 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, *said, *reasons),
+        claims=(*claims, found, *said, *reasons),
     )
 
 

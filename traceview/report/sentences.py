@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from traceview.analyses.calls import COLD_CATEGORIES
+from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
-from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural
+from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
 DEVICE_WORK = "device work (kernels, copies)"
 # The threads (and device streams) the headline names as holding the critical path.
@@ -221,3 +221,37 @@ def cause_claims(cold: dict[int, Cause], outlier: dict[int, Cause]) -> list[Clai
     out = [cause_claim(c, i, "cold-reason") for i, c in cold.items()]
     out += [cause_claim(c, i, "outlier-reason") for i, c in outlier.items()]
     return sorted(out, key=lambda c: (c.figures[0].value or 0, c.id))
+
+
+# The call kinds (and other numbered series) the calls' description names one by one.
+MAX_KINDS_NAMED = 3
+
+
+def calls_claim(calls: CallsSummary) -> Claim:
+    """``20 calls: shapes.py(30): triton_mul, found from Python frames (override:
+    --calls)``: how many calls, of which kinds, found how, and the other numbered series
+    an option would pick instead. The kinds' counts add up to the calls."""
+    n = len(calls.calls)
+    if not n:
+        return Claim("calls-found", "no calls found (no ranges, frames or launches)",
+                     (Figure("count", 0, pointer("calls", "count")),))
+    figs = [Figure("count", n, pointer("calls", "count"))]
+    kinds = [(k.name, k.count) for k in calls.kinds]
+    figs += [Figure(f"kind:{j}", c, pointer("calls", "kinds", j, "count"))
+             for j, (_, c) in enumerate(kinds)]
+    rels = [rel("sum", *(f"kind:{j}" for j in range(len(kinds))), "count")]
+    shown = kinds[:MAX_KINDS_NAMED]
+    what = ", ".join(f"{printable(k)} ({c})" if len(kinds) > 1 else printable(k)
+                     for k, c in shown)
+    if len(kinds) > len(shown):
+        what += f", {len(kinds) - len(shown)} more kinds"
+    head = f"{n} call{'s' if n != 1 else ''}"
+    if len(kinds) > 1:
+        head += f" of {len(kinds)} kinds"
+    tail = "" if calls.source == "option" else " (override: --calls)"
+    also = "".join(f"; also {printable(k)} ({c} call{'s' if c != 1 else ''}: --calls '{rx}')"
+                   for k, c, rx in calls.others[:MAX_KINDS_NAMED])
+    if len(calls.others) > MAX_KINDS_NAMED:
+        also += f" and {len(calls.others) - MAX_KINDS_NAMED} more numbered series"
+    return Claim("calls-found", f"{head}: {what}, {calls.how}{tail}{also}", tuple(figs),
+                 tuple(rels))
