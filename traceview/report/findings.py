@@ -9,9 +9,11 @@ a severity ("error" > "warning" > "info"), a one-line message with the numbers, 
 evidence for the JSON output.
 
 Detectors are small functions listed in ``DETECTORS``; each reads the frozen
-``Analysis`` and returns zero or more ``Detected``: the id, the evidence and the raw
-figures the message needs. Detectors never format numbers: ``report.messages`` phrases
-each id from its figures (with the one unit formatter), in ``detect``. Every threshold is
+``Analysis`` and returns zero or more ``Detected``: the id, the evidence, the figures the
+message shows, each with the JSON Pointer of the report field that holds it, and the
+relations the message asserts between them (``report.claims``). Detectors never format
+numbers: ``report.messages`` makes each finding's claim and words it from those figures
+only, in ``detect``; ``tests/test_claims.py`` reads every claim back against the report. Every threshold is
 a named constant below, with its reasoning in ``docs/findings.md``.
 """
 
