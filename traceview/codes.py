@@ -58,6 +58,10 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "its critical path"),
     Code("calls-found", "info", "how many calls, of which kinds, found how (and the other "
          "numbered series an option would pick)"),
+    Code("unprofiled-call", "info", "the call without the profiler: its time, interval, "
+         "the profiled call beside it and how it was found"),
+    Code("unprofiled-categories", "info",
+         "the unprofiled call's host categories, which add up to the call"),
     Code("bytes-moved", "info",
          "the bytes a call moves and the rate at the device work's p50"),
     Code("cold-reason", "info", "why a call is cold: its compile/import work, or how far "

@@ -22,7 +22,13 @@ from traceview.report.claims import Claim
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
-from traceview.report.sentences import bytes_claim, calls_claim, cause_claims, step_claim
+from traceview.report.sentences import (
+    bytes_claim,
+    calls_claim,
+    cause_claims,
+    step_claim,
+    unprofiled_claims,
+)
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
@@ -108,7 +114,7 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, found, *said, *reasons),
+        claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons),
     )
 
 

@@ -22,6 +22,7 @@ from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
+from traceview.report.unprofiled import UnprofiledInfo
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
 DEVICE_WORK = "device work (kernels, copies)"
@@ -255,3 +256,44 @@ def calls_claim(calls: CallsSummary) -> Claim:
         also += f" and {len(calls.others) - MAX_KINDS_NAMED} more numbered series"
     return Claim("calls-found", f"{head}: {what}, {calls.how}{tail}{also}", tuple(figs),
                  tuple(rels))
+
+
+def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
+    """The unprofiled split's headline ("Without the profiler a call takes 86.6 us [84 us,
+    90 us] (profiled 486 us, 5.6x); measured: ...") and its categories line, which says
+    they sum to the call; none without a split."""
+    if u is None:
+        return []
+    if u.method is None or u.call_ns is None:
+        return [Claim("unprofiled-call", f"Without the profiler: {u.note}",
+                      (Figure("call", u.call_ns, pointer("unprofiled", "call_ns")),))]
+    figs = [Figure("call", u.call_ns, pointer("unprofiled", "call_ns")),
+            Figure("profiled", u.profiled_call_ns, pointer("unprofiled", "profiled_call_ns"))]
+    rels: list[Relation] = []
+    ci = ""
+    if u.low_ns is not None:
+        figs += [Figure("low", u.low_ns, pointer("unprofiled", "low_ns")),
+                 Figure("high", u.high_ns, pointer("unprofiled", "high_ns"))]
+        rels.append(rel("le", "low", "high"))
+        ci = f" [{fmt_ns(u.low_ns)}, {fmt_ns(u.high_ns)}]"
+    prof = u.profiled_call_ns
+    ratio = ""
+    if prof and u.call_ns:
+        figs.append(Figure("ratio", prof / u.call_ns))
+        rels.append(rel("ratio", "profiled", "call", "ratio"))
+        ratio = f", {prof / u.call_ns:.1f}x"
+    head = Claim("unprofiled-call", f"Without the profiler a call takes {fmt_ns(u.call_ns)}"
+                 f"{ci} (profiled {fmt_ns(prof)}{ratio}); {u.method}", tuple(figs), tuple(rels))
+    if not u.categories:
+        return [head]
+    pc = u.profiled_categories or {}
+    cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
+                      for k, v in u.categories.items())
+    names = [f"cat:{k}" for k in u.categories]
+    figs_c = [Figure("call", u.call_ns, pointer("unprofiled", "call_ns"))]
+    figs_c += [Figure(n, v, pointer("unprofiled", "categories", k))
+               for n, (k, v) in zip(names, u.categories.items(), strict=True)]
+    # "(sum = the call)": the categories add up to the call exactly
+    return [head, Claim("unprofiled-categories",
+                        f"categories unprofiled (sum = the call): {cats}", tuple(figs_c),
+                        (rel("sum", *names, "call"),))]
