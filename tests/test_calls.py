@@ -9,6 +9,7 @@ import pytest
 from traceview.analyses.calltree import module_of
 from traceview.errors import UsageError
 from traceview.report.build import build_report
+from traceview.report.sentences import calls_claim, cause_claim
 from traceview.stats import percentile
 
 
@@ -38,8 +39,8 @@ def test_user_series_beats_constant_hash_framework_ranges(tb, analysis_builder):
     c = ex.calls
     assert (c.source, c.pattern, len(c.calls)) == ("annotations", "call_#", 6)
     assert c.stats["api_ns"].p50 == p50(durs)
-    assert c.description.startswith("6 calls: call_#, found from numbered record_function")
-    assert "(override: --calls)" in c.description
+    assert calls_claim(c).text.startswith("6 calls: call_#, found from numbered record_function")
+    assert "(override: --calls)" in calls_claim(c).text
 
 
 def test_constant_hash_alone_is_not_numbering(tb, analysis_builder):
@@ -53,7 +54,7 @@ def test_constant_hash_alone_is_not_numbering(tb, analysis_builder):
     c = analysis_builder(tb).calls
     assert c.source == "launches" and len(c.calls) == 4
     assert c.stats["api_ns"].p50 == 2_000
-    assert "outermost host event around each launch" in c.description
+    assert "outermost host event around each launch" in calls_claim(c).text
 
 
 def test_series_without_launches_is_not_calls(tb, analysis_builder):
@@ -123,8 +124,8 @@ def test_frames_below_the_enclosing_frame_are_calls_with_their_sync(tb, analysis
     f_d, _, s_d = frame_loop(tb, 5)
     c = analysis_builder(tb).calls
     assert (c.source, len(c.calls)) == ("python_frames", 5)
-    assert c.description == ("5 calls: script.py(10): f, found from Python frames "
-                             "(override: --calls)")
+    assert calls_claim(c).text == ("5 calls: script.py(10): f, found from Python frames "
+                                   "(override: --calls)")
     assert [x.api_sync_ns for x in c.calls] == s_d
     assert c.stats["api_ns"].p50 == p50(f_d)
     assert c.api_sync.p50 == p50(s_d)
@@ -140,7 +141,7 @@ def test_two_ops_per_iteration_are_two_kinds(tb, analysis_builder):
     assert (f.count, f.stats["api_ns"].p50) == (4, p50(f_d))
     assert (g.count, g.stats["api_ns"].p50) == (4, p50(g_d))
     assert c.stats["api_ns"].p50 == p50(f_d + g_d)  # the combined row
-    assert c.description.startswith("8 calls of 2 kinds: script.py(10): f (4), <built-in")
+    assert calls_claim(c).text.startswith("8 calls of 2 kinds: script.py(10): f (4), <built-in")
 
 
 def test_ranges_win_over_frames(tb, analysis_builder):
@@ -155,7 +156,8 @@ def test_calls_option_takes_a_function_an_op_or_a_range(tb, analysis_builder):
     f_d, g_d, _ = frame_loop(tb, 3, sync=False, two=True)
     c = analysis_builder(tb, calls=r"\): f$").calls
     assert (c.source, len(c.calls), c.stats["api_ns"].p50) == ("option", 3, p50(f_d))
-    assert "chosen by --calls" in c.description and "override" not in c.description
+    said = calls_claim(c).text  # the calls' description, as the report words it
+    assert "chosen by --calls" in said and "override" not in said
     c = analysis_builder(tb, calls="^aten::mul$").calls
     assert (len(c.calls), c.stats["api_ns"].p50) == (3, p50([d - 200 for d in g_d]))
     with pytest.raises(UsageError):
@@ -197,13 +199,18 @@ def test_window_of_later_calls_has_no_cold_first_call(tb, analysis_builder):
     assert c.cold_indices == [] and c.warm_count == 3
 
 
+def _cold_words(c, i: int) -> str:
+    """Why the analysis's call ``i`` is cold, as the report words it."""
+    return cause_claim(c.cold_causes[i], i, "cold-reason").text
+
+
 def test_compile_work_makes_a_call_cold_and_says_why(tb, analysis_builder):
     for i in range(4):
         loop_call(tb, i * 10_000, i=i, dur=5_000)
     tb.py("triton/compiler/compiler.py(300): compile", 100, 700)
     c = analysis_builder(tb).calls
     assert c.cold_indices == [0] and c.warm_count == 3
-    assert c.calls[0].cold_reason == "compile/autotune/module-load work 700 ns"
+    assert _cold_words(c, 0) == "compile/autotune/module-load work 700 ns"
 
 
 def test_compiler_ranges_inside_a_call_make_it_cold(tb, analysis_builder):
@@ -212,7 +219,7 @@ def test_compiler_ranges_inside_a_call_make_it_cold(tb, analysis_builder):
     tb.annotation("inductor_compile_data: compile_id=0/0", 50, 300)
     c = analysis_builder(tb).calls
     assert c.cold_indices == [0]
-    assert "1 Dynamo/Inductor compile range(s)" in c.calls[0].cold_reason
+    assert "1 Dynamo/Inductor compile range(s)" in _cold_words(c, 0)
 
 
 def test_compiled_function_is_a_runtime_wrapper_not_compile(tb, analysis_builder):
@@ -233,7 +240,7 @@ def test_capture_cold_twin_is_cold_because_capture_says_so(tb, analysis_builder)
     loop_call(tb, 0, name="cold_call", i=0, dur=6_000)
     c = analysis_builder(tb).calls
     assert (c.source, len(c.calls), c.cold_indices) == ("capture", 1, [0])
-    assert c.calls[0].cold_reason == "recorded cold by traceview capture"
+    assert _cold_words(c, 0) == "recorded cold by traceview capture"
 
 
 def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analysis_builder):
@@ -243,7 +250,7 @@ def test_first_call_slowed_by_profiler_buffers_is_an_outlier(tb, analysis_builde
     tb.op("Buffer Request", 2_000, 15_000, cat="overhead")  # CUPTI buffer set-up in call_0
     c = analysis_builder(tb).calls
     assert c.cold_indices == [] and c.outlier_indices == [0]
-    assert "profiler work 15 us inside" in c.calls[0].outlier_reason
+    assert "profiler work 15 us inside" in cause_claim(c.outlier_causes[0], 0, "outlier-reason").text
     # named, never dropped: the outlier is a warm call, in the p50 and the max
     assert c.warm_count == 5 and c.stats["api_ns"].p50 == p50(durs)
     assert c.stats["api_ns"].max == max(durs)
@@ -374,7 +381,7 @@ def test_a_script_that_calls_once_gets_the_call_its_module_makes(tb, analysis_bu
     c = analysis_builder(tb).calls
     assert [x.name for x in c.calls] == ["torch/_dynamo/eval_frame.py(600): _fn"]
     assert c.calls[0].metrics["api_ns"] == 89_000
-    assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason
+    assert c.cold_indices == [0] and "compile" in _cold_words(c, 0)
 
 
 def test_a_second_numbered_series_is_named_with_its_option(tb, analysis_builder):
@@ -386,7 +393,8 @@ def test_a_second_numbered_series_is_named_with_its_option(tb, analysis_builder)
         loop_call(tb, 200_000 + i * 20_000, name="triton_mul", i=i, dur=6_000)
     c = analysis_builder(tb).calls
     assert (c.pattern, len(c.calls)) == ("torch_mul_#", 5)
-    assert c.description.endswith(r"; also triton_mul_# (4 calls: --calls '^triton_mul_\d+$')")
+    assert calls_claim(c).text.endswith(
+        r"; also triton_mul_# (4 calls: --calls '^triton_mul_\d+$')")
     again = analysis_builder(tb, calls=r"^triton_mul_\d+$").calls
     assert len(again.calls) == 4 and again.stats["api_ns"].p50 == 6_000
 

@@ -50,8 +50,10 @@ def _moved_by_hand(doc: dict) -> dict:
     calls = _nest(doc["calls"], "stats")
     calls["per_call"] = [_nest(row, "metrics") for row in calls["per_call"]]
     calls["kinds"] = [_nest(k, "stats") for k in calls["kinds"]]
-    # ``unprofiled`` came later in schema 2: null where no unprofiled figure was recorded
-    return {**doc, "schema_version": 2, "calls": calls, "unprofiled": None}
+    # ``unprofiled`` and ``claims`` came later in schema 2: null where no unprofiled figure
+    # was recorded; no claims where none was saved (a report's sentences are its findings'
+    # messages, read back as they were written)
+    return {**doc, "schema_version": 2, "calls": calls, "unprofiled": None, "claims": []}
 
 
 def _key_paths(x, path: str = "") -> set[str]:

@@ -19,6 +19,7 @@ import pytest
 
 import traceview
 from conftest import FIXTURES
+from traceview.report.sentences import calls_claim, cause_claim
 from traceview.stats import percentile
 
 
@@ -127,8 +128,8 @@ def test_loop_sync_20_frame_calls_with_their_sync():
     warm = calls  # outliers are named and stay in the statistics; no call is cold
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e, _ in warm])
     assert c.api_sync.p50 == p50([s - e["s"] for e, s in warm])
-    assert c.description == ("20 calls: shapes.py(28): triton_mul, found from Python frames "
-                             "(override: --calls)")
+    assert calls_claim(c).text == ("20 calls: shapes.py(28): triton_mul, found from Python frames "
+                                   "(override: --calls)")
 
 
 def test_loop_two_ops_two_kinds():
@@ -175,7 +176,7 @@ def test_compile_cold_five_compiled_calls_first_cold():
     ex = analysed("compile_cold")
     c = ex.calls
     assert len(c.calls) == len(regions) == 5
-    assert c.cold_indices == [0] and "compile" in c.calls[0].cold_reason
+    assert c.cold_indices == [0] and "compile" in cause_claim(c.cold_causes[0], 0, "cold-reason").text
     # the first call is Dynamo's compile followed by the first run of the region
     assert (c.calls[0].start_ns, c.calls[0].end_ns) == (dynamo["s"], regions[0]["e"])
     assert c.stats["api_ns"].p50 == p50([e["e"] - e["s"] for e in regions[1:]])
@@ -207,7 +208,7 @@ def test_model_schedule_cold_first_step_compiles_the_rest_warm():
     ex = analysed("model_schedule_cold")
     c = ex.calls
     assert (c.source, len(c.calls), c.cold_indices) == ("profiler_steps", 4, cold)
-    assert "compile" in c.calls[0].cold_reason
+    assert "compile" in cause_claim(c.cold_causes[0], 0, "cold-reason").text
     durs = [e["e"] - e["s"] for e in steps]
     # step 1: 2.6x the other warm steps, an outlier: named, and counted
     assert c.outlier_indices == sorted(set(slow(durs, cold)) - set(cold)) == [1]

@@ -165,10 +165,16 @@ def test_the_median_of_the_others_is_the_median_less_one(values, data):
 def test_holder_words_never_hold_more_than_the_excess(ns: int, excess: int) -> None:
     """A holder whose growth exceeds the call's excess is not said to hold "X of the Y
     excess" with X > Y: the words follow from the two figures they cite."""
-    from traceview.analyses.slow_calls import Holder
+    from traceview.analyses.slow_calls import Holder, SlowCall
+    from traceview.report.claims import check
+    from traceview.report.sentences import cause_claim
     from traceview.units import fmt_ns
 
-    words = Holder("f", ns, excess).words()
+    claim = cause_claim(SlowCall(1_000 + excess, 1_000, Holder("f", ns, excess), first=False),
+                        0, "outlier-reason")
+    words = claim.text.split("; ", 1)[1]
+    assert check(claim, {"calls": {"per_call": [{"index": 0,
+                                                 "metrics": {"api_ns": 1_000 + excess}}]}}) == []
     if ns > excess:
         assert "holds" not in words and "more than the call's whole" in words
     else:

@@ -1,4 +1,4 @@
-"""The two tables every output's labels come from: finding ids and diagnostic codes.
+"""The tables every output's labels come from: finding ids, sentence ids, diagnostic codes.
 
 Like Perfetto's ``stats.h``: one row per id with its severity and a one-line meaning.
 Ids are a contract (checks and ``traceview diff`` match on them). Detectors
@@ -48,6 +48,28 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
     Code("launch-without-device-work", "info", "launches with no device record"),
     Code("device-work-cut", "warning",
          "launches whose device records were lost because the file was cut short"),
+)}
+
+# Sentences the outputs print that are not findings: each is a claim (``report.claims``)
+# with one of these ids.
+SENTENCES: dict[str, Code] = {c.id: c for c in (
+    Code("typical-step", "info",
+         "the typical training step: its wall, phases, device busy share and who holds "
+         "its critical path"),
+    Code("calls-found", "info", "how many calls, of which kinds, found how (and the other "
+         "numbered series an option would pick)"),
+    Code("unprofiled-call", "info", "the call without the profiler: its time, interval, "
+         "the profiled call beside it and how it was found"),
+    Code("unprofiled-categories", "info",
+         "the unprofiled call's host categories, which add up to the call"),
+    Code("bytes-moved", "info",
+         "the bytes a call moves and the rate at the device work's p50"),
+    Code("cold-reason", "info", "why a call is cold: its compile/import work, or how far "
+         "it is above the others of its kind and what holds the excess"),
+    Code("outlier-reason", "info", "why a call is an outlier: the profiler's own work, or "
+         "how far it is above the others of its kind and what holds the excess"),
+    Code("diff-verdict", "info",
+         "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -42,11 +42,9 @@ from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.units import printable
 
 _DIGITS = re.compile(r"\d+")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
-MAX_KINDS_NAMED = 3
 SYNC_NAME = re.compile(r"synchronize", re.IGNORECASE)
 MODULE_FRAME = "nn.Module: "
 GENERATE_FRAME = re.compile(r"^transformers/generation/utils\.py\(\d+\): generate$")
@@ -87,27 +85,6 @@ class FoundCalls:
     @property
     def how(self) -> str:
         return HOW[self.source]
-
-    def describe(self) -> str:
-        """``20 calls: shapes.py(30): triton_mul, found from Python frames (override: --calls)``"""
-        n = len(self.spans)
-        if not n:
-            return "no calls found (no ranges, frames or launches)"
-        kinds = Counter(sp.kind for sp in self.spans)
-        shown = list(kinds.items())[:MAX_KINDS_NAMED]
-        what = ", ".join(f"{printable(k)} ({c})" if len(kinds) > 1 else printable(k)
-                         for k, c in shown)
-        if len(kinds) > len(shown):
-            what += f", {len(kinds) - len(shown)} more kinds"
-        head = f"{n} call{'s' if n != 1 else ''}"
-        if len(kinds) > 1:
-            head += f" of {len(kinds)} kinds"
-        tail = "" if self.source == "option" else " (override: --calls)"
-        also = "".join(f"; also {printable(k)} ({c} call{'s' if c != 1 else ''}: --calls '{rx}')"
-                       for k, c, rx in self.others[:MAX_KINDS_NAMED])
-        if len(self.others) > MAX_KINDS_NAMED:
-            also += f" and {len(self.others) - MAX_KINDS_NAMED} more numbered series"
-        return f"{head}: {what}, {self.how}{tail}{also}"
 
 
 def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,

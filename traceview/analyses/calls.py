@@ -49,12 +49,12 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst, Slow
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
 from traceview.stats import Stats, medians_of_others, summarize
-from traceview.units import fmt_ns
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "kernel_only_ns", "copy_ns", "sync_ns", "device_busy_ns", "host_overhead_ns")
@@ -84,15 +84,13 @@ class Call:
     metrics: dict[str, int | None]  # metric -> the call's ns (the names of calls.stats)
     categories: dict[str, int]  # host category -> ns inside the call
     kind: str = ""
+    # why the call is cold, and (``outlier``) why it is an outlier, in words: the
+    # analyses find the causes (``CallsSummary.cold_causes``, ``outlier_causes``), the
+    # report words them (``report.sentences``); None here until it does
     cold_reason: str | None = None
-    # whether the call is an outlier: always ``outlier_reason is not None`` (set from it,
-    # whatever is passed), a field so that the JSON says it
     outlier: bool = False
     outlier_reason: str | None = None
     api_sync_ns: int | None = None  # call + the synchronize right after it
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "outlier", self.outlier_reason is not None)
 
     @property
     def api_ns(self) -> int:
@@ -130,12 +128,16 @@ class CallsSummary:
     warm_count: int
     cold_indices: list[int] = field(default_factory=list)
     outlier_indices: list[int] = field(default_factory=list)
-    description: str = ""
     how: str = ""
     kinds: list[CallKind] = field(default_factory=list)
+    # other numbered series beside the chosen one: (pattern, calls, --calls regex)
+    others: tuple[tuple[str, int, str], ...] = ()
     api_sync: Stats = field(default_factory=lambda: summarize([]))
     # per call (by index): the end of the last device work it launched, None for none
     kernel_end_ns: list[int | None] = field(default_factory=list)
+    # call index -> why it is cold / an outlier, as figures (the report words them)
+    cold_causes: dict[int, Cause] = field(default_factory=dict)
+    outlier_causes: dict[int, Cause] = field(default_factory=dict)
 
     @property
     def warm(self) -> list[Call]:
@@ -179,16 +181,14 @@ def typical(calls: Sequence[Call]) -> Call | None:
     return min(mine, key=lambda c: (abs(c.api_ns - p50), c.index))
 
 
-def _cold_reason(cats: dict[str, int], compile_ranges: int, *, recorded: bool) -> str | None:
-    why = [f"{what} {fmt_ns(cats[c])}" for c, what in COLD_CATEGORIES.items() if cats.get(c)]
-    if compile_ranges:
-        why.append(f"{compile_ranges} Dynamo/Inductor compile range(s)")
-    if recorded:
-        why.append("recorded cold by traceview capture")
-    return "; ".join(why) or None
+def _cold_work(cats: dict[str, int], compile_ranges: int, *, recorded: bool) -> ColdWork | None:
+    held = tuple((c, cats[c]) for c in COLD_CATEGORIES if cats.get(c))
+    if not held and not compile_ranges and not recorded:
+        return None
+    return ColdWork(held, compile_ranges, recorded)
 
 
-def _outliers(calls: list[Call]) -> dict[int, str]:
+def _outliers(calls: list[Call]) -> dict[int, ProfilerBurst]:
     """Calls far above the median of the others whose excess is the profiler's work."""
     cand = [c for c in calls if not c.cold]
     if len(cand) < 3:
@@ -203,10 +203,25 @@ def _outliers(calls: list[Call]) -> dict[int, str]:
         excess = int(api[j]) - med
         extra = int(prof[j]) - typical
         if extra >= OUTLIER_EXPLAINED * excess:
-            out[cand[j].index] = (f"{fmt_ns(int(api[j]))} against {fmt_ns(med)} for the others: "
-                                  f"profiler work {fmt_ns(int(prof[j]))} inside (typically "
-                                  f"{fmt_ns(typical)}), the profiler's buffer set-up")
+            out[cand[j].index] = ProfilerBurst(int(api[j]), med, int(prof[j]), typical)
     return out
+
+
+def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork]
+             ) -> tuple[dict[int, Cause], dict[int, Cause]]:
+    """The slow calls' classes set on ``calls`` (in place), and why each cold call and
+    each outlier is so."""
+    cold: dict[int, Cause] = dict(works)
+    outlier: dict[int, Cause] = {}
+    for i, sl in slow.items():
+        calls[i] = replace(calls[i], cold=sl.cold, outlier=sl.outlier)
+        if sl.cold_cause is not None:
+            cold[i] = sl.cold_cause
+        elif not sl.cold:
+            cold.pop(i, None)
+        if sl.outlier_cause is not None:
+            outlier[i] = sl.outlier_cause
+    return cold, outlier
 
 
 def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
@@ -356,7 +371,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     spans = found.spans
     if not spans:
         return CallsSummary(found.source, None, [], {m: summarize([]) for m in METRICS}, {}, 0,
-                            description=found.describe(), how=found.how)
+                            how=found.how)
 
     c_st = np.asarray([sp.start_ns for sp in spans], np.int64)
     c_en = np.asarray([sp.end_ns for sp in spans], np.int64)
@@ -376,6 +391,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
 
     kernel_cat = trace.cat_code("kernel")
     calls = []
+    works: dict[int, ColdWork] = {}
     kernel_end: list[int | None] = []  # per call: the end of the last device work it launched
     own_lane = timeline.lane.index if timeline.lane is not None else None
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
@@ -395,14 +411,15 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         st, en = sp.start_ns, sp.end_ns
         cats = per_call[i]
         metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
-        reason = _cold_reason(cats, compile_l[i], recorded=sp.recorded_cold)
+        work = _cold_work(cats, compile_l[i], recorded=sp.recorded_cold)
+        if work is not None:
+            works[i] = work
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
-        calls.append(Call(i, sp.name, st, en, reason is not None, m["launches"][i],
-                          m["work"][i], metrics, cats, kind=sp.kind, cold_reason=reason,
-                          api_sync_ns=call_sync))
+        calls.append(Call(i, sp.name, st, en, work is not None, m["launches"][i],
+                          m["work"][i], metrics, cats, kind=sp.kind, api_sync_ns=call_sync))
         kernel_end.append(k_end)
-    slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
-    calls = [replace(c, **vars(slow[c.index])) if c.index in slow else c for c in calls]
+    slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
+    cold_causes, outlier_causes = _classed(calls, slow, works)
     warm = warm_calls(calls)
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}
@@ -413,5 +430,6 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                         warm_count=sum(1 for c in calls if c.warm),
                         cold_indices=[c.index for c in calls if c.cold],
                         outlier_indices=[c.index for c in calls if c.outlier],
-                        description=found.describe(), how=found.how, kinds=kinds,
-                        api_sync=api_sync, kernel_end_ns=kernel_end)
+                        how=found.how, kinds=kinds, others=found.others,
+                        api_sync=api_sync, kernel_end_ns=kernel_end,
+                        cold_causes=cold_causes, outlier_causes=outlier_causes)

@@ -155,36 +155,3 @@ def for_report(op_name: str | None, op_args: dict[str, Any] | None,
                             "every input counted whole)")}
     got["gb_per_s"] = gb_per_s(got["total"], kernel_p50_ns)
     return got
-
-
-def copy_shares(bw: dict[str, Any]) -> str:
-    """A capture's ``bandwidth`` shares in words: ``41% of a device-to-device copy of
-    the same bytes (7.5 GB/s); 2% of this device's copy peak (3900 GB/s)``."""
-    from traceview.units import fmt_pct, fmt_rate  # the one unit formatter
-
-    copy = bw.get("copy") or {}
-    parts = []
-    for key, what in (("same_bytes", "a device-to-device copy of the same bytes"),
-                      ("peak", "this device's copy peak")):
-        got, ref = bw.get(f"share_of_copy_{key}"), copy.get(key)
-        if got is not None and ref:
-            parts.append(f"{fmt_pct(got)} of {what} ({fmt_rate(ref['gb_per_s'])})")
-    return "; ".join(parts) or "no copy rate measured"
-
-
-def sentence(total: int | None, source: str, rate: float | None,
-             capture_bandwidth: dict[str, Any] | None) -> str:
-    """``moves 393 kB per call (aten::add's recorded shapes): 372 GB/s at the device work
-    p50`` (with capture's unprofiled rate and copy shares when the trace has them), or
-    ``bytes moved unknown: why``."""
-    from traceview.units import fmt_bytes, fmt_rate
-
-    if total is None:
-        return f"bytes moved {source}"
-    out = f"moves {fmt_bytes(total)} per call ({source})"
-    if rate is not None:
-        out += f": {fmt_rate(rate)} at the device work p50"
-    bw = capture_bandwidth or {}
-    if bw.get("gb_per_s") is not None:
-        out += f"; unprofiled {fmt_rate(bw['gb_per_s'])}, {copy_shares(bw)}"
-    return out

@@ -36,7 +36,6 @@ import numpy as np
 
 from traceview import intervals
 from traceview.stats import median
-from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
     from traceview.model import Trace
@@ -57,20 +56,58 @@ class SlowCandidate(Protocol):
     @property
     def cold(self) -> bool: ...
     @property
-    def cold_reason(self) -> str | None: ...
-    @property
     def categories(self) -> dict[str, int]: ...
     @property
     def api_ns(self) -> int: ...
 
 
 @dataclass(frozen=True)
+class ColdWork:
+    """Why a call is cold from what it holds: compile/import time by category (``(category,
+    ns)``), Dynamo/Inductor compile ranges, capture's record. The words are the report's
+    (``report.sentences``)."""
+
+    categories: tuple[tuple[str, int], ...]
+    compile_ranges: int
+    recorded: bool
+
+
+@dataclass(frozen=True)
+class ProfilerBurst:
+    """A call far above the median of the others whose excess the profiler's own work
+    explains (``calls._outliers``): its wall and profiler time beside the others' medians."""
+
+    api_ns: int
+    median_ns: int
+    profiler_ns: int
+    typical_profiler_ns: int
+
+
+@dataclass(frozen=True)
+class SlowCall:
+    """A call over ``SLOW_RATIO`` times the median of the others of its kind: its wall,
+    that median, what holds the excess (None: nothing does), whether it is the first of
+    its kind, and the call's own cold work where it was already cold."""
+
+    api_ns: int
+    median_ns: int
+    holder: Holder | None
+    first: bool
+    cold_work: ColdWork | None = None
+
+
+Cause = ColdWork | ProfilerBurst | SlowCall
+
+
+@dataclass(frozen=True)
 class Slow:
-    """A slow call's class and reason: the fields of ``Call`` it replaces."""
+    """A slow call's class and why: ``Call``'s ``cold`` and ``outlier``, and the causes
+    the report words as its ``cold_reason``/``outlier_reason`` (None: unchanged)."""
 
     cold: bool
-    cold_reason: str | None
-    outlier_reason: str | None
+    outlier: bool
+    cold_cause: Cause | None
+    outlier_cause: Cause | None
 
 SLOW_RATIO = 2.0
 FIRST_CALL_RATIO = 5.0  # the cold-path finding's COLD_FIRST_CALL_RATIO
@@ -88,16 +125,6 @@ class Holder:
     what: str  # the op or frame name, or "host: <category>"
     ns: int  # its time in the call less its typical time
     excess_ns: int  # the call's wall time less the median of the others
-
-    def words(self) -> str:
-        if self.ns > self.excess_ns:
-            # Its growth is measured against nearby calls, the excess against the median
-            # of all: the rest of the call can be quicker than usual, and "holds 129 us
-            # of the 114 us excess" would contradict itself.
-            return (f"{self.what} took {fmt_ns(self.ns)} more than in nearby calls, more than "
-                    f"the call's whole {fmt_ns(self.excess_ns)} excess (the rest of it was "
-                    f"quicker than usual)")
-        return f"{self.what} holds {fmt_ns(self.ns)} of the {fmt_ns(self.excess_ns)} excess"
 
 
 class _Ops:
@@ -218,9 +245,11 @@ def _medians_without(sorted_api: np.ndarray, values: list[int],
 
 
 def classify(trace: Trace, calls: Sequence[SlowCandidate],
-             profiler_outliers: dict[int, str]) -> dict[int, Slow]:
-    """Call index -> its class and reason, for the slow calls (and the profiler's
-    outliers); the calls not named stay as they are."""
+             profiler_outliers: dict[int, ProfilerBurst],
+             cold_work: dict[int, ColdWork]) -> dict[int, Slow]:
+    """Call index -> its class and why, for the slow calls (and the profiler's
+    outliers); the calls not named stay as they are. ``cold_work``: why each cold call
+    is cold (a slow cold call's cause leads with its excess, then this)."""
     by_kind: dict[str, list[SlowCandidate]] = {}
     for c in calls:
         by_kind.setdefault(c.kind, []).append(c)
@@ -233,7 +262,8 @@ def classify(trace: Trace, calls: Sequence[SlowCandidate],
         meds = _medians_without(api, [c.api_ns for c in mine], [not c.cold for c in mine])
         for k, c in enumerate(mine):
             if c.index in profiler_outliers:
-                out[c.index] = Slow(c.cold, c.cold_reason, profiler_outliers[c.index])
+                out[c.index] = Slow(c.cold, outlier=True, cold_cause=None,
+                                    outlier_cause=profiler_outliers[c.index])
                 continue
             med = meds[k]
             if med is None or med <= 0 or c.api_ns <= SLOW_RATIO * med:
@@ -249,15 +279,15 @@ def classify(trace: Trace, calls: Sequence[SlowCandidate],
                       if o.index != c.index]
             ops = ops or _Ops(trace)
             h = holder(trace, c, others, ops, med)
-            held = f"; {h.words()}" if h else ""
-            times = f"{fmt_ns(c.api_ns)}, {c.api_ns / med:.1f}x the median of the others " \
-                    f"({fmt_ns(med)})"
             if c.cold:
-                out[c.index] = Slow(cold=True, cold_reason=f"{times}{held}; {c.cold_reason}",
-                                    outlier_reason=None)
+                cause = SlowCall(c.api_ns, med, h, first=False, cold_work=cold_work.get(c.index))
+                out[c.index] = Slow(cold=True, outlier=False, cold_cause=cause,
+                                    outlier_cause=None)
             elif first:
-                out[c.index] = Slow(cold=True, cold_reason=f"first call of its kind, {times}{held}",
-                                    outlier_reason=None)
+                out[c.index] = Slow(cold=True, outlier=False,
+                                    cold_cause=SlowCall(c.api_ns, med, h, first=True),
+                                    outlier_cause=None)
             else:
-                out[c.index] = Slow(cold=False, cold_reason=None, outlier_reason=f"{times}{held}")
+                out[c.index] = Slow(cold=False, outlier=True, cold_cause=None,
+                                    outlier_cause=SlowCall(c.api_ns, med, h, first=False))
     return out

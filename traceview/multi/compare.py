@@ -25,6 +25,7 @@ import numpy as np
 from traceview.documents import VERSIONS, builtins, read
 from traceview.metadata import NO_CAPTURE
 from traceview.printable import printable_path
+from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.stats import median
 
 if TYPE_CHECKING:
@@ -82,6 +83,9 @@ class DiffDocument(msgspec.Struct, frozen=True):
     warnings: list[str]
     agreement: str | None
     verdict: str
+    # the verdict as a claim: the figures it shows, where this document holds each, and
+    # what it asserts between them (``report.claims``; docs/diff.md)
+    claims: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 @dataclass
@@ -105,7 +109,7 @@ class Diff:
             VERSIONS["diff"], self.before_path, self.after_path,
             CallCounts(self.calls_before, self.calls_after), self.unprofiled,
             list(self.comparisons), self.code_path, self.kernels, self.kernels_used,
-            self.warnings, agreement(self), verdict(self))
+            self.warnings, agreement(self), verdict(self), [verdict_claim(self).as_json()])
 
     def as_dict(self) -> dict[str, Any]:
         return builtins(self.document())
@@ -363,23 +367,65 @@ def same_question_warnings(before: Report, after: Report) -> list[str]:
     return out
 
 
-def profiled_line(d: Diff) -> str:
-    """The profiled per-call API comparison, worded as diagnosis: never faster/slower."""
-    api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
+# A bootstrap over fewer calls than this on a side resamples one value: no interval.
+MIN_CALLS_FOR_INTERVAL = 2
+
+
+def _api(d: Diff) -> tuple[int, Comparison]:
+    return next((i, c) for i, c in enumerate(d.comparisons) if c.metric == "calls.api_ns.p50")
+
+
+def _profiled_claim(d: Diff) -> tuple[str, list[Figure], list[Relation]]:
+    """The profiled per-call API comparison, worded as diagnosis (never faster/slower):
+    its words, the figures they show and what they assert. An interval and "differs" are
+    said only from at least ``MIN_CALLS_FOR_INTERVAL`` warm calls a side: one call
+    against one resamples to a point, which is no interval."""
+    i, api = _api(d)
     if api.before is None or api.after is None:
-        return "no per-call samples on one side"
+        return "no per-call samples on one side", [], []
     from traceview.units import fmt_ns
 
-    ratio = f" ({(api.after - api.before) / api.before:+.0%})" if api.before else ""
-    if api.ci_low is None:  # too few calls on a side for an interval
-        return (f"cannot tell whether the profiled per-call API time differs from "
-                f"{api.n_before} call(s) against {api.n_after} (no interval): p50 "
-                f"{fmt_ns(api.before)} -> {fmt_ns(api.after)}{ratio}; {d.calls_before} vs "
-                f"{d.calls_after} calls")
-    ci = f"95% CI [{fmt_ns(api.ci_low)}, {fmt_ns(api.ci_high)}]"
-    what = "differs" if api.significant else "does not differ beyond noise"
-    return (f"the profiled per-call API time {what}: p50 {fmt_ns(api.before)} -> "
-            f"{fmt_ns(api.after)}{ratio}, {ci}; {d.calls_before} vs {d.calls_after} calls")
+    at = ("comparisons", i)
+    figs = [Figure(f"p.{k}", getattr(api, k), pointer(*at, k))
+            for k in ("before", "after", "delta", "n_before", "n_after")]
+    figs += [Figure("p.calls_before", d.calls_before, pointer("calls", "before")),
+             Figure("p.calls_after", d.calls_after, pointer("calls", "after"))]
+    rels = [rel("sum", "p.before", "p.delta", "p.after")]
+    ratio = ""
+    if api.before:
+        assert api.delta is not None
+        figs.append(Figure("p.change", api.delta / api.before))
+        rels.append(rel("ratio", "p.delta", "p.before", "p.change"))
+        ratio = f" ({api.delta / api.before:+.0%})"
+    enough = min(api.n_before, api.n_after) >= MIN_CALLS_FOR_INTERVAL
+    if enough and api.ci_low is not None and api.ci_high is not None:
+        figs += [Figure("p.ci_low", api.ci_low, pointer(*at, "ci_low")),
+                 Figure("p.ci_high", api.ci_high, pointer(*at, "ci_high")),
+                 Figure("p.fewest", MIN_CALLS_FOR_INTERVAL), Figure("p.zero", 0)]
+        rels += [rel("ge", "p.n_before", "p.fewest"), rel("ge", "p.n_after", "p.fewest"),
+                 rel("le", "p.ci_low", "p.ci_high")]
+        if api.significant:
+            rels.append(rel("gt", "p.ci_low", "p.zero") if api.ci_low > 0
+                        else rel("lt", "p.ci_high", "p.zero"))
+        else:
+            rels += [rel("le", "p.ci_low", "p.zero"), rel("ge", "p.ci_high", "p.zero")]
+        what = "differs" if api.significant else "does not differ beyond noise"
+        ci = f", 95% CI [{fmt_ns(api.ci_low)}, {fmt_ns(api.ci_high)}]"
+    else:
+        figs.append(Figure("p.fewest", MIN_CALLS_FOR_INTERVAL))
+        least = "p.n_before" if api.n_before < MIN_CALLS_FOR_INTERVAL else "p.n_after"
+        rels.append(rel("lt", least, "p.fewest"))
+        what = (f"cannot be told from noise ({api.n_before} against {api.n_after} warm "
+                "calls: no interval)")
+        ci = ""
+    text = (f"the profiled per-call API time {what}: p50 {fmt_ns(api.before)} -> "
+            f"{fmt_ns(api.after)}{ratio}{ci}; {d.calls_before} vs {d.calls_after} calls")
+    return text, figs, rels
+
+
+def profiled_line(d: Diff) -> str:
+    """The profiled per-call API comparison, worded as diagnosis: never faster/slower."""
+    return _profiled_claim(d)[0]
 
 
 def agreement(d: Diff) -> str | None:
@@ -401,16 +447,44 @@ def agreement(d: Diff) -> str | None:
     return "agree" if word == profiled else "disagree"
 
 
-def verdict(d: Diff) -> str:
-    """Speed from unprofiled figures only; the profiled calls are named as diagnosis."""
-    api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
+def _unprofiled_claim(d: Diff) -> tuple[list[Figure], list[Relation]]:
+    """What the unprofiled line asserts (its words are ``multi.unprofiled``'s): the
+    difference's estimate and interval where it has one, on the side of zero its word
+    says ("after faster": all of the interval below zero; "cannot tell": it covers zero)."""
+    assert d.unprofiled is not None
+    f = d.unprofiled["figures"][0]
+    at = ("unprofiled", "figures", 0)
+    if f.get("ci_low_ns") is None or f.get("ci_high_ns") is None:
+        return [], []
+    figs = [Figure(f"u.{k}", f[k], pointer(*at, k))
+            for k in ("estimate_ns", "ci_low_ns", "ci_high_ns")] + [Figure("u.zero", 0)]
+    rels = [rel("le", "u.ci_low_ns", "u.ci_high_ns")]
+    word = f.get("verdict")
+    if word == "after faster":
+        rels += [rel("lt", "u.ci_high_ns", "u.zero"), rel("lt", "u.estimate_ns", "u.zero")]
+    elif word == "after slower":
+        rels += [rel("gt", "u.ci_low_ns", "u.zero"), rel("gt", "u.estimate_ns", "u.zero")]
+    else:
+        rels += [rel("le", "u.ci_low_ns", "u.zero"), rel("ge", "u.ci_high_ns", "u.zero")]
+    return figs, rels
+
+
+def verdict_claim(d: Diff) -> Claim:
+    """The verdict sentence as a claim: speed from unprofiled figures only; the profiled
+    calls named as diagnosis (their figures cited too where the sentence shows them)."""
+    api = _api(d)[1]
     if d.unprofiled is None:
         if api.before is None or api.after is None:
-            return "no per-call samples on one side and no unprofiled figures: no verdict"
-        return ("no speed verdict: unprofiled figures are missing on a side (capture "
-                "metadata or diff --ab); " + profiled_line(d) + " -- profiling perturbs "
-                "what it measures, so this diagnoses, it does not judge speed")
+            return Claim("diff-verdict", "no per-call samples on one side and no unprofiled "
+                         "figures: no verdict", ())
+        line, figs, rels = _profiled_claim(d)
+        return Claim("diff-verdict", (
+            "no speed verdict: unprofiled figures are missing on a side (capture "
+            "metadata or diff --ab); " + line + " -- profiling perturbs "
+            "what it measures, so this diagnoses, it does not judge speed"),
+            tuple(figs), tuple(rels))
     line = d.unprofiled["line"]
+    figs, rels = _unprofiled_claim(d)
     how = agreement(d)
     if how in ("disagree", "profiled only"):
         note = ""
@@ -420,6 +494,13 @@ def verdict(d: Diff) -> str:
                     "the profiled runs ran at different machine speeds")
         lead = ("The profiled calls disagree" if how == "disagree" else
                 "The profiled calls show a difference the unprofiled figures do not")
-        line += (f". {lead}: " + profiled_line(d) + note
+        p_line, p_figs, p_rels = _profiled_claim(d)
+        figs, rels = figs + p_figs, rels + p_rels
+        line += (f". {lead}: " + p_line + note
                  + " (profiled figures diagnose; they do not judge speed)")
-    return line
+    return Claim("diff-verdict", line, tuple(figs), tuple(rels))
+
+
+def verdict(d: Diff) -> str:
+    """Speed from unprofiled figures only; the profiled calls are named as diagnosis."""
+    return verdict_claim(d).text

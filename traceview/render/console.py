@@ -14,13 +14,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traceview.analyses.kernel_bytes import sentence
 from traceview.metadata import NO_CAPTURE, ProtocolMeta
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.render.text import laid_out, name_text
 from traceview.report.model import VERDICT_IDS
+from traceview.report.sentences import bytes_claim
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
@@ -99,9 +99,9 @@ def _device(r: Report) -> RenderableType:
         if d.copy_sum_ns is not None:
             t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)")
     t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
-    b = r.bytes_moved
-    if b is not None:
-        t.append("\n" + sentence(b.total, b.source, b.gb_per_s, (r.capture_meta or NO_CAPTURE).bandwidth))
+    moved = bytes_words(r)
+    if moved:
+        t.append("\n" + moved)
     if d.work_sum_ns > d.busy_ns:
         t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")
     if len(d.per_device) > 1:
@@ -289,6 +289,15 @@ def _functions(r: Report, top: int) -> RenderableType | None:
                       Text(f"{f.calls_with}/{warm}",
                            style="yellow" if not per or f.few_calls else ""))
     return table
+
+def bytes_words(r: Report) -> str | None:
+    """The bytes a call moves, as its claim says it (made now for a report read back
+    from a JSON saved without claims)."""
+    claim = next((c for c in r.claims if c.id == "bytes-moved"), None) or bytes_claim(
+        r.bytes_moved, r.calls.stats["kernel_ns"].p50 if "kernel_ns" in r.calls.stats else None,
+        (r.capture_meta or NO_CAPTURE).bandwidth)
+    return None if claim is None else claim.text
+
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from traceview.analyses.kernel_bytes import sentence
 from traceview.metadata import NO_CAPTURE, CaptureMeta, ProtocolMeta
 from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
@@ -272,11 +271,11 @@ def _devices(r: Report) -> str | None:
 
 
 def bytes_sentence(r: Report) -> str:
-    """``; moves 393 kB per call (...)``: ``analyses.kernel_bytes.sentence`` of the report."""
-    b = r.bytes_moved
-    if b is None:
-        return ""
-    return "; " + sentence(b.total, b.source, b.gb_per_s, (r.capture_meta or NO_CAPTURE).bandwidth)
+    """``; moves 393 kB per call (...)``: the report's ``bytes-moved`` claim."""
+    from traceview.render.console import bytes_words
+
+    moved = bytes_words(r)
+    return "" if moved is None else "; " + moved
 
 
 def _copy_split(c) -> str:

@@ -64,22 +64,19 @@ def unprofiled_parts(r: Report) -> tuple[str, list[list[str]], list[str]] | None
     u = r.unprofiled
     if u is None:
         return None
+    from traceview.report.sentences import unprofiled_claims
+
+    said = {c.id: c.text for c in r.claims if c.id.startswith("unprofiled-")} \
+        or {c.id: c.text for c in unprofiled_claims(u)}  # a report saved without claims
+    head = said["unprofiled-call"]
     if u.method is None or u.call_ns is None:
-        return f"Without the profiler: {u.note}", [], []
-    ci = f" [{fmt_ns(u.low_ns)}, {fmt_ns(u.high_ns)}]" if u.low_ns is not None else ""
-    prof = u.profiled_call_ns
-    ratio = f", {prof / u.call_ns:.1f}x" if prof and u.call_ns else ""
-    head = (f"Without the profiler a call takes {fmt_ns(u.call_ns)}{ci} (profiled "
-            f"{fmt_ns(prof)}{ratio}); {u.method}")
+        return head, [], []
     rows = []
     for f in u.functions[:UNPROFILED_ROWS]:
         interval = (span(f.low_ns, f.high_ns) if f.low_ns is not None else "(model)")
         share = f"{100 * (f.inclusive_ns or 0) / u.call_ns:.0f}%"
         rows.append([f.name, fmt_ns(f.inclusive_ns), interval, share, fmt_ns(f.profiled_ns)])
-    pc = u.profiled_categories or {}
-    cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
-                      for k, v in u.categories.items())
-    tail = [f"categories unprofiled (sum = the call): {cats}" if cats else "",
+    tail = [said.get("unprofiled-categories", ""),
             f"measurement: {u.measuring}" if u.measuring else "", u.note, *steps_lines(u)]
     return head, rows, [t for t in tail if t]
 

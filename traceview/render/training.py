@@ -9,20 +9,20 @@ from the report; nothing is computed here but sums and shares of the rows shown.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from traceview.report import sentences
+from traceview.report.sentences import path_rows
 from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
-    from traceview.report.model import PathRow, Report, StepRow, StepsInfo
+    from traceview.report.model import Report, StepRow, StepsInfo
 
 PATH_ROWS = 12  # rows of the critical-path table; the rest are summed in one row
-DEVICE_WORK = "device work (kernels, copies)"
 
 
 def _t(*cells: str) -> list[Text]:
@@ -32,58 +32,21 @@ def _t(*cells: str) -> list[Text]:
 
 
 def typical_step(r: Report) -> tuple[StepsInfo, StepRow] | None:
-    """The report's steps and the step the sections show; None when there is nothing a
-    step view adds (no phase but ``other`` and one thread on the path: an inference loop
-    under a schedule)."""
-    steps = r.steps
-    if steps is None or not steps.steps:
-        return None
-    if not any(p.phase != "other" for s in steps.steps for p in s.phases) and all(
-            len({p.resource for p in s.critical_path if p.kind == "host"}) < 2
-            for s in steps.steps):
-        return None
-    want = r.typical_call.index if r.typical_call is not None else None
-    return steps, next((s for s in steps.steps if s.index == want), steps.steps[0])
-
-
-def path_rows(step: StepRow) -> list[tuple[str, str, int]]:
-    """The path grouped for reading: host items by (thread, category), device work as one
-    row per stream, launch latency and queueing as they are; biggest first."""
-    got: Counter[tuple[str, str]] = Counter()
-    for p in step.critical_path:
-        got[_path_key(p)] += p.ns
-    return sorted(((res, what, ns) for (res, what), ns in got.items()),
-                  key=lambda x: (-x[2], x[0], x[1]))
-
-
-def _path_key(p: PathRow) -> tuple[str, str]:
-    if p.kind == "device":
-        return p.resource, DEVICE_WORK
-    return p.resource, p.what
+    """The report's steps and the step the sections show (``report.sentences``)."""
+    found = sentences.typical_step(r.steps, r.typical_call)
+    return None if found is None else (found[0], found[0].steps[found[1]])
 
 
 def step_word(r: Report) -> str:
-    """"training step" when a step has a backward phase, else "step" (an inference loop
-    under a profiler schedule)."""
-    trains = r.steps is not None and any(p.phase == "backward" for s in r.steps.steps
-                                         for p in s.phases)
-    return "training step" if trains else "step"
+    return sentences.step_word(r.steps)
 
 
 def headline(r: Report) -> str | None:
-    """One sentence for a training trace: the typical step and who holds its path."""
-    found = typical_step(r)
-    if found is None:
-        return None
-    steps, step = found
-    by_res: Counter[str] = Counter()
-    for res, _what, ns in path_rows(step):
-        by_res[res] += ns
-    who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in by_res.most_common(3))
-    phases = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
-    return (f"{step_word(r)} {step.name}: {fmt_ns(step.wall_ns)} (typical of "
-            f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {phases}; "
-            f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
+    """One sentence for a training trace: the typical step and who holds its path, as
+    its claim says it (a report read back from an older JSON has no claims: made now)."""
+    claim = next((c for c in r.claims if c.id == "typical-step"), None) \
+        or sentences.step_claim(r.steps, r.typical_call)
+    return None if claim is None else claim.text
 
 
 def working_threads(r: Report) -> int:

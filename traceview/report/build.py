@@ -8,6 +8,8 @@ the input diagnostics. Nothing is filled in afterwards.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from traceview.analyses.threads import describe
@@ -16,9 +18,17 @@ from traceview.metadata import CaptureMeta
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.report import model as m
+from traceview.report.claims import Claim
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
 from traceview.report.schema import SCHEMA_VERSION
+from traceview.report.sentences import (
+    bytes_claim,
+    calls_claim,
+    cause_claims,
+    step_claim,
+    unprofiled_claims,
+)
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
 
@@ -41,12 +51,14 @@ def build_report(a: Analysis) -> m.Report:
     u_ns = unprofiled.call_ns if unprofiled is not None else None
     u_share = (round(u_ns / unprofiled.profiled_call_ns, 4)
                if u_ns and unprofiled is not None and unprofiled.profiled_call_ns else None)
+    reasons = cause_claims(calls.cold_causes, calls.outlier_causes)
+    found = calls_claim(calls)
     calls_info = m.CallsInfo(
         count=len(calls.calls), source=calls.source, pattern=calls.pattern,
         warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
         stats=dict(calls.stats), categories=dict(calls.category_stats),
-        per_call=tuple(calls.calls),
-        description=calls.description, how=calls.how, outliers=tuple(calls.outlier_indices),
+        per_call=_worded(calls.calls, reasons),
+        description=found.text, how=calls.how, outliers=tuple(calls.outlier_indices),
         api_sync=calls.api_sync,
         kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
                     for k in calls.kinds),
@@ -56,6 +68,15 @@ def build_report(a: Analysis) -> m.Report:
             pc.perturbation.profiler_ns_per_call, u_ns if u_share else None, u_share),
         tree_warm_calls=pc.warm_calls if pc else 0,
     )
+    typical = pick_typical(calls_info)
+    findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
+    drawn = typical_call(a, calls_info)
+    step = step_claim(steps, drawn)
+    moved = None if a.steps else bytes_moved(op, a.trace.capture, calls_info)
+    kernel = calls_info.stats.get("kernel_ns")
+    said = [c for c in (step, bytes_claim(moved, kernel.p50 if kernel else None,
+                                          None if a.trace.capture is None
+                                          else a.trace.capture.bandwidth)) if c is not None]
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -88,17 +109,29 @@ def build_report(a: Analysis) -> m.Report:
             by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
             latency_ns=a.launches.latency),
         calls=calls_info,
-        findings=tuple(detect(a, unprofiled)),
+        findings=tuple(findings),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
                           for g in (*a.trace.diagnostics, *a.diagnostics)),
-        typical_call=typical_call(a, calls_info),
+        typical_call=drawn,
         op=op,
-        bytes_moved=None if a.steps else bytes_moved(op, a.trace.capture,
-                                                     calls_info),
+        bytes_moved=moved,
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
+        claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons),
     )
+
+
+def _worded(calls: list[m.CallRow], reasons: list[Claim]) -> tuple[m.CallRow, ...]:
+    """The calls with their cold and outlier reasons in words (the reasons' claims'
+    texts); the others as they are (a loop's 100,000 calls are not copied one by one)."""
+    out = list(calls)
+    for c in reasons:
+        i = c.value("call")
+        assert isinstance(i, int)
+        out[i] = replace(out[i], cold_reason=c.text) if c.id == "cold-reason" \
+            else replace(out[i], outlier_reason=c.text)
+    return tuple(out)
 
 
 def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> UnprofiledInfo | None:

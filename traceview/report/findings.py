@@ -9,20 +9,24 @@ a severity ("error" > "warning" > "info"), a one-line message with the numbers, 
 evidence for the JSON output.
 
 Detectors are small functions listed in ``DETECTORS``; each reads the frozen
-``Analysis`` and returns zero or more ``Detected``: the id, the evidence and the raw
-figures the message needs. Detectors never format numbers: ``report.messages`` phrases
-each id from its figures (with the one unit formatter), in ``detect``. Every threshold is
+``Analysis`` and returns zero or more ``Detected``: the id, the evidence, the figures the
+message shows, each with the JSON Pointer of the report field that holds it, and the
+relations the message asserts between them (``report.claims``). Detectors never format
+numbers: ``report.messages`` makes each finding's claim and words it from those figures
+only, in ``detect``; ``tests/test_claims.py`` reads every claim back against the report. Every threshold is
 a named constant below, with its reasoning in ``docs/findings.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE
-from traceview.report.detected import Detected
+from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
+from traceview.report.detected import Detected, evidence
 from traceview.report.model import Finding
 from traceview.report.unprofiled import MEASURED
 
@@ -41,6 +45,8 @@ RANGE_IDLE_BUSY_SHARE = 0.5
 COLD_FIRST_CALL_RATIO = 5.0
 # Host-bound when the device is idle for at least this share of a typical call.
 HOST_BOUND_IDLE_SHARE = 0.5
+# Under this share of the call idle, the host's work overlaps the device's: "hidden".
+HIDDEN_IDLE_SHARE = 0.1
 # Profiler overhead inside one call above this share of the warm median is reported.
 PERTURBATION_CALL_SHARE = 0.25
 # Findings that conclude from something's absence ("no Python frames: with_stack was off",
@@ -52,63 +58,154 @@ FROM_ABSENCE = frozenset({"no-python-frames", "no-device-work", "no-host-events"
 CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
 
 
-def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Detected]:
+def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
+             typical: int | None = None) -> list[Detected]:
     """host-bound / device-bound: the share of the typical call the device sits idle.
 
-    Every figure is one call's (``CallsSummary.typical``, the call the waterfall draws):
-    its wall time, its idle time, its device work, its host categories.
+    Every figure is one call's (``typical``: the index of ``CallsSummary.typical``, the
+    call the waterfall draws): its wall time, its idle time, its device work, its host
+    categories. The p50 of each metric can come from a different call, of a different
+    kind, and their ratio then describes no call that ran.
 
     Where the call's split was measured without the profiler, that is the call judged:
     its idle share is the unprofiled call less the device work, and the host categories
     named are the unprofiled ones (the profiled ranking can be the wrong way round: the
     profiler inflates a stage of many small frames most), the profiled ones beside them.
-    A profiled call 5x the real one would otherwise call host-bound a call that is not."""
-    call = ex.calls.typical
-    measured = bool(call and unprofiled is not None and unprofiled.call_ns
-                    and (unprofiled.method or "").startswith(MEASURED))
-    if call is not None:
-        # every figure is the typical call's own (analyses.calls.typical): the p50 of
-        # each metric can come from a different call, of a different kind, and their
-        # ratio then describes no call that ran
-        api = call.api_ns
-        idle = call.metrics["host_overhead_ns"] or 0
-        if measured:
-            assert unprofiled is not None and unprofiled.call_ns
-            api, prof_api = unprofiled.call_ns, api
-            idle = max(0, api - (call.metrics["kernel_ns"] or 0))
-        share = idle / api if api else 0.0
-        scope = ("step" if ex.steps else "call", api)
-        idle_ns = idle
-        cats = sorted(call.categories.items(), key=lambda kv: (-kv[1], kv[0]))
-    else:
-        w = ex.window.dur_ns
-        share = ex.device.idle_ns / w if w else 0.0
-        scope = ("window", w)
-        idle_ns = ex.device.idle_ns
-        cats = sorted(((c, ns) for c, ns in ex.host_categories.items()), key=lambda kv: -kv[1])
+    A profiled call 5x the real one would otherwise call host-bound a call that is not.
+
+    The claim cites each figure where the report holds it (the typical call's row), and
+    where the calls are steps, the drawn step's device idle over all streams too, which
+    must fall on the same side of the threshold."""
+    calls = ex.calls.warm
+    if typical is None and ex.calls.typical is not None:
+        typical = ex.calls.typical.index
+    measured = bool(calls and typical is not None and unprofiled is not None
+                    and unprofiled.call_ns and (unprofiled.method or "").startswith(MEASURED))
     if ex.window.dur_ns <= 0 or (ex.device.busy_ns == 0 and not ex.device.kernel_count):
         return []
+    figs: list[Figure] = [Figure("threshold", HOST_BOUND_IDLE_SHARE)]
+    rels: list[Relation] = []
+    terms: dict[str, Any] = {"threads": _threads_named(ex)}
+    call, idle, api, kernel, cats, cat_path = _verdict_figures(
+        ex, unprofiled, figs, rels, terms, typical=typical if calls else None,
+        measured=measured)
+    share = idle / call if call else 0.0
+    figs.append(Figure("idle_share", share))
+    rels += [rel("ratio", "idle", "call", "idle_share"), rel("le", "idle", "call")]
     # waiting for another thread is not where host time goes: that thread's work is
     # (the steps' critical path says whose)
     top = [(c, ns) for c, ns in cats if ns > 0 and c != "wait"][:3]
+    figs += [Figure(f"host:{c}", ns, pointer(*cat_path, c)) for c, ns in top]
+    rels += _biggest_first("host", top)
     evidence: dict[str, Any] = {"device_idle_share": round(share, 4),
                                 "top_host_categories": dict(top)}
-    facts: dict[str, Any] = {"share": share, "scope": scope, "top": top, "idle_ns": idle_ns,
-                             "threads": _threads_named(ex)}
     if measured:
         assert unprofiled is not None
         top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
                         if ns > 0 and c != "wait"), key=lambda kv: (-kv[1], kv[0]))[:3]
-        facts.update(top_unprofiled=top_u, profiled_ns=prof_api)
-        evidence.update(unprofiled_call_ns=api, profiled_call_ns=prof_api,
+        figs += [Figure(f"unprofiled:{c}", ns, pointer("unprofiled", "categories", c))
+                 for c, ns in top_u]
+        rels += _biggest_first("unprofiled", top_u)
+        evidence.update(unprofiled_call_ns=call, profiled_call_ns=api,
                         top_host_categories_unprofiled=dict(top_u))
-    if share >= HOST_BOUND_IDLE_SHARE:
-        facts["kernel_ns"] = call.metrics["kernel_ns"] if call else ex.device.busy_ns
-        if call is not None and call.metrics.get("copy_ns"):
-            facts.update(kernel_only_ns=call.metrics["kernel_only_ns"],
-                         copy_ns=call.metrics["copy_ns"])
-        return [Detected("host-bound", evidence, facts)]
-    return [Detected("device-bound", evidence, facts)]
+    host_bound = share >= HOST_BOUND_IDLE_SHARE
+    side: RelationKind = "ge" if host_bound else "lt"
+    rels.append(rel(side, "idle_share", "threshold"))
+    if calls and not measured and typical is not None:
+        _drawn(ex, typical, side, figs, rels)
+    if host_bound:
+        if calls and typical is not None:
+            figs += _copy_figures_of_call(ex, typical)
+        kind = terms["scope"]
+        if kind != "window" and kernel is not None and kernel > call:
+            terms["outlasts"] = True
+            rels.append(rel("gt", "kernel", "call"))
+        return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
+    figs.append(Figure("hidden", HIDDEN_IDLE_SHARE))
+    rels.append(rel("le" if share <= HIDDEN_IDLE_SHARE else "gt", "idle_share", "hidden"))
+    return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+
+
+def _biggest_first(prefix: str, named: list[tuple[str, int]]) -> list[Relation]:
+    """The categories a sentence names as where the time goes, each at least the next."""
+    return [rel("ge", f"{prefix}:{a}", f"{prefix}:{b}") for (a, _), (b, _) in pairwise(named)]
+
+
+def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
+           rels: list[Relation]) -> None:
+    """The typical call every output draws, cited beside the verdict's medians: it is
+    idle on the same side of the threshold (``side``), and so is its step's device over
+    all streams where the calls are steps."""
+    drawn = ex.calls.calls[typical]
+    at = ("calls", "per_call", typical, "metrics")
+    d_call, d_idle = drawn.metrics["api_ns"], drawn.metrics["host_overhead_ns"]
+    figs += [Figure("drawn_call", d_call, pointer(*at, "api_ns")),
+             Figure("drawn_idle", d_idle, pointer(*at, "host_overhead_ns")),
+             Figure("drawn_idle_share", (d_idle or 0) / d_call if d_call else None)]
+    rels += [rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
+             rel(side, "drawn_idle_share", "threshold")]
+    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    if j is not None and ex.timeline.lane is not None:
+        # a step is drawn with its device over all streams (the steps' table): the
+        # step the verdict names is idle on the same side of the threshold there too
+        step = ex.steps[j]
+        wall = step.end_ns - step.start_ns
+        row = ("steps", "steps", j)
+        figs += [Figure("step_wall", wall, pointer(*row, "wall_ns")),
+                 Figure("step_idle", wall - step.device_busy_ns,
+                        pointer(*row, "device_idle_ns")),
+                 Figure("step_idle_share", (wall - step.device_busy_ns) / wall
+                        if wall else None)]
+        rels += [rel("ratio", "step_idle", "step_wall", "step_idle_share"),
+                 rel(side, "step_idle_share", "threshold")]
+
+
+def _verdict_figures(ex: Analysis, unprofiled: UnprofiledInfo | None, figs: list[Figure],
+                     rels: list[Relation], terms: dict[str, Any], *, typical: int | None,
+                     measured: bool):
+    """The verdict's call (the typical call ``typical``, or the window), its idle time and
+    device work, cited where the report holds them (appended to ``figs``/``rels``), and
+    the host categories to name: every figure the typical call's own."""
+    api = kernel = None
+    if typical is not None:
+        c = ex.calls.calls[typical]
+        row = ("calls", "per_call", typical)
+        terms["scope"] = "step" if ex.steps else "call"
+        api = c.api_ns
+        kernel = c.metrics["kernel_ns"]
+        figs.append(Figure("kernel", kernel, pointer(*row, "metrics", "kernel_ns")))
+        if measured:
+            assert unprofiled is not None and unprofiled.call_ns
+            call = unprofiled.call_ns
+            idle = max(0, call - (kernel or 0))
+            figs += [Figure("call", call, pointer("unprofiled", "call_ns")),
+                     Figure("profiled", api, pointer(*row, "metrics", "api_ns")),
+                     Figure("idle", idle)]
+            # the idle time is the call less the device work, none where the work outlasts it
+            if kernel is None:
+                rels.append(rel("eq", "idle", "call"))
+            elif call >= kernel:
+                rels.append(rel("sum", "idle", "kernel", "call"))
+            else:
+                figs.append(Figure("zero", 0))
+                rels.append(rel("eq", "idle", "zero"))
+        else:
+            call = api
+            idle = c.metrics["host_overhead_ns"] or 0
+            figs += [Figure("call", call, pointer(*row, "metrics", "api_ns")),
+                     Figure("idle", idle, pointer(*row, "metrics", "host_overhead_ns"))]
+        cats = sorted(c.categories.items(), key=lambda kv: (-kv[1], kv[0]))
+        cat_path: tuple[Any, ...] = (*row, "categories")
+    else:
+        terms["scope"] = "window"
+        call = ex.window.dur_ns
+        idle = ex.device.idle_ns
+        figs += [Figure("call", call, pointer("window", "dur_ns")),
+                 Figure("idle", idle, pointer("device", "idle_ns")),
+                 Figure("kernel", ex.device.busy_ns, pointer("device", "busy_ns"))]
+        cats = sorted(((c, ns) for c, ns in ex.host_categories.items()), key=lambda kv: -kv[1])
+        cat_path = ("host", "categories")
+    return call, idle, api, kernel, cats, cat_path
 
 
 def _threads_named(ex: Analysis) -> tuple[str, list[str]] | None:
@@ -135,15 +232,35 @@ def _unsynchronized(ex: Analysis) -> list[Detected]:
         return []
     worst = max(t for _, t in late)
     return [Detected("unsynchronized-range",
-                     {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst})]
+                     {"late_calls": len(late), "calls": len(calls), "max_tail_ns": worst},
+                     (Figure("late_calls", len(late), evidence("late_calls")),
+                      Figure("calls", len(calls), evidence("calls")),
+                      Figure("max_tail", worst, evidence("max_tail_ns")),
+                      Figure("tail_floor", UNSYNC_TAIL_NS)),
+                     (rel("le", "late_calls", "calls"), rel("gt", "max_tail", "tail_floor")))]
 
 
-def _copy_split(st: dict[str, Stats]) -> dict[str, int | None]:
-    """The warm calls' kernels and copies apart (p50 of each, from the statistics ``st``
-    the message's other figures come from), where the copies' p50 is not 0: then the
-    device work the messages name is more than kernels, and they say so."""
+def _copy_figures(st: dict[str, Stats], at: tuple[Any, ...]) -> list[Figure]:
+    """The kernels and copies apart (p50 of each, from the statistics ``st`` the message's
+    other figures come from, held in the report at ``at``), where the copies' p50 is not
+    0: then the device work the messages name is more than kernels, and they say so."""
     copy = st["copy_ns"].p50
-    return {"kernel_only_ns": st["kernel_only_ns"].p50, "copy_ns": copy} if copy else {}
+    if not copy:
+        return []
+    return [Figure("kernel_only", st["kernel_only_ns"].p50,
+                   pointer(*at, "kernel_only_ns", "p50")),
+            Figure("copy", copy, pointer(*at, "copy_ns", "p50"))]
+
+
+def _copy_figures_of_call(ex: Analysis, typical: int) -> list[Figure]:
+    """The typical call's kernels and copies apart, where it copies: the device work the
+    verdict names is then more than kernels, and it says so."""
+    m = ex.calls.calls[typical].metrics
+    if not m.get("copy_ns"):
+        return []
+    at = ("calls", "per_call", typical, "metrics")
+    return [Figure("kernel_only", m["kernel_only_ns"], pointer(*at, "kernel_only_ns")),
+            Figure("copy", m["copy_ns"], pointer(*at, "copy_ns"))]
 
 
 def _range_idle(ex: Analysis) -> list[Detected]:
@@ -154,7 +271,13 @@ def _range_idle(ex: Analysis) -> list[Detected]:
     from traceview.analyses.calls import dominant_kind
 
     kind = dominant_kind(ex.calls.calls)
-    st = next((k.stats for k in ex.calls.kinds if k.name == kind), ex.calls.stats)
+    j = next((j for j, k in enumerate(ex.calls.kinds) if k.name == kind), None)
+    st = ex.calls.kinds[j].stats if j is not None else ex.calls.stats
+    at = ("calls", "kinds", j, "stats") if j is not None else ("calls", "stats")
+
+    def stats_at(metric: str) -> str:
+        return pointer(*at, metric, "p50")
+
     api, kernel = st["api_ns"].p50, st["kernel_ns"].p50
     if not api or kernel is None:
         return []
@@ -163,14 +286,21 @@ def _range_idle(ex: Analysis) -> list[Detected]:
         return []
     return [Detected("range-includes-idle",
                      {"api_ns_p50": api, "kernel_ns_p50": kernel, "kernel_share": round(share, 4)},
-                     {"share": share, **_copy_split(st)})]
+                     (Figure("call", api, stats_at("api_ns")),
+                      Figure("kernel", kernel, stats_at("kernel_ns")),
+                      Figure("share", share), Figure("threshold", RANGE_IDLE_BUSY_SHARE),
+                      *_copy_figures(st, at)),
+                     (rel("ratio", "kernel", "call", "share"), rel("lt", "share", "threshold")))]
 
 
 def _graph_replay(ex: Analysis) -> list[Detected]:
     n = ex.launches.by_kind.get("graph", 0)
     if not n:
         return []
-    return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count})]
+    return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count},
+                     (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
+                      Figure("kernels", ex.device.kernel_count,
+                             pointer("device", "kernel_count"))))]
 
 
 def _cold_path(ex: Analysis) -> list[Detected]:
@@ -186,14 +316,35 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO and not calls.cold_indices:
         return []
     cold_calls = [c for c in calls.calls if c.cold]
-    facts: dict[str, Any] = {"cold_ns": cold_ns, "window_ns": ex.window.dur_ns, "ratio": ratio,
-                             "warm_p50": warm_p50, "warm_count": calls.warm_count,
-                             "first_ns": None, "first_top": [], "profiler_start": False,
-                             "cold_reasons": [(c.index, c.cold_reason) for c in cold_calls]}
+    reasons = {c.index: _reason(calls.cold_causes.get(c.index), c.index, "cold-reason")
+               for c in cold_calls}
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    terms: dict[str, Any] = {"profiler_start": False,
+                             "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls]}
+    if warm_p50:
+        figs += [Figure("warm_p50", warm_p50, pointer("calls", "stats", "api_ns", "p50")),
+                 Figure("warm_count", calls.warm_count, pointer("calls", "warm_count"))]
+    if cold_ns:
+        figs += [Figure("cold", cold_ns, evidence("compile_import_ns")),
+                 Figure("window", ex.window.dur_ns, pointer("window", "dur_ns")),
+                 Figure("cold_share", cold_ns / max(ex.window.dur_ns, 1))]
+        rels += [rel("ratio", "cold", "window", "cold_share"), rel("le", "cold", "window")]
+        # the compile/import time is the host's categories over the window, read there
+        host = [c for c in ("compile", "import") if ex.host_categories.get(c)]
+        figs += [Figure(f"host:{c}", ex.host_categories[c], pointer("host", "categories", c))
+                 for c in host]
+        rels.append(rel("sum", *(f"host:{c}" for c in host), "cold"))
     if first is not None and (first.cold or ratio > COLD_FIRST_CALL_RATIO):
-        facts["first_ns"] = first.metrics["api_ns"]
-        facts["first_top"] = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
-        facts["profiler_start"] = not cold_ns and first.categories.get(
+        at = ("calls", "per_call", first.index)
+        figs.append(Figure("first", first.metrics["api_ns"], pointer(*at, "metrics", "api_ns")))
+        top = sorted(first.categories.items(), key=lambda kv: -kv[1])[:2]
+        figs += [Figure(f"first:{c}", ns, pointer(*at, "categories", c)) for c, ns in top]
+        rels += [rel("le", f"first:{c}", "first") for c, _ in top]
+        if ratio:
+            figs.append(Figure("ratio", ratio))
+            rels.append(rel("ratio", "first", "warm_p50", "ratio"))
+        terms["profiler_start"] = not cold_ns and first.categories.get(
             "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.api_ns
     return [Detected(
         "cold-path",
@@ -201,10 +352,19 @@ def _cold_path(ex: Analysis) -> list[Detected]:
          "first_call_ns": first.metrics["api_ns"] if first else None,
          "first_call_ratio": round(ratio, 2), "warm_api_ns_p50": warm_p50,
          "cold_calls": calls.cold_indices,
-         "cold_reasons": {str(c.index): c.cold_reason for c in cold_calls},
-         "outliers": {str(c.index): c.outlier_reason for c in calls.calls if c.outlier}},
-        facts,
+         "cold_reasons": {str(c.index): reasons[c.index] for c in cold_calls},
+         "outliers": {str(c.index): _reason(calls.outlier_causes.get(c.index), c.index,
+                                            "outlier-reason")
+                      for c in calls.calls if c.outlier}},
+        tuple(figs), tuple(rels), terms,
     )]
+
+
+def _reason(cause, index: int, sid: str) -> str | None:
+    """A cold call's or an outlier's reason, worded as the report words it."""
+    from traceview.report.sentences import cause_claim
+
+    return None if cause is None else cause_claim(cause, index, sid).text
 
 
 # What the reproducer template needs, and the flag that records it.
@@ -249,30 +409,40 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     if not missing:
         return []
     return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
-                     {"missing": missing, "steps": bool(ex.steps)})]
+                     terms={"missing": missing, "steps": bool(ex.steps)})]
 
 
 def _perturbation(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Detected]:
-    facts: dict[str, Any] = {"with_stack": ex.has_python_frames}
-    evidence: dict[str, Any] = {}
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    terms: dict[str, Any] = {"with_stack": ex.has_python_frames}
+    evidence_: dict[str, Any] = {}
     if ex.has_python_frames:
-        evidence["with_stack"] = True
+        evidence_["with_stack"] = True
     prof = ex.calls.category_stats.get("profiler")
     if prof and prof.p50:
-        facts["profiler_p50"] = prof.p50
-        evidence["profiler_ns_per_call_p50"] = prof.p50
+        figs.append(Figure("profiler", prof.p50, pointer("calls", "categories", "profiler", "p50")))
+        evidence_["profiler_ns_per_call_p50"] = prof.p50
     pert = ex.per_call.perturbation if ex.per_call else None
     if pert is not None and pert.events_per_call and ex.has_python_frames:
-        facts["events"] = (pert.events_per_call, pert.python_frames_per_call)
-        evidence["events_per_call_p50"] = pert.events_per_call
-        evidence["python_frames_per_call_p50"] = pert.python_frames_per_call
+        at = ("calls", "perturbation")
+        figs += [Figure("events", pert.events_per_call, pointer(*at, "events_per_call")),
+                 Figure("frames", pert.python_frames_per_call,
+                        pointer(*at, "python_frames_per_call"))]
+        if pert.python_frames_per_call is not None:
+            rels.append(rel("le", "frames", "events"))
+        evidence_["events_per_call_p50"] = pert.events_per_call
+        evidence_["python_frames_per_call_p50"] = pert.python_frames_per_call
     warm_p50 = ex.calls.stats["api_ns"].p50
     spikes = [c for c in ex.calls.calls
               if warm_p50 and c.categories.get("profiler", 0) > PERTURBATION_CALL_SHARE * warm_p50]
     if spikes:
         worst = max(spikes, key=lambda c: c.categories.get("profiler", 0))
-        facts["spike"] = (worst.categories["profiler"], worst.index)
-        evidence["spike_calls"] = [c.index for c in spikes]
+        row = ("calls", "per_call", worst.index)
+        figs += [Figure("spike", worst.categories["profiler"],
+                        pointer(*row, "categories", "profiler")),
+                 Figure("spike_call", worst.index, pointer(*row, "index"))]
+        evidence_["spike_calls"] = [c.index for c in spikes]
     from traceview.report.explanation import baseline_label, unprofiled_baseline
 
     # The report's one unprofiled call figure (``UnprofiledInfo.call_ns``: the measured
@@ -281,20 +451,26 @@ def _perturbation(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> lis
     # 5.6x and 5.07x of the same call.
     like = baseline_label(ex.trace) or ("full_api_ns_p50", "unprofiled")
     unprof = unprofiled_baseline(ex.trace)
+    unprof_at = pointer("trace", "capture", "baseline", like[0])
     if unprofiled is not None and unprofiled.call_ns and unprofiled.method:
         if (unprofiled.method or "").startswith(MEASURED):
             like = ("split.call_ns", "unprofiled (measured split)")
         elif unprofiled.call_source == "--unprofiled-call":
             like = ("--unprofiled-call", "unprofiled (--unprofiled-call)")
         unprof = unprofiled.call_ns
+        unprof_at = pointer("unprofiled", "call_ns")
     if unprof and warm_p50 and ex.calls.warm_count:
         ratio = warm_p50 / unprof
-        facts["baseline"] = (warm_p50, like[1], unprof, ratio)
-        evidence.update({"profiled_api_ns_p50": warm_p50, "unprofiled_api_ns_p50": unprof,
-                         "unprofiled_figure": like[0], "ratio": round(ratio, 3)})
-    if len(facts) == 1 and not ex.has_python_frames:
+        figs += [Figure("profiled", warm_p50, pointer("calls", "stats", "api_ns", "p50")),
+                 Figure("unprofiled", unprof, unprof_at),
+                 Figure("ratio", ratio)]
+        rels.append(rel("ratio", "profiled", "unprofiled", "ratio"))
+        terms["baseline_label"] = like[1]
+        evidence_.update({"profiled_api_ns_p50": warm_p50, "unprofiled_api_ns_p50": unprof,
+                          "unprofiled_figure": like[0], "ratio": round(ratio, 3)})
+    if not figs and not ex.has_python_frames:
         return []
-    return [Detected("profiler-perturbation", evidence, facts,
+    return [Detected("profiler-perturbation", evidence_, tuple(figs), tuple(rels), terms,
                      None if spikes or ex.has_python_frames else "info")]
 
 
@@ -302,8 +478,12 @@ def _no_python_frames(ex: Analysis) -> list[Detected]:
     if ex.has_python_frames or ex.timeline.lane is None:
         return []
     untraced = ex.host_categories.get("untraced", 0)
+    w = max(ex.window.dur_ns, 1)
     return [Detected("no-python-frames", {"untraced_ns": untraced},
-                     {"share": untraced / max(ex.window.dur_ns, 1)})]
+                     (Figure("untraced", untraced, evidence("untraced_ns")),
+                      Figure("window", w, pointer("window", "dur_ns")),
+                      Figure("share", untraced / w)),
+                     (rel("ratio", "untraced", "window", "share"), rel("le", "untraced", "window")))]
 
 
 def _input_problems(ex: Analysis) -> list[Detected]:
@@ -316,15 +496,22 @@ def _input_problems(ex: Analysis) -> list[Detected]:
     if ex.timeline.lane is None and ex.window.dur_ns > 0:
         out.append(Detected("no-host-events", {}))
     if ex.timeline.non_nested:
-        out.append(Detected("overlapping-host-slices", {"count": ex.timeline.non_nested}))
+        out.append(Detected("overlapping-host-slices", {"count": ex.timeline.non_nested},
+                            (Figure("count", ex.timeline.non_nested, evidence("count")),)))
     if ex.launches.unlinked_work:
-        out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work}))
+        out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work},
+                            (Figure("count", ex.launches.unlinked_work,
+                                    pointer("launches", "unlinked_device_work")),)))
     unlinked = ex.launches.count - ex.launches.linked
-    if unlinked and cut:
-        out.append(Detected("device-work-cut", {"count": unlinked, "launches": ex.launches.count}))
-    elif unlinked:
-        out.append(Detected("launch-without-device-work", {"count": unlinked},
-                            {"launches": ex.launches.count}))
+    if unlinked:
+        # the launches without a device record are the launches less the linked ones
+        figs = (Figure("count", unlinked, evidence("count")),
+                Figure("linked", ex.launches.linked, pointer("launches", "linked")),
+                Figure("launches", ex.launches.count, pointer("launches", "count")))
+        rels = (rel("sum", "count", "linked", "launches"),)
+        out.append(Detected("device-work-cut" if cut else "launch-without-device-work",
+                            {"count": unlinked, "launches": ex.launches.count} if cut
+                            else {"count": unlinked}, figs, rels))
     return out
 
 
@@ -339,17 +526,23 @@ def _cut_short(ex: Analysis) -> bool:
     return any(g.code in CUT_SHORT for g in ex.trace.diagnostics)
 
 
-def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> list[Finding]:
-    """Every detector's findings, phrased, the most severe first; from a file cut short,
-    none that rests on something being absent (``FROM_ABSENCE``). ``unprofiled``: the
-    call's unprofiled split, which the verdict cites where it was measured."""
-    from traceview.report.messages import phrase
+def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
+           typical: int | None = None) -> tuple[list[Finding], list[Claim]]:
+    """Every detector's findings, phrased, the most severe first, with the claim each
+    message is made from (``report.claims``); from a file cut short, none that rests on
+    something being absent (``FROM_ABSENCE``). ``unprofiled``: the call's unprofiled
+    split, which the verdict cites where it was measured; ``typical``: the index of the
+    typical call the report draws, which the verdict cites too."""
+    from traceview.report.messages import claim_of
 
     cut = _cut_short(ex)
-    detected = _verdict(ex, unprofiled) + [
+    detected = _verdict(ex, unprofiled, typical) + [
         d for det in DETECTORS
         # the perturbation finding cites the report's one unprofiled call figure
         for d in (_perturbation(ex, unprofiled) if det is _perturbation else det(ex))]
-    found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, phrase(d), d.evidence)
-             for d in detected if not (cut and d.id in FROM_ABSENCE)]
-    return sorted(found, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
+    kept = sorted((d for d in detected if not (cut and d.id in FROM_ABSENCE)),
+                  key=lambda d: SEVERITY_ORDER.get(d.severity or FINDINGS[d.id].severity, 9))
+    claims = [claim_of(d, pointer("findings", i, "evidence")) for i, d in enumerate(kept)]
+    found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, c.text, d.evidence)
+             for d, c in zip(kept, claims, strict=True)]
+    return found, claims

@@ -24,6 +24,7 @@ from traceview.analyses.window import WindowSource
 from traceview.diagnostics import Diagnostic, Severity
 from traceview.errors import UsageError
 from traceview.metadata import CaptureMeta, capture_meta
+from traceview.report.claims import Claim
 from traceview.report.unprofiled import UnprofiledInfo
 from traceview.stats import Stats
 
@@ -403,6 +404,8 @@ class Report:
     threads: tuple[ThreadRow, ...] = ()  # every host thread with events in the window
     steps: StepsInfo | None = None  # set when the calls are training steps
     unprofiled: UnprofiledInfo | None = None  # the call's split without the profiler
+    # every sentence the outputs print, as the figures it cites (report.claims)
+    claims: tuple[Claim, ...] = ()
 
     def matrix(self) -> list[MatrixRow]:
         """The breakdown pivoted to one row per host category, biggest total first."""

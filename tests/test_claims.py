@@ -1,0 +1,375 @@
+"""Every sentence the reports print is true of the report it is printed from.
+
+Each sentence is a claim (``traceview.report.claims``): the figures it shows, where the
+report holds each, and what it asserts between them. These tests read every claim of
+every fixture, every public corpus trace and generated traces back against the report's
+JSON, in every view (the default, ``--thread main``, a ``--window`` cutting the middle,
+``--calls`` naming the calls), and check that the outputs (text, markdown, JSON) print
+each claim as its text says it. Then, for each kind of relation, that a claim
+contradicting its report is caught: a check that cannot fail proves nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import public_corpus
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traceview
+from tracebuilder import TraceBuilder
+from traceview.codes import FINDINGS, SENTENCES
+from traceview.errors import UsageError
+from traceview.options import Options
+from traceview.report.claims import (
+    RELATION_KINDS,
+    Claim,
+    Figure,
+    check,
+    check_all,
+    from_json,
+    pointer,
+    rel,
+    resolve,
+)
+from traceview.report.model import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(p.name for p in (ROOT / "fixtures").glob("*.json.gz"))
+
+# Sentences of fixtures the check finds false today, with what is wrong. Each is a
+# strict xfail: the fix that makes the sentence true makes its test fail here too, so
+# the entry is removed with the fix.
+KNOWN_FALSE = {
+    ("torch_mul_4096x4096_f16.json.gz", "default"):
+        "device-bound (idle p50 48% of the p50 call) while the typical call drawn is idle "
+        "50.5% of itself: the verdict's medians and the drawn call disagree",
+    ("torch_mul_4096x4096_f16.json.gz", "thread"):
+        "the same verdict, on the same thread",
+    ("two_streams_8192x8192_f16.json.gz", "window"):
+        "device-bound over the window's calls while the typical call drawn is idle 70% of "
+        "itself",
+}
+
+
+def _views(trace, base: Report) -> dict[str, Options]:
+    """The views every claim is checked in: what a user can ask for on this trace."""
+    views = {"default": Options(), "thread": Options(thread="main")}
+    w = base.window.dur_ns
+    if w >= 4:
+        views["window"] = Options(window=f"{w // 4}ns:{3 * w // 4}ns")
+    if base.calls.per_call:
+        views["calls"] = Options(calls=re.escape(base.calls.per_call[0].name))
+    return views
+
+
+def _problems(r: Report) -> list[str]:
+    """Every contradiction between the report's claims and its JSON, and every finding
+    whose message is not its claim's text."""
+    doc = r.to_dict()
+    out = check_all(r.claims, doc)
+    assert doc["claims"] == [_claim_json(c) for c in r.claims] \
+        == [c.as_json() for c in r.claims]
+    texts = [c.text for c in r.claims]
+    for f in r.findings:
+        if f.message not in texts:
+            out.append(f"{f.id}: the message {f.message!r} is no claim's text")
+    ids = [c.id for c in r.claims if c.id in FINDINGS]
+    if sorted(ids) != sorted(f.id for f in r.findings):
+        out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
+    out += [f"{c.id}: no such finding or sentence id" for c in r.claims
+            if c.id not in FINDINGS and c.id not in SENTENCES]
+    found = [c.text for c in r.claims if c.id == "calls-found"]
+    if found != [doc["calls"]["description"]]:
+        out.append(f"the calls' description is not its claim's text: {found}")
+    # a cold call's or an outlier's reason is its claim's text, and every one has one
+    said = {(c.id, c.value("call")): c.text for c in r.claims
+            if c.id in ("cold-reason", "outlier-reason")}
+    for row in r.calls.per_call:
+        for sid, flag, words in (("cold-reason", row.cold, row.cold_reason),
+                                 ("outlier-reason", row.outlier, row.outlier_reason)):
+            if flag and said.get((sid, row.index)) != words:
+                out.append(f"call {row.index}: {sid} {words!r} is not its claim's text")
+            if not flag and (sid, row.index) in said:
+                out.append(f"call {row.index}: a {sid} claim for a call that is not so")
+    return out
+
+
+def _claim_json(c: Claim) -> dict:
+    return {"id": c.id, "text": c.text,
+            "figures": [{"name": f.name, "value": f.value, "path": f.path} for f in c.figures],
+            "relations": [{"kind": x.kind, "figures": list(x.figures)} for x in c.relations]}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check_views(path: Path, name: str) -> dict[str, list[str]]:
+    trace = traceview.load(path)
+    base = traceview.explain(trace)
+    got = {}
+    for view, opts in _views(trace, base).items():
+        try:
+            r = base if view == "default" else traceview.explain(trace, opts)
+        except UsageError as exc:  # a view this trace cannot give (no thread called main)
+            assert view == "thread", (name, view, exc)
+            continue
+        got[view] = _problems(r) + _unprinted(r)
+    return got
+
+
+def _unprinted(r: Report) -> list[str]:
+    """The claims the text or markdown output does not print as their texts say them
+    (the renderers print claims; they make no sentence of their own)."""
+    from traceview.render.markdown import esc
+    from traceview.render.registry import RenderOptions, renderer
+
+    text = _flat(renderer("text").render(r, RenderOptions(width=400)))
+    md = _flat(renderer("md").render(r, RenderOptions()))
+    # with no call, the text's header has no calls to describe (the JSON says why)
+    shown = [c for c in r.claims if c.id != "calls-found" or r.calls.per_call]
+    return [f"{c.id}: not printed in {what}" for c in shown
+            for what, out, said in (("text", text, c.text), ("markdown", md, esc(c.text)))
+            if _flat(said) not in out]
+
+
+def _cases():
+    for name in FIXTURES:
+        for view in ("default", "thread", "window", "calls"):
+            why = KNOWN_FALSE.get((name, view))
+            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            yield pytest.param(name, view, marks=marks, id=f"{name}-{view}")
+
+
+_SEEN: dict[str, dict[str, list[str]]] = {}
+
+
+@pytest.mark.parametrize(("name", "view"), list(_cases()))
+def test_every_claim_of_a_fixture_holds(name, view):
+    if name not in _SEEN:
+        _SEEN[name] = _check_views(ROOT / "fixtures" / name, name)
+    views = _SEEN[name]
+    if view not in views:
+        pytest.skip(f"{name} has no {view} view (no calls, or too short a window)")
+    assert views[view] == []
+
+
+@pytest.mark.parametrize("entry", [e.name for e in public_corpus.entries()] or ["(none)"])
+def test_every_claim_of_a_public_trace_holds(entry):
+    path = public_corpus.locate(entry) if entry != "(none)" else None
+    if path is None:
+        pytest.skip(f"public trace {entry} not in the corpus directory")
+    views = _check_views(path, entry)
+    assert views == {v: [] for v in views}
+
+
+FORMATTERS = ("fmt_ns", "fmt_signed_ns", "fmt_share", "fmt_pct", "fmt_bytes", "fmt_rate",
+              "plural")
+
+
+def test_analyses_format_no_figure():
+    """Analyses compute figures and never words: nothing under ``analyses/`` imports a
+    unit formatter (the report's claims word the figures)."""
+    pkg = ROOT / "traceview" / "analyses"
+    used = {(p.name, f) for p in sorted(pkg.glob("*.py")) for f in FORMATTERS
+            if re.search(rf"\b{f}\b", p.read_text())}
+    assert used == set()
+
+
+def test_docs_list_the_sentence_table_exactly():
+    text = (ROOT / "docs" / "findings.md").read_text()
+    section = text.split("## Sentence ids", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (\w+) \| (.+?) \|$", section, re.M)
+    assert rows == [(c.id, c.severity, c.meaning) for c in SENTENCES.values()]
+
+
+# --- generated traces ------------------------------------------------------------------
+
+@st.composite
+def _loops(draw):
+    """A loop of calls, each a Python frame around a launch and its kernel, with random
+    host work before, launch cost, kernel length and gaps: host-bound and device-bound
+    both reachable, the typical call anywhere."""
+    n = draw(st.integers(2, 9))
+    calls = []
+    for _ in range(n):
+        calls.append((draw(st.integers(100, 40_000)), draw(st.integers(500, 8_000)),
+                      draw(st.integers(200, 60_000)), draw(st.integers(0, 30_000)),
+                      draw(st.booleans())))
+    return calls
+
+
+def _build(calls) -> TraceBuilder:
+    b = TraceBuilder()
+    t = 1_000_000
+    for i, (pre, launch, kernel, gap, sync) in enumerate(calls):
+        start = t
+        launch_at = start + pre
+        k_start = launch_at + launch + 1_000
+        end = launch_at + launch + (kernel + 2_000 if sync else 500)
+        b.py(f"loop.py(3): step_{i % 2}", start, end - start + 10)
+        b.launched_kernel(f"k{i % 3}", launch_at, launch, k_start, kernel)
+        if sync:
+            b.sync(launch_at + launch + 100, end - launch_at - launch - 100)
+        t = end + 10 + gap
+    return b
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(calls=_loops())
+def test_every_claim_of_a_generated_trace_holds(tmp_path, calls):
+    """Every claim, but one relation known false on some loops (the next test)."""
+    path = _build(calls).write(tmp_path / "loop.json")
+    views = _check_views(path, "generated")
+    assert {v: [p for p in got if "drawn_idle_share" not in p] for v, got in views.items()} \
+        == {v: [] for v in views}
+
+
+# Two calls; call 0's kernel runs inside call 1. The medians give a call idle 50% of the
+# time ("device-bound: the device is busy 50% of a typical call (1.11 us)"), while the
+# typical call drawn (call 0) has the device idle all of it: the sentence is false of the
+# call every output draws. Found by the property test above; fixed where the verdict and
+# the typical call are computed, not here.
+DRAWN_AGAINST_VERDICT = [(100, 500, 556, 0, False), (100, 500, 200, 0, False)]
+
+
+@pytest.mark.xfail(reason="the verdict's medians contradict the typical call drawn",
+                   strict=True)
+def test_the_verdict_agrees_with_the_call_drawn(tmp_path):
+    path = _build(DRAWN_AGAINST_VERDICT).write(tmp_path / "loop.json")
+    r = traceview.analyze(path)
+    assert r.verdict is not None and r.typical is not None
+    assert _problems(r) == []
+
+
+# --- a contradicting claim is caught, for each relation -------------------------------
+
+DOC = {"calls": {"stats": {"api_ns": {"p50": 1_000}, "host_overhead_ns": {"p50": 600}},
+                 "categories": {"a/b": {"p50": 7}}},
+       "window": {"dur_ns": 5_000}, "findings": [{"id": "x", "evidence": {"count": 3}}]}
+CALL = Figure("call", 1_000, "/calls/stats/api_ns/p50")
+IDLE = Figure("idle", 600, "/calls/stats/host_overhead_ns/p50")
+WINDOW = Figure("window", 5_000, "/window/dur_ns")
+
+
+def _claim(*figures: Figure, relations=()) -> Claim:
+    return Claim("host-bound", "words", figures, tuple(relations))
+
+
+@pytest.mark.parametrize(("kind", "figures", "true", "false"), [
+    ("eq", (CALL, Figure("c", 1_000)), ("call", "c"), ("call", "idle")),
+    ("lt", (IDLE, CALL), ("idle", "call"), ("call", "idle")),
+    ("le", (IDLE, CALL), ("idle", "call"), ("call", "idle")),
+    ("gt", (IDLE, CALL), ("call", "idle"), ("idle", "call")),
+    ("ge", (IDLE, CALL), ("call", "idle"), ("idle", "call")),
+    ("ratio", (IDLE, CALL, Figure("share", 0.6), Figure("wrong", 0.61)),
+     ("idle", "call", "share"), ("idle", "call", "wrong")),
+    ("ratio_rounded", (IDLE, Figure("third", 3), Figure("r", 200.0), Figure("wrong", 200.001),
+                       Figure("decimals", 3)),
+     ("idle", "third", "r", "decimals"), ("idle", "third", "wrong", "decimals")),
+    ("sum", (IDLE, CALL, Figure("rest", 400), Figure("off", 401)),
+     ("idle", "rest", "call"), ("idle", "off", "call")),
+])
+def test_each_relation_holds_or_fails(kind, figures, true, false):
+    figs = figures if "idle" in {f.name for f in figures} else (*figures, IDLE)
+    assert check(_claim(*figs, relations=[rel(kind, *true)]), DOC) == []
+    got = check(_claim(*figs, relations=[rel(kind, *false)]), DOC)
+    assert len(got) == 1 and "does not hold" in got[0], got
+
+
+def test_every_relation_kind_is_tested():
+    tested = {"eq", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"}
+    assert set(RELATION_KINDS) == tested
+
+
+def test_a_figure_unlike_the_report_is_caught():
+    """The sentence shows 22.8 us where the report holds 23.0 us: caught, with the path."""
+    wrong = _claim(Figure("call", 999, CALL.path), IDLE)
+    assert check(wrong, DOC) == [
+        "host-bound: call is 999, the report has 1000 at /calls/stats/api_ns/p50"]
+    assert check(_claim(CALL, IDLE), DOC) == []
+
+
+def test_a_figure_at_no_path_is_caught():
+    got = check(_claim(Figure("call", 1_000, "/calls/stats/wall_ns/p50")), DOC)
+    assert len(got) == 1 and "no 'wall_ns' there" in got[0]
+
+
+def test_a_relation_of_an_unknown_or_unknown_valued_figure_is_caught():
+    assert check(_claim(CALL, relations=[rel("lt", "call", "nothing")]), DOC)
+    assert check(_claim(CALL, Figure("none", None), relations=[rel("lt", "none", "call")]), DOC)
+    assert check(_claim(CALL, IDLE, relations=[rel("ratio", "idle", "call")]), DOC)
+
+
+def test_pointers_escape_any_key():
+    """A category of a user's rule table may hold "/" or "~": the pointer still finds it."""
+    p = pointer("calls", "categories", "a/b", "p50")
+    assert p == "/calls/categories/a~1b/p50" and resolve(DOC, p) == 7
+    assert resolve(DOC, pointer("findings", 0, "evidence", "count")) == 3
+    with pytest.raises(KeyError):
+        resolve(DOC, "/findings/1")
+
+
+def test_a_verdict_the_drawn_call_contradicts_is_caught():
+    """A sentence seen wrong in the field, as the verdict's claim cites it: "device is
+    busy 100% of a typical call (22.8 us)" where the call drawn has the device idle all
+    of it. The medians agree with each other; the call drawn does not: caught."""
+    doc = {"calls": {"stats": {"api_ns": {"p50": 22_800}, "host_overhead_ns": {"p50": 0}},
+                     "per_call": [{"metrics": {"api_ns": 22_800, "host_overhead_ns": 22_800}}]}}
+    busy = _claim(
+        Figure("call", 22_800, "/calls/stats/api_ns/p50"),
+        Figure("idle", 0, "/calls/stats/host_overhead_ns/p50"), Figure("idle_share", 0.0),
+        Figure("threshold", 0.5),
+        Figure("drawn_call", 22_800, "/calls/per_call/0/metrics/api_ns"),
+        Figure("drawn_idle", 22_800, "/calls/per_call/0/metrics/host_overhead_ns"),
+        Figure("drawn_idle_share", 1.0),
+        relations=[rel("ratio", "idle", "call", "idle_share"), rel("lt", "idle_share", "threshold"),
+                   rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
+                   rel("lt", "drawn_idle_share", "threshold")])
+    assert [p for p in check(busy, doc) if "drawn_idle_share" in p]
+
+
+# --- diff's verdict --------------------------------------------------------------------
+
+DIFF_PAIRS = [(f"{stem}.cold.json.gz", f"{stem}.json.gz") for stem in sorted(
+    n[: -len(".cold.json.gz")] for n in FIXTURES if n.endswith(".cold.json.gz"))] + [
+    ("flaggems_add_16x4096_bf16_unpatched.json.gz", "flaggems_add_16x4096_bf16_patched.json.gz"),
+    ("torch_mul_1x4096_f32.json.gz", "triton_mul_1x4096_f32.json.gz"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), DIFF_PAIRS, ids=lambda n: n.split(".")[0])
+def test_every_claim_of_a_diff_holds(before, after, fixture_reports):
+    from traceview.multi.compare import diff_reports, read_diff
+
+    d = diff_reports(fixture_reports[before], fixture_reports[after])
+    doc = d.as_dict()
+    claims = [from_json(c) for c in doc["claims"]]
+    assert [c.id for c in claims] == ["diff-verdict"] and claims[0].text == doc["verdict"]
+    assert check_all(claims, doc) == []
+    assert read_diff(doc).claims == doc["claims"]
+
+
+def test_one_call_against_one_claims_no_interval():
+    """A diff of one step against one: the bootstrap resamples each side's one value, so
+    its "interval" is the difference itself ("95% CI [-4.41 ms, -4.41 ms]"). The line
+    says there is no interval; a claim of one is caught."""
+    from traceview.multi.compare import Comparison, Diff
+
+    api = Comparison("calls.api_ns.p50", 10_000_000, 5_590_000, -4_410_000, -4_410_000,
+                     -4_410_000, True, 1, 1)
+    d = Diff("a", "b", 1, 1, [api], [])
+    doc = d.as_dict()
+    assert "cannot be told from noise (1 against 1 warm calls: no interval)" in doc["verdict"]
+    assert "CI" not in doc["verdict"] and "differs" not in doc["verdict"]
+    claim = from_json(doc["claims"][0])
+    assert check(claim, doc) == []
+    with_ci = Claim(claim.id, claim.text, (*claim.figures, Figure("fewest", 2)),
+                    (*claim.relations, rel("ge", "p.n_before", "fewest")))
+    assert check(with_ci, doc) == [
+        "diff-verdict: ge('p.n_before', 'fewest') does not hold: 1 ge 2 is false"]

@@ -1,0 +1,299 @@
+"""The sentences the outputs print that are not findings, made as claims (``claims``).
+
+A training trace's headline line ("training step ProfilerStep#3: 28.9 ms (typical of 4
+warm of 5 steps); forward 9 ms, ...; device busy 10.6%; critical path: ...") shows the
+typical step's own figures. Its claim cites each one where the report holds it and
+asserts what the line implies: the phases tile the step, the device busy share is busy
+over wall, each thread's share of the critical path is its rows' sum over the wall, and
+the path adds up to the wall. The renderers print the claim's text
+(``render.training.headline``).
+
+The bytes a call moves ("moves 393 kB per call (aten::add's recorded shapes): 372 GB/s
+at the device work p50") is a claim too: its rate is the bytes over the device work's
+p50, rounded as ``analyses.kernel_bytes.gb_per_s`` rounds it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
+from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
+from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
+from traceview.report.unprofiled import UnprofiledInfo
+from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
+
+DEVICE_WORK = "device work (kernels, copies)"
+# The threads (and device streams) the headline names as holding the critical path.
+PATH_NAMED = 3
+
+
+def typical_step(steps: StepsInfo | None, typical: TypicalCall | None
+                 ) -> tuple[StepsInfo, int] | None:
+    """The report's steps and the index (in ``steps.steps``) of the step the outputs
+    show: the typical call's; None when there is nothing a step view adds (no phase but
+    ``other`` and one thread on the path: an inference loop under a schedule)."""
+    if steps is None or not steps.steps:
+        return None
+    if not any(p.phase != "other" for s in steps.steps for p in s.phases) and all(
+            len({p.resource for p in s.critical_path if p.kind == "host"}) < 2
+            for s in steps.steps):
+        return None
+    want = typical.index if typical is not None else None
+    return steps, next((j for j, s in enumerate(steps.steps) if s.index == want), 0)
+
+
+def path_key(p: PathRow) -> tuple[str, str]:
+    """How the path is grouped for reading: host items by (thread, category), device
+    work as one row per stream, launch latency and queueing as they are."""
+    if p.kind == "device":
+        return p.resource, DEVICE_WORK
+    return p.resource, p.what
+
+
+def path_rows(step: StepRow) -> list[tuple[str, str, int]]:
+    """The path grouped (``path_key``), biggest first."""
+    got: Counter[tuple[str, str]] = Counter()
+    for p in step.critical_path:
+        got[path_key(p)] += p.ns
+    return sorted(((res, what, ns) for (res, what), ns in got.items()),
+                  key=lambda x: (-x[2], x[0], x[1]))
+
+
+def step_word(steps: StepsInfo | None) -> str:
+    """"training step" when a step has a backward phase, else "step" (an inference loop
+    under a profiler schedule)."""
+    trains = steps is not None and any(p.phase == "backward" for s in steps.steps
+                                       for p in s.phases)
+    return "training step" if trains else "step"
+
+
+def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | None:
+    """The headline of a training trace: the typical step and who holds its path."""
+    found = typical_step(steps, typical)
+    if found is None:
+        return None
+    steps, j = found
+    step = steps.steps[j]
+    at = ("steps", "steps", j)
+    figs = [Figure("wall", step.wall_ns, pointer(*at, "wall_ns")),
+            Figure("warm_count", steps.warm_count, pointer("steps", "warm_count")),
+            Figure("count", steps.count, pointer("steps", "count")),
+            Figure("busy", step.device_busy_ns, pointer(*at, "device_busy_ns"))]
+    rels: list[Relation] = [rel("le", "warm_count", "count"), rel("le", "busy", "wall")]
+    phases = [f"phase:{k}" for k in range(len(step.phases))]
+    figs += [Figure(n, p.wall_ns, pointer(*at, "phases", k, "wall_ns"))
+             for k, (n, p) in enumerate(zip(phases, step.phases, strict=True))]
+    if phases:
+        rels.append(rel("sum", *phases, "wall"))  # the phases tile the step
+    rows = [f"path:{k}" for k in range(len(step.critical_path))]
+    figs += [Figure(n, p.ns, pointer(*at, "critical_path", k, "ns"))
+             for k, (n, p) in enumerate(zip(rows, step.critical_path, strict=True))]
+    if rows:
+        rels.append(rel("sum", *rows, "wall"))  # the path attributes each ns once
+    by_res: Counter[str] = Counter()
+    for p in step.critical_path:
+        by_res[p.resource] += p.ns
+    named = by_res.most_common(PATH_NAMED)
+    for i, (res, ns) in enumerate(named):
+        figs.append(Figure(f"holder:{i}", ns))
+        mine = [r for r, p in zip(rows, step.critical_path, strict=True) if p.resource == res]
+        rels.append(rel("sum", *mine, f"holder:{i}"))
+    rels += [rel("ge", f"holder:{i}", f"holder:{i + 1}") for i in range(len(named) - 1)]
+    who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in named)
+    words = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
+    text = (f"{step_word(steps)} {step.name}: {fmt_ns(step.wall_ns)} (typical of "
+            f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
+            f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
+    return Claim("typical-step", text, tuple(figs), tuple(rels))
+
+
+# ``analyses.kernel_bytes.gb_per_s`` rounds a rate to this many decimals (GB/s).
+RATE_DECIMALS = 3
+
+
+def copy_shares(bw: dict[str, Any]) -> str:
+    """A capture's ``bandwidth`` shares in words: ``41% of a device-to-device copy of
+    the same bytes (7.5 GB/s); 2% of this device's copy peak (3900 GB/s)``."""
+    copy = bw.get("copy") or {}
+    parts = []
+    for key, what in (("same_bytes", "a device-to-device copy of the same bytes"),
+                      ("peak", "this device's copy peak")):
+        got, ref = bw.get(f"share_of_copy_{key}"), copy.get(key)
+        if got is not None and ref:
+            parts.append(f"{fmt_pct(got)} of {what} ({fmt_rate(ref['gb_per_s'])})")
+    return "; ".join(parts) or "no copy rate measured"
+
+
+def bytes_claim(b: BytesMoved | None, kernel_p50: int | None,
+                capture_bandwidth: dict[str, Any] | None) -> Claim | None:
+    """``moves 393 kB per call (aten::add's recorded shapes): 372 GB/s at the device work
+    p50`` (with capture's unprofiled rate and copy shares when the trace has them), or
+    ``bytes moved unknown: why``; None without a bytes figure."""
+    if b is None:
+        return None
+    if b.total is None:
+        return Claim("bytes-moved", f"bytes moved {b.source}",
+                     (Figure("total", None, pointer("bytes_moved", "total")),))
+    figs = [Figure("total", b.total, pointer("bytes_moved", "total"))]
+    rels: list[Relation] = []
+    text = f"moves {fmt_bytes(b.total)} per call ({b.source})"
+    if b.gb_per_s is not None:
+        figs += [Figure("rate", b.gb_per_s, pointer("bytes_moved", "gb_per_s")),
+                 Figure("kernel", kernel_p50, pointer("calls", "stats", "kernel_ns", "p50")),
+                 Figure("decimals", RATE_DECIMALS)]
+        rels.append(rel("ratio_rounded", "total", "kernel", "rate", "decimals"))
+        text += f": {fmt_rate(b.gb_per_s)} at the device work p50"
+    bw = capture_bandwidth or {}
+    if bw.get("gb_per_s") is not None:
+        figs.append(Figure("unprofiled_rate", bw["gb_per_s"],
+                           pointer("trace", "capture", "bandwidth", "gb_per_s")))
+        text += f"; unprofiled {fmt_rate(bw['gb_per_s'])}, {copy_shares(bw)}"
+    return Claim("bytes-moved", text, tuple(figs), tuple(rels))
+
+
+def _cold_work(w: ColdWork, at: tuple, figs: list[Figure]) -> str:
+    why = []
+    for c, ns in w.categories:
+        figs.append(Figure(f"cold:{c}", ns, pointer(*at, "categories", c)))
+        why.append(f"{COLD_CATEGORIES[c]} {fmt_ns(ns)}")
+    if w.compile_ranges:
+        figs.append(Figure("compile_ranges", w.compile_ranges))
+        why.append(f"{w.compile_ranges} Dynamo/Inductor compile range(s)")
+    if w.recorded:
+        why.append("recorded cold by traceview capture")
+    return "; ".join(why)
+
+
+def _holder(h: Holder, figs: list[Figure], rels: list[Relation]) -> str:
+    figs.append(Figure("held", h.ns))
+    if h.ns > h.excess_ns:
+        # Its growth is measured against nearby calls, the excess against the median of
+        # all: the rest of the call can be quicker than usual, and "holds 129 us of the
+        # 114 us excess" would contradict itself.
+        rels.append(rel("gt", "held", "excess"))
+        return (f"{h.what} took {fmt_ns(h.ns)} more than in nearby calls, more than "
+                f"the call's whole {fmt_ns(h.excess_ns)} excess (the rest of it was "
+                f"quicker than usual)")
+    rels.append(rel("le", "held", "excess"))
+    return f"{h.what} holds {fmt_ns(h.ns)} of the {fmt_ns(h.excess_ns)} excess"
+
+
+def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
+    """Why call ``index`` is cold or an outlier (``sid``: ``cold-reason`` or
+    ``outlier-reason``), from the figures the analyses found: the words the call's
+    ``cold_reason``/``outlier_reason`` hold."""
+    at = ("calls", "per_call", index)
+    figs = [Figure("call", index, pointer(*at, "index"))]
+    rels: list[Relation] = []
+    if isinstance(cause, ColdWork):
+        text = _cold_work(cause, at, figs)
+    elif isinstance(cause, ProfilerBurst):
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("median", cause.median_ns),
+                 Figure("profiler", cause.profiler_ns, pointer(*at, "categories", "profiler")),
+                 Figure("typical_profiler", cause.typical_profiler_ns)]
+        rels += [rel("gt", "api", "median"), rel("gt", "profiler", "typical_profiler")]
+        text = (f"{fmt_ns(cause.api_ns)} against {fmt_ns(cause.median_ns)} for the others: "
+                f"profiler work {fmt_ns(cause.profiler_ns)} inside (typically "
+                f"{fmt_ns(cause.typical_profiler_ns)}), the profiler's buffer set-up")
+    else:
+        assert isinstance(cause, SlowCall)
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("median", cause.median_ns), Figure("ratio", cause.api_ns / cause.median_ns)]
+        rels.append(rel("ratio", "api", "median", "ratio"))
+        text = (f"{fmt_ns(cause.api_ns)}, {cause.api_ns / cause.median_ns:.1f}x the median of "
+                f"the others ({fmt_ns(cause.median_ns)})")
+        if cause.holder is not None:
+            figs.append(Figure("excess", cause.holder.excess_ns))
+            rels.append(rel("sum", "median", "excess", "api"))
+            text += "; " + _holder(cause.holder, figs, rels)
+        if cause.first:
+            text = "first call of its kind, " + text
+        if cause.cold_work is not None:
+            text += "; " + _cold_work(cause.cold_work, at, figs)
+    return Claim(sid, text, tuple(figs), tuple(rels))
+
+
+def cause_claims(cold: dict[int, Cause], outlier: dict[int, Cause]) -> list[Claim]:
+    """The reason of every cold call and every outlier, in call order."""
+    out = [cause_claim(c, i, "cold-reason") for i, c in cold.items()]
+    out += [cause_claim(c, i, "outlier-reason") for i, c in outlier.items()]
+    return sorted(out, key=lambda c: (c.figures[0].value or 0, c.id))
+
+
+# The call kinds (and other numbered series) the calls' description names one by one.
+MAX_KINDS_NAMED = 3
+
+
+def calls_claim(calls: CallsSummary) -> Claim:
+    """``20 calls: shapes.py(30): triton_mul, found from Python frames (override:
+    --calls)``: how many calls, of which kinds, found how, and the other numbered series
+    an option would pick instead. The kinds' counts add up to the calls."""
+    n = len(calls.calls)
+    if not n:
+        return Claim("calls-found", "no calls found (no ranges, frames or launches)",
+                     (Figure("count", 0, pointer("calls", "count")),))
+    figs = [Figure("count", n, pointer("calls", "count"))]
+    kinds = [(k.name, k.count) for k in calls.kinds]
+    figs += [Figure(f"kind:{j}", c, pointer("calls", "kinds", j, "count"))
+             for j, (_, c) in enumerate(kinds)]
+    rels = [rel("sum", *(f"kind:{j}" for j in range(len(kinds))), "count")]
+    shown = kinds[:MAX_KINDS_NAMED]
+    what = ", ".join(f"{printable(k)} ({c})" if len(kinds) > 1 else printable(k)
+                     for k, c in shown)
+    if len(kinds) > len(shown):
+        what += f", {len(kinds) - len(shown)} more kinds"
+    head = f"{n} call{'s' if n != 1 else ''}"
+    if len(kinds) > 1:
+        head += f" of {len(kinds)} kinds"
+    tail = "" if calls.source == "option" else " (override: --calls)"
+    also = "".join(f"; also {printable(k)} ({c} call{'s' if c != 1 else ''}: --calls '{rx}')"
+                   for k, c, rx in calls.others[:MAX_KINDS_NAMED])
+    if len(calls.others) > MAX_KINDS_NAMED:
+        also += f" and {len(calls.others) - MAX_KINDS_NAMED} more numbered series"
+    return Claim("calls-found", f"{head}: {what}, {calls.how}{tail}{also}", tuple(figs),
+                 tuple(rels))
+
+
+def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
+    """The unprofiled split's headline ("Without the profiler a call takes 86.6 us [84 us,
+    90 us] (profiled 486 us, 5.6x); measured: ...") and its categories line, which says
+    they sum to the call; none without a split."""
+    if u is None:
+        return []
+    if u.method is None or u.call_ns is None:
+        return [Claim("unprofiled-call", f"Without the profiler: {u.note}",
+                      (Figure("call", u.call_ns, pointer("unprofiled", "call_ns")),))]
+    figs = [Figure("call", u.call_ns, pointer("unprofiled", "call_ns")),
+            Figure("profiled", u.profiled_call_ns, pointer("unprofiled", "profiled_call_ns"))]
+    rels: list[Relation] = []
+    ci = ""
+    if u.low_ns is not None:
+        figs += [Figure("low", u.low_ns, pointer("unprofiled", "low_ns")),
+                 Figure("high", u.high_ns, pointer("unprofiled", "high_ns"))]
+        rels.append(rel("le", "low", "high"))
+        ci = f" [{fmt_ns(u.low_ns)}, {fmt_ns(u.high_ns)}]"
+    prof = u.profiled_call_ns
+    ratio = ""
+    if prof and u.call_ns:
+        figs.append(Figure("ratio", prof / u.call_ns))
+        rels.append(rel("ratio", "profiled", "call", "ratio"))
+        ratio = f", {prof / u.call_ns:.1f}x"
+    head = Claim("unprofiled-call", f"Without the profiler a call takes {fmt_ns(u.call_ns)}"
+                 f"{ci} (profiled {fmt_ns(prof)}{ratio}); {u.method}", tuple(figs), tuple(rels))
+    if not u.categories:
+        return [head]
+    pc = u.profiled_categories or {}
+    cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
+                      for k, v in u.categories.items())
+    names = [f"cat:{k}" for k in u.categories]
+    figs_c = [Figure("call", u.call_ns, pointer("unprofiled", "call_ns"))]
+    figs_c += [Figure(n, v, pointer("unprofiled", "categories", k))
+               for n, (k, v) in zip(names, u.categories.items(), strict=True)]
+    # "(sum = the call)": the categories add up to the call exactly
+    return [head, Claim("unprofiled-categories",
+                        f"categories unprofiled (sum = the call): {cats}", tuple(figs_c),
+                        (rel("sum", *names, "call"),))]
