@@ -32,7 +32,8 @@ def test_one_call_against_one_has_no_interval(tmp_path):
     api = next(c for c in d.comparisons if c.metric == "calls.api_ns.p50")
     assert (api.before, api.after, api.delta) == (9_000, 4_590, 4_590 - 9_000)
     assert api.ci_low is None and api.ci_high is None and not api.significant
-    assert "cannot tell" in profiled_line(d) and "1 call(s) against 1" in profiled_line(d)
+    line = profiled_line(d)
+    assert "cannot be told from noise" in line and "1 against 1 warm calls: no interval" in line
     text = renderer("text", "diff").render(d, RenderOptions(width=120))
     assert "[-4.41 us, -4.41 us]" not in text and "cannot tell" in text
 
