@@ -38,7 +38,7 @@ from traceview import intervals, native
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.columns import ANNOTATION_CAT, MISSING, Columns, Decoded
+from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded
 from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
@@ -216,6 +216,7 @@ def build(decoded: Decoded) -> Trace:
     if added:  # traceview's own tracks (explain --annotate) are not the trace's events
         keep = keep & ~np.isin(x.key, added)
     cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
+    _legacy_annotations(decoded.keys, x, decoded.names, cat_names, cat_of_row)
     lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
     slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
     del dur, keep, cat_of_row, lane_of_row
@@ -279,13 +280,15 @@ def _placeable(start: np.ndarray, dur: np.ndarray,
 def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: np.ndarray,
                 keep: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, int]]:
     """Category codes, per key and then per row (codes in order of first sight), which
-    keys are device work, and the kept events of each unknown category."""
+    keys are device work, and the kept events of each unknown category. A legacy Kineto
+    category (``io.columns.LEGACY_CATS``) is read as its modern name."""
     cat_names: list[str] = []
     cat_index: dict[str, int] = {}
     key_cat = np.empty(len(keys), np.int32)
     key_device = np.zeros(len(keys), bool)
     unknown: dict[str, int] = defaultdict(int)
-    for i, (_, cat, _, _) in enumerate(keys):
+    for i, (_, raw_cat, _, _) in enumerate(keys):
+        cat = LEGACY_CATS.get(raw_cat, raw_cat)
         if cat not in cat_index:
             cat_index[cat] = len(cat_names)
             cat_names.append(cat)
@@ -296,6 +299,32 @@ def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: n
         if cat_names[c] not in KNOWN_CATS:
             unknown[cat_names[c]] += int(n)
     return cat_names, key_device, cat_of_row, unknown
+
+
+# The ranges PyTorch's profiler writes itself (``record_function`` in the profiler, the
+# DataLoader and the optimizer): a modern trace files them as ``user_annotation``; the
+# legacy ``Operator`` category held them among the ops.
+_LEGACY_ANNOTATION = re.compile(r"^ProfilerStep#\d+$|^enumerate\(DataLoader\)#|^Optimizer\.\w+#")
+
+
+def _legacy_annotations(keys: list[tuple[str, str, int | str, int | str]], x: Columns,
+                        names: list[str], cat_names: list[str], cat_of_row: np.ndarray) -> None:
+    """Rows of a legacy ``Operator`` key named as a profiler range (``ProfilerStep#N``,
+    ``enumerate(DataLoader)#...``, ``Optimizer.step#...``) become ``user_annotation``, as
+    a modern profiler files them: steps, phases and call ranges are found by that
+    category. Changes ``cat_of_row`` (and ``cat_names``) in place."""
+    legacy = [i for i, k in enumerate(keys) if k[1] == "Operator"]
+    if not legacy:
+        return
+    named = [i for i, n in enumerate(names) if _LEGACY_ANNOTATION.search(n)]
+    if not named:
+        return
+    rows = np.flatnonzero(np.isin(x.key, legacy) & np.isin(x.name, named))
+    if not rows.size:
+        return
+    if "user_annotation" not in cat_names:
+        cat_names.append("user_annotation")
+    cat_of_row[rows] = cat_names.index("user_annotation")
 
 
 def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_device: np.ndarray,

@@ -218,12 +218,12 @@ class _Walk:
         s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
         step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
         tl = self.timelines.get(lane)
-        if tl is None or tl.seg_end.size == 0:
+        j = 0 if tl is None else int(np.searchsorted(tl.seg_end, t, side="left"))
+        if tl is None or j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
+            # nothing of this thread's own before t (a step thread holding only ranges):
+            # the rest of the step is untraced, and the walk stands at its start
             self.charge("host", lane, UNTRACED, start_ns, t)
-            return True
-        j = int(np.searchsorted(tl.seg_end, t, side="left"))
-        if j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
-            self.charge("host", lane, UNTRACED, start_ns, t)
+            self.t = start_ns
             return True
         a = max(int(tl.seg_start[j]), start_ns)
         if returns and returns[-1][0] != lane:

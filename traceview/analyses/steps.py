@@ -42,6 +42,9 @@ from traceview.rules import UNTRACED, PhaseRule, RuleSet
 OTHER_PHASE = "other"
 LAUNCH_LATENCY = "launch latency"
 QUEUED = "queued"
+# An ``other`` piece shorter than this share of the step (the instants between two
+# ranges) is no segment of its own in ``StepFigures.segments``.
+SEGMENT_MIN_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -68,22 +71,64 @@ class StepFigures:
     end_ns: int
     cold: bool
     device_busy_ns: int
-    phases: tuple[PhaseFigures, ...]  # in the phase table's order, then other
+    phases: tuple[PhaseFigures, ...]  # in the order the step first runs them, then other
     idle_causes: tuple[IdleCause, ...]  # biggest first; sums to the step's device idle
     communication_ns: int
     exposed_communication_ns: int
     path: CriticalPath
+    # (phase, start, end) in time order: forward, backward, forward, backward, optimizer
+    # for two micro-batches; ``other`` pieces under SEGMENT_MIN_SHARE of the step left out
+    segments: tuple[tuple[str, int, int], ...] = ()
+
+
+def _join(a: intervals.Set, b: intervals.Set) -> intervals.Set:
+    return intervals.union(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def _step_thread_tops(trace: Trace, lane: int, start: int, end: int) -> np.ndarray:
+    """Starts of the step thread's outermost events inside the step (the step's own
+    range and other labels left out), sorted: what the thread itself turned to next."""
+    s = trace.slices
+    rows = np.flatnonzero((s.lane == lane) & (s.start >= start) & (s.end <= end)
+                          & ~((s.start == start) & (s.end == end)))
+    if rows.size == 0:
+        return np.zeros(0, np.int64)
+    order = rows[np.lexsort((-s.end[rows], s.start[rows]))]
+    st, en = s.start[order], s.end[order]
+    reach = np.maximum.accumulate(en)
+    top = np.ones(order.size, bool)
+    top[1:] = st[1:] >= reach[:-1]
+    return st[top]
+
+
+def _envelopes(st: np.ndarray, en: np.ndarray, breaks: np.ndarray) -> intervals.Set:
+    """The envelope of matches on any thread, one per run of them: a run ends where the
+    step's thread starts an outermost event of its own between two matches (the second
+    micro-batch's forward between two backward passes), so the envelope never swallows
+    what the step thread did in between."""
+    u0, u1 = intervals.union(st, en)
+    if u0.size <= 1:
+        return u0, u1
+    # a gap (u1[k], u0[k+1]) breaks the run when an outermost event starts inside it
+    j = np.searchsorted(breaks, u1[:-1], side="left")
+    broken = (j < breaks.size) & (breaks[np.minimum(j, breaks.size - 1)] < u0[1:])
+    first = np.concatenate([[True], broken])
+    last = np.concatenate([broken, [True]])
+    return u0[first], u1[last]
 
 
 def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: int
                     ) -> dict[str, intervals.Set]:
-    """Each phase's part of [start, end): disjoint, and with ``other`` they tile it."""
+    """Each phase's part of [start, end): disjoint, and with ``other`` they tile it.
+    A phase may hold several segments (two micro-batches: forward, backward, forward,
+    backward); ``segments`` lists them in time order."""
     s = trace.slices
     in_step = np.flatnonzero((s.end > start) & (s.start < end))
     claimed: intervals.Set = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     out: dict[str, intervals.Set] = {}
     fallback: list[tuple[str, PhaseRule]] = []  # (the phase it comes before, rule)
     names = trace.names
+    tops: np.ndarray | None = None
     for rule in rules.phases:
         if rule.before is not None:
             fallback.append((rule.before, rule))
@@ -98,31 +143,53 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
             continue
         st = np.maximum(s.start[rows], start)
         en = np.minimum(s.end[rows], end)
-        mine = (np.asarray([st.min()]), np.asarray([en.max()])) if rule.any_thread \
-            else intervals.union(st, en)
+        if rule.any_thread:
+            if tops is None:
+                tops = _step_thread_tops(trace, lane, start, end)
+            mine = _envelopes(st, en, tops)
+        else:
+            mine = intervals.union(st, en)
         mine = intervals.subtract(mine, claimed)
         if intervals.length(mine):
             prev = out.get(rule.phase)
-            out[rule.phase] = mine if prev is None else intervals.union(
-                np.concatenate([prev[0], mine[0]]), np.concatenate([prev[1], mine[1]]))
-            claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
-                                      np.concatenate([claimed[1], mine[1]]))
+            out[rule.phase] = mine if prev is None else _join(prev, mine)
+            claimed = _join(claimed, mine)
     for before, rule in fallback:
         anchor = out.get(before)
         if rule.phase in out or anchor is None or anchor[0].size == 0:
             continue
-        head = (np.asarray([start]), np.asarray([int(anchor[0][0])]))
-        mine = intervals.subtract(head, claimed)
+        # the unclaimed time before each segment of the anchor phase, back to the
+        # previous one (or the step's start): every micro-batch's forward, not only
+        # the first
+        heads = (np.concatenate([[start], anchor[1][:-1]]), anchor[0])
+        mine = intervals.subtract(heads, claimed)
         if intervals.length(mine):
             out[rule.phase] = mine
-            claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
-                                      np.concatenate([claimed[1], mine[1]]))
+            claimed = _join(claimed, mine)
     rest = intervals.subtract((np.asarray([start]), np.asarray([end])), claimed)
     if intervals.length(rest):
         out[OTHER_PHASE] = rest
     # in the order the step runs them (each phase's first instant), other last
     named = sorted((p for p in out if p != OTHER_PHASE), key=lambda p: int(out[p][0][0]))
     return {p: out[p] for p in [*named, OTHER_PHASE] if p in out}
+
+
+def segments(phases: dict[str, intervals.Set], min_ns: int = 0
+             ) -> tuple[tuple[str, int, int], ...]:
+    """The step's phases as time-ordered segments ``(phase, start, end)``, adjacent
+    pieces of one phase joined; ``other`` pieces shorter than ``min_ns`` are left out
+    (the instants between two ranges), so a step reads forward, backward, forward,
+    backward, optimizer."""
+    pieces = sorted((int(a), int(b), p) for p, iv in phases.items()
+                    for a, b in zip(iv[0].tolist(), iv[1].tolist(), strict=True)
+                    if p != OTHER_PHASE or b - a >= min_ns)
+    out: list[tuple[str, int, int]] = []
+    for a, b, p in pieces:
+        if out and out[-1][0] == p and out[-1][2] >= a - min_ns:
+            out[-1] = (p, out[-1][1], b)
+        else:
+            out.append((p, a, b))
+    return tuple(out)
 
 
 def _categories_over(tl: HostTimeline, iv: intervals.Set) -> dict[str, int]:
@@ -186,7 +253,8 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
         a, b = c.start_ns, c.end_ns
         step_busy = intervals.clip(busy, a, b)
         phases = []
-        for phase, iv in phase_intervals(trace, rules, step_lane, a, b).items():
+        by_phase = phase_intervals(trace, rules, step_lane, a, b)
+        for phase, iv in by_phase.items():
             wall = intervals.length(iv)
             on = intervals.length(intervals.intersect(step_busy, iv))
             host = {ln: cats for ln, tl in timelines.items()
@@ -205,5 +273,6 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
             communication_ns=intervals.length(comm_set),
             exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
             path=critical_path(trace, a, b, step_lane, timelines, work_rows),
+            segments=segments(by_phase, int((b - a) * SEGMENT_MIN_SHARE)),
         ))
     return out
