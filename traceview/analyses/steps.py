@@ -36,6 +36,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.critical_path import CriticalPath, critical_path
 from traceview.analyses.host import HostTimeline
+from traceview.analyses.host_rows import LABEL_CATS
 from traceview.model import Trace
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
 
@@ -85,33 +86,34 @@ def _join(a: intervals.Set, b: intervals.Set) -> intervals.Set:
     return intervals.union(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
 
 
-def _step_thread_tops(trace: Trace, lane: int, start: int, end: int) -> np.ndarray:
-    """Starts of the step thread's outermost events inside the step (the step's own
-    range and other labels left out), sorted: what the thread itself turned to next."""
+def _step_thread_work(trace: Trace, lane: int, start: int, end: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The step thread's events inside the step (its own range and other labels left
+    out), as (starts, ends) sorted by start: what the thread itself did."""
     s = trace.slices
+    labels = [i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]
     rows = np.flatnonzero((s.lane == lane) & (s.start >= start) & (s.end <= end)
-                          & ~((s.start == start) & (s.end == end)))
-    if rows.size == 0:
-        return np.zeros(0, np.int64)
-    order = rows[np.lexsort((-s.end[rows], s.start[rows]))]
-    st, en = s.start[order], s.end[order]
-    reach = np.maximum.accumulate(en)
-    top = np.ones(order.size, bool)
-    top[1:] = st[1:] >= reach[:-1]
-    return st[top]
+                          & ~np.isin(s.cat, labels))
+    order = rows[np.argsort(s.start[rows], kind="stable")]
+    return s.start[order], s.end[order]
 
 
-def _envelopes(st: np.ndarray, en: np.ndarray, breaks: np.ndarray) -> intervals.Set:
+def _envelopes(st: np.ndarray, en: np.ndarray, work: tuple[np.ndarray, np.ndarray]
+               ) -> intervals.Set:
     """The envelope of matches on any thread, one per run of them: a run ends where the
-    step's thread starts an outermost event of its own between two matches (the second
+    step's thread does work of its own wholly between two matches (the second
     micro-batch's forward between two backward passes), so the envelope never swallows
-    what the step thread did in between."""
+    what the step thread did in between. While the engine's threads run backward the
+    step's thread waits inside one call that spans the gaps."""
     u0, u1 = intervals.union(st, en)
     if u0.size <= 1:
         return u0, u1
-    # a gap (u1[k], u0[k+1]) breaks the run when an outermost event starts inside it
-    j = np.searchsorted(breaks, u1[:-1], side="left")
-    broken = (j < breaks.size) & (breaks[np.minimum(j, breaks.size - 1)] < u0[1:])
+    w_st, w_en = work
+    broken = np.zeros(u0.size - 1, bool)
+    lo = np.searchsorted(w_st, u1[:-1], side="left")
+    hi = np.searchsorted(w_st, u0[1:], side="left")
+    for k in np.flatnonzero(hi > lo).tolist():
+        broken[k] = bool((w_en[lo[k]:hi[k]] <= u0[k + 1]).any())
     first = np.concatenate([[True], broken])
     last = np.concatenate([broken, [True]])
     return u0[first], u1[last]
@@ -128,7 +130,7 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
     out: dict[str, intervals.Set] = {}
     fallback: list[tuple[str, PhaseRule]] = []  # (the phase it comes before, rule)
     names = trace.names
-    tops: np.ndarray | None = None
+    work: tuple[np.ndarray, np.ndarray] | None = None
     for rule in rules.phases:
         if rule.before is not None:
             fallback.append((rule.before, rule))
@@ -144,9 +146,9 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
         st = np.maximum(s.start[rows], start)
         en = np.minimum(s.end[rows], end)
         if rule.any_thread:
-            if tops is None:
-                tops = _step_thread_tops(trace, lane, start, end)
-            mine = _envelopes(st, en, tops)
+            if work is None:
+                work = _step_thread_work(trace, lane, start, end)
+            mine = _envelopes(st, en, work)
         else:
             mine = intervals.union(st, en)
         mine = intervals.subtract(mine, claimed)

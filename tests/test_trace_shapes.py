@@ -1,0 +1,253 @@
+"""Trace shapes other projects' profilers write, each read right: PyTorch 1.8-1.9's legacy
+categories, a step thread holding only ranges, two micro-batches per step.
+
+Every shape has a small synthetic trace built here with known intervals (CI always runs
+it) and, where the public corpus holds one, the real trace (skipped when the corpus copy
+is absent: ``tests/public_corpus.py``). Expected figures are counted here from the raw
+events with plain interval arithmetic (``rawcount``), never from traceview's output.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from decimal import ROUND_HALF_EVEN, Decimal
+
+import pytest
+
+import traceview
+from public_corpus import locate
+from rawcount import clip, length, minus, union
+from tracebuilder import TraceBuilder
+
+MS = 1_000_000
+US = 1_000
+
+
+def ns(x) -> int:
+    """Kineto's microseconds to integer ns, exactly (a float loses the last digits of an
+    epoch timestamp)."""
+    return int((Decimal(x) * 1000).to_integral_value(ROUND_HALF_EVEN))
+
+
+def raw_events(path) -> list[dict]:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    doc = json.loads(data, parse_float=Decimal)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in events if e.get("ph") == "X"]
+
+
+# --- PyTorch 1.8-1.9: Kernel, Memcpy, Memset, Runtime, Operator -----------------------
+
+def legacy_trace() -> TraceBuilder:
+    """Two profiler steps as PyTorch 1.9 wrote them: ops and the step range under
+    ``Operator``, the launch API under ``Runtime``, device work under ``Kernel`` /
+    ``Memcpy`` on pid 0, tid ``"stream 7"``, host tids as strings."""
+    tb = TraceBuilder(pid=4242, tid=4242)
+    corr = 10
+    for i, t0 in enumerate((0, 10 * MS)):
+        tb.raw({"ph": "X", "cat": "Operator", "name": f"ProfilerStep#{i + 1}", "pid": 4242,
+                "tid": "4242", "ts": t0 / 1000, "dur": 8000.0, "args": {}})
+        for j in range(3):
+            corr += 1
+            a = t0 + 100 * US + j * 2 * MS
+            tb.raw({"ph": "X", "cat": "Operator", "name": "aten::mul", "pid": 4242,
+                    "tid": "4242", "ts": a / 1000, "dur": 500.0, "args": {}})
+            tb.raw({"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 4242,
+                    "tid": "4242", "ts": (a + 100 * US) / 1000, "dur": 20.0,
+                    "args": {"correlation": corr}})
+            tb.raw({"ph": "X", "cat": "Kernel", "name": "mul_kernel", "pid": 0,
+                    "tid": "stream 7", "ts": (a + 200 * US) / 1000, "dur": 700.0,
+                    "args": {"device": 0, "stream": 7, "correlation": corr}})
+        corr += 1
+        c0 = t0 + 7 * MS
+        tb.raw({"ph": "X", "cat": "Runtime", "name": "cudaMemcpyAsync", "pid": 4242,
+                "tid": "4242", "ts": c0 / 1000, "dur": 30.0, "args": {"correlation": corr}})
+        tb.raw({"ph": "X", "cat": "Memcpy", "name": "Memcpy DtoH (Device -> Pageable)",
+                "pid": 0, "tid": "stream 7", "ts": (c0 + 50 * US) / 1000, "dur": 100.0,
+                "args": {"device": 0, "stream": 7, "correlation": corr}})
+    tb.raw({"ph": "M", "name": "process_labels", "pid": 0, "tid": 0,
+            "args": {"labels": "GPU 0"}})
+    return tb
+
+
+def check_legacy(path) -> traceview.Report:
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    device = [e for e in events if e.get("cat") in ("Kernel", "Memcpy", "Memset")]
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in device])
+    assert r.device.kernel_count == sum(e["cat"] == "Kernel" for e in device)
+    assert r.device.memcpy_count == sum(e["cat"] == "Memcpy" for e in device)
+    assert r.device.memset_count == sum(e["cat"] == "Memset" for e in device)
+    assert r.device.busy_ns == length(busy)
+    runtime = [e for e in events if e.get("cat") == "Runtime"
+               and e["name"] in ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")]
+    assert r.launches.count == len(runtime)
+    assert r.launches.linked == len(runtime)
+    # the stream is a device lane, never a host thread
+    assert all(not str(t.tid).startswith("stream") for t in r.threads)
+    assert {(s.device, s.stream) for s in r.device.per_stream} == {
+        (e["args"]["device"], e["args"]["stream"]) for e in device}
+    # the steps are found from ProfilerStep#N, each as the Operator range recorded it
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in events
+                   if e.get("cat") == "Operator" and re.match(r"^ProfilerStep#\d+$", e["name"]))
+    assert r.steps is not None
+    assert [(s.start_ns, s.end_ns, s.name) for s in r.steps.steps] == steps
+    for (a, b, _), s in zip(steps, r.steps.steps, strict=True):
+        assert s.device_busy_ns == length(clip(busy, a, b))
+        assert sum(p.ns for p in s.critical_path) == b - a
+    return r
+
+
+def test_legacy_categories_are_device_work_launches_and_steps(tmp_path):
+    check_legacy(legacy_trace().write(tmp_path / "legacy.json"))
+
+
+@pytest.mark.parametrize("name", [
+    "pytorch__kineto/resnet50_num_workers_0_pt19.json.gz",
+    "pytorch__kineto/resnet50_num_workers_0_pt18.json.gz",
+])
+def test_kineto_legacy_resnet50_samples(name):
+    path = locate(name)
+    if path is None:
+        pytest.skip(f"public corpus trace {name} not present")
+    r = check_legacy(path)
+    events = raw_events(path)
+    # backward: the autograd nodes the legacy profiler recorded (no evaluate_function)
+    nodes = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                   if e.get("cat") == "Operator"
+                   and re.match(r"^[A-Z]\w*Backward\d*$|^torch::autograd::AccumulateGrad$",
+                                e["name"])])
+    assert r.steps is not None
+    for s in r.steps.steps:
+        got = {p.phase: p.wall_ns for p in s.phases}
+        mine = clip(nodes, s.start_ns, s.end_ns)
+        assert mine and "backward" in got
+        # the backward phase lies within the nodes' envelope
+        assert got["backward"] <= mine[-1][1] - mine[0][0]
+
+
+# --- a step thread that holds only ranges (HTA's call_stack/backward_thread) ----------
+
+def ranges_only_step() -> TraceBuilder:
+    """The step thread records only ranges (labels, no work of its own); another thread
+    does the work and launches the kernel."""
+    tb = TraceBuilder(pid=3914, tid=3914)
+    tb.annotation("ProfilerStep#552", 0, 400 * MS)
+    tb.annotation("## backward ##", 250 * MS, 100 * MS)
+    tb.op("autograd::engine::evaluate_function: AddmmBackward0", 330 * MS, 145 * US, tid=24922)
+    tb.op("AddmmBackward0", 330 * MS + 2 * US, 102 * US, tid=24922)
+    tb.launched_kernel("gemm", 330 * MS + 50 * US, 10 * US, 390 * MS, 45 * US, tid=24922)
+    return tb
+
+
+def check_path_sums(path):
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    assert r.steps is not None and len(r.steps.steps) == len(steps)
+    for (a, b), s in zip(steps, r.steps.steps, strict=True):
+        assert sum(p.ns for p in s.critical_path) == b - a
+        assert sum(p.wall_ns for p in s.phases) == b - a
+
+
+def test_a_step_thread_of_ranges_alone_has_a_path_counted_once(tmp_path):
+    check_path_sums(ranges_only_step().write(tmp_path / "ranges.json"))
+
+
+@pytest.mark.parametrize("name", [
+    "facebookresearch__HolisticTraceAnalysis/call_stack_backward_thread.json.gz",
+    "facebookresearch__HolisticTraceAnalysis/triton_example.json.gz",
+])
+def test_hta_traces_whose_step_thread_holds_only_ranges(name):
+    path = locate(name)
+    if path is None:
+        pytest.skip(f"public corpus trace {name} not present")
+    check_path_sums(path)
+
+
+# --- two micro-batches per step (gradient accumulation) ------------------------------
+
+# (phase, start ms, end ms) of the step below, in time order: what the step did
+MICRO_BATCHES = [("forward", 1, 20), ("backward", 21, 40), ("forward", 41, 60),
+                 ("backward", 61, 80), ("optimizer", 82, 95)]
+STEP = 100 * MS
+
+
+def micro_batch_steps(*, frames: bool, steps: int = 2) -> TraceBuilder:
+    """Steps of 100 ms, each two micro-batches on the main thread (tid 100); each
+    backward's autograd nodes run on the engine's thread (tid 200). With ``frames`` the
+    Python frames say forward (``nn.Module: ...``) and backward
+    (``torch/_tensor.py(...): backward``), inside the loop's ``train.py(..): step``."""
+    tb = TraceBuilder()
+    if frames:
+        tb.py("train.py(1): <module>", 0, steps * STEP)
+    for n in range(steps):
+        o = n * STEP
+        tb.annotation(f"ProfilerStep#{n + 1}", o, STEP)
+        if frames:
+            tb.py("train.py(40): step", o + 10 * US, 96 * MS)
+        for phase, a, b in MICRO_BATCHES:
+            a, b = o + a * MS, o + b * MS
+            if phase == "forward":
+                if frames:
+                    tb.py("nn.Module: Llama_0", a, b - a)
+                for k in range(4):  # the forward's ops on the main thread
+                    t = a + k * (b - a) // 4
+                    tb.op("aten::linear", t + 10 * US, (b - a) // 4 - 20 * US)
+                    tb.launched_kernel("gemm_fw", t + 20 * US, 5 * US, t + 40 * US, 2 * MS)
+            elif phase == "backward":
+                if frames:
+                    tb.py("torch/_tensor.py(625): backward", a, b - a)
+                mid = (a + b) // 2
+                for s0, s1 in ((a, mid - US), (mid, b)):  # two nodes on the engine's thread
+                    tb.op("autograd::engine::evaluate_function: MmBackward0", s0, s1 - s0,
+                          tid=200)
+                    tb.launched_kernel("gemm_bw", s0 + 10 * US, 5 * US, s0 + 30 * US, 3 * MS,
+                                       tid=200)
+            else:
+                tb.annotation("Optimizer.step#AdamW.step", a, b - a)
+                tb.op("aten::_foreach_add_", a + 10 * US, 2 * MS)
+                tb.launched_kernel("adam", a + 20 * US, 5 * US, a + 40 * US, 1 * MS)
+    return tb
+
+
+@pytest.mark.parametrize("frames", [False, True])
+def test_two_micro_batches_are_two_forwards_and_two_backwards(tmp_path, frames):
+    path = micro_batch_steps(frames=frames).write(tmp_path / "micro.json")
+    r = traceview.analyze(path)
+    assert r.steps is not None and r.steps.count == 2
+    for n, row in enumerate(r.steps.steps):
+        o = n * STEP
+        want: dict[str, list] = {}
+        for phase, a, b in MICRO_BATCHES:
+            want[phase] = union(want.get(phase, []) + [[o + a * MS, o + b * MS]])
+        if not frames:  # without frames, forward is the time before each backward
+            want["forward"] = [[o, o + 21 * MS], [o + 40 * MS, o + 61 * MS]]
+        claimed = union([iv for v in want.values() for iv in v])
+        want["other"] = minus([[o, o + STEP]], claimed)
+        got = {p.phase: p.wall_ns for p in row.phases}
+        assert got == {p: length(iv) for p, iv in want.items()}
+        assert sum(got.values()) == STEP
+
+
+def test_micro_batch_segments_are_in_time_order(tmp_path):
+    path = micro_batch_steps(frames=True, steps=1).write(tmp_path / "micro.json")
+    trace = traceview.load(path)
+    from traceview.analyses.steps import phase_intervals, segments
+    from traceview.rules import load_rules
+
+    main = next(ln.index for ln in trace.lanes if ln.kind == "host" and ln.tid == 100)
+    got = segments(phase_intervals(trace, load_rules(), main, 0, STEP))
+    named = [[a * MS, b * MS] for _, a, b in MICRO_BATCHES]
+    gaps = [("other", a, b) for a, b in minus([[0, STEP]], union(named))]
+    want = sorted([(p, a * MS, b * MS) for p, a, b in MICRO_BATCHES] + gaps,
+                  key=lambda x: x[1])
+    assert list(got) == want
+    # gaps of the step's own instants between ranges are no segments of their own
+    shorter = segments(phase_intervals(trace, load_rules(), main, 0, STEP), 3 * MS)
+    assert list(shorter) == [x for x in want if x[0] != "other" or x[2] - x[1] >= 3 * MS]
