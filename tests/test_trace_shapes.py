@@ -251,3 +251,72 @@ def test_micro_batch_segments_are_in_time_order(tmp_path):
     # gaps of the step's own instants between ranges are no segments of their own
     shorter = segments(phase_intervals(trace, load_rules(), main, 0, STEP), 3 * MS)
     assert list(shorter) == [x for x in want if x[0] != "other" or x[2] - x[1] >= 3 * MS]
+
+
+# --- cold judged by evidence of a size, never by one name match ----------------------
+
+IS_FUN = "torch/_functorch/_aot_autograd/functional_utils.py(81): is_fun"
+TRITON_COMPILE = "triton/compiler/compiler.py(300): compile"
+
+
+def checkpointed_steps(compile_first_ns: int) -> TraceBuilder:
+    """Three 16 ms steps, each calling AOTAutograd's ``is_fun`` helper for 6 us (as
+    activation checkpointing does in every warm step); the first also compiles a Triton
+    kernel for ``compile_first_ns`` (none when 0)."""
+    tb = TraceBuilder()
+    step = 16 * MS
+    for n in range(3):
+        o = n * (step + MS)
+        tb.annotation(f"ProfilerStep#{n + 1}", o, step)
+        tb.py("train.py(12): train_step", o + 10 * US, step - 20 * US)
+        tb.py(IS_FUN, o + 100 * US, 6 * US)
+        if n == 0 and compile_first_ns:
+            tb.py(TRITON_COMPILE, o + 200 * US, compile_first_ns)
+        tb.op("aten::mm", o + 2 * MS, 100 * US)
+        tb.launched_kernel("gemm", o + 2 * MS + 10 * US, 10 * US, o + 2 * MS + 30 * US,
+                           12 * MS)
+    return tb
+
+
+@pytest.mark.parametrize("compile_ns", [0, 5 * MS])
+def test_a_helper_named_like_compile_is_no_cold_step(tmp_path, compile_ns):
+    path = checkpointed_steps(compile_ns).write(tmp_path / "ckpt.json")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    calls = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == calls
+    # the rule table's threshold (docs: 1% of the call, or 1 ms), counted here
+    for (a, b), c in zip(calls, r.calls.per_call, strict=True):
+        frames = [e for e in events if e["name"] in (IS_FUN, TRITON_COMPILE)
+                  and a <= ns(e["ts"]) < b]
+        work = length(union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in frames]))
+        assert c.cold == (work >= 1_000_000 or work >= 0.01 * (b - a)), (c.index, work)
+    assert [c.cold for c in r.calls.per_call] == [compile_ns > 0, False, False]
+    cold_finding = [f for f in r.findings if f.id == "cold-path"]
+    assert bool(cold_finding) == (compile_ns > 0)
+
+
+def test_mi300_activation_checkpointing_steps_are_warm():
+    name = "AMD-AGI__TraceLens/mi300_resnet_act_checkpoint.json.gz"
+    path = locate(name)
+    if path is None:
+        pytest.skip(f"public corpus trace {name} not present")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if e.get("cat") == "user_annotation"
+                   and re.match(r"^ProfilerStep#\d+$", e["name"]))
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == steps
+    for a, b in steps:
+        # the compiler's frames (Dynamo's tracer, Inductor, AOTAutograd outside its
+        # runtime wrappers, Triton's compiler) together are a sliver of the step
+        compiler = (r"^torch/_dynamo/(convert_frame|symbolic_convert|output_graph)"
+                    r"|^torch/_inductor/|^triton/compiler/"
+                    r"|^torch/_functorch/_aot_autograd/(?!runtime_wrappers)")
+        frames = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                        if e.get("cat") == "python_function" and a <= ns(e["ts"]) < b
+                        and re.match(compiler, e["name"])])
+        assert 0 < length(frames) < 0.01 * (b - a)
+    assert r.calls.warm_count == len(steps) and not r.calls.cold
+    assert not [f for f in r.findings if f.id == "cold-path"]

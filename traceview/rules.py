@@ -58,6 +58,17 @@ class RuleSet:
     framework_ranges: tuple[re.Pattern[str], ...] = ()
     phases: tuple[PhaseRule, ...] = ()  # ordered: the first that claims an instant wins
     communication_kernels: str = ""  # regex over device work names (NCCL collectives)
+    # compile/import work makes a call (or a window) cold only when it is at least this
+    # share of it, or at least this many ns (rules file "cold"): a runtime helper that a
+    # compile rule also names (AOTAutograd's functional_utils under checkpointing, a few
+    # us per step) is no compilation
+    cold_min_share: float = 0.01
+    cold_min_ns: int = 1_000_000
+
+    def is_cold_work(self, ns: int, of_ns: int) -> bool:
+        """Whether ``ns`` of compile/import work in a span of ``of_ns`` is evidence of a
+        cold path (see ``cold_min_share``, ``cold_min_ns``)."""
+        return ns > 0 and (ns >= self.cold_min_ns or ns >= self.cold_min_share * of_ns)
 
     def is_framework_range(self, name: str) -> bool:
         return any(p.search(name) for p in self.framework_ranges)
@@ -141,6 +152,19 @@ def _parse(doc: Any, source: str) -> tuple[dict[str, str], list[Rule], dict[str,
     return {str(k): str(v) for k, v in cats.items()}, rules, apis
 
 
+def _cold(doc: Any, source: str, share: float, min_ns: int) -> tuple[float, int]:
+    cold = doc.get("cold", {})
+    if not isinstance(cold, dict):
+        raise UsageError(f"{source}: 'cold' must be an object")
+    share = cold.get("min_share", share)
+    min_ns = cold.get("min_ns", min_ns)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise UsageError(f"{source}: cold.min_share must be a number from 0 to 1")
+    if isinstance(min_ns, bool) or not isinstance(min_ns, int) or min_ns < 0:
+        raise UsageError(f"{source}: cold.min_ns must be a non-negative integer")
+    return float(share), min_ns
+
+
 def load_rules(extra: str | Path | None = None) -> RuleSet:
     """The default table, with a user's rules file (if any) matched first."""
     text = resources.files("traceview.data").joinpath("default_rules.json").read_text()
@@ -149,6 +173,7 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
     framework = _framework(default_doc, "default rules")
     phases = _phases(default_doc, "default rules")
     comm = default_doc.get("communication_kernels", "")
+    cold_share, cold_ns = _cold(default_doc, "default rules", 0.01, 1_000_000)
     if extra is not None:
         try:
             user_doc = json.loads(Path(extra).read_text())
@@ -160,6 +185,7 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
         framework = _framework(user_doc, str(extra)) + framework
         phases = _phases(user_doc, str(extra)) + phases
         comm = user_doc.get("communication_kernels", comm)
+        cold_share, cold_ns = _cold(user_doc, str(extra), cold_share, cold_ns)
         categories = {**categories, **u_cats}
         rules = u_rules + rules
         for kind, names in u_apis.items():
@@ -174,4 +200,6 @@ def load_rules(extra: str | Path | None = None) -> RuleSet:
         framework_ranges=tuple(framework),
         phases=tuple(phases),
         communication_kernels=comm if isinstance(comm, str) else "",
+        cold_min_share=cold_share,
+        cold_min_ns=cold_ns,
     )

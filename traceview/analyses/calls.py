@@ -26,8 +26,10 @@ training step's backward kernels come from the autograd thread):
   calls right after it, when calls come from Python frames and one follows.
 
 A call is **cold** when it contains compile, autotune or module-load work (host category
-``compile``), imports (``import``), Dynamo/Inductor compiler ranges, or when capture
-recorded it as cold; each cold call says why. Calls far slower than the others of their
+``compile``) or imports (``import``) of a size that is evidence (the rule table's
+``cold``: a share of the call or an absolute floor, ``RuleSet.is_cold_work``; a few
+microseconds of a runtime helper a compile rule also names is not), Dynamo/Inductor
+compiler ranges, or when capture recorded it as cold; each cold call says why. Calls far slower than the others of their
 kind are classed cold or outlier by ``analyses.slow_calls``, with what holds their excess
 (the profiler's own work: ``_outliers``). Both are left out of the warm statistics (when
 warm calls remain).
@@ -135,8 +137,13 @@ class CallsSummary:
         return [c for c in self.calls if c.warm] or self.calls
 
 
-def _cold_reason(cats: dict[str, int], compile_ranges: int, *, recorded: bool) -> str | None:
-    why = [f"{what} {fmt_ns(cats[c])}" for c, what in COLD_CATEGORIES.items() if cats.get(c)]
+def _cold_reason(cats: dict[str, int], compile_ranges: int, *, recorded: bool,
+                 api_ns: int, rules: RuleSet) -> str | None:
+    """Why a call is cold, or None: compile/import work of a size the rules count as
+    evidence (``RuleSet.is_cold_work``), compile ranges, or capture's record."""
+    cold_ns = sum(cats.get(c, 0) for c in COLD_CATEGORIES)
+    why = [f"{what} {fmt_ns(cats[c])}" for c, what in COLD_CATEGORIES.items()
+           if cats.get(c)] if rules.is_cold_work(cold_ns, api_ns) else []
     if compile_ranges:
         why.append(f"{compile_ranges} Dynamo/Inductor compile range(s)")
     if recorded:
@@ -283,8 +290,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     from traceview.rules import load_rules
 
     s = trace.slices
-    found: FoundCalls = find_calls(trace, window, timeline, launches,
-                                   rules or load_rules(), regex, depth)
+    rules = rules or load_rules()
+    found: FoundCalls = find_calls(trace, window, timeline, launches, rules, regex, depth)
     spans = found.spans
     if not spans:
         return CallsSummary(found.source, None, [], {m: summarize([]) for m in METRICS}, {}, 0,
@@ -326,7 +333,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         st, en = sp.start_ns, sp.end_ns
         cats = per_call[i]
         metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
-        reason = _cold_reason(cats, compile_l[i], recorded=sp.recorded_cold)
+        reason = _cold_reason(cats, compile_l[i], recorded=sp.recorded_cold, api_ns=en - st,
+                              rules=rules)
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, reason is not None, m["launches"][i],
                           m["work"][i], metrics, cats, kind=sp.kind, cold_reason=reason,
