@@ -320,3 +320,65 @@ def test_mi300_activation_checkpointing_steps_are_warm():
         assert 0 < length(frames) < 0.01 * (b - a)
     assert r.calls.warm_count == len(steps) and not r.calls.cold
     assert not [f for f in r.findings if f.id == "cold-path"]
+
+
+# --- thread roles from evidence; sync records are device-side lanes ------------------
+
+def monitor_at_zero() -> TraceBuilder:
+    """A training loop on thread 100/555 (two steps, launches) beside tqdm's monitor
+    recorded at pid 0, tid 0 (Kineto's id for a Python thread it has no id for), and
+    CUPTI's stream-sync records on the stream's "(sync)" row (tid = stream + 1000000)."""
+    tb = TraceBuilder(pid=100, tid=555)
+    for n in range(2):
+        o = n * 10 * MS
+        tb.annotation(f"ProfilerStep#{n + 1}", o, 9 * MS)
+        tb.op("aten::mm", o + 100 * US, 200 * US)
+        corr = tb.launched_kernel("gemm", o + 150 * US, 10 * US, o + 200 * US, 5 * MS)
+        tb.sync(o + 300 * US, 5 * MS)
+        tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0,
+                "tid": 1000007, "ts": (o + 5200 * US) / 1000, "dur": 2.0,
+                "args": {"cuda_sync_kind": "Stream Sync", "stream": 7, "device": 0,
+                         "correlation": corr + 1}})
+    for k in range(6):  # the monitor wakes every few ms and waits again
+        t = k * 3 * MS
+        tb._x("python_function", "tqdm/_monitor.py(60): run", t, 2 * MS + 900 * US, 0, 0, {})
+        tb._x("python_function", "threading.py(331): wait", t + 10 * US, 2 * MS, 0, 0, {})
+    tb.raw({"ph": "M", "name": "thread_name", "pid": 0, "tid": 1000007,
+            "args": {"name": "stream 7 (sync)"}})
+    return tb
+
+
+def test_thread_roles_come_from_evidence_not_from_ids(tmp_path):
+    path = monitor_at_zero().write(tmp_path / "monitor.json")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    # the thread holding the steps and the launches, counted here
+    holder = {(e["pid"], e["tid"]) for e in events if e["name"].startswith("ProfilerStep#")}
+    launchers = {(e["pid"], e["tid"]) for e in events if e["name"] == "cuLaunchKernelEx"}
+    assert holder == launchers == {(100, 555)}
+    roles = {(t.pid, t.tid): t.role for t in r.threads}
+    assert roles[(100, 555)] == "main"
+    assert roles[(0, 0)] != "main"
+    assert not any("main thread" in t.label for t in r.threads if (t.pid, t.tid) == (0, 0))
+    # the sync row is no host thread; the stream's busy time is its kernels alone
+    assert {(t.pid, t.tid) for t in r.threads} == {(100, 555), (0, 0)}
+    kernels = [[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+               if e.get("cat") == "kernel"]
+    assert r.device.busy_ns == length(union(kernels))
+    main = traceview.analyze(path, traceview.Options(thread="main"))
+    assert main.host.thread is not None
+    assert (main.host.thread.pid, main.host.thread.tid) == (100, 555)
+
+
+def test_sglang_monitor_thread_is_no_main_thread():
+    name = "AMD-AGI__TraceLens/sglang_decode_capture_bs_32_rank0.json.gz"
+    path = locate(name)
+    if path is None:
+        pytest.skip(f"public corpus trace {name} not present")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    holder = {(e["pid"], e["tid"]) for e in events if e.get("cat") == "user_annotation"
+              and re.match(r"^ProfilerStep#\d+$", e["name"])}
+    assert len(holder) == 1
+    for t in r.threads:
+        assert (t.role == "main") == ((t.pid, t.tid) in holder), t

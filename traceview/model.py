@@ -42,18 +42,21 @@ from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, 
 from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
-# Event categories that are device work (busy time). gpu_user_annotation is a label.
+# Event categories that are device work (busy time). gpu_user_annotation is a label;
+# cuda_sync is CUPTI's record of a stream or event synchronization as the device saw it
+# (pid = the device, tid = the stream, or the stream + 1000000 on its own "stream N
+# (sync)" row): a device-side lane, never a host thread, and no busy time.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-DEVICE_CATS = DEVICE_WORK_CATS | {"gpu_user_annotation"}
+DEVICE_CATS = DEVICE_WORK_CATS | {"gpu_user_annotation", "cuda_sync"}
 # Slices of these categories never widen the default window: profiler spans, profiler
 # overhead, device labels. Every other slice, unknown categories included, is activity.
-NON_ACTIVITY_CATS = frozenset({"Trace", "overhead", "gpu_user_annotation", "ac2g"})
+NON_ACTIVITY_CATS = frozenset({"Trace", "overhead", "gpu_user_annotation", "ac2g", "cuda_sync"})
 ACTIVITY_CATS = frozenset({
     "cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver",
     "kernel", "gpu_memcpy", "gpu_memset",
 })
 KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead",
-                              "python_function", ""}
+                              "python_function", "cuda_sync", ""}
 # No profiler trace spans an hour (it would be tens of GB): a longer slice is a corrupt
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
 # cannot poison totals.

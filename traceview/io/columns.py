@@ -33,7 +33,7 @@ LEGACY_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset
 
 # Event categories whose args the model reads (kept as raw bytes, decoded on access).
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
-                            "cuda_driver", "user_annotation", "gpu_user_annotation",
+                            "cuda_driver", "user_annotation", "gpu_user_annotation", "cuda_sync",
                             *LEGACY_CATS})
 
 
