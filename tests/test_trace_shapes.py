@@ -40,6 +40,27 @@ def raw_events(path) -> list[dict]:
     return [e for e in events if e.get("ph") == "X"]
 
 
+API_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
+WORK_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+
+
+def step_extents(events, steps):
+    """Each step (a, b)'s extent end, by docs/training.md: the end of the last device
+    work launched (by correlation) inside [a, b) when it ends after b, never past the
+    next step's start."""
+    launch_at = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+                 if e.get("cat") in API_CATS and "correlation" in e.get("args", {})}
+    work = [(launch_at[e["args"]["correlation"]], ns(e["ts"]) + ns(e["dur"]))
+            for e in events if e.get("cat") in WORK_CATS
+            and e.get("args", {}).get("correlation") in launch_at]
+    out = []
+    for i, (a, b) in enumerate(steps):
+        last = max([end for lt, end in work if a <= lt < b], default=b)
+        nxt = steps[i + 1][0] if i + 1 < len(steps) else last
+        out.append(max(b, min(last, nxt)))
+    return out
+
+
 # --- PyTorch 1.8-1.9: Kernel, Memcpy, Memset, Runtime, Operator -----------------------
 
 def legacy_trace() -> TraceBuilder:
@@ -94,11 +115,13 @@ def check_legacy(path) -> traceview.Report:
     # the steps are found from ProfilerStep#N, each as the Operator range recorded it
     steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in events
                    if e.get("cat") == "Operator" and re.match(r"^ProfilerStep#\d+$", e["name"]))
+    ends = step_extents(events, [(a, b) for a, b, _ in steps])
     assert r.steps is not None
-    assert [(s.start_ns, s.end_ns, s.name) for s in r.steps.steps] == steps
-    for (a, b, _), s in zip(steps, r.steps.steps, strict=True):
-        assert s.device_busy_ns == length(clip(busy, a, b))
-        assert sum(p.ns for p in s.critical_path) == b - a
+    assert [(s.start_ns, s.range_end_ns, s.end_ns, s.name) for s in r.steps.steps] == [
+        (a, b, end, name) for (a, b, name), end in zip(steps, ends, strict=True)]
+    for (a, _, _), end, s in zip(steps, ends, r.steps.steps, strict=True):
+        assert s.device_busy_ns == length(clip(busy, a, end))
+        assert sum(p.ns for p in s.critical_path) == end - a
     return r
 
 
@@ -150,9 +173,10 @@ def check_path_sums(path):
     steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
                    if re.match(r"^ProfilerStep#\d+$", e["name"]))
     assert r.steps is not None and len(r.steps.steps) == len(steps)
-    for (a, b), s in zip(steps, r.steps.steps, strict=True):
-        assert sum(p.ns for p in s.critical_path) == b - a
-        assert sum(p.wall_ns for p in s.phases) == b - a
+    for (a, _), end, s in zip(steps, step_extents(events, steps), r.steps.steps, strict=True):
+        assert s.end_ns == end
+        assert sum(p.ns for p in s.critical_path) == end - a
+        assert sum(p.wall_ns for p in s.phases) == end - a
 
 
 def test_a_step_thread_of_ranges_alone_has_a_path_counted_once(tmp_path):
@@ -382,3 +406,47 @@ def test_sglang_monitor_thread_is_no_main_thread():
     assert len(holder) == 1
     for t in r.threads:
         assert (t.role == "main") == ((t.pid, t.tid) in holder), t
+
+
+# --- a step whose device work outlasts its range ----------------------------------
+
+def device_tail_steps(gap_ns: int) -> TraceBuilder:
+    """Two steps of 10 ms; each launches three 6 ms kernels in its first ms, which run
+    back to back to about 19 ms, and synchronizes only after its range (as DeepSeek's
+    training profile does). ``gap_ns`` between the steps (0: the next starts at once)."""
+    tb = TraceBuilder()
+    for n in range(2):
+        o = n * (10 * MS + gap_ns)
+        tb.annotation(f"ProfilerStep#{n + 1}", o, 10 * MS)
+        for k in range(3):
+            t = o + 100 * US + k * 200 * US
+            tb.op("aten::mm", t, 150 * US)
+            tb.launched_kernel("gemm", t + 20 * US, 10 * US, o + 1 * MS + k * 6 * MS, 6 * MS)
+        if gap_ns:
+            tb.sync(o + 10 * MS + 10 * US, 9 * MS + 100 * US)
+    return tb
+
+
+@pytest.mark.parametrize("gap_ns", [0, 12 * MS])
+def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
+    path = device_tail_steps(gap_ns).write(tmp_path / "tail.json")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e.get("cat") == "kernel"])
+    assert r.steps is not None
+    ends = step_extents(events, steps)
+    assert ends[-1] > steps[-1][1]  # the shape: the last step's work outlasts its range
+    for (a, b), end, row in zip(steps, ends, r.steps.steps, strict=True):
+        assert (row.start_ns, row.end_ns, row.range_end_ns) == (a, end, b)
+        assert row.wall_ns == end - a
+        assert row.device_busy_ns == length(clip(busy, a, end))
+        got = {p.phase: p.wall_ns for p in row.phases}
+        assert got.get("device_tail", 0) == end - b
+        assert sum(got.values()) == end - a
+        assert sum(p.ns for p in row.critical_path) == end - a
+        if end > b:  # the path ends on the device work that outlasted the range
+            on_device = sum(p.ns for p in row.critical_path if p.kind in ("device", "queued"))
+            assert on_device >= end - b

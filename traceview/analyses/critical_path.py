@@ -121,8 +121,14 @@ class _Device:
 
 
 def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
-                  timelines: dict[int, HostTimeline], work_rows: np.ndarray) -> CriticalPath:
+                  timelines: dict[int, HostTimeline], work_rows: np.ndarray,
+                  from_work: int | None = None) -> CriticalPath:
+    """The path of [start_ns, end_ns), walked back from its end on the step's thread, or
+    on the device work row ``from_work`` when the step's extent ends with work it
+    launched that outlasted its range (nothing on the host was waiting for it there)."""
     w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows))
+    if from_work is not None:
+        w.on_device = from_work
     budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
     while w.t > start_ns and budget > 0:
         budget -= 1

@@ -41,6 +41,8 @@ from traceview.model import Trace
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
 
 OTHER_PHASE = "other"
+# the part of a step's extent after its range: device work the step launched still running
+DEVICE_TAIL = "device_tail"
 LAUNCH_LATENCY = "launch latency"
 QUEUED = "queued"
 # An ``other`` piece shorter than this share of the step (the instants between two
@@ -69,7 +71,7 @@ class StepFigures:
     index: int  # the call's index
     name: str
     start_ns: int
-    end_ns: int
+    end_ns: int  # the extent's end: the range's, or the device work it launched (below)
     cold: bool
     device_busy_ns: int
     phases: tuple[PhaseFigures, ...]  # in the order the step first runs them, then other
@@ -80,6 +82,9 @@ class StepFigures:
     # (phase, start, end) in time order: forward, backward, forward, backward, optimizer
     # for two micro-batches; ``other`` pieces under SEGMENT_MIN_SHARE of the step left out
     segments: tuple[tuple[str, int, int], ...] = ()
+    # the recorded range's end; before ``end_ns`` when device work launched inside the
+    # range ran on after it (the extent then holds the ``device_tail`` phase)
+    range_end_ns: int | None = None
 
 
 def _join(a: intervals.Set, b: intervals.Set) -> intervals.Set:
@@ -251,11 +256,14 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                           for c in s.name[work_rows].tolist()], bool) if work_rows.size \
         else np.zeros(0, bool)
     out = []
-    for c in calls:
-        a, b = c.start_ns, c.end_ns
+    ends = _extent_ends(trace, calls, work_rows)
+    for c, (b, last_work) in zip(calls, ends, strict=True):
+        a, b_range = c.start_ns, c.end_ns
         step_busy = intervals.clip(busy, a, b)
         phases = []
-        by_phase = phase_intervals(trace, rules, step_lane, a, b)
+        by_phase = phase_intervals(trace, rules, step_lane, a, b_range)
+        if b > b_range:
+            by_phase[DEVICE_TAIL] = (np.asarray([b_range]), np.asarray([b]))
         for phase, iv in by_phase.items():
             wall = intervals.length(iv)
             on = intervals.length(intervals.intersect(step_busy, iv))
@@ -274,7 +282,48 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                                            a, b)),
             communication_ns=intervals.length(comm_set),
             exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
-            path=critical_path(trace, a, b, step_lane, timelines, work_rows),
+            path=critical_path(trace, a, b, step_lane, timelines, work_rows, last_work),
             segments=segments(by_phase, int((b - a) * SEGMENT_MIN_SHARE)),
+            range_end_ns=b_range,
         ))
+    return out
+
+
+def _extent_ends(trace: Trace, calls, work_rows: np.ndarray) -> list[tuple[int, int | None]]:
+    """Each step's extent end, and the device work row the extent ends on (None when it
+    ends with the range): the end of the last device work launched inside the range when
+    that runs on after the range (a step that does not wait for its own work: DeepSeek's
+    profile records its synchronize after the step), never past the next step's start
+    (steps do not overlap) and never before the range's end."""
+    s = trace.slices
+    w2l = trace.work_to_launch
+    linked = [int(r) for r in work_rows.tolist() if int(r) in w2l]
+    if not linked:
+        return [(c.end_ns, None) for c in calls]
+    w = np.asarray(linked, np.int64)
+    l_st = s.start[np.asarray([w2l[r] for r in linked], np.int64)]
+    order = np.argsort(l_st, kind="stable")
+    l_st, w = l_st[order], w[order]
+    w_end = s.end[w]
+    starts = sorted(c.start_ns for c in calls)
+    out: list[tuple[int, int | None]] = []
+    for c in calls:
+        lo = int(np.searchsorted(l_st, c.start_ns, side="left"))
+        hi = int(np.searchsorted(l_st, c.end_ns, side="left"))
+        j = int(np.searchsorted(starts, c.start_ns, side="right"))
+        nxt = starts[j] if j < len(starts) else None
+        if hi <= lo or int(w_end[lo:hi].max()) <= c.end_ns:
+            out.append((c.end_ns, None))
+            continue
+        k = lo + int(np.argmax(w_end[lo:hi]))
+        last = int(w_end[k])
+        if nxt is not None and last > nxt:  # cut at the next step: the work running then
+            mine = w[lo:hi]
+            running = mine[(s.start[mine] < nxt) & (s.end[mine] >= nxt)]
+            if nxt <= c.end_ns or running.size == 0:
+                out.append((max(c.end_ns, nxt), None))
+                continue
+            out.append((nxt, int(running[np.argmax(s.end[running])])))
+            continue
+        out.append((last, int(w[k])))
     return out

@@ -367,6 +367,9 @@ class StepRow:
     communication_ns: int
     exposed_communication_ns: int
     path_edges: dict[str, int]  # edge kind -> times the path took it
+    # the recorded range's end: before end_ns when the step's device work ran on after
+    # its range (the extent then ends with that work; phase ``device_tail``)
+    range_end_ns: int | None = None
 
 
 @dataclass(frozen=True)
