@@ -15,9 +15,9 @@ import re
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import pytest
+from public_corpus import locate
 
 import traceview
-from public_corpus import locate
 from rawcount import clip, length, minus, union
 from tracebuilder import TraceBuilder
 
