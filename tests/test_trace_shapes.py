@@ -257,6 +257,11 @@ def test_two_micro_batches_are_two_forwards_and_two_backwards(tmp_path, frames):
         got = {p.phase: p.wall_ns for p in row.phases}
         assert got == {p: length(iv) for p, iv in want.items()}
         assert sum(got.values()) == STEP
+        # in time order, the report's segments read the micro-batches one by one
+        assert [g.phase for g in row.segments if g.phase != "other"] == [
+            p for p, _, _ in MICRO_BATCHES]
+        for g in row.segments:
+            assert [g.start_ns, g.end_ns] in [[x, y] for x, y in want[g.phase]]
 
 
 def test_micro_batch_segments_are_in_time_order(tmp_path):
