@@ -183,9 +183,24 @@ def test_a_step_thread_of_ranges_alone_has_a_path_counted_once(tmp_path):
     check_path_sums(ranges_only_step().write(tmp_path / "ranges.json"))
 
 
+def test_a_kernel_launched_in_the_previous_step_is_charged_from_the_step_start(tmp_path):
+    """Step 1 launches a kernel in its last 50 us that starts 400 us into step 2, which
+    waits for it: the walk reaches a launch made before step 2 began."""
+    tb = TraceBuilder()
+    tb.annotation("ProfilerStep#1", 0, 10 * MS)
+    tb.op("aten::mm", 100 * US, 9 * MS)
+    tb.launched_kernel("gemm", 9950 * US, 10 * US, 10400 * US, 1600 * US)
+    tb.annotation("ProfilerStep#2", 10 * MS, 10 * MS)
+    tb.sync(10100 * US, 1900 * US + 5 * US)
+    tb.op("aten::add", 12100 * US, 7 * MS)
+    tb.launched_kernel("add", 12200 * US, 10 * US, 12300 * US, 100 * US)
+    check_path_sums(tb.write(tmp_path / "crossing.json"))
+
+
 @pytest.mark.parametrize("name", [
     "facebookresearch__HolisticTraceAnalysis/call_stack_backward_thread.json.gz",
     "facebookresearch__HolisticTraceAnalysis/triton_example.json.gz",
+    "facebookresearch__HolisticTraceAnalysis/ns_resolution_rank-0.json.gz",
 ])
 def test_hta_traces_whose_step_thread_holds_only_ranges(name):
     path = locate(name)

@@ -207,8 +207,11 @@ class _Walk:
             edges["stream_order"] += 1
         elif edge_at is not None and launch is not None:
             host = int(s.lane[launch])
-            self.charge("launch_latency", host, "launch latency", edge_at, t, launch)
-            self.t = edge_at
+            # a launch made before the step (work queued by the previous one) is
+            # charged from the step's start only: the walk ends there
+            lo = max(edge_at, start_ns)
+            self.charge("launch_latency", host, "launch latency", lo, t, launch)
+            self.t = lo
             if host in self.timelines:
                 self.lane = host
             edges["launch_to_kernel"] += 1
