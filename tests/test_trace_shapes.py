@@ -527,3 +527,40 @@ def test_thread_and_window_views_never_change_a_step(tmp_path, frames, opts):
     base = facts(traceview.analyze(path))
     got = facts(traceview.analyze(path, traceview.Options(**opts)))
     assert got and all(got[k] == base[k] for k in got)
+
+
+def test_real_two_micro_batch_steps_read_forward_backward_twice():
+    """The small Llama of fixtures/train_llama_*, two micro-batches per step, captured by
+    ``tools/capture_steps_llama.py`` on the CPU (fixtures/README.md). Each micro-batch is
+    one ``nn.Module: LlamaForCausalLM`` frame and one ``torch/_tensor.py: backward`` frame
+    on the main thread; the phases are counted here from them."""
+    from conftest import FIXTURES
+
+    path = FIXTURES / "train_llama_cpu_two_micro_batches.json.gz"
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if e.get("cat") == "user_annotation"
+                   and re.match(r"^ProfilerStep#\d+$", e["name"]))
+    assert r.steps is not None and [(s.start_ns, s.end_ns) for s in r.steps.steps] == steps
+
+    def frames(pattern, a, b):
+        return union([[max(ns(e["ts"]), a), min(ns(e["ts"]) + ns(e["dur"]), b)]
+                      for e in events if e.get("cat") == "python_function"
+                      and re.match(pattern, e["name"])
+                      and ns(e["ts"]) < b and ns(e["ts"]) + ns(e["dur"]) > a])
+
+    for (a, b), row in zip(steps, r.steps.steps, strict=True):
+        opt = union([[max(ns(e["ts"]), a), min(ns(e["ts"]) + ns(e["dur"]), b)]
+                     for e in events if e.get("cat") == "user_annotation"
+                     and re.match(r"^Optimizer\.(step|zero_grad)#", e["name"])
+                     and ns(e["ts"]) < b and ns(e["ts"]) + ns(e["dur"]) > a])
+        bw = minus(frames(r"^torch/_tensor\.py\(\d+\): backward$", a, b), opt)
+        fw = minus(minus(frames(r"^nn\.Module: LlamaForCausalLM", a, b), opt), bw)
+        assert len(bw) == 2 and len(fw) == 2  # the two micro-batches
+        got = {p.phase: p.wall_ns for p in row.phases}
+        assert got["optimizer"] == length(opt)
+        assert got["backward"] == length(bw)
+        assert got["forward"] == length(fw)
+        assert [g.phase for g in row.segments if g.phase != "other"] == [
+            "forward", "backward", "forward", "backward", "optimizer"]
