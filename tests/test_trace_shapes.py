@@ -470,6 +470,19 @@ def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
         if end > b:  # the path ends on the device work that outlasted the range
             on_device = sum(p.ns for p in row.critical_path if p.kind in ("device", "queued"))
             assert on_device >= end - b
+    # the headline says which figure is the extent and which the range
+    from traceview.render.training import headline
+    from traceview.units import fmt_ns
+
+    line = headline(r)
+    typical = next(s for s in r.steps.steps if line and f"step {s.name}:" in line)
+    if typical.range_end_ns is not None and typical.range_end_ns < typical.end_ns:
+        assert (f"{typical.name}: {fmt_ns(typical.wall_ns)} (its range "
+                f"{fmt_ns(typical.range_end_ns - typical.start_ns)}, then device work it "
+                f"launched running {fmt_ns(typical.end_ns - typical.range_end_ns)} past it"
+                ) in line
+    else:
+        assert "its range" not in line
 
 
 # --- a time window that cuts a step; views that never change a step -----------------

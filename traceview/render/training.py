@@ -82,10 +82,10 @@ def headline(r: Report) -> str | None:
     who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in by_res.most_common(3))
     phases = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
     rng = step.range_end_ns
-    tail = (f" (its range {fmt_ns(rng - step.start_ns)}, then device work it launched "
-            f"running {fmt_ns(step.end_ns - rng)} past it)"
+    tail = (f"its range {fmt_ns(rng - step.start_ns)}, then device work it launched "
+            f"running {fmt_ns(step.end_ns - rng)} past it; "
             if rng is not None and rng < step.end_ns else "")
-    return (f"{step_word(r)} {step.name}: {fmt_ns(step.wall_ns)}{tail} (typical of "
+    return (f"{step_word(r)} {step.name}: {fmt_ns(step.wall_ns)} ({tail}typical of "
             f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {phases}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
 
