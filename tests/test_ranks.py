@@ -190,7 +190,11 @@ def test_single_file_output_is_unchanged():
 def test_options_reach_the_workers(plain_dir):
     r, d = _json([plain_dir, "--window", "0:100us"], jobs=None)
     assert r.exit_code == 0
-    assert all(x["window"]["dur_ns"] == 100_000 for x in d["ranks"])
+    # the time range reached every worker (widened where it cut a profiler step)
+    assert all(x["window"]["source"] == "range" and "0:100us" in x["window"]["description"]
+               and (x["window"]["dur_ns"] == 100_000) == ("widened" not in
+                                                          x["window"]["description"])
+               for x in d["ranks"])
     r = runner.invoke(app, ["explain", str(plain_dir), "--rules", str(plain_dir / "nope")])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
     r = runner.invoke(app, ["explain", str(plain_dir), "--format", "md", "--figure", "x.svg"])

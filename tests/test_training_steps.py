@@ -64,8 +64,9 @@ def steps(events):
 
 def phases_by_definition(events, a, b):
     """docs/training.md's phase rules, written again: data loading, optimizer, backward
-    (main-thread backward frame; envelope of evaluate_function on any thread), forward
-    (top nn.Module frames, else the time before backward), other; first claim wins."""
+    (main-thread backward frame; envelope of each run of evaluate_function on any
+    thread), forward (top nn.Module frames, else the time before each backward
+    segment), other; first claim wins."""
     tid = main_tid(events)
 
     def rows(pred):
@@ -79,9 +80,19 @@ def phases_by_definition(events, a, b):
     bw_frame = union(rows(lambda e: e["tid"] == tid and e.get("cat") == "python_function" and (
         re.match(r"^torch/_tensor\.py\(\d+\): backward$", e["name"])
         or re.match(r"^torch/autograd/__init__\.py\(\d+\): backward$", e["name"]))))
-    ev = rows(lambda e: e.get("cat") == "cpu_op"
-              and e["name"].startswith("autograd::engine::evaluate_function: "))
-    bw_env = [[min(x[0] for x in ev), max(x[1] for x in ev)]] if ev else []
+    ev = union(rows(lambda e: e.get("cat") == "cpu_op"
+                    and e["name"].startswith("autograd::engine::evaluate_function: ")))
+    # one envelope per run of that work: a run ends where the step thread does work of
+    # its own wholly between two pieces (a second micro-batch's forward)
+    own = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+           if e["tid"] == tid and e.get("cat") not in ("user_annotation", "Trace")
+           and a <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= b]
+    bw_env: list = []
+    for x in ev:
+        if bw_env and not any(bw_env[-1][1] <= s0 and s1 <= x[0] for s0, s1 in own):
+            bw_env[-1][1] = x[1]
+        else:
+            bw_env.append(list(x))
     fw = union(rows(lambda e: e["tid"] == tid and e.get("cat") == "python_function"
                     and e["name"].startswith("nn.Module: ")))
     claimed: list = []
@@ -92,8 +103,10 @@ def phases_by_definition(events, a, b):
         if length(mine):
             out[name] = union(out.get(name, []) + mine)
             claimed = union(claimed + mine)
-    if "forward" not in out and "backward" in out:
-        mine = minus([[a, out["backward"][0][0]]], claimed)
+    if "forward" not in out and "backward" in out:  # before each backward segment
+        bw = out["backward"]
+        heads = [[a if i == 0 else bw[i - 1][1], seg[0]] for i, seg in enumerate(bw)]
+        mine = minus(heads, claimed)
         if length(mine):
             out["forward"] = mine
             claimed = union(claimed + mine)

@@ -38,22 +38,25 @@ from traceview import intervals, native
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.columns import ANNOTATION_CAT, MISSING, Columns, Decoded
+from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded
 from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
-# Event categories that are device work (busy time). gpu_user_annotation is a label.
+# Event categories that are device work (busy time). gpu_user_annotation is a label;
+# cuda_sync is CUPTI's record of a stream or event synchronization as the device saw it
+# (pid = the device, tid = the stream, or the stream + 1000000 on its own "stream N
+# (sync)" row): a device-side lane, never a host thread, and no busy time.
 DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-DEVICE_CATS = DEVICE_WORK_CATS | {"gpu_user_annotation"}
+DEVICE_CATS = DEVICE_WORK_CATS | {"gpu_user_annotation", "cuda_sync"}
 # Slices of these categories never widen the default window: profiler spans, profiler
 # overhead, device labels. Every other slice, unknown categories included, is activity.
-NON_ACTIVITY_CATS = frozenset({"Trace", "overhead", "gpu_user_annotation", "ac2g"})
+NON_ACTIVITY_CATS = frozenset({"Trace", "overhead", "gpu_user_annotation", "ac2g", "cuda_sync"})
 ACTIVITY_CATS = frozenset({
     "cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver",
     "kernel", "gpu_memcpy", "gpu_memset",
 })
 KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead",
-                              "python_function", ""}
+                              "python_function", "cuda_sync", ""}
 # No profiler trace spans an hour (it would be tens of GB): a longer slice is a corrupt
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
 # cannot poison totals.
@@ -229,6 +232,7 @@ def build(decoded: Decoded) -> Trace:
     if added:  # traceview's own tracks (explain --annotate) are not the trace's events
         keep = keep & ~np.isin(x.key, added)
     cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
+    _legacy_annotations(decoded.keys, x, decoded.names, cat_names, cat_of_row)
     lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
     slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
     del dur, keep, cat_of_row, lane_of_row
@@ -303,13 +307,15 @@ def _placeable(start: np.ndarray, dur: np.ndarray,
 def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: np.ndarray,
                 keep: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, int]]:
     """Category codes, per key and then per row (codes in order of first sight), which
-    keys are device work, and the kept events of each unknown category."""
+    keys are device work, and the kept events of each unknown category. A legacy Kineto
+    category (``io.columns.LEGACY_CATS``) is read as its modern name."""
     cat_names: list[str] = []
     cat_index: dict[str, int] = {}
     key_cat = np.empty(len(keys), np.int32)
     key_device = np.zeros(len(keys), bool)
     unknown: dict[str, int] = defaultdict(int)
-    for i, (_, cat, _, _) in enumerate(keys):
+    for i, (_, raw_cat, _, _) in enumerate(keys):
+        cat = LEGACY_CATS.get(raw_cat, raw_cat)
         if cat not in cat_index:
             cat_index[cat] = len(cat_names)
             cat_names.append(cat)
@@ -320,6 +326,32 @@ def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: n
         if cat_names[c] not in KNOWN_CATS:
             unknown[cat_names[c]] += int(n)
     return cat_names, key_device, cat_of_row, unknown
+
+
+# The ranges PyTorch's profiler writes itself (``record_function`` in the profiler, the
+# DataLoader and the optimizer): a modern trace files them as ``user_annotation``; the
+# legacy ``Operator`` category held them among the ops.
+_LEGACY_ANNOTATION = re.compile(r"^ProfilerStep#\d+$|^enumerate\(DataLoader\)#|^Optimizer\.\w+#")
+
+
+def _legacy_annotations(keys: list[tuple[str, str, int | str, int | str]], x: Columns,
+                        names: list[str], cat_names: list[str], cat_of_row: np.ndarray) -> None:
+    """Rows of a legacy ``Operator`` key named as a profiler range (``ProfilerStep#N``,
+    ``enumerate(DataLoader)#...``, ``Optimizer.step#...``) become ``user_annotation``, as
+    a modern profiler files them: steps, phases and call ranges are found by that
+    category. Changes ``cat_of_row`` (and ``cat_names``) in place."""
+    legacy = [i for i, k in enumerate(keys) if k[1] == "Operator"]
+    if not legacy:
+        return
+    named = [i for i, n in enumerate(names) if _LEGACY_ANNOTATION.search(n)]
+    if not named:
+        return
+    rows = np.flatnonzero(np.isin(x.key, legacy) & np.isin(x.name, named))
+    if not rows.size:
+        return
+    if "user_annotation" not in cat_names:
+        cat_names.append("user_annotation")
+    cat_of_row[rows] = cat_names.index("user_annotation")
 
 
 def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_device: np.ndarray,

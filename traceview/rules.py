@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
@@ -59,6 +60,17 @@ class RuleSet:
     framework_ranges: tuple[re.Pattern[str], ...] = ()
     phases: tuple[PhaseRule, ...] = ()  # ordered: the first that claims an instant wins
     communication_kernels: str = ""  # regex over device work names (NCCL collectives)
+    # compile/import work makes a call (or a window) cold only when it is at least this
+    # share of it, or at least this many ns (rules file "cold"): a runtime helper that a
+    # compile rule also names (AOTAutograd's functional_utils under checkpointing, a few
+    # us per step) is no compilation
+    cold_min_share: float = 0.01
+    cold_min_ns: int = 1_000_000
+
+    def is_cold_work(self, ns: int, of_ns: int) -> bool:
+        """Whether ``ns`` of compile/import work in a span of ``of_ns`` is evidence of a
+        cold path (see ``cold_min_share``, ``cold_min_ns``)."""
+        return ns > 0 and (ns >= self.cold_min_ns or ns >= self.cold_min_share * of_ns)
 
     def is_framework_range(self, name: str) -> bool:
         return any(p.search(name) for p in self.framework_ranges)
@@ -104,6 +116,13 @@ class _PhaseSpec(msgspec.Struct, frozen=True):
     before: str | None = None
 
 
+class _ColdSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """When compile/import work makes a call cold (``RuleSet.is_cold_work``)."""
+
+    min_share: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    min_ns: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
 class _RulesFile(msgspec.Struct, frozen=True):
     """A rules file: every key optional (a user's file adds to the defaults); keys it
     does not know (``version``, the ``*_about`` texts) are ignored."""
@@ -114,11 +133,13 @@ class _RulesFile(msgspec.Struct, frozen=True):
     framework_ranges: list[str] = []
     phases: list[_PhaseSpec] = []
     communication_kernels: str | None = None
+    cold: _ColdSpec | None = None
 
 
 _DECODER = msgspec.json.Decoder(_RulesFile)
 #: what a user's rules file can add to the defaults (``categories`` alone adds no rule)
-RULE_KEYS = ("rules", "launch_apis", "framework_ranges", "phases", "communication_kernels")
+RULE_KEYS = ("rules", "launch_apis", "framework_ranges", "phases", "communication_kernels",
+             "cold")
 
 
 def _decode(data: bytes, source: str) -> _RulesFile:
@@ -165,6 +186,14 @@ def _default_bytes() -> bytes:
     return resources.files("traceview.data").joinpath("default_rules.json").read_bytes()
 
 
+def _cold(doc: _RulesFile, share: float, min_ns: int) -> tuple[float, int]:
+    """The cold-work thresholds: the file's where it sets them, else those given."""
+    if doc.cold is None:
+        return share, min_ns
+    return (share if doc.cold.min_share is None else float(doc.cold.min_share),
+            min_ns if doc.cold.min_ns is None else doc.cold.min_ns)
+
+
 def load_rules(extra: str | Path | None = None) -> RuleSet:
     """The default table, with a user's rules file (if any) matched first."""
     return _load(_default_bytes(), extra)
@@ -178,6 +207,7 @@ def _load(default_data: bytes, extra: str | Path | None) -> RuleSet:
     framework = _framework(default_doc, "default rules")
     phases = _phases(default_doc, "default rules")
     comm = default_doc.communication_kernels or ""
+    cold_share, cold_ns = _cold(default_doc, 0.01, 1_000_000)
     if extra is not None:
         source = printable_path(extra)
         try:
@@ -186,7 +216,7 @@ def _load(default_data: bytes, extra: str | Path | None) -> RuleSet:
             raise UsageError(f"{source}: cannot read rules file: {exc.strerror or exc}") from None
         user_doc = _decode(data, source)
         if not any((user_doc.rules, user_doc.launch_apis, user_doc.framework_ranges,
-                    user_doc.phases, user_doc.communication_kernels)):
+                    user_doc.phases, user_doc.communication_kernels, user_doc.cold)):
             # a wrong file, or a list under another key, would change nothing, and the
             # user would read the default report as theirs
             raise UsageError(f"{source} holds no rules (none of {', '.join(RULE_KEYS)})")
@@ -194,6 +224,7 @@ def _load(default_data: bytes, extra: str | Path | None) -> RuleSet:
         phases = _phases(user_doc, source) + phases
         if user_doc.communication_kernels is not None:
             comm = user_doc.communication_kernels
+        cold_share, cold_ns = _cold(user_doc, cold_share, cold_ns)
         categories = {**categories, **user_doc.categories}
         rules = _rules(user_doc, source) + rules
         for kind, names in user_doc.launch_apis.items():
@@ -208,4 +239,6 @@ def _load(default_data: bytes, extra: str | Path | None) -> RuleSet:
         framework_ranges=tuple(framework),
         phases=tuple(phases),
         communication_kernels=comm,
+        cold_min_share=cold_share,
+        cold_min_ns=cold_ns,
     )

@@ -27,8 +27,10 @@ training step's backward kernels come from the autograd thread):
   calls right after it, when calls come from Python frames and one follows.
 
 A call is **cold** when it contains compile, autotune or module-load work (host category
-``compile``), imports (``import``), Dynamo/Inductor compiler ranges, or when capture
-recorded it as cold; each cold call says why. Calls far slower than the others of their
+``compile``) or imports (``import``) of a size that is evidence (the rule table's
+``cold``: a share of the call or an absolute floor, ``RuleSet.is_cold_work``; a few
+microseconds of a runtime helper a compile rule also names is not), Dynamo/Inductor
+compiler ranges, or when capture recorded it as cold; each cold call says why. Calls far slower than the others of their
 kind are classed cold or outlier by ``analyses.slow_calls``, with what holds their excess
 (the profiler's own work: ``_outliers``). Cold calls are left out of the warm statistics
 (when warm calls remain); an outlier is a warm call that is named, never dropped: a real
@@ -181,8 +183,14 @@ def typical(calls: Sequence[Call]) -> Call | None:
     return min(mine, key=lambda c: (abs(c.api_ns - p50), c.index))
 
 
-def _cold_work(cats: dict[str, int], compile_ranges: int, *, recorded: bool) -> ColdWork | None:
+def _cold_work(cats: dict[str, int], compile_ranges: int, *, recorded: bool, api_ns: int,
+               rules: RuleSet) -> ColdWork | None:
+    """Why a call is cold, as figures, or None: compile/import work of a size the rules
+    count as evidence (``RuleSet.is_cold_work``: a runtime helper's few microseconds under
+    a compile rule's name are not), compile ranges, or capture's record."""
     held = tuple((c, cats[c]) for c in COLD_CATEGORIES if cats.get(c))
+    if not rules.is_cold_work(sum(ns for _, ns in held), api_ns):
+        held = ()
     if not held and not compile_ranges and not recorded:
         return None
     return ColdWork(held, compile_ranges, recorded)
@@ -366,8 +374,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     from traceview.rules import load_rules
 
     s = trace.slices
-    found: FoundCalls = find_calls(trace, window, timeline, launches,
-                                   rules or load_rules(), regex, depth)
+    rules = rules or load_rules()
+    found: FoundCalls = find_calls(trace, window, timeline, launches, rules, regex, depth)
     spans = found.spans
     if not spans:
         return CallsSummary(found.source, None, [], {m: summarize([]) for m in METRICS}, {}, 0,
@@ -411,7 +419,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         st, en = sp.start_ns, sp.end_ns
         cats = per_call[i]
         metrics, k_end = _call_metrics(m, i, st, en, busy_l[i], cats)
-        work = _cold_work(cats, compile_l[i], recorded=sp.recorded_cold)
+        work = _cold_work(cats, compile_l[i], recorded=sp.recorded_cold, api_ns=en - st,
+                          rules=rules)
         if work is not None:
             works[i] = work
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None

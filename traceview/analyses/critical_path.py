@@ -121,8 +121,14 @@ class _Device:
 
 
 def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
-                  timelines: dict[int, HostTimeline], work_rows: np.ndarray) -> CriticalPath:
+                  timelines: dict[int, HostTimeline], work_rows: np.ndarray,
+                  from_work: int | None = None) -> CriticalPath:
+    """The path of [start_ns, end_ns), walked back from its end on the step's thread, or
+    on the device work row ``from_work`` when the step's extent ends with work it
+    launched that outlasted its range (nothing on the host was waiting for it there)."""
     w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows))
+    if from_work is not None:
+        w.on_device = from_work
     budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
     while w.t > start_ns and budget > 0:
         budget -= 1
@@ -201,8 +207,11 @@ class _Walk:
             edges["stream_order"] += 1
         elif edge_at is not None and launch is not None:
             host = int(s.lane[launch])
-            self.charge("launch_latency", host, "launch latency", edge_at, t, launch)
-            self.t = edge_at
+            # a launch made before the step (work queued by the previous one) is
+            # charged from the step's start only: the walk ends there
+            lo = max(edge_at, start_ns)
+            self.charge("launch_latency", host, "launch latency", lo, t, launch)
+            self.t = lo
             if host in self.timelines:
                 self.lane = host
             edges["launch_to_kernel"] += 1
@@ -218,12 +227,12 @@ class _Walk:
         s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
         step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
         tl = self.timelines.get(lane)
-        if tl is None or tl.seg_end.size == 0:
+        j = 0 if tl is None else int(np.searchsorted(tl.seg_end, t, side="left"))
+        if tl is None or j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
+            # nothing of this thread's own before t (a step thread holding only ranges):
+            # the rest of the step is untraced, and the walk stands at its start
             self.charge("host", lane, UNTRACED, start_ns, t)
-            return True
-        j = int(np.searchsorted(tl.seg_end, t, side="left"))
-        if j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
-            self.charge("host", lane, UNTRACED, start_ns, t)
+            self.t = start_ns
             return True
         a = max(int(tl.seg_start[j]), start_ns)
         if returns and returns[-1][0] != lane:

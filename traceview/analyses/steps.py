@@ -36,12 +36,18 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.critical_path import CriticalPath, critical_path
 from traceview.analyses.host import HostTimeline
+from traceview.analyses.host_rows import LABEL_CATS
 from traceview.model import Trace
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
 
 OTHER_PHASE = "other"
+# the part of a step's extent after its range: device work the step launched still running
+DEVICE_TAIL = "device_tail"
 LAUNCH_LATENCY = "launch latency"
 QUEUED = "queued"
+# An ``other`` piece shorter than this share of the step (the instants between two
+# ranges) is no segment of its own in ``StepFigures.segments``.
+SEGMENT_MIN_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -65,25 +71,71 @@ class StepFigures:
     index: int  # the call's index
     name: str
     start_ns: int
-    end_ns: int
+    end_ns: int  # the extent's end: the range's, or the device work it launched (below)
     cold: bool
     device_busy_ns: int
-    phases: tuple[PhaseFigures, ...]  # in the phase table's order, then other
+    phases: tuple[PhaseFigures, ...]  # in the order the step first runs them, then other
     idle_causes: tuple[IdleCause, ...]  # biggest first; sums to the step's device idle
     communication_ns: int
     exposed_communication_ns: int
     path: CriticalPath
+    # (phase, start, end) in time order: forward, backward, forward, backward, optimizer
+    # for two micro-batches; ``other`` pieces under SEGMENT_MIN_SHARE of the step left out
+    segments: tuple[tuple[str, int, int], ...] = ()
+    # the recorded range's end; before ``end_ns`` when device work launched inside the
+    # range ran on after it (the extent then holds the ``device_tail`` phase)
+    range_end_ns: int | None = None
+
+
+def _join(a: intervals.Set, b: intervals.Set) -> intervals.Set:
+    return intervals.union(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def _step_thread_work(trace: Trace, lane: int, start: int, end: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The step thread's events inside the step (its own range and other labels left
+    out), as (starts, ends) sorted by start: what the thread itself did."""
+    s = trace.slices
+    labels = [i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]
+    rows = np.flatnonzero((s.lane == lane) & (s.start >= start) & (s.end <= end)
+                          & ~np.isin(s.cat, labels))
+    order = rows[np.argsort(s.start[rows], kind="stable")]
+    return s.start[order], s.end[order]
+
+
+def _envelopes(st: np.ndarray, en: np.ndarray, work: tuple[np.ndarray, np.ndarray]
+               ) -> intervals.Set:
+    """The envelope of matches on any thread, one per run of them: a run ends where the
+    step's thread does work of its own wholly between two matches (the second
+    micro-batch's forward between two backward passes), so the envelope never swallows
+    what the step thread did in between. While the engine's threads run backward the
+    step's thread waits inside one call that spans the gaps."""
+    u0, u1 = intervals.union(st, en)
+    if u0.size <= 1:
+        return u0, u1
+    w_st, w_en = work
+    broken = np.zeros(u0.size - 1, bool)
+    lo = np.searchsorted(w_st, u1[:-1], side="left")
+    hi = np.searchsorted(w_st, u0[1:], side="left")
+    for k in np.flatnonzero(hi > lo).tolist():
+        broken[k] = bool((w_en[lo[k]:hi[k]] <= u0[k + 1]).any())
+    first = np.concatenate([[True], broken])
+    last = np.concatenate([broken, [True]])
+    return u0[first], u1[last]
 
 
 def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: int
                     ) -> dict[str, intervals.Set]:
-    """Each phase's part of [start, end): disjoint, and with ``other`` they tile it."""
+    """Each phase's part of [start, end): disjoint, and with ``other`` they tile it.
+    A phase may hold several segments (two micro-batches: forward, backward, forward,
+    backward); ``segments`` lists them in time order."""
     s = trace.slices
     in_step = np.flatnonzero((s.end > start) & (s.start < end))
     claimed: intervals.Set = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     out: dict[str, intervals.Set] = {}
     fallback: list[tuple[str, PhaseRule]] = []  # (the phase it comes before, rule)
     names = trace.names
+    work: tuple[np.ndarray, np.ndarray] | None = None
     for rule in rules.phases:
         if rule.before is not None:
             fallback.append((rule.before, rule))
@@ -98,31 +150,53 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
             continue
         st = np.maximum(s.start[rows], start)
         en = np.minimum(s.end[rows], end)
-        mine = (np.asarray([st.min()]), np.asarray([en.max()])) if rule.any_thread \
-            else intervals.union(st, en)
+        if rule.any_thread:
+            if work is None:
+                work = _step_thread_work(trace, lane, start, end)
+            mine = _envelopes(st, en, work)
+        else:
+            mine = intervals.union(st, en)
         mine = intervals.subtract(mine, claimed)
         if intervals.length(mine):
             prev = out.get(rule.phase)
-            out[rule.phase] = mine if prev is None else intervals.union(
-                np.concatenate([prev[0], mine[0]]), np.concatenate([prev[1], mine[1]]))
-            claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
-                                      np.concatenate([claimed[1], mine[1]]))
+            out[rule.phase] = mine if prev is None else _join(prev, mine)
+            claimed = _join(claimed, mine)
     for before, rule in fallback:
         anchor = out.get(before)
         if rule.phase in out or anchor is None or anchor[0].size == 0:
             continue
-        head = (np.asarray([start]), np.asarray([int(anchor[0][0])]))
-        mine = intervals.subtract(head, claimed)
+        # the unclaimed time before each segment of the anchor phase, back to the
+        # previous one (or the step's start): every micro-batch's forward, not only
+        # the first
+        heads = (np.concatenate([[start], anchor[1][:-1]]), anchor[0])
+        mine = intervals.subtract(heads, claimed)
         if intervals.length(mine):
             out[rule.phase] = mine
-            claimed = intervals.union(np.concatenate([claimed[0], mine[0]]),
-                                      np.concatenate([claimed[1], mine[1]]))
+            claimed = _join(claimed, mine)
     rest = intervals.subtract((np.asarray([start]), np.asarray([end])), claimed)
     if intervals.length(rest):
         out[OTHER_PHASE] = rest
     # in the order the step runs them (each phase's first instant), other last
     named = sorted((p for p in out if p != OTHER_PHASE), key=lambda p: int(out[p][0][0]))
     return {p: out[p] for p in [*named, OTHER_PHASE] if p in out}
+
+
+def segments(phases: dict[str, intervals.Set], min_ns: int = 0
+             ) -> tuple[tuple[str, int, int], ...]:
+    """The step's phases as time-ordered segments ``(phase, start, end)``, adjacent
+    pieces of one phase joined; ``other`` pieces shorter than ``min_ns`` are left out
+    (the instants between two ranges), so a step reads forward, backward, forward,
+    backward, optimizer."""
+    pieces = sorted((int(a), int(b), p) for p, iv in phases.items()
+                    for a, b in zip(iv[0].tolist(), iv[1].tolist(), strict=True)
+                    if p != OTHER_PHASE or b - a >= min_ns)
+    out: list[tuple[str, int, int]] = []
+    for a, b, p in pieces:
+        if out and out[-1][0] == p and out[-1][2] >= a - min_ns:
+            out[-1] = (p, out[-1][1], b)
+        else:
+            out.append((p, a, b))
+    return tuple(out)
 
 
 def _categories_over(tl: HostTimeline, iv: intervals.Set) -> dict[str, int]:
@@ -182,11 +256,15 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                           for c in s.name[work_rows].tolist()], bool) if work_rows.size \
         else np.zeros(0, bool)
     out = []
-    for c in calls:
-        a, b = c.start_ns, c.end_ns
+    ends = _extent_ends(trace, calls, work_rows)
+    for c, (b, last_work) in zip(calls, ends, strict=True):
+        a, b_range = c.start_ns, c.end_ns
         step_busy = intervals.clip(busy, a, b)
         phases = []
-        for phase, iv in phase_intervals(trace, rules, step_lane, a, b).items():
+        by_phase = phase_intervals(trace, rules, step_lane, a, b_range)
+        if b > b_range:
+            by_phase[DEVICE_TAIL] = (np.asarray([b_range]), np.asarray([b]))
+        for phase, iv in by_phase.items():
             wall = intervals.length(iv)
             on = intervals.length(intervals.intersect(step_busy, iv))
             host = {ln: cats for ln, tl in timelines.items()
@@ -204,6 +282,48 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                                            a, b)),
             communication_ns=intervals.length(comm_set),
             exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
-            path=critical_path(trace, a, b, step_lane, timelines, work_rows),
+            path=critical_path(trace, a, b, step_lane, timelines, work_rows, last_work),
+            segments=segments(by_phase, int((b - a) * SEGMENT_MIN_SHARE)),
+            range_end_ns=b_range,
         ))
+    return out
+
+
+def _extent_ends(trace: Trace, calls, work_rows: np.ndarray) -> list[tuple[int, int | None]]:
+    """Each step's extent end, and the device work row the extent ends on (None when it
+    ends with the range): the end of the last device work launched inside the range when
+    that runs on after the range (a step that does not wait for its own work: DeepSeek's
+    profile records its synchronize after the step), never past the next step's start
+    (steps do not overlap) and never before the range's end."""
+    s = trace.slices
+    w2l = trace.work_to_launch
+    linked = [int(r) for r in work_rows.tolist() if int(r) in w2l]
+    if not linked:
+        return [(c.end_ns, None) for c in calls]
+    w = np.asarray(linked, np.int64)
+    l_st = s.start[np.asarray([w2l[r] for r in linked], np.int64)]
+    order = np.argsort(l_st, kind="stable")
+    l_st, w = l_st[order], w[order]
+    w_end = s.end[w]
+    starts = sorted(c.start_ns for c in calls)
+    out: list[tuple[int, int | None]] = []
+    for c in calls:
+        lo = int(np.searchsorted(l_st, c.start_ns, side="left"))
+        hi = int(np.searchsorted(l_st, c.end_ns, side="left"))
+        j = int(np.searchsorted(starts, c.start_ns, side="right"))
+        nxt = starts[j] if j < len(starts) else None
+        if hi <= lo or int(w_end[lo:hi].max()) <= c.end_ns:
+            out.append((c.end_ns, None))
+            continue
+        k = lo + int(np.argmax(w_end[lo:hi]))
+        last = int(w_end[k])
+        if nxt is not None and last > nxt:  # cut at the next step: the work running then
+            mine = w[lo:hi]
+            running = mine[(s.start[mine] < nxt) & (s.end[mine] >= nxt)]
+            if nxt <= c.end_ns or running.size == 0:
+                out.append((max(c.end_ns, nxt), None))
+                continue
+            out.append((nxt, int(running[np.argmax(s.end[running])])))
+            continue
+        out.append((last, int(w[k])))
     return out

@@ -8,6 +8,10 @@ helper threads that only wait (tqdm's monitor, Inductor's compile-worker readers
 analysed on its own (``host.attribute_host`` per lane); nothing here adds one thread's
 time to another's.
 
+The **main thread** is chosen by evidence (``main_thread``: the step ranges, then the most
+launches, then the most events), never by its ids: Kineto records Python threads it has
+no id for (tqdm's monitor) at TID 0, and a trace's pid and tid can both be 0.
+
 The **attributed thread** (the one the calls and the per-call table are on) is, in order:
 ``--thread`` (a TID, a thread name such as ``pt_autograd_0``, ``main``, or ``PID/TID``);
 the thread holding the ``ProfilerStep#N`` ranges; the thread that launched the most
@@ -55,15 +59,61 @@ class ThreadFigures:
     work_ns: int  # traced time that is work (not untraced, not waiting)
 
 
-def _role(lane: Lane) -> ThreadRole:
+def _role(lane: Lane, main: Lane | None) -> ThreadRole:
+    """A thread's role from evidence: PyTorch's own thread names, and ``main`` for the
+    thread ``main_thread`` picks by what it did. Never from its ids: a helper thread
+    (tqdm's monitor) recorded at ``0/0`` has pid == tid and is no main thread."""
     name = lane.thread_name
     if name.startswith("pt_autograd"):
         return "autograd"
     if name.startswith("pt_data") or "pin_memory" in name:
         return "data"
-    if str(lane.pid) == str(lane.tid):
+    if main is not None and lane.index == main.index:
         return "main"
     return "other"
+
+
+def main_thread(trace: Trace, window: Window | None = None) -> Lane | None:
+    """The main thread, by evidence, in order: the thread holding the most
+    ``ProfilerStep#N`` ranges; the one that launched the most device work; the one with
+    the most events of its own. Ties go to the lowest ``PID/TID`` text. Threads named as
+    PyTorch's helpers (autograd engine, DataLoader pin memory) are never main."""
+    if window is not None:
+        found = step_thread(trace, window)
+        if found is not None:
+            return found
+    else:
+        found = _most_steps(trace)
+        if found is not None:
+            return found
+    hosts = [ln for ln in host_threads(trace)
+             if not ln.thread_name.startswith(("pt_autograd", "pt_data"))
+             and "pin_memory" not in ln.thread_name]
+    if not hosts:
+        return None
+    s = trace.slices
+    rows = np.fromiter(trace.launch_to_work, np.int64, len(trace.launch_to_work))
+    if window is not None and rows.size:
+        st = s.start[rows]
+        rows = rows[(st >= window.start_ns) & (st < window.end_ns)]
+    launches = Counter(s.lane[rows].tolist())
+    own = Counter(s.lane[_own_rows(trace)].tolist())
+    return min(hosts, key=lambda ln: (-launches.get(ln.index, 0), -own.get(ln.index, 0),
+                                      str(ln.pid), str(ln.tid)))
+
+
+def _most_steps(trace: Trace) -> Lane | None:
+    s = trace.slices
+    ua = trace.cat_code("user_annotation")
+    if ua < 0:
+        return None
+    codes = [i for i, n in enumerate(trace.names) if STEP.match(n)]
+    rows = np.flatnonzero((s.cat == ua) & np.isin(s.name, codes))
+    if rows.size == 0:
+        return None
+    counts = Counter(s.lane[rows].tolist())
+    best = min(counts, key=lambda i: (-counts[i], str(trace.lanes[i].pid), str(trace.lanes[i].tid)))
+    return trace.lanes[best]
 
 
 def describe(lane: Lane, role: ThreadRole | None = None) -> str:
@@ -82,16 +132,16 @@ def host_threads(trace: Trace) -> list[Lane]:
     Python frame, a runtime call, a user range). Kineto also writes metadata-only lanes
     (a device stream's name row, ``PID/0`` process rows, the profiler's ``Spans``) that
     hold nothing a thread did; they are never offered or accepted as ``--thread``."""
-    s = trace.slices
-    not_own = {i for i, c in enumerate(trace.cat_names)
-               if c in NON_ACTIVITY_CATS or c in OVERLAY_CATS or c in DEVICE_CATS}
-    own = np.flatnonzero(~np.isin(s.cat, list(not_own))) if not_own else np.arange(len(s))
-    lanes = set(np.unique(s.lane[own]).tolist())
+    lanes = set(np.unique(trace.slices.lane[_own_rows(trace)]).tolist())
     return [ln for ln in trace.host_lanes if ln.index in lanes]
 
 
-def _is_main(lane: Lane) -> bool:
-    return str(lane.pid) == str(lane.tid)
+def _own_rows(trace: Trace) -> np.ndarray:
+    """The rows that are some thread's own activity (no labels, overlays, device work)."""
+    s = trace.slices
+    not_own = {i for i, c in enumerate(trace.cat_names)
+               if c in NON_ACTIVITY_CATS or c in OVERLAY_CATS or c in DEVICE_CATS}
+    return np.flatnonzero(~np.isin(s.cat, list(not_own))) if not_own else np.arange(len(s))
 
 
 def resolve_thread(trace: Trace, spec: str) -> Lane:
@@ -100,12 +150,13 @@ def resolve_thread(trace: Trace, spec: str) -> Lane:
     hosts = host_threads(trace)
     spec = spec.strip()
     main_words = ("main", "main thread")
+    main = main_thread(trace)
     tests = [
         lambda ln: bool(spec) and f"{ln.pid}/{ln.tid}" == spec,
         lambda ln: bool(spec) and str(ln.tid) == spec,
         lambda ln: bool(spec) and (ln.thread_name == spec or ln.name == spec
-                                   or describe(ln, _role(ln)) == spec),
-        lambda ln: spec.lower() in main_words and _is_main(ln),
+                                   or describe(ln, _role(ln, main)) == spec),
+        lambda ln: spec.lower() in main_words and main is not None and ln.index == main.index,
     ]
     for test in tests:
         hits = [ln for ln in hosts if test(ln)]
@@ -113,14 +164,16 @@ def resolve_thread(trace: Trace, spec: str) -> Lane:
             return hits[0]
         if len(hits) > 1:
             raise UsageError(f"--thread {spec}: {len(hits)} threads match "
-                             f"({', '.join(describe(ln, _role(ln)) for ln in hits)}); use PID/TID")
+                             f"({', '.join(describe(ln, _role(ln, main)) for ln in hits)}); "
+                             "use PID/TID")
     raise UsageError(f"--thread {spec!r}: no such host thread (host threads: "
                      f"{thread_choices(trace)})")
 
 
 def thread_choices(trace: Trace) -> str:
     """The host threads ``--thread`` accepts, on one line."""
-    return ", ".join(describe(ln, _role(ln)) for ln in host_threads(trace)) or "none"
+    main = main_thread(trace)
+    return ", ".join(describe(ln, _role(ln, main)) for ln in host_threads(trace)) or "none"
 
 
 def step_thread(trace: Trace, window: Window) -> Lane | None:
@@ -152,13 +205,14 @@ def thread_figures(trace: Trace, rules: RuleSet, window: Window,
     sync_rows = _in(trace, api_rows[np.isin(s.name[api_rows], sync_names)], window)
     syncs = Counter(s.lane[sync_rows].tolist())
     py = trace.cat_code("python_function")
+    main = main_thread(trace, window)
     out = []
     for idx, tl in timelines.items():
         lane = trace.lanes[idx]
         cats = tl.totals()
         frames = int(np.count_nonzero(s.cat[tl.rows] == py)) if py >= 0 else 0
         out.append(ThreadFigures(
-            lane=lane, role=_role(lane), launches=int(launches.get(idx, 0)),
+            lane=lane, role=_role(lane, main), launches=int(launches.get(idx, 0)),
             syncs=int(syncs.get(idx, 0)), python_frames=frames,
             categories={c: v for c, v in cats.items() if v},
             work_ns=sum(v for c, v in cats.items() if c not in NOT_WORK)))

@@ -3,7 +3,9 @@
 Default: earliest start to latest end of activity slices (host ops, Python frames,
 runtime/driver calls, device work, and slices of unknown categories). Profiler spans (``Trace``), ``overhead``, device
 annotations and metadata never widen it. ``--window`` narrows it to the span of the
-user ranges whose name matches a regex, or to a time range.
+user ranges whose name matches a regex, or to a time range; a time range that cuts a
+profiler step (``ProfilerStep#N``) is widened to hold the whole step, and says so: every
+figure of a step is of the whole step (docs/training.md).
 """
 
 from __future__ import annotations
@@ -69,6 +71,28 @@ def parse_window(spec: str) -> tuple[int | None, int | None] | re.Pattern[str]:
         raise UsageError(f"--window {spec!r} is neither a time range nor a regex: {exc}") from None
 
 
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+
+
+def _whole_steps(trace: Trace, lo: int, hi: int) -> tuple[int, int, str]:
+    """[lo, hi) widened to the profiler steps it cuts, and which it cut ("" for none). A
+    time window that cut a step gave figures of two definitions in one sentence: the
+    step's wall whole beside its device work clipped."""
+    s = trace.slices
+    rows = trace.rows_of_cats({"user_annotation"})
+    if rows.size == 0:
+        return lo, hi, ""
+    rows = rows[(s.start[rows] < hi) & (s.end[rows] > lo)]
+    rows = rows[[bool(_STEP.match(trace.names[int(n)])) for n in s.name[rows].tolist()]]
+    cut = rows[(s.start[rows] < lo) | (s.end[rows] > hi)]
+    if cut.size == 0:
+        return lo, hi, ""
+    names = sorted({trace.names[int(n)] for n in s.name[cut].tolist()},
+                   key=lambda n: int(n.rsplit("#", 1)[1]))
+    return (min(lo, int(s.start[cut].min())), max(hi, int(s.end[cut].max())),
+            ", ".join(names))
+
+
 def find_window(trace: Trace, spec: str | None) -> Window:
     base = activity_window(trace)
     if not spec:
@@ -82,7 +106,11 @@ def find_window(trace: Trace, spec: str | None) -> Window:
         if hi <= lo:
             raise UsageError(f"window {spec!r} is empty within the trace "
                              f"(trace activity lasts {base.dur_ns} ns)")
-        return Window(lo, hi, "range", f"time range {spec} from the first activity event")
+        what = f"time range {spec} from the first activity event"
+        wlo, whi, cut = _whole_steps(trace, lo, hi)
+        if cut:
+            what += f", widened to the whole steps it cut: {cut}"
+        return Window(wlo, whi, "range", what)
     pattern = parsed
     rows = trace.rows_of_cats({"user_annotation"})
     names = trace.names

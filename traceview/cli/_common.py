@@ -107,7 +107,8 @@ TopOpt = Annotated[int, typer.Option(
 # Analysis options shared by several commands, defined once (typer ``Annotated`` aliases).
 WindowOpt = Annotated[str | None, typer.Option(
     "--window", help="Narrow the window: a regex over record_function names, or START:END "
-                     "(e.g. 1ms:5ms) from the first event.")]
+                     "(e.g. 1ms:5ms) from the first event, widened to whole profiler steps "
+                     "where it cuts one.")]
 CallsOpt = Annotated[str | None, typer.Option(
     "--calls", help="Regex selecting the calls: record_function ranges, else Python "
                     "functions, else aten ops (default: numbered ranges, else Python "

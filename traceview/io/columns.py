@@ -18,15 +18,23 @@ import numpy as np
 from traceview.io.events import decode_args
 from traceview.io.exact_time import MISSING
 
-__all__ = ["ARGS_KEPT_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "Phases"]
+__all__ = ["ARGS_KEPT_CATS", "LEGACY_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "Phases"]
 
 # The category of every event ``explain --annotate`` adds to a trace (io/annotations.py
 # says why the loader and the model leave them out).
 ANNOTATION_CAT = "traceview"
 
+# PyTorch 1.8-1.9 (the first Kineto releases) wrote capitalised categories for the same
+# events the later profiler writes in lower case: a kernel on stream 7 was ``Kernel``
+# under pid 0 and tid ``"stream 7"``. The model reads them as their modern names, so such
+# a trace has device work, launches and ops (HTA reads them the same way).
+LEGACY_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
+               "Runtime": "cuda_runtime", "Operator": "cpu_op"}
+
 # Event categories whose args the model reads (kept as raw bytes, decoded on access).
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
-                            "cuda_driver", "user_annotation", "gpu_user_annotation"})
+                            "cuda_driver", "user_annotation", "gpu_user_annotation", "cuda_sync",
+                            *LEGACY_CATS})
 
 
 class LazyArgs(Mapping[int, dict[str, Any]]):

@@ -82,6 +82,16 @@ def has_device(r: Report) -> bool:
     return bool(r.device.per_stream)
 
 
+def _segments_line(step: StepRow) -> Text | None:
+    """The step's phases in time order, when a phase runs more than once (two
+    micro-batches: forward, backward, forward, backward, optimizer); None otherwise."""
+    segs = step.segments
+    if len({s.phase for s in segs}) == len(segs):
+        return None
+    return Text("in time order: " + ", ".join(
+        f"{s.phase} {fmt_ns(s.end_ns - s.start_ns)}" for s in segs))
+
+
 def step_sections(r: Report) -> list[RenderableType]:
     found = typical_step(r)
     if found is None:
@@ -101,6 +111,8 @@ def step_sections(r: Report) -> list[RenderableType]:
     for p in step.phases:
         phases.add_row(*_t(p.phase, fmt_ns(p.wall_ns), fmt_share(p.wall_ns, wall),
                        fmt_ns(p.device_busy_ns), fmt_ns(p.device_idle_ns)))
+
+    order = _segments_line(step)
 
     path = Table(title=Text(f"Critical path of {step.name} (each ns once; removing an item "
                             f"saves at most its time)"), title_justify="left", show_footer=True, pad_edge=False)
@@ -131,8 +143,9 @@ def step_sections(r: Report) -> list[RenderableType]:
         idle.add_row(*_t(f"{len(step.idle_causes) - PATH_ROWS} more", "", fmt_ns(rest),
                      fmt_share(rest, step.device_idle_ns)))
     # a trace with no device stream (a CPU-only run) has nothing that waited
-    out: list[RenderableType] = [phases, path, idle] if has_device(r) else [
-        phases, path, Text("no device in this trace (CPU only): a step's time is its host "
+    head: list[RenderableType] = [phases] if order is None else [phases, order]
+    out: list[RenderableType] = [*head, path, idle] if has_device(r) else [
+        *head, path, Text("no device in this trace (CPU only): a step's time is its host "
                            "threads' time")]
     if step.communication_ns:
         out.append(Text(f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the "

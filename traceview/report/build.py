@@ -221,6 +221,8 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
             communication_ns=st.communication_ns,
             exposed_communication_ns=st.exposed_communication_ns,
             path_edges=dict(sorted(st.path.edges.items())),
+            range_end_ns=st.range_end_ns,
+            segments=tuple(m.PhaseSegment(ph, a, b) for ph, a, b in st.segments),
         ))
     return m.StepsInfo(len(rows), sum(1 for r in rows if not r.cold),
                        _label(a, a.step_lane if a.step_lane is not None

@@ -306,6 +306,8 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
 def _cold_path(ex: Analysis) -> list[Detected]:
     """Compile/import work in the window, or a first call far above the warm median."""
     cold_ns = ex.host_categories.get("compile", 0) + ex.host_categories.get("import", 0)
+    if not ex.rules.is_cold_work(cold_ns, ex.window.dur_ns):
+        cold_ns = 0  # a helper's few us under a compile rule's name: no cold path
     calls = ex.calls
     first = calls.calls[0] if calls.calls else None
     warm_p50 = calls.stats["api_ns"].p50 if calls.warm_count else None

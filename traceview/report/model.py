@@ -337,6 +337,16 @@ class PhaseRow:
 
 
 @dataclass(frozen=True)
+class PhaseSegment:
+    """One stretch of a step in time order: two micro-batches read forward, backward,
+    forward, backward, optimizer (``analyses.steps.segments``)."""
+
+    phase: str
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
 class PathRow:
     """An item of a step's critical path: what the step waited on, once per ns."""
 
@@ -371,6 +381,12 @@ class StepRow:
     communication_ns: int
     exposed_communication_ns: int
     path_edges: dict[str, int]  # edge kind -> times the path took it
+    # the recorded range's end: before end_ns when the step's device work ran on after
+    # its range (the extent then ends with that work; phase ``device_tail``)
+    range_end_ns: int | None = None
+    # the phases as time-ordered segments; short ``other`` pieces (under 1% of the step)
+    # left out; reports saved before it existed read ()
+    segments: tuple[PhaseSegment, ...] = ()
 
 
 @dataclass(frozen=True)

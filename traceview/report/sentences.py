@@ -104,7 +104,15 @@ def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | 
     rels += [rel("ge", f"holder:{i}", f"holder:{i + 1}") for i in range(len(named) - 1)]
     who = ", ".join(f"{res} {fmt_share(ns, step.wall_ns)}" for res, ns in named)
     words = ", ".join(f"{p.phase} {fmt_ns(p.wall_ns)}" for p in step.phases)
-    text = (f"{step_word(steps)} {step.name}: {fmt_ns(step.wall_ns)} (typical of "
+    rng = step.range_end_ns
+    tail = ""
+    if rng is not None and rng < step.end_ns:
+        # the step's device work outlasts its range: the step runs to its last device work
+        figs += [Figure("range", rng - step.start_ns), Figure("tail", step.end_ns - rng)]
+        rels.append(rel("sum", "range", "tail", "wall"))
+        tail = (f"its range {fmt_ns(rng - step.start_ns)}, then device work it launched "
+                f"running {fmt_ns(step.end_ns - rng)} past it; ")
+    text = (f"{step_word(steps)} {step.name}: {fmt_ns(step.wall_ns)} ({tail}typical of "
             f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
     return Claim("typical-step", text, tuple(figs), tuple(rels))
