@@ -34,7 +34,10 @@ docs/robustness.md, docs/training.md):
   ``backward`` the step thread's ``torch/_tensor.py: backward`` /
   ``torch/autograd/__init__.py: backward`` frames plus the envelope (first start to last
   end) of the ``autograd::engine::evaluate_function:`` ops on any thread, less the two
-  before. ``forward`` and ``other`` take the rest and are not checked here.
+  before; ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
+  the top ones), or, in a trace without Python frames, the time from the step's start to
+  the first backward instant, less the phases before it. ``other`` is the rest (not
+  counted). A step without frames and without backward has no forward figure here.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
 OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")
 BACKWARD_FRAME = re.compile(r"^torch/_tensor\.py\(\d+\): backward$|^torch/autograd/__init__\.py\(\d+\): backward$")
 AUTOGRAD_OP = "autograd::engine::evaluate_function: "
+MODULE = "nn.Module: "
 
 
 class Slice(NamedTuple):
@@ -181,7 +185,8 @@ def _add(out: list[Slice], seen: set[tuple], ev: dict, start: int, end: int) -> 
     cat = LEGACY.get(cat, cat)
     name = ev.get("name")
     name = name if isinstance(name, str) else ""
-    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    raw_args = ev.get("args")
+    args: dict = raw_args if isinstance(raw_args, dict) else {}
     pid, tid = _id(ev.get("pid")), _id(ev.get("tid"))
     key = (cat, name, _hashable(pid), _hashable(tid), start, end, _hashable(args.get("correlation")))
     if key in seen:
@@ -232,6 +237,7 @@ def _steps(sl: list[Slice], work: list[Slice]) -> list[Step]:
     on_thread = [s for s in sl if (s.pid, s.tid) == thread]
     work_iv = union([[w.start, w.end] for w in work])
     evaluate = [s for s in sl if s.cat == "cpu_op" and s.name.startswith(AUTOGRAD_OP)]
+    frames = any(s.cat == "python_function" for s in sl)
     out = []
     for m in sorted((s for s in marks if (s.pid, s.tid) == thread), key=lambda s: s.start):
         lo, hi = m.start, m.end
@@ -245,6 +251,15 @@ def _steps(sl: list[Slice], work: list[Slice]) -> list[Step]:
         if inside:
             bwd_iv.append([min(s.start for s in inside), max(s.end for s in inside)])
         bwd = minus(minus(union(clip(bwd_iv, lo, hi)), dl), union(opt))
+        claimed = union(dl + opt + bwd)
+        if frames:
+            fwd_iv = union(clip([[s.start, s.end] for s in on_thread
+                                 if s.cat == "python_function" and s.name.startswith(MODULE)], lo, hi))
+        else:
+            fwd_iv = [[lo, bwd[0][0]]] if bwd else []
+        fwd = minus(fwd_iv, claimed)
         step.phases = {"data_loading": length(dl), "optimizer": length(opt), "backward": length(bwd)}
+        if frames or bwd:
+            step.phases["forward"] = length(fwd)
         out.append(step)
     return out
