@@ -3,8 +3,8 @@
 The manifests in ``tests/data/public_corpus/*.json`` name, for each trace, the source
 repository, the commit and the path; this tool reads those bytes from local git snapshots
 of the sources (``--mirror DIR``: one git dir per repository, ``DIR/<owner>+<repo>/repo``
-or ``DIR/<owner>+<repo>``, as the snapshot fetcher lays them out, or a plain clone at
-``DIR/<owner>/<repo>``), gzips what the source stored uncompressed (level 9, mtime 0, so
+or ``DIR/<owner>+<repo>``, as the snapshot fetcher lays them out, or a clone with a work
+tree at any of those or at ``DIR/<owner>/<repo>``), gzips what the source stored uncompressed (level 9, mtime 0, so
 the bytes are the same on every run) and checks the sha256 of the stored bytes against the
 manifest before writing ``DEST/<name>``. Nothing is downloaded: the traces stay out of this
 repository, and a test that needs one skips when it is absent (``tests/public_corpus.py``).
@@ -61,10 +61,11 @@ def read_manifests(directory: Path) -> list[dict]:
 def git_dir(mirror: Path, repo: str) -> Path:
     """Where the snapshot of ``owner/name`` is under ``mirror``."""
     owner, name = repo.split("/", 1)
-    for cand in (mirror / f"{owner}+{name}" / "repo", mirror / f"{owner}+{name}",
-                 mirror / owner / name / ".git", mirror / owner / name):
-        if (cand / "HEAD").is_file() or (cand / ".git").exists():
-            return cand
+    for base in (mirror / f"{owner}+{name}" / "repo", mirror / f"{owner}+{name}", mirror / owner / name):
+        if (base / "HEAD").is_file():  # a bare git dir
+            return base
+        if (base / ".git" / "HEAD").is_file():  # a clone with a work tree
+            return base / ".git"
     raise CorpusError(f"{repo}: no snapshot under {mirror}")
 
 
