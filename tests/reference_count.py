@@ -1,0 +1,265 @@
+"""An independent count of a Chrome/Kineto trace's headline figures, written from the
+documentation, not from traceview's code: the public corpus test (``test_public_corpus.py``)
+checks traceview's figures against these. Standard library only (``json``, ``gzip``,
+``decimal``) plus ``tests/rawcount.py``'s plain interval arithmetic.
+
+What is counted, and the rule each follows (README "How it counts", docs/json.md,
+docs/robustness.md, docs/training.md):
+
+* **Events.** Complete events (``ph`` ``X``) and ``B``/``E`` pairs (paired per thread in
+  time order, ties in file order). ``ts``/``dur`` are microseconds given as integers,
+  floats or strings; each becomes integer nanoseconds exactly (the number's decimal text
+  times 1000, rounded half-even). An event without a usable ``ts`` is dropped; without
+  ``dur`` it is zero-length; a negative ``dur`` or one over an hour is dropped. Exact
+  duplicates (same category, name, thread, start, end and correlation id) count once.
+* **Categories.** PyTorch 1.8/1.9 Kineto wrote ``Kernel``, ``Memcpy``, ``Memset``,
+  ``Runtime``, ``Operator`` where later releases write ``kernel``, ``gpu_memcpy``,
+  ``gpu_memset``, ``cuda_runtime``, ``cpu_op``. The reference reads both spellings as the
+  same thing: the device work of a 1.8 trace is device work.
+* **Window** (``window.source`` ``activity``): from the earliest start to the latest end
+  of every slice except profiler spans (``Trace``), profiler ``overhead``, device labels
+  (``gpu_user_annotation``) and flow records (``ac2g``). Host ops, Python frames,
+  runtime/driver calls, device work and slices of unknown categories all widen it.
+* **Device busy**: the length of the union of kernel, memcpy and memset intervals across
+  every stream and device, clipped to the window. Counts: the kernels, memcpys and memsets.
+* **Launches**: runtime/driver API slices (``cuda_runtime``, ``cuda_driver``) whose name is
+  a launch API of ``traceview/data/default_rules.json``'s ``launch_apis`` (that list is the
+  documented definition; it is read as data), starting inside the window; counted by name.
+* **Steps**: the host ``ProfilerStep#N`` ranges, each with the union of device work
+  clipped to it.
+* **Phases** inside a step, where the trace's frames show them (docs/training.md):
+  ``data_loading`` is the union of ``enumerate(DataLoader)#`` ranges (user ranges or
+  Python frames on the step thread); ``optimizer`` the union of ``Optimizer.step#`` /
+  ``Optimizer.zero_grad#`` user ranges on the step thread, less what ``data_loading`` took;
+  ``backward`` the step thread's ``torch/_tensor.py: backward`` /
+  ``torch/autograd/__init__.py: backward`` frames plus the envelope (first start to last
+  end) of the ``autograd::engine::evaluate_function:`` ops on any thread, less the two
+  before; ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
+  the top ones), or, in a trace without Python frames, the time from the step's start to
+  the first backward instant, less the phases before it. ``other`` is the rest (not
+  counted). A step without frames and without backward has no forward figure here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from rawcount import clip, length, minus, union
+
+RULES = Path(__file__).resolve().parent.parent / "traceview" / "data" / "default_rules.json"
+
+LEGACY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
+          "Runtime": "cuda_runtime", "Operator": "cpu_op"}
+DEVICE_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
+NOT_ACTIVITY = {"Trace", "overhead", "gpu_user_annotation", "ac2g"}
+HOUR_NS = 3_600 * 10**9
+STEP = re.compile(r"^ProfilerStep#\d+$")
+DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
+OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")
+BACKWARD_FRAME = re.compile(r"^torch/_tensor\.py\(\d+\): backward$|^torch/autograd/__init__\.py\(\d+\): backward$")
+AUTOGRAD_OP = "autograd::engine::evaluate_function: "
+MODULE = "nn.Module: "
+
+
+class Slice(NamedTuple):
+    cat: str
+    name: str
+    pid: Any
+    tid: Any
+    start: int
+    end: int
+
+
+@dataclass
+class Step:
+    name: str
+    start: int
+    end: int
+    busy_ns: int
+    phases: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Figures:
+    window_start: int
+    window_end: int
+    busy_ns: int
+    kernels: int
+    memcpys: int
+    memsets: int
+    launches: int
+    launches_by_api: dict[str, int]
+    steps: list[Step]
+    has_frames: bool
+
+    @property
+    def window_ns(self) -> int:
+        return self.window_end - self.window_start
+
+
+def _ns(value: Any) -> int | None:
+    """Microseconds (int, float read as its decimal text, or a numeric string) -> ns."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        d = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        return None
+    if not d.is_finite():
+        return None
+    return int((d * 1000).to_integral_value())
+
+
+def _id(value: Any) -> Any:
+    """``"100"``, ``100.0`` and ``100`` name one thread."""
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            d = Decimal(value.strip())
+            if d.is_finite() and d == d.to_integral_value():
+                return int(d)
+        except InvalidOperation:
+            pass
+    return value
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (int, str, type(None))) else repr(value)
+
+
+def load_events(path: Path) -> list[dict]:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw, parse_float=Decimal)
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise ValueError(f"{path}: no traceEvents list")
+    return [e for e in events if isinstance(e, dict)]
+
+
+def slices(events: list[dict]) -> list[Slice]:
+    out: list[Slice] = []
+    seen: set[tuple] = set()
+    begins: list[tuple[int, int, dict]] = []  # (ts, file order, event) of B and E
+    for order, ev in enumerate(events):
+        ph = ev.get("ph")
+        if ph in ("B", "E"):
+            ts = _ns(ev.get("ts"))
+            if ts is not None:
+                begins.append((ts, order, ev))
+            continue
+        if ph != "X":
+            continue
+        start = _ns(ev.get("ts"))
+        if start is None:
+            continue
+        dur = _ns(ev.get("dur")) if "dur" in ev else 0
+        if dur is None:
+            dur = 0
+        if dur < 0 or dur > HOUR_NS:
+            continue
+        _add(out, seen, ev, start, start + dur)
+    open_: dict[tuple, list[tuple[int, dict]]] = {}
+    for ts, _, ev in sorted(begins, key=lambda t: (t[0], t[1])):
+        key = (_id(ev.get("pid")), _id(ev.get("tid")))
+        if ev["ph"] == "B":
+            open_.setdefault(key, []).append((ts, ev))
+        elif open_.get(key):
+            b_ts, b_ev = open_[key].pop()
+            if ts - b_ts <= HOUR_NS:
+                _add(out, seen, b_ev, b_ts, ts)
+    return out
+
+
+def _add(out: list[Slice], seen: set[tuple], ev: dict, start: int, end: int) -> None:
+    cat = ev.get("cat")
+    cat = cat if isinstance(cat, str) else ""
+    cat = LEGACY.get(cat, cat)
+    name = ev.get("name")
+    name = name if isinstance(name, str) else ""
+    raw_args = ev.get("args")
+    args: dict = raw_args if isinstance(raw_args, dict) else {}
+    pid, tid = _id(ev.get("pid")), _id(ev.get("tid"))
+    key = (cat, name, _hashable(pid), _hashable(tid), start, end, _hashable(args.get("correlation")))
+    if key in seen:
+        return
+    seen.add(key)
+    out.append(Slice(cat, name, pid, tid, start, end))
+
+
+def launch_apis() -> set[str]:
+    doc = json.loads(RULES.read_text())
+    return {name for names in doc["launch_apis"].values() for name in names}
+
+
+def count(path: Path | str) -> Figures:
+    sl = slices(load_events(Path(path)))
+    activity = [s for s in sl if s.cat not in NOT_ACTIVITY]
+    lo = min((s.start for s in activity), default=0)
+    hi = max((s.end for s in activity), default=0)
+    work = [s for s in sl if s.cat in DEVICE_WORK]
+    busy_iv = union(clip([[s.start, s.end] for s in work], lo, hi))
+    # device work counts where it overlaps the window; a zero-length item counts where it
+    # lies inside it (json.md: "device work items overlapping the window")
+    in_window = [s for s in work if s.start <= hi and s.end >= lo]
+    apis = launch_apis()
+    by_api: dict[str, int] = {}
+    for s in sl:
+        if s.cat in ("cuda_runtime", "cuda_driver") and s.name in apis and lo <= s.start <= hi:
+            by_api[s.name] = by_api.get(s.name, 0) + 1
+    steps = _steps(sl, work)
+    return Figures(
+        window_start=lo, window_end=hi, busy_ns=length(busy_iv),
+        kernels=sum(1 for s in in_window if s.cat == "kernel"),
+        memcpys=sum(1 for s in in_window if s.cat == "gpu_memcpy"),
+        memsets=sum(1 for s in in_window if s.cat == "gpu_memset"),
+        launches=sum(by_api.values()), launches_by_api=by_api, steps=steps,
+        has_frames=any(s.cat == "python_function" for s in sl))
+
+
+def _steps(sl: list[Slice], work: list[Slice]) -> list[Step]:
+    marks = [s for s in sl if s.cat in ("user_annotation", "cpu_op") and STEP.match(s.name)]
+    if not marks:
+        return []
+    # the step thread: the one holding the step ranges (the most of them)
+    threads: dict[tuple, int] = {}
+    for s in marks:
+        threads[(s.pid, s.tid)] = threads.get((s.pid, s.tid), 0) + 1
+    thread = max(threads, key=lambda k: threads[k])
+    on_thread = [s for s in sl if (s.pid, s.tid) == thread]
+    work_iv = union([[w.start, w.end] for w in work])
+    evaluate = [s for s in sl if s.cat == "cpu_op" and s.name.startswith(AUTOGRAD_OP)]
+    frames = any(s.cat == "python_function" for s in sl)
+    out = []
+    for m in sorted((s for s in marks if (s.pid, s.tid) == thread), key=lambda s: s.start):
+        lo, hi = m.start, m.end
+        step = Step(m.name, lo, hi, length(clip(work_iv, lo, hi)))
+        dl = union(clip([[s.start, s.end] for s in on_thread
+                         if s.cat in ("user_annotation", "python_function") and DATALOADER.search(s.name)], lo, hi))
+        opt = minus(union(clip([[s.start, s.end] for s in on_thread
+                                if s.cat == "user_annotation" and OPTIMIZER.search(s.name)], lo, hi)), dl)
+        bwd_iv = [[s.start, s.end] for s in on_thread if s.cat == "python_function" and BACKWARD_FRAME.search(s.name)]
+        inside = [s for s in evaluate if s.start < hi and s.end > lo]
+        if inside:
+            bwd_iv.append([min(s.start for s in inside), max(s.end for s in inside)])
+        bwd = minus(minus(union(clip(bwd_iv, lo, hi)), dl), union(opt))
+        claimed = union(dl + opt + bwd)
+        if frames:
+            fwd_iv = union(clip([[s.start, s.end] for s in on_thread
+                                 if s.cat == "python_function" and s.name.startswith(MODULE)], lo, hi))
+        else:
+            fwd_iv = [[lo, bwd[0][0]]] if bwd else []
+        fwd = minus(fwd_iv, claimed)
+        step.phases = {"data_loading": length(dl), "optimizer": length(opt), "backward": length(bwd)}
+        if frames or bwd:
+            step.phases["forward"] = length(fwd)
+        out.append(step)
+    return out
