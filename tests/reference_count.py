@@ -15,7 +15,9 @@ docs/robustness.md, docs/training.md):
 * **Categories.** PyTorch 1.8/1.9 Kineto wrote ``Kernel``, ``Memcpy``, ``Memset``,
   ``Runtime``, ``Operator`` where later releases write ``kernel``, ``gpu_memcpy``,
   ``gpu_memset``, ``cuda_runtime``, ``cpu_op``. The reference reads both spellings as the
-  same thing: the device work of a 1.8 trace is device work.
+  same thing: the device work of a 1.8 trace is device work. Its ``Operator`` slices named
+  as the profiler's own ranges (``ProfilerStep#N``, ``enumerate(DataLoader)#...``,
+  ``Optimizer.*``) are user ranges, as later releases file them.
 * **Window** (``window.source`` ``activity``): from the earliest start to the latest end
   of every slice except profiler spans (``Trace``), profiler ``overhead``, device labels
   (``gpu_user_annotation``) and flow records (``ac2g``). Host ops, Python frames,
@@ -25,16 +27,20 @@ docs/robustness.md, docs/training.md):
 * **Launches**: runtime/driver API slices (``cuda_runtime``, ``cuda_driver``) whose name is
   a launch API of ``traceview/data/default_rules.json``'s ``launch_apis`` (that list is the
   documented definition; it is read as data), starting inside the window; counted by name.
-* **Steps**: the host ``ProfilerStep#N`` ranges, each with the union of device work
-  clipped to it.
+* **Steps**: the host ``ProfilerStep#N`` ranges, each extended to the end of the device
+  work launched inside it (a launch API slice in the range, linked to its work by
+  ``args.correlation``) where that work outlasts the range, never past the next step's
+  start (docs/training.md "A step's extent"); each with the union of device work clipped
+  to that extent.
 * **Phases** inside a step, where the trace's frames show them (docs/training.md):
   ``data_loading`` is the union of ``enumerate(DataLoader)#`` ranges (user ranges or
   Python frames on the step thread); ``optimizer`` the union of ``Optimizer.step#`` /
   ``Optimizer.zero_grad#`` user ranges on the step thread, less what ``data_loading`` took;
   ``backward`` the step thread's ``torch/_tensor.py: backward`` /
   ``torch/autograd/__init__.py: backward`` frames plus the envelope (first start to last
-  end) of the ``autograd::engine::evaluate_function:`` ops on any thread, less the two
-  before; ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
+  end) of the ``autograd::engine::evaluate_function:`` ops and of the autograd nodes
+  (``*Backward``, ``torch::autograd::AccumulateGrad``) on any thread, less the two
+  before (one envelope: the corpus holds no step of two micro-batches); ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
   the top ones), or, in a trace without Python frames, the time from the step's start to
   the first backward instant, less the phases before it. ``other`` is the rest (not
   counted). A step without frames and without backward has no forward figure here.
@@ -64,7 +70,9 @@ DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
 OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")
 BACKWARD_FRAME = re.compile(r"^torch/_tensor\.py\(\d+\): backward$|^torch/autograd/__init__\.py\(\d+\): backward$")
 AUTOGRAD_OP = "autograd::engine::evaluate_function: "
+AUTOGRAD_NODE = re.compile(r"^[A-Z][A-Za-z0-9_]*Backward\d*$|^torch::autograd::AccumulateGrad$")
 MODULE = "nn.Module: "
+PROFILER_RANGE = re.compile(r"^ProfilerStep#\d+$|^enumerate\(DataLoader\)#|^Optimizer\.")
 
 
 class Slice(NamedTuple):
@@ -74,6 +82,7 @@ class Slice(NamedTuple):
     tid: Any
     start: int
     end: int
+    corr: Any = None  # args.correlation: links a launch to its device work
 
 
 @dataclass
@@ -182,9 +191,12 @@ def slices(events: list[dict]) -> list[Slice]:
 def _add(out: list[Slice], seen: set[tuple], ev: dict, start: int, end: int) -> None:
     cat = ev.get("cat")
     cat = cat if isinstance(cat, str) else ""
-    cat = LEGACY.get(cat, cat)
     name = ev.get("name")
     name = name if isinstance(name, str) else ""
+    # PyTorch 1.8/1.9 filed the profiler's own ranges (steps, the data loader, the
+    # optimizer) among the Operators; they are the user ranges of later releases
+    cat = "user_annotation" if cat == "Operator" and PROFILER_RANGE.search(name) \
+        else LEGACY.get(cat, cat)
     raw_args = ev.get("args")
     args: dict = raw_args if isinstance(raw_args, dict) else {}
     pid, tid = _id(ev.get("pid")), _id(ev.get("tid"))
@@ -192,7 +204,7 @@ def _add(out: list[Slice], seen: set[tuple], ev: dict, start: int, end: int) -> 
     if key in seen:
         return
     seen.add(key)
-    out.append(Slice(cat, name, pid, tid, start, end))
+    out.append(Slice(cat, name, pid, tid, start, end, _hashable(args.get("correlation"))))
 
 
 def launch_apis() -> set[str]:
@@ -215,7 +227,7 @@ def count(path: Path | str) -> Figures:
     for s in sl:
         if s.cat in ("cuda_runtime", "cuda_driver") and s.name in apis and lo <= s.start <= hi:
             by_api[s.name] = by_api.get(s.name, 0) + 1
-    steps = _steps(sl, work)
+    steps = _steps(sl, work, apis)
     return Figures(
         window_start=lo, window_end=hi, busy_ns=length(busy_iv),
         kernels=sum(1 for s in in_window if s.cat == "kernel"),
@@ -225,7 +237,7 @@ def count(path: Path | str) -> Figures:
         has_frames=any(s.cat == "python_function" for s in sl))
 
 
-def _steps(sl: list[Slice], work: list[Slice]) -> list[Step]:
+def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
     marks = [s for s in sl if s.cat in ("user_annotation", "cpu_op") and STEP.match(s.name)]
     if not marks:
         return []
@@ -236,11 +248,23 @@ def _steps(sl: list[Slice], work: list[Slice]) -> list[Step]:
     thread = max(threads, key=lambda k: threads[k])
     on_thread = [s for s in sl if (s.pid, s.tid) == thread]
     work_iv = union([[w.start, w.end] for w in work])
-    evaluate = [s for s in sl if s.cat == "cpu_op" and s.name.startswith(AUTOGRAD_OP)]
+    evaluate = [s for s in sl if s.cat == "cpu_op"
+                and (s.name.startswith(AUTOGRAD_OP) or AUTOGRAD_NODE.search(s.name))]
+    ends_of: dict[Any, int] = {}  # correlation id -> the end of the device work it launched
+    for w in work:
+        if w.corr is not None:
+            ends_of[w.corr] = max(ends_of.get(w.corr, w.end), w.end)
+    launches = [s for s in sl if s.cat in ("cuda_runtime", "cuda_driver") and s.name in apis
+                and s.corr in ends_of]
     frames = any(s.cat == "python_function" for s in sl)
     out = []
-    for m in sorted((s for s in marks if (s.pid, s.tid) == thread), key=lambda s: s.start):
+    ranges = sorted((s for s in marks if (s.pid, s.tid) == thread), key=lambda s: s.start)
+    for k, m in enumerate(ranges):
         lo, hi = m.start, m.end
+        nxt = ranges[k + 1].start if k + 1 < len(ranges) else None
+        tail = max((ends_of[s.corr] for s in launches if lo <= s.start < hi), default=hi)
+        if tail > hi:
+            hi = tail if nxt is None else max(hi, min(tail, nxt))
         step = Step(m.name, lo, hi, length(clip(work_iv, lo, hi)))
         dl = union(clip([[s.start, s.end] for s in on_thread
                          if s.cat in ("user_annotation", "python_function") and DATALOADER.search(s.name)], lo, hi))

@@ -42,67 +42,15 @@ HELD_OUT = os.environ.get("TRACEVIEW_HELD_OUT") == "1"
 # a trace holding ProfilerStep ranges may still show its calls as these, with no steps
 BEFORE_STEPS = {"option", "capture", "annotations", "python_frames", "forward_passes"}
 
-_LEGACY = ("traceview reads PyTorch 1.8/1.9 Kineto's capitalised categories "
-           "(Kernel/Memcpy/Memset/Runtime/Operator) as no device work and no launches: ")
-KNOWN_FIGURES: dict[str, str] = {
-    "facebookresearch__HolisticTraceAnalysis/call_stack__backward_thread.json.gz":
-        "traceview.analyze raises IdentityError 'critical path 826902000 != step 413451000' "
-        "(the critical path of ProfilerStep counts the step twice)",
-    "facebookresearch__HolisticTraceAnalysis/triton_example__triton_example@895c5500.json.gz":
-        "traceview.analyze raises IdentityError 'critical path 26672631610 != step 13336315805' "
-        "(the critical path of the one ProfilerStep counts the step twice)",
-    "facebookresearch__HolisticTraceAnalysis/trace_file_list__inference_rank_1.json.gz":
-        _LEGACY + "busy traceview 0 vs reference 30000 ns; kernels 0 vs 4; launches 0 vs 4 (cudaLaunchKernel)",
-    "pytorch__kineto/samples__resnet50_autograd_api_num_workers_0__worker0.pt.trace.json.gz":
-        _LEGACY + "busy 0 vs 979604000 ns; kernels 0 vs 9329; memcpy 0 vs 338; memset 0 vs 466; launches 0 vs 10133",
-    "pytorch__kineto/samples__resnet50_autograd_api_num_workers_4__worker0.pt.trace.json.gz":
-        _LEGACY + "busy 0 vs 989497000 ns; kernels 0 vs 9299; memcpy 0 vs 338; memset 0 vs 466; launches 0 vs 10103",
-    "pytorch__kineto/samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz":
-        _LEGACY + "busy 0 vs 603558000 ns; kernels 0 vs 8772; memcpy 0 vs 12; memset 0 vs 312; launches 0 vs 9096; "
-        "steps none (calls 'none') vs 6 ProfilerSteps",
-    "pytorch__kineto/samples__resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz":
-        _LEGACY + "busy 0 vs 602145000 ns; kernels 0 vs 8772; memcpy 0 vs 12; memset 0 vs 312; launches 0 vs 9096; "
-        "steps none vs 6",
-    "pytorch__kineto/samples__resnet50_num_workers_0__worker0.pt.trace@34d6ad53.json.gz":
-        _LEGACY + "busy 0 vs 653527000 ns; kernels 0 vs 9564; memcpy 0 vs 12; memset 0 vs 439; launches 0 vs 9282; "
-        "steps none vs 6",
-    "pytorch__kineto/samples__resnet50_num_workers_0__worker0.pt.trace@eebfef30.json.gz":
-        _LEGACY + "busy 0 vs 649472000 ns; kernels 0 vs 9538; memcpy 0 vs 12; memset 0 vs 377; launches 0 vs 9162; "
-        "steps none vs 6",
-    "pytorch__kineto/samples__resnet50_num_workers_4__worker0.1623212756351.pt.trace.json.gz":
-        _LEGACY + "busy 0 vs 614413000 ns; kernels 0 vs 8868; memcpy 0 vs 12; memset 0 vs 378; launches 0 vs 9258; "
-        "steps none vs 6",
-    "pytorch__kineto/samples__resnet50_num_workers_4__worker0.1623213129365.pt.trace.json.gz":
-        _LEGACY + "busy 0 vs 612158000 ns; kernels 0 vs 8868; memcpy 0 vs 12; memset 0 vs 378; launches 0 vs 9258; "
-        "steps none vs 6",
-    "pytorch__kineto/samples__resnet50_num_workers_4__worker0.pt.trace@34d6ad53.json.gz":
-        _LEGACY + "busy 0 vs 669880000 ns; kernels 0 vs 9456; memcpy 0 vs 12; memset 0 vs 351; launches 0 vs 9048; "
-        "steps none vs 6",
-    "pytorch__kineto/samples__resnet50_num_workers_4__worker0.pt.trace@eebfef30.json.gz":
-        _LEGACY + "busy 0 vs 671620000 ns; kernels 0 vs 9484; memcpy 0 vs 12; memset 0 vs 352; launches 0 vs 9054; "
-        "steps none vs 6",
-    "pytorch__kineto/test__gpu_metrics_input@51696277.json.gz":
-        _LEGACY + "busy 0 vs 50000 ns; kernels 0 vs 30; memcpy 0 vs 2; launches 0 vs 32; steps none vs 1",
-    "pytorch__kineto/test__gpu_metrics_input@b96fe094.json.gz":
-        _LEGACY + "busy 0 vs 50000 ns; kernels 0 vs 30; memcpy 0 vs 2; launches 0 vs 32; steps none vs 1",
-    "pytorch__kineto/test__gpu_metrics_input@be239c04.json.gz":
-        _LEGACY + "busy 0 vs 50000 ns; kernels 0 vs 30; memcpy 0 vs 2; launches 0 vs 32; steps none vs 1",
-}
-# the views that end in that traceback (a --window cutting the step, and on the second trace
-# --thread main and --calls, leave the step's critical path out and run)
-_CP2X = {
-    "facebookresearch__HolisticTraceAnalysis/call_stack__backward_thread.json.gz":
-        ("IdentityError 'critical path 826902000 != step 413451000'", ("text", "json", "md", "thread_main", "calls")),
-    "facebookresearch__HolisticTraceAnalysis/triton_example__triton_example@895c5500.json.gz":
-        ("IdentityError 'critical path 26672631610 != step 13336315805'", ("text", "json", "md")),
-}
+# trace -> why traceview's figures differ from the reference on it (a strict xfail: a fix
+# turns it into a failure until its entry goes). PyTorch 1.8/1.9's capitalised categories
+# (13 traces read as CPU-only) and HTA's two traces whose critical path counted the step
+# twice (a traceback) were here; both are fixed, and their traces now agree.
+KNOWN_FIGURES: dict[str, str] = {}
 VIEWS = ("text", "json", "md", "thread_main", "window_middle", "calls")
 # (trace, view) -> why traceview fails that view; the json view also compares figures
 KNOWN_VIEWS: dict[tuple[str, str], str] = {
-    **{(name, view): f"explain {view}: traceback, {why}" for name, (why, views) in _CP2X.items() for view in views},
-    **{(name, "json"): "figures differ: " + KNOWN_FIGURES[name]
-       for name in KNOWN_FIGURES if name not in _CP2X},
-}
+    (name, "json"): "figures differ: " + why for name, why in KNOWN_FIGURES.items()}
 
 
 def _params(views: tuple[str, ...] | None = None) -> list[Any]:

@@ -56,7 +56,7 @@ LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout"
 #: changes and this table does not; a change that removes or moves a key or changes its
 #: meaning bumps ``VERSIONS`` as well (``tools/write_document_schemas.py`` rewrites the
 #: schemas and prints the new hashes)
-SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "386eb023e9c13b41"),
+SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "3a978b79934f4fc4"),
                                               "ranks": (2, "bba7fcd3dbf5bdee"),
                                               "diff": (3, "b6a73abed8d516cd"),
                                               "ab": (2, "cd72a3f64c00012d"),

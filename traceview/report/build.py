@@ -46,28 +46,9 @@ def build_report(a: Analysis) -> m.Report:
     op = None if a.steps else op_info(a)
     steps = steps_info(a)
     unprofiled = unprofiled_info(a, steps)
-    # the one unprofiled call figure of the report (the split's where measured): the
-    # per-call notes say the same call and share as the verdict and the split
-    u_ns = unprofiled.call_ns if unprofiled is not None else None
-    u_share = (round(u_ns / unprofiled.profiled_call_ns, 4)
-               if u_ns and unprofiled is not None and unprofiled.profiled_call_ns else None)
     reasons = cause_claims(calls.cold_causes, calls.outlier_causes)
     found = calls_claim(calls)
-    calls_info = m.CallsInfo(
-        count=len(calls.calls), source=calls.source, pattern=calls.pattern,
-        warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
-        stats=dict(calls.stats), categories=dict(calls.category_stats),
-        per_call=_worded(calls.calls, reasons),
-        description=found.text, how=calls.how, outliers=tuple(calls.outlier_indices),
-        api_sync=calls.api_sync,
-        kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
-                    for k in calls.kinds),
-        tree=tuple(_tree(n) for n in pc.tree) if pc else (),
-        perturbation=None if pc is None else m.PerturbationInfo(
-            pc.perturbation.python_frames_per_call, pc.perturbation.events_per_call,
-            pc.perturbation.profiler_ns_per_call, u_ns if u_share else None, u_share),
-        tree_warm_calls=pc.warm_calls if pc else 0,
-    )
+    calls_info = _calls_info(a, unprofiled, reasons, found.text)
     typical = pick_typical(calls_info)
     findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
     drawn = typical_call(a, calls_info)
@@ -263,6 +244,33 @@ def _tree(n, depth: int = 1) -> m.TreeRow:
                          n.folded_ns + sum(c.inclusive_ns for c in n.children))
     return m.TreeRow(n.name, n.category, n.inclusive_ns, n.self_ns, n.count, n.calls_with,
                      tuple(_tree(c, depth + 1) for c in n.children), n.folded, n.folded_ns)
+
+
+def _calls_info(a: Analysis, unprofiled: UnprofiledInfo | None, reasons: list[Claim],
+                description: str) -> m.CallsInfo:
+    """The calls' part of the report, with the per-call notes citing the report's one
+    unprofiled call figure (the split's where measured): the same call and share as the
+    verdict and the split."""
+    calls = a.calls
+    pc = a.per_call
+    u_ns = unprofiled.call_ns if unprofiled is not None else None
+    u_share = (round(u_ns / unprofiled.profiled_call_ns, 4)
+               if u_ns and unprofiled is not None and unprofiled.profiled_call_ns else None)
+    return m.CallsInfo(
+        count=len(calls.calls), source=calls.source, pattern=calls.pattern,
+        warm_count=calls.warm_count, cold=tuple(calls.cold_indices),
+        stats=dict(calls.stats), categories=dict(calls.category_stats),
+        per_call=_worded(calls.calls, reasons),
+        description=description, how=calls.how, outliers=tuple(calls.outlier_indices),
+        api_sync=calls.api_sync,
+        kinds=tuple(m.KindRow(k.name, k.count, k.warm_count, dict(k.stats), k.api_sync)
+                    for k in calls.kinds),
+        tree=tuple(_tree(n) for n in pc.tree) if pc else (),
+        perturbation=None if pc is None else m.PerturbationInfo(
+            pc.perturbation.python_frames_per_call, pc.perturbation.events_per_call,
+            pc.perturbation.profiler_ns_per_call, u_ns if u_share else None, u_share),
+        tree_warm_calls=pc.warm_calls if pc else 0,
+    )
 
 
 def pick_typical(calls: m.CallsInfo) -> m.CallRow | None:
