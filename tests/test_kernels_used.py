@@ -3,7 +3,8 @@ the differences ``ab`` and ``diff`` report between two variants."""
 
 from __future__ import annotations
 
-from traceview.analyses.kernels_used import describe, differences, kernels_per_call, summarize
+from traceview.analyses.kernels_used import kernels_per_call, summarize
+from traceview.report.kernel_words import describe, differences
 
 PATTERN = r"traceview_probe_call_\d+"
 

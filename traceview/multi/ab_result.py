@@ -192,7 +192,7 @@ def read_ab(doc: object) -> ABDocument:
 
 def kernels_used_dict(sides: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """``{same, differences}`` from each side's ``kernels_used`` probe; None without."""
-    from traceview.analyses.kernels_used import differences
+    from traceview.report.kernel_words import differences
 
     a, b = (sides.get(x, {}).get("kernels_used") for x in ("A", "B"))
     if a is None and b is None:

@@ -291,7 +291,7 @@ def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
     From capture's profiled probe (``kernels_used`` in its metadata: name, grid, block,
     count per call) when both traces have one; otherwise from the traces' kernel rows,
     count per call = launches / calls (names and counts, no grids)."""
-    from traceview.analyses.kernels_used import differences
+    from traceview.report.kernel_words import differences
 
     a, b = ((r.capture_meta or NO_CAPTURE).kernels_used for r in (before, after))
     if isinstance(a, dict) and isinstance(b, dict) and not (a.get("note") or b.get("note")):

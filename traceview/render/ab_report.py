@@ -37,7 +37,7 @@ def side_lines(doc: dict[str, Any]) -> list[str]:
 def kernel_lines(doc: dict[str, Any]) -> list[str]:
     """Which kernels each side launched per call (its profiled probe), and whether the
     two differ; nothing for a result saved before the probe existed."""
-    from traceview.analyses.kernels_used import describe
+    from traceview.report.kernel_words import describe
 
     ku = doc.get("kernels_used")
     if ku is None:

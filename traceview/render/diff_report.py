@@ -168,7 +168,7 @@ def render_diff_console(d: Diff, console: Console) -> None:
 def kernels_used_lines(d: Diff) -> list[str]:
     """``kernels launched: the same ...`` or ``kernels launched DIFFER: ...`` (and, from
     capture's probe, each side's kernels)."""
-    from traceview.analyses.kernels_used import describe
+    from traceview.report.kernel_words import describe
 
     ku = d.kernels_used
     if not ku or ku.get("same") is None:

@@ -112,7 +112,7 @@ def _render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: P
 
 def efficiency_rows(meta: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(label, value, how) rows: kernels per call, bytes moved, achieved bandwidth."""
-    from traceview.analyses.kernels_used import describe
+    from traceview.report.kernel_words import describe
     from traceview.report.sentences import copy_shares
 
     rows = []

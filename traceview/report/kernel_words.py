@@ -1,0 +1,63 @@
+"""The kernels a call launched, in words: one line per variant (``describe``) and how two
+variants differ (``differences``). The figures (names, grids, blocks, counts) come from
+``analyses.kernels_used``; the sentences are made here, in the report layer, so that
+analyses compute figures and never words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _dims(v: list[int] | None) -> str:
+    return "(" + ", ".join(map(str, v)) + ")" if v else "?"
+
+
+def describe(block: dict[str, Any] | None, limit: int = 4) -> str:
+    """One line: ``add_kernel grid (16, 1, 1) block (128, 1, 1) x1`` per kernel."""
+    if not block:
+        return "not recorded"
+    if block.get("note"):
+        return str(block["note"])
+    ks = block.get("kernels") or []
+    if not ks:
+        return "no device work launched"
+    parts = [f"{k['name']} grid {_dims(k['grid'])} block {_dims(k['block'])} x{k['count']}"
+             if k["kind"] == "kernel" else f"{k['kind']} {k['name']} x{k['count']}"
+             for k in ks[:limit]]
+    more = f" (+{len(ks) - limit} more)" if len(ks) > limit else ""
+    vary = "" if block.get("same_every_call", True) else \
+        f"; NOT the same in all {block.get('calls')} probed calls"
+    return "; ".join(parts) + more + vary
+
+
+def differences(a: dict[str, Any] | None, b: dict[str, Any] | None,
+                names: tuple[str, str] = ("A", "B")) -> list[str] | None:
+    """How the kernels of two variants differ, one sentence each; [] when they launched
+    the same kernels with the same counts and grids; None when a side has no record."""
+    if not a or not b or a.get("note") or b.get("note"):
+        return None
+    x, y = names
+    ka: dict[str, list[dict[str, Any]]] = {}
+    kb: dict[str, list[dict[str, Any]]] = {}
+    for src, dst in ((a, ka), (b, kb)):
+        for k in src.get("kernels") or []:
+            dst.setdefault(k["name"], []).append(k)
+    out = []
+    for name in sorted(set(ka) | set(kb)):
+        if name not in kb:
+            out.append(f"only {x} launched {name}")
+            continue
+        if name not in ka:
+            out.append(f"only {y} launched {name}")
+            continue
+        ca, cb = sum(k["count"] for k in ka[name]), sum(k["count"] for k in kb[name])
+        if ca != cb:
+            out.append(f"{name}: {ca} per call in {x}, {cb} in {y}")
+        ga = sorted(_dims(k["grid"]) + " " + _dims(k["block"]) for k in ka[name])
+        gb = sorted(_dims(k["grid"]) + " " + _dims(k["block"]) for k in kb[name])
+        if ga != gb:
+            out.append(f"{name}: grid/block {', '.join(ga)} in {x}, {', '.join(gb)} in {y}")
+    for label, blk in ((x, a), (y, b)):
+        if not blk.get("same_every_call", True):
+            out.append(f"{label} did not launch the same kernels in every probed call")
+    return out
