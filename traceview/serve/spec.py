@@ -258,8 +258,8 @@ def _missing_in(python: str | None, path: str | None) -> list[str]:
             "    except (ImportError, ValueError):\n        return False\n"
             "print(' '.join(n for n in sys.argv[1:] if not found(n)))")
     # an interpreter that cannot start (None) is the launcher's to report
-    out = query([python or sys.executable, "-c", code, *SERVE_MODULES], env)
-    return out.split() if out is not None else []
+    printed = query([python or sys.executable, "-c", code, *SERVE_MODULES], env)
+    return printed.split() if printed is not None else []
 
 
 def model_to_dict(m: ModelSpec) -> dict[str, Any]:
