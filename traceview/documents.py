@@ -4,8 +4,8 @@ A document is JSON traceview writes for people's tools to read back: the explain
 (``docs/json.md``), the ranks view, ``diff``'s comparison, ``ab``'s result, ``serve``'s
 document, capture's metadata block inside a trace and the correctness checks' reports
 (the isolated check's failure report, the cache check's passing result, the layout
-matrix). Each says its layout's version in
-one field, ``schema_version`` (an integer), which changes only when a key is removed,
+matrix) and the Proton report. Each has a typed layout (``LAYOUTS``) whose JSON Schema is
+in ``docs/schemas/``, and says its layout's version in one field, ``schema_version`` (an integer), which changes only when a key is removed,
 moves or changes meaning; new keys may appear at any time. ``VERSIONS`` is the table of
 the versions written today; ``upgrade(doc, kind)`` brings a saved document of any version
 this release reads to today's layout (a copy; the document itself is never edited) and
