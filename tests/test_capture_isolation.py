@@ -24,7 +24,8 @@ torch = pytest.importorskip("torch")
 
 import broken_kernels
 
-from traceview.checks import layouts
+from traceview import documents
+from traceview.checks import layouts, reports
 from traceview.checks.correctness import compare
 from traceview.cli.app import app
 from traceview.runner import isolation
@@ -168,6 +169,7 @@ def test_wrong_on_broadcast_is_named_with_operands_and_worst_element(tmp_path, c
     assert written == []
     assert [prog for _, prog in calls(child_env)] == ["isolation.py"]  # one call, no timing
     rep = json.loads(r.stdout)
+    documents.read(rep, "check", reports.CheckReport)  # its typed layout, strictly
     assert rep["verdict"] == "wrong" and rep["found_by"].startswith("isolated check")
     assert [(o["shape"], o["strides"], o["contiguous"]) for o in rep["operands"]] == \
         [([4, 3, 8], [24, 8, 1], True), ([4, 1, 8], [8, 8, 1], True)]
@@ -329,7 +331,9 @@ def run_layouts(tmp_path, impl, *more, env=None):
                           cwd=tmp_path, env=env, timeout=300, check=False)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
-    return proc, {row["name"]: row for row in json.loads(proc.stdout)["rows"]}
+    doc = json.loads(proc.stdout)
+    documents.read(doc, "check_layouts", reports.LayoutsDocument)  # its typed layout, strictly
+    return proc, {row["name"]: row for row in doc["rows"]}
 
 
 def test_check_layouts_finds_the_broken_broadcast_of_a_triton_kernel(tmp_path):

@@ -21,7 +21,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from traceview.checks import cache_check  # noqa: E402
+from traceview import documents  # noqa: E402
+from traceview.checks import cache_check, reports  # noqa: E402
 from traceview.workload.config import CaptureConfig  # noqa: E402
 
 pytestmark = pytest.mark.capture
@@ -37,7 +38,13 @@ def run(tmp_path: Path, *args: str, interpret: bool = True) -> tuple[int, dict, 
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout), proc.stderr
+    doc = json.loads(proc.stdout)
+    # every report is its kind's typed layout (docs/schemas/), unknown keys refused
+    if proc.returncode == 0:
+        documents.read(doc, "cache_check", reports.CacheCheckResult)
+    else:
+        documents.read(doc, "check", reports.CheckReport)
+    return proc.returncode, doc, proc.stderr
 
 
 def test_the_sequence_alternates_base_and_one_change():

@@ -20,11 +20,63 @@ schemas = importlib.util.module_from_spec(_spec)
 sys.modules["write_document_schemas"] = schemas
 _spec.loader.exec_module(schemas)
 
-KINDS = sorted(documents.LAYOUTS)
+KINDS = sorted(documents.VERSIONS)
+#: real reports of the checks, written by ``traceview capture --device cpu ... --format
+#: json`` (``--check-cache``, ``--check-layouts``, and the isolated check on
+#: tests/broken_kernels.py's wrong and crashing kernels), and the Proton goldens
+CHECK_REPORTS = ROOT / "tests" / "data" / "check_reports"
+SAMPLES = [
+    ("check", CHECK_REPORTS / "check_wrong_broadcast_cpu.json"),
+    ("check", CHECK_REPORTS / "check_crashed_cpu.json"),
+    ("check", CHECK_REPORTS / "check_cache_wrong_promotion_cpu.json"),
+    ("cache_check", CHECK_REPORTS / "cache_check_add_cpu.json"),
+    ("check_layouts", CHECK_REPORTS / "check_layouts_add_cpu.json"),
+    ("check_layouts", CHECK_REPORTS / "check_layouts_segfault_cpu.json"),
+    *(("proton", p) for p in sorted((ROOT / "tests" / "golden").glob("proton_*.json"))),
+]
 
 
-def test_every_kind_with_a_typed_layout_has_a_recorded_hash():
-    assert set(documents.SCHEMA_HASHES) == set(documents.LAYOUTS)
+def test_every_kind_has_a_typed_layout_and_a_recorded_hash():
+    """Every document kind traceview writes (``VERSIONS``) has a layout, a schema in
+    docs/schemas/ and a recorded hash: a new kind without them fails here."""
+    missing = sorted(set(documents.VERSIONS) - set(documents.LAYOUTS))
+    assert not missing, f"document kinds without a typed layout in documents.LAYOUTS: {missing}"
+    assert set(documents.SCHEMA_HASHES) == set(documents.LAYOUTS) == set(documents.VERSIONS)
+    assert {p.stem for p in (ROOT / "docs" / "schemas").glob("*.json")} == set(documents.VERSIONS)
+
+
+def test_a_kind_without_a_layout_is_caught(monkeypatch):
+    monkeypatch.setitem(documents.VERSIONS, "new_kind", 1)  # type: ignore[index]
+    with pytest.raises(AssertionError, match="without a typed layout.*new_kind"):
+        test_every_kind_has_a_typed_layout_and_a_recorded_hash()
+
+
+def test_the_samples_cover_every_kind_without_a_fixture_test():
+    """explain's layout is checked on the fixtures below; the kinds whose writers are
+    tested elsewhere (ranks, diff, ab, serve, capture) decode their documents there."""
+    assert {kind for kind, _ in SAMPLES} == {"check", "cache_check", "check_layouts", "proton"}
+    verdicts = {json.loads(p.read_text()).get("verdict") for k, p in SAMPLES if k == "check"}
+    assert verdicts == {"wrong", "crashed"}
+    statuses = {r["status"] for k, p in SAMPLES if k == "check_layouts"
+                for r in json.loads(p.read_text())["rows"]}
+    assert {"pass", "crashed"} <= statuses
+    formats = {json.loads(p.read_text())["format"] for k, p in SAMPLES if k == "proton"}
+    assert formats == {"proton-trace", "proton-tree"}
+
+
+@pytest.mark.parametrize("kind, path", SAMPLES, ids=[p.name for _, p in SAMPLES])
+def test_a_written_document_decodes_strictly_and_encodes_to_the_same_bytes(kind, path):
+    """The checks write plain dicts and Proton its report's fields: the layout is what
+    they write, key by key and in order (``json.dumps(doc, indent=2)``, as both write),
+    and a key it does not know is refused."""
+    written = path.read_text()
+    layout = schemas.layout(kind)
+    doc = msgspec.json.decode(written, type=layout, strict=True)
+    assert json.dumps(msgspec.to_builtins(doc), indent=2) + "\n" == written
+    assert documents.read(json.loads(written), kind, layout) == doc
+    with pytest.raises(msgspec.ValidationError, match="unknown field"):
+        msgspec.json.decode(written.replace('"schema_version"', '"extra": 1, "schema_version"', 1),
+                            type=layout, strict=True)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -62,9 +62,9 @@ def state(trace: Trace) -> dict:
         "columns": {k: (id(getattr(s, k)), getattr(s, k).copy())
                     for k in ("cat", "name", "lane", "start", "end", "corr")},
         "slices": id(s), "args": id(s.args), "args_len": len(s.args),
-        "metadata": copy.deepcopy(trace.metadata),
+        "metadata": copy.deepcopy(dict(trace.metadata)),
         "diagnostics": list(trace.diagnostics),
-        "links": (copy.deepcopy(trace.launch_to_work), dict(trace.work_to_launch)),
+        "links": (dict(trace.launch_to_work), dict(trace.work_to_launch)),
         "names": list(trace.names), "cats": list(trace.cat_names), "lanes": list(trace.lanes),
         "keys": set(trace.__dict__) - CACHES,
     }
@@ -183,6 +183,64 @@ def test_the_trace_is_frozen_and_its_columns_read_only():
     assert isinstance(trace.diagnostics, tuple)
 
 
+def _trace_with_links() -> Trace:
+    trace = traceview.load(Path(ROOT) / "fixtures" / "torch_mul_1x4096_f32.json.gz")
+    assert trace.launch_to_work and trace.work_to_launch and trace.metadata  # something to change
+    return trace
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda t: t.names.append("x"),
+    lambda t: t.names.__setitem__(0, "x"),
+    lambda t: t.cat_names.append("x"),
+    lambda t: t.cat_names.__setitem__(0, "x"),
+    lambda t: t.lanes.append(t.lanes[0]),
+    lambda t: t.lanes.__setitem__(0, t.lanes[0]),
+    lambda t: t.metadata.__setitem__("x", 1),
+    lambda t: t.metadata.pop(next(iter(t.metadata))),
+    lambda t: t.metadata.update(x=1),
+    lambda t: t.launch_to_work.__setitem__(-1, (0,)),
+    lambda t: t.launch_to_work[next(iter(t.launch_to_work))].append(0),
+    lambda t: t.launch_to_work.__delitem__(next(iter(t.launch_to_work))),
+    lambda t: t.work_to_launch.__setitem__(-1, 0),
+    lambda t: t.work_to_launch.clear(),
+], ids=["names.append", "names[0]=", "cat_names.append", "cat_names[0]=", "lanes.append",
+        "lanes[0]=", "metadata[k]=", "metadata.pop", "metadata.update", "launch_to_work[k]=",
+        "launch_to_work[k].append", "del launch_to_work[k]", "work_to_launch[k]=",
+        "work_to_launch.clear"])
+def test_the_trace_s_names_lanes_metadata_and_links_cannot_be_written(mutate):
+    """Every container a Trace holds raises when written, as its columns do: an
+    analysis cannot change what the next explain of the same trace reads."""
+    trace = _trace_with_links()
+    before = state(trace)
+    with pytest.raises((TypeError, AttributeError)):
+        mutate(trace)
+    assert_same_state(before, state(trace))
+
+
+def test_a_trace_made_from_lists_and_dicts_holds_frozen_copies():
+    """A Trace built by hand from mutable containers copies them frozen: the caller's
+    dict or list, changed later, does not change the trace."""
+    import pickle
+
+    loaded = _trace_with_links()
+    names, meta = list(loaded.names), dict(loaded.metadata)
+    links = {k: list(v) for k, v in loaded.launch_to_work.items()}
+    trace = Trace(path=loaded.path, metadata=meta, cat_names=list(loaded.cat_names),
+                  names=names, lanes=list(loaded.lanes), slices=loaded.slices,
+                  launch_to_work=links, work_to_launch=dict(loaded.work_to_launch))
+    names.append("later")
+    meta["later"] = 1
+    next(iter(links.values())).append(-1)
+    assert trace.names == loaded.names and dict(trace.metadata) == dict(loaded.metadata)
+    assert dict(trace.launch_to_work) == dict(loaded.launch_to_work)
+    assert isinstance(trace.names, tuple) and isinstance(trace.lanes, tuple)
+    again = pickle.loads(pickle.dumps(trace))  # a read-only view pickles as its dict
+    assert again.names == trace.names and dict(again.launch_to_work) == dict(trace.launch_to_work)
+    with pytest.raises(TypeError):
+        again.metadata["x"] = 1  # type: ignore[index]
+
+
 def test_links_taken_from_flows_are_made_before_the_columns_are_frozen(tmp_path):
     """A launch and its kernel without ``args.correlation``, joined by an ac2g flow (the
     start on the launch, the end on the kernel): the model links them on its own copy of
@@ -201,5 +259,5 @@ def test_links_taken_from_flows_are_made_before_the_columns_are_frozen(tmp_path)
     launch = next(r for r in range(len(s)) if trace.names[int(s.name[r])] == "cudaLaunchKernel")
     kernel = next(r for r in range(len(s)) if trace.names[int(s.name[r])] == "k")
     assert int(s.corr[launch]) == int(s.corr[kernel]) == 77
-    assert trace.launch_to_work == {launch: [kernel]}
+    assert dict(trace.launch_to_work) == {launch: (kernel,)}
     assert not s.corr.flags.writeable

@@ -3,6 +3,7 @@ per-event model from the call alone, and the note when nothing is known."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -25,13 +26,16 @@ def _with_split(call_ns: int = 100_000):
     trace = traceview.load(str(ADD))
     frames = {"flag_gems/ops/add.py(44): add": (90_000, 88_000, 93_000),
               "flag_gems/utils/libentry.py(659): run": (30_000, 29_000, 31_000)}
-    trace.metadata["traceview"]["baseline"]["split"] = {
+    capture = {**trace.metadata["traceview"]}
+    capture["baseline"] = {**capture["baseline"]}
+    # a Trace is frozen: the recorded split goes into a new one, the loaded one unchanged
+    capture["baseline"]["split"] = {
         "method": "sys.monitoring PY_START/PY_RETURN local events on one code object per run",
         "blocks": 10, "calls_per_run": 100, "call_ns": call_ns, "call_low_ns": 99_000,
         "call_high_ns": 101_000, "calibration": {"in_band_ns": 120, "per_invocation_ns": 400},
         "functions": [{"name": n, "inclusive_ns": v[0], "low_ns": v[1], "high_ns": v[2],
                        "invocations_per_call": 1} for n, v in frames.items()]}
-    return trace
+    return dataclasses.replace(trace, metadata={**trace.metadata, "traceview": capture})
 
 
 def test_a_recorded_split_gives_measured_functions_and_categories_summing_to_the_call():

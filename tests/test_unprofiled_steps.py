@@ -3,6 +3,7 @@ correction explain states (``report/unprofiled_steps.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import time
@@ -28,7 +29,9 @@ def _with_steps(share: float = 0.6):
     walls = [s.wall_ns for s in traceview.explain(trace).steps.steps if not s.cold]
     trace = traceview.load(str(TRAIN))
     u = int(median(walls) * share)
-    trace.metadata["traceview_steps"] = {"n": 10, "step_ns_p50": u, "timer": "by hand"}
+    # a Trace is frozen: the recipe's metadata goes into a new one
+    trace = dataclasses.replace(trace, metadata={
+        **trace.metadata, "traceview_steps": {"n": 10, "step_ns_p50": u, "timer": "by hand"}})
     return trace, int(median(walls)), u
 
 

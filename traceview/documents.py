@@ -4,8 +4,8 @@ A document is JSON traceview writes for people's tools to read back: the explain
 (``docs/json.md``), the ranks view, ``diff``'s comparison, ``ab``'s result, ``serve``'s
 document, capture's metadata block inside a trace and the correctness checks' reports
 (the isolated check's failure report, the cache check's passing result, the layout
-matrix). Each says its layout's version in
-one field, ``schema_version`` (an integer), which changes only when a key is removed,
+matrix) and the Proton report. Each has a typed layout (``LAYOUTS``) whose JSON Schema is
+in ``docs/schemas/``, and says its layout's version in one field, ``schema_version`` (an integer), which changes only when a key is removed,
 moves or changes meaning; new keys may appear at any time. ``VERSIONS`` is the table of
 the versions written today; ``upgrade(doc, kind)`` brings a saved document of any version
 this release reads to today's layout (a copy; the document itself is never edited) and
@@ -43,14 +43,18 @@ READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff
                                          "check": (1, 2), "cache_check": (1, 2),
                                          "check_layouts": (1, 2), "proton": (1,)}
 #: kind -> its typed layout (a msgspec Struct, ``module:Class``, or ``module:function``
-#: that builds it), for the kinds that have one; its JSON Schema (``msgspec.json.schema``)
-#: is in ``docs/schemas/<kind>.json``
+#: that builds it); every kind has one (``tests/test_document_schemas.py``), and its JSON
+#: Schema (``msgspec.json.schema``) is in ``docs/schemas/<kind>.json``
 LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout",
                             "ranks": "traceview.multi.ranks:RanksDocument",
                             "diff": "traceview.multi.compare:DiffDocument",
                             "ab": "traceview.multi.ab_result:ABDocument",
                             "serve": "traceview.serve.runner:ServeDocument",
-                            "capture": "traceview.metadata:CaptureMeta"}
+                            "capture": "traceview.metadata:CaptureMeta",
+                            "check": "traceview.checks.reports:CheckReport",
+                            "cache_check": "traceview.checks.reports:CacheCheckResult",
+                            "check_layouts": "traceview.checks.reports:LayoutsDocument",
+                            "proton": "traceview.report.proton:document_layout"}
 #: kind -> (version, the sha256 of its JSON Schema, canonical, first 16 hex digits): the
 #: layout the version stands for. ``tests/test_document_schemas.py`` fails when a layout
 #: changes and this table does not; a change that removes or moves a key or changes its
@@ -61,7 +65,11 @@ SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "3a978b79934f4fc4")
                                               "diff": (3, "b6a73abed8d516cd"),
                                               "ab": (2, "cd72a3f64c00012d"),
                                               "serve": (2, "05d3ebb5b6ed81d1"),
-                                              "capture": (2, "664b61ac4e9fda7d")}
+                                              "capture": (2, "664b61ac4e9fda7d"),
+                                              "check": (2, "45bd5634fa1e6f16"),
+                                              "cache_check": (2, "1d7e2bfca453914d"),
+                                              "check_layouts": (2, "adafa522878bc217"),
+                                              "proton": (1, "52224f6e01285473")}
 #: kind -> how a refusal names the document
 NOUNS: dict[Kind, str] = {"explain": "an explain report", "ranks": "a ranks report",
                           "diff": "a diff report", "ab": "a traceview ab result",

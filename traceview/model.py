@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import ItemsView, Iterator, Sequence
+from collections.abc import ItemsView, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
@@ -146,20 +147,23 @@ class Slices:
 class Trace:
     """A loaded trace: what the analyses read. Build with ``traceview.load``.
 
-    Frozen, with read-only columns: ``explain`` is a pure function of it
-    (``tests/test_explain_pure.py``), so an analysis returns what it finds (its
-    diagnostics included, ``Analysis.diagnostics``) and never writes here. The one
-    thing added after the build is a cache of derived data (``name_rank``)."""
+    Frozen, with read-only columns, tuples and read-only mappings: ``explain`` is a pure
+    function of it (``tests/test_explain_pure.py``), so an analysis returns what it finds
+    (its diagnostics included, ``Analysis.diagnostics``) and never writes here; an
+    attempt raises instead of changing what the next explain of the same trace reads.
+    The one thing added after the build is a cache of derived data (``name_rank``).
+    ``metadata``'s top level is read-only; the values under it are the file's JSON as
+    decoded (the report copies what it shows of them)."""
 
     path: str
-    metadata: dict[str, Any]
-    cat_names: list[str]
-    names: list[str]
-    lanes: list[Lane]
+    metadata: Mapping[str, Any]
+    cat_names: tuple[str, ...]
+    names: tuple[str, ...]
+    lanes: tuple[Lane, ...]
     slices: Slices
     # launch slice row -> device work slice rows, and the reverse
-    launch_to_work: dict[int, list[int]]
-    work_to_launch: dict[int, int]
+    launch_to_work: Mapping[int, tuple[int, ...]]
+    work_to_launch: Mapping[int, int]
     diagnostics: tuple[Diagnostic, ...] = ()
     instant_count: int = 0
     decoded_bytes: int = 0
@@ -167,6 +171,31 @@ class Trace:
     # its events use: what ``--annotate`` needs to add events without a second parse
     events_end: int | None = None
     pids: frozenset[int | str] = frozenset()
+
+    def __post_init__(self) -> None:
+        """Whatever sequences and mappings it is given, it holds frozen ones: tuples, and
+        read-only views of mappings copied here (so that the caller's dict cannot change
+        it either). What is frozen already (``build``'s, ``replace``'s) is kept as is:
+        no copy of millions of names or links per ``replace``."""
+        for key in ("cat_names", "names", "lanes"):
+            value = getattr(self, key)
+            if type(value) is not tuple:
+                object.__setattr__(self, key, tuple(value))
+        for key in ("metadata", "work_to_launch"):
+            value = getattr(self, key)
+            if type(value) is not MappingProxyType:
+                object.__setattr__(self, key, MappingProxyType(dict(value)))
+        if type(self.launch_to_work) is not MappingProxyType:
+            object.__setattr__(self, "launch_to_work", MappingProxyType(
+                {k: tuple(v) for k, v in self.launch_to_work.items()}))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its fields with plain dicts (a read-only mapping view cannot be
+        pickled); frozen again when rebuilt."""
+        fields = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        for key in ("metadata", "launch_to_work", "work_to_launch"):
+            fields[key] = dict(fields[key])
+        return (_rebuild_trace, (fields,))
 
     def cat_code(self, cat: str) -> int:
         try:
@@ -209,6 +238,10 @@ class Trace:
         return [lane for lane in self.lanes if lane.kind == "host"]
 
 
+def _rebuild_trace(fields: dict[str, Any]) -> Trace:
+    return Trace(**fields)
+
+
 _MESSAGES: dict[str, tuple[Severity, str]] = {
     "missing-ts": ("warning", "duration events without a usable 'ts' were dropped"),
     "missing-dur": ("warning", "'X' events without 'dur' were kept as zero-length"),
@@ -247,9 +280,9 @@ def build(decoded: Decoded) -> Trace:
     trace = Trace(
         path=decoded.path,
         metadata=metadata,
-        cat_names=cat_names,
-        names=decoded.names,
-        lanes=lanes,
+        cat_names=tuple(cat_names),
+        names=tuple(decoded.names),
+        lanes=tuple(lanes),
         slices=slices,
         launch_to_work=launch_to_work,
         work_to_launch=work_to_launch,
@@ -492,7 +525,8 @@ def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
     return replace(slices, corr=corr)
 
 
-def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:
+def _link(slices: Slices, cat_names: Sequence[str]
+          ) -> tuple[Mapping[int, tuple[int, ...]], Mapping[int, int]]:
     """Launch -> device work by correlation id (one launch may own many kernels: graphs)."""
     work_codes = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS]
     host_codes = [i for i, c in enumerate(cat_names) if c in ("cuda_runtime", "cuda_driver")]
@@ -508,7 +542,9 @@ def _link(slices: Slices, cat_names: list[str]) -> tuple[dict, dict]:
         if api is not None:
             launch_to_work[api].append(row)
             work_to_launch[row] = api
-    return dict(launch_to_work), work_to_launch
+    # frozen here, where the dicts are made, so that the Trace holds them without a copy
+    return (MappingProxyType({k: tuple(v) for k, v in launch_to_work.items()}),
+            MappingProxyType(work_to_launch))
 
 
 # ---------------------------------------------------------------- damage only causality reveals

@@ -21,7 +21,7 @@ the single-trace path). The steps, none of which print:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from traceview.report.model import Report
 
 
-def metadata_rank(metadata: dict[str, Any] | None) -> int | None:
+def metadata_rank(metadata: Mapping[str, Any] | None) -> int | None:
     """``distributedInfo.rank`` when it is a non-negative integer (or integer string)."""
     info = (metadata or {}).get("distributedInfo")
     if not isinstance(info, dict):

@@ -20,6 +20,7 @@ the same work in different words; adding them would count it twice).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -405,3 +406,39 @@ def _device(dtype: str, did: str, p: dict[str, Any]) -> ProtonDevice:
     return ProtonDevice(type=dtype, id=str(did), arch=str(p.get("arch", "")),
                         num_sms=_int(p.get("num_sms")), clock_khz=_int(p.get("clock_rate")),
                         memory_clock_khz=mem, bus_width_bits=bus, peak_gb_per_s=peak)
+
+
+# ------------------------------------------------------------------------------ layout
+
+
+def document_layout() -> type[msgspec.Struct]:
+    """The Proton report's JSON (``render.proton.to_json``) as a msgspec Struct:
+    ``schema_version``, then the report's own fields, built from the two report types so
+    that a field added to either changes this layout, its JSON Schema
+    (``docs/schemas/proton.json``) and its hash (``documents.SCHEMA_HASHES``) with it.
+
+    A document is one of two shapes, named by ``format``: a trace's fields or a tree's
+    (``path``, ``format`` and ``notes`` are both's). msgspec writes a tagged union's tag
+    first, where this document has ``path`` before ``format``, so the layout is one
+    Struct in which each shape's own fields are optional (``UNSET``: absent, not
+    written); ``tests/test_document_schemas.py`` decodes each golden strictly and
+    encodes it back to the same bytes."""
+    return _document_layout()
+
+
+@functools.cache
+def _document_layout() -> type[msgspec.Struct]:
+    import dataclasses
+    import typing
+    from typing import Literal
+
+    shared = ("path", "format", "notes")
+    out: list[tuple[Any, ...]] = [("schema_version", int), ("path", str),
+                                  ("format", Literal["proton-trace", "proton-tree"])]
+    for cls in (ProtonTraceReport, ProtonTreeReport):
+        hints = typing.get_type_hints(cls)
+        out += [(f.name, hints[f.name] | msgspec.UnsetType, msgspec.UNSET)
+                for f in dataclasses.fields(cls) if f.name not in shared]
+    out.append(("notes", tuple[str, ...]))
+    return msgspec.defstruct("ProtonDocument", out, forbid_unknown_fields=True,
+                             kw_only=True, module=__name__)

@@ -16,6 +16,7 @@ The output states the model. It cannot say which host work the profiler slowed m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,14 +49,14 @@ class UnprofiledSteps:
     timer: str = ""
 
 
-def step_block(metadata: dict[str, Any]) -> dict[str, Any] | None:
+def step_block(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     b = metadata.get("traceview_steps")
     if not isinstance(b, dict) or not isinstance(b.get("step_ns_p50"), int) or b["step_ns_p50"] <= 0:
         return None
     return b
 
 
-def correct(steps: Any, metadata: dict[str, Any]) -> UnprofiledSteps | None:
+def correct(steps: Any, metadata: Mapping[str, Any]) -> UnprofiledSteps | None:
     """``steps``: the report's ``StepsInfo``; None without unprofiled step times."""
     b = step_block(metadata)
     if b is None or steps is None or not steps.steps:
