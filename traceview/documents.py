@@ -34,10 +34,10 @@ Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture", "check", "c
                "check_layouts"]
 VERSION_FIELD = "schema_version"
 #: kind -> the version written today
-VERSIONS: dict[Kind, int] = {"explain": 2, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
+VERSIONS: dict[Kind, int] = {"explain": 3, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
                              "capture": 2, "check": 2, "cache_check": 2, "check_layouts": 2}
 #: kind -> every version read (older ones through ``upgrade``)
-READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff": (3,),
+READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2, 3), "ranks": (2,), "diff": (3,),
                                          "ab": (1, 2), "serve": (1, 2), "capture": (1, 2),
                                          "check": (1, 2), "cache_check": (1, 2),
                                          "check_layouts": (1, 2)}
@@ -172,8 +172,17 @@ def _explain_from_1(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, VERSION_FIELD: 2, "calls": calls}
 
 
+def _explain_from_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3 of explain: a warm call became a call whose launches all have a
+    device record (``warm_count`` and the warm statistics changed meaning). A version-2
+    report holds no such count, so it is read as it was: no ``integrity`` block (its
+    records were never checked) and no projections."""
+    return {**doc, VERSION_FIELD: 3}
+
+
 _STEPS: dict[tuple[Kind, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("explain", 1): _explain_from_1,
+    ("explain", 2): _explain_from_2,
     ("ab", 1): lambda d: _renamed_field(d, "ab"),
     ("serve", 1): lambda d: _renamed_field(d, "serve"),
     ("capture", 1): lambda d: _renamed_field(d, "capture"),

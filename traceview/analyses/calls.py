@@ -48,7 +48,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
-from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.launches import NO_DEVICE_RECORD, LaunchSummary
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
@@ -90,6 +90,9 @@ class Call:
     outlier: bool = False
     outlier_reason: str | None = None
     api_sync_ns: int | None = None  # call + the synchronize right after it
+    # launches in the call with no device record (dropped by the profiler, or cut off):
+    # such a call is no warm call with an idle device; it is left out of the warm figures
+    launches_without_work: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outlier", self.outlier_reason is not None)
@@ -104,9 +107,10 @@ class Call:
 
     @property
     def warm(self) -> bool:
-        """Not cold: outliers are warm calls (named in ``outlier_reason``, counted in the
-        statistics)."""
-        return not self.cold
+        """Not cold and every launch recorded on the device: outliers are warm calls
+        (named in ``outlier_reason``, counted in the statistics); a call whose launches
+        lost their device records is not (its idle would be the missing records')."""
+        return not self.cold and not self.launches_without_work
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,7 @@ class _Metrics:
     kernel_only: np.ndarray
     copy: np.ndarray
     k_end: np.ndarray
+    empty: np.ndarray  # launches with no device record (where one was due)
 
 
 def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -260,7 +265,8 @@ def _unlinked_in_calls(trace: Trace, unlinked: np.ndarray, c_st: np.ndarray,
 
 def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                  c_st: np.ndarray, own_lane: int | None, kernel_cat: int,
-                 unlinked: tuple[np.ndarray, np.ndarray] | None = None) -> _Metrics:
+                 unlinked: tuple[np.ndarray, np.ndarray] | None = None,
+                 no_record: np.ndarray | None = None) -> _Metrics:
     """Each call's figures from the launches in it (``l_rows[lo:hi]``, on any thread: its
     device work) and the device work they launched, with the device work no launch
     record claims that started inside it (``unlinked``: (call, row)); host figures are
@@ -307,8 +313,12 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     copy = intervals.union_length_by_group(w_call[~is_k], w_st[~is_k], w_en[~is_k], n)
     k_end = np.full(n, np.iinfo(np.int64).min, np.int64)
     np.maximum.at(k_end, w_call, w_en)
+    due = w_count[pos] == 0
+    if no_record is not None and no_record.size:
+        due &= ~no_record[pos]
+    empty = np.bincount(call[due], minlength=n)
     return _Metrics(n_launch, n_work, has_mine, pre, api_time, has_latency, latency,
-                    kernel, kernel_only, copy, k_end)
+                    kernel, kernel_only, copy, k_end, empty)
 
 
 def _call_metrics(m: dict[str, list], i: int, st: int, en: int, busy_in: int,
@@ -378,8 +388,11 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     own_lane = timeline.lane.index if timeline.lane is not None else None
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
     # costs several times a list's)
+    no_codes = [i for i, nm in enumerate(trace.names) if nm in NO_DEVICE_RECORD]
+    no_record = np.isin(s.name[l_rows], no_codes)
     cols = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat,
-                        _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en))
+                        _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
+                        no_record)
     m = {f.name: getattr(cols, f.name).tolist() for f in fields(cols)}
     # the categories present in each call, as (call, category, ns) in call order
     cat_names = timeline.categories
@@ -397,7 +410,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, reason is not None, m["launches"][i],
                           m["work"][i], metrics, cats, kind=sp.kind, cold_reason=reason,
-                          api_sync_ns=call_sync))
+                          api_sync_ns=call_sync, launches_without_work=m["empty"][i]))
         kernel_end.append(k_end)
     slow = classify_slow(trace, calls, _outliers(calls))  # analyses/slow_calls.py
     calls = [replace(c, **vars(slow[c.index])) if c.index in slow else c for c in calls]

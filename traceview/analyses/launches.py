@@ -17,6 +17,9 @@ from traceview.model import Lane, Trace
 from traceview.rules import RuleSet
 from traceview.stats import Stats, summarize
 
+# A launch API that puts no record on the device by design: never a dropped record.
+NO_DEVICE_RECORD = frozenset({"cudaLaunchHostFunc", "hipLaunchHostFunc"})
+
 
 @dataclass(frozen=True)
 class LaunchSummary:
