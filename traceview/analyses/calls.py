@@ -48,7 +48,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
-from traceview.analyses.launches import NO_DEVICE_RECORD, LaunchSummary
+from traceview.analyses.launches import LaunchSummary, no_record_due
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
@@ -388,8 +388,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     own_lane = timeline.lane.index if timeline.lane is not None else None
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
     # costs several times a list's)
-    no_codes = [i for i, nm in enumerate(trace.names) if nm in NO_DEVICE_RECORD]
-    no_record = np.isin(s.name[l_rows], no_codes)
+    no_record = no_record_due(trace, l_rows)
     cols = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat,
                         _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
                         no_record)

@@ -23,16 +23,17 @@ import numpy as np
 
 from traceview.analyses.calls import CallsSummary
 from traceview.analyses.device import DeviceSummary
-from traceview.analyses.launches import NO_DEVICE_RECORD, LaunchSummary
+from traceview.analyses.launches import (
+    CAPTURE_BEGIN,
+    CAPTURE_END,
+    LaunchSummary,
+    no_record_due,
+)
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.stats import Stats, summarize
 
-# Host APIs that begin, end or instantiate a graph capture (CUDA and HIP spellings).
-CAPTURE_BEGIN = frozenset({"cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph",
-                           "cudaStreamBeginCapture_v2", "hipStreamBeginCapture",
-                           "cuStreamBeginCapture", "cuStreamBeginCapture_v2"})
-CAPTURE_END = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture", "cuStreamEndCapture"})
+# Host APIs that instantiate a captured graph (CUDA, driver and HIP spellings).
 INSTANTIATE = frozenset({"cudaGraphInstantiate", "cudaGraphInstantiateWithFlags",
                          "cudaGraphInstantiateWithParams", "hipGraphInstantiate",
                          "hipGraphInstantiateWithFlags", "cuGraphInstantiate",
@@ -129,8 +130,7 @@ def analyze_integrity(trace: Trace, window: Window, launches: LaunchSummary,
     rows = launches.rows
     names = [trace.names[c] for c in s.name[rows].tolist()]
     n_work = np.fromiter((len(ltw.get(r, ())) for r in rows.tolist()), np.int64, rows.size)
-    expects = np.asarray([n not in NO_DEVICE_RECORD for n in names], bool)
-    empty = (n_work == 0) & expects
+    empty = (n_work == 0) & ~no_record_due(trace, rows)
     checks: list[Check] = []
 
     def add(cid: str, count: int, starts: np.ndarray, ns: int = 0) -> None:

@@ -137,6 +137,11 @@ def _calls(r: Report) -> RenderableType | None:
     cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
     if c.outliers:
         cold += f"; outliers: #{', #'.join(map(str, c.outliers))} counted"
+    incomplete = [x.index for x in c.per_call if x.launches_without_work and not x.cold]
+    if incomplete:
+        cold += (f"; incomplete (launches without device records): "
+                 f"#{', #'.join(map(str, incomplete[:8]))}{' ...' if len(incomplete) > 8 else ''}"
+                 " left out")
     from traceview.render.percall import unprofiled_short
     from traceview.render.training import working_threads
 

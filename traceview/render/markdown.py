@@ -463,7 +463,8 @@ def _every_call(r: Report) -> str | None:
     if calls:
         split = c.has_copies
         rows = [[str(x.index), code(x.name),
-                 "cold" if x.cold else ("outlier" if x.outlier else "warm"),
+                 "cold" if x.cold else "incomplete" if x.launches_without_work
+                 else ("outlier" if x.outlier else "warm"),
                  fmt_ns(x.metrics["api_ns"]), fmt_ns(x.metrics["kernel_ns"]),
                  *((fmt_ns(x.metrics.get("kernel_only_ns")), fmt_ns(x.metrics.get("copy_ns")))
                    if split else ()),
