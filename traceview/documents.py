@@ -175,9 +175,12 @@ def _explain_from_1(doc: dict[str, Any]) -> dict[str, Any]:
 def _explain_from_2(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 2 -> 3 of explain: a warm call became a call whose launches all have a
     device record (``warm_count`` and the warm statistics changed meaning). A version-2
-    report holds no such count, so it is read as it was: no ``integrity`` block (its
-    records were never checked) and no projections."""
-    return {**doc, VERSION_FIELD: 3}
+    report holds no such count, so it is read as it was: each call's
+    ``launches_without_work`` 0, no ``integrity`` block (its records were never checked)
+    and no projections."""
+    calls = dict(doc["calls"])
+    calls["per_call"] = [{**row, "launches_without_work": 0} for row in calls["per_call"]]
+    return {**doc, VERSION_FIELD: 3, "calls": calls, "integrity": None, "what_if": []}
 
 
 _STEPS: dict[tuple[Kind, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
