@@ -180,7 +180,6 @@ def test_reduce_overhead_graph_replays_are_counted_per_graph():
     """CUDA graph trees: two graphs (forward and backward) replayed in each step, with
     different node counts; no replay lost records, so no dropped-record verdict."""
     import traceview
-
     from tests.conftest import ROOT
 
     r = traceview.analyze(ROOT / "fixtures" / "train_llama_reduce_overhead.json.gz")
@@ -189,3 +188,31 @@ def test_reduce_overhead_graph_replays_are_counted_per_graph():
     g = r.integrity.graphs
     assert g.replays == len(replays) == 6
     assert "dropped-device-records" not in {c.id for c in r.integrity.checks}
+
+
+def test_newer_kineto_fields_and_lanes(tb, analyze_builder):
+    """uint64 correlation ids (one for all kernels of a replay), ``graph id`` / ``graph
+    node id`` and ``occupancy`` args, Stream Sync lanes at tid = stream + 1000000 and the
+    ``cuda_event`` and ``overhead`` categories: replays link to their nodes, the sync
+    lane is no device work."""
+    big = 2**63 + 5
+    for r in range(3):
+        t = r * 100 * US
+        tb.launch(t, 4 * US, api="cudaGraphLaunch", corr=big + r)
+        for k in range(4):
+            ev = tb.kernel(f"node{k}", t + 10 * US + k * 2 * US, 1 * US, corr=big + r)
+            ev["args"].update({"graph id": 7, "graph node id": 100 + k,
+                               "occupancy": {"blocks": 4, "ratio": 0.5}})
+        tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0,
+                "tid": 7 + 1000000, "ts": (t + 20 * US) / 1000, "dur": 5,
+                "args": {"stream": 7, "device": 0}})
+        tb.raw({"ph": "X", "cat": "cuda_event", "name": "Event Record", "pid": 0, "tid": 7,
+                "ts": (t + 21 * US) / 1000, "dur": 0.1, "args": {}})
+        tb.raw({"ph": "X", "cat": "overhead", "name": "Buffer flush", "pid": 100, "tid": 100,
+                "ts": (t + 50 * US) / 1000, "dur": 3, "args": {}})
+    r = analyze_builder(tb)
+    assert (r.launches.count, r.launches.linked) == (3, 3)
+    assert (r.device.kernel_count, r.device.busy_ns) == (12, 12 * US)
+    g = r.integrity.graphs
+    assert (g.replays, g.nodes.p50, g.graph_ids) == (3, 4, 1)
+    assert r.integrity.reliable

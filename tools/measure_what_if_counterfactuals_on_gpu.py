@@ -172,17 +172,43 @@ def triton_add_kernel():
     return add
 
 
+def triton_sigmoid_affine():
+    """sigmoid(x * 0.5 + 1.0) as one Triton kernel: the three torch ops after the add, fused."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sig_kernel(x_ptr, y_ptr, numel, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < numel
+        x = tl.load(x_ptr + offs, mask=m)
+        tl.store(y_ptr + offs, tl.sigmoid(x * 0.5 + 1.0), mask=m)
+
+    def run(x, y):
+        sig_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+    return run
+
+
 def shape_triton_op(dev: str) -> dict:
     """A Triton op (an add, as FlagGems writes its ops) then three torch pointwise ops."""
     a = torch.randn(16 * 4096, device=dev)
     b = torch.randn_like(a)
     c = torch.empty_like(a)
+    d = torch.empty_like(a)
     add = triton_add_kernel() if dev == "cuda" else (lambda a, b, c: torch.add(a, b, out=c))
 
     def eager() -> torch.Tensor:
         y = add(a, b, c)
         return torch.sigmoid(y * 0.5 + 1.0)
-    return {"eager": eager}
+    if dev != "cuda":
+        return {"eager": eager, "fused": eager}
+    sig = triton_sigmoid_affine()
+
+    def fused() -> torch.Tensor:
+        return sig(add(a, b, c), d)
+    torch.testing.assert_close(fused(), eager(), rtol=1e-5, atol=1e-5)
+    return {"eager": eager, "fused": fused}
 
 
 class TinyLlama(torch.nn.Module):
@@ -294,7 +320,7 @@ def graph_costs(dev: str, rounds: int, reps: int) -> dict:
         xs = sizes
         ys = [med[n][key] for n in xs]
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        slope = sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / sum((a - mx) ** 2 for a in xs)
+        slope = sum((a - mx) * (b - my) for a, b in zip(xs, ys, strict=True)) / sum((a - mx) ** 2 for a in xs)
         return int(round(my - slope * mx)), int(round(slope))
     f, p = fit("sync")
     qf, qp = fit("queued")
@@ -303,7 +329,8 @@ def graph_costs(dev: str, rounds: int, reps: int) -> dict:
 
 
 def profile(name: str, fn: Callable[[], object], dev: str, out: str, calls: int = 20) -> str:
-    from torch.profiler import ProfilerActivity, profile as tprofile, record_function
+    from torch.profiler import ProfilerActivity, record_function
+    from torch.profiler import profile as tprofile
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
     with tprofile(activities=acts) as prof:
