@@ -59,8 +59,12 @@ def test_cuda_graph_projection_of_a_chain(chain):
 def test_device_bound_limit_of_a_chain(chain):
     a, call = chain
     p = _by(project(a.trace, a.launches, call, COSTS))["no-host-overhead"]
-    assert p.projected_ns == 1 * US + N_OPS * max(KERNEL, 1500)
-    assert (p.low_ns, p.high_ns) == (1 * US + N_OPS * KERNEL, 1 * US + N_OPS * (KERNEL + 1500))
+    # six 2 us nodes over a 1.5 us per-node floor: 12 us, above the 1 us submit floor
+    assert p.projected_ns == N_OPS * max(KERNEL, 1500)
+    assert (p.low_ns, p.high_ns) == (N_OPS * KERNEL, N_OPS * (KERNEL + 1500))
+    floor = GraphCosts("c", 8 * US, 2500, 50 * US, 1500)
+    q = _by(project(a.trace, a.launches, call, floor))["no-host-overhead"]
+    assert (q.projected_ns, q.low_ns, q.high_ns) == (50 * US, 50 * US, 50 * US)
 
 
 def test_fusing_the_pointwise_chain_removes_its_launches_and_their_gaps(chain):

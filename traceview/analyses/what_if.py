@@ -11,8 +11,10 @@ work (kernels, copies and sets its launches produced, durations as recorded):
   ``fixed + max(sum d, N * per_node)`` to ``fixed + sum d + N * per_node``. The fixed and
   per-node costs are measured on the GPU (``data/graph_launch_costs.json``, per card).
 * ``no-host-overhead`` — the device-bound limit: the same nodes queued back to back with
-  no host in the way (replays queued ahead of the device), ``sum(max(d_k, queued_node))``
-  with the same kind of interval.
+  no host in the way (replays queued ahead of the device),
+  ``max(queued_floor, sum(max(d_k, queued_node)))`` with the same kind of interval; the
+  floor is one replay's submit on the host, which a call still costs when its device
+  work is shorter.
 * ``fewer-launches`` — the longest run of consecutive single-kernel pointwise launches
   fused into one: the removed launches' host spacing (launch start to the next launch's
   start) taken off the call, scaled to the unprofiled call where its figure is known; the
@@ -46,8 +48,8 @@ class GraphCosts:
     card: str
     fixed_ns: int  # one replay and its synchronize, beyond its nodes
     per_node_ns: int  # each node of a synchronized replay (a tiny kernel's node)
-    queued_fixed_ns: int  # one replay among replays queued back to back
-    queued_per_node_ns: int  # each node there
+    queued_fixed_ns: int  # the floor of a replay among replays queued back to back
+    queued_per_node_ns: int  # each node there, once the device is the bottleneck
     date: str = ""
     source: str = ""
 
@@ -132,7 +134,10 @@ def project(trace: Trace, launches: LaunchSummary, call: Call | None,
         p, lo, hi = _bracket(costs.fixed_ns, durs, costs.per_node_ns)
         out.append(Projection("cuda-graph", call.index, api, p, lo, hi, {
             **common, "fixed_ns": costs.fixed_ns, "per_node_ns": costs.per_node_ns}))
-    p, lo, hi = _bracket(costs.queued_fixed_ns, durs, costs.queued_per_node_ns)
+    # queued replays: each still costs one submit on the host, a floor the device work
+    # hides once it is longer
+    p, lo, hi = (max(costs.queued_fixed_ns, v)
+                 for v in _bracket(0, durs, costs.queued_per_node_ns))
     out.append(Projection("no-host-overhead", call.index, api, p, lo, hi, {
         **common, "fixed_ns": costs.queued_fixed_ns,
         "per_node_ns": costs.queued_per_node_ns}))
