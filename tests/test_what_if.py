@@ -13,8 +13,8 @@ from traceview.analyses.what_if import GraphCosts, load_costs, project
 from traceview.report import schema
 
 US = 1000
-COSTS = GraphCosts("test card", fixed_ns=8 * US, per_node_ns=2500, queued_fixed_ns=1 * US,
-                   queued_per_node_ns=1500)
+COSTS = GraphCosts("test card", fixed_ns=8 * US, per_node_ns=2500, floor_ns=10 * US,
+                   queued_fixed_ns=1 * US, queued_per_node_ns=1500, queued_floor_ns=5 * US)
 
 N_OPS, SPACING, KERNEL, CALL = 6, 10 * US, 2 * US, 100 * US
 
@@ -59,12 +59,24 @@ def test_cuda_graph_projection_of_a_chain(chain):
 def test_device_bound_limit_of_a_chain(chain):
     a, call = chain
     p = _by(project(a.trace, a.launches, call, COSTS))["no-host-overhead"]
-    # six 2 us nodes over a 1.5 us per-node floor: 12 us, above the 1 us submit floor
-    assert p.projected_ns == N_OPS * max(KERNEL, 1500)
-    assert (p.low_ns, p.high_ns) == (N_OPS * KERNEL, N_OPS * (KERNEL + 1500))
-    floor = GraphCosts("c", 8 * US, 2500, 50 * US, 1500)
+    # six 2 us nodes over a 1.5 us per-node floor: 1 us + 12 us, above the 5 us floor
+    assert p.projected_ns == 1 * US + N_OPS * max(KERNEL, 1500)
+    assert (p.low_ns, p.high_ns) == (1 * US + N_OPS * KERNEL, 1 * US + N_OPS * (KERNEL + 1500))
+    floor = GraphCosts("c", 8 * US, 2500, 10 * US, 1 * US, 1500, 50 * US)
     q = _by(project(a.trace, a.launches, call, floor))["no-host-overhead"]
     assert (q.projected_ns, q.low_ns, q.high_ns) == (50 * US, 50 * US, 50 * US)
+
+
+def test_a_small_graph_costs_the_hosts_submit(tb, analysis_builder):
+    tb.annotation("call", 0, 40 * US)
+    tb.launched_kernel("vectorized_elementwise_kernel", 5 * US, 4 * US, 12 * US, 1 * US)
+    tb.sync(15 * US, 20 * US)
+    a = analysis_builder(tb, calls="call")
+    costs = GraphCosts("c", 8 * US, 2500, 20 * US, 1 * US, 1500, 5 * US)
+    p = _by(project(a.trace, a.launches, a.calls.calls[0], costs))["cuda-graph"]
+    # 8 us + one 2.5 us node is under the 20 us floor of a one-node graph's replay
+    assert (p.projected_ns, p.low_ns, p.high_ns) == (20 * US, 20 * US, 20 * US)
+    assert p.basis["floor_ns"] == 20 * US
 
 
 def test_fusing_the_pointwise_chain_removes_its_launches_and_their_gaps(chain):
@@ -111,4 +123,4 @@ def test_the_costs_table_names_its_card_date_and_script():
     assert costs
     for c in costs.values():
         assert c.date and c.source.startswith("tools/measure_what_if_counterfactuals")
-        assert 0 < c.queued_per_node_ns <= c.per_node_ns and c.fixed_ns > 0
+        assert c.floor_ns > 0 and c.queued_floor_ns > 0 and c.per_node_ns > 0

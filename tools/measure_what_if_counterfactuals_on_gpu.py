@@ -317,19 +317,19 @@ def graph_costs(dev: str, rounds: int, reps: int) -> dict:
     med = {n: {k: int(statistics.median(v)) for k, v in d.items()} for n, d in got.items()}
 
     def fit(key: str) -> tuple[int, int]:
-        xs = sizes
+        """Intercept and slope through the large graphs, where the device is the
+        bottleneck (a small graph's replay is the host's floor instead)."""
+        xs = [16, 32, 64]
         ys = [med[n][key] for n in xs]
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        slope = sum((a - mx) * (b - my) for a, b in zip(xs, ys, strict=True)) / sum((a - mx) ** 2 for a in xs)
+        slope = (sum((a - mx) * (b - my) for a, b in zip(xs, ys, strict=True))
+                 / sum((a - mx) ** 2 for a in xs))
         return int(round(my - slope * mx)), int(round(slope))
     f, p = fit("sync")
-    # queued replays are host-bound for small graphs (one submit each) and device-bound
-    # for large ones: the floor is a one-node graph's, the per-node cost the slope
-    # between the two largest graphs
-    q_floor = med[1]["queued"]
-    q_node = (med[64]["queued"] - med[16]["queued"]) // 48
-    return {"fixed_ns": f, "per_node_ns": p, "queued_fixed_ns": q_floor,
-            "queued_per_node_ns": q_node, "points": {str(n): med[n] for n in sizes}}
+    qf, qp = fit("queued")
+    return {"fixed_ns": f, "per_node_ns": p, "floor_ns": med[1]["sync"],
+            "queued_fixed_ns": qf, "queued_per_node_ns": qp,
+            "queued_floor_ns": med[1]["queued"], "points": {str(n): med[n] for n in sizes}}
 
 
 def profile(name: str, fn: Callable[[], object], dev: str, out: str, calls: int = 20) -> str:

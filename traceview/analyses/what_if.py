@@ -5,16 +5,17 @@ Each projection is a model with an interval and its basis (the figures it used),
 sentence (``report/`` and ``render/`` phrase them). The models, all on the call's device
 work (kernels, copies and sets its launches produced, durations as recorded):
 
-* ``cuda-graph`` — one graph launch replays the call's N device nodes: a fixed cost plus,
-  per node, the node's own duration or the graph's per-node cost, whichever is longer
-  (``fixed + sum(max(d_k, per_node))``); the interval runs from
-  ``fixed + max(sum d, N * per_node)`` to ``fixed + sum d + N * per_node``. The fixed and
-  per-node costs are measured on the GPU (``data/graph_launch_costs.json``, per card).
+* ``cuda-graph`` — one graph launch replays the call's N device nodes. A replay costs the
+  host's submit for a small graph and the nodes for a large one:
+  ``max(floor, fixed + sum(max(d_k, per_node)))`` (a node costs at least a one-element
+  kernel's node, a longer kernel its own duration); the interval runs from
+  ``fixed + max(sum d, N * per_node)`` to ``fixed + sum d + N * per_node``, under the same
+  floor. ``floor``, ``fixed`` and ``per_node`` are measured on the GPU
+  (``data/graph_launch_costs.json``, per card).
 * ``no-host-overhead`` — the device-bound limit: the same nodes queued back to back with
-  no host in the way (replays queued ahead of the device),
-  ``max(queued_floor, sum(max(d_k, queued_node)))`` with the same kind of interval; the
-  floor is one replay's submit on the host, which a call still costs when its device
-  work is shorter.
+  no host in the way (replays queued ahead of the device), the same model with the
+  queued costs: its floor is one replay's submit, which a call still costs when its
+  device work is shorter.
 * ``fewer-launches`` — the longest run of consecutive single-kernel pointwise launches
   fused into one: the removed launches' host spacing (launch start to the next launch's
   start) taken off the call, scaled to the unprofiled call where its figure is known; the
@@ -43,13 +44,17 @@ COSTS_FILE = "graph_launch_costs.json"
 
 @dataclass(frozen=True)
 class GraphCosts:
-    """A card's measured CUDA graph costs (``data/graph_launch_costs.json``)."""
+    """A card's measured CUDA graph costs (``data/graph_launch_costs.json``): a replay of
+    N nodes takes ``max(floor, fixed + N * per_node)`` (a small graph's replay is the
+    host's submit, a large one's the device's nodes), synchronized or queued."""
 
     card: str
-    fixed_ns: int  # one replay and its synchronize, beyond its nodes
-    per_node_ns: int  # each node of a synchronized replay (a tiny kernel's node)
-    queued_fixed_ns: int  # the floor of a replay among replays queued back to back
-    queued_per_node_ns: int  # each node there, once the device is the bottleneck
+    fixed_ns: int  # intercept of a synchronized replay's line through large graphs
+    per_node_ns: int  # its slope: each node of a one-element kernel
+    floor_ns: int  # a one-node graph's synchronized replay
+    queued_fixed_ns: int  # the same three for replays queued back to back
+    queued_per_node_ns: int
+    queued_floor_ns: int
     date: str = ""
     source: str = ""
 
@@ -100,11 +105,13 @@ def _work_of(trace: Trace, launch_rows: np.ndarray) -> np.ndarray:
     return work[np.argsort(s.start[work], kind="stable")]
 
 
-def _bracket(fixed: int, durs: np.ndarray, node: int) -> tuple[int, int, int]:
+def _bracket(floor: int, fixed: int, durs: np.ndarray, node: int) -> tuple[int, int, int]:
+    """(projection, low, high) of N nodes of durations ``durs`` at ``node`` per node."""
     n = int(durs.size)
     total = int(durs.sum())
     proj = fixed + int(np.maximum(durs, node).sum())
-    return proj, fixed + max(total, n * node), fixed + total + n * node
+    lo, hi = fixed + max(total, n * node), fixed + total + n * node
+    return max(floor, proj), max(floor, lo), max(floor, hi)
 
 
 def project(trace: Trace, launches: LaunchSummary, call: Call | None,
@@ -131,16 +138,15 @@ def project(trace: Trace, launches: LaunchSummary, call: Call | None,
         "nodes": int(work.size), "device_work_ns": int(durs.sum()), "streams": streams,
         "card": costs.card, "card_matched": int(card_matched)}
     if not is_graph:
-        p, lo, hi = _bracket(costs.fixed_ns, durs, costs.per_node_ns)
+        p, lo, hi = _bracket(costs.floor_ns, costs.fixed_ns, durs, costs.per_node_ns)
         out.append(Projection("cuda-graph", call.index, api, p, lo, hi, {
-            **common, "fixed_ns": costs.fixed_ns, "per_node_ns": costs.per_node_ns}))
-    # queued replays: each still costs one submit on the host, a floor the device work
-    # hides once it is longer
-    p, lo, hi = (max(costs.queued_fixed_ns, v)
-                 for v in _bracket(0, durs, costs.queued_per_node_ns))
+            **common, "fixed_ns": costs.fixed_ns, "per_node_ns": costs.per_node_ns,
+            "floor_ns": costs.floor_ns}))
+    p, lo, hi = _bracket(costs.queued_floor_ns, costs.queued_fixed_ns, durs,
+                         costs.queued_per_node_ns)
     out.append(Projection("no-host-overhead", call.index, api, p, lo, hi, {
         **common, "fixed_ns": costs.queued_fixed_ns,
-        "per_node_ns": costs.queued_per_node_ns}))
+        "per_node_ns": costs.queued_per_node_ns, "floor_ns": costs.queued_floor_ns}))
     fused = fuse_chain(trace, mine, call, unprofiled_call_ns)
     if fused is not None and not is_graph:
         out.append(fused)
