@@ -78,9 +78,12 @@ def load_costs() -> dict[str, GraphCosts]:
             for name, v in raw["cards"].items()}
 
 
-def costs_for(trace: Trace, table: dict[str, GraphCosts]) -> tuple[GraphCosts, bool]:
+def costs_for(trace: Trace, table: dict[str, GraphCosts]) -> tuple[GraphCosts | None, bool]:
     """The table's row for the trace's card (its ``deviceProperties`` name), and whether
-    it matched; else the first card of the table."""
+    it matched; else the first card of the table (None for an empty table: no graph
+    projection without a measured cost)."""
+    if not table:
+        return None, False
     props = trace.metadata.get("deviceProperties")
     names = [str(p.get("name", "")) for p in props if isinstance(p, dict)] \
         if isinstance(props, list) else []
@@ -134,6 +137,9 @@ def project(trace: Trace, launches: LaunchSummary, call: Call | None,
     names = [trace.names[c] for c in s.name[mine].tolist()]
     is_graph = any("GraphLaunch" in n for n in names)
     out: list[Projection] = []
+    fused = fuse_chain(trace, mine, call, unprofiled_call_ns)
+    if costs is None:
+        return [fused] if fused is not None and not is_graph else []
     common: dict[str, int | float | str] = {
         "nodes": int(work.size), "device_work_ns": int(durs.sum()), "streams": streams,
         "card": costs.card, "card_matched": int(card_matched)}
@@ -147,7 +153,6 @@ def project(trace: Trace, launches: LaunchSummary, call: Call | None,
     out.append(Projection("no-host-overhead", call.index, api, p, lo, hi, {
         **common, "fixed_ns": costs.queued_fixed_ns,
         "per_node_ns": costs.queued_per_node_ns, "floor_ns": costs.queued_floor_ns}))
-    fused = fuse_chain(trace, mine, call, unprofiled_call_ns)
     if fused is not None and not is_graph:
         out.append(fused)
     return out
