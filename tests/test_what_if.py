@@ -112,15 +112,16 @@ def test_projections_are_in_the_report_and_its_json(tb, analyze_builder):
     r = analyze_builder(tb, calls="call")
     d = json.loads(schema.to_json(r))
     scen = [w["scenario"] for w in d["what_if"]]
-    assert scen == ["cuda-graph", "no-host-overhead", "fewer-launches"]
+    graphs = ["cuda-graph", "no-host-overhead"] if load_costs() else []
+    assert scen == [*graphs, "fewer-launches"]
     for w in d["what_if"]:
         assert w["low_ns"] <= w["projected_ns"] <= w["high_ns"] and w["basis"]
     assert schema.from_json(schema.to_json(r)) == r
 
 
 def test_the_costs_table_names_its_card_date_and_script():
-    costs = load_costs()
-    assert costs
-    for c in costs.values():
+    """Every row was measured: its date and the script that measured it (an empty table
+    means no card was measured, and no graph projection is made)."""
+    for c in load_costs().values():
         assert c.date and c.source.startswith("tools/measure_what_if_counterfactuals")
         assert c.floor_ns > 0 and c.queued_floor_ns > 0 and c.per_node_ns > 0
