@@ -31,7 +31,7 @@ def test_explain_json_has_the_contract_keys():
     r = runner.invoke(app, ["explain", str(SMALL), "--format", "json"])
     assert r.exit_code == 0
     d = json.loads(r.stdout)
-    assert d["schema_version"] == 2
+    assert d["schema_version"] == 3
     for path in ("window.start_ns", "window.end_ns", "window.dur_ns", "device.busy_ns",
                  "device.idle_ns", "device.kernel_count", "device.kernel_sum_ns",
                  "device.per_device", "host.categories", "host.functions", "breakdown",

@@ -1,5 +1,5 @@
-"""The explain JSON's schemas: schema 2 is written; schema 1 (saved by traceview before
-schema 2) and schema 2 are read; any other is a one-line usage error (``docs/json.md``).
+"""The explain JSON's schemas: schema 3 is written; schema 1 (saved by traceview before
+schema 2), schema 2 and schema 3 are read; any other is a one-line usage error (``docs/json.md``).
 
 ``tests/data/explain_schema1_shape_loop_two_ops.json.gz`` is ``traceview explain
 fixtures/shape_loop_two_ops.json.gz --format json`` as the last schema-1 traceview wrote it
@@ -48,12 +48,16 @@ def _nest(obj: dict, into: str) -> dict:
 
 def _moved_by_hand(doc: dict) -> dict:
     calls = _nest(doc["calls"], "stats")
-    calls["per_call"] = [_nest(row, "metrics") for row in calls["per_call"]]
+    # schema 3 added each call's count of launches without a device record (0: schema 1
+    # and 2 never checked), and the integrity and what-if blocks (absent: never computed)
+    calls["per_call"] = [{**_nest(row, "metrics"), "launches_without_work": 0}
+                         for row in calls["per_call"]]
     calls["kinds"] = [_nest(k, "stats") for k in calls["kinds"]]
     # ``unprofiled`` and ``claims`` came later in schema 2: null where no unprofiled figure
     # was recorded; no claims where none was saved (a report's sentences are its findings'
-    # messages, read back as they were written)
-    return {**doc, "schema_version": 2, "calls": calls, "unprofiled": None, "claims": []}
+    # messages, read back as they were written); schema 3 added ``integrity`` and ``what_if``
+    return {**doc, "schema_version": 3, "calls": calls, "unprofiled": None, "claims": [],
+            "integrity": None, "what_if": []}
 
 
 def _key_paths(x, path: str = "") -> set[str]:
@@ -66,7 +70,7 @@ def _key_paths(x, path: str = "") -> set[str]:
 
 def test_the_saved_file_is_schema_1_with_metrics_beside_fixed_keys():
     doc = _schema_1()
-    assert doc["schema_version"] == 1 and SCHEMA_VERSION == 2
+    assert doc["schema_version"] == 1 and SCHEMA_VERSION == 3
     calls = doc["calls"]
     assert set(METRICS) <= set(calls) and "stats" not in calls
     assert all(set(METRICS) <= set(row) and "metrics" not in row for row in calls["per_call"])
@@ -79,7 +83,7 @@ def test_a_schema_1_report_reads_as_the_same_report_in_schema_2():
     schema-2 form: every figure kept, only the documented keys moved, key order kept."""
     doc = _schema_1()
     r = from_json(gzip.decompress(SCHEMA_1.read_bytes()))
-    assert r.schema_version == 2
+    assert r.schema_version == 3
     want = orjson.dumps(_moved_by_hand(doc), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
     assert to_json(r) == want + b"\n"
     assert from_json(to_json(r)) == r
@@ -128,7 +132,7 @@ def test_schema_2_reads_a_new_metric_and_a_new_fixed_key_apart(fixture_reports):
     assert "some_future_key" not in r.calls.per_call[0].metrics
 
 
-@pytest.mark.parametrize("version", [0, 3, 99, None, "2", True, 2.0])
+@pytest.mark.parametrize("version", [0, 4, 99, None, "2", True, 2.0])
 def test_a_schema_it_does_not_know_is_a_usage_error(version):
     doc = _moved_by_hand(_schema_1())
     doc["schema_version"] = version
@@ -168,10 +172,10 @@ def test_diff_reads_a_schema_1_report_and_its_schema_2_copy_as_one(tmp_path):
 
 def test_diff_of_a_report_of_an_unknown_schema_is_one_line(tmp_path):
     doc = _moved_by_hand(_schema_1())
-    doc["schema_version"] = 3
+    doc["schema_version"] = 4
     p = tmp_path / "future.json"
     p.write_bytes(orjson.dumps(doc))
     r = runner.invoke(app, ["diff", str(p), str(p)])
     assert r.exit_code == 2 and r.stdout == ""
     line = r.stderr.strip()
-    assert "\n" not in line and str(p) in line and "schema_version 3" in line
+    assert "\n" not in line and str(p) in line and "schema_version 4" in line

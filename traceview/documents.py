@@ -34,11 +34,11 @@ Kind = Literal["explain", "ranks", "diff", "ab", "serve", "capture", "check", "c
                "check_layouts", "proton"]
 VERSION_FIELD = "schema_version"
 #: kind -> the version written today
-VERSIONS: dict[Kind, int] = {"explain": 2, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
+VERSIONS: dict[Kind, int] = {"explain": 3, "ranks": 2, "diff": 3, "ab": 2, "serve": 2,
                              "capture": 2, "check": 2, "cache_check": 2, "check_layouts": 2,
                              "proton": 1}
 #: kind -> every version read (older ones through ``upgrade``)
-READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2), "ranks": (2,), "diff": (3,),
+READABLE: dict[Kind, tuple[int, ...]] = {"explain": (1, 2, 3), "ranks": (2,), "diff": (3,),
                                          "ab": (1, 2), "serve": (1, 2), "capture": (1, 2),
                                          "check": (1, 2), "cache_check": (1, 2),
                                          "check_layouts": (1, 2), "proton": (1,)}
@@ -60,7 +60,7 @@ LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout"
 #: changes and this table does not; a change that removes or moves a key or changes its
 #: meaning bumps ``VERSIONS`` as well (``tools/write_document_schemas.py`` rewrites the
 #: schemas and prints the new hashes)
-SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (2, "3a978b79934f4fc4"),
+SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (3, "964ed48285d2f131"),
                                               "ranks": (2, "bba7fcd3dbf5bdee"),
                                               "diff": (3, "b6a73abed8d516cd"),
                                               "ab": (2, "cd72a3f64c00012d"),
@@ -202,8 +202,20 @@ def _explain_from_1(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, VERSION_FIELD: 2, "calls": calls}
 
 
+def _explain_from_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3 of explain: a warm call became a call whose launches all have a
+    device record (``warm_count`` and the warm statistics changed meaning). A version-2
+    report holds no such count, so it is read as it was: each call's
+    ``launches_without_work`` 0, no ``integrity`` block (its records were never checked)
+    and no projections."""
+    calls = dict(doc["calls"])
+    calls["per_call"] = [{**row, "launches_without_work": 0} for row in calls["per_call"]]
+    return {**doc, VERSION_FIELD: 3, "calls": calls, "integrity": None, "what_if": []}
+
+
 _STEPS: dict[tuple[Kind, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("explain", 1): _explain_from_1,
+    ("explain", 2): _explain_from_2,
     ("ab", 1): lambda d: _renamed_field(d, "ab"),
     ("serve", 1): lambda d: _renamed_field(d, "serve"),
     ("capture", 1): lambda d: _renamed_field(d, "capture"),

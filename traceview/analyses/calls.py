@@ -50,7 +50,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
-from traceview.analyses.launches import LaunchSummary
+from traceview.analyses.launches import LaunchSummary, no_record_due
 from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst, Slow
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
@@ -93,6 +93,9 @@ class Call:
     outlier: bool = False
     outlier_reason: str | None = None
     api_sync_ns: int | None = None  # call + the synchronize right after it
+    # launches in the call with no device record (dropped by the profiler, or cut off):
+    # such a call is no warm call with an idle device; it is left out of the warm figures
+    launches_without_work: int = 0
 
     @property
     def api_ns(self) -> int:
@@ -104,9 +107,10 @@ class Call:
 
     @property
     def warm(self) -> bool:
-        """Not cold: outliers are warm calls (named in ``outlier_reason``, counted in the
-        statistics)."""
-        return not self.cold
+        """Not cold and every launch recorded on the device: outliers are warm calls
+        (named in ``outlier_reason``, counted in the statistics); a call whose launches
+        lost their device records is not (its idle would be the missing records')."""
+        return not self.cold and not self.launches_without_work
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,9 @@ class CallsSummary:
 
 
 def warm_calls(calls: Sequence[Call]) -> list[Call]:
-    """The calls the statistics are over: every call that is not cold (outliers
-    included), or every call where all are cold. The one rule explain and ``diff`` share."""
+    """The calls the statistics are over: every call that is neither cold nor incomplete
+    (outliers included), or every call where none is. The one rule explain and ``diff``
+    share."""
     return [c for c in calls if c.warm] or list(calls)
 
 
@@ -254,6 +259,7 @@ class _Metrics:
     kernel_only: np.ndarray
     copy: np.ndarray
     k_end: np.ndarray
+    empty: np.ndarray  # launches with no device record (where one was due)
 
 
 def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -283,7 +289,8 @@ def _unlinked_in_calls(trace: Trace, unlinked: np.ndarray, c_st: np.ndarray,
 
 def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                  c_st: np.ndarray, own_lane: int | None, kernel_cat: int,
-                 unlinked: tuple[np.ndarray, np.ndarray] | None = None) -> _Metrics:
+                 unlinked: tuple[np.ndarray, np.ndarray] | None = None,
+                 no_record: np.ndarray | None = None) -> _Metrics:
     """Each call's figures from the launches in it (``l_rows[lo:hi]``, on any thread: its
     device work) and the device work they launched, with the device work no launch
     record claims that started inside it (``unlinked``: (call, row)); host figures are
@@ -332,8 +339,12 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     copy = intervals.union_length_by_group(w_call[~is_k], w_st[~is_k], w_en[~is_k], n)
     k_end = np.full(n, np.iinfo(np.int64).min, np.int64)
     np.maximum.at(k_end, w_call, w_en)
+    due = w_count[pos] == 0
+    if no_record is not None and no_record.size:
+        due &= ~no_record[pos]
+    empty = np.bincount(call[due], minlength=n)
     return _Metrics(n_launch, n_work, has_mine, pre, api_time, has_latency, latency,
-                    kernel, kernel_only, copy, k_end)
+                    kernel, kernel_only, copy, k_end, empty)
 
 
 def _call_metrics(m: dict[str, list], i: int, st: int, en: int, busy_in: int,
@@ -404,8 +415,10 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     own_lane = timeline.lane.index if timeline.lane is not None else None
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
     # costs several times a list's)
+    no_record = no_record_due(trace, l_rows)
     cols = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat,
-                        _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en))
+                        _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
+                        no_record)
     m = {f.name: getattr(cols, f.name).tolist() for f in fields(cols)}
     # the categories present in each call, as (call, category, ns) in call order
     cat_names = timeline.categories
@@ -425,7 +438,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
             works[i] = work
         call_sync = sp.sync_end_ns - st if sp.sync_end_ns is not None else None
         calls.append(Call(i, sp.name, st, en, work is not None, m["launches"][i],
-                          m["work"][i], metrics, cats, kind=sp.kind, api_sync_ns=call_sync))
+                          m["work"][i], metrics, cats, kind=sp.kind, api_sync_ns=call_sync,
+                          launches_without_work=m["empty"][i]))
         kernel_end.append(k_end)
     slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
     cold_causes, outlier_causes = _classed(calls, slow, works)

@@ -17,6 +17,49 @@ from traceview.model import Lane, Trace
 from traceview.rules import RuleSet
 from traceview.stats import Stats, summarize
 
+# A launch API that puts no record on the device by design: never a dropped record.
+NO_DEVICE_RECORD = frozenset({"cudaLaunchHostFunc", "hipLaunchHostFunc"})
+# Host APIs that begin and end a graph capture (CUDA, driver and HIP spellings): a launch
+# between them is recorded into the graph, not run, so it has no device record by design.
+CAPTURE_BEGIN = frozenset({"cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph",
+                           "cudaStreamBeginCapture_v2", "hipStreamBeginCapture",
+                           "cuStreamBeginCapture", "cuStreamBeginCapture_v2"})
+CAPTURE_END = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture", "cuStreamEndCapture"})
+
+
+def capture_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each graph capture: a begin to the next end on the same thread."""
+    s = trace.slices
+    b_codes = [i for i, n in enumerate(trace.names) if n in CAPTURE_BEGIN]
+    e_codes = [i for i, n in enumerate(trace.names) if n in CAPTURE_END]
+    if not b_codes or not e_codes:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    begins = np.flatnonzero(np.isin(s.name, b_codes))
+    ends = np.flatnonzero(np.isin(s.name, e_codes))
+    st, en = [], []
+    for lane in np.unique(s.lane[begins]).tolist():
+        b = np.sort(s.start[begins[s.lane[begins] == lane]])
+        e = np.sort(s.end[ends[s.lane[ends] == lane]])
+        k = np.searchsorted(e, b, side="left")
+        ok = k < e.size
+        st.extend(b[ok].tolist())
+        en.extend(e[k[ok]].tolist())
+    return np.asarray(st, np.int64), np.asarray(en, np.int64)
+
+
+def no_record_due(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Which launch rows put no record on the device by design: host functions, and
+    launches inside a graph capture."""
+    s = trace.slices
+    codes = [i for i, n in enumerate(trace.names) if n in NO_DEVICE_RECORD]
+    out = np.isin(s.name[rows], codes)
+    cs, ce = capture_spans(trace)
+    if cs.size:
+        ls = s.start[rows]
+        inside = ((ls[:, None] >= cs[None, :]) & (ls[:, None] < ce[None, :])).any(axis=1)
+        out |= inside
+    return out
+
 
 @dataclass(frozen=True)
 class LaunchSummary:

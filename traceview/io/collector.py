@@ -52,6 +52,15 @@ _NAME = attrgetter("name")
 _TS = attrgetter("ts")
 _DUR = attrgetter("dur")
 _CORR = attrgetter("correlation")
+
+
+def _int64_id(v: int | None) -> int:
+    """An id as an int64 column value: newer Kineto writes uint64 ids, and one past int64
+    is folded to its two's-complement value (equal ids stay equal, which is all a
+    link needs); -1 for none or anything else out of range."""
+    if v is None or not -2**63 <= v < 2**64:
+        return -1
+    return v - 2**64 if v >= 2**63 else v
 _STREAM = attrgetter("stream")
 _DEVICE = attrgetter("device")
 
@@ -258,8 +267,7 @@ class Collector:
 
     def _add_link(self, row: int, vals: tuple[int | None, ...]) -> None:
         self.link_rows.append(row)
-        self.link_vals.append(tuple(-1 if v is None or not -2**63 <= v < 2**63 else v
-                                    for v in vals))
+        self.link_vals.append(tuple(_int64_id(v) for v in vals))
 
     def columns(self) -> Columns:
         """The columns, once: each column's parts are freed as they are copied into it,

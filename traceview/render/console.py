@@ -19,6 +19,12 @@ from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words,
 from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.render.text import laid_out, name_text
+from traceview.report.integrity_claims import (
+    TITLE_INTEGRITY,
+    TITLE_WHAT_IF,
+    integrity_lines,
+    what_if_lines,
+)
 from traceview.report.model import VERDICT_IDS
 from traceview.report.sentences import bytes_claim
 from traceview.units import fmt_ns, fmt_share, plural, printable
@@ -131,6 +137,11 @@ def _calls(r: Report) -> RenderableType | None:
     cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
     if c.outliers:
         cold += f"; outliers: #{', #'.join(map(str, c.outliers))} counted"
+    incomplete = [x.index for x in c.per_call if x.launches_without_work and not x.cold]
+    if incomplete:
+        cold += (f"; incomplete (launches without device records): "
+                 f"#{', #'.join(map(str, incomplete[:8]))}{' ...' if len(incomplete) > 8 else ''}"
+                 " left out")
     from traceview.render.percall import unprofiled_short
     from traceview.render.training import working_threads
 
@@ -346,6 +357,18 @@ def _notes(r: Report) -> RenderableType | None:
     return table
 
 
+def _claims(title: str, lines: list[str]) -> RenderableType | None:
+    """A titled list of sentences (``report.integrity_claims``)."""
+    if not lines:
+        return None
+    table = Table(title=title, title_justify="left", show_header=False, box=None,
+                  pad_edge=False)
+    table.add_column("claim", ratio=1)
+    for line in lines:
+        table.add_row(Text("- " + line))
+    return table
+
+
 def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     """The terminal report's parts, in reading order, for a console ``width`` wide."""
     from traceview.render.percall import console_sections, unprofiled_console
@@ -355,7 +378,8 @@ def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     parts = [_header(r), _verdict(r), Text(step_line, style="bold") if step_line else None,
              _baseline(r), unprofiled_console(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
              _calls(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
-             _functions(r, top), _notes(r)]
+             _functions(r, top), _notes(r),
+             _claims(TITLE_INTEGRITY, integrity_lines(r)), _claims(TITLE_WHAT_IF, what_if_lines(r))]
     return [p for p in parts if p is not None]
 
 

@@ -411,6 +411,18 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
                      "show a local file; drag it into the comment box to upload it there._")
     parts.append("#### Findings")
     parts.append(_findings(r))
+    from traceview.report.integrity_claims import (
+        TITLE_INTEGRITY,
+        TITLE_WHAT_IF,
+        integrity_lines,
+        what_if_lines,
+    )
+
+    for title, lines in ((TITLE_INTEGRITY, integrity_lines(r)),
+                         (TITLE_WHAT_IF, what_if_lines(r))):
+        if lines:
+            parts.append(f"#### {title}")
+            parts.append("\n".join(f"- {esc(line)}" for line in lines))
 
     for details in (_hot_functions(r), _kernels(r), _every_call(r)):
         if details:
@@ -484,7 +496,8 @@ def _every_call(r: Report) -> str | None:
     if calls:
         split = c.has_copies
         rows = [[str(x.index), code(x.name),
-                 "cold" if x.cold else ("outlier" if x.outlier else "warm"),
+                 "cold" if x.cold else "incomplete" if x.launches_without_work
+                 else ("outlier" if x.outlier else "warm"),
                  fmt_ns(x.metrics["api_ns"]), fmt_ns(x.metrics["kernel_ns"]),
                  *((fmt_ns(x.metrics.get("kernel_only_ns")), fmt_ns(x.metrics.get("copy_ns")))
                    if split else ()),

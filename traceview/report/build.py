@@ -100,6 +100,8 @@ def build_report(a: Analysis) -> m.Report:
         steps=steps,
         unprofiled=unprofiled,
         claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons),
+        integrity=integrity_info(a),
+        what_if=what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None),
     )
 
 
@@ -113,6 +115,31 @@ def _worded(calls: list[m.CallRow], reasons: list[Claim]) -> tuple[m.CallRow, ..
         out[i] = replace(out[i], cold_reason=c.text) if c.id == "cold-reason" \
             else replace(out[i], outlier_reason=c.text)
     return tuple(out)
+
+
+def integrity_info(a: Analysis) -> m.IntegrityInfo | None:
+    g = a.integrity
+    if g is None:
+        return None
+    gr = g.graphs
+    return m.IntegrityInfo(
+        reliable=g.reliable,
+        checks=tuple(m.IntegrityCheck(c.id, c.count, c.calls, c.steps, c.unreliable, c.ns)
+                     for c in g.checks),
+        incomplete_calls=g.incomplete_calls, unreliable=g.unreliable,
+        graphs=m.GraphsInfo(gr.replays, gr.nodes, gr.graph_ids, gr.captures,
+                            gr.instantiations, gr.capture_ns))
+
+
+def what_if(a: Analysis, calls: m.CallsInfo, unprofiled_ns: int | None) -> tuple[m.WhatIfRow, ...]:
+    """The typical call's projections (``analyses.what_if``), against its unprofiled
+    figure where one is known."""
+    from traceview.analyses.what_if import project
+
+    call = pick_typical(calls)
+    return tuple(m.WhatIfRow(p.scenario, p.call, p.measured_ns, p.projected_ns, p.low_ns,
+                             p.high_ns, dict(p.basis))
+                 for p in project(a.trace, a.launches, call, unprofiled_call_ns=unprofiled_ns))
 
 
 def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> UnprofiledInfo | None:

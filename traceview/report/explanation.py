@@ -20,6 +20,7 @@ from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import HostTimeline, attribute_host
 from traceview.analyses.host_rows import OVERLAY_CATS, host_rows_by_lane
 from traceview.analyses.hot_functions import FunctionStat, hot_functions
+from traceview.analyses.integrity import Integrity, analyze_integrity
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
 from traceview.analyses.steps import StepFigures, analyze_steps
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
@@ -66,6 +67,7 @@ class Analysis:
     # what the analyses found worth saying about the trace (after the trace's own
     # diagnostics in the report): the trace itself is never written
     diagnostics: tuple[Diagnostic, ...] = ()
+    integrity: Integrity | None = None  # what the profiler failed to record, and where
 
 
 # Where calls may be analysed as training steps (phases, critical path): profiler steps
@@ -133,6 +135,8 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
         threads=tuple(threads), steps=tuple(steps), timelines=timelines,
         step_lane=step_lane if steps else None, diagnostics=tuple(found),
+        integrity=analyze_integrity(trace, window, launches, device, calls,
+                                    frozenset(st.index for st in steps)),
     )
     _check_identities(ex)
     return ex

@@ -399,6 +399,52 @@ class StepsInfo:
     steps: tuple[StepRow, ...]
 
 
+@dataclass(frozen=True)
+class IntegrityCheck:
+    """One kind of damage in the records (``analyses.integrity``): how many, the calls
+    and steps it falls in, and the figures (JSON paths) it makes unreliable."""
+
+    id: str
+    count: int
+    calls: tuple[int, ...]
+    steps: tuple[int, ...]
+    unreliable: tuple[str, ...]
+    ns: int = 0
+
+
+@dataclass(frozen=True)
+class GraphsInfo:
+    replays: int
+    nodes: Stats  # device records per replay
+    graph_ids: int
+    captures: int
+    instantiations: int
+    capture_ns: int
+
+
+@dataclass(frozen=True)
+class IntegrityInfo:
+    reliable: bool
+    checks: tuple[IntegrityCheck, ...]
+    incomplete_calls: tuple[int, ...]  # left out of the warm figures
+    unreliable: tuple[str, ...]  # every figure some check makes unreliable
+    graphs: GraphsInfo
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    """A projection of the typical call (``analyses.what_if``): its model's figure, the
+    interval and the figures it rests on."""
+
+    scenario: str
+    call: int
+    measured_ns: int
+    projected_ns: int
+    low_ns: int
+    high_ns: int
+    basis: dict[str, int | float | str]
+
+
 VERDICT_IDS = ("host-bound", "device-bound")
 
 
@@ -422,6 +468,8 @@ class Report:
     unprofiled: UnprofiledInfo | None = None  # the call's split without the profiler
     # every sentence the outputs print, as the figures it cites (report.claims)
     claims: tuple[Claim, ...] = ()
+    integrity: IntegrityInfo | None = None  # what the profiler failed to record
+    what_if: tuple[WhatIfRow, ...] = ()  # the typical call's projections
 
     def matrix(self) -> list[MatrixRow]:
         """The breakdown pivoted to one row per host category, biggest total first."""

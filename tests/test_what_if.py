@@ -1,0 +1,127 @@
+"""What-if projections (``analyses.what_if``) from raw events: a built pointwise chain with
+known launch spacing and kernel durations, each projection and its interval written out
+here from the construction, never from the code's earlier output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.tracebuilder import TraceBuilder
+from traceview.analyses.what_if import GraphCosts, load_costs, project
+from traceview.report import schema
+
+US = 1000
+COSTS = GraphCosts("test card", fixed_ns=8 * US, per_node_ns=2500, floor_ns=10 * US,
+                   queued_fixed_ns=1 * US, queued_per_node_ns=1500, queued_floor_ns=5 * US)
+
+N_OPS, SPACING, KERNEL, CALL = 6, 10 * US, 2 * US, 100 * US
+
+
+def _chain(tb: TraceBuilder, calls: int = 5) -> None:
+    """``calls`` calls of a six-launch pointwise chain: launch j at 5 us + j * 10 us,
+    its kernel 2 us long; each call 100 us, ending in a synchronize."""
+    for i in range(calls):
+        t = i * 200 * US
+        tb.annotation("call", t, CALL)
+        for j in range(N_OPS):
+            ls = t + 5 * US + j * SPACING
+            tb.launched_kernel("void at::native::vectorized_elementwise_kernel<4>", ls,
+                               4 * US, ls + 6 * US, KERNEL)
+        tb.sync(t + 70 * US, 29 * US)
+
+
+@pytest.fixture
+def chain(tb, analysis_builder):
+    _chain(tb)
+    a = analysis_builder(tb, calls="call")
+    call = a.calls.typical
+    assert call is not None and call.api_ns == CALL
+    return a, call
+
+
+def _by(rows):
+    return {p.scenario: p for p in rows}
+
+
+def test_cuda_graph_projection_of_a_chain(chain):
+    a, call = chain
+    p = _by(project(a.trace, a.launches, call, COSTS))["cuda-graph"]
+    # six nodes of 2 us under a 2.5 us per-node floor: fixed + 6 x 2.5 us
+    assert p.projected_ns == 8 * US + N_OPS * 2500
+    assert p.low_ns == 8 * US + max(N_OPS * KERNEL, N_OPS * 2500)
+    assert p.high_ns == 8 * US + N_OPS * KERNEL + N_OPS * 2500
+    assert p.measured_ns == CALL and p.basis["nodes"] == N_OPS
+    assert p.basis["device_work_ns"] == N_OPS * KERNEL
+
+
+def test_device_bound_limit_of_a_chain(chain):
+    a, call = chain
+    p = _by(project(a.trace, a.launches, call, COSTS))["no-host-overhead"]
+    # six 2 us nodes over a 1.5 us per-node floor: 1 us + 12 us, above the 5 us floor
+    assert p.projected_ns == 1 * US + N_OPS * max(KERNEL, 1500)
+    assert (p.low_ns, p.high_ns) == (1 * US + N_OPS * KERNEL, 1 * US + N_OPS * (KERNEL + 1500))
+    floor = GraphCosts("c", 8 * US, 2500, 10 * US, 1 * US, 1500, 50 * US)
+    q = _by(project(a.trace, a.launches, call, floor))["no-host-overhead"]
+    assert (q.projected_ns, q.low_ns, q.high_ns) == (50 * US, 50 * US, 50 * US)
+
+
+def test_a_small_graph_costs_the_hosts_submit(tb, analysis_builder):
+    tb.annotation("call", 0, 40 * US)
+    tb.launched_kernel("vectorized_elementwise_kernel", 5 * US, 4 * US, 12 * US, 1 * US)
+    tb.sync(15 * US, 20 * US)
+    a = analysis_builder(tb, calls="call")
+    costs = GraphCosts("c", 8 * US, 2500, 20 * US, 1 * US, 1500, 5 * US)
+    p = _by(project(a.trace, a.launches, a.calls.calls[0], costs))["cuda-graph"]
+    # 8 us + one 2.5 us node is under the 20 us floor of a one-node graph's replay
+    assert (p.projected_ns, p.low_ns, p.high_ns) == (20 * US, 20 * US, 20 * US)
+    assert p.basis["floor_ns"] == 20 * US
+
+
+def test_fusing_the_pointwise_chain_removes_its_launches_and_their_gaps(chain):
+    a, call = chain
+    p = _by(project(a.trace, a.launches, call, COSTS))["fewer-launches"]
+    assert p.basis["launches_removed"] == N_OPS - 1
+    # five launches removed, each 10 us from its start to the next launch's
+    assert p.basis["removed_host_ns"] == (N_OPS - 1) * SPACING
+    assert p.projected_ns == CALL - (N_OPS - 1) * SPACING
+    assert p.basis["device_floor_ns"] == KERNEL  # the chain's longest kernel
+    assert p.low_ns <= p.projected_ns <= p.high_ns
+
+
+def test_fusion_scales_to_the_unprofiled_call(chain):
+    a, call = chain
+    p = _by(project(a.trace, a.launches, call, COSTS, unprofiled_call_ns=50 * US))[
+        "fewer-launches"]
+    # the host part shrinks with the call: (100 - 50) us x 50/100
+    assert p.projected_ns == (CALL - (N_OPS - 1) * SPACING) // 2
+    assert p.measured_ns == 50 * US
+
+
+def test_no_projection_for_an_incomplete_call(tb, analysis_builder):
+    tb.annotation("call", 0, 50 * US)
+    tb.launch(5 * US, 3 * US)  # no device record
+    tb.launched_kernel("vectorized_elementwise_kernel", 15 * US, 3 * US, 20 * US, 2 * US)
+    a = analysis_builder(tb, calls="call")
+    assert project(a.trace, a.launches, a.calls.calls[0], COSTS) == []
+
+
+def test_projections_are_in_the_report_and_its_json(tb, analyze_builder):
+    _chain(tb)
+    r = analyze_builder(tb, calls="call")
+    d = json.loads(schema.to_json(r))
+    scen = [w["scenario"] for w in d["what_if"]]
+    graphs = ["cuda-graph", "no-host-overhead"] if load_costs() else []
+    assert scen == [*graphs, "fewer-launches"]
+    for w in d["what_if"]:
+        assert w["low_ns"] <= w["projected_ns"] <= w["high_ns"] and w["basis"]
+    assert schema.from_json(schema.to_json(r)) == r
+
+
+def test_the_costs_table_names_its_card_date_and_script():
+    """Every row was measured: its date and the script that measured it (an empty table
+    means no card was measured, and no graph projection is made)."""
+    for c in load_costs().values():
+        assert c.date and c.source.startswith("tools/measure_what_if_counterfactuals")
+        assert c.floor_ns > 0 and c.queued_floor_ns > 0 and c.per_node_ns > 0

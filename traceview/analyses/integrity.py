@@ -1,0 +1,229 @@
+"""Trace integrity: what the profiler failed to record, and the figures that rest on it.
+
+A figure read from a trace is only as good as the records under it. The profiler drops
+device records (CUPTI's buffers overflow, a second profiling session takes over, a graph
+replay's kernels are under-recorded), writes durations that overrun the next event on
+the same stream, or records device work with no launch. Each of these is a check here:
+its count, the calls (and steps) it touches, and the report figures it makes unreliable
+(named by their JSON path, ``docs/json.md``). A graph capture (``cudaStreamBeginCapture``
+... ``cudaGraphInstantiate`` in a host lane) is recognised too: the device runs no
+captured work while the host captures, so its idle is no verdict on the program.
+
+Calls whose launches have no device record are not warm calls with an idle device:
+``analyses.calls`` leaves them out of the warm statistics (``Call.launches_without_work``)
+and the check names them here. This module holds figures only; the sentences that say
+them are in ``report/`` and ``render/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview.analyses.calls import CallsSummary
+from traceview.analyses.device import DeviceSummary
+from traceview.analyses.launches import (
+    CAPTURE_BEGIN,
+    CAPTURE_END,
+    LaunchSummary,
+    no_record_due,
+)
+from traceview.analyses.window import Window
+from traceview.model import Trace
+from traceview.stats import Stats, summarize
+
+# Host APIs that instantiate a captured graph (CUDA, driver and HIP spellings).
+INSTANTIATE = frozenset({"cudaGraphInstantiate", "cudaGraphInstantiateWithFlags",
+                         "cudaGraphInstantiateWithParams", "hipGraphInstantiate",
+                         "hipGraphInstantiateWithFlags", "cuGraphInstantiate",
+                         "cuGraphInstantiateWithFlags"})
+
+# The figures each kind of damage makes unreliable (JSON paths of explain's report).
+_IDLE = ("device.idle_ns", "calls.stats.device_busy_ns", "calls.stats.host_overhead_ns",
+         "calls.stats.kernel_ns", "calls.stats.launch_latency_ns", "launches.latency_ns")
+_STEP_IDLE = ("steps.steps[].device_busy_ns", "steps.steps[].device_idle_ns")
+UNRELIABLE: dict[str, tuple[str, ...]] = {
+    "launch-without-device-work": _IDLE,
+    "dropped-device-records": _IDLE,
+    "dropped-prefix": ("device.idle_ns", "window.dur_ns"),
+    "duration-overrun": ("device.busy_ns", "device.idle_ns", "device.kernel_sum_ns",
+                         "device.work_sum_ns"),
+    "device-work-without-launch": ("launches.latency_ns", "calls.stats.launch_latency_ns"),
+    "graph-capture": ("device.idle_ns", "device.busy_ns"),
+}
+CHECK_IDS = tuple(UNRELIABLE)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One kind of damage found: how many records, where, and what it spoils."""
+
+    id: str
+    count: int
+    calls: tuple[int, ...]  # indices into the calls the damage falls in
+    steps: tuple[int, ...]  # those of them that are training steps
+    unreliable: tuple[str, ...]  # JSON paths of the figures it makes unreliable
+    ns: int = 0  # time it concerns (an overrun's excess; 0 where no time is known)
+
+
+@dataclass(frozen=True)
+class Graphs:
+    """CUDA graphs in the window: replays, their nodes, captures."""
+
+    replays: int  # graph launch API calls
+    nodes: Stats  # device records per replay
+    graph_ids: int  # distinct ``graph id`` values on device work (newer Kineto)
+    captures: int  # capture begins in a host lane
+    instantiations: int
+    capture_ns: int  # host time from the first capture begin to the last end
+
+
+@dataclass(frozen=True)
+class Integrity:
+    checks: tuple[Check, ...]  # only the kinds found
+    incomplete_calls: tuple[int, ...]  # calls left out of the warm figures
+    graphs: Graphs
+
+    @property
+    def reliable(self) -> bool:
+        return not self.checks
+
+    @property
+    def unreliable(self) -> tuple[str, ...]:
+        return tuple(sorted({p for c in self.checks for p in c.unreliable}))
+
+
+def _calls_of(starts: np.ndarray, calls: CallsSummary) -> tuple[int, ...]:
+    """The calls whose span holds each of ``starts``."""
+    if not calls.calls or starts.size == 0:
+        return ()
+    c_st = np.asarray([c.start_ns for c in calls.calls], np.int64)
+    c_en = np.asarray([c.end_ns for c in calls.calls], np.int64)
+    order = np.argsort(c_st, kind="stable")
+    pos = np.searchsorted(c_st[order], starts, side="right") - 1
+    ok = pos >= 0
+    cand = order[np.maximum(pos, 0)]
+    ok &= starts < c_en[cand]
+    return tuple(sorted({int(calls.calls[int(i)].index) for i in cand[ok].tolist()}))
+
+
+def overruns(trace: Trace, rows: np.ndarray) -> tuple[int, int]:
+    """(count, excess ns) of device work that ends after the next work on its stream
+    starts: one stream runs one thing at a time, so the overlap is a recording error."""
+    s = trace.slices
+    if rows.size < 2:
+        return 0, 0
+    order = np.lexsort((s.end[rows], s.start[rows], s.lane[rows]))
+    r = rows[order]
+    same = s.lane[r[1:]] == s.lane[r[:-1]]
+    excess = s.end[r[:-1]] - s.start[r[1:]]
+    bad = same & (excess > 0)
+    return int(bad.sum()), int(excess[bad].sum())
+
+
+def analyze_integrity(trace: Trace, window: Window, launches: LaunchSummary,
+                      device: DeviceSummary, calls: CallsSummary,
+                      step_calls: frozenset[int] = frozenset()) -> Integrity:
+    s = trace.slices
+    ltw = trace.launch_to_work
+    rows = launches.rows
+    names = [trace.names[c] for c in s.name[rows].tolist()]
+    n_work = np.fromiter((len(ltw.get(r, ())) for r in rows.tolist()), np.int64, rows.size)
+    empty = (n_work == 0) & ~no_record_due(trace, rows)
+    checks: list[Check] = []
+
+    def add(cid: str, count: int, starts: np.ndarray, ns: int = 0) -> None:
+        if count <= 0:
+            return
+        touched = _calls_of(starts, calls)
+        checks.append(Check(cid, count, touched,
+                            tuple(i for i in touched if i in step_calls),
+                            UNRELIABLE[cid] + (_STEP_IDLE if step_calls and cid in (
+                                "launch-without-device-work", "dropped-device-records")
+                                else ()), ns))
+
+    if empty.any():
+        add("launch-without-device-work", int(empty.sum()), s.start[rows[empty]])
+        # a run of empty launches before the first one with device work, with device
+        # work after it: the records of an earlier profiling session, lost
+        first_linked = int(np.argmax(n_work > 0)) if (n_work > 0).any() else -1
+        if first_linked >= 2 and empty[:first_linked].all():
+            add("dropped-prefix", first_linked, s.start[rows[:first_linked]])
+
+    # graph replays with fewer device records than their graph's replays usually have
+    is_graph = np.asarray(["GraphLaunch" in n for n in names], bool)
+    g_rows, g_work = rows[is_graph], n_work[is_graph]
+    gid_of = [_graph_id(trace, ltw.get(r, ())) for r in g_rows.tolist()]
+    short = np.zeros(g_rows.size, np.int64)
+    for gid in set(gid_of):
+        m = np.asarray([g == gid for g in gid_of], bool)
+        typical = int(np.median(g_work[m])) if m.any() else 0
+        short[m] = np.where(g_work[m] > 0, np.maximum(typical - g_work[m], 0), 0)
+    if short.any():
+        add("dropped-device-records", int(short.sum()), s.start[g_rows[short > 0]])
+
+    n_over, over_ns = overruns(trace, device.work_rows)
+    if n_over:
+        bad = _overrun_rows(trace, device.work_rows)
+        add("duration-overrun", n_over, s.start[bad], over_ns)
+    if launches.unlinked_work:
+        add("device-work-without-launch", launches.unlinked_work,
+            s.start[launches.unlinked_rows])
+
+    graphs = _graphs(trace, window, g_work,
+                     {g for g in gid_of if g is not None and not isinstance(g, tuple)})
+    if graphs.captures or graphs.instantiations:
+        cap = _api_rows(trace, window, CAPTURE_BEGIN | INSTANTIATE)
+        add("graph-capture", graphs.captures or graphs.instantiations, s.start[cap],
+            graphs.capture_ns)
+
+    incomplete = tuple(c.index for c in calls.calls if c.launches_without_work)
+    return Integrity(tuple(checks), incomplete, graphs)
+
+
+def _overrun_rows(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    s = trace.slices
+    order = np.lexsort((s.end[rows], s.start[rows], s.lane[rows]))
+    r = rows[order]
+    bad = (s.lane[r[1:]] == s.lane[r[:-1]]) & (s.end[r[:-1]] > s.start[r[1:]])
+    return r[:-1][bad]
+
+
+def _graph_id(trace: Trace, work: list[int] | tuple[int, ...]) -> object:
+    """Which graph a replay ran: the ``graph id`` newer Kineto writes on its device work;
+    without one, its first node's name (the replays of two graphs differ in their nodes,
+    and a replay that lost records usually keeps its first)."""
+    s = trace.slices
+    first = None
+    for w in work:
+        g = s.args.get(w, {}).get("graph id")
+        if g is not None:
+            return g
+        if first is None or s.start[w] < s.start[first]:
+            first = w
+    return None if first is None else ("first node", trace.names[int(s.name[first])])
+
+
+def _api_rows(trace: Trace, window: Window, names: frozenset[str]) -> np.ndarray:
+    s = trace.slices
+    codes = [i for i, n in enumerate(trace.names) if n in names]
+    if not codes:
+        return np.zeros(0, np.int64)
+    m = np.isin(s.name, codes) & (s.start >= window.start_ns) & (s.start < window.end_ns)
+    host = np.asarray([ln.kind != "device" for ln in trace.lanes], bool)
+    m &= host[s.lane] if host.size else False
+    rows = np.flatnonzero(m)
+    return rows[np.argsort(s.start[rows], kind="stable")]
+
+
+def _graphs(trace: Trace, window: Window, g_work: np.ndarray, ids: set[object]) -> Graphs:
+    s = trace.slices
+    begins = _api_rows(trace, window, CAPTURE_BEGIN)
+    ends = _api_rows(trace, window, CAPTURE_END)
+    inst = _api_rows(trace, window, INSTANTIATE)
+    capture_ns = 0
+    if begins.size and ends.size:
+        capture_ns = max(0, int(s.end[ends].max()) - int(s.start[begins].min()))
+    return Graphs(int(g_work.size), summarize(g_work.tolist()), len(ids), int(begins.size),
+                  int(inst.size), capture_ns)
