@@ -15,7 +15,7 @@ rule, and ``inherit`` takes the parent's category.
 Two implementations of that one sweep give the same answer (``tests/test_sweep.py``):
 the plain Python loop (``general=True``, the reference, and the path taken when the
 helpers are not built) and the same loop compiled (``host_sweep_native.py``). Which rows
-a thread owns is ``host_rows.py``; functions by self time, ``hot_functions.py``.
+a thread owns is ``host_rows`` below; functions by self time, ``hot_functions.py``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,51 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.host_rows import host_rows
 from traceview.analyses.host_sweep_native import compiled_sweep
 from traceview.analyses.window import Window
-from traceview.model import Lane, Trace
+from traceview.model import DEVICE_CATS, Lane, Trace
 from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
+
+# -- the slices a host thread owns in the window: its own slices less labels (user ranges,
+# profiler spans, device work), plus the profiler's ``overhead`` slices, which Kineto puts
+# on a lane of their own and which are laid over every thread they interrupted
+
+LABEL_CATS = frozenset({"user_annotation", "Trace"}) | DEVICE_CATS
+OVERLAY_CATS = frozenset({"overhead"})
+
+
+def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
+    """Every host lane's rows (see ``host_rows``), in one pass over the slices."""
+    s = trace.slices
+    ncat = len(trace.cat_names)
+    is_label = np.zeros(ncat + 1, bool)
+    is_label[[i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]] = True
+    is_overlay = np.zeros(ncat + 1, bool)
+    is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
+    live = (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
+    overlay = np.flatnonzero(live & is_overlay[s.cat])
+    own = np.flatnonzero(live & ~(is_label | is_overlay)[s.cat])
+    lane_of = s.lane[own]
+    if len(trace.lanes) < 2**15:
+        lane_of = lane_of.astype(np.int16)  # a radix sort
+    order = np.argsort(lane_of, kind="stable")
+    lane_of = lane_of[order]
+    by_lane = own[order]
+    del own, order
+    bounds = np.searchsorted(lane_of, np.arange(len(trace.lanes) + 1))
+    out = {}
+    for lane in trace.host_lanes:
+        rows = by_lane[bounds[lane.index]:bounds[lane.index + 1]]
+        if overlay.size:  # both sorted and disjoint: one merged copy
+            rows = np.insert(rows, np.searchsorted(rows, overlay), overlay)
+        out[lane.index] = rows
+    return out
+
+
+def host_rows(trace: Trace, lane: Lane, window: Window) -> np.ndarray:
+    """Rows of the thread's own slices plus overlaid profiler overhead, in the window."""
+    return host_rows_by_lane(trace, window)[lane.index]
+
 
 # segments taken at a time by the passes over a timeline (a few MB per temporary)
 BLOCK = 1 << 18

@@ -31,7 +31,7 @@ from traceview.analyses.launches import (
 )
 from traceview.analyses.window import Window
 from traceview.model import Trace
-from traceview.stats import Stats, summarize
+from traceview.stats import Stats, median, summarize
 
 # Host APIs that instantiate a captured graph (CUDA, driver and HIP spellings).
 INSTANTIATE = frozenset({"cudaGraphInstantiate", "cudaGraphInstantiateWithFlags",
@@ -158,7 +158,7 @@ def analyze_integrity(trace: Trace, window: Window, launches: LaunchSummary,
     short = np.zeros(g_rows.size, np.int64)
     for gid in set(gid_of):
         m = np.asarray([g == gid for g in gid_of], bool)
-        typical = int(np.median(g_work[m])) if m.any() else 0
+        typical = int(median(g_work[m].tolist())) if m.any() else 0
         short[m] = np.where(g_work[m] > 0, np.maximum(typical - g_work[m], 0), 0)
     if short.any():
         add("dropped-device-records", int(short.sum()), s.start[g_rows[short > 0]])

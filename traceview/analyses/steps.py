@@ -35,8 +35,7 @@ import numpy as np
 
 from traceview import intervals
 from traceview.analyses.critical_path import CriticalPath, critical_path
-from traceview.analyses.host import HostTimeline
-from traceview.analyses.host_rows import LABEL_CATS
+from traceview.analyses.host import LABEL_CATS, HostTimeline
 from traceview.model import Trace
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
 

@@ -27,8 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from traceview.analyses.host import HostTimeline
-from traceview.analyses.host_rows import OVERLAY_CATS
+from traceview.analyses.host import OVERLAY_CATS, HostTimeline
 from traceview.analyses.launches import launch_rows
 from traceview.analyses.window import Window
 from traceview.errors import UsageError

@@ -85,8 +85,7 @@ def _nullable(values: np.ndarray, missing: int) -> pl.Series:
 
 def slices_frame(ex: Analysis, path: str, rank: int) -> pl.DataFrame:
     """One row per slice of the trace; host categories from each host thread's sweep."""
-    from traceview.analyses.host import attribute_host
-    from traceview.analyses.host_rows import host_rows_by_lane
+    from traceview.analyses.host import attribute_host, host_rows_by_lane
 
     trace = ex.trace
     s = trace.slices

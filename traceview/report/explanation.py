@@ -17,8 +17,7 @@ from traceview.analyses.callfind import option_thread
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.device import DeviceSummary, analyze_device
-from traceview.analyses.host import HostTimeline, attribute_host
-from traceview.analyses.host_rows import OVERLAY_CATS, host_rows_by_lane
+from traceview.analyses.host import OVERLAY_CATS, HostTimeline, attribute_host, host_rows_by_lane
 from traceview.analyses.hot_functions import FunctionStat, hot_functions
 from traceview.analyses.integrity import Integrity, analyze_integrity
 from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
