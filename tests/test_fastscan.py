@@ -45,8 +45,9 @@ def _same(a: D.Decoded, b: D.Decoded) -> None:
     assert a.problems == b.problems
 
 
-@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
-def test_every_fixture_decodes_the_same_and_wholly_through_the_scanner(path, monkeypatch):
+def _decode_counting_declines(path, monkeypatch):
+    """``path`` decoded, with the sizes of the chunks the scanner declined (the fallback
+    decoder took them)."""
     declined = []
     real = fastscan.scan
 
@@ -57,7 +58,12 @@ def test_every_fixture_decodes_the_same_and_wholly_through_the_scanner(path, mon
         return got
 
     monkeypatch.setattr(fastscan, "scan", counting)
-    fast = D.decode(path)
+    return D.decode(path), declined
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_every_fixture_decodes_the_same_and_wholly_through_the_scanner(path, monkeypatch):
+    fast, declined = _decode_counting_declines(path, monkeypatch)
     assert declined == []  # real Kineto text never needs the fallback
     monkeypatch.setattr(fastscan, "_SCAN", None)
     _same(fast, D.decode(path))
@@ -295,17 +301,7 @@ def test_htas_df_index_resolver_trace_decodes_wholly_through_the_scanner(monkeyp
                                 "df_index_resolver.json.gz")
     if path is None:
         pytest.skip("the public corpus's HTA df_index_resolver trace is not here")
-    declined = []
-    real = fastscan.scan
-
-    def counting(text):
-        got = real(text)
-        if got is None:
-            declined.append(len(text))
-        return got
-
-    monkeypatch.setattr(fastscan, "scan", counting)
-    fast = D.decode(path)
+    fast, declined = _decode_counting_declines(path, monkeypatch)
     assert declined == [] and fast.x.key.size == 123_379
     monkeypatch.setattr(fastscan, "_SCAN", None)
     _same(fast, D.decode(path))

@@ -29,8 +29,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from traceview.workload.graphs import capture_graph  # noqa: E402
 
 
 def sync(dev: str) -> None:
@@ -60,20 +65,11 @@ def t_queued(fn: Callable[[], object], reps: int, dev: str) -> int:
 
 
 def capture(fn: Callable[[], object], dev: str) -> Callable[[], object] | None:
-    """``fn`` as one CUDA graph replay (None on the CPU)."""
+    """``fn`` as one CUDA graph replay (None on the CPU), captured as ``capture --mode
+    graph`` captures (warm-up on a side stream, outputs kept alive)."""
     if dev != "cuda":
         return None
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    torch.cuda.synchronize()
-    return g.replay
+    return capture_graph(torch, fn, 1, "this shape").replay
 
 
 # ---- the shapes -------------------------------------------------------------------------
