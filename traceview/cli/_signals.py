@@ -54,13 +54,23 @@ def _swallowed(unraisable: Any) -> None:
     sent again a moment later, to be raised where it can."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt) and _raised:
         import threading
+        import time
 
-        signum = _raised[0]
-        _raised.clear()
-        again = threading.Timer(0.005, signal.pthread_kill,
-                                (threading.main_thread().ident, signum))
-        again.daemon = True
-        again.start()
+        signum, main = _raised[0], threading.main_thread().ident
+        returned = threading.Event()
+
+        def again() -> None:
+            # only once this hook has returned: a signal handled while the main thread
+            # is still in here (a loaded machine can hold it in ``start`` for longer than
+            # the delay) would raise inside the hook, be printed and lost once more
+            returned.wait(1.0)
+            time.sleep(0.005)
+            _raised.clear()  # the re-sent signal is the first again: it raises
+            if main is not None:
+                signal.pthread_kill(main, signum)
+
+        threading.Thread(target=again, daemon=True).start()
+        returned.set()
         return
     _previous_hook(unraisable)
 
