@@ -389,6 +389,7 @@ PROFILER_NOISE = re.compile(r"^(USDT|ERROR|STAGE|WARNING):\S* .*\.cpp:\d+\]|gpuG
                             re.M)
 
 
+@pytest.mark.capture  # torch in a child process
 def test_a_cpu_capture_prints_no_profiler_log(tmp_path):
     """libkineto printed "USDT: ... profiler_start/stop" (and, without a GPU, "ERROR:
     ... gpuGetDeviceCount failed") on every CPU capture."""
