@@ -105,10 +105,12 @@ def _command(argv: list[str]) -> None:
 
 
 def main() -> None:
-    from traceview.cli import _signals
-
-    _signals.install()
     try:
+        # inside the guard: a Ctrl-C in the instant before the handlers are in place is
+        # Python's own KeyboardInterrupt, and it ends the run as any other does
+        from traceview.cli import _signals
+
+        _signals.install()
         code = _run()
         # the interpreter's shutdown puts back the signals' default action, and a signal
         # then ended the process by itself (status -2/-15, no word) after the work was
