@@ -40,6 +40,12 @@ def raw_events(path) -> list[dict]:
     return [e for e in events if e.get("ph") == "X"]
 
 
+def step_ranges(events: list[dict]) -> list[tuple[int, int]]:
+    """Every ``ProfilerStep#N`` range as (start, end) ns, in time order."""
+    return sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                  if re.match(r"^ProfilerStep#\d+$", e["name"]))
+
+
 API_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 WORK_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 
@@ -170,8 +176,7 @@ def ranges_only_step() -> TraceBuilder:
 def check_path_sums(path):
     events = raw_events(path)
     r = traceview.analyze(path)
-    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
-                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    steps = step_ranges(events)
     assert r.steps is not None and len(r.steps.steps) == len(steps)
     for (a, _), end, s in zip(steps, step_extents(events, steps), r.steps.steps, strict=True):
         assert s.end_ns == end
@@ -327,8 +332,7 @@ def test_a_helper_named_like_compile_is_no_cold_step(tmp_path, compile_ns):
     path = checkpointed_steps(compile_ns).write(tmp_path / "ckpt.json")
     events = raw_events(path)
     r = traceview.analyze(path)
-    calls = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
-                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    calls = step_ranges(events)
     assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == calls
     # the rule table's threshold (docs: 1% of the call, or 1 ms), counted here
     for (a, b), c in zip(calls, r.calls.per_call, strict=True):
@@ -452,8 +456,7 @@ def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
     path = device_tail_steps(gap_ns).write(tmp_path / "tail.json")
     events = raw_events(path)
     r = traceview.analyze(path)
-    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
-                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    steps = step_ranges(events)
     busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
                   if e.get("cat") == "kernel"])
     assert r.steps is not None
@@ -490,8 +493,7 @@ def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
 def test_a_window_cutting_a_step_widens_to_the_whole_step(tmp_path):
     path = micro_batch_steps(frames=False, steps=3).write(tmp_path / "three.json")
     events = raw_events(path)
-    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
-                   if re.match(r"^ProfilerStep#\d+$", e["name"]))
+    steps = step_ranges(events)
     first = min(ns(e["ts"]) for e in events)
     lo, hi = first + 150 * MS, first + 180 * MS  # inside step 2 (100-200 ms)
     r = traceview.analyze(path, traceview.Options(window="150ms:180ms"))
