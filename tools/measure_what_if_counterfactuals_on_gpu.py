@@ -207,6 +207,28 @@ def shape_triton_op(dev: str) -> dict:
     return {"eager": eager, "fused": fused}
 
 
+def shape_flag_gems(dev: str) -> dict:
+    """FlagGems' own ops (``flag_gems.ops``): an add, then the same three pointwise ops, each
+    a FlagGems Triton kernel behind FlagGems' Python wrapper (its argument handling,
+    specialization and launch are the host work the projections take away). Called directly
+    rather than through ``use_gems()`` so the other shapes keep ATen's kernels."""
+    from flag_gems import ops as fg
+
+    a = torch.randn(16 * 4096, device=dev)
+    b = torch.randn_like(a)
+    c = torch.empty_like(a)
+    d = torch.empty_like(a)
+
+    def eager() -> torch.Tensor:
+        return fg.sigmoid(fg.add(fg.mul(fg.add(a, b), 0.5), 1.0))
+    add, sig = triton_add_kernel(), triton_sigmoid_affine()
+
+    def fused() -> torch.Tensor:
+        return sig(add(a, b, c), d)
+    torch.testing.assert_close(fused(), eager(), rtol=1e-5, atol=1e-5)
+    return {"eager": eager, "fused": fused}
+
+
 class TinyLlama(torch.nn.Module):
     """A Llama decode step (RMSNorm, rotary, attention over a static KV cache, SwiGLU),
     written so that one step captures as a CUDA graph: the position is a device tensor."""
@@ -288,6 +310,7 @@ SHAPES: dict[str, Callable[[str], dict]] = {
     "pointwise6_4m": lambda d: shape_chain(6, 4 * 1024 * 1024, d),
     "pointwise24_4k": lambda d: shape_chain(24, 4096, d),
     "triton_op": shape_triton_op,
+    "flag_gems_op": shape_flag_gems,
     "llama_decode": shape_llama,
     "compiled_mlp": shape_compiled,
 }
