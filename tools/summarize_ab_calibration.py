@@ -1,6 +1,15 @@
 """The calibration table of docs/ab.md from tools/calibrate_ab_planted_delays_on_gpu.sh's output.
 
     python tools/summarize_ab_calibration.py OUT_FOLDER... [--fixture fixtures/ab_h200_planted_delays.json]
+        [--serve-json cold.json --serve-wall-s 151.2]
+
+Besides the table it prints the acceptance lines: per 10-round run of the planted +1 us,
+whether it was resolved (B slower) and whether its interval holds the delay's measured
+cost (``truth.jsonl``, tools/planted_delay_truth.py: a plain loop, no traceview; the
+truth is the median over its processes' estimates), per run of the A/A whether it was
+quiet ("cannot tell"), and, with ``--serve-json``, the cold serve A/B's wall time against
+its bound (180 s) with its stages. Each acceptance line ends PASS or FAIL (at least 9 of
+10 runs; fewer than 10 runs count the missing ones as failed).
 
 Reads ``same_1us.json``, ``same_aa.json``, ``fresh_3us.json`` and ``fresh_aa.json`` (``ab
 --out``) and the seconds each step took (the last line of its ``.txt``) from each folder.
@@ -28,7 +37,50 @@ from traceview.multi import block_pairs
 from traceview.paired import compare
 
 STEPS = {"same_1us": 1000, "same_aa": 0, "fresh_3us": 3000, "fresh_aa": 0}
+#: The callable of tools/planted_delay_add.py whose cost tools/planted_delay_truth.py
+#: measured, per step.
+TRUTH_OF = {"same_1us": "plus_1us", "fresh_3us": "plus_3us"}
 RUN = 10
+#: Acceptance: runs out of RUN-round runs that must pass, and the cold serve bound.
+NEED = 0.9
+SERVE_COLD_S = 180
+
+
+def truths(folders: list[Path]) -> dict[str, dict[str, Any]]:
+    """Per delayed callable, its measured cost: the median of the processes' estimates
+    (``truth.jsonl``, one line per process), with every process's estimate and interval."""
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for folder in folders:
+        path = folder / "truth.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                seen.setdefault(row["b"], []).append(row)
+    out = {}
+    for b, rows in seen.items():
+        est = sorted(r["estimate_ns"] for r in rows)
+        mid = len(est) // 2
+        out[b] = {"estimate_ns": est[mid] if len(est) % 2 else (est[mid - 1] + est[mid]) / 2,
+                  "processes": [{"estimate_ns": r["estimate_ns"], "ci_ns": r["ci_ns"],
+                                 "pairs": r["pairs"], "block_calls": r["block_calls"],
+                                 "device_name": r.get("device_name")} for r in rows]}
+    return out
+
+
+def accuracy(runs: list[dict[str, Any]], planted_ns: int,
+             truth_ns: float | None) -> list[dict[str, Any]]:
+    """Per run: ``resolved`` (the planted delay: B slower), ``quiet`` (an A/A: cannot
+    tell), ``covers_truth`` (the interval holds the measured cost; None without one)."""
+    out = []
+    for r in runs:
+        lo, hi = r["ci_ns"]
+        out.append({"resolved": r["verdict"] == "B slower" if planted_ns else None,
+                    "quiet": r["verdict"] == "cannot tell" if not planted_ns else None,
+                    "covers_truth": None if truth_ns is None or lo is None or hi is None
+                    else lo <= truth_ns <= hi})
+    return out
 
 
 def _seconds(folder: Path, name: str) -> int | None:
@@ -94,12 +146,77 @@ def summarize(folders: list[Path]) -> dict[str, Any]:
                               "verdict_line": doc["verdict"]})
             diffs = [round_diff(r) for r in rounds]
             step = {"planted_ns": planted, "blocks": proto.get("blocks"),
-                    "block_calls": proto.get("baseline_n"),
+                    "block_calls": proto.get("baseline_n")
+                    or _chosen(proto.get("block_calls")),
                     "seconds": sum(p["seconds"] or 0 for p in parts), "parts": parts,
                     "rounds": rounds,
                     "runs": [judge(diffs[i:i + RUN]) for i in range(0, len(diffs), RUN)]}
+        truth = truths(folders).get(TRUTH_OF.get(name, ""))
+        if truth is not None:
+            step["truth"] = truth
+        if "runs" in step:
+            step["accuracy"] = accuracy(step["runs"], planted,
+                                        truth["estimate_ns"] if truth else None)
         out[name] = step
     return out
+
+
+def _chosen(block_calls: dict[str, Any] | None) -> str | None:
+    """The calls per block the processes chose (``protocol.block_calls``), as a range."""
+    chosen = [n for n in (block_calls or {}).get("chosen", []) if n is not None]
+    if not chosen:
+        return None
+    return f"{min(chosen)}" if min(chosen) == max(chosen) else f"{min(chosen)}-{max(chosen)}"
+
+
+def _verdict(passed: int, runs: int) -> str:
+    return "PASS" if runs and passed >= NEED * max(runs, RUN) else "FAIL"
+
+
+def acceptance(summary: dict[str, Any], serve: dict[str, Any] | None = None) -> list[str]:
+    """The acceptance lines: per step its runs' counts, each run's row, then serve's."""
+    lines = []
+    for name, s in summary.items():
+        if "accuracy" not in s:
+            continue
+        acc, runs = s["accuracy"], s["runs"]
+        rows = "; ".join(
+            f"run {i + 1}: {_us(r['estimate_ns'])} [{_us(r['ci_ns'][0])}, {_us(r['ci_ns'][1])}]"
+            + (f" resolved {'yes' if a['resolved'] else 'NO'}" if s["planted_ns"] else
+               f" quiet {'yes' if a['quiet'] else 'NO'}")
+            + ("" if a["covers_truth"] is None else
+               f", covers truth {'yes' if a['covers_truth'] else 'NO'}")
+            for i, (r, a) in enumerate(zip(runs, acc, strict=True)))
+        n = len(runs)
+        if s["planted_ns"]:
+            resolved = sum(bool(a["resolved"]) for a in acc)
+            lines.append(f"{name}: planted +{s['planted_ns'] / 1e3:g} us resolved in "
+                         f"{resolved} of {n} runs of {RUN} rounds: {_verdict(resolved, n)}")
+            truth = s.get("truth")
+            if truth is None:
+                lines.append(f"{name}: no truth measured (truth.jsonl): accuracy not checked: FAIL")
+            else:
+                covered = sum(bool(a["covers_truth"]) for a in acc)
+                each = ", ".join(_us(p["estimate_ns"]) for p in truth["processes"])
+                lines.append(f"{name}: interval holds the delay's measured cost "
+                             f"{_us(truth['estimate_ns'])} us (plain loop, median of "
+                             f"{len(truth['processes'])} processes: {each}) in {covered} of "
+                             f"{n} runs: {_verdict(covered, n)}")
+        else:
+            quiet = sum(bool(a["quiet"]) for a in acc)
+            lines.append(f"{name}: A/A cannot tell in {quiet} of {n} runs of {RUN} rounds: "
+                         f"{_verdict(quiet, n)}")
+        lines.append(f"  {rows}")
+    if serve is not None:
+        lines.append(f"serve cold: {serve['wall_s']:.1f} s (bound {SERVE_COLD_S} s), "
+                     f"complete {serve['complete']}: "
+                     + ("PASS" if serve["complete"] and serve["wall_s"] <= SERVE_COLD_S
+                        else "FAIL"))
+        stages = serve.get("stages_ns") or {}
+        if stages:
+            lines.append("  stages (s): " + ", ".join(
+                f"{k} {v / 1e9:.1f}" for k, v in stages.items() if isinstance(v, int)))
+    return lines
 
 
 def _us(ns: float | None) -> str:
@@ -138,9 +255,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", type=Path, nargs="+")
     ap.add_argument("--fixture", type=Path)
+    ap.add_argument("--serve-json", type=Path, help="the cold serve run's --out")
+    ap.add_argument("--serve-wall-s", type=float, help="the cold serve run's wall time")
     args = ap.parse_args(argv)
     summary = summarize(args.folders)
-    if not summary:
+    serve = None
+    if args.serve_json is not None:
+        try:
+            doc = json.loads(args.serve_json.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"{args.serve_json}: cannot read the serve document: {exc}", file=sys.stderr)
+            return 2
+        serve = {"wall_s": args.serve_wall_s if args.serve_wall_s is not None else float("inf"),
+                 "complete": bool(doc.get("complete")),
+                 "stages_ns": (doc.get("protocol") or {}).get("stages_ns")}
+    if not summary and serve is None:
         print(f"{', '.join(map(str, args.folders))}: no step results (same_1us.json ...)",
               file=sys.stderr)
         return 2
@@ -152,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         args.fixture.write_text(compact(json.dumps({
             "source": "tools/calibrate_ab_planted_delays_on_gpu.sh on the H200; "
                       "tools/summarize_ab_calibration.py", "steps": summary}, indent=1)) + "\n")
-    print(table(summary))
+    if summary:
+        print(table(summary))
+    print("\n".join(acceptance(summary, serve)))
     return 0
 
 

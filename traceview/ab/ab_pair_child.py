@@ -7,12 +7,13 @@ and ~140 us, on both sides; the paired difference of two fresh processes then sw
 interpreter -- two implementations, or two user callables -- share that state when
 measured in the same process, so it cancels in their difference.
 
-Reads ``{"a": config, "b": config, "blocks": K}`` (``runner.wire`` configs) on
+Reads ``{"a": config, "b": config, "blocks": K}`` (``runner.wire`` configs; with
+``"block_ns": T`` the calls per block are chosen here, :func:`block_calls`) on
 stdin. Builds each side's seeded inputs and implementation, checks each first output
 against the float64 reference, warms both up, then runs ``K`` blocks per side (``K``
 even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side goes
-first in half of the pairs); a block is one side's ``baseline_n`` synchronized calls and
-one amortized batch. Per side: the median of
+first in half of the pairs); a block is one side's ``baseline_n`` (or the chosen
+number of) synchronized calls and one amortized batch. Per side: the median of
 all its synchronized calls, each block's median (``blocks_full_ns``, in run order), the
 median of its blocks' amortized figures, and (CUDA) the
 CUDA-graph device time at the end, both sides' graphs replayed alternately
@@ -37,14 +38,59 @@ from typing import Any
 from traceview.multi import block_pairs
 from traceview.stats import median
 
+#: The length of a block in time when the calls per block are chosen (``ab
+#: --same-process`` without ``--baseline-n``). On the H200 a process flips between a fast
+#: and a slow state every few milliseconds (24 vs 37 us per call for the planted-delay
+#: add); a block that straddles a flip reads the mixture, and with blocks of 100 calls
+#: (2.5 ms) one or two rounds in ten read -3.7 to +8.2 us for a planted +1 us. Blocks of
+#: 5 calls of that add, about 150 us, resolved it in 10 of 10 runs (docs/ab.md): the
+#: block's length in time is what matters, so a call of another length gets as many
+#: calls as fill about this long.
+BLOCK_NS = 150_000
+#: The pilot that times the call before the blocks, to choose their length (not used in
+#: any figure): synchronized calls, alternating sides, for at least ``PILOT_NS`` and
+#: ``PILOT_CALLS`` calls per side (at most ``PILOT_MAX_CALLS``). A pilot by time, not by
+#: count: a few calls fit inside one preemption of a loaded host, and its median would
+#: then be the preemption's (seen on a shared 2-core CPU machine: 1 call per block
+#: chosen where 19 fit).
+PILOT_NS = 20_000_000
+PILOT_CALLS = 20
+PILOT_MAX_CALLS = 10_000
+#: The most calls in one block (a call of a few hundred ns on the CPU).
+MAX_BLOCK_CALLS = 1000
+
+
+def block_calls(call_ns: int, block_ns: int = BLOCK_NS) -> int:
+    """Calls per block so that a block lasts about ``block_ns``: ``block_ns / call_ns``
+    rounded to the nearest whole call, at least 1 (a call longer than a block is a
+    block of its own) and at most :data:`MAX_BLOCK_CALLS`. ``call_ns`` is the slower
+    side's median synchronized call, so neither side's block runs much longer."""
+    if call_ns <= 0:
+        return MAX_BLOCK_CALLS
+    return max(1, min(MAX_BLOCK_CALLS, (2 * block_ns + call_ns) // (2 * call_ns)))
+
+
+def pilot_call_ns(calls: dict[str, Any], timed: Any) -> int:
+    """The slower side's median synchronized call over the pilot (:data:`PILOT_NS`):
+    ``timed(call)`` gives one call's samples; the sides alternate call by call."""
+    import time
+
+    pilot: dict[str, list[int]] = {label: [] for label in calls}
+    end = time.perf_counter_ns() + PILOT_NS
+    while (len(pilot[next(iter(calls))]) < PILOT_CALLS or time.perf_counter_ns() < end) \
+            and len(pilot[next(iter(calls))]) < PILOT_MAX_CALLS:
+        for label, call in calls.items():
+            pilot[label] += timed(call)
+    return max(int(median(samples)) for samples in pilot.values())
+
 
 def block_order(blocks: int) -> list[str]:
     """The sides' blocks in run order: A B, B A, A B, ... (``blocks`` per side)."""
     return [side for i in range(blocks) for side in (("A", "B") if i % 2 == 0 else ("B", "A"))]
 
 
-def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
-                 ) -> dict[str, Any]:
+def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
+                 block_ns: int | None = None) -> dict[str, Any]:
     from traceview.checks import correctness
     from traceview.opcapture import baseline as baseline_mod
     from traceview.opcapture.metadata import versions
@@ -62,6 +108,11 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                  for label, cfg in (("A", config_a), ("B", config_b))}
         mark("build_compile_warmup")
         n = config_a.baseline_n
+        pilot_ns = None
+        if block_ns is not None:
+            pilot_ns = pilot_call_ns({label: sides[label].call for label in ("A", "B")},
+                                     lambda call: baseline_mod.full_api_samples(dev, call, 1))
+            n = block_calls(pilot_ns, block_ns)
         samples: dict[str, list[int]] = {"A": [], "B": []}
         block_p50: dict[str, list[int]] = {"A": [], "B": []}
         submit: dict[str, list[int]] = {"A": [], "B": []}
@@ -84,6 +135,9 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None
                 "correctness": sides[label].checked,
                 "blocks_full_ns": block_p50[label],
             }
+            if pilot_ns is not None:
+                out[label]["block_calls"] = {"chosen": n, "pilot_call_ns": pilot_ns,
+                                             "block_ns": block_ns}
         pair = block_pairs.estimate(block_p50["A"], block_p50["B"])
         out["pair_estimate_ns"] = pair.estimate_ns
         out["pair_estimate"] = {"a_then_b_ns": pair.a_then_b_ns,
@@ -114,7 +168,9 @@ def measure_both(text: str) -> dict[str, Any]:
     doc = json.loads(text)
     config_a, config_b = (decode_config(json.dumps(doc[x])) for x in ("a", "b"))
     import_libraries(phases, triton="triton" in (config_a.impl, config_b.impl))
-    out = measure_pair(config_a, config_b, int(doc["blocks"]), phases)
+    block_ns = doc.get("block_ns")
+    out = measure_pair(config_a, config_b, int(doc["blocks"]), phases,
+                       block_ns=None if block_ns is None else int(block_ns))
     out["phases_ns"] = phases.ns
     return out
 

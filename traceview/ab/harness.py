@@ -136,7 +136,8 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                    cpus: Sequence[int] = (), same_process: bool = False,
                    blocks: int = 10, check_cache: bool = False,
                    fork: bool = True, reference: Any = None,
-                   until: Until | None = None, split: bool = False) -> ABResult:
+                   until: Until | None = None, split: bool = False,
+                   block_ns: int | None = None) -> ABResult:
     """The capture A/B: ``sides[label]`` may give ``python``, ``env``, ``path``, ``name``.
 
     ``trace_dir``: after the rounds, one profiled capture per side there
@@ -157,7 +158,10 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     each side's process also measures this call in alternating blocks, and the side's
     figure is its difference from it (``ab_pair_child.measure_against_reference``).
     ``until``: planned looks (:mod:`traceview.multi.sequential`); ``rounds`` is then the most
-    rounds, and the intervals are at the looks' level. ``split``: :func:`_with_splits`."""
+    rounds, and the intervals are at the looks' level. ``split``: :func:`_with_splits`.
+    ``block_ns`` (``same_process`` only): each process chooses its calls per block so that
+    a block lasts about this long (``ab_pair_child.block_calls``) instead of taking the
+    configs' ``baseline_n``."""
     started = time.monotonic()
     if reference is not None:
         check_reference(config_a, config_b, reference, same_process=same_process,
@@ -169,7 +173,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     configs = {"A": config_a, "B": config_b}
     with tempfile.TemporaryDirectory(prefix="traceview-ab-") as root:
         made = _made_sides(configs, sides, root, cpus)
-        processes = ({"A+B": pair_side(configs, made, blocks)} if same_process else
+        processes = ({"A+B": pair_side(configs, made, blocks, block_ns)} if same_process else
                      {label: reference_side(made[label], reference, blocks)
                       for label in made} if reference is not None else made)
         with start_templates(processes, fork=fork) as templates:  # importing meanwhile
@@ -200,6 +204,9 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     protocol = _protocol(config_a, rounds, len(runs) // 2, cpus=cpus,
                          time_limit_s=time_limit_s, blocks=blocks if same_process else None,
                          process=process)
+    if same_process and block_ns is not None:
+        protocol["baseline_n"] = None
+        protocol["block_calls"] = chosen_block_calls(runs, block_ns)
     alpha = _with_reference_and_looks(protocol, reference, blocks, looked, rounds,
                                       len(runs) // 2)
     result = analyze(runs, described, len(runs) // 2,
@@ -422,8 +429,19 @@ def at_once(work: Callable[[K], T], labels: Sequence[K]) -> dict[K, T]:
     return results
 
 
+def chosen_block_calls(runs: Sequence[ProcessRun], block_ns: int) -> dict[str, Any]:
+    """``protocol.block_calls`` of a run whose processes chose their calls per block:
+    the rule, the block's length aimed at, and each process's choice (round order)."""
+    chosen = [run.result.get("block_calls", {}).get("chosen") for run in runs
+              if run.side == "A"]
+    return {"rule": "per process: the slower side's median synchronized call over a "
+                    "pilot of calls after the warm-up; calls per block = block_ns / "
+                    "that call, rounded, at least 1",
+            "block_ns": block_ns, "chosen": chosen}
+
+
 def pair_side(configs: Mapping[str, Any], made: Mapping[str, ChildSpec],
-              blocks: int) -> ChildSpec:
+              blocks: int, block_ns: int | None = None) -> ChildSpec:
     """The one process of a ``--same-process`` round: A's setting (the user's setting
     is the same on both sides, checked), A's cache folders serve both, and the
     interpreter if either side needs it."""
@@ -432,7 +450,8 @@ def pair_side(configs: Mapping[str, Any], made: Mapping[str, ChildSpec],
     if any(c.interpreted for c in configs.values()):
         pair_env.setdefault("TRITON_INTERPRET", "1")
     return ChildSpec(label="A+B", entry=("-m", "traceview.ab.ab_pair_child"),
-                config={"a": a.config, "b": made["B"].config, "blocks": blocks},
+                config={"a": a.config, "b": made["B"].config, "blocks": blocks,
+                        **({} if block_ns is None else {"block_ns": block_ns})},
                 python=a.python, env=pair_env, path=a.path, cwd=a.cwd, cpus=a.cpus,
                 call="traceview.ab.ab_pair_child:measure_both",
                 preload=preload_for(*(c.impl for c in configs.values())))

@@ -49,7 +49,8 @@ SameProcessOpt = Annotated[bool, _o("Each round: ONE fresh process measures both
                                     "--same-process")]
 BlocksOpt = Annotated[int | None, _o("With --same-process or --reference: blocks per side and process, "
                                      "even (A B, B A, ...), each --baseline-n calls "
-                                     "(default: 10).", _RUN, show_default=False)]
+                                     "(default: 200 with --same-process, 10 with "
+                                     "--reference).", _RUN, show_default=False)]
 APythonOpt = Annotated[Str, _o("Side A's interpreter (another venv).", _SIDES,
                                show_default=False)]
 BPythonOpt = Annotated[Str, _o("Side B's interpreter (another venv).", _SIDES,
@@ -87,8 +88,11 @@ def ab(
     device: Annotated[str, _o("cuda | cpu.", _RUN)] = "cuda",
     mode: Annotated[str, _o("eager | graph.", _RUN)] = "eager",
     warmup: Annotated[int, _o("Warm-up calls in each process.", _RUN)] = 10,
-    baseline_n: Annotated[int, _o("Calls per figure in each process.", _RUN,
-                                  "--baseline-n")] = 200,
+    baseline_n: Annotated[int | None, _o("Calls per figure in each process (default: 200; "
+                                         "with --same-process, each block's calls are "
+                                         "chosen from the call's time: blocks of about "
+                                         "150 us).", _RUN, "--baseline-n",
+                                         show_default=False)] = None,
     seed: Annotated[int, _o("Seed for the random inputs.", _RUN)] = 0,
     launcher: Annotated[str, _o("--impl triton's form on both sides: auto | minimal | "
                                 "library (see capture --help).", _RUN)] = "auto",
@@ -198,7 +202,7 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
         raise CaptureError(f"--rounds takes 1 to 200, got {rounds}")
     if blocks is not None and not (same_process or reference):
         raise CaptureError("--blocks is for --same-process or --reference")
-    blocks = 10 if blocks is None else blocks
+    blocks, block_ns = default_blocks(blocks, options, same_process=same_process)
     if out is not None and out.exists() and out.is_dir():
         raise CaptureError(f"--out {out} is a folder; give a file name")
     from traceview.cli._common import check_output_dir, check_output_file
@@ -218,7 +222,8 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
                                 time_limit_s=time_limit, cpus=parse_cpus(cpus),
                                 same_process=same_process, blocks=blocks,
                                 check_cache=check_cache, fork=not spawn,
-                                reference=ref_config, until=wanted, split=split)
+                                reference=ref_config, until=wanted, split=split,
+                                block_ns=block_ns)
     except CorrectnessError as exc:
         report = exc.report or {}
         if not report.get("cache_check"):
@@ -229,6 +234,35 @@ def _ab(*, rounds, order_seed, time_limit, same_process, blocks, cpus, format, o
         print("traceview: error: " + text, file=sys.stderr)
         raise typer.Exit(exc.exit_code) from None
     _print(result.as_dict(), format, out, width)
+
+
+#: ``--same-process``'s blocks per side when ``--blocks`` is not given: with blocks of
+#: about 150 us (``ab_pair_child.BLOCK_NS``) the setting calibrated on the H200, 200
+#: blocks of 5 calls of a ~30 us call (docs/ab.md).
+SAME_PROCESS_BLOCKS = 200
+#: ``--baseline-n`` when not given (and, with --same-process, only where the calls per
+#: block are not chosen: a side's figures outside the blocks, the split's capture).
+BASELINE_N = 200
+
+
+def default_blocks(blocks: int | None, options: dict[str, Any], *, same_process: bool
+                   ) -> tuple[int, int | None]:
+    """(blocks per side, the block length in ns each process fills with calls, or None).
+
+    ``--same-process`` without ``--baseline-n`` chooses the calls per block in each
+    process from the call's own time (``ab_pair_child.block_calls``: blocks of about
+    150 us): a block must be short against the few milliseconds between a process's
+    flips from a fast to a slow state, which is a time, not a number of calls. Without
+    ``--blocks`` it runs 200 blocks per side. ``--reference`` keeps 10 blocks of
+    ``--baseline-n`` calls. Fills ``options["baseline_n"]`` where it was not given."""
+    from traceview.ab.ab_pair_child import BLOCK_NS
+
+    chosen = same_process and options.get("baseline_n") is None
+    if options.get("baseline_n") is None:
+        options["baseline_n"] = BASELINE_N
+    if blocks is None:
+        blocks = SAME_PROCESS_BLOCKS if same_process else 10
+    return blocks, BLOCK_NS if chosen else None
 
 
 def side_configs(*, op, impl, shape, dtype, layout, scalar, device, mode, warmup, baseline_n,

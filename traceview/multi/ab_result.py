@@ -28,9 +28,10 @@ FIGURE_LABELS = {
     "device_ns": "device time per op (CUDA graph replay)",
 }
 #: What a process may also report: its blocks (``--same-process``, ``--reference``), the
-#: round's B - A from neighbouring blocks, its figure against the reference.
+#: round's B - A from neighbouring blocks, its figure against the reference, the calls
+#: per block it chose from the call's time (``--same-process`` without ``--baseline-n``).
 PER_PROCESS_EXTRA = ("blocks_full_ns", "pair_estimate_ns", "pair_estimate",
-                     "vs_reference_ns", "reference")
+                     "vs_reference_ns", "reference", "block_calls")
 METHOD = ("Hodges-Lehmann estimate of the paired per-round difference B - A (with both "
           "sides in one process, or each against one reference call: the mean of the "
           "median A->B and the median B->A neighbouring-block differences); exact "

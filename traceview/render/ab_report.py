@@ -127,9 +127,16 @@ def _header(doc: dict[str, Any]) -> str:
     p = doc["protocol"]
     shape = "x".join(map(str, p["shape"]))
     if p.get("blocks"):
+        calls, why = p["baseline_n"], ""
+        if calls is None and p.get("block_calls"):
+            chosen = [n for n in p["block_calls"]["chosen"] if n is not None]
+            calls = ((f"{min(chosen)}" if min(chosen) == max(chosen) else
+                      f"{min(chosen)}-{max(chosen)}") if chosen else "?")
+            why = (" (chosen from the call's time: blocks of about "
+                   f"{fmt_ns(p['block_calls']['block_ns'])})")
         each = (f"each process: both sides, {p['warmup']} warm-up calls each, then "
-                f"{p['blocks']} blocks per side (A B, B A, ...) of {p['baseline_n']} "
-                "synchronized calls and one amortized batch")
+                f"{p['blocks']} blocks per side (A B, B A, ...) of {calls} "
+                f"synchronized calls{why} and one amortized batch")
     else:
         each = (f"each process: {p['warmup']} warm-up calls, then {p['baseline_n']} calls "
                 "per figure")
