@@ -107,6 +107,23 @@ def test_ab_interleaves_fresh_runs_and_pairs_them_by_round(ab_doc):
     assert a["correctness"]["check"]["status"] == "reference"
 
 
+def test_stages_add_up_to_what_the_processes_took(ab_doc):
+    """``protocol.stages_ns``: every stage the run went through, each at least what its
+    processes took as the parent waited for them (recorded per process, summed here),
+    and together no more than the whole run."""
+    st = ab_doc["protocol"]["stages_ns"]
+    a, b = ab_doc["variants"]
+    assert set(st) == {"correctness_A", "correctness_B", "repetitions_A", "repetitions_B",
+                       "profile_A", "profile_B", "explain_A", "explain_B", "total"}
+    assert all(isinstance(v, int) and v >= 0 for v in st.values())
+    for side, v in (("A", a), ("B", b)):
+        walls = sum(r["process_wall_ns"] for r in v["repetitions"])
+        assert walls <= st[f"repetitions_{side}"] <= walls + 50_000_000 * len(v["repetitions"])
+        assert v["diagnosis"]["process_wall_ns"] <= st[f"profile_{side}"]
+    assert b["correctness"]["check"]["process_wall_ns"] <= st["correctness_B"]
+    assert sum(v for k, v in st.items() if k != "total") <= st["total"]
+
+
 def test_profiled_decode_steps_are_explained(ab_doc):
     d = ab_doc["variants"][0]["diagnosis"]
     dec = d["decode"]

@@ -20,10 +20,11 @@ The repetition loop is deliberately plain so it can later share ``traceview ab``
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -312,8 +313,13 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     ``on_stage(doc)`` is called after every stage (each check, each repetition, each
     diagnosis) with the document so far, ``complete`` false until the end: a run cut
     short by a time limit still leaves what it measured.
+
+    ``protocol.stages_ns`` says where the run's time went, stage by stage, as the parent
+    saw it (:class:`Stages`), and each stage's end is logged with its seconds: a cold
+    run's budget is spent in a few stages, and this is the one place that adds them up.
     """
     launch = launch or launch_mod.in_subprocess
+    stages = Stages(log)
     doc: dict[str, Any] = {
         **stamp("serve"), "tool_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -325,12 +331,14 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                      "fresh_process_per_repetition": True,
                      "warmup": f"{spec.workload.warmup_batches} untimed batch(es) of "
                                f"{spec.workload.batch_size} per process, own prompts",
-                     "definitions": DEFINITIONS, "process_start": None},
+                     "definitions": DEFINITIONS, "process_start": None,
+                     "stages_ns": stages.ns},
         "variants": [], "ab": None, "measured": False, "stopped": None, "complete": False,
     }
     final: list[Variant] = []
     for v in spec.variants:
-        fixed, block, ok = resolve(spec, v, launch, log)
+        with stages.stage(f"correctness_{v.label}"):
+            fixed, block, ok = resolve(spec, v, launch, log)
         final.append(fixed)
         doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
                                     correctness=block, repetitions=[], summary=None,
@@ -339,6 +347,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         on_stage(doc)
         if not ok:
             doc["stopped"] = _stopped(v, block)
+            stages.done()
             doc["complete"] = True
             return doc
     spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
@@ -354,7 +363,8 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         variant = spec.a if side == "A" else spec.b
         assert variant is not None  # side B runs only when there is a B
         log(f"round {rnd + 1}/{spec.rounds}: {side} ({variant.describe()})")
-        reps[side].append(measure_once(spec, variant, launch, rnd, position))
+        with stages.stage(f"repetitions_{side}", quiet=position < len(order) - 2):
+            reps[side].append(measure_once(spec, variant, launch, rnd, position))
         _fill(doc, spec, reps)  # a run cut short still has its summaries so far
         on_stage(doc)
     doc["measured"] = True
@@ -367,22 +377,56 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         for entry, v in zip(doc["variants"], spec.variants, strict=True):
             log(f"profiling {spec.profile_steps} decode steps: {v.label} ({v.describe()})")
             path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
-            t0 = time.perf_counter_ns()
-            out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
-                                 trace_path=str(path)))
-            wall = time.perf_counter_ns() - t0
+            with stages.stage(f"profile_{v.label}"):
+                t0 = time.perf_counter_ns()
+                out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
+                                     trace_path=str(path)))
+                wall = time.perf_counter_ns() - t0
             if out.value is None:
                 entry["diagnosis"] = {"error": f"the profiled run failed: {out.error}"}
                 on_stage(doc)
                 continue
-            entry["diagnosis"] = dict(diagnose(str(path), spec.profile_steps),
+            with stages.stage(f"explain_{v.label}"):
+                explained = diagnose(str(path), spec.profile_steps)
+            entry["diagnosis"] = dict(explained,
                                       profiled_step_wall_ns=out.value.get("step_wall_ns"),
                                       process_ns=out.value.get("process_ns"),
                                       process_wall_ns=wall)
             on_stage(doc)
     doc["protocol"]["process_start"] = _process_start(launch)
+    stages.done()
     doc["complete"] = True
     return doc
+
+
+class Stages:
+    """Wall time per stage of a serve run, in ns, as the parent waited for it:
+    ``correctness_A``/``_B`` (the check, its bisect and check again, or the check
+    cache's look-up; the first one includes the wait for the templates' imports,
+    ``protocol.process_start.waited_ns``), ``repetitions_A``/``_B`` (the sum of that
+    side's measuring processes), ``profile_X`` and ``explain_X`` (the profiled run and
+    explaining its trace), and ``total`` from the start of the protocol to its end. The
+    dict is the document's ``protocol.stages_ns`` and grows as the run goes; each stage
+    is logged with its seconds when it ends (a side's repetitions once, at its last)."""
+
+    def __init__(self, log: Log) -> None:
+        self.ns: dict[str, int] = {}
+        self.log = log
+        self.began = time.perf_counter_ns()
+
+    @contextlib.contextmanager
+    def stage(self, name: str, *, quiet: bool = False) -> Iterator[None]:
+        t0 = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.ns[name] = self.ns.get(name, 0) + time.perf_counter_ns() - t0
+            if not quiet:
+                self.log(f"stage {name}: {self.ns[name] / 1e9:.1f} s")
+
+    def done(self) -> None:
+        self.ns["total"] = time.perf_counter_ns() - self.began
+        self.log(f"stage total: {self.ns['total'] / 1e9:.1f} s")
 
 
 def _process_start(launch: launch_mod.Launcher) -> dict[str, Any] | None:
