@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU acceptance of ab --same-process's defaults and of serve's cold path, in one call
+# of at most TOTAL_S (570) s:
+#
+#   1. truth     the planted +1 us delay's cost, measured with a plain loop and no traceview
+#                (tools/planted_delay_truth.py, TRUTH_PROCESSES (3) fresh processes);
+#   2. same_1us  `ab --same-process` with its defaults (no --blocks, no --baseline-n), plain
+#                vs plus_1us, up to 100 rounds in SAME_S s, read as 10-round runs;
+#   3. same_aa   the same, plain on both sides (A/A);
+#      (1-3: tools/calibrate_ab_planted_delays_on_gpu.sh; SAME_S is what the time leaves
+#      after SERVE_S for step 4 and about 30 s for step 1, split between steps 2 and 3)
+#   4. serve     `traceview serve --vs flag_gems --exclude-failing` cold (Triton's, FlagGems'
+#                and traceview's caches empty: tools/measure_serve_default_on_gpu.sh, no warm
+#                run), stopped at the time left (at least SERVE_S, 205 s);
+#   5. tools/summarize_ab_calibration.py prints the acceptance lines: per 10-round run
+#      resolved? interval holds the measured truth? A/A quiet?; serve cold <= 180 s?
+#
+# Run from the repository root on the GPU machine (the carried wheels installed into
+# /tmp/site and on PYTHONPATH; flag_gems 5.0.2 among them), OUT an empty folder:
+#   OUT=/tmp/out bash tools/calibrate_ab_defaults_then_time_serve_on_gpu.sh
+# Writes 5 files: $OUT/acceptance.txt (the acceptance lines and the calibration table),
+# $OUT/serve_summary.txt (where serve's cold time went), $OUT/run.log (this script's
+# progress), $OUT/calibration.tar.gz (truth.jsonl, same_*.json/txt) and $OUT/serve.tar.gz
+# (cold.json, .md, .log).
+# The CPU check of this script: AB_DEVICE=cpu TRUTH_DEVICE=cpu, small TOTAL_S/SERVE_S, and
+# SERVE_ARGS with the tests' tiny model and stand-in FlagGems (docs/ab.md says the command).
+set -uo pipefail
+: "${OUT:?set OUT to an output folder}"
+TOTAL_S=${TOTAL_S:-570}; SERVE_S=${SERVE_S:-205}; TRUTH_S=${TRUTH_S:-30}
+began=$SECONDS
+cal=$(mktemp -d /tmp/ab-defaults-cal.XXXXXX)
+serve_out=$(mktemp -d /tmp/ab-defaults-serve.XXXXXX)
+exec > >(tee "$OUT/run.log") 2>&1
+same_s=${SAME_S:-$(( (TOTAL_S - SERVE_S - TRUTH_S) / 2 ))}
+echo "plan: truth ~${TRUTH_S} s, same_1us and same_aa ${same_s} s each, serve cold the rest (at least ${SERVE_S} s) of ${TOTAL_S} s"
+
+OUT=$cal STEPS="truth same_1us same_aa" SAME_S=$same_s bash tools/calibrate_ab_planted_delays_on_gpu.sh
+
+left=$((TOTAL_S - (SECONDS - began) - 15))
+echo "serve cold: $left s left"
+wall=""
+if [ "$left" -lt 30 ]; then
+  echo "serve: not run, $left s left" >"$serve_out/summary.txt"
+else
+  OUT=$serve_out BUDGET_S=$left COLD_S=$left WARM_MIN_S=100000 bash tools/measure_serve_default_on_gpu.sh >/dev/null
+  wall=$(sed -n 's/^== cold: exit [0-9]*, wall \([0-9.]*\) s.*/\1/p' "$serve_out/summary.txt")
+fi
+cp "$serve_out/summary.txt" "$OUT/serve_summary.txt"
+serve_args=()
+[ -f "$serve_out/cold.json" ] && serve_args=(--serve-json "$serve_out/cold.json" ${wall:+--serve-wall-s "$wall"})
+python3 tools/summarize_ab_calibration.py "$cal" "${serve_args[@]}" >"$OUT/acceptance.txt" 2>&1
+tar -C "$cal" -czf "$OUT/calibration.tar.gz" .
+tar -C "$serve_out" -czf "$OUT/serve.tar.gz" --exclude summary.txt .
+cat "$OUT/acceptance.txt"
+echo "all: $((SECONDS - began)) s"
+rm -rf "$cal" "$serve_out"
