@@ -59,7 +59,9 @@ def test_ab_help_says_the_rounds_and_blocks_defaults():
     flat = " ".join(line.strip("│ ") for line in _help("ab").splitlines())
     flat = re.sub(r"\s+", " ", flat)
     assert "each (default: 10; with --until, at most 60)" in flat
-    assert "each --baseline-n calls (default: 10)" in flat
+    assert ("each --baseline-n calls (default: 200 with --same-process, 10 with "
+            "--reference)") in flat
+    assert "blocks of about 150 us" in flat  # --baseline-n's default with --same-process
 
 
 def _forms_in(text: str) -> set[str]:
