@@ -206,7 +206,8 @@ def acceptance(summary: dict[str, Any], serve: dict[str, Any] | None = None) -> 
             quiet = sum(bool(a["quiet"]) for a in acc)
             lines.append(f"{name}: A/A cannot tell in {quiet} of {n} runs of {RUN} rounds: "
                          f"{_verdict(quiet, n)}")
-        lines.append(f"  {rows}")
+        if rows:
+            lines.append(f"  {rows}")
     if serve is not None:
         lines.append(f"serve cold: {serve['wall_s']:.1f} s (bound {SERVE_COLD_S} s), "
                      f"complete {serve['complete']}: "

@@ -66,6 +66,12 @@ def lines(doc: dict[str, Any], wall_s: float | None) -> list[str]:
                            f"{par.get('keys')} autotuner keys in {s(par.get('ns'))} s, "
                            f"{par.get('failed')} left to the autotuner"
                            + (f" ({par['why']})" if par.get("why") else ""))
+                if par.get("benchmarks") is not None:
+                    ms = par.get("bench_ms")
+                    out.append(f"    configs benchmarked: {par['benchmarks']} in "
+                               f"{s(par.get('bench_ns'))} s ("
+                               + (f"{ms[0]} ms warm-up + {ms[1]} ms each" if ms else
+                                  "the autotuner's own benchmarker") + ")")
         bis = c.get("bisect")
         if bis:
             out.append(f"  {v['label']} bisect: {len(bis.get('tested') or [])} ops tested, "
@@ -97,6 +103,10 @@ def lines(doc: dict[str, Any], wall_s: float | None) -> list[str]:
             out.append(f"  {name}: {row['estimate_ns'] / 1e6:+.2f} "
                        f"[{row['ci_low_ns'] / 1e6:+.2f}, {row['ci_high_ns'] / 1e6:+.2f}] "
                        f"({row['confidence']:.1%}) {row['verdict']}")
+    stages = doc["protocol"].get("stages_ns") or {}
+    if stages:
+        out.append("stages (s, as the parent waited): " + ", ".join(
+            f"{k} {s(v)}" for k, v in stages.items()))
     out.append(f"complete: {doc['complete']}, measured: {doc['measured']}, stopped: "
                f"{doc['stopped']}")
     return out
