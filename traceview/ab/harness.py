@@ -434,9 +434,9 @@ def chosen_block_calls(runs: Sequence[ProcessRun], block_ns: int) -> dict[str, A
     the rule, the block's length aimed at, and each process's choice (round order)."""
     chosen = [run.result.get("block_calls", {}).get("chosen") for run in runs
               if run.side == "A"]
-    return {"rule": "per process: the slower side's median synchronized call over a "
-                    "pilot of calls after the warm-up; calls per block = block_ns / "
-                    "that call, rounded, at least 1",
+    return {"rule": "per process: the slower side's lower quartile of its synchronized "
+                    "calls over a 20 ms pilot after the warm-up; calls per block = "
+                    "block_ns / that call, rounded, at least 1",
             "block_ns": block_ns, "chosen": chosen}
 
 
