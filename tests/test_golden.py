@@ -12,7 +12,9 @@ The terminal report is rendered at 80 and 120 columns without colour
 ``ab`` and ``serve`` render documents, not traces: two small ones saved from real CPU
 runs live in ``tests/data/`` (``ab_add_cpu.json``: ``traceview ab --op add --device cpu
 --impl torch --rounds 6 --out ...``, and ``ab_add_cpu_same_process.json`` with
-``--same-process --no-split``; ``serve_tiny_cpu.json``: the tiny Llama of
+``--same-process --no-split``, and ``ab_add_cpu_same_process_chosen.json`` the same
+with its default blocks since they are chosen from the call's time;
+``serve_tiny_cpu.json``: the tiny Llama of
 docs/serving.md, ``--vs eager --vs-env ... --rounds 3 --profile-steps 2``, its command is
 in the document), and their outputs are golden too.
 """
@@ -111,6 +113,9 @@ DOCUMENTS = {  # golden stem -> (registry subject, saved document)
     # --same-process (the same command, --same-process --rounds 6 --no-split): the
     # per-round column is the paired estimate, not B minus A
     "ab_add_cpu_same_process": ("ab", DATA / "ab_add_cpu_same_process.json"),
+    # --same-process with its defaults (no --blocks, no --baseline-n): 200 blocks per
+    # side whose calls each process chose from the call's time; the header says so
+    "ab_add_cpu_same_process_chosen": ("ab", DATA / "ab_add_cpu_same_process_chosen.json"),
     # an H200 A/B with both sides' unprofiled splits (torch vs flag_gems sigmoid)
     "split_ab_h200_sigmoid": ("ab", ROOT / "fixtures" / "split_ab_h200_sigmoid.json"),
     "serve_tiny_cpu": ("serve", DATA / "serve_tiny_cpu.json"),
