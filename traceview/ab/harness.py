@@ -159,9 +159,7 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
     figure is its difference from it (``ab_pair_child.measure_against_reference``).
     ``until``: planned looks (:mod:`traceview.multi.sequential`); ``rounds`` is then the most
     rounds, and the intervals are at the looks' level. ``split``: :func:`_with_splits`.
-    ``block_ns`` (``same_process`` only): each process chooses its calls per block so that
-    a block lasts about this long (``ab_pair_child.block_calls``) instead of taking the
-    configs' ``baseline_n``."""
+    ``block_ns``: :func:`pair_side` (``same_process`` only)."""
     started = time.monotonic()
     if reference is not None:
         check_reference(config_a, config_b, reference, same_process=same_process,
@@ -203,18 +201,20 @@ def run_capture_ab(config_a: Any, config_b: Any, rounds: int, *, seed: int | Non
                  for label, config in configs.items()}
     protocol = _protocol(config_a, rounds, len(runs) // 2, cpus=cpus,
                          time_limit_s=time_limit_s, blocks=blocks if same_process else None,
-                         process=process)
-    if same_process and block_ns is not None:
-        protocol["baseline_n"] = None
-        protocol["block_calls"] = chosen_block_calls(runs, block_ns)
+                         process=process, block_calls=chosen_block_calls(
+                             runs, block_ns) if same_process and block_ns else None)
     alpha = _with_reference_and_looks(protocol, reference, blocks, looked, rounds,
                                       len(runs) // 2)
-    result = analyze(runs, described, len(runs) // 2,
-                     f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
-                     if same_process else
-                     "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})",
+    result = analyze(runs, described, len(runs) // 2, _order(blocks, seed, same_process=same_process),
                      protocol, alpha=alpha)
     return _with_splits(result, configs, made, traces) if split else result
+
+
+def _order(blocks: int, seed: int | None, *, same_process: bool) -> str:
+    """The result's ``order``, in words."""
+    if same_process:
+        return f"both sides in each process, {blocks} blocks per side: A B, B A, ..."
+    return "balanced (AB BA ...)" if seed is None else f"random per round (seed {seed})"
 
 
 def _with_splits(result: ABResult, configs: Mapping[str, Any], made: Mapping[str, Any],
@@ -444,7 +444,9 @@ def pair_side(configs: Mapping[str, Any], made: Mapping[str, ChildSpec],
               blocks: int, block_ns: int | None = None) -> ChildSpec:
     """The one process of a ``--same-process`` round: A's setting (the user's setting
     is the same on both sides, checked), A's cache folders serve both, and the
-    interpreter if either side needs it."""
+    interpreter if either side needs it. ``block_ns``: the process chooses its calls per
+    block so that a block lasts about this long (``ab_pair_child.block_calls``) instead
+    of taking the configs' ``baseline_n``."""
     a = made["A"]
     pair_env = dict(a.env)
     if any(c.interpreted for c in configs.values()):
@@ -477,8 +479,11 @@ def _described(label: str, config: Any, side: ChildSpec, opts: Mapping[str, Any]
 
 def _protocol(config: Any, planned: int, ran: int, *, cpus: Sequence[int],
               time_limit_s: float | None, blocks: int | None,
-              process: dict[str, Any]) -> dict[str, Any]:
-    """``protocol`` of the result: what was measured, how, and how processes started."""
+              process: dict[str, Any], block_calls: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """``protocol`` of the result: what was measured, how, and how processes started;
+    with ``block_calls`` (each process chose its calls per block) ``baseline_n`` is
+    null and ``block_calls`` says how they chose."""
     forked = process["mode"] == "fork"
     start = ("each a child forked from its side's template process (imports done "
              "once, CUDA initialised in the child)" if forked else
@@ -502,4 +507,5 @@ def _protocol(config: Any, planned: int, ran: int, *, cpus: Sequence[int],
         "time_limit_s": time_limit_s,
         "stopped": None if ran == planned or time_limit_s is None else
         f"time limit: {ran} of {planned} rounds fit in {time_limit_s:g} s",
+        **({} if block_calls is None else {"baseline_n": None, "block_calls": block_calls}),
     }

@@ -372,31 +372,39 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     on_stage(doc)
 
     if spec.profile_steps:
-        folder = trace_dir or Path(tempfile.mkdtemp(prefix="traceview-serve-"))
-        folder.mkdir(parents=True, exist_ok=True)
-        for entry, v in zip(doc["variants"], spec.variants, strict=True):
-            log(f"profiling {spec.profile_steps} decode steps: {v.label} ({v.describe()})")
-            path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
-            with stages.stage(f"profile_{v.label}"):
-                t0 = time.perf_counter_ns()
-                out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
-                                     trace_path=str(path)))
-                wall = time.perf_counter_ns() - t0
-            if out.value is None:
-                entry["diagnosis"] = {"error": f"the profiled run failed: {out.error}"}
-                on_stage(doc)
-                continue
-            with stages.stage(f"explain_{v.label}"):
-                explained = diagnose(str(path), spec.profile_steps)
-            entry["diagnosis"] = dict(explained,
-                                      profiled_step_wall_ns=out.value.get("step_wall_ns"),
-                                      process_ns=out.value.get("process_ns"),
-                                      process_wall_ns=wall)
-            on_stage(doc)
+        _profile_each(spec, doc, launch, log, trace_dir, stages, on_stage)
     doc["protocol"]["process_start"] = _process_start(launch)
     stages.done()
     doc["complete"] = True
     return doc
+
+
+def _profile_each(spec: ServeSpec, doc: dict[str, Any], launch: launch_mod.Launcher,
+                  log: Log, trace_dir: Path | None, stages: Stages,
+                  on_stage: Callable[[dict[str, Any]], None]) -> None:
+    """Each variant's profiled decode steps in a fresh process, explained into its
+    ``diagnosis`` (or the profiled run's failure), the document given after each."""
+    folder = trace_dir or Path(tempfile.mkdtemp(prefix="traceview-serve-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry, v in zip(doc["variants"], spec.variants, strict=True):
+        log(f"profiling {spec.profile_steps} decode steps: {v.label} ({v.describe()})")
+        path = folder / f"serve-{v.label}-{v.backend}-decode.json.gz"
+        with stages.stage(f"profile_{v.label}"):
+            t0 = time.perf_counter_ns()
+            out = launch(v, dict(base_task(spec), task="profile", variant=v.to_dict(),
+                                 trace_path=str(path)))
+            wall = time.perf_counter_ns() - t0
+        if out.value is None:
+            entry["diagnosis"] = {"error": f"the profiled run failed: {out.error}"}
+            on_stage(doc)
+            continue
+        with stages.stage(f"explain_{v.label}"):
+            explained = diagnose(str(path), spec.profile_steps)
+        entry["diagnosis"] = dict(explained,
+                                  profiled_step_wall_ns=out.value.get("step_wall_ns"),
+                                  process_ns=out.value.get("process_ns"),
+                                  process_wall_ns=wall)
+        on_stage(doc)
 
 
 class Stages:
