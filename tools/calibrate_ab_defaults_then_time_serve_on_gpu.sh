@@ -23,8 +23,14 @@
 # $OUT/serve_summary.txt (where serve's cold time went), $OUT/run.log (this script's
 # progress), $OUT/calibration.tar.gz (truth.jsonl, same_*.json/txt) and $OUT/serve.tar.gz
 # (cold.json, .md, .log).
-# The CPU check of this script: AB_DEVICE=cpu TRUTH_DEVICE=cpu, small TOTAL_S/SERVE_S, and
-# SERVE_ARGS with the tests' tiny model and stand-in FlagGems (docs/ab.md says the command).
+# The CPU check of this script (115 s on a shared 2-core machine; too few rounds for a run,
+# so its ab lines say FAIL): the tests' tiny model and stand-in FlagGems,
+#   G=PYTHONPATH=$PWD/tests/fake_gems OUT=/tmp/e2e AB_DEVICE=cpu TRUTH_DEVICE=cpu \
+#   TRUTH_PAIRS=200 TRUTH_PROCESSES=1 TOTAL_S=150 SERVE_S=60 TRUTH_S=10 HARD_S=170 \
+#   SERVE_ARGS="--device cpu --dtype float32 --layers 2 --hidden 64 --heads 4 --kv-heads 2 \
+#     --intermediate 128 --vocab 512 --requests 4 --prompt-len 16 --output-len 8 \
+#     --check-steps 4 --env $G --vs-env $G --profile-steps 2" \
+#   bash tools/calibrate_ab_defaults_then_time_serve_on_gpu.sh
 set -uo pipefail
 : "${OUT:?set OUT to an output folder}"
 # 175 s per same-process step: about 1.7 s a round on the H200 after 10-15 s of checks
