@@ -518,19 +518,10 @@ def test_a_window_cutting_a_step_widens_to_the_whole_step(tmp_path):
 
 VIEWS = [{"thread": "100/200"}, {"thread": "main"}, {"window": "^ProfilerStep#2$"},
          {"window": "150ms:180ms"}, {"window": "50ms:250ms"}]
-# With Python frames, a window of one step finds the calls among the frames (the two
-# micro-batches' nn.Module frames repeat inside the step, which callfind reads as a finer
-# call series than the steps): the steps are no longer calls in that view.
-ONE_STEP_WITH_FRAMES = pytest.mark.xfail(
-    strict=True, reason="callfind: a window of one two-micro-batch step finds forward passes")
 
 
-@pytest.mark.parametrize("frames, opts", [
-    *((False, o) for o in VIEWS),
-    *((True, o) for o in VIEWS if o.get("window") not in ("^ProfilerStep#2$", "150ms:180ms")),
-    *(pytest.param(True, o, marks=ONE_STEP_WITH_FRAMES) for o in VIEWS
-      if o.get("window") in ("^ProfilerStep#2$", "150ms:180ms")),
-])
+@pytest.mark.parametrize("frames", [False, True])
+@pytest.mark.parametrize("opts", VIEWS)
 def test_thread_and_window_views_never_change_a_step(tmp_path, frames, opts):
     path = micro_batch_steps(frames=frames, steps=3).write(tmp_path / "three.json")
 
@@ -542,6 +533,25 @@ def test_thread_and_window_views_never_change_a_step(tmp_path, frames, opts):
     base = facts(traceview.analyze(path))
     got = facts(traceview.analyze(path, traceview.Options(**opts)))
     assert got and all(got[k] == base[k] for k in got)
+
+
+@pytest.mark.parametrize("window", ["^ProfilerStep#2$", "150ms:180ms"])
+def test_a_window_of_one_training_step_keeps_the_step_as_the_call(tmp_path, window):
+    """With frames, the step's own frame encloses every launch of a one-step window and
+    its two micro-batches' ``nn.Module`` frames repeat below it: they are the step's
+    forward phases, not calls (docs/training.md), so the call is the step, as in the
+    whole trace."""
+    path = micro_batch_steps(frames=True, steps=3).write(tmp_path / "three.json")
+    events = raw_events(path)
+    a, b = step_ranges(events)[1]
+    forwards = [e for e in events if e["name"] == "nn.Module: Llama_0"
+                and a <= ns(e["ts"]) < b]
+    assert len(forwards) == 2  # the shape: two forward passes inside the step
+    r = traceview.analyze(path, traceview.Options(window=window))
+    assert r.calls.source == "profiler_steps"
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == [(a, b)]
+    whole = traceview.analyze(path)
+    assert whole.calls.source == "profiler_steps"
 
 
 def test_real_two_micro_batch_steps_read_forward_backward_twice():

@@ -14,7 +14,10 @@ means, and the output must say what they are and how they were found.
    ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series. Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
-4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step.
+4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step,
+   or when the steps are training steps (most hold backward work, by the rules file's
+   ``backward`` phase rules): a step's micro-batches (two forwards and two backwards under
+   gradient accumulation) are its parts, never calls of their own, in every window.
 5. A model's forward passes (``forward_passes``): the outermost ``nn.Module:`` frames of
    one name, when it runs at least twice and they hold most launches (``generate()``: one
    per new token, the first, inside ``generate``, the prefill, the rest decode).
@@ -102,7 +105,8 @@ def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: L
         return series
     frames = _frame_calls(trace, timeline, launches, rules, depth)
     steps = _steps(trace, window, l_st)
-    if steps is not None and not (frames and _repeats_inside(frames.spans, steps.spans)):
+    if steps is not None and not (frames and _repeats_inside(frames.spans, steps.spans)
+                                  and not _training_steps(trace, rules, steps.spans)):
         return steps
     forward = _forward_calls(trace, timeline, launches)
     if forward is not None and depth == 1:
@@ -373,6 +377,34 @@ def _forward_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary
         spans.append(CallSpan(a, b, name, kind))
     label = "; ".join(dict.fromkeys(sp.kind for sp in spans))
     return FoundCalls(spans, "forward_passes", label)
+
+
+def _training_steps(trace: Trace, rules: RuleSet, steps: list[CallSpan]) -> bool:
+    """Do most steps hold backward work (an event a ``backward`` phase rule marks, on any
+    thread)? Such a step is a training step: frames that repeat inside it (its
+    micro-batches' forward passes) are its phases, and the step stays the call. In a
+    window of one step the deepest frame enclosing every launch is the step's own, so its
+    micro-batches repeat below it where the whole trace's frames did not: the step must
+    not turn into its micro-batches there."""
+    marks = [r for r in rules.phases if r.phase == "backward" and r.before is None]
+    if not marks or not steps:
+        return False
+    s = trace.slices
+    hit = np.zeros(s.name.size, bool)
+    for r in marks:
+        codes = [i for i, n in enumerate(trace.names) if r.pattern.search(n)]
+        if not codes:
+            continue
+        mine = np.isin(s.name, codes)
+        if r.cats is not None:
+            mine &= np.isin(s.cat, [c for c in map(trace.cat_code, r.cats) if c >= 0])
+        hit |= mine
+    if not hit.any():
+        return False
+    st = np.sort(s.start[hit])
+    holding = sum(1 for sp in steps
+                  if np.searchsorted(st, sp.end_ns) > np.searchsorted(st, sp.start_ns))
+    return 2 * holding > len(steps)
 
 
 def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:
