@@ -612,6 +612,32 @@ def test_thread_and_window_views_never_change_a_step(tmp_path, frames, opts):
     assert got and all(got[k] == base[k] for k in got)
 
 
+TUTORIAL = ("Quentin-Anthony__torch-profiling-tutorial/"
+            "log__transformer__dc3b0e7228dd_851.1752215573993169006.pt.trace.json.gz")
+
+
+def test_real_steps_holding_numbered_parts_are_the_calls():
+    """A profiling tutorial's forward passes (H100): each ``ProfilerStep#N`` holds
+    ``Add & Norm 1`` and ``Add & Norm 2``, numbers that label the model's two norms. The
+    steps are the calls, their bounds and device work counted here from the raw events."""
+    path = locate(TUTORIAL)
+    if path is None:
+        pytest.skip(f"public corpus trace {TUTORIAL} not present")
+    events = raw_events(path)
+    steps = step_ranges(events)
+    norms = [e for e in events if re.match(r"^Add & Norm \d+$", e["name"])]
+    assert len(steps) == 3 and len(norms) == 6  # the shape
+    assert all(sum(1 for e in norms if a <= ns(e["ts"]) < b) == 2 for a, b in steps)
+    r = traceview.analyze(path)
+    assert r.calls.source == "profiler_steps"
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == steps
+    assert r.steps is not None
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e.get("cat") == "kernel"])
+    for (a, b), row in zip(steps, r.steps.steps, strict=True):
+        assert row.device_busy_ns == length(clip(busy, a, b))
+
+
 @pytest.mark.parametrize("window", ["^ProfilerStep#2$", "150ms:180ms"])
 def test_a_window_of_one_training_step_keeps_the_step_as_the_call(tmp_path, window):
     """With frames, the step's own frame encloses every launch of a one-step window and

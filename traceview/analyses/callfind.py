@@ -11,7 +11,9 @@ means, and the output must say what they are and how they were found.
    digits with ``#``, with at least two distinct names (a constant hash in every member is
    not numbering), more than half of whose members contain a launch. Framework ranges
    (rules file ``framework_ranges``: ``## Call CompiledFxGraph ##``, compiler passes
-   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series. Among series, the
+   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series, nor one whose
+   numbers label parts of every profiler step (``Add & Norm 1``, ``Add & Norm 2`` in each
+   step: the same names in every step that holds them). Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
 4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step,
@@ -283,6 +285,8 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
     rows = _annotation_rows(trace, window)
     rows = rows[~_name_mask(trace, rows, _search_any(rules.framework_ranges))]
     groups = _series_groups(trace, rows, l_st)
+    for key in [k for k in groups if _labels_parts_of_steps(trace, k)]:
+        del groups[key]
     if not groups:
         return None
 
@@ -307,6 +311,33 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
                    for k in ranked[1:])
     return FoundCalls(_spans_of_rows(trace, groups[best].tolist(), lambda n: best),
                       "annotations", best, others)
+
+
+def _labels_parts_of_steps(trace: Trace, key: str) -> bool:
+    """Are the series ``key``'s numbers labels of a step's parts rather than a count?
+    ``Add & Norm 1`` and ``Add & Norm 2`` in every ``ProfilerStep#N`` (a model's two
+    norms) are two parts of each step, not calls numbered 1 and 2: so when at least two
+    profiler steps hold members and every one of them holds the same set of two or more
+    names, the series is no call series. Counted over the whole trace, so a window of one
+    step reads the same steps as the whole trace does."""
+    s = trace.slices
+    rows = trace.rows_of_cats({"user_annotation"})
+    if rows.size == 0:
+        return False
+    is_step = _name_mask(trace, rows, _STEP.match)
+    steps = rows[is_step]
+    if steps.size < 2:
+        return False
+    members = rows[_name_mask(trace, rows, lambda n: n != key and _DIGITS.sub("#", n) == key)]
+    steps = steps[np.argsort(s.start[steps], kind="stable")]
+    st, en = s.start[steps], s.end[steps]
+    held: dict[int, set[str]] = defaultdict(set)
+    for r in members.tolist():
+        i = int(np.searchsorted(st, s.start[r], side="right")) - 1
+        if i >= 0 and s.end[r] <= en[i]:
+            held[i].add(trace.names[int(s.name[r])])
+    sets = list(held.values())
+    return len(sets) >= 2 and len(sets[0]) >= 2 and all(x == sets[0] for x in sets)
 
 
 def _series_regex(member: str) -> str:
