@@ -57,6 +57,40 @@ def test_constant_hash_alone_is_not_numbering(tb, analysis_builder):
     assert "outermost host event around each launch" in calls_claim(c).text
 
 
+def test_numbers_labelling_parts_of_every_step_are_no_call_series(tb, analysis_builder):
+    """A model's two norms, ``Add & Norm 1`` and ``Add & Norm 2``, in every profiler step
+    (a profiling tutorial's forward pass): the numbers label parts, so the steps are the
+    calls, in the whole trace and in a window of one step alike."""
+    for n in range(3):
+        s = n * 20_000
+        tb.annotation(f"ProfilerStep#{n + 1}", s, 15_000)
+        for k in (1, 2):
+            a = s + k * 5_000
+            tb.annotation(f"Add & Norm {k}", a, 3_000)
+            tb.launched_kernel("layer_norm", a + 500, 500, a + 1_200, 800)
+    whole = analysis_builder(tb).calls
+    assert (whole.source, len(whole.calls)) == ("profiler_steps", 3)
+    assert [(c.start_ns, c.end_ns) for c in whole.calls] == [
+        (n * 20_000, n * 20_000 + 15_000) for n in range(3)]
+    one = analysis_builder(tb, window="^ProfilerStep#2$").calls
+    assert (one.source, [(c.start_ns, c.end_ns) for c in one.calls]) == (
+        "profiler_steps", [(20_000, 35_000)])
+
+
+def test_numbered_calls_inside_steps_stay_a_series(tb, analysis_builder):
+    """The converse: numbers that count (``call_0`` .. ``call_5``, other names in each
+    step) are the calls, two per step."""
+    for n in range(3):
+        s = n * 20_000
+        tb.annotation(f"ProfilerStep#{n + 1}", s, 15_000)
+        for k in (0, 1):
+            i = 2 * n + k
+            tb.annotation(f"call_{i}", s + 1_000 + k * 6_000, 5_000)
+            tb.launched_kernel("k", s + 1_500 + k * 6_000, 500, s + 2_200 + k * 6_000, 800)
+    c = analysis_builder(tb).calls
+    assert (c.source, c.pattern, len(c.calls)) == ("annotations", "call_#", 6)
+
+
 def test_series_without_launches_is_not_calls(tb, analysis_builder):
     # compiler-pass-like user ranges with numbers but no launch; then real calls
     for i in range(3):

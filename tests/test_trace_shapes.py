@@ -488,6 +488,83 @@ def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
         assert "its range" not in line
 
 
+def untraced_host_steps() -> TraceBuilder:
+    """DeepSeek's training step, reduced: steps of 100 ms (synchronized after their range,
+    60 ms apart); one kernel on stream 7 keeps the device busy from 1 ms to 98 ms, while
+    the main thread records nothing from 0.4 ms to 95 ms (untraced: a host wait that polls
+    memory the device writes, as DeepEP's dispatch does, is never recorded); then it launches
+    a 10 ms kernel on stream 8, idle until then, which runs past the range."""
+    tb = TraceBuilder()
+    for n in range(2):
+        o = n * 160 * MS
+        tb.annotation(f"ProfilerStep#{n + 1}", o, 100 * MS)
+        tb.op("aten::mm", o + 100 * US, 300 * US)
+        tb.launched_kernel("gemm", o + 200 * US, 10 * US, o + 1 * MS, 97 * MS)
+        tb.op("aten::add", o + 95 * MS, 100 * US)
+        tb.launched_kernel("combine", o + 95 * MS + 50 * US, 10 * US, o + 95 * MS + 70 * US,
+                           10 * MS, stream=8)
+        tb.sync(o + 100 * MS + 10 * US, 5 * MS + 100 * US)
+    return tb
+
+
+def test_a_device_bound_step_waiting_on_untraced_host_time_says_so(tmp_path):
+    """The device is busy (over all streams) 99% of the step, yet the stream that ends
+    the step waited for a launch that came after 94.6 ms of untraced main-thread time:
+    the critical path is the host's, and the verdict must not say the host's work is
+    hidden behind the device. Every figure is counted here from the raw events."""
+    from traceview.units import fmt_ns, fmt_pct
+
+    path = untraced_host_steps().write(tmp_path / "untraced.json")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    (a, b), _ = step_ranges(events)
+    tail = next(e for e in events if e["name"] == "combine" and a <= ns(e["ts"]) < b)
+    launch = next(e for e in events if e.get("cat") in API_CATS
+                  and e["args"].get("correlation") == tail["args"]["correlation"])
+    end = ns(tail["ts"]) + ns(tail["dur"])
+    launched = ns(launch["ts"]) + ns(launch["dur"])
+    # the shape: the device is busy over all streams nearly all the range...
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e.get("cat") == "kernel"])
+    assert length(clip(busy, a, b)) >= 0.9 * (b - a)
+    # ...and the tail's stream was idle when its launch came (nothing queued before it)
+    assert not [e for e in events if e.get("cat") == "kernel" and e["args"]["stream"] == 8
+                and ns(e["ts"]) < ns(tail["ts"]) and ns(e["ts"]) + ns(e["dur"]) > launched]
+    # the path: from the step's start to that launch's end it is the main thread's
+    # (nothing it did was a wait for the device), then launch latency and the tail
+    host_ns = launched - a
+    traced = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                    if e.get("cat") in ("cpu_op", *API_CATS) and e["tid"] == 100])
+    untraced = host_ns - length(clip(traced, a, launched))
+    assert untraced > 90 * MS
+    assert r.steps is not None
+    row = r.steps.steps[0]
+    assert (row.start_ns, row.end_ns, row.range_end_ns) == (a, end, b)
+    on_host = {p.what: p.ns for p in row.critical_path if p.kind == "host"}
+    assert sum(on_host.values()) == host_ns
+    assert on_host["untraced"] == untraced
+    verdict = r.verdict
+    assert verdict is not None and verdict.id == "device-bound"
+    assert (f"but {fmt_pct(host_ns / (end - a))} of the step's critical path "
+            f"({fmt_ns(end - a)}) is host-thread time, {fmt_ns(untraced)} of it untraced"
+            ) in verdict.message
+    assert "host work is hidden behind device execution" not in verdict.message
+    assert verdict.message.endswith("its host work is not hidden behind the device")
+
+
+def test_a_device_bound_step_on_a_device_path_says_host_work_is_hidden(tmp_path):
+    """The converse: the device-tail steps' path is the device's work (the launches came
+    in the step's first ms), so their host work is hidden, and the verdict says so."""
+    path = device_tail_steps(12 * MS).write(tmp_path / "tail.json")
+    r = traceview.analyze(path)
+    assert r.steps is not None
+    for row in r.steps.steps:
+        on_host = sum(p.ns for p in row.critical_path if p.kind == "host")
+        assert 2 * on_host < row.wall_ns
+    assert r.verdict is not None and r.verdict.id == "device-bound"
+    assert "host work is hidden behind device execution" in r.verdict.message
+
+
 # --- a time window that cuts a step; views that never change a step -----------------
 
 def test_a_window_cutting_a_step_widens_to_the_whole_step(tmp_path):
@@ -518,19 +595,10 @@ def test_a_window_cutting_a_step_widens_to_the_whole_step(tmp_path):
 
 VIEWS = [{"thread": "100/200"}, {"thread": "main"}, {"window": "^ProfilerStep#2$"},
          {"window": "150ms:180ms"}, {"window": "50ms:250ms"}]
-# With Python frames, a window of one step finds the calls among the frames (the two
-# micro-batches' nn.Module frames repeat inside the step, which callfind reads as a finer
-# call series than the steps): the steps are no longer calls in that view.
-ONE_STEP_WITH_FRAMES = pytest.mark.xfail(
-    strict=True, reason="callfind: a window of one two-micro-batch step finds forward passes")
 
 
-@pytest.mark.parametrize("frames, opts", [
-    *((False, o) for o in VIEWS),
-    *((True, o) for o in VIEWS if o.get("window") not in ("^ProfilerStep#2$", "150ms:180ms")),
-    *(pytest.param(True, o, marks=ONE_STEP_WITH_FRAMES) for o in VIEWS
-      if o.get("window") in ("^ProfilerStep#2$", "150ms:180ms")),
-])
+@pytest.mark.parametrize("frames", [False, True])
+@pytest.mark.parametrize("opts", VIEWS)
 def test_thread_and_window_views_never_change_a_step(tmp_path, frames, opts):
     path = micro_batch_steps(frames=frames, steps=3).write(tmp_path / "three.json")
 
@@ -542,6 +610,51 @@ def test_thread_and_window_views_never_change_a_step(tmp_path, frames, opts):
     base = facts(traceview.analyze(path))
     got = facts(traceview.analyze(path, traceview.Options(**opts)))
     assert got and all(got[k] == base[k] for k in got)
+
+
+TUTORIAL = ("Quentin-Anthony__torch-profiling-tutorial/"
+            "log__transformer__dc3b0e7228dd_851.1752215573993169006.pt.trace.json.gz")
+
+
+def test_real_steps_holding_numbered_parts_are_the_calls():
+    """A profiling tutorial's forward passes (H100): each ``ProfilerStep#N`` holds
+    ``Add & Norm 1`` and ``Add & Norm 2``, numbers that label the model's two norms. The
+    steps are the calls, their bounds and device work counted here from the raw events."""
+    path = locate(TUTORIAL)
+    if path is None:
+        pytest.skip(f"public corpus trace {TUTORIAL} not present")
+    events = raw_events(path)
+    steps = step_ranges(events)
+    norms = [e for e in events if re.match(r"^Add & Norm \d+$", e["name"])]
+    assert len(steps) == 3 and len(norms) == 6  # the shape
+    assert all(sum(1 for e in norms if a <= ns(e["ts"]) < b) == 2 for a, b in steps)
+    r = traceview.analyze(path)
+    assert r.calls.source == "profiler_steps"
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == steps
+    assert r.steps is not None
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e.get("cat") == "kernel"])
+    for (a, b), row in zip(steps, r.steps.steps, strict=True):
+        assert row.device_busy_ns == length(clip(busy, a, b))
+
+
+@pytest.mark.parametrize("window", ["^ProfilerStep#2$", "150ms:180ms"])
+def test_a_window_of_one_training_step_keeps_the_step_as_the_call(tmp_path, window):
+    """With frames, the step's own frame encloses every launch of a one-step window and
+    its two micro-batches' ``nn.Module`` frames repeat below it: they are the step's
+    forward phases, not calls (docs/training.md), so the call is the step, as in the
+    whole trace."""
+    path = micro_batch_steps(frames=True, steps=3).write(tmp_path / "three.json")
+    events = raw_events(path)
+    a, b = step_ranges(events)[1]
+    forwards = [e for e in events if e["name"] == "nn.Module: Llama_0"
+                and a <= ns(e["ts"]) < b]
+    assert len(forwards) == 2  # the shape: two forward passes inside the step
+    r = traceview.analyze(path, traceview.Options(window=window))
+    assert r.calls.source == "profiler_steps"
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == [(a, b)]
+    whole = traceview.analyze(path)
+    assert whole.calls.source == "profiler_steps"
 
 
 def test_real_two_micro_batch_steps_read_forward_backward_twice():

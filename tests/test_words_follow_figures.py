@@ -19,6 +19,7 @@ from traceview.units import fmt_ns, fmt_pct
 
 HOST_BOUND_IDLE_SHARE = 0.5  # docs/findings.md
 HIDDEN_IDLE_SHARE = 0.1
+PATH_HOST_SHARE = 0.5
 
 
 def flat(text: str) -> str:
@@ -145,6 +146,20 @@ def check_verdict(r) -> None:
         assert ("also working:" in msg) == (len(working) > 1), msg
     else:
         assert f"busy {fmt_pct(1 - share)} of" in msg
+        # a step whose critical path is mostly host-thread time (syncs and waits hand
+        # the path on) is no step whose host work is hidden: the sentence says so
+        step = next((s for s in r.steps.steps if s.index == call.index), None) \
+            if r.steps is not None and call is not None and not measured else None
+        on_host = 0 if step is None else sum(
+            p.ns for p in step.critical_path if p.kind == "host" and p.what not in ("sync", "wait"))
+        if step is not None and on_host > PATH_HOST_SHARE * step.wall_ns:
+            untraced = sum(p.ns for p in step.critical_path
+                           if p.kind == "host" and p.what == "untraced")
+            assert (f"but {fmt_pct(on_host / step.wall_ns)} of the step's critical path "
+                    f"({fmt_ns(step.wall_ns)}) is host-thread time") in msg, msg
+            assert (f"{fmt_ns(untraced)} of it untraced" in msg) == (untraced > 0), msg
+            assert "hidden behind device execution" not in msg
+            return
         hidden = "hidden behind device execution" in msg
         assert hidden == (share <= HIDDEN_IDLE_SHARE), msg
         if not hidden:

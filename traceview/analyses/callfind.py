@@ -11,10 +11,15 @@ means, and the output must say what they are and how they were found.
    digits with ``#``, with at least two distinct names (a constant hash in every member is
    not numbering), more than half of whose members contain a launch. Framework ranges
    (rules file ``framework_ranges``: ``## Call CompiledFxGraph ##``, compiler passes
-   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series. Among series, the
+   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series, nor one whose
+   numbers label parts of every profiler step (``Add & Norm 1``, ``Add & Norm 2`` in each
+   step: the same names in every step that holds them). Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
-4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step.
+4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step,
+   or when the steps are training steps (most hold backward work, by the rules file's
+   ``backward`` phase rules): a step's micro-batches (two forwards and two backwards under
+   gradient accumulation) are its parts, never calls of their own, in every window.
 5. A model's forward passes (``forward_passes``): the outermost ``nn.Module:`` frames of
    one name, when it runs at least twice and they hold most launches (``generate()``: one
    per new token, the first, inside ``generate``, the prefill, the rest decode).
@@ -102,7 +107,8 @@ def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: L
         return series
     frames = _frame_calls(trace, timeline, launches, rules, depth)
     steps = _steps(trace, window, l_st)
-    if steps is not None and not (frames and _repeats_inside(frames.spans, steps.spans)):
+    if steps is not None and not (frames and _repeats_inside(frames.spans, steps.spans)
+                                  and not _training_steps(trace, rules, steps.spans)):
         return steps
     forward = _forward_calls(trace, timeline, launches)
     if forward is not None and depth == 1:
@@ -279,6 +285,8 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
     rows = _annotation_rows(trace, window)
     rows = rows[~_name_mask(trace, rows, _search_any(rules.framework_ranges))]
     groups = _series_groups(trace, rows, l_st)
+    for key in [k for k in groups if _labels_parts_of_steps(trace, k)]:
+        del groups[key]
     if not groups:
         return None
 
@@ -303,6 +311,33 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
                    for k in ranked[1:])
     return FoundCalls(_spans_of_rows(trace, groups[best].tolist(), lambda n: best),
                       "annotations", best, others)
+
+
+def _labels_parts_of_steps(trace: Trace, key: str) -> bool:
+    """Are the series ``key``'s numbers labels of a step's parts rather than a count?
+    ``Add & Norm 1`` and ``Add & Norm 2`` in every ``ProfilerStep#N`` (a model's two
+    norms) are two parts of each step, not calls numbered 1 and 2: so when at least two
+    profiler steps hold members and every one of them holds the same set of two or more
+    names, the series is no call series. Counted over the whole trace, so a window of one
+    step reads the same steps as the whole trace does."""
+    s = trace.slices
+    rows = trace.rows_of_cats({"user_annotation"})
+    if rows.size == 0:
+        return False
+    is_step = _name_mask(trace, rows, _STEP.match)
+    steps = rows[is_step]
+    if steps.size < 2:
+        return False
+    members = rows[_name_mask(trace, rows, lambda n: n != key and _DIGITS.sub("#", n) == key)]
+    steps = steps[np.argsort(s.start[steps], kind="stable")]
+    st, en = s.start[steps], s.end[steps]
+    held: dict[int, set[str]] = defaultdict(set)
+    for r in members.tolist():
+        i = int(np.searchsorted(st, s.start[r], side="right")) - 1
+        if i >= 0 and s.end[r] <= en[i]:
+            held[i].add(trace.names[int(s.name[r])])
+    sets = list(held.values())
+    return len(sets) >= 2 and len(sets[0]) >= 2 and all(x == sets[0] for x in sets)
 
 
 def _series_regex(member: str) -> str:
@@ -373,6 +408,34 @@ def _forward_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary
         spans.append(CallSpan(a, b, name, kind))
     label = "; ".join(dict.fromkeys(sp.kind for sp in spans))
     return FoundCalls(spans, "forward_passes", label)
+
+
+def _training_steps(trace: Trace, rules: RuleSet, steps: list[CallSpan]) -> bool:
+    """Do most steps hold backward work (an event a ``backward`` phase rule marks, on any
+    thread)? Such a step is a training step: frames that repeat inside it (its
+    micro-batches' forward passes) are its phases, and the step stays the call. In a
+    window of one step the deepest frame enclosing every launch is the step's own, so its
+    micro-batches repeat below it where the whole trace's frames did not: the step must
+    not turn into its micro-batches there."""
+    marks = [r for r in rules.phases if r.phase == "backward" and r.before is None]
+    if not marks or not steps:
+        return False
+    s = trace.slices
+    hit = np.zeros(s.name.size, bool)
+    for r in marks:
+        codes = [i for i, n in enumerate(trace.names) if r.pattern.search(n)]
+        if not codes:
+            continue
+        mine = np.isin(s.name, codes)
+        if r.cats is not None:
+            mine &= np.isin(s.cat, [c for c in map(trace.cat_code, r.cats) if c >= 0])
+        hit |= mine
+    if not hit.any():
+        return False
+    st = np.sort(s.start[hit])
+    holding = sum(1 for sp in steps
+                  if np.searchsorted(st, sp.end_ns) > np.searchsorted(st, sp.start_ns))
+    return 2 * holding > len(steps)
 
 
 def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:

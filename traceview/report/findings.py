@@ -47,6 +47,11 @@ COLD_FIRST_CALL_RATIO = 5.0
 HOST_BOUND_IDLE_SHARE = 0.5
 # Under this share of the call idle, the host's work overlaps the device's: "hidden".
 HIDDEN_IDLE_SHARE = 0.1
+# A device-bound step whose critical path is more than this share host-thread time (not
+# counting the host's syncs and waits, which hand the path to what was waited for) is no
+# step whose host work is hidden: the stream the path follows waited for the host, the
+# device's other streams kept it busy meanwhile.
+PATH_HOST_SHARE = 0.5
 # Profiler overhead inside one call above this share of the warm median is reported.
 PERTURBATION_CALL_SHARE = 0.25
 # Findings that conclude from something's absence ("no Python frames: with_stack was off",
@@ -121,9 +126,47 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
             terms["outlasts"] = True
             rels.append(rel("gt", "kernel", "call"))
         return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
+    if calls and typical is not None and not measured \
+            and _path_on_host(ex, typical, figs, rels):
+        terms["path_on_host"] = True
+        return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
     figs.append(Figure("hidden", HIDDEN_IDLE_SHARE))
     rels.append(rel("le" if share <= HIDDEN_IDLE_SHARE else "gt", "idle_share", "hidden"))
     return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+
+
+def _path_on_host(ex: Analysis, typical: int, figs: list[Figure],
+                  rels: list[Relation]) -> bool:
+    """Is the typical step's critical path more than ``PATH_HOST_SHARE`` host-thread time?
+    Then the device-bound verdict says so, and how much of it is untraced (the profiler
+    recorded nothing of what the thread did: its own work, or a wait it cannot see, such
+    as polling memory the device writes), never that host work is hidden: its figures
+    (each path item cited where the step's row holds it) are appended to ``figs``."""
+    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    if j is None:
+        return False
+    step = ex.steps[j]
+    wall = step.end_ns - step.start_ns
+    row = ("steps", "steps", j)
+    host = [(i, item) for i, item in enumerate(step.path.items)
+            if item.kind == "host" and item.what not in ("sync", "wait")]
+    host_ns = sum(item.ns for _, item in host)
+    if not wall or host_ns <= PATH_HOST_SHARE * wall:
+        return False
+    cited = [Figure(f"path:{i}", item.ns, pointer(*row, "critical_path", i, "ns"))
+             for i, item in host]
+    untraced = [f"path:{i}" for i, item in host if item.what == "untraced"]
+    figs += [*cited, Figure("path_wall", wall, pointer(*row, "wall_ns")),
+             Figure("path_host", host_ns), Figure("path_host_share", host_ns / wall),
+             Figure("path_threshold", PATH_HOST_SHARE),
+             Figure("path_untraced", sum(item.ns for _, item in host
+                                         if item.what == "untraced"))]
+    rels += [rel("sum", *(f.name for f in cited), "path_host"),
+             rel("ratio", "path_host", "path_wall", "path_host_share"),
+             rel("gt", "path_host_share", "path_threshold")]
+    if untraced:
+        rels.append(rel("sum", *untraced, "path_untraced"))
+    return True
 
 
 def _biggest_first(prefix: str, named: list[tuple[str, int]]) -> list[Relation]:

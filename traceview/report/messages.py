@@ -64,6 +64,13 @@ def verdict_words(d: Detected) -> str:
         return (f"host-bound: {basis}the device is idle {fmt_pct(share)} of {scope}; "
                 f"{work}; host time goes to {top}{whose}")
     head = f"device-bound: {basis}the device is busy {fmt_pct(1 - share)} of {scope}"
+    if d.terms.get("path_on_host"):
+        untraced = d.value("path_untraced") or 0
+        why = (f", {fmt_ns(untraced)} of it untraced (nothing recorded says whether the "
+               "thread worked or waited)") if untraced else ""
+        return (head + f", but {fmt_pct(d.value('path_host_share') or 0)} of the step's "
+                f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}: "
+                "its host work is not hidden behind the device")
     if share <= (d.value("hidden") or 0):
         return head + "; host work is hidden behind device execution"
     return head + f"; it waits for the host {fmt_ns(d.value('idle'))} of it"
