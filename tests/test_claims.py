@@ -366,3 +366,118 @@ def test_one_call_against_one_claims_no_interval():
                     (*claim.relations, rel("ge", "p.n_before", "fewest")))
     assert check(with_ci, doc) == [
         "diff-verdict: ge('p.n_before', 'fewest') does not hold: 1 ge 2 is false"]
+
+
+# --- integrity verdicts and what-if projections ---------------------------------------
+
+US = 1_000
+
+
+def _drops(b: TraceBuilder, n: int, dropped: set[int], name: str = "call") -> None:
+    """``n`` calls of three pointwise launches; the second launch of each call in
+    ``dropped`` has no kernel record."""
+    t = 0
+    for i in range(n):
+        b.annotation(name.replace("#", f"#{i}") if "#" in name else name, t, 100 * US)
+        for j in range(3):
+            ls = t + 5 * US + j * 20 * US
+            if i in dropped and j == 1:
+                b.launch(ls, 5 * US)
+            else:
+                b.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
+                                  3 * US)
+        t += 200 * US
+
+
+def _prefix(b: TraceBuilder) -> None:
+    for j in range(4):
+        b.launch(j * 10 * US, 2 * US)
+    for j in range(4, 8):
+        b.launched_kernel("k", j * 10 * US, 2 * US, j * 10 * US + 3 * US, 1 * US)
+
+
+def _overrun(b: TraceBuilder) -> None:
+    b.launched_kernel("a", 0, 2 * US, 5 * US, 10 * US)
+    b.launched_kernel("b", 3 * US, 2 * US, 12 * US, 10 * US)
+    b.launched_kernel("c", 6 * US, 2 * US, 30 * US, 10 * US, stream=8)
+
+
+def _capture(b: TraceBuilder) -> None:
+    b.launch(0, 2 * US, api="cudaStreamBeginCapture")
+    for j in range(5):
+        b.launch(5 * US + j * 10 * US, 3 * US, api="cudaLaunchKernel")
+    b.launch(60 * US, 2 * US, api="cudaStreamEndCapture")
+    b.launch(70 * US, 50 * US, api="cudaGraphInstantiateWithFlags")
+    b.launched_kernel("k", 200 * US, 2 * US, 205 * US, 1 * US)
+
+
+def _short_replay(b: TraceBuilder) -> None:
+    t = 0
+    for nodes in (5, 5, 3, 5):
+        corr = b.launch(t, 4 * US, api="cudaGraphLaunch")
+        for k in range(nodes):
+            b.kernel(f"node{k}", t + 10 * US + k * 2 * US, 1 * US, corr=corr)
+        t += 100 * US
+
+
+DAMAGED = {
+    "two-dropped": (lambda b: _drops(b, 10, {3, 7}), {"integrity-check", "integrity-incomplete",
+                                                      "integrity-unreliable"}),
+    # more incomplete calls than a sentence names: "and 7 more"
+    "fifteen-dropped": (lambda b: _drops(b, 30, set(range(0, 30, 2))),
+                        {"integrity-check", "integrity-incomplete"}),
+    "steps-touched": (lambda b: _drops(b, 6, {2}, "ProfilerStep#"),
+                      {"integrity-check", "what-if"}),
+    "dropped-prefix": (_prefix, {"integrity-check"}),
+    "duration-overrun": (_overrun, {"integrity-check"}),
+    "graph-capture": (_capture, {"integrity-check"}),
+    "short-replay": (_short_replay, {"integrity-check", "integrity-graphs"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_every_integrity_and_what_if_claim_holds(tmp_path, case):
+    """Each damaged trace says what the check found, in every view, as claims the JSON
+    bears out and the outputs print."""
+    build, ids = DAMAGED[case]
+    b = TraceBuilder()
+    build(b)
+    path = b.write(tmp_path / "t.json")
+    r = traceview.analyze(path)
+    assert ids <= {c.id for c in r.claims}, [c.id for c in r.claims]
+    views = _check_views(path, case)
+    assert views == {v: [] for v in views}
+
+
+def test_integrity_sentences_name_each_call_or_count_the_rest(tmp_path):
+    """15 incomplete calls: the sentence names 8 and says "7 more", and the report's
+    list (counted here from the calls dropped) has 15."""
+    b = TraceBuilder()
+    _drops(b, 30, set(range(0, 30, 2)))
+    r = traceview.analyze(b.write(tmp_path / "t.json"), Options(calls="call"))
+    said = [c for c in r.claims if c.id == "integrity-incomplete"]
+    assert [c.text for c in said] == [
+        "15 incomplete call(s) left out of the warm figures: 0, 2, 4, 6, 8, 10, 12, 14 "
+        "and 7 more"]
+    assert check_all(said, r.to_dict()) == []
+    c = said[0]
+    wrong = Claim(c.id, c.text, tuple(Figure(f.name, 16, f.path) if f.name == "incomplete"
+                                      else f for f in c.figures), c.relations)
+    assert check(wrong, r.to_dict()) == [
+        "integrity-incomplete: eq('incomplete', 'call:listed') does not hold: 16 eq 15 is false"]
+
+
+def test_a_what_if_claim_against_another_call_is_caught(tmp_path):
+    """A projection is of the typical call and replaces that call's own figure: a claim
+    that says otherwise (the measured figure off by 1 ns) is caught at the path."""
+    b = TraceBuilder()
+    _drops(b, 10, {3, 7})
+    r = traceview.analyze(b.write(tmp_path / "t.json"), Options(calls="call"))
+    doc = r.to_dict()
+    c = next(c for c in r.claims if c.id == "what-if")
+    assert check(c, doc) == []
+    m = c.value("measured")
+    assert isinstance(m, int)
+    off = Claim(c.id, c.text, tuple(Figure(f.name, m + 1, f.path) if f.name == "measured"
+                                    else f for f in c.figures), c.relations)
+    assert check(off, doc)[0].startswith(f"what-if: measured is {m + 1}, the report has {m}")

@@ -70,6 +70,15 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
+    Code("integrity-check", "info", "one kind of damage in the records: how many, the "
+         "calls and steps it falls in, and what it means for the figures"),
+    Code("integrity-graphs", "info",
+         "the CUDA graph replays: how many, of how many graphs, and their nodes per replay"),
+    Code("integrity-incomplete", "info",
+         "the incomplete calls left out of the warm figures"),
+    Code("integrity-unreliable", "info", "the figures some integrity check makes unreliable"),
+    Code("what-if", "info", "a projection of the typical call: its figure and interval "
+         "against the call it replaces, and the figures its model rests on"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -21,6 +21,7 @@ from traceview.report import model as m
 from traceview.report.claims import Claim
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
+from traceview.report.integrity_claims import integrity_claims, what_if_claims
 from traceview.report.schema import SCHEMA_VERSION
 from traceview.report.sentences import (
     bytes_claim,
@@ -55,6 +56,8 @@ def build_report(a: Analysis) -> m.Report:
     step = step_claim(steps, drawn)
     moved = None if a.steps else bytes_moved(op, a.trace.capture, calls_info)
     kernel = calls_info.stats.get("kernel_ns")
+    integrity = integrity_info(a)
+    projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
     said = [c for c in (step, bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
@@ -99,9 +102,12 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons),
-        integrity=integrity_info(a),
-        what_if=what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None),
+        claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons,
+                *integrity_claims(integrity, a.launches.count),
+                *what_if_claims(projections, unprofiled,
+                                None if drawn is None else drawn.index)),
+        integrity=integrity,
+        what_if=projections,
     )
 
 
