@@ -75,6 +75,9 @@ def _problems(r: Report) -> list[str]:
         out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
     out += [f"{c.id}: no such finding or sentence id" for c in r.claims
             if c.id not in FINDINGS and c.id not in SENTENCES]
+    window = [c.text for c in r.claims if c.id == "window"]
+    if window != [doc["window"]["description"]]:
+        out.append(f"the window's description is not its claim's text: {window}")
     found = [c.text for c in r.claims if c.id == "calls-found"]
     if found != [doc["calls"]["description"]]:
         out.append(f"the calls' description is not its claim's text: {found}")
@@ -481,3 +484,25 @@ def test_a_what_if_claim_against_another_call_is_caught(tmp_path):
     off = Claim(c.id, c.text, tuple(Figure(f.name, m + 1, f.path) if f.name == "measured"
                                     else f for f in c.figures), c.relations)
     assert check(off, doc)[0].startswith(f"what-if: measured is {m + 1}, the report has {m}")
+
+
+def test_a_window_of_user_ranges_counts_them(tmp_path):
+    """``--window ProfilerStep``: the line says how many user ranges the window spans,
+    counted here from the raw events, and its claim holds; a claim of one range more is
+    caught at ``/window/ranges``."""
+    import gzip
+    import json
+
+    path = ROOT / "fixtures" / "train_llama_eager.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    events = raw["traceEvents"] if isinstance(raw, dict) else raw
+    want = sum(1 for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"
+               and "ProfilerStep" in str(e.get("name")))
+    r = traceview.explain(traceview.load(path), Options(window="ProfilerStep"))
+    assert r.window.description == f"span of {want} user range(s) matching 'ProfilerStep'"
+    assert _problems(r) + _unprinted(r) == []
+    c = next(c for c in r.claims if c.id == "window")
+    more = Claim(c.id, c.text, (Figure("ranges", want + 1, "/window/ranges"),
+                                *c.figures[1:]), c.relations)
+    assert check(more, r.to_dict()) == [
+        f"window: ranges is {want + 1}, the report has {want} at /window/ranges"]

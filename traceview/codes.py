@@ -70,6 +70,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
+    Code("window", "info", "what the window is: the activity's span, a --window time "
+         "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
          "calls and steps it falls in, and what it means for the figures"),
     Code("integrity-graphs", "info",

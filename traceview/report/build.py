@@ -29,6 +29,7 @@ from traceview.report.sentences import (
     cause_claims,
     step_claim,
     unprofiled_claims,
+    window_claim,
 )
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
@@ -58,7 +59,8 @@ def build_report(a: Analysis) -> m.Report:
     kernel = calls_info.stats.get("kernel_ns")
     integrity = integrity_info(a)
     projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
-    said = [c for c in (step, bytes_claim(moved, kernel.p50 if kernel else None,
+    window = window_claim(a.window)
+    said = [c for c in (window, step, bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
     return m.Report(
@@ -68,7 +70,8 @@ def build_report(a: Analysis) -> m.Report:
             metadata={k: v for k, v in a.trace.metadata.items() if k != "traceview"},
             capture=a.trace.metadata.get("traceview"), python_frames=a.has_python_frames),
         window=m.WindowInfo(a.window.start_ns, a.window.end_ns, a.window.dur_ns,
-                            a.window.source, a.window.description),
+                            a.window.source, window.text,
+                            a.window.ranges if a.window.source == "annotation" else None),
         device=m.DeviceInfo(
             busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
             kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,

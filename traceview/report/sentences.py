@@ -20,6 +20,7 @@ from typing import Any
 
 from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
+from traceview.analyses.window import Window
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
 from traceview.report.unprofiled import UnprofiledInfo
@@ -305,3 +306,24 @@ def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
     return [head, Claim("unprofiled-categories",
                         f"categories unprofiled (sum = the call): {cats}", tuple(figs_c),
                         (rel("sum", *names, "call"),))]
+
+
+def window_claim(w: Window) -> Claim:
+    """What the window is (the line beside its length): the activity's span, the
+    ``--window`` time range (and the steps it was widened to hold), or the user ranges a
+    ``--window`` regex matched, counted."""
+    if w.source == "empty":
+        return Claim("window", "no activity events",
+                     (Figure("dur", w.dur_ns, pointer("window", "dur_ns")), Figure("none", 0)),
+                     (rel("eq", "dur", "none"),))
+    if w.source == "annotation":
+        # find_window refuses a regex that matches no range
+        return Claim("window", f"span of {w.ranges} user range(s) matching {w.spec!r}",
+                     (Figure("ranges", w.ranges, pointer("window", "ranges")),
+                      Figure("one", 1)), (rel("ge", "ranges", "one"),))
+    if w.source == "range":
+        text = f"time range {w.spec} from the first activity event"
+        if w.cut_steps:
+            text += f", widened to the whole steps it cut: {', '.join(w.cut_steps)}"
+        return Claim("window", text, ())
+    return Claim("window", "first to last host or device activity event", ())
