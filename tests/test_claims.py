@@ -506,3 +506,75 @@ def test_a_window_of_user_ranges_counts_them(tmp_path):
                                 *c.figures[1:]), c.relations)
     assert check(more, r.to_dict()) == [
         f"window: ranges is {want + 1}, the report has {want} at /window/ranges"]
+
+
+# --- ab's verdict and diff's unprofiled line --------------------------------------------
+
+AB_DOCS = sorted(p for p in [*(ROOT / "tests" / "data").glob("ab_*.json"),
+                             *(ROOT / "fixtures").glob("*ab*.json")]
+                 if "comparisons" in p.read_text())
+
+
+@pytest.mark.parametrize("path", AB_DOCS, ids=lambda p: p.name)
+def test_every_claim_of_an_ab_document_holds(path):
+    """A saved ab result's verdict is the claim its figures make, and the claim holds
+    against the document; so does ``diff --ab``'s unprofiled line made from it."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import claims_of
+    from traceview.multi.unprofiled import from_ab, line_claim
+
+    doc = upgrade(json.loads(path.read_text()), "ab")
+    claims = claims_of(doc)
+    assert [c.text for c in claims] == [doc["verdict"]]
+    assert check_all(claims, doc) == []
+    block = from_ab(doc)
+    line = line_claim(block, ("unprofiled",))
+    assert line.text == block["line"]
+    assert check(line, {"unprofiled": block}) == []
+
+
+def test_an_ab_verdict_on_the_wrong_side_of_zero_is_caught():
+    """"B faster" with an interval reaching above zero: the sentence made from the
+    figures holds; the document's interval moved above zero afterwards is caught, and a
+    claim carrying that interval breaks its relation."""
+    import json
+
+    from traceview.multi.ab_result import claims_of
+
+    doc = json.loads((ROOT / "tests" / "data" / "ab_add_cpu.json").read_text())
+    c = doc["comparisons"]["full_api_ns_p50"]
+    c.update(ci_low_ns=-5_000.0, ci_high_ns=-1_000.0, estimate_ns=-3_000.0,
+             relative=-3_000.0 / c["a_median_ns"])
+    claim = claims_of(doc)[0]
+    assert claim.text.startswith("B faster by 3 us") and check(claim, doc) == []
+    c["ci_high_ns"] = 500.0  # the saved figure moved; the sentence did not
+    assert check(claim, doc) == [
+        "ab-verdict: high is -1000.0, the report has 500.0 at "
+        "/comparisons/full_api_ns_p50/ci_high_ns"]
+    moved = Claim(claim.id, claim.text, tuple(Figure("high", 500.0, f.path) if f.name == "high"
+                                              else f for f in claim.figures), claim.relations)
+    assert "ab-verdict: lt('high', 'zero') does not hold: 500.0 lt 0 is false" in check(moved, doc)
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ([100_000, 101_000, 99_000], [90_000, 91_000, 89_000]),  # too few to tell
+    ([100_000 + 37 * i for i in range(8)], [100_020 + 41 * i for i in range(8)]),  # covers 0
+    ([100_000 + 37 * i for i in range(8)], [80_000 + 41 * i for i in range(8)]),  # faster
+    ([100_000 + 37 * i for i in range(8)], [120_000 + 41 * i for i in range(8)]),  # slower
+])
+def test_every_claim_of_a_capture_line_holds(before, after):
+    """The capture-metadata line, in each of its four forms, is true of its figures."""
+    from traceview.multi.twosample import shift
+    from traceview.multi.unprofiled import capture_claim
+
+    s = shift(before, after)
+    f = {"before_ns": list(s.before), "after_ns": list(s.after), "estimate_ns": s.estimate_ns,
+         "ci_low_ns": s.ci_low_ns, "ci_high_ns": s.ci_high_ns, "verdict": s.verdict}
+    doc = {"unprofiled": {"figures": [f]}}
+    c = capture_claim(f, ("unprofiled", "figures", 0))
+    assert check(c, doc) == []
+    word = {"cannot tell": "cannot tell", "after faster": "after faster",
+            "after slower": "after slower"}[s.verdict]
+    assert c.text.startswith("too few" if s.ci_low_ns is None else word)

@@ -70,6 +70,10 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
+    Code("diff-unprofiled", "info", "diff's unprofiled line: the processes or rounds on "
+         "each side and the difference's interval on the side of zero its word says"),
+    Code("ab-verdict", "info", "ab's verdict: the paired difference's estimate and "
+         "interval, the rounds that agree, the share of A's median"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "

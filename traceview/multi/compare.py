@@ -448,24 +448,17 @@ def agreement(d: Diff) -> str | None:
 
 
 def _unprofiled_claim(d: Diff) -> tuple[list[Figure], list[Relation]]:
-    """What the unprofiled line asserts (its words are ``multi.unprofiled``'s): the
-    difference's estimate and interval where it has one, on the side of zero its word
-    says ("after faster": all of the interval below zero; "cannot tell": it covers zero)."""
+    """What the unprofiled line asserts (``multi.unprofiled.line_claim``: its words and
+    figures are made together): the processes or rounds it counts, the difference's
+    estimate and interval where it has one, on the side of zero its word says ("after
+    faster": all of the interval below zero; "cannot tell": it covers zero). Its figures
+    are named ``u.`` here, beside the profiled line's."""
+    from traceview.multi.unprofiled import line_claim
+
     assert d.unprofiled is not None
-    f = d.unprofiled["figures"][0]
-    at = ("unprofiled", "figures", 0)
-    if f.get("ci_low_ns") is None or f.get("ci_high_ns") is None:
-        return [], []
-    figs = [Figure(f"u.{k}", f[k], pointer(*at, k))
-            for k in ("estimate_ns", "ci_low_ns", "ci_high_ns")] + [Figure("u.zero", 0)]
-    rels = [rel("le", "u.ci_low_ns", "u.ci_high_ns")]
-    word = f.get("verdict")
-    if word == "after faster":
-        rels += [rel("lt", "u.ci_high_ns", "u.zero"), rel("lt", "u.estimate_ns", "u.zero")]
-    elif word == "after slower":
-        rels += [rel("gt", "u.ci_low_ns", "u.zero"), rel("gt", "u.estimate_ns", "u.zero")]
-    else:
-        rels += [rel("le", "u.ci_low_ns", "u.zero"), rel("ge", "u.ci_high_ns", "u.zero")]
+    c = line_claim(d.unprofiled, ("unprofiled",))
+    figs = [Figure(f"u.{f.name}", f.value, f.path) for f in c.figures]
+    rels = [Relation(r.kind, tuple(f"u.{n}" for n in r.figures)) for r in c.relations]
     return figs, rels
 
 
