@@ -578,3 +578,42 @@ def test_every_claim_of_a_capture_line_holds(before, after):
     word = {"cannot tell": "cannot tell", "after faster": "after faster",
             "after slower": "after slower"}[s.verdict]
     assert c.text.startswith("too few" if s.ci_low_ns is None else word)
+
+
+# --- serve's result line ----------------------------------------------------------------
+
+SERVE_DOCS = [ROOT / "tests" / "data" / "serve_tiny_cpu.json",
+              *sorted((ROOT / "fixtures").glob("serve_*.json"))]
+
+
+@pytest.mark.parametrize("path", SERVE_DOCS, ids=lambda p: p.name)
+def test_every_claim_of_a_serve_document_holds(path):
+    """The serving result line is true of the document it is printed from, and the
+    markdown prints it."""
+    import json
+
+    from traceview.render.serve_common import result_claim
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    c = result_claim(doc)
+    assert check(c, doc) == []
+
+    assert esc(c.text) in render_serve_markdown(doc)
+
+
+def test_a_serve_row_whose_word_contradicts_its_interval_is_caught():
+    """A row saying "B faster" over an interval wholly above zero: caught."""
+    import json
+
+    from traceview.render.serve_common import result_claim
+
+    doc = json.loads(SERVE_DOCS[1].read_text())
+    rows = [(k, r) for k, r in doc["ab"]["figures"].items()
+            if k in ("wall", "tpot_p50", "ttft_p50") and r["ci_low_ns"] is not None]
+    assert rows, "the H200 serve fixture has six rounds: every row has an interval"
+    key, row = rows[0]
+    row.update(ci_low_ns=1_000.0, ci_high_ns=9_000.0, estimate_ns=5_000.0, verdict="B faster")
+    got = check(result_claim(doc), doc)
+    assert got == [f"serve-result: lt('{key}.ci_high_ns', 'zero') does not hold: "
+                   "9000.0 lt 0 is false"]

@@ -74,6 +74,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "each side and the difference's interval on the side of zero its word says"),
     Code("ab-verdict", "info", "ab's verdict: the paired difference's estimate and "
          "interval, the rounds that agree, the share of A's median"),
+    Code("serve-result", "info", "serve's one-line result: the measured throughput and "
+         "latencies, each A/B row's interval around its estimate on the side of zero its "
+         "verdict says"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
