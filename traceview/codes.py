@@ -60,6 +60,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "numbered series an option would pick)"),
     Code("unprofiled-call", "info", "the call without the profiler: its time, interval, "
          "the profiled call beside it and how it was found"),
+    Code("unprofiled-measuring", "info", "what a measured split's timing cost per timed "
+         "invocation and how much of it was subtracted"),
     Code("unprofiled-categories", "info",
          "the unprofiled call's host categories, which add up to the call"),
     Code("bytes-moved", "info",

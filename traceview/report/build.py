@@ -105,13 +105,22 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons,
+        claims=(*claims, found, *said, *unprofiled_claims(unprofiled, _calibration(a)),
+                *reasons,
                 *integrity_claims(integrity, a.launches.count),
                 *what_if_claims(projections, unprofiled,
                                 None if drawn is None else drawn.index)),
         integrity=integrity,
         what_if=projections,
     )
+
+
+def _calibration(a: Analysis) -> dict | None:
+    """Capture's timer calibration of a measured split (its ``measuring`` line's figures)."""
+    cap = a.trace.capture
+    split = cap.baseline.split if cap is not None and cap.baseline is not None else None
+    cal = split.get("calibration") if isinstance(split, dict) else None
+    return cal if isinstance(cal, dict) else None
 
 
 def _worded(calls: list[m.CallRow], reasons: list[Claim]) -> tuple[m.CallRow, ...]:

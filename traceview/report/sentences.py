@@ -23,7 +23,8 @@ from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst
 from traceview.analyses.window import Window
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
-from traceview.report.unprofiled import UnprofiledInfo
+from traceview.report.unprofiled import MEASURED, UnprofiledInfo
+from traceview.report.unprofiled_words import MODEL, measuring_claim, model_claim
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
 DEVICE_WORK = "device work (kernels, copies)"
@@ -267,10 +268,13 @@ def calls_claim(calls: CallsSummary) -> Claim:
                  tuple(rels))
 
 
-def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
+def unprofiled_claims(u: UnprofiledInfo | None,
+                      calibration: dict[str, Any] | None = None) -> list[Claim]:
     """The unprofiled split's headline ("Without the profiler a call takes 86.6 us [84 us,
-    90 us] (profiled 486 us, 5.6x); measured: ...") and its categories line, which says
-    they sum to the call; none without a split."""
+    90 us] (profiled 486 us, 5.6x); measured: ...", with the model's ratio and spread
+    cited where the method is the profiled-shares model), its categories line, which
+    says they sum to the call, and what the measurement cost (``calibration``: capture's,
+    for a measured split); none without a split."""
     if u is None:
         return []
     if u.method is None or u.call_ns is None:
@@ -291,10 +295,22 @@ def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
         figs.append(Figure("ratio", prof / u.call_ns))
         rels.append(rel("ratio", "profiled", "call", "ratio"))
         ratio = f", {prof / u.call_ns:.1f}x"
+    if u.method.startswith(MODEL) and prof is not None and u.categories_raw_sum_ns is not None:
+        # the method's words are the model's claim: its figures are this sentence's too
+        model = model_claim(u.call_ns, prof, u.profiled_categories or {},
+                            u.categories_raw_sum_ns)
+        names = {f.name for f in model.figures} - {"call", "profiled"}
+        figs += [Figure(f"model.{f.name}", f.value, f.path) for f in model.figures
+                 if f.name in names]
+        rels += [Relation(r.kind, tuple(f"model.{n}" if n in names else n for n in r.figures))
+                 for r in model.relations]
     head = Claim("unprofiled-call", f"Without the profiler a call takes {fmt_ns(u.call_ns)}"
                  f"{ci} (profiled {fmt_ns(prof)}{ratio}); {u.method}", tuple(figs), tuple(rels))
+    out = [head]
+    if u.method.startswith(MEASURED) and calibration:
+        out.append(measuring_claim(calibration))
     if not u.categories:
-        return [head]
+        return out
     pc = u.profiled_categories or {}
     cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
                       for k, v in u.categories.items())
@@ -303,7 +319,7 @@ def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
     figs_c += [Figure(n, v, pointer("unprofiled", "categories", k))
                for n, (k, v) in zip(names, u.categories.items(), strict=True)]
     # "(sum = the call)": the categories add up to the call exactly
-    return [head, Claim("unprofiled-categories",
+    return [*out, Claim("unprofiled-categories",
                         f"categories unprofiled (sum = the call): {cats}", tuple(figs_c),
                         (rel("sum", *names, "call"),))]
 
