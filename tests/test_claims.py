@@ -178,6 +178,69 @@ def test_analyses_format_no_figure():
     assert used == set()
 
 
+# The report modules that make sentences: each sentence a claim (``report.claims``).
+CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py",
+                "kernel_words.py", "unprofiled_words.py")
+# An f-string value that reads as a figure: a length, a time, a count, a share.
+FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
+#: (module, the formatted expression) -> why it is still worded outside the claims layer
+#: (an entry that no longer occurs fails the test: it is removed with the fix)
+WORDED_ELSEWHERE = {
+    ("explanation.py", "len(lanes)"): "a diagnostic's message (input problems are not claims)",
+    ("explanation.py", "MAX_HOST_THREADS"): "the same diagnostic",
+    ("explanation.py", "left"): "the same diagnostic",
+    ("proton.py", "len(overlapping)"): "proton's notes: its document carries no claims yet",
+    ("proton.py", "fmt_ns"): "proton's outlier reason: its document carries no claims yet",
+    ("proton.py", "plural"): "proton's notes: its document carries no claims yet",
+}
+
+
+def _formatted_figures(path: Path) -> set[tuple[str, str]]:
+    """(module, expression) of every figure ``path`` formats into words: a unit
+    formatter named, or an f-string value with a format spec or that reads as a figure.
+    Error messages (``raise``) are not report sentences."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    raised = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.Raise)
+              for sub in ast.walk(node)}
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in FORMATTERS:
+            out.add((path.name, node.id))
+        if isinstance(node, ast.JoinedStr) and id(node) not in raised:
+            for v in node.values:
+                if not isinstance(v, ast.FormattedValue):
+                    continue
+                src = ast.unparse(v.value)
+                if v.format_spec is not None or FIGURE_SOURCE.search(src):
+                    out.add((path.name, src.split("(")[0] if "fmt_" in src else src))
+    return out
+
+
+def test_report_modules_word_no_figure_outside_the_claims_layer():
+    """Only the claims layer turns a figure into words: any other module of ``report/``
+    that formats one makes a sentence no claim checks."""
+    found = set()
+    for p in sorted((ROOT / "traceview" / "report").glob("*.py")):
+        if p.name not in CLAIMS_LAYER:
+            found |= _formatted_figures(p)
+    assert found == set(WORDED_ELSEWHERE)
+
+
+def test_the_guard_sees_a_formatted_figure(tmp_path):
+    """The guard above catches what it is for: a percentage, a time, a count."""
+    p = tmp_path / "words.py"
+    p.write_text("from traceview.units import fmt_ns\n"
+                 "def f(r):\n"
+                 "    a = f'{r.share:.0%} of the call'\n"
+                 "    b = f'{len(r.calls)} calls'\n"
+                 "    c = f'{fmt_ns(r.wall_ns)}'\n"
+                 "    raise ValueError(f'{r.n_bad} bad')\n")
+    assert _formatted_figures(p) == {("words.py", "r.share"), ("words.py", "len(r.calls)"),
+                                     ("words.py", "fmt_ns")}
+
+
 def test_docs_list_the_sentence_table_exactly():
     text = (ROOT / "docs" / "findings.md").read_text()
     section = text.split("## Sentence ids", 1)[1].split("\n## ", 1)[0]
