@@ -680,3 +680,57 @@ def test_a_serve_row_whose_word_contradicts_its_interval_is_caught():
     got = check(result_claim(doc), doc)
     assert got == [f"serve-result: lt('{key}.ci_high_ns', 'zero') does not hold: "
                    "9000.0 lt 0 is false"]
+
+
+# --- ranks' summary -----------------------------------------------------------------------
+
+def _ranks(tmp_path, names: list[str], cut_last: bool = False):
+    import gzip
+
+    from traceview.multi.ranks import analyze_ranks
+
+    for i, name in enumerate(names):
+        raw = gzip.decompress((ROOT / "fixtures" / name).read_bytes())
+        if cut_last and i == len(names) - 1:
+            (tmp_path / f"rank{i}.json").write_bytes(raw[: len(raw) * 2 // 3])
+        else:
+            (tmp_path / f"rank{i}.json.gz").write_bytes(gzip.compress(raw, mtime=0))
+    return analyze_ranks([tmp_path], jobs=1)
+
+
+@pytest.mark.parametrize(("names", "cut", "ids"), [
+    # the rank cut short has a third of the calls: it stands out
+    (["torch_mul_1x4096_f32.json.gz"] * 4, True, {"ranks-summary", "ranks-straggler"}),
+    (["torch_mul_1x4096_f32.json.gz"] * 2, False, {"ranks-summary", "ranks-no-straggler"}),
+    (["torch_mul_1x4096_f32.json.gz"] * 4 + ["two_streams_8192x8192_f16.json.gz"], False,
+     {"ranks-summary", "ranks-straggler"}),
+], ids=["damaged", "too-few", "straggler"])
+def test_every_claim_of_a_ranks_summary_holds(tmp_path, names, cut, ids):
+    """The ranks summary's sentences hold against the ranks document, and the outputs
+    print them."""
+    from traceview.render.ranks_report import _summary_lines, ranks_claims
+
+    report = _ranks(tmp_path, names, cut)
+    claims = ranks_claims(report)
+    assert {c.id for c in claims} == ids
+    assert check_all(claims, report.to_dict()) == []
+    assert [c.text for c in claims] == _summary_lines(report)[: len(claims)]
+    for c in claims:
+        if c.id == "ranks-straggler":
+            # the one rank unlike the others (the last) is the one named
+            assert c.value("rank") == len(names) - 1
+
+
+def test_a_straggler_reason_against_the_rule_is_caught(tmp_path):
+    """A reason whose rank is nearer the median than the rule allows: caught."""
+    from traceview.render.ranks_report import ranks_claims
+
+    report = _ranks(tmp_path, ["torch_mul_1x4096_f32.json.gz"] * 4
+                    + ["two_streams_8192x8192_f16.json.gz"])
+    c = next(c for c in ranks_claims(report) if c.id == "ranks-straggler")
+    near = Claim(c.id, c.text, tuple(Figure(f.name, 0.05, None) if f.name == "min_relative"
+                                     else f for f in c.figures), c.relations)
+    assert check(near, report.to_dict()) == []  # a looser rule still holds
+    strict = Claim(c.id, c.text, tuple(Figure(f.name, 1e9, None) if f.name == "mad_k"
+                                       else f for f in c.figures), c.relations)
+    assert any("ratio" in p and "does not hold" in p for p in check(strict, report.to_dict()))

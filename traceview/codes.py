@@ -79,6 +79,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("serve-result", "info", "serve's one-line result: the measured throughput and "
          "latencies, each A/B row's interval around its estimate on the side of zero its "
          "verdict says"),
+    Code("ranks-summary", "info",
+         "how many ranks were analysed, the median device busy share and call API p50"),
+    Code("ranks-straggler", "info", "a rank that stands out: each metric's value against "
+         "the median, by more than the rule's MAD multiple and share of the median"),
+    Code("ranks-no-straggler", "info",
+         "why no rank is named a straggler: too few ranks for the rule, or none apart"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
