@@ -56,6 +56,11 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("typical-step", "info",
          "the typical training step: its wall, phases, device busy share and who holds "
          "its critical path"),
+    Code("step-segments", "info", "the typical step's phases in time order, when a phase "
+         "runs more than once (micro-batches)"),
+    Code("step-communication", "info",
+         "the typical step's communication on the device and how much of it is exposed"),
+    Code("step-others", "info", "the other steps' walls"),
     Code("calls-found", "info", "how many calls, of which kinds, found how (and the other "
          "numbered series an option would pick)"),
     Code("unprofiled-call", "info", "the call without the profiler: its time, interval, "

@@ -28,6 +28,7 @@ from traceview.report.sentences import (
     calls_claim,
     cause_claims,
     step_claim,
+    step_detail_claims,
     unprofiled_claims,
     window_claim,
 )
@@ -60,7 +61,7 @@ def build_report(a: Analysis) -> m.Report:
     integrity = integrity_info(a)
     projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
     window = window_claim(a.window)
-    said = [c for c in (window, step, bytes_claim(moved, kernel.p50 if kernel else None,
+    said = [c for c in (window, step, *step_detail_claims(steps, drawn), bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
     return m.Report(

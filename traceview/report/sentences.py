@@ -120,6 +120,49 @@ def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | 
     return Claim("typical-step", text, tuple(figs), tuple(rels))
 
 
+def step_detail_claims(steps: StepsInfo | None, typical: TypicalCall | None) -> list[Claim]:
+    """The typical step's other sentences, beside its sections: its phases in time order
+    when a phase runs more than once (``step-segments``), its communication and how much
+    of it is exposed (``step-communication``), the other steps' walls (``step-others``)."""
+    found = typical_step(steps, typical)
+    if found is None:
+        return []
+    steps, j = found
+    step = steps.steps[j]
+    at = ("steps", "steps", j)
+    out = []
+    segs = step.segments
+    if len({g.phase for g in segs}) != len(segs):
+        figs: list[Figure] = []
+        rels: list[Relation] = []
+        for k, g in enumerate(segs):
+            figs += [Figure(f"start:{k}", g.start_ns, pointer(*at, "segments", k, "start_ns")),
+                     Figure(f"end:{k}", g.end_ns, pointer(*at, "segments", k, "end_ns")),
+                     Figure(f"dur:{k}", g.end_ns - g.start_ns)]
+            rels.append(rel("sum", f"start:{k}", f"dur:{k}", f"end:{k}"))
+            if k:  # in time order: each stretch starts where or after the one before ends
+                rels.append(rel("le", f"end:{k - 1}", f"start:{k}"))
+        out.append(Claim("step-segments", "in time order: " + ", ".join(
+            f"{g.phase} {fmt_ns(g.end_ns - g.start_ns)}" for g in segs), tuple(figs),
+            tuple(rels)))
+    if step.communication_ns:
+        out.append(Claim("step-communication", (
+            f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the device, "
+            f"{fmt_ns(step.exposed_communication_ns)} exposed (no other device work running)"),
+            (Figure("communication", step.communication_ns,
+                    pointer(*at, "communication_ns")),
+             Figure("exposed", step.exposed_communication_ns,
+                    pointer(*at, "exposed_communication_ns"))),
+            (rel("le", "exposed", "communication"),)))
+    others = [(k, s) for k, s in enumerate(steps.steps) if s.index != step.index]
+    if others:
+        out.append(Claim("step-others", "other steps: " + "; ".join(
+            f"{s.name} {fmt_ns(s.wall_ns)}{' (cold)' if s.cold else ''}" for _, s in others),
+            tuple(Figure(f"wall:{k}", s.wall_ns, pointer("steps", "steps", k, "wall_ns"))
+                  for k, s in others)))
+    return out
+
+
 # ``analyses.kernel_bytes.gb_per_s`` rounds a rate to this many decimals (GB/s).
 RATE_DECIMALS = 3
 
