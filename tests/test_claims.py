@@ -722,14 +722,19 @@ def test_every_claim_of_a_ranks_summary_holds(tmp_path, names, cut, ids):
 
 
 def test_a_straggler_reason_against_the_rule_is_caught(tmp_path):
-    """A reason held against a rule it does not meet (a MAD multiple far beyond its
-    distance from the median): caught."""
+    """A reason held against a rule it does not meet (a share of the median far beyond
+    its distance from the median): caught."""
     from traceview.render.ranks_report import ranks_claims
 
     report = _ranks(tmp_path, ["torch_mul_1x4096_f32.json.gz"] * 4
                     + ["two_streams_8192x8192_f16.json.gz"])
     c = next(c for c in ranks_claims(report) if c.id == "ranks-straggler")
     assert check(c, report.to_dict()) == []
-    strict = Claim(c.id, c.text, tuple(Figure(f.name, 1e9, None) if f.name == "mad_k"
-                                       else f for f in c.figures), c.relations)
-    assert any("ratio" in p and "does not hold" in p for p in check(strict, report.to_dict()))
+    apart = c.value("r0.apart")
+    assert isinstance(apart, float | int)
+    # the share of the median the rule asks for, ten times the rank's distance
+    far = Claim(c.id, c.text, tuple(Figure(f.name, 10 * apart, None) if f.name == "r0.least"
+                                    else f for f in c.figures), c.relations)
+    got = check(far, report.to_dict())
+    assert any(p.startswith("ranks-straggler: ge('r0.apart', 'r0.least') does not hold")
+               for p in got), got
