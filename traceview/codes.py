@@ -61,6 +61,16 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("step-communication", "info",
          "the typical step's communication on the device and how much of it is exposed"),
     Code("step-others", "info", "the other steps' walls"),
+    Code("perturbation-recorded", "info", "what the profiler recorded per warm call: "
+         "events, the Python frames among them, its own time"),
+    Code("perturbation-unprofiled", "info",
+         "the unprofiled call as a share of the profiled call's p50"),
+    Code("unprofiled-steps", "info",
+         "the profiled step's p50 beside the unprofiled steps' (capture_steps)"),
+    Code("unprofiled-steps-phases", "info",
+         "the typical step's phases corrected by the unprofiled step time"),
+    Code("unprofiled-steps-path", "info",
+         "the typical step's critical path corrected by the unprofiled step time"),
     Code("calls-found", "info", "how many calls, of which kinds, found how (and the other "
          "numbered series an option would pick)"),
     Code("unprofiled-call", "info", "the call without the profiler: its time, interval, "

@@ -27,9 +27,11 @@ from traceview.report.sentences import (
     bytes_claim,
     calls_claim,
     cause_claims,
+    perturbation_claims,
     step_claim,
     step_detail_claims,
     unprofiled_claims,
+    unprofiled_steps_claims,
     window_claim,
 )
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
@@ -61,7 +63,12 @@ def build_report(a: Analysis) -> m.Report:
     integrity = integrity_info(a)
     projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
     window = window_claim(a.window)
-    said = [c for c in (window, step, *step_detail_claims(steps, drawn), bytes_claim(moved, kernel.p50 if kernel else None,
+    api = calls_info.stats.get("api_ns")
+    said = [c for c in (window, step, *step_detail_claims(steps, drawn),
+                        *perturbation_claims(calls_info.perturbation,
+                                             api.p50 if api else None,
+                                             "step" if steps is not None else "call"),
+                        *unprofiled_steps_claims(unprofiled), bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
     return m.Report(

@@ -22,7 +22,14 @@ from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.analyses.window import Window
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
-from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
+from traceview.report.model import (
+    BytesMoved,
+    PathRow,
+    PerturbationInfo,
+    StepRow,
+    StepsInfo,
+    TypicalCall,
+)
 from traceview.report.unprofiled import MEASURED, UnprofiledInfo
 from traceview.report.unprofiled_words import MODEL, measuring_claim, model_claim
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
@@ -386,3 +393,86 @@ def window_claim(w: Window) -> Claim:
             text += f", widened to the whole steps it cut: {', '.join(w.cut_steps)}"
         return Claim("window", text, ())
     return Claim("window", "first to last host or device activity event", ())
+
+
+# ``analyses.calltree`` rounds the unprofiled share to this many decimals.
+SHARE_DECIMALS = 4
+# The corrected critical path items the unprofiled steps' line names.
+PATH_NAMED_CORRECTED = 6
+
+
+def perturbation_claims(p: PerturbationInfo | None, api_p50: int | None,
+                        unit: str) -> list[Claim]:
+    """What the profiler recorded per warm call (``perturbation-recorded``: events,
+    Python frames among them, its own time) and the unprofiled call against the profiled
+    one (``perturbation-unprofiled``: the share is the one over the other's p50)."""
+    if p is None:
+        return []
+    at = ("calls", "perturbation")
+    out = []
+    if p.events_per_call is not None:
+        figs = [Figure("events", p.events_per_call, pointer(*at, "events_per_call"))]
+        rels: list[Relation] = []
+        parts = [f"{p.events_per_call} events"]
+        if p.python_frames_per_call:
+            figs.append(Figure("frames", p.python_frames_per_call,
+                               pointer(*at, "python_frames_per_call")))
+            rels.append(rel("le", "frames", "events"))  # a frame is an event
+            parts.append(f"{p.python_frames_per_call} Python frames")
+        figs.append(Figure("profiler", p.profiler_ns_per_call,
+                           pointer(*at, "profiler_ns_per_call")))
+        parts.append(f"profiler's own time {fmt_ns(p.profiler_ns_per_call)}")
+        out.append(Claim("perturbation-recorded",
+                         f"recorded per warm {unit}: " + ", ".join(parts), tuple(figs),
+                         tuple(rels)))
+    if p.unprofiled_share is not None:
+        out.append(Claim("perturbation-unprofiled", (
+            f"unprofiled, the same call takes {fmt_ns(p.unprofiled_ns)}: "
+            f"{100 * p.unprofiled_share:.0f}% of the profiled call; shares of the call stay "
+            "meaningful, absolute figures are inflated"),
+            (Figure("unprofiled", p.unprofiled_ns, pointer(*at, "unprofiled_ns")),
+             Figure("profiled", api_p50, pointer("calls", "stats", "api_ns", "p50")),
+             Figure("share", p.unprofiled_share, pointer(*at, "unprofiled_share")),
+             Figure("decimals", SHARE_DECIMALS)),
+            (rel("ratio_rounded", "unprofiled", "profiled", "share", "decimals"),)))
+    return out
+
+
+def unprofiled_steps_claims(u: UnprofiledInfo | None) -> list[Claim]:
+    """The profiled steps beside their unprofiled time (``unprofiled-steps``) and the
+    typical step's phases and critical path corrected (``unprofiled-steps-phases``,
+    ``unprofiled-steps-path``): the correction only removes time (``report.unprofiled_steps``
+    never scales up), so each corrected figure is at most its profiled one."""
+    st = None if u is None else u.steps
+    if st is None:
+        return []
+    at = ("unprofiled", "steps")
+    head = Claim("unprofiled-steps", (
+        f"profiled step {fmt_ns(st.profiled_step_ns)}, unprofiled "
+        f"{fmt_ns(st.unprofiled_step_ns)} ({st.n} unprofiled steps; {st.timer})"),
+        (Figure("profiled", st.profiled_step_ns, pointer(*at, "profiled_step_ns")),
+         Figure("unprofiled", st.unprofiled_step_ns, pointer(*at, "unprofiled_step_ns")),
+         Figure("n", st.n, pointer(*at, "n"))))
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    for k, v in st.phases.items():
+        figs += [Figure(f"profiled:{k}", st.profiled_phases.get(k),
+                        pointer(*at, "profiled_phases", k)),
+                 Figure(f"corrected:{k}", v, pointer(*at, "phases", k))]
+        rels.append(rel("le", f"corrected:{k}", f"profiled:{k}"))
+    phases = " · ".join(f"{k} {fmt_ns(st.profiled_phases.get(k))} -> {fmt_ns(v)}"
+                        for k, v in st.phases.items())
+    out = [head, Claim("unprofiled-steps-phases",
+                       f"step #{st.step_index} corrected, phases: {phases}", tuple(figs),
+                       tuple(rels))]
+    figs, rels = [], []
+    for j, i in enumerate(st.critical_path[:PATH_NAMED_CORRECTED]):
+        figs += [Figure(f"profiled:{j}", i.profiled_ns,
+                        pointer(*at, "critical_path", j, "profiled_ns")),
+                 Figure(f"corrected:{j}", i.ns, pointer(*at, "critical_path", j, "ns"))]
+        rels.append(rel("le", f"corrected:{j}", f"profiled:{j}"))
+    path = " · ".join(f"{i.what} ({i.resource}) {fmt_ns(i.profiled_ns)} -> {fmt_ns(i.ns)}"
+                      for i in st.critical_path[:PATH_NAMED_CORRECTED])
+    out.append(Claim("unprofiled-steps-path", f"critical path corrected: {path}", tuple(figs),
+                     tuple(rels)))
+    return out
