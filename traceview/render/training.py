@@ -9,6 +9,7 @@ from the report; nothing is computed here but sums and shares of the rows shown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
@@ -152,12 +153,13 @@ def step_sections(r: Report) -> list[RenderableType]:
     return out
 
 
-def markdown_section(r: Report) -> list[str]:
-    """The step part of the markdown report: blocks (a heading, a table, a sentence)."""
+def markdown_section(r: Report, esc: Callable[[str], str]) -> list[str]:
+    """The step part of the markdown report: blocks (a heading, a table, a sentence);
+    ``esc``: the markdown renderer's escaping of a sentence."""
     found = typical_step(r)
     if found is None:
         return []
-    lines = _markdown_lines(r, *found)
+    lines = _markdown_lines(r, *found, esc)
     blocks, cur = [], []
     for line in lines:
         if line:
@@ -170,9 +172,8 @@ def markdown_section(r: Report) -> list[str]:
     return blocks
 
 
-def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow) -> list[str]:
-    from traceview.render.markdown import esc
-
+def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow,
+                    esc: Callable[[str], str]) -> list[str]:
     wall = step.wall_ns
     word = step_word(r)
     out = [f"#### {word[0].upper()}{word[1:]} {step.name} ({fmt_ns(wall)}, typical of "
