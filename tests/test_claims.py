@@ -124,8 +124,10 @@ def _unprinted(r: Report) -> list[str]:
     from traceview.render.markdown import esc, prose
     from traceview.render.registry import RenderOptions, renderer
 
-    text = _flat(renderer("text").render(r, RenderOptions(width=400)))
-    md = _flat(renderer("md").render(r, RenderOptions()))
+    outs = [renderer(name).render(r, opts) for name, opts in
+            (("text", RenderOptions(width=400)), ("md", RenderOptions()))]
+    assert all(isinstance(o, str) for o in outs)  # both renderers write text
+    text, md = (_flat(str(o)) for o in outs)
     # with no call, the text's header has no calls to describe (the JSON says why)
     shown = [c for c in r.claims if c.id != "calls-found" or r.calls.per_call]
     # markdown prints a sentence escaped, or as prose with its names in code spans

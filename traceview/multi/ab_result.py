@@ -332,7 +332,8 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
     rels: list[Relation] = []
 
     def fig(name: str, value: float | int | None, key: str | None = None) -> None:
-        path = pointer(*at, key) if at is not None and key in held else None
+        path = pointer(*at, key) if at is not None and key is not None and key in held \
+            else None
         figs.append(Figure(name, value, path))
 
     a_name, b_name = names

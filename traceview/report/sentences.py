@@ -349,10 +349,10 @@ def unprofiled_claims(u: UnprofiledInfo | None,
         # the method's words are the model's claim: its figures are this sentence's too
         model = model_claim(u.call_ns, prof, u.profiled_categories or {},
                             u.categories_raw_sum_ns)
-        names = {f.name for f in model.figures} - {"call", "profiled"}
+        own = {f.name for f in model.figures} - {"call", "profiled"}
         figs += [Figure(f"model.{f.name}", f.value, f.path) for f in model.figures
-                 if f.name in names]
-        rels += [Relation(r.kind, tuple(f"model.{n}" if n in names else n for n in r.figures))
+                 if f.name in own]
+        rels += [Relation(r.kind, tuple(f"model.{n}" if n in own else n for n in r.figures))
                  for r in model.relations]
     head = Claim("unprofiled-call", f"Without the profiler a call takes {fmt_ns(u.call_ns)}"
                  f"{ci} (profiled {fmt_ns(prof)}{ratio}); {u.method}", tuple(figs), tuple(rels))
