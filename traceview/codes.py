@@ -100,6 +100,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "the median, by more than the rule's MAD multiple and share of the median"),
     Code("ranks-no-straggler", "info",
          "why no rank is named a straggler: too few ranks for the rule, or none apart"),
+    Code("ab-split", "info", "one side's unprofiled split in ab: its call inside its "
+         "interval, the profiled call, the categories summing to the call, what it cost"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "

@@ -199,16 +199,61 @@ def document_verdict_claim(judged: PairedComparison | None, rounds: int,
                          at=("comparisons", FIGURES[0]), rounds_at="/rounds")
 
 
+def split_claim(doc: dict[str, Any], label: str) -> Claim | None:
+    """Side ``label``'s unprofiled split line ("A split: call 11.1 us [10.9 us, 11.2 us]
+    unprofiled, 34.2 us profiled; measured: ...; ... (cost)") as a claim over the
+    document's ``splits``: the call inside its interval, the categories summing to it.
+    None for a side without a split."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+    from traceview.units import fmt_ns
+
+    sp = (doc.get("splits") or {}).get(label)
+    if sp is None:
+        return None
+    at = ("splits", label)
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    if sp.get("seconds") is None:
+        cost = "its capture in --trace-dir"
+    else:
+        figs.append(Figure("seconds", sp["seconds"], pointer(*at, "seconds")))
+        cost = f"{sp['seconds']:g} s for its profiled capture and split process"
+    if sp.get("method") is None or sp.get("call_ns") is None:
+        return Claim("ab-split", f"{label} split: {sp.get('note') or sp.get('error')} ({cost})",
+                     tuple(figs))
+    figs += [Figure("call", sp["call_ns"], pointer(*at, "call_ns")),
+             Figure("profiled", sp.get("profiled_call_ns"), pointer(*at, "profiled_call_ns"))]
+    ci = ""
+    if sp.get("low_ns") is not None:
+        figs += [Figure("low", sp["low_ns"], pointer(*at, "low_ns")),
+                 Figure("high", sp["high_ns"], pointer(*at, "high_ns"))]
+        rels += [rel("le", "low", "call"), rel("le", "call", "high")]
+        ci = f" [{fmt_ns(sp['low_ns'])}, {fmt_ns(sp['high_ns'])}]"
+    cats = sp.get("categories") or {}
+    if cats:  # the categories are the call, split (docs/ab.md)
+        figs += [Figure(f"cat:{k}", v, pointer(*at, "categories", k)) for k, v in cats.items()]
+        rels.append(rel("sum", *(f"cat:{k}" for k in cats), "call"))
+    return Claim("ab-split", (
+        f"{label} split: call {fmt_ns(sp['call_ns'])}{ci} unprofiled, "
+        f"{fmt_ns(sp.get('profiled_call_ns'))} profiled; {sp['method']}; "
+        f"{sp.get('measuring') or 'nothing measured per function'} ({cost})"
+        + (f"; split process failed: {sp['error']}" if sp.get("error") else "")),
+        tuple(figs), tuple(rels))
+
+
 def claims_of(doc: dict[str, Any]) -> list[Claim]:
     """The claims of a saved ab document, made from its figures: its verdict (its
-    ``verdict`` is the claim's text when the document is true to its figures)."""
+    ``verdict`` is the claim's text when the document is true to its figures) and each
+    side's split line."""
     c = doc.get("comparisons", {}).get(FIGURES[0])
     judged = None if c is None else PairedComparison(
         c["rounds"], tuple(c["a_ns"]), tuple(c["b_ns"]), tuple(c["diff_ns"]),
         c["estimate_ns"], c["ci_low_ns"], c["ci_high_ns"], c["confidence"],
         c["b_faster_rounds"], c["b_slower_rounds"], c["min_detectable_ns"],
         c["a_median_ns"], c["b_median_ns"])
-    return [document_verdict_claim(judged, doc["rounds"], doc.get("sides", {}))]
+    splits = [split_claim(doc, label) for label in ("A", "B")]
+    return [document_verdict_claim(judged, doc["rounds"], doc.get("sides", {})),
+            *(c for c in splits if c is not None)]
 
 
 def read_ab(doc: object) -> ABDocument:
