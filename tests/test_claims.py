@@ -741,3 +741,41 @@ def test_a_straggler_reason_against_the_rule_is_caught(tmp_path):
     got = check(far, report.to_dict())
     assert any(p.startswith("ranks-straggler: ge('r0.apart', 'r0.least') does not hold")
                for p in got), got
+
+
+def test_an_ab_verdict_at_until_s_per_look_level_says_that_level():
+    """``ab --until`` judges each look at a smaller alpha (0.0056 for nine looks): its
+    interval is a 99.4% one and needs 9 rounds, not 6. The verdict said "95% CI" and
+    "(6 at least)" whatever the level; the claim now cites the achieved confidence
+    against the level it states. Rounds recomputed here at that level from the saved
+    per-round figures."""
+    import json
+
+    from traceview.multi.ab_result import claims_of
+    from traceview.paired import compare
+
+    base = json.loads((ROOT / "tests" / "data" / "ab_add_cpu.json").read_text())
+    alpha = 0.05 / 9
+    c = base["comparisons"]["full_api_ns_p50"]
+    a = [1000 + 7 * i for i in range(10)]
+    b = [x - 300 + (i % 3) for i, x in enumerate(a)]
+    for n, want in ((6, "cannot tell: 6 rounds are too few for a 99.4% interval (9 at least"),
+                    (10, "B faster by 299 ns per call, 29% of A (99.4% CI [")):
+        pc = compare(a[:n], b[:n], alpha=alpha)
+        doc = dict(base, rounds=n, protocol=dict(base["protocol"],
+                                                  until={"per_look_alpha": alpha}))
+        doc["comparisons"] = {"full_api_ns_p50": dict(
+            c, rounds=n, a_ns=list(pc.a), b_ns=list(pc.b), diff_ns=list(pc.diffs),
+            estimate_ns=pc.estimate_ns, ci_low_ns=pc.ci_low_ns, ci_high_ns=pc.ci_high_ns,
+            confidence=pc.confidence, b_faster_rounds=pc.b_faster_rounds,
+            b_slower_rounds=pc.b_slower_rounds, min_detectable_ns=pc.min_detectable_ns,
+            a_median_ns=pc.a_median_ns, b_median_ns=pc.b_median_ns, relative=pc.relative,
+            verdict=pc.verdict)}
+        claim = claims_of(doc)[0]
+        assert claim.text.startswith(want), claim.text
+        assert check(claim, doc) == []
+    # an interval whose achieved confidence is under the level the line says: caught
+    doc["comparisons"]["full_api_ns_p50"]["confidence"] = 0.95
+    got = check(claims_of(doc)[0], doc)
+    assert len(got) == 1 and got[0].startswith(
+        "ab-verdict: ge('confidence', 'level') does not hold: 0.95 ge 0.99"), got

@@ -89,7 +89,7 @@ class ABResult:
 
     def verdict_claim(self) -> Claim:
         """The verdict as a claim over this result's document (``as_dict``)."""
-        return document_verdict_claim(self.judged, self.rounds, self.sides)
+        return document_verdict_claim(self.judged, self.rounds, self.sides, self.protocol)
 
     def as_dict(self) -> dict[str, Any]:
         per_side: dict[str, Any] = {}
@@ -190,13 +190,17 @@ class ABDocument(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def document_verdict_claim(judged: PairedComparison | None, rounds: int,
-                           sides: dict[str, dict[str, Any]]) -> Claim:
+                           sides: dict[str, dict[str, Any]],
+                           protocol: dict[str, Any] | None = None) -> Claim:
     """The ab document's verdict as a claim citing its ``comparisons`` and ``rounds``;
-    sides named ``B (patched)`` when they have names."""
+    sides named ``B (patched)`` when they have names; at ``--until``'s per-look level
+    where the protocol records looks."""
     names = tuple(f"{k} ({v['name']})" if v.get("name") and v["name"] != k else k
                   for k, v in sorted(sides.items()))
+    looks = (protocol or {}).get("until") or {}
+    alpha = float(looks.get("per_look_alpha") or ALPHA)
     return verdict_claim(judged, rounds, names=names,  # type: ignore[arg-type]
-                         at=("comparisons", FIGURES[0]), rounds_at="/rounds")
+                         at=("comparisons", FIGURES[0]), rounds_at="/rounds", alpha=alpha)
 
 
 def split_claim(doc: dict[str, Any], label: str) -> Claim | None:
@@ -252,7 +256,8 @@ def claims_of(doc: dict[str, Any]) -> list[Claim]:
         c["b_faster_rounds"], c["b_slower_rounds"], c["min_detectable_ns"],
         c["a_median_ns"], c["b_median_ns"])
     splits = [split_claim(doc, label) for label in ("A", "B")]
-    return [document_verdict_claim(judged, doc["rounds"], doc.get("sides", {})),
+    return [document_verdict_claim(judged, doc["rounds"], doc.get("sides", {}),
+                                   doc.get("protocol")),
             *(c for c in splits if c is not None)]
 
 
@@ -351,8 +356,24 @@ def _us(ns: float) -> str:
     return fmt_ns(round(ns))
 
 
-# The fewest rounds a 95% signed-rank interval has (``paired.signed_rank_interval``).
-FEWEST_ROUNDS = 6
+# The interval's level without --until's looks (each look of --until is narrower).
+ALPHA = 0.05
+
+
+def fewest_rounds(alpha: float) -> int:
+    """The fewest rounds that give a signed-rank interval at level ``1 - alpha``
+    (``paired.signed_rank_interval``): 6 at 95%, more for --until's per-look level."""
+    from traceview.paired import _critical_k
+
+    n = 1
+    while _critical_k(n, alpha)[0] == 0 and n < 1_000:
+        n += 1
+    return n
+
+
+def interval_level(alpha: float) -> str:
+    """``95%``, ``99.4%``: the level an interval is said at."""
+    return f"{round(100 * (1 - alpha), 1):g}%"
 # A comparison's figures the verdict cites (``ABComparison``'s keys).
 _CITED = ("rounds", "estimate_ns", "ci_low_ns", "ci_high_ns", "b_faster_rounds",
           "b_slower_rounds", "min_detectable_ns", "a_median_ns", "relative")
@@ -363,13 +384,15 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
                   names: tuple[str, str] = ("A", "B"), *,
                   at: tuple[str | int, ...] | None = None,
                   held: Sequence[str] = _CITED, rounds_at: str | None = None,
-                  sid: str = "ab-verdict") -> Claim:
+                  sid: str = "ab-verdict", alpha: float = ALPHA) -> Claim:
     """One line that names its data ("B faster by 9.8 us per call (95% CI [...]; ...)"),
     as a claim: the comparison's figures, cited at ``at`` (the comparison's place in the
     document; only the keys ``held`` there), and what the line asserts: the interval on
     the side of zero its word says, the estimate inside it, the rounds that agree among
     all, the share of A's median. ``names`` relabels the sides (``diff`` says
-    before/after); ``rounds_at``: where the document holds ``rounds``."""
+    before/after); ``rounds_at``: where the document holds ``rounds``; ``alpha``: the
+    intervals' level (``ab --until`` looks at a smaller one, so its interval is wider
+    and needs more rounds: the line says the level it has)."""
     from traceview.report.claims import Claim, Figure, Relation, pointer, rel
     from traceview.units import plural
 
@@ -386,16 +409,23 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
         return Claim(sid, "cannot tell: no full-call figure on both sides in every round "
                      f"({data})", ())
     if c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
-        figs += [Figure("rounds", rounds, rounds_at), Figure("fewest", FEWEST_ROUNDS)]
+        fewest = fewest_rounds(alpha)
+        figs += [Figure("rounds", rounds, rounds_at), Figure("fewest", fewest)]
         rels.append(rel("lt", "rounds", "fewest"))
         few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
-        return Claim(sid, f"cannot tell: {few} too few for a 95% interval "
-                     f"({FEWEST_ROUNDS} at least; {data})", tuple(figs), tuple(rels))
+        return Claim(sid, f"cannot tell: {few} too few for a {interval_level(alpha)} "
+                     f"interval ({fewest} at least; {data})", tuple(figs), tuple(rels))
     fig("estimate", c.estimate_ns, "estimate_ns")
     fig("low", c.ci_low_ns, "ci_low_ns")
     fig("high", c.ci_high_ns, "ci_high_ns")
     fig("rounds", c.rounds, "rounds")
     figs.append(Figure("zero", 0))
+    level = interval_level(alpha)
+    if c.confidence is not None:
+        # the interval's achieved confidence is at least the level the line says
+        fig("confidence", c.confidence, "confidence")
+        figs.append(Figure("level", 1 - alpha))
+        rels.append(rel("ge", "confidence", "level"))
     # the Hodges-Lehmann estimate is a Walsh average between the interval's two
     rels += [rel("le", "low", "estimate"), rel("le", "estimate", "high")]
     if c.verdict == "cannot tell":
@@ -407,7 +437,7 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
             fig("detectable", c.min_detectable_ns, "min_detectable_ns")
             mdd = f"; these rounds could detect about {_us(c.min_detectable_ns)}"
         return Claim(sid, (
-            f"cannot tell: {b_name} - {a_name} = {_us(c.estimate_ns)} per call (95% CI "
+            f"cannot tell: {b_name} - {a_name} = {_us(c.estimate_ns)} per call ({level} CI "
             f"[{_us(c.ci_low_ns)}, {_us(c.ci_high_ns)}] covers zero; {b_name} faster in "
             f"{c.b_faster_rounds} of {c.rounds} rounds{mdd}; {data})"), tuple(figs), tuple(rels))
     faster = c.verdict == "B faster"
@@ -432,7 +462,7 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
         pct = f", {abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name}"
     return Claim(sid, (
         f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} "
-        f"(95% CI [{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})"),
+        f"({level} CI [{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})"),
         tuple(figs), tuple(rels))
 
 
