@@ -483,6 +483,13 @@ def verdict_claim(d: Diff) -> Claim:
         note = ""
         speed = (d.code_path or {}).get("machine_speed") or {}
         if speed.get("uniform"):
+            # the factor is the median of the shared functions' ratios, inside their
+            # middle half (``codepath.machine_speed``)
+            at = ("code_path", "machine_speed")
+            figs = figs + [Figure(f"speed.{k}", speed[k], pointer(*at, k))
+                           for k in ("q1", "factor", "q3")]
+            rels = rels + [rel("le", "speed.q1", "speed.factor"),
+                           rel("le", "speed.factor", "speed.q3")]
             note = (f"; unchanged functions all moved by about x{speed['factor']:.2f}: "
                     "the profiled runs ran at different machine speeds")
         lead = ("The profiled calls disagree" if how == "disagree" else
