@@ -779,3 +779,39 @@ def test_an_ab_verdict_at_until_s_per_look_level_says_that_level():
     got = check(claims_of(doc)[0], doc)
     assert len(got) == 1 and got[0].startswith(
         "ab-verdict: ge('confidence', 'level') does not hold: 0.95 ge 0.99"), got
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(50_000, 150_000), st.integers(-30_000, 30_000)),
+                min_size=1, max_size=14),
+       st.sampled_from([0.05, 0.05 / 9]))
+def test_every_ab_verdict_of_generated_rounds_holds(rounds, alpha):
+    """Any rounds, at 95% or --until's per-look level: the verdict made from the
+    comparison is true of the comparison as the ab document writes it."""
+    from traceview.documents import builtins
+    from traceview.multi.ab_result import comparison_doc, document_verdict_claim
+    from traceview.paired import compare
+
+    a = [x for x, _ in rounds]
+    b = [x + d for x, d in rounds]
+    pc = compare(a, b, alpha=alpha)
+    protocol = {"until": {"per_look_alpha": alpha}} if alpha != 0.05 else {}
+    doc = {"rounds": len(rounds), "protocol": protocol,
+           "comparisons": {"full_api_ns_p50": builtins(comparison_doc(pc))}}
+    claim = document_verdict_claim(pc, len(rounds), {"A": {}, "B": {}}, protocol)
+    assert check(claim, doc) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(50_000, 150_000), min_size=1, max_size=10),
+       st.lists(st.integers(50_000, 150_000), min_size=1, max_size=10))
+def test_every_capture_line_of_generated_processes_holds(before, after):
+    """Any processes on each side: the capture-metadata line is true of its figures."""
+    from traceview.multi.twosample import shift
+    from traceview.multi.unprofiled import capture_claim
+
+    s = shift(before, after)
+    f = {"before_ns": list(s.before), "after_ns": list(s.after), "estimate_ns": s.estimate_ns,
+         "ci_low_ns": s.ci_low_ns, "ci_high_ns": s.ci_high_ns, "verdict": s.verdict}
+    assert check(capture_claim(f, ("unprofiled", "figures", 0)),
+                 {"unprofiled": {"figures": [f]}}) == []
