@@ -87,6 +87,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
+    Code("diff-machine-speed", "info", "diff's note that the functions both traces share "
+         "all moved by about one factor: the profiled runs ran at different machine speeds"),
     Code("diff-unprofiled", "info", "diff's unprofiled line: the processes or rounds on "
          "each side and the difference's interval on the side of zero its word says"),
     Code("ab-verdict", "info", "ab's verdict: the paired difference's estimate and "

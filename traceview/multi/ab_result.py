@@ -379,6 +379,24 @@ _CITED = ("rounds", "estimate_ns", "ci_low_ns", "ci_high_ns", "b_faster_rounds",
           "b_slower_rounds", "min_detectable_ns", "a_median_ns", "relative")
 
 
+def _no_interval(c: PairedComparison | None, rounds: int, data: str, rounds_at: str | None,
+                 sid: str, alpha: float) -> Claim:
+    """"cannot tell": no full-call figure, or too few rounds for an interval at the
+    level (fewer than the fewest that give one: the claim says so)."""
+    from traceview.report.claims import Claim, Figure, rel
+    from traceview.units import plural
+
+    if c is None:
+        return Claim(sid, "cannot tell: no full-call figure on both sides in every round "
+                     f"({data})", ())
+    fewest = fewest_rounds(alpha)
+    few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
+    return Claim(sid, f"cannot tell: {few} too few for a {interval_level(alpha)} "
+                 f"interval ({fewest} at least; {data})",
+                 (Figure("rounds", rounds, rounds_at), Figure("fewest", fewest)),
+                 (rel("lt", "rounds", "fewest"),))
+
+
 def verdict_claim(c: PairedComparison | None, rounds: int,
                   data: str = "unprofiled, synchronized each call",
                   names: tuple[str, str] = ("A", "B"), *,
@@ -394,7 +412,6 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
     intervals' level (``ab --until`` looks at a smaller one, so its interval is wider
     and needs more rounds: the line says the level it has)."""
     from traceview.report.claims import Claim, Figure, Relation, pointer, rel
-    from traceview.units import plural
 
     figs: list[Figure] = []
     rels: list[Relation] = []
@@ -405,16 +422,8 @@ def verdict_claim(c: PairedComparison | None, rounds: int,
         figs.append(Figure(name, value, path))
 
     a_name, b_name = names
-    if c is None:
-        return Claim(sid, "cannot tell: no full-call figure on both sides in every round "
-                     f"({data})", ())
-    if c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
-        fewest = fewest_rounds(alpha)
-        figs += [Figure("rounds", rounds, rounds_at), Figure("fewest", fewest)]
-        rels.append(rel("lt", "rounds", "fewest"))
-        few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
-        return Claim(sid, f"cannot tell: {few} too few for a {interval_level(alpha)} "
-                     f"interval ({fewest} at least; {data})", tuple(figs), tuple(rels))
+    if c is None or c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
+        return _no_interval(c, rounds, data, rounds_at, sid, alpha)
     fig("estimate", c.estimate_ns, "estimate_ns")
     fig("low", c.ci_low_ns, "ci_low_ns")
     fig("high", c.ci_high_ns, "ci_high_ns")

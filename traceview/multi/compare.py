@@ -109,7 +109,7 @@ class Diff:
             VERSIONS["diff"], self.before_path, self.after_path,
             CallCounts(self.calls_before, self.calls_after), self.unprofiled,
             list(self.comparisons), self.code_path, self.kernels, self.kernels_used,
-            self.warnings, agreement(self), verdict(self), [verdict_claim(self).as_json()])
+            self.warnings, agreement(self), verdict(self), [c.as_json() for c in claims(self)])
 
     def as_dict(self) -> dict[str, Any]:
         return builtins(self.document())
@@ -499,6 +499,15 @@ def verdict_claim(d: Diff) -> Claim:
         line += (f". {lead}: " + p_line + note
                  + " (profiled figures diagnose; they do not judge speed)")
     return Claim("diff-verdict", line, tuple(figs), tuple(rels))
+
+
+def claims(d: Diff) -> list[Claim]:
+    """The sentences of a diff as claims over its document: the verdict, and the
+    machine-speed note where the shared functions all moved by one factor."""
+    from traceview.multi.codepath import speed_claim
+
+    speed = (d.code_path or {}).get("machine_speed") or {}
+    return [verdict_claim(d), *([speed_claim(speed)] if speed.get("uniform") else [])]
 
 
 def verdict(d: Diff) -> str:
