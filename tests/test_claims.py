@@ -182,7 +182,7 @@ def test_analyses_format_no_figure():
 
 # The report modules that make sentences: each sentence a claim (``report.claims``).
 CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py",
-                "kernel_words.py", "unprofiled_words.py")
+                "kernel_words.py", "unprofiled_words.py", "proton_words.py")
 # An f-string value that reads as a figure: a length, a time, a count, a share.
 FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
 #: (module, the formatted expression) -> why it is still worded outside the claims layer
@@ -191,9 +191,6 @@ WORDED_ELSEWHERE = {
     ("explanation.py", "len(lanes)"): "a diagnostic's message (input problems are not claims)",
     ("explanation.py", "MAX_HOST_THREADS"): "the same diagnostic",
     ("explanation.py", "left"): "the same diagnostic",
-    ("proton.py", "len(overlapping)"): "proton's notes: its document carries no claims yet",
-    ("proton.py", "fmt_ns"): "proton's outlier reason: its document carries no claims yet",
-    ("proton.py", "plural"): "proton's notes: its document carries no claims yet",
 }
 
 
@@ -817,3 +814,40 @@ def test_every_capture_line_of_generated_processes_holds(before, after):
          "ci_low_ns": s.ci_low_ns, "ci_high_ns": s.ci_high_ns, "verdict": s.verdict}
     assert check(capture_claim(f, ("unprofiled", "figures", 0)),
                  {"unprofiled": {"figures": [f]}}) == []
+
+
+
+# --- Proton reports ---------------------------------------------------------------------
+
+PROTON = ("proton_mul_20_calls.chrome_trace", "proton_nested.chrome_trace")
+
+
+@pytest.mark.parametrize("name", PROTON)
+def test_every_claim_of_a_proton_report_holds(name):
+    """A Proton trace's outlier reasons and notes are claims true of its document: each
+    outlier's span above twice the median of the others' (counted here from the calls'
+    spans), each note the claim of the figures it states."""
+    from traceview.analyses.calls import OUTLIER_RATIO
+    from traceview.io import proton
+    from traceview.report.proton import trace_report
+    from traceview.report.proton_words import outlier_claim, overlap_claim
+    from traceview.stats import median
+
+    r = trace_report(proton.read_trace(ROOT / "fixtures" / "proton" / f"{name}.gz"))
+    doc = r.to_dict()
+    spans = [c.span_ns for c in r.calls]
+    said = []
+    for j, c in enumerate(r.calls):
+        if c.outlier_reason is None:
+            continue
+        med = int(median(spans[:j] + spans[j + 1:]))
+        claim = outlier_claim(j, c.span_ns, med, OUTLIER_RATIO)
+        assert claim.text == c.outlier_reason
+        said.append(claim)
+    notes = [n for n in r.notes if "overlap in time" in n]
+    if notes:
+        said.append(overlap_claim(int(notes[0].split()[0]), len(r.calls)))
+        assert said[-1].text == notes[0]
+    assert check_all(said, doc) == []
+    if name == "proton_nested.chrome_trace":  # its first call is far slower (test_proton)
+        assert [c.id for c in said] == ["proton-outlier"]

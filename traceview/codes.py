@@ -104,6 +104,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "why no rank is named a straggler: too few ranks for the rule, or none apart"),
     Code("ab-split", "info", "one side's unprofiled split in ab: its call inside its "
          "interval, the profiled call, the categories summing to the call, what it cost"),
+    Code("proton-outlier", "info", "why a Proton call is an outlier: its span above the "
+         "rule's multiple of the other calls' median"),
+    Code("proton-overlap", "info", "a Proton trace's calls that overlap in time (merged "
+         "scopes of one name)"),
+    Code("proton-bad-nodes", "info",
+         "a Proton tree's nodes with out-of-range figures, left out"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
