@@ -75,6 +75,9 @@ def _problems(r: Report) -> list[str]:
         out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
     out += [f"{c.id}: no such finding or sentence id" for c in r.claims
             if c.id not in FINDINGS and c.id not in SENTENCES]
+    window = [c.text for c in r.claims if c.id == "window"]
+    if window != [doc["window"]["description"]]:
+        out.append(f"the window's description is not its claim's text: {window}")
     found = [c.text for c in r.claims if c.id == "calls-found"]
     if found != [doc["calls"]["description"]]:
         out.append(f"the calls' description is not its claim's text: {found}")
@@ -121,8 +124,10 @@ def _unprinted(r: Report) -> list[str]:
     from traceview.render.markdown import esc, prose
     from traceview.render.registry import RenderOptions, renderer
 
-    text = _flat(renderer("text").render(r, RenderOptions(width=400)))
-    md = _flat(renderer("md").render(r, RenderOptions()))
+    outs = [renderer(name).render(r, opts) for name, opts in
+            (("text", RenderOptions(width=400)), ("md", RenderOptions()))]
+    assert all(isinstance(o, str) for o in outs)  # both renderers write text
+    text, md = (_flat(str(o)) for o in outs)
     # with no call, the text's header has no calls to describe (the JSON says why)
     shown = [c for c in r.claims if c.id != "calls-found" or r.calls.per_call]
     # markdown prints a sentence escaped, or as prose with its names in code spans
@@ -173,6 +178,66 @@ def test_analyses_format_no_figure():
     used = {(p.name, f) for p in sorted(pkg.glob("*.py")) for f in FORMATTERS
             if re.search(rf"\b{f}\b", p.read_text())}
     assert used == set()
+
+
+# The report modules that make sentences: each sentence a claim (``report.claims``).
+CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py",
+                "kernel_words.py", "unprofiled_words.py", "proton_words.py")
+# An f-string value that reads as a figure: a length, a time, a count, a share.
+FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
+#: (module, the formatted expression) -> why it is still worded outside the claims layer
+#: (an entry that no longer occurs fails the test: it is removed with the fix)
+WORDED_ELSEWHERE = {
+    ("explanation.py", "len(lanes)"): "a diagnostic's message (input problems are not claims)",
+    ("explanation.py", "MAX_HOST_THREADS"): "the same diagnostic",
+    ("explanation.py", "left"): "the same diagnostic",
+}
+
+
+def _formatted_figures(path: Path) -> set[tuple[str, str]]:
+    """(module, expression) of every figure ``path`` formats into words: a unit
+    formatter named, or an f-string value with a format spec or that reads as a figure.
+    Error messages (``raise``) are not report sentences."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    raised = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.Raise)
+              for sub in ast.walk(node)}
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in FORMATTERS:
+            out.add((path.name, node.id))
+        if isinstance(node, ast.JoinedStr) and id(node) not in raised:
+            for v in node.values:
+                if not isinstance(v, ast.FormattedValue):
+                    continue
+                src = ast.unparse(v.value)
+                if v.format_spec is not None or FIGURE_SOURCE.search(src):
+                    out.add((path.name, src.split("(")[0] if "fmt_" in src else src))
+    return out
+
+
+def test_report_modules_word_no_figure_outside_the_claims_layer():
+    """Only the claims layer turns a figure into words: any other module of ``report/``
+    that formats one makes a sentence no claim checks."""
+    found = set()
+    for p in sorted((ROOT / "traceview" / "report").glob("*.py")):
+        if p.name not in CLAIMS_LAYER:
+            found |= _formatted_figures(p)
+    assert found == set(WORDED_ELSEWHERE)
+
+
+def test_the_guard_sees_a_formatted_figure(tmp_path):
+    """The guard above catches what it is for: a percentage, a time, a count."""
+    p = tmp_path / "words.py"
+    p.write_text("from traceview.units import fmt_ns\n"
+                 "def f(r):\n"
+                 "    a = f'{r.share:.0%} of the call'\n"
+                 "    b = f'{len(r.calls)} calls'\n"
+                 "    c = f'{fmt_ns(r.wall_ns)}'\n"
+                 "    raise ValueError(f'{r.n_bad} bad')\n")
+    assert _formatted_figures(p) == {("words.py", "r.share"), ("words.py", "len(r.calls)"),
+                                     ("words.py", "fmt_ns")}
 
 
 def test_docs_list_the_sentence_table_exactly():
@@ -343,7 +408,9 @@ def test_every_claim_of_a_diff_holds(before, after, fixture_reports):
     d = diff_reports(fixture_reports[before], fixture_reports[after])
     doc = d.as_dict()
     claims = [from_json(c) for c in doc["claims"]]
-    assert [c.id for c in claims] == ["diff-verdict"] and claims[0].text == doc["verdict"]
+    assert [c.id for c in claims][:1] == ["diff-verdict"] and claims[0].text == doc["verdict"]
+    speed = (doc["code_path"] or {}).get("machine_speed") or {}
+    assert [c.text for c in claims[1:]] == ([speed["note"]] if speed.get("uniform") else [])
     assert check_all(claims, doc) == []
     assert read_diff(doc).claims == doc["claims"]
 
@@ -366,3 +433,421 @@ def test_one_call_against_one_claims_no_interval():
                     (*claim.relations, rel("ge", "p.n_before", "fewest")))
     assert check(with_ci, doc) == [
         "diff-verdict: ge('p.n_before', 'fewest') does not hold: 1 ge 2 is false"]
+
+
+# --- integrity verdicts and what-if projections ---------------------------------------
+
+US = 1_000
+
+
+def _drops(b: TraceBuilder, n: int, dropped: set[int], name: str = "call") -> None:
+    """``n`` calls of three pointwise launches; the second launch of each call in
+    ``dropped`` has no kernel record."""
+    t = 0
+    for i in range(n):
+        b.annotation(name.replace("#", f"#{i}") if "#" in name else name, t, 100 * US)
+        for j in range(3):
+            ls = t + 5 * US + j * 20 * US
+            if i in dropped and j == 1:
+                b.launch(ls, 5 * US)
+            else:
+                b.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
+                                  3 * US)
+        t += 200 * US
+
+
+def _prefix(b: TraceBuilder) -> None:
+    for j in range(4):
+        b.launch(j * 10 * US, 2 * US)
+    for j in range(4, 8):
+        b.launched_kernel("k", j * 10 * US, 2 * US, j * 10 * US + 3 * US, 1 * US)
+
+
+def _overrun(b: TraceBuilder) -> None:
+    b.launched_kernel("a", 0, 2 * US, 5 * US, 10 * US)
+    b.launched_kernel("b", 3 * US, 2 * US, 12 * US, 10 * US)
+    b.launched_kernel("c", 6 * US, 2 * US, 30 * US, 10 * US, stream=8)
+
+
+def _capture(b: TraceBuilder) -> None:
+    b.launch(0, 2 * US, api="cudaStreamBeginCapture")
+    for j in range(5):
+        b.launch(5 * US + j * 10 * US, 3 * US, api="cudaLaunchKernel")
+    b.launch(60 * US, 2 * US, api="cudaStreamEndCapture")
+    b.launch(70 * US, 50 * US, api="cudaGraphInstantiateWithFlags")
+    b.launched_kernel("k", 200 * US, 2 * US, 205 * US, 1 * US)
+
+
+def _short_replay(b: TraceBuilder) -> None:
+    t = 0
+    for nodes in (5, 5, 3, 5):
+        corr = b.launch(t, 4 * US, api="cudaGraphLaunch")
+        for k in range(nodes):
+            b.kernel(f"node{k}", t + 10 * US + k * 2 * US, 1 * US, corr=corr)
+        t += 100 * US
+
+
+DAMAGED = {
+    "two-dropped": (lambda b: _drops(b, 10, {3, 7}), {"integrity-check", "integrity-incomplete",
+                                                      "integrity-unreliable"}),
+    # more incomplete calls than a sentence names: "and 7 more"
+    "fifteen-dropped": (lambda b: _drops(b, 30, set(range(0, 30, 2))),
+                        {"integrity-check", "integrity-incomplete"}),
+    "steps-touched": (lambda b: _drops(b, 6, {2}, "ProfilerStep#"),
+                      {"integrity-check", "what-if"}),
+    "dropped-prefix": (_prefix, {"integrity-check"}),
+    "duration-overrun": (_overrun, {"integrity-check"}),
+    "graph-capture": (_capture, {"integrity-check"}),
+    "short-replay": (_short_replay, {"integrity-check", "integrity-graphs"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_every_integrity_and_what_if_claim_holds(tmp_path, case):
+    """Each damaged trace says what the check found, in every view, as claims the JSON
+    bears out and the outputs print."""
+    build, ids = DAMAGED[case]
+    b = TraceBuilder()
+    build(b)
+    path = b.write(tmp_path / "t.json")
+    r = traceview.analyze(path)
+    assert ids <= {c.id for c in r.claims}, [c.id for c in r.claims]
+    views = _check_views(path, case)
+    assert views == {v: [] for v in views}
+
+
+def test_integrity_sentences_name_each_call_or_count_the_rest(tmp_path):
+    """15 incomplete calls: the sentence names 8 and says "7 more", and the report's
+    list (counted here from the calls dropped) has 15."""
+    b = TraceBuilder()
+    _drops(b, 30, set(range(0, 30, 2)))
+    r = traceview.analyze(b.write(tmp_path / "t.json"), Options(calls="call"))
+    said = [c for c in r.claims if c.id == "integrity-incomplete"]
+    assert [c.text for c in said] == [
+        "15 incomplete call(s) left out of the warm figures: 0, 2, 4, 6, 8, 10, 12, 14 "
+        "and 7 more"]
+    assert check_all(said, r.to_dict()) == []
+    c = said[0]
+    wrong = Claim(c.id, c.text, tuple(Figure(f.name, 16, f.path) if f.name == "incomplete"
+                                      else f for f in c.figures), c.relations)
+    assert check(wrong, r.to_dict()) == [
+        "integrity-incomplete: eq('incomplete', 'call:listed') does not hold: 16 eq 15 is false"]
+
+
+def test_a_what_if_claim_against_another_call_is_caught(tmp_path):
+    """A projection is of the typical call and replaces that call's own figure: a claim
+    that says otherwise (the measured figure off by 1 ns) is caught at the path."""
+    b = TraceBuilder()
+    _drops(b, 10, {3, 7})
+    r = traceview.analyze(b.write(tmp_path / "t.json"), Options(calls="call"))
+    doc = r.to_dict()
+    c = next(c for c in r.claims if c.id == "what-if")
+    assert check(c, doc) == []
+    m = c.value("measured")
+    assert isinstance(m, int)
+    off = Claim(c.id, c.text, tuple(Figure(f.name, m + 1, f.path) if f.name == "measured"
+                                    else f for f in c.figures), c.relations)
+    assert check(off, doc)[0].startswith(f"what-if: measured is {m + 1}, the report has {m}")
+
+
+def test_a_window_of_user_ranges_counts_them(tmp_path):
+    """``--window ProfilerStep``: the line says how many user ranges the window spans,
+    counted here from the raw events, and its claim holds; a claim of one range more is
+    caught at ``/window/ranges``."""
+    import gzip
+    import json
+
+    path = ROOT / "fixtures" / "train_llama_eager.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    events = raw["traceEvents"] if isinstance(raw, dict) else raw
+    want = sum(1 for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"
+               and "ProfilerStep" in str(e.get("name")))
+    r = traceview.explain(traceview.load(path), Options(window="ProfilerStep"))
+    assert r.window.description == f"span of {want} user range(s) matching 'ProfilerStep'"
+    assert _problems(r) + _unprinted(r) == []
+    c = next(c for c in r.claims if c.id == "window")
+    more = Claim(c.id, c.text, (Figure("ranges", want + 1, "/window/ranges"),
+                                *c.figures[1:]), c.relations)
+    assert check(more, r.to_dict()) == [
+        f"window: ranges is {want + 1}, the report has {want} at /window/ranges"]
+
+
+# --- ab's verdict and diff's unprofiled line --------------------------------------------
+
+AB_DOCS = sorted(p for p in [*(ROOT / "tests" / "data").glob("ab_*.json"),
+                             *(ROOT / "fixtures").glob("*ab*.json")]
+                 if "comparisons" in p.read_text())
+
+
+@pytest.mark.parametrize("path", AB_DOCS, ids=lambda p: p.name)
+def test_every_claim_of_an_ab_document_holds(path):
+    """A saved ab result's verdict is the claim its figures make, and the claim holds
+    against the document; so does ``diff --ab``'s unprofiled line made from it."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import claims_of
+    from traceview.multi.unprofiled import from_ab, line_claim
+
+    doc = upgrade(json.loads(path.read_text()), "ab")
+    claims = claims_of(doc)
+    assert [c.text for c in claims if c.id == "ab-verdict"] == [doc["verdict"]]
+    assert len([c for c in claims if c.id == "ab-split"]) == len(doc.get("splits") or {})
+    assert check_all(claims, doc) == []
+    block = from_ab(doc)
+    line = line_claim(block, ("unprofiled",))
+    assert line.text == block["line"]
+    assert check(line, {"unprofiled": block}) == []
+
+
+def test_an_ab_verdict_on_the_wrong_side_of_zero_is_caught():
+    """"B faster" with an interval reaching above zero: the sentence made from the
+    figures holds; the document's interval moved above zero afterwards is caught, and a
+    claim carrying that interval breaks its relation."""
+    import json
+
+    from traceview.multi.ab_result import claims_of
+
+    doc = json.loads((ROOT / "tests" / "data" / "ab_add_cpu.json").read_text())
+    c = doc["comparisons"]["full_api_ns_p50"]
+    c.update(ci_low_ns=-5_000.0, ci_high_ns=-1_000.0, estimate_ns=-3_000.0,
+             relative=-3_000.0 / c["a_median_ns"])
+    claim = claims_of(doc)[0]
+    assert claim.text.startswith("B faster by 3 us") and check(claim, doc) == []
+    c["ci_high_ns"] = 500.0  # the saved figure moved; the sentence did not
+    assert check(claim, doc) == [
+        "ab-verdict: high is -1000.0, the report has 500.0 at "
+        "/comparisons/full_api_ns_p50/ci_high_ns"]
+    moved = Claim(claim.id, claim.text, tuple(Figure("high", 500.0, f.path) if f.name == "high"
+                                              else f for f in claim.figures), claim.relations)
+    assert "ab-verdict: lt('high', 'zero') does not hold: 500.0 lt 0 is false" in check(moved, doc)
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ([100_000, 101_000, 99_000], [90_000, 91_000, 89_000]),  # too few to tell
+    ([100_000 + 37 * i for i in range(8)], [100_020 + 41 * i for i in range(8)]),  # covers 0
+    ([100_000 + 37 * i for i in range(8)], [80_000 + 41 * i for i in range(8)]),  # faster
+    ([100_000 + 37 * i for i in range(8)], [120_000 + 41 * i for i in range(8)]),  # slower
+])
+def test_every_claim_of_a_capture_line_holds(before, after):
+    """The capture-metadata line, in each of its four forms, is true of its figures."""
+    from traceview.multi.twosample import shift
+    from traceview.multi.unprofiled import capture_claim
+
+    s = shift(before, after)
+    f = {"before_ns": list(s.before), "after_ns": list(s.after), "estimate_ns": s.estimate_ns,
+         "ci_low_ns": s.ci_low_ns, "ci_high_ns": s.ci_high_ns, "verdict": s.verdict}
+    doc = {"unprofiled": {"figures": [f]}}
+    c = capture_claim(f, ("unprofiled", "figures", 0))
+    assert check(c, doc) == []
+    word = {"cannot tell": "cannot tell", "after faster": "after faster",
+            "after slower": "after slower"}[s.verdict]
+    assert c.text.startswith("too few" if s.ci_low_ns is None else word)
+
+
+# --- serve's result line ----------------------------------------------------------------
+
+SERVE_DOCS = [ROOT / "tests" / "data" / "serve_tiny_cpu.json",
+              *sorted((ROOT / "fixtures").glob("serve_*.json"))]
+
+
+@pytest.mark.parametrize("path", SERVE_DOCS, ids=lambda p: p.name)
+def test_every_claim_of_a_serve_document_holds(path):
+    """The serving result line is true of the document it is printed from, and the
+    markdown prints it."""
+    import json
+
+    from traceview.render.serve_common import result_claim
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    c = result_claim(doc)
+    assert check(c, doc) == []
+
+    assert esc(c.text) in render_serve_markdown(doc)
+
+
+def test_a_serve_row_whose_word_contradicts_its_interval_is_caught():
+    """A row saying "B faster" over an interval wholly above zero: caught."""
+    import json
+
+    from traceview.render.serve_common import result_claim
+
+    doc = json.loads(SERVE_DOCS[1].read_text())
+    rows = [(k, r) for k, r in doc["ab"]["figures"].items()
+            if k in ("wall", "tpot_p50", "ttft_p50") and r["ci_low_ns"] is not None]
+    assert rows, "the H200 serve fixture has six rounds: every row has an interval"
+    key, row = rows[0]
+    row.update(ci_low_ns=1_000.0, ci_high_ns=9_000.0, estimate_ns=5_000.0, verdict="B faster")
+    got = check(result_claim(doc), doc)
+    assert got == [f"serve-result: lt('{key}.ci_high_ns', 'zero') does not hold: "
+                   "9000.0 lt 0 is false"]
+
+
+# --- ranks' summary -----------------------------------------------------------------------
+
+def _ranks(tmp_path, names: list[str], cut_last: bool = False):
+    import gzip
+
+    from traceview.multi.ranks import analyze_ranks
+
+    for i, name in enumerate(names):
+        raw = gzip.decompress((ROOT / "fixtures" / name).read_bytes())
+        if cut_last and i == len(names) - 1:
+            (tmp_path / f"rank{i}.json").write_bytes(raw[: len(raw) * 2 // 3])
+        else:
+            (tmp_path / f"rank{i}.json.gz").write_bytes(gzip.compress(raw, mtime=0))
+    return analyze_ranks([tmp_path], jobs=1)
+
+
+@pytest.mark.parametrize(("names", "cut", "ids"), [
+    # the rank cut short has a third of the calls: it stands out
+    (["torch_mul_1x4096_f32.json.gz"] * 4, True, {"ranks-summary", "ranks-straggler"}),
+    (["torch_mul_1x4096_f32.json.gz"] * 2, False, {"ranks-summary", "ranks-no-straggler"}),
+    (["torch_mul_1x4096_f32.json.gz"] * 4 + ["two_streams_8192x8192_f16.json.gz"], False,
+     {"ranks-summary", "ranks-straggler"}),
+], ids=["damaged", "too-few", "straggler"])
+def test_every_claim_of_a_ranks_summary_holds(tmp_path, names, cut, ids):
+    """The ranks summary's sentences hold against the ranks document, and the outputs
+    print them."""
+    from traceview.render.ranks_report import _summary_lines, ranks_claims
+
+    report = _ranks(tmp_path, names, cut)
+    claims = ranks_claims(report)
+    assert {c.id for c in claims} == ids
+    assert check_all(claims, report.to_dict()) == []
+    assert [c.text for c in claims] == _summary_lines(report)[: len(claims)]
+    for c in claims:
+        if c.id == "ranks-straggler":
+            # the one rank unlike the others (the last) is the one named
+            assert c.value("rank") == len(names) - 1
+
+
+def test_a_straggler_reason_against_the_rule_is_caught(tmp_path):
+    """A reason held against a rule it does not meet (a share of the median far beyond
+    its distance from the median): caught."""
+    from traceview.render.ranks_report import ranks_claims
+
+    report = _ranks(tmp_path, ["torch_mul_1x4096_f32.json.gz"] * 4
+                    + ["two_streams_8192x8192_f16.json.gz"])
+    c = next(c for c in ranks_claims(report) if c.id == "ranks-straggler")
+    assert check(c, report.to_dict()) == []
+    apart = c.value("r0.apart")
+    assert isinstance(apart, float | int)
+    # the share of the median the rule asks for, ten times the rank's distance
+    far = Claim(c.id, c.text, tuple(Figure(f.name, 10 * apart, None) if f.name == "r0.least"
+                                    else f for f in c.figures), c.relations)
+    got = check(far, report.to_dict())
+    assert any(p.startswith("ranks-straggler: ge('r0.apart', 'r0.least') does not hold")
+               for p in got), got
+
+
+def test_an_ab_verdict_at_until_s_per_look_level_says_that_level():
+    """``ab --until`` judges each look at a smaller alpha (0.0056 for nine looks): its
+    interval is a 99.4% one and needs 9 rounds, not 6. The verdict said "95% CI" and
+    "(6 at least)" whatever the level; the claim now cites the achieved confidence
+    against the level it states. Rounds recomputed here at that level from the saved
+    per-round figures."""
+    import json
+
+    from traceview.multi.ab_result import claims_of
+    from traceview.paired import compare
+
+    base = json.loads((ROOT / "tests" / "data" / "ab_add_cpu.json").read_text())
+    alpha = 0.05 / 9
+    c = base["comparisons"]["full_api_ns_p50"]
+    a = [1000 + 7 * i for i in range(10)]
+    b = [x - 300 + (i % 3) for i, x in enumerate(a)]
+    for n, want in ((6, "cannot tell: 6 rounds are too few for a 99.4% interval (9 at least"),
+                    (10, "B faster by 299 ns per call, 29% of A (99.4% CI [")):
+        pc = compare(a[:n], b[:n], alpha=alpha)
+        doc = dict(base, rounds=n, protocol=dict(base["protocol"],
+                                                  until={"per_look_alpha": alpha}))
+        doc["comparisons"] = {"full_api_ns_p50": dict(
+            c, rounds=n, a_ns=list(pc.a), b_ns=list(pc.b), diff_ns=list(pc.diffs),
+            estimate_ns=pc.estimate_ns, ci_low_ns=pc.ci_low_ns, ci_high_ns=pc.ci_high_ns,
+            confidence=pc.confidence, b_faster_rounds=pc.b_faster_rounds,
+            b_slower_rounds=pc.b_slower_rounds, min_detectable_ns=pc.min_detectable_ns,
+            a_median_ns=pc.a_median_ns, b_median_ns=pc.b_median_ns, relative=pc.relative,
+            verdict=pc.verdict)}
+        claim = claims_of(doc)[0]
+        assert claim.text.startswith(want), claim.text
+        assert check(claim, doc) == []
+    # an interval whose achieved confidence is under the level the line says: caught
+    doc["comparisons"]["full_api_ns_p50"]["confidence"] = 0.95
+    got = check(claims_of(doc)[0], doc)
+    assert len(got) == 1 and got[0].startswith(
+        "ab-verdict: ge('confidence', 'level') does not hold: 0.95 ge 0.99"), got
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(50_000, 150_000), st.integers(-30_000, 30_000)),
+                min_size=1, max_size=14),
+       st.sampled_from([0.05, 0.05 / 9]))
+def test_every_ab_verdict_of_generated_rounds_holds(rounds, alpha):
+    """Any rounds, at 95% or --until's per-look level: the verdict made from the
+    comparison is true of the comparison as the ab document writes it."""
+    from traceview.documents import builtins
+    from traceview.multi.ab_result import comparison_doc, document_verdict_claim
+    from traceview.paired import compare
+
+    a = [x for x, _ in rounds]
+    b = [x + d for x, d in rounds]
+    pc = compare(a, b, alpha=alpha)
+    protocol = {"until": {"per_look_alpha": alpha}} if alpha != 0.05 else {}
+    doc = {"rounds": len(rounds), "protocol": protocol,
+           "comparisons": {"full_api_ns_p50": builtins(comparison_doc(pc))}}
+    claim = document_verdict_claim(pc, len(rounds), {"A": {}, "B": {}}, protocol)
+    assert check(claim, doc) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(50_000, 150_000), min_size=1, max_size=10),
+       st.lists(st.integers(50_000, 150_000), min_size=1, max_size=10))
+def test_every_capture_line_of_generated_processes_holds(before, after):
+    """Any processes on each side: the capture-metadata line is true of its figures."""
+    from traceview.multi.twosample import shift
+    from traceview.multi.unprofiled import capture_claim
+
+    s = shift(before, after)
+    f = {"before_ns": list(s.before), "after_ns": list(s.after), "estimate_ns": s.estimate_ns,
+         "ci_low_ns": s.ci_low_ns, "ci_high_ns": s.ci_high_ns, "verdict": s.verdict}
+    assert check(capture_claim(f, ("unprofiled", "figures", 0)),
+                 {"unprofiled": {"figures": [f]}}) == []
+
+
+
+# --- Proton reports ---------------------------------------------------------------------
+
+PROTON = ("proton_mul_20_calls.chrome_trace", "proton_nested.chrome_trace")
+
+
+@pytest.mark.parametrize("name", PROTON)
+def test_every_claim_of_a_proton_report_holds(name):
+    """A Proton trace's outlier reasons and notes are claims true of its document: each
+    outlier's span above twice the median of the others' (counted here from the calls'
+    spans), each note the claim of the figures it states."""
+    from traceview.analyses.calls import OUTLIER_RATIO
+    from traceview.io import proton
+    from traceview.report.proton import trace_report
+    from traceview.report.proton_words import outlier_claim, overlap_claim
+    from traceview.stats import median
+
+    r = trace_report(proton.read_trace(ROOT / "fixtures" / "proton" / f"{name}.gz"))
+    doc = r.to_dict()
+    spans = [c.span_ns for c in r.calls]
+    said = []
+    for j, c in enumerate(r.calls):
+        if c.outlier_reason is None:
+            continue
+        med = int(median(spans[:j] + spans[j + 1:]))
+        claim = outlier_claim(j, c.span_ns, med, OUTLIER_RATIO)
+        assert claim.text == c.outlier_reason
+        said.append(claim)
+    notes = [n for n in r.notes if "overlap in time" in n]
+    if notes:
+        said.append(overlap_claim(int(notes[0].split()[0]), len(r.calls)))
+        assert said[-1].text == notes[0]
+    assert check_all(said, doc) == []
+    if name == "proton_nested.chrome_trace":  # its first call is far slower (test_proton)
+        assert [c.id for c in said] == ["proton-outlier"]

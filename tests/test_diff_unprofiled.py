@@ -83,6 +83,14 @@ def test_ab_data_leads_and_profiled_disagreement_is_named(gems):
     assert api["significant"] and api["delta"] > 0  # profiled: after looks slower
     assert d["agreement"] == "disagree" and "The profiled calls disagree" in d["verdict"]
     assert "different machine speeds" in d["verdict"]
+    # the verdict's claim cites the machine-speed factor it states, and holds
+    from traceview.report.claims import check_all, from_json
+
+    claims = [from_json(c) for c in d["claims"]]
+    assert check_all(claims, d) == []
+    assert claims[0].figure("speed.factor").path == "/code_path/machine_speed/factor"
+    assert [c.id for c in claims] == ["diff-verdict", "diff-machine-speed"]
+    assert claims[1].text == d["code_path"]["machine_speed"]["note"]
 
 
 def test_no_unprofiled_data_means_no_speed_verdict(gems):

@@ -56,10 +56,27 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("typical-step", "info",
          "the typical training step: its wall, phases, device busy share and who holds "
          "its critical path"),
+    Code("step-segments", "info", "the typical step's phases in time order, when a phase "
+         "runs more than once (micro-batches)"),
+    Code("step-communication", "info",
+         "the typical step's communication on the device and how much of it is exposed"),
+    Code("step-others", "info", "the other steps' walls"),
+    Code("perturbation-recorded", "info", "what the profiler recorded per warm call: "
+         "events, the Python frames among them, its own time"),
+    Code("perturbation-unprofiled", "info",
+         "the unprofiled call as a share of the profiled call's p50"),
+    Code("unprofiled-steps", "info",
+         "the profiled step's p50 beside the unprofiled steps' (capture_steps)"),
+    Code("unprofiled-steps-phases", "info",
+         "the typical step's phases corrected by the unprofiled step time"),
+    Code("unprofiled-steps-path", "info",
+         "the typical step's critical path corrected by the unprofiled step time"),
     Code("calls-found", "info", "how many calls, of which kinds, found how (and the other "
          "numbered series an option would pick)"),
     Code("unprofiled-call", "info", "the call without the profiler: its time, interval, "
          "the profiled call beside it and how it was found"),
+    Code("unprofiled-measuring", "info", "what a measured split's timing cost per timed "
+         "invocation and how much of it was subtracted"),
     Code("unprofiled-categories", "info",
          "the unprofiled call's host categories, which add up to the call"),
     Code("bytes-moved", "info",
@@ -70,6 +87,40 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
+    Code("diff-machine-speed", "info", "diff's note that the functions both traces share "
+         "all moved by about one factor: the profiled runs ran at different machine speeds"),
+    Code("diff-unprofiled", "info", "diff's unprofiled line: the processes or rounds on "
+         "each side and the difference's interval on the side of zero its word says"),
+    Code("ab-verdict", "info", "ab's verdict: the paired difference's estimate and "
+         "interval, the rounds that agree, the share of A's median"),
+    Code("serve-result", "info", "serve's one-line result: the measured throughput and "
+         "latencies, each A/B row's interval around its estimate on the side of zero its "
+         "verdict says"),
+    Code("ranks-summary", "info",
+         "how many ranks were analysed, the median device busy share and call API p50"),
+    Code("ranks-straggler", "info", "a rank that stands out: each metric's value against "
+         "the median, by more than the rule's MAD multiple and share of the median"),
+    Code("ranks-no-straggler", "info",
+         "why no rank is named a straggler: too few ranks for the rule, or none apart"),
+    Code("ab-split", "info", "one side's unprofiled split in ab: its call inside its "
+         "interval, the profiled call, the categories summing to the call, what it cost"),
+    Code("proton-outlier", "info", "why a Proton call is an outlier: its span above the "
+         "rule's multiple of the other calls' median"),
+    Code("proton-overlap", "info", "a Proton trace's calls that overlap in time (merged "
+         "scopes of one name)"),
+    Code("proton-bad-nodes", "info",
+         "a Proton tree's nodes with out-of-range figures, left out"),
+    Code("window", "info", "what the window is: the activity's span, a --window time "
+         "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
+    Code("integrity-check", "info", "one kind of damage in the records: how many, the "
+         "calls and steps it falls in, and what it means for the figures"),
+    Code("integrity-graphs", "info",
+         "the CUDA graph replays: how many, of how many graphs, and their nodes per replay"),
+    Code("integrity-incomplete", "info",
+         "the incomplete calls left out of the warm figures"),
+    Code("integrity-unreliable", "info", "the figures some integrity check makes unreliable"),
+    Code("what-if", "info", "a projection of the typical call: its figure and interval "
+         "against the call it replaces, and the figures its model rests on"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

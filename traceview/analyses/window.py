@@ -28,10 +28,17 @@ WindowSource = Literal["activity", "annotation", "range", "empty"]
 
 @dataclass(frozen=True)
 class Window:
+    """The span, where it came from and the figures that say so (the report words them:
+    ``report.sentences.window_claim``): the ``--window`` text, the user ranges it spans
+    (an ``annotation`` window) and the profiler steps a time range cut and was widened
+    to hold."""
+
     start_ns: int
     end_ns: int
     source: WindowSource
-    description: str
+    spec: str = ""
+    ranges: int = 0
+    cut_steps: tuple[str, ...] = ()
 
     @property
     def dur_ns(self) -> int:
@@ -49,11 +56,10 @@ def parse_time(text: str) -> int:
 def activity_window(trace: Trace) -> Window:
     rows = trace.rows_of_cats(set(trace.cat_names) - NON_ACTIVITY_CATS)
     if rows.size == 0:
-        return Window(0, 0, "empty", "no activity events")
+        return Window(0, 0, "empty")
     start = int(trace.slices.start[rows].min())
     end = int(trace.slices.end[rows].max())
-    return Window(start, end, "activity",
-                  "first to last host or device activity event")
+    return Window(start, end, "activity")
 
 
 def parse_window(spec: str) -> tuple[int | None, int | None] | re.Pattern[str]:
@@ -74,23 +80,22 @@ def parse_window(spec: str) -> tuple[int | None, int | None] | re.Pattern[str]:
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 
 
-def _whole_steps(trace: Trace, lo: int, hi: int) -> tuple[int, int, str]:
-    """[lo, hi) widened to the profiler steps it cuts, and which it cut ("" for none). A
+def _whole_steps(trace: Trace, lo: int, hi: int) -> tuple[int, int, tuple[str, ...]]:
+    """[lo, hi) widened to the profiler steps it cuts, and which it cut (none: ()). A
     time window that cut a step gave figures of two definitions in one sentence: the
     step's wall whole beside its device work clipped."""
     s = trace.slices
     rows = trace.rows_of_cats({"user_annotation"})
     if rows.size == 0:
-        return lo, hi, ""
+        return lo, hi, ()
     rows = rows[(s.start[rows] < hi) & (s.end[rows] > lo)]
     rows = rows[[bool(_STEP.match(trace.names[int(n)])) for n in s.name[rows].tolist()]]
     cut = rows[(s.start[rows] < lo) | (s.end[rows] > hi)]
     if cut.size == 0:
-        return lo, hi, ""
+        return lo, hi, ()
     names = sorted({trace.names[int(n)] for n in s.name[cut].tolist()},
                    key=lambda n: int(n.rsplit("#", 1)[1]))
-    return (min(lo, int(s.start[cut].min())), max(hi, int(s.end[cut].max())),
-            ", ".join(names))
+    return min(lo, int(s.start[cut].min())), max(hi, int(s.end[cut].max())), tuple(names)
 
 
 def find_window(trace: Trace, spec: str | None) -> Window:
@@ -106,11 +111,8 @@ def find_window(trace: Trace, spec: str | None) -> Window:
         if hi <= lo:
             raise UsageError(f"window {spec!r} is empty within the trace "
                              f"(trace activity lasts {base.dur_ns} ns)")
-        what = f"time range {spec} from the first activity event"
         wlo, whi, cut = _whole_steps(trace, lo, hi)
-        if cut:
-            what += f", widened to the whole steps it cut: {cut}"
-        return Window(wlo, whi, "range", what)
+        return Window(wlo, whi, "range", spec, cut_steps=cut)
     pattern = parsed
     rows = trace.rows_of_cats({"user_annotation"})
     names = trace.names
@@ -119,4 +121,4 @@ def find_window(trace: Trace, spec: str | None) -> Window:
         raise UsageError(f"--window {spec!r}: no user range (record_function) matches")
     idx = np.asarray(hits)
     return Window(int(trace.slices.start[idx].min()), int(trace.slices.end[idx].max()),
-                  "annotation", f"span of {len(hits)} user range(s) matching {spec!r}")
+                  "annotation", spec, ranges=len(hits))

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from traceview.documents import VERSIONS, builtins, read
 from traceview.paired import PairedComparison, compare
+
+if TYPE_CHECKING:
+    from traceview.report.claims import Claim
 
 #: The figures a capture child reports, in the order they are shown. The first judges.
 FIGURES = ("full_api_ns_p50", "amortized_submit_ns", "amortized_ns", "device_ns")
@@ -83,9 +86,11 @@ class ABResult:
 
     def verdict(self) -> str:
         """The one-line verdict; sides named ``B (patched)`` when they have names."""
-        names = tuple(f"{k} ({v['name']})" if v.get("name") and v["name"] != k else k
-                      for k, v in sorted(self.sides.items()))
-        return verdict_line(self.judged, self.rounds, names=names)  # type: ignore[arg-type]
+        return self.verdict_claim().text
+
+    def verdict_claim(self) -> Claim:
+        """The verdict as a claim over this result's document (``as_dict``)."""
+        return document_verdict_claim(self.judged, self.rounds, self.sides, self.protocol)
 
     def as_dict(self) -> dict[str, Any]:
         per_side: dict[str, Any] = {}
@@ -185,6 +190,78 @@ class ABDocument(msgspec.Struct, frozen=True, kw_only=True):
     verdict: str
 
 
+def document_verdict_claim(judged: PairedComparison | None, rounds: int,
+                           sides: dict[str, dict[str, Any]],
+                           protocol: dict[str, Any] | None = None) -> Claim:
+    """The ab document's verdict as a claim citing its ``comparisons`` and ``rounds``;
+    sides named ``B (patched)`` when they have names; at ``--until``'s per-look level
+    where the protocol records looks."""
+    names = tuple(f"{k} ({v['name']})" if v.get("name") and v["name"] != k else k
+                  for k, v in sorted(sides.items()))
+    looks = (protocol or {}).get("until") or {}
+    alpha = float(looks.get("per_look_alpha") or ALPHA)
+    return verdict_claim(judged, rounds, names=names,  # type: ignore[arg-type]
+                         at=("comparisons", FIGURES[0]), rounds_at="/rounds", alpha=alpha)
+
+
+def split_claim(doc: dict[str, Any], label: str) -> Claim | None:
+    """Side ``label``'s unprofiled split line ("A split: call 11.1 us [10.9 us, 11.2 us]
+    unprofiled, 34.2 us profiled; measured: ...; ... (cost)") as a claim over the
+    document's ``splits``: the call inside its interval, the categories summing to it.
+    None for a side without a split."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+    from traceview.units import fmt_ns
+
+    sp = (doc.get("splits") or {}).get(label)
+    if sp is None:
+        return None
+    at = ("splits", label)
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    if sp.get("seconds") is None:
+        cost = "its capture in --trace-dir"
+    else:
+        figs.append(Figure("seconds", sp["seconds"], pointer(*at, "seconds")))
+        cost = f"{sp['seconds']:g} s for its profiled capture and split process"
+    if sp.get("method") is None or sp.get("call_ns") is None:
+        return Claim("ab-split", f"{label} split: {sp.get('note') or sp.get('error')} ({cost})",
+                     tuple(figs))
+    figs += [Figure("call", sp["call_ns"], pointer(*at, "call_ns")),
+             Figure("profiled", sp.get("profiled_call_ns"), pointer(*at, "profiled_call_ns"))]
+    ci = ""
+    if sp.get("low_ns") is not None:
+        figs += [Figure("low", sp["low_ns"], pointer(*at, "low_ns")),
+                 Figure("high", sp["high_ns"], pointer(*at, "high_ns"))]
+        rels += [rel("le", "low", "call"), rel("le", "call", "high")]
+        ci = f" [{fmt_ns(sp['low_ns'])}, {fmt_ns(sp['high_ns'])}]"
+    cats = sp.get("categories") or {}
+    if cats:  # the categories are the call, split (docs/ab.md)
+        figs += [Figure(f"cat:{k}", v, pointer(*at, "categories", k)) for k, v in cats.items()]
+        rels.append(rel("sum", *(f"cat:{k}" for k in cats), "call"))
+    return Claim("ab-split", (
+        f"{label} split: call {fmt_ns(sp['call_ns'])}{ci} unprofiled, "
+        f"{fmt_ns(sp.get('profiled_call_ns'))} profiled; {sp['method']}; "
+        f"{sp.get('measuring') or 'nothing measured per function'} ({cost})"
+        + (f"; split process failed: {sp['error']}" if sp.get("error") else "")),
+        tuple(figs), tuple(rels))
+
+
+def claims_of(doc: dict[str, Any]) -> list[Claim]:
+    """The claims of a saved ab document, made from its figures: its verdict (its
+    ``verdict`` is the claim's text when the document is true to its figures) and each
+    side's split line."""
+    c = doc.get("comparisons", {}).get(FIGURES[0])
+    judged = None if c is None else PairedComparison(
+        c["rounds"], tuple(c["a_ns"]), tuple(c["b_ns"]), tuple(c["diff_ns"]),
+        c["estimate_ns"], c["ci_low_ns"], c["ci_high_ns"], c["confidence"],
+        c["b_faster_rounds"], c["b_slower_rounds"], c["min_detectable_ns"],
+        c["a_median_ns"], c["b_median_ns"])
+    splits = [split_claim(doc, label) for label in ("A", "B")]
+    return [document_verdict_claim(judged, doc["rounds"], doc.get("sides", {}),
+                                   doc.get("protocol")),
+            *(c for c in splits if c is not None)]
+
+
 def read_ab(doc: object) -> ABDocument:
     """A saved ab result, upgraded and checked; a ``UsageError`` of one line for
     anything else."""
@@ -280,33 +357,127 @@ def _us(ns: float) -> str:
     return fmt_ns(round(ns))
 
 
+# The interval's level without --until's looks (each look of --until is narrower).
+ALPHA = 0.05
+
+
+def fewest_rounds(alpha: float) -> int:
+    """The fewest rounds that give a signed-rank interval at level ``1 - alpha``
+    (``paired.signed_rank_interval``): 6 at 95%, more for --until's per-look level."""
+    from traceview.paired import _critical_k
+
+    n = 1
+    while _critical_k(n, alpha)[0] == 0 and n < 1_000:
+        n += 1
+    return n
+
+
+def interval_level(alpha: float) -> str:
+    """``95%``, ``99.4%``: the level an interval is said at."""
+    return f"{round(100 * (1 - alpha), 1):g}%"
+# A comparison's figures the verdict cites (``ABComparison``'s keys).
+_CITED = ("rounds", "estimate_ns", "ci_low_ns", "ci_high_ns", "b_faster_rounds",
+          "b_slower_rounds", "min_detectable_ns", "a_median_ns", "relative")
+
+
+def _no_interval(c: PairedComparison | None, rounds: int, data: str, rounds_at: str | None,
+                 sid: str, alpha: float) -> Claim:
+    """"cannot tell": no full-call figure, or too few rounds for an interval at the
+    level (fewer than the fewest that give one: the claim says so)."""
+    from traceview.report.claims import Claim, Figure, rel
+    from traceview.units import plural
+
+    if c is None:
+        return Claim(sid, "cannot tell: no full-call figure on both sides in every round "
+                     f"({data})", ())
+    fewest = fewest_rounds(alpha)
+    few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
+    return Claim(sid, f"cannot tell: {few} too few for a {interval_level(alpha)} "
+                 f"interval ({fewest} at least; {data})",
+                 (Figure("rounds", rounds, rounds_at), Figure("fewest", fewest)),
+                 (rel("lt", "rounds", "fewest"),))
+
+
+def verdict_claim(c: PairedComparison | None, rounds: int,
+                  data: str = "unprofiled, synchronized each call",
+                  names: tuple[str, str] = ("A", "B"), *,
+                  at: tuple[str | int, ...] | None = None,
+                  held: Sequence[str] = _CITED, rounds_at: str | None = None,
+                  sid: str = "ab-verdict", alpha: float = ALPHA) -> Claim:
+    """One line that names its data ("B faster by 9.8 us per call (95% CI [...]; ...)"),
+    as a claim: the comparison's figures, cited at ``at`` (the comparison's place in the
+    document; only the keys ``held`` there), and what the line asserts: the interval on
+    the side of zero its word says, the estimate inside it, the rounds that agree among
+    all, the share of A's median. ``names`` relabels the sides (``diff`` says
+    before/after); ``rounds_at``: where the document holds ``rounds``; ``alpha``: the
+    intervals' level (``ab --until`` looks at a smaller one, so its interval is wider
+    and needs more rounds: the line says the level it has)."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+
+    def fig(name: str, value: float | int | None, key: str | None = None) -> None:
+        path = pointer(*at, key) if at is not None and key is not None and key in held \
+            else None
+        figs.append(Figure(name, value, path))
+
+    a_name, b_name = names
+    if c is None or c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
+        return _no_interval(c, rounds, data, rounds_at, sid, alpha)
+    fig("estimate", c.estimate_ns, "estimate_ns")
+    fig("low", c.ci_low_ns, "ci_low_ns")
+    fig("high", c.ci_high_ns, "ci_high_ns")
+    fig("rounds", c.rounds, "rounds")
+    figs.append(Figure("zero", 0))
+    level = interval_level(alpha)
+    if c.confidence is not None:
+        # the interval's achieved confidence is at least the level the line says
+        fig("confidence", c.confidence, "confidence")
+        figs.append(Figure("level", 1 - alpha))
+        rels.append(rel("ge", "confidence", "level"))
+    # the Hodges-Lehmann estimate is a Walsh average between the interval's two
+    rels += [rel("le", "low", "estimate"), rel("le", "estimate", "high")]
+    if c.verdict == "cannot tell":
+        fig("faster", c.b_faster_rounds, "b_faster_rounds")
+        rels += [rel("le", "low", "zero"), rel("ge", "high", "zero"),
+                 rel("le", "faster", "rounds")]
+        mdd = ""
+        if c.min_detectable_ns is not None:
+            fig("detectable", c.min_detectable_ns, "min_detectable_ns")
+            mdd = f"; these rounds could detect about {_us(c.min_detectable_ns)}"
+        return Claim(sid, (
+            f"cannot tell: {b_name} - {a_name} = {_us(c.estimate_ns)} per call ({level} CI "
+            f"[{_us(c.ci_low_ns)}, {_us(c.ci_high_ns)}] covers zero; {b_name} faster in "
+            f"{c.b_faster_rounds} of {c.rounds} rounds{mdd}; {data})"), tuple(figs), tuple(rels))
+    faster = c.verdict == "B faster"
+    agree = c.b_faster_rounds if c.estimate_ns < 0 else c.b_slower_rounds
+    fig("agree", agree, "b_faster_rounds" if c.estimate_ns < 0 else "b_slower_rounds")
+    rels.append(rel("le", "agree", "rounds"))
+    if faster:
+        # "faster by 9.8 us (95% CI [a, b])": the interval below zero, said as a speed-up
+        lo, hi = -c.ci_high_ns, -c.ci_low_ns
+        figs += [Figure("by", -c.estimate_ns), Figure("shown_low", lo), Figure("shown_high", hi)]
+        rels += [rel("lt", "high", "zero"), rel("sum", "by", "estimate", "zero"),
+                 rel("sum", "shown_low", "high", "zero"), rel("sum", "shown_high", "low", "zero")]
+    else:
+        lo, hi = c.ci_low_ns, c.ci_high_ns
+        figs.append(Figure("by", c.estimate_ns))
+        rels += [rel("gt", "low", "zero"), rel("eq", "by", "estimate")]
+    pct = ""
+    if c.relative is not None:
+        fig("a_median", c.a_median_ns, "a_median_ns")
+        fig("relative", c.relative, "relative")
+        rels.append(rel("ratio", "estimate", "a_median", "relative"))
+        pct = f", {abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name}"
+    return Claim(sid, (
+        f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} "
+        f"({level} CI [{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})"),
+        tuple(figs), tuple(rels))
+
+
 def verdict_line(c: PairedComparison | None, rounds: int,
                  data: str = "unprofiled, synchronized each call",
                  names: tuple[str, str] = ("A", "B")) -> str:
-    """One line that names its data: "B faster by 9.8 us per call (95% CI [...]; ...)".
-
-    ``names`` relabels the sides (``diff`` says before/after)."""
-    a_name, b_name = names
-    if c is None:
-        return f"cannot tell: no full-call figure on both sides in every round ({data})"
-    if c.ci_low_ns is None or c.estimate_ns is None or c.ci_high_ns is None:
-        from traceview.units import plural
-
-        few = plural(rounds, "round") + (" is" if rounds == 1 else " are")
-        return (f"cannot tell: {few} too few for a 95% interval "
-                f"(6 at least; {data})")
-    agree = c.b_faster_rounds if c.estimate_ns < 0 else c.b_slower_rounds
-    if c.verdict == "cannot tell":
-        mdd = "" if c.min_detectable_ns is None else \
-            f"; these rounds could detect about {_us(c.min_detectable_ns)}"
-        return (f"cannot tell: {b_name} - {a_name} = {_us(c.estimate_ns)} per call (95% CI "
-                f"[{_us(c.ci_low_ns)}, {_us(c.ci_high_ns)}] covers zero; {b_name} faster in "
-                f"{c.b_faster_rounds} of {c.rounds} rounds{mdd}; {data})")
-    if c.verdict == "B faster":
-        lo, hi = -c.ci_high_ns, -c.ci_low_ns
-    else:
-        lo, hi = c.ci_low_ns, c.ci_high_ns
-    pct = "" if c.relative is None else \
-        f", {abs(c.relative):.{0 if abs(c.relative) >= 0.1 else 1}%} of {a_name}"
-    return (f"{c.verdict.replace('B', b_name, 1)} by {_us(abs(c.estimate_ns))} per call{pct} "
-            f"(95% CI [{_us(lo)}, {_us(hi)}]; {agree} of {c.rounds} rounds; {data})")
+    """The verdict's words (``verdict_claim``'s text)."""
+    return verdict_claim(c, rounds, data, names).text

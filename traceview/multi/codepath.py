@@ -33,6 +33,7 @@ from traceview.analyses.calltree import module_of
 from traceview.stats import nearest_rank
 
 if TYPE_CHECKING:
+    from traceview.report.claims import Claim
     from traceview.report.model import Report
 
 #: Rows shown, biggest change first.
@@ -258,11 +259,28 @@ def machine_speed(fb: dict[str, FunctionFigures], fa: dict[str, FunctionFigures]
     q1, med, q3 = (nearest_rank(ratios, p) for p in (25, 50, 75))
     uniform = (abs(med - 1) >= SPEED_MIN_MOVE and q1 >= med * (1 - SPEED_SPREAD)
                and q3 <= med * (1 + SPEED_SPREAD))
-    note = None
+    out: dict[str, Any] = {"factor": med, "q1": q1, "q3": q3, "functions": len(ratios),
+                           "uniform": uniform, "note": None}
     if uniform:
-        note = (f"the functions both traces share moved by about x{med:.2f} (middle half "
-                f"x{q1:.2f} to x{q3:.2f}, {len(ratios)} functions, self time per call): the "
-                "two profiled runs ran at different machine speeds, so their per-call "
-                "differences are not the code's; judge speed by unprofiled, interleaved runs")
-    return {"factor": med, "q1": q1, "q3": q3, "functions": len(ratios), "uniform": uniform,
-            "note": note}
+        out["note"] = speed_claim(out).text
+    return out
+
+
+def speed_claim(speed: dict[str, Any]) -> Claim:
+    """The machine-speed note as a claim over diff's ``code_path.machine_speed``: the
+    factor (the median ratio) inside its middle half, moved from 1 by at least the
+    least move the note is made for, over the functions counted."""
+    from traceview.report.claims import Claim, Figure, pointer, rel
+
+    at = ("code_path", "machine_speed")
+    med, q1, q3, n = speed["factor"], speed["q1"], speed["q3"], speed["functions"]
+    figs = (*(Figure(k, speed[k], pointer(*at, k)) for k in ("q1", "factor", "q3", "functions")),
+            Figure("fewest", SPEED_MIN_FUNCTIONS), Figure("moved", abs(med - 1)),
+            Figure("least_move", SPEED_MIN_MOVE))
+    rels = (rel("le", "q1", "factor"), rel("le", "factor", "q3"),
+            rel("ge", "functions", "fewest"), rel("ge", "moved", "least_move"))
+    return Claim("diff-machine-speed", (
+        f"the functions both traces share moved by about x{med:.2f} (middle half "
+        f"x{q1:.2f} to x{q3:.2f}, {n} functions, self time per call): the two profiled runs "
+        "ran at different machine speeds, so their per-call differences are not the "
+        "code's; judge speed by unprofiled, interleaved runs"), figs, rels)

@@ -109,7 +109,7 @@ class Diff:
             VERSIONS["diff"], self.before_path, self.after_path,
             CallCounts(self.calls_before, self.calls_after), self.unprofiled,
             list(self.comparisons), self.code_path, self.kernels, self.kernels_used,
-            self.warnings, agreement(self), verdict(self), [verdict_claim(self).as_json()])
+            self.warnings, agreement(self), verdict(self), [c.as_json() for c in claims(self)])
 
     def as_dict(self) -> dict[str, Any]:
         return builtins(self.document())
@@ -448,24 +448,17 @@ def agreement(d: Diff) -> str | None:
 
 
 def _unprofiled_claim(d: Diff) -> tuple[list[Figure], list[Relation]]:
-    """What the unprofiled line asserts (its words are ``multi.unprofiled``'s): the
-    difference's estimate and interval where it has one, on the side of zero its word
-    says ("after faster": all of the interval below zero; "cannot tell": it covers zero)."""
+    """What the unprofiled line asserts (``multi.unprofiled.line_claim``: its words and
+    figures are made together): the processes or rounds it counts, the difference's
+    estimate and interval where it has one, on the side of zero its word says ("after
+    faster": all of the interval below zero; "cannot tell": it covers zero). Its figures
+    are named ``u.`` here, beside the profiled line's."""
+    from traceview.multi.unprofiled import line_claim
+
     assert d.unprofiled is not None
-    f = d.unprofiled["figures"][0]
-    at = ("unprofiled", "figures", 0)
-    if f.get("ci_low_ns") is None or f.get("ci_high_ns") is None:
-        return [], []
-    figs = [Figure(f"u.{k}", f[k], pointer(*at, k))
-            for k in ("estimate_ns", "ci_low_ns", "ci_high_ns")] + [Figure("u.zero", 0)]
-    rels = [rel("le", "u.ci_low_ns", "u.ci_high_ns")]
-    word = f.get("verdict")
-    if word == "after faster":
-        rels += [rel("lt", "u.ci_high_ns", "u.zero"), rel("lt", "u.estimate_ns", "u.zero")]
-    elif word == "after slower":
-        rels += [rel("gt", "u.ci_low_ns", "u.zero"), rel("gt", "u.estimate_ns", "u.zero")]
-    else:
-        rels += [rel("le", "u.ci_low_ns", "u.zero"), rel("ge", "u.ci_high_ns", "u.zero")]
+    c = line_claim(d.unprofiled, ("unprofiled",))
+    figs = [Figure(f"u.{f.name}", f.value, f.path) for f in c.figures]
+    rels = [Relation(r.kind, tuple(f"u.{n}" for n in r.figures)) for r in c.relations]
     return figs, rels
 
 
@@ -490,6 +483,13 @@ def verdict_claim(d: Diff) -> Claim:
         note = ""
         speed = (d.code_path or {}).get("machine_speed") or {}
         if speed.get("uniform"):
+            # the factor is the median of the shared functions' ratios, inside their
+            # middle half (``codepath.machine_speed``)
+            at = ("code_path", "machine_speed")
+            figs = figs + [Figure(f"speed.{k}", speed[k], pointer(*at, k))
+                           for k in ("q1", "factor", "q3")]
+            rels = rels + [rel("le", "speed.q1", "speed.factor"),
+                           rel("le", "speed.factor", "speed.q3")]
             note = (f"; unchanged functions all moved by about x{speed['factor']:.2f}: "
                     "the profiled runs ran at different machine speeds")
         lead = ("The profiled calls disagree" if how == "disagree" else
@@ -499,6 +499,15 @@ def verdict_claim(d: Diff) -> Claim:
         line += (f". {lead}: " + p_line + note
                  + " (profiled figures diagnose; they do not judge speed)")
     return Claim("diff-verdict", line, tuple(figs), tuple(rels))
+
+
+def claims(d: Diff) -> list[Claim]:
+    """The sentences of a diff as claims over its document: the verdict, and the
+    machine-speed note where the shared functions all moved by one factor."""
+    from traceview.multi.codepath import speed_claim
+
+    speed = (d.code_path or {}).get("machine_speed") or {}
+    return [verdict_claim(d), *([speed_claim(speed)] if speed.get("uniform") else [])]
 
 
 def verdict(d: Diff) -> str:

@@ -24,6 +24,7 @@ from traceview.multi.twosample import critical_k, shift
 from traceview.paired import PairedComparison
 
 if TYPE_CHECKING:
+    from traceview.report.claims import Claim
     from traceview.report.model import Report
 
 FIGURES = {
@@ -90,24 +91,93 @@ def _span(v: list[int]) -> str:
 
 
 def _capture_line(f: dict[str, Any]) -> str:
+    return capture_claim(f).text
+
+
+def capture_claim(f: dict[str, Any], at: tuple[str | int, ...] | None = None) -> Claim:
+    """The capture-metadata line as a claim over its figures (``f``: one of the block's
+    ``figures``, held at ``at`` in the document): the processes on each side, the
+    shift's interval on the side of zero its word says, the estimate inside it."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
     a, b = f["before_ns"], f["after_ns"]
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+
+    def fig(name: str, value: float | int | None, *key: str | int) -> None:
+        figs.append(Figure(name, value, None if at is None or not key else pointer(*at, *key)))
+
+    # a pointer names no list's length: its last item stands for it
+    for side, v in (("before", a), ("after", b)):
+        fig(f"{side}:n", len(v))
+        fig(f"{side}:last", v[-1], f"{side}_ns", len(v) - 1)
     data = (f"{len(a)} and {len(b)} fresh processes, unprofiled, synchronized each call, "
             "one capture after the other")
     if f["ci_low_ns"] is None:
         need = _fewest_per_side()
-        return (f"too few processes to tell: {data} (full call {_span(a)} before, "
-                f"{_span(b)} after); a 95% interval needs {need} "
-                "per side, and only interleaved runs cancel machine drift: use traceview ab")
+        fig("fewest", need)
+        fig("smaller", min(len(a), len(b)))
+        rels += [rel("le", "smaller", "before:n"), rel("le", "smaller", "after:n"),
+                 rel("lt", "smaller", "fewest")]
+        return Claim("diff-unprofiled", (
+            f"too few processes to tell: {data} (full call {_span(a)} before, "
+            f"{_span(b)} after); a 95% interval needs {need} "
+            "per side, and only interleaved runs cancel machine drift: use traceview ab"),
+            tuple(figs), tuple(rels))
     lo, hi = f["ci_low_ns"], f["ci_high_ns"]
+    fig("estimate", f["estimate_ns"], "estimate_ns")
+    fig("low", lo, "ci_low_ns")
+    fig("high", hi, "ci_high_ns")
+    fig("zero", 0)
+    # the Hodges-Lehmann shift is a pairwise difference between the interval's two
+    rels += [rel("le", "low", "estimate"), rel("le", "estimate", "high")]
     if f["verdict"] == "cannot tell":
-        return (f"cannot tell: after - before = {_fmt(f['estimate_ns'])} per call (95% CI "
-                f"[{_fmt(lo)}, {_fmt(hi)}] covers zero; {data})")
+        rels += [rel("le", "low", "zero"), rel("ge", "high", "zero")]
+        return Claim("diff-unprofiled", (
+            f"cannot tell: after - before = {_fmt(f['estimate_ns'])} per call (95% CI "
+            f"[{_fmt(lo)}, {_fmt(hi)}] covers zero; {data})"), tuple(figs), tuple(rels))
     word = "faster" if f["verdict"] == "after faster" else "slower"
     if word == "faster":
+        fig("by", -f["estimate_ns"])
+        fig("shown_low", -hi)
+        fig("shown_high", -lo)
+        rels += [rel("lt", "high", "zero"), rel("sum", "by", "estimate", "zero"),
+                 rel("sum", "shown_low", "high", "zero"), rel("sum", "shown_high", "low", "zero")]
         lo, hi = -hi, -lo
-    return (f"after {word} by {_fmt(abs(f['estimate_ns']))} per call (95% CI [{_fmt(lo)}, "
-            f"{_fmt(hi)}]; {data}: machine drift between the captures can pass for a "
-            "change; traceview ab interleaves)")
+    else:
+        fig("by", f["estimate_ns"])
+        rels += [rel("gt", "low", "zero"), rel("eq", "by", "estimate")]
+    return Claim("diff-unprofiled", (
+        f"after {word} by {_fmt(abs(f['estimate_ns']))} per call (95% CI [{_fmt(lo)}, "
+        f"{_fmt(hi)}]; {data}: machine drift between the captures can pass for a "
+        "change; traceview ab interleaves)"), tuple(figs), tuple(rels))
+
+
+def line_claim(block: dict[str, Any], at: tuple[str | int, ...]) -> Claim:
+    """The block's ``line`` as a claim over the figures it states, the block held at
+    ``at`` (the line's text is the claim's when the block is true to its figures): a
+    paired block's comparison recomputed from its rounds (``from_ab``), a capture
+    block's from its processes."""
+    from traceview.multi.ab_result import verdict_claim
+    from traceview.paired import compare
+
+    f = block["figures"][0]
+    if not block.get("paired"):
+        return capture_claim(f, (*at, "figures", 0))
+    pc = compare(f["before_ns"], f["after_ns"])
+    # the block's source names how the rounds ran (``from_ab``): the line's data says it
+    how = str(block.get("source", "")).removeprefix(AB_SOURCE[0]).removesuffix(AB_SOURCE[1])
+    return verdict_claim(pc, pc.rounds, _ab_data(how), names=("before", "after"),
+                         at=(*at, "figures", 0), held=("estimate_ns", "ci_low_ns", "ci_high_ns"),
+                         sid="diff-unprofiled")
+
+
+# A paired block's ``source``: how the ab rounds ran, between these.
+AB_SOURCE = ("traceview ab: ", ", paired per round")
+
+
+def _ab_data(how: str) -> str:
+    return f"unprofiled, synchronized each call, {how} (traceview ab)"
 
 
 class _Pairs(msgspec.Struct):
@@ -179,7 +249,7 @@ def from_ab(doc: dict[str, Any]) -> dict[str, Any]:
     how = (f"both sides in each fresh process, {blocks} alternating blocks per side"
            if blocks else "interleaved rounds of fresh processes")
     line = verdict_line(main, main.rounds if main else 0, names=("before", "after"),
-                        data=f"unprofiled, synchronized each call, {how} (traceview ab)")
-    return {"source": f"traceview ab: {how}, paired per round",
+                        data=_ab_data(how))
+    return {"source": f"{AB_SOURCE[0]}{how}{AB_SOURCE[1]}",
             "paired": True, "method": doc.get("method"), "figures": figures, "line": line,
             "sides": {k: v.get("name") for k, v in doc.get("sides", {}).items()}}

@@ -80,22 +80,10 @@ def split_parts(doc: dict[str, Any], sep: str = " "
     splits = doc.get("splits") or {}
     if not splits:
         return [], [], []
-    lines = []
-    for label in ("A", "B"):
-        sp = splits.get(label)
-        if sp is None:
-            continue
-        cost = ("its capture in --trace-dir" if sp.get("seconds") is None
-                else f"{sp['seconds']:g} s for its profiled capture and split process")
-        if sp.get("method") is None or sp.get("call_ns") is None:
-            lines.append(f"{label} split: {sp.get('note') or sp.get('error')} ({cost})")
-            continue
-        ci = (f" [{fmt_ns(sp['low_ns'])}, {fmt_ns(sp['high_ns'])}]"
-              if sp.get("low_ns") is not None else "")
-        lines.append(f"{label} split: call {fmt_ns(sp['call_ns'])}{ci} unprofiled, "
-                     f"{fmt_ns(sp.get('profiled_call_ns'))} profiled; {sp['method']}; "
-                     f"{sp.get('measuring') or 'nothing measured per function'} ({cost})"
-                     + (f"; split process failed: {sp['error']}" if sp.get("error") else ""))
+    from traceview.multi.ab_result import split_claim
+
+    said = [split_claim(doc, label) for label in ("A", "B")]
+    lines = [c.text for c in said if c is not None]
     by = {label: {f["name"]: f for f in (splits.get(label) or {}).get("functions") or []}
           for label in ("A", "B")}
     names = sorted(set(by["A"]) | set(by["B"]),

@@ -385,7 +385,7 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     from traceview.render.percall import unprofiled_markdown
 
     parts.extend(unprofiled_markdown(r, esc, table, code, prose))
-    parts.extend(markdown_section(r))
+    parts.extend(markdown_section(r, esc))
     parts.append("#### Where the time went (host category x device state; cells sum to the "
                  "window; host: the attributed thread)")
     parts.append(_matrix(r))

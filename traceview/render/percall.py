@@ -28,13 +28,22 @@ KIND_ROWS = 8
 # ---------------------------------------------------------------- text helpers
 
 
+def _said(r: Report, sid: str) -> str:
+    """The text of the report's claim ``sid`` ("" for none), made now for a report read
+    back from a JSON written before it was a claim."""
+    from traceview.report.sentences import perturbation_claims, unprofiled_steps_claims
+
+    found = [c for c in r.claims if c.id == sid]
+    if not found:
+        api = r.calls.stats.get("api_ns")
+        made = [*perturbation_claims(r.calls.perturbation, api.p50 if api else None, unit(r)),
+                *unprofiled_steps_claims(r.unprofiled)]
+        found = [c for c in made if c.id == sid]
+    return found[0].text if found else ""
+
+
 def unprofiled_note(r: Report) -> str:
-    p = r.calls.perturbation
-    if p is None or p.unprofiled_share is None:
-        return ""
-    return (f"unprofiled, the same call takes {fmt_ns(p.unprofiled_ns)}: "
-            f"{100 * p.unprofiled_share:.0f}% of the profiled call; shares of the call stay "
-            "meaningful, absolute figures are inflated")
+    return _said(r, "perturbation-unprofiled")
 
 
 def unprofiled_short(r: Report) -> str:
@@ -77,23 +86,18 @@ def unprofiled_parts(r: Report) -> tuple[str, list[list[str]], list[str]] | None
         share = f"{100 * (f.inclusive_ns or 0) / u.call_ns:.0f}%"
         rows.append([f.name, fmt_ns(f.inclusive_ns), interval, share, fmt_ns(f.profiled_ns)])
     tail = [said.get("unprofiled-categories", ""),
-            f"measurement: {u.measuring}" if u.measuring else "", u.note, *steps_lines(u)]
+            f"measurement: {u.measuring}" if u.measuring else "", u.note, *steps_lines(r)]
     return head, rows, [t for t in tail if t]
 
 
-def steps_lines(u: Any) -> list[str]:
+def steps_lines(r: Report) -> list[str]:
     """"profiled step X, unprofiled Y", the corrected phases and path, and the model."""
-    st = u.steps
+    st = None if r.unprofiled is None else r.unprofiled.steps
     if st is None:
         return []
-    phases = " · ".join(f"{k} {fmt_ns(st.profiled_phases.get(k))} -> {fmt_ns(v)}"
-                        for k, v in st.phases.items())
-    path = " · ".join(f"{i.what} ({i.resource}) {fmt_ns(i.profiled_ns)} -> {fmt_ns(i.ns)}"
-                      for i in st.critical_path[:6])
-    return [f"profiled step {fmt_ns(st.profiled_step_ns)}, unprofiled {fmt_ns(st.unprofiled_step_ns)}"
-            f" ({st.n} unprofiled steps; {st.timer})",
-            f"step #{st.step_index} corrected, phases: {phases}",
-            f"critical path corrected: {path}", f"correction model: {st.model}"]
+    said = [_said(r, sid) for sid in ("unprofiled-steps", "unprofiled-steps-phases",
+                                       "unprofiled-steps-path")]
+    return [*said, f"correction model: {st.model}"]
 
 
 def unprofiled_console(r: Report) -> Any:
@@ -137,14 +141,7 @@ def unprofiled_markdown(r: Report, esc: Any, table: Any, code: Any, prose: Any) 
 
 
 def perturbation_line(r: Report) -> str:
-    p = r.calls.perturbation
-    if p is None or p.events_per_call is None:
-        return ""
-    parts = [f"{p.events_per_call} events"]
-    if p.python_frames_per_call:
-        parts.append(f"{p.python_frames_per_call} Python frames")
-    parts.append(f"profiler's own time {fmt_ns(p.profiler_ns_per_call)}")
-    return f"recorded per warm {unit(r)}: " + ", ".join(parts)
+    return _said(r, "perturbation-recorded")
 
 
 def reasons_lines(r: Report) -> list[str]:

@@ -23,7 +23,7 @@ from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
     from traceview.multi.ranks import RankResult, RanksReport
-    from traceview.multi.stragglers import Outlier
+    from traceview.report.claims import Claim
 
 METRIC_NAMES = {"device_busy_share": "device busy share", "api_p50_ns": "call API p50"}
 # rank, file, window, device busy share, calls, and the per-call p50s (warm calls):
@@ -119,15 +119,105 @@ def _value(metric: str, v: Any) -> str:
     return _pct(v) if metric.endswith("_share") else fmt_ns(round(v))
 
 
-def _relative(o: Outlier) -> str:
-    if o.relative in (float("inf"), float("-inf")):
+def _relative(o: dict[str, Any]) -> str:
+    if o["relative"] is None:  # the median is 0: no share of it
         return "median 0"
-    return f"{100 * o.relative:+.0f}%"
+    return f"{100 * o['relative']:+.0f}%"
 
 
-def reason_text(o: Outlier) -> str:
-    return (f"{METRIC_NAMES.get(o.metric, o.metric)} {_value(o.metric, o.value)} vs median "
-            f"{_value(o.metric, o.median)} ({_relative(o)}, MAD {_value(o.metric, o.mad)})")
+def reason_text(o: dict[str, Any]) -> str:
+    """One metric's reason a rank stands out (``Outlier.as_dict``'s figures)."""
+    m = o["metric"]
+    return (f"{METRIC_NAMES.get(m, m)} {_value(m, o['value'])} vs median "
+            f"{_value(m, o['median'])} ({_relative(o)}, MAD {_value(m, o['mad'])})")
+
+
+def _reason_figures(o: dict[str, Any], at: tuple[str | int, ...], tag: str,
+                    figs: list, rels: list) -> None:
+    """What a reason asserts: the rank is that far from the median, on its side, by
+    more than the rule's MAD multiple and share of the median (``multi.stragglers``)."""
+    from traceview.multi.stragglers import STRAGGLER_MAD_K, STRAGGLER_MIN_RELATIVE
+    from traceview.report.claims import Figure, pointer, rel
+
+    def fig(name: str, value: Any, *path: str) -> str:
+        figs.append(Figure(f"{tag}.{name}", value, pointer(*at, *path) if path else None))
+        return f"{tag}.{name}"
+
+    value, med = fig("value", o["value"], "value"), fig("median", o["median"], "median")
+    mad = fig("mad", o["mad"], "mad")
+    dev = fig("dev", o["value"] - o["median"])
+    apart = fig("apart", abs(o["value"] - o["median"]))
+    rels.append(rel("sum", med, dev, value))
+    if o["direction"] == "above":
+        rels += [rel("gt", dev, "zero"), rel("eq", apart, dev)]
+    else:
+        rels += [rel("lt", dev, "zero"), rel("sum", apart, dev, "zero")]
+    if o["mad"]:
+        rels += [rel("ratio", fig("mad_k_mads", STRAGGLER_MAD_K * o["mad"]), mad, "mad_k"),
+                 rel("gt", apart, f"{tag}.mad_k_mads")]
+    else:
+        rels += [rel("eq", mad, "zero"), rel("gt", apart, "zero")]
+    rels.append(rel("ge", med, "zero"))  # a time or a share
+    if o["relative"] is not None:
+        share = fig("relative", o["relative"], "relative")
+        rels.append(rel("ratio_rounded", dev, med, share, "digits"))
+        if o["median"]:
+            need = fig("least", STRAGGLER_MIN_RELATIVE * o["median"])
+            rels += [rel("ratio", need, med, "min_relative"), rel("ge", apart, need)]
+    else:
+        rels.append(rel("eq", med, "zero"))
+
+
+def ranks_claims(report: RanksReport) -> list[Claim]:
+    """The summary's sentences as claims over the ranks document (``RanksReport.to_dict``):
+    how many ranks were analysed and the medians, each straggler's reasons against the
+    rule, or why none is named."""
+    from traceview.multi.stragglers import (
+        SHARE_DIGITS,
+        STRAGGLER_MAD_K,
+        STRAGGLER_MIN_RANKS,
+        STRAGGLER_MIN_RELATIVE,
+    )
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    doc = report.to_dict()["combined"]
+    at = ("combined",)
+    busy, api = doc["metrics"]["device_busy_share"], doc["metrics"]["api_p50_ns"]
+    out = [Claim("ranks-summary", (
+        f"{doc['ok']} of {doc['count']} ranks analysed · median device busy "
+        f"{_value('device_busy_share', busy['median'])} · median call API p50 "
+        f"{_value('api_p50_ns', api['median'])}"),
+        (Figure("ok", doc["ok"], pointer(*at, "ok")),
+         Figure("count", doc["count"], pointer(*at, "count")),
+         Figure("busy", busy["median"], pointer(*at, "metrics", "device_busy_share", "median")),
+         Figure("api", api["median"], pointer(*at, "metrics", "api_p50_ns", "median"))),
+        (rel("le", "ok", "count"),))]
+    rule = [Figure("mad_k", STRAGGLER_MAD_K, pointer(*at, "rule", "mad_k")),
+            Figure("min_relative", STRAGGLER_MIN_RELATIVE, pointer(*at, "rule", "min_relative")),
+            Figure("min_ranks", STRAGGLER_MIN_RANKS, pointer(*at, "rule", "min_ranks"))]
+    if doc["stragglers"]:
+        for j, st in enumerate(doc["stragglers"]):
+            r = report.ranks[sorted(report.stragglers)[j]]
+            figs: list[Figure] = [*rule, Figure("zero", 0), Figure("digits", SHARE_DIGITS),
+                                  Figure("rank", st["rank"], pointer(*at, "stragglers", j, "rank"))]
+            rels: list[Relation] = []
+            for k, o in enumerate(st["reasons"]):
+                _reason_figures(o, (*at, "stragglers", j, "reasons", k), f"r{k}", figs, rels)
+            out.append(Claim("ranks-straggler", f"straggler: rank {r.rank} ({_file(r.path)}): "
+                             + "; ".join(reason_text(o) for o in st["reasons"]),
+                             tuple(figs), tuple(rels)))
+    elif max(busy["n"], api["n"]) < STRAGGLER_MIN_RANKS:
+        out.append(Claim("ranks-no-straggler",
+                         f"no straggler rule: it needs {STRAGGLER_MIN_RANKS} ranks with a value",
+                         (*rule, Figure("busy_n", busy["n"], pointer(*at, "metrics",
+                                                                      "device_busy_share", "n")),
+                          Figure("api_n", api["n"], pointer(*at, "metrics", "api_p50_ns", "n"))),
+                         (rel("lt", "busy_n", "min_ranks"), rel("lt", "api_n", "min_ranks"))))
+    else:
+        out.append(Claim("ranks-no-straggler", (
+            f"no stragglers (a rank stands out when more than {STRAGGLER_MAD_K:g} MAD "
+            f"and {100 * STRAGGLER_MIN_RELATIVE:.0f}% from the median)"), tuple(rule)))
+    return out
 
 
 def damage(r: RankResult) -> list[str]:
@@ -155,28 +245,7 @@ def _row(r: RankResult, *, copies: bool = False) -> list[str]:
 
 
 def _summary_lines(report: RanksReport) -> list[str]:
-    lines = []
-    ok, n = len(report.ok), len(report.ranks)
-    med = report.metrics
-    busy, api = med["device_busy_share"], med["api_p50_ns"]
-    lines.append(f"{ok} of {n} ranks analysed · median device busy {_value('device_busy_share', busy['median'])}"
-                 f" · median call API p50 {_value('api_p50_ns', api['median'])}")
-    from traceview.multi.stragglers import (
-        STRAGGLER_MAD_K,
-        STRAGGLER_MIN_RANKS,
-        STRAGGLER_MIN_RELATIVE,
-    )
-
-    if report.stragglers:
-        for i, why in sorted(report.stragglers.items()):
-            r = report.ranks[i]
-            lines.append(f"straggler: rank {r.rank} ({_file(r.path)}): "
-                         + "; ".join(reason_text(o) for o in why))
-    elif max(busy["n"], api["n"]) < STRAGGLER_MIN_RANKS:
-        lines.append(f"no straggler rule: it needs {STRAGGLER_MIN_RANKS} ranks with a value")
-    else:
-        lines.append(f"no stragglers (a rank stands out when more than {STRAGGLER_MAD_K:g} MAD "
-                     f"and {100 * STRAGGLER_MIN_RELATIVE:.0f}% from the median)")
+    lines = [c.text for c in ranks_claims(report)]
     for r in report.ok:
         for what in damage(r):
             lines.append(f"damaged: rank {r.rank} ({_file(r.path)}): {what}")

@@ -6,7 +6,10 @@ markdown and any later renderer say the same thing from the same numbers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from traceview.report.claims import Claim
 
 FIGURE_LABELS = {
     "wall": "wall (both throughputs)",
@@ -98,11 +101,60 @@ def correctness_line(block: dict[str, Any]) -> str:
 
 
 def result_sentence(doc: dict[str, Any]) -> str:
-    """The reproducer template's "Serving result, if measured:" line."""
+    """The reproducer template's "Serving result, if measured:" line (``result_claim``'s
+    text)."""
+    return result_claim(doc).text
+
+
+def _interval_claim(c: Any, row: dict[str, Any], at: tuple[str | int, ...], tag: str) -> None:
+    """A row's estimate and interval as the line shows them: the interval holds the
+    estimate and lies on the side of zero the row's verdict says."""
+    from traceview.report.claims import pointer, rel
+
+    for key in ("estimate_ns", "ci_low_ns", "ci_high_ns", "a_median_ns", "b_median_ns"):
+        c.fig(f"{tag}.{key}", row[key], pointer(*at, key))
+    if row["ci_low_ns"] is None:
+        return
+    c.fig(f"{tag}.confidence", row["confidence"], pointer(*at, "confidence"))
+    lo, est, hi = f"{tag}.ci_low_ns", f"{tag}.estimate_ns", f"{tag}.ci_high_ns"
+    c.rels += [rel("le", lo, est), rel("le", est, hi)]
+    word = row["verdict"]
+    if word == "B faster":
+        c.rels.append(rel("lt", hi, "zero"))
+    elif word == "B slower":
+        c.rels.append(rel("gt", lo, "zero"))
+    else:
+        c.rels += [rel("le", lo, "zero"), rel("ge", hi, "zero")]
+
+
+class _Cited:
+    """The figures and relations of the result line as it is written."""
+
+    def __init__(self) -> None:
+        from traceview.report.claims import Figure, Relation
+
+        self.figs: list[Figure] = [Figure("zero", 0)]
+        self.rels: list[Relation] = []
+
+    def fig(self, name: str, value: Any, path: str | None = None) -> None:
+        from traceview.report.claims import Figure
+
+        self.figs.append(Figure(name, value, path))
+
+
+def result_claim(doc: dict[str, Any]) -> Claim:
+    """The one-line serving result as a claim over the serve document: each figure it
+    shows cited where the document holds it (``/ab/figures/wall/ci_low_ns``), each A/B
+    row's interval around its estimate on the side of zero its verdict says."""
+    from traceview.report.claims import Claim, pointer
+
+    c = _Cited()
     if not doc.get("measured"):
-        return f"not measured: {doc.get('stopped') or 'no repetitions'}"
+        return Claim("serve-result", f"not measured: {doc.get('stopped') or 'no repetitions'}",
+                     ())
     variants = doc["variants"]
     env = variants[0].get("environment") or {}
+    c.fig("params", doc["model"]["params"], "/model/params")
     head = (f"transformers {env.get('transformers')} generate() (greedy, KV cache, static "
             f"batching), {doc['model']['params'] / 1e6:.3g} M-param Llama-style random "
             f"weights, {doc['model']['dtype']} on {(env.get('device') or {}).get('name')}; "
@@ -110,18 +162,32 @@ def result_sentence(doc: dict[str, Any]) -> str:
     if doc.get("ab") is None:
         s = variants[0]["summary"]
         lat = s["latency_ns"]
-        return (f"{head}. {variants[0]['description']}, median of {s['repetitions']} fresh "
-                f"processes: {rate(s['output_tokens_per_s'])} output tok/s, "
-                f"{rate(s['requests_per_s'])} req/s, TTFT p50 {ns(lat['ttft']['p50'])}, "
-                f"TPOT p50 {ns(lat['tpot']['p50'])}, E2E p50 {ns(lat['e2e']['p50'])}.")
+        at = ("variants", 0, "summary")
+        c.fig("repetitions", s["repetitions"], pointer(*at, "repetitions"))
+        for key in ("output_tokens_per_s", "requests_per_s"):
+            c.fig(key, s[key], pointer(*at, key))
+        for key in ("ttft", "tpot", "e2e"):
+            c.fig(f"{key}_p50", lat[key]["p50"], pointer(*at, "latency_ns", key, "p50"))
+        return Claim("serve-result", (
+            f"{head}. {variants[0]['description']}, median of {s['repetitions']} fresh "
+            f"processes: {rate(s['output_tokens_per_s'])} output tok/s, "
+            f"{rate(s['requests_per_s'])} req/s, TTFT p50 {ns(lat['ttft']['p50'])}, "
+            f"TPOT p50 {ns(lat['tpot']['p50'])}, E2E p50 {ns(lat['e2e']['p50'])}."),
+            tuple(c.figs), tuple(c.rels))
     ab = doc["ab"]
     a, b = variants
     f = ab["figures"]
+    c.fig("rounds", ab["rounds"], "/ab/rounds")
     parts = []
     for key, label in (("wall", "output throughput"), ("tpot_p50", "TPOT p50"),
                        ("ttft_p50", "TTFT p50")):
         row = f[key]
+        _interval_claim(c, row, ("ab", "figures", key), key)
         if key == "wall":
+            for side, v in (("a", a), ("b", b)):
+                c.fig(f"{side}.tok_per_s", v["summary"]["output_tokens_per_s"],
+                      pointer("variants", 0 if side == "a" else 1, "summary",
+                              "output_tokens_per_s"))
             vals = (f"{rate(a['summary']['output_tokens_per_s'])} -> "
                     f"{rate(b['summary']['output_tokens_per_s'])} tok/s")
         else:
@@ -138,5 +204,8 @@ def result_sentence(doc: dict[str, Any]) -> str:
     busy = [((v.get("diagnosis") or {}).get("decode") or {}).get("device_busy_share")
             for v in variants]
     if all(x is not None for x in busy):
+        for i, x in enumerate(busy):
+            c.fig(f"busy:{i}", x, pointer("variants", i, "diagnosis", "decode",
+                                          "device_busy_share"))
         out += f" Device busy during decode (profiled): {pct(busy[0])} -> {pct(busy[1])}."
-    return out
+    return Claim("serve-result", out, tuple(c.figs), tuple(c.rels))

@@ -9,6 +9,7 @@ from the report; nothing is computed here but sums and shares of the rows shown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
@@ -82,14 +83,14 @@ def has_device(r: Report) -> bool:
     return bool(r.device.per_stream)
 
 
-def _segments_line(step: StepRow) -> Text | None:
-    """The step's phases in time order, when a phase runs more than once (two
-    micro-batches: forward, backward, forward, backward, optimizer); None otherwise."""
-    segs = step.segments
-    if len({s.phase for s in segs}) == len(segs):
-        return None
-    return Text("in time order: " + ", ".join(
-        f"{s.phase} {fmt_ns(s.end_ns - s.start_ns)}" for s in segs))
+def step_details(r: Report) -> dict[str, str]:
+    """The typical step's other sentences by id (``step-segments``, ``step-communication``,
+    ``step-others``), as their claims say them (made now for a report read back from a
+    JSON written before they were claims)."""
+    ids = ("step-segments", "step-communication", "step-others")
+    said = [c for c in r.claims if c.id in ids] \
+        or sentences.step_detail_claims(r.steps, r.typical_call)
+    return {c.id: c.text for c in said}
 
 
 def step_sections(r: Report) -> list[RenderableType]:
@@ -112,7 +113,8 @@ def step_sections(r: Report) -> list[RenderableType]:
         phases.add_row(*_t(p.phase, fmt_ns(p.wall_ns), fmt_share(p.wall_ns, wall),
                        fmt_ns(p.device_busy_ns), fmt_ns(p.device_idle_ns)))
 
-    order = _segments_line(step)
+    words = step_details(r)
+    order = Text(words["step-segments"]) if "step-segments" in words else None
 
     path = Table(title=Text(f"Critical path of {step.name} (each ns once; removing an item "
                             f"saves at most its time)"), title_justify="left", show_footer=True, pad_edge=False)
@@ -147,23 +149,17 @@ def step_sections(r: Report) -> list[RenderableType]:
     out: list[RenderableType] = [*head, path, idle] if has_device(r) else [
         *head, path, Text("no device in this trace (CPU only): a step's time is its host "
                            "threads' time")]
-    if step.communication_ns:
-        out.append(Text(f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the "
-                        f"device, {fmt_ns(step.exposed_communication_ns)} exposed (no other "
-                        f"device work running)"))
-    others = [s for s in steps.steps if s.index != step.index]
-    if others:
-        out.append(Text("other steps: " + "; ".join(
-            f"{s.name} {fmt_ns(s.wall_ns)}{' (cold)' if s.cold else ''}" for s in others)))
+    out += [Text(words[k]) for k in ("step-communication", "step-others") if k in words]
     return out
 
 
-def markdown_section(r: Report) -> list[str]:
-    """The step part of the markdown report: blocks (a heading, a table, a sentence)."""
+def markdown_section(r: Report, esc: Callable[[str], str]) -> list[str]:
+    """The step part of the markdown report: blocks (a heading, a table, a sentence);
+    ``esc``: the markdown renderer's escaping of a sentence."""
     found = typical_step(r)
     if found is None:
         return []
-    lines = _markdown_lines(r, *found)
+    lines = _markdown_lines(r, *found, esc)
     blocks, cur = [], []
     for line in lines:
         if line:
@@ -176,7 +172,8 @@ def markdown_section(r: Report) -> list[str]:
     return blocks
 
 
-def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow) -> list[str]:
+def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow,
+                    esc: Callable[[str], str]) -> list[str]:
     wall = step.wall_ns
     word = step_word(r)
     out = [f"#### {word[0].upper()}{word[1:]} {step.name} ({fmt_ns(wall)}, typical of "
@@ -186,6 +183,9 @@ def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow) -> list[str]:
     for p in step.phases:
         out.append(f"| {p.phase} | {fmt_ns(p.wall_ns)} | {fmt_share(p.wall_ns, wall)} | "
                    f"{fmt_ns(p.device_busy_ns)} | {fmt_ns(p.device_idle_ns)} |")
+    words = step_details(r)
+    if "step-segments" in words:
+        out += ["", esc(words["step-segments"])]
     out += ["", "Critical path (each ns of the step once; removing an item saves at most its "
             "time):", "", "| on | what | time | share |", "|---|---|---:|---:|"]
     rows = path_rows(step)
@@ -203,6 +203,8 @@ def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow) -> list[str]:
     else:
         out += ["", "No device in this trace (CPU only): a step's time is its host threads' "
                 "time."]
+    out += [x for k in ("step-communication", "step-others") if k in words
+            for x in ("", esc(words[k]))]
     out.append("")
     if working_threads(r) > 1:
         out += ["Host threads (each alone, over the window):", "",

@@ -21,13 +21,18 @@ from traceview.report import model as m
 from traceview.report.claims import Claim
 from traceview.report.explanation import Analysis, analyze_trace
 from traceview.report.findings import detect
+from traceview.report.integrity_claims import integrity_claims, what_if_claims
 from traceview.report.schema import SCHEMA_VERSION
 from traceview.report.sentences import (
     bytes_claim,
     calls_claim,
     cause_claims,
+    perturbation_claims,
     step_claim,
+    step_detail_claims,
     unprofiled_claims,
+    unprofiled_steps_claims,
+    window_claim,
 )
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
@@ -55,7 +60,15 @@ def build_report(a: Analysis) -> m.Report:
     step = step_claim(steps, drawn)
     moved = None if a.steps else bytes_moved(op, a.trace.capture, calls_info)
     kernel = calls_info.stats.get("kernel_ns")
-    said = [c for c in (step, bytes_claim(moved, kernel.p50 if kernel else None,
+    integrity = integrity_info(a)
+    projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
+    window = window_claim(a.window)
+    api = calls_info.stats.get("api_ns")
+    said = [c for c in (window, step, *step_detail_claims(steps, drawn),
+                        *perturbation_claims(calls_info.perturbation,
+                                             api.p50 if api else None,
+                                             "step" if steps is not None else "call"),
+                        *unprofiled_steps_claims(unprofiled), bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
     return m.Report(
@@ -65,7 +78,8 @@ def build_report(a: Analysis) -> m.Report:
             metadata={k: v for k, v in a.trace.metadata.items() if k != "traceview"},
             capture=a.trace.metadata.get("traceview"), python_frames=a.has_python_frames),
         window=m.WindowInfo(a.window.start_ns, a.window.end_ns, a.window.dur_ns,
-                            a.window.source, a.window.description),
+                            a.window.source, window.text,
+                            a.window.ranges if a.window.source == "annotation" else None),
         device=m.DeviceInfo(
             busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
             kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
@@ -99,10 +113,22 @@ def build_report(a: Analysis) -> m.Report:
         threads=tuple(_thread(a, t) for t in a.threads),
         steps=steps,
         unprofiled=unprofiled,
-        claims=(*claims, found, *said, *unprofiled_claims(unprofiled), *reasons),
-        integrity=integrity_info(a),
-        what_if=what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None),
+        claims=(*claims, found, *said, *unprofiled_claims(unprofiled, _calibration(a)),
+                *reasons,
+                *integrity_claims(integrity, a.launches.count),
+                *what_if_claims(projections, unprofiled,
+                                None if drawn is None else drawn.index)),
+        integrity=integrity,
+        what_if=projections,
     )
+
+
+def _calibration(a: Analysis) -> dict | None:
+    """Capture's timer calibration of a measured split (its ``measuring`` line's figures)."""
+    cap = a.trace.capture
+    split = cap.baseline.split if cap is not None and cap.baseline is not None else None
+    cal = split.get("calibration") if isinstance(split, dict) else None
+    return cal if isinstance(cal, dict) else None
 
 
 def _worded(calls: list[m.CallRow], reasons: list[Claim]) -> tuple[m.CallRow, ...]:

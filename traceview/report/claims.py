@@ -110,7 +110,7 @@ def resolve(doc: Any, path: str) -> Any:
     cur = doc
     for raw in path[1:].split("/"):
         key = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(cur, list):
+        if isinstance(cur, list | tuple):  # a document as builtins may keep tuples
             nxt = cur[int(key)] if key.isdigit() and int(key) < len(cur) else _MISSING
         elif isinstance(cur, dict):
             nxt = cur.get(key, _MISSING)

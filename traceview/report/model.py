@@ -50,6 +50,7 @@ class WindowInfo:
     dur_ns: int
     source: WindowSource
     description: str
+    ranges: int | None = None  # the user ranges an annotation window spans
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from traceview.io.proton import (
     ProtonTraceFile,
     ProtonTreeFile,
 )
+from traceview.report.proton_words import bad_nodes_claim, outlier_claim, overlap_claim
 from traceview.stats import Stats, median, summarize
-from traceview.units import fmt_ns, plural
 
 CANNOT_ANSWER = (
     "host time: a Proton trace records device kernels only, so the host side of each "
@@ -205,9 +205,7 @@ def trace_report(f: ProtonTraceFile) -> ProtonTraceReport:
     overlapping = [c.name for c, (_, _, a, b) in zip(calls, bounds, strict=True)
                    if any(x[2] < b and a < x[3] for x in bounds if x[0] != c.name)]
     if overlapping:
-        notes.append(f"{len(overlapping)} calls overlap in time: Proton merges scopes of one "
-                     "name, so a scope name reused across calls is one call here; name "
-                     "each call's scope uniquely (call_{i}) to tell calls apart")
+        notes.append(overlap_claim(len(overlapping), len(calls)).text)
     elif len(calls) == 1 and calls[0].kernels > 1:
         notes.append("one top-level scope holds every kernel: Proton merges scopes of one "
                      "name, so name each call's scope uniquely (call_{i}) to see calls")
@@ -234,10 +232,7 @@ def _mark_outliers(calls: list[ProtonCall]) -> list[ProtonCall]:
     for j, c in enumerate(calls):
         med = int(median(spans[:j] + spans[j + 1:]))
         if med > 0 and c.span_ns > OUTLIER_RATIO * med:
-            c = replace(c, outlier_reason=(
-                f"span {fmt_ns(c.span_ns)} against {fmt_ns(med)} for the others: device "
-                "idle between its kernels, whose cause a kernel-only trace cannot tell "
-                "(often a first call's set-up)"))
+            c = replace(c, outlier_reason=outlier_claim(j, c.span_ns, med, OUTLIER_RATIO).text)
         out.append(c)
     return out
 
@@ -381,8 +376,7 @@ def tree_report(f: ProtonTreeFile) -> ProtonTreeReport:
                     for did, p in ids.items() if isinstance(p, dict))
     notes = []
     if bad:
-        notes.append(f"{plural(bad, 'node')} with a time or count out of range (negative, "
-                     "or past 2**62) left out of every figure")
+        notes.append(bad_nodes_claim(bad).text)
     if folded:
         notes.append(f"scopes deeper than {MAX_DEPTH} levels are folded into their "
                      "ancestors' inclusive figures")

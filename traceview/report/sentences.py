@@ -20,9 +20,18 @@ from typing import Any
 
 from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
+from traceview.analyses.window import Window
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
-from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
-from traceview.report.unprofiled import UnprofiledInfo
+from traceview.report.model import (
+    BytesMoved,
+    PathRow,
+    PerturbationInfo,
+    StepRow,
+    StepsInfo,
+    TypicalCall,
+)
+from traceview.report.unprofiled import MEASURED, UnprofiledInfo
+from traceview.report.unprofiled_words import MODEL, measuring_claim, model_claim
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
 DEVICE_WORK = "device work (kernels, copies)"
@@ -116,6 +125,49 @@ def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | 
             f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
     return Claim("typical-step", text, tuple(figs), tuple(rels))
+
+
+def step_detail_claims(steps: StepsInfo | None, typical: TypicalCall | None) -> list[Claim]:
+    """The typical step's other sentences, beside its sections: its phases in time order
+    when a phase runs more than once (``step-segments``), its communication and how much
+    of it is exposed (``step-communication``), the other steps' walls (``step-others``)."""
+    found = typical_step(steps, typical)
+    if found is None:
+        return []
+    steps, j = found
+    step = steps.steps[j]
+    at = ("steps", "steps", j)
+    out = []
+    segs = step.segments
+    if len({g.phase for g in segs}) != len(segs):
+        figs: list[Figure] = []
+        rels: list[Relation] = []
+        for k, g in enumerate(segs):
+            figs += [Figure(f"start:{k}", g.start_ns, pointer(*at, "segments", k, "start_ns")),
+                     Figure(f"end:{k}", g.end_ns, pointer(*at, "segments", k, "end_ns")),
+                     Figure(f"dur:{k}", g.end_ns - g.start_ns)]
+            rels.append(rel("sum", f"start:{k}", f"dur:{k}", f"end:{k}"))
+            if k:  # in time order: each stretch starts where or after the one before ends
+                rels.append(rel("le", f"end:{k - 1}", f"start:{k}"))
+        out.append(Claim("step-segments", "in time order: " + ", ".join(
+            f"{g.phase} {fmt_ns(g.end_ns - g.start_ns)}" for g in segs), tuple(figs),
+            tuple(rels)))
+    if step.communication_ns:
+        out.append(Claim("step-communication", (
+            f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the device, "
+            f"{fmt_ns(step.exposed_communication_ns)} exposed (no other device work running)"),
+            (Figure("communication", step.communication_ns,
+                    pointer(*at, "communication_ns")),
+             Figure("exposed", step.exposed_communication_ns,
+                    pointer(*at, "exposed_communication_ns"))),
+            (rel("le", "exposed", "communication"),)))
+    others = [(k, s) for k, s in enumerate(steps.steps) if s.index != step.index]
+    if others:
+        out.append(Claim("step-others", "other steps: " + "; ".join(
+            f"{s.name} {fmt_ns(s.wall_ns)}{' (cold)' if s.cold else ''}" for _, s in others),
+            tuple(Figure(f"wall:{k}", s.wall_ns, pointer("steps", "steps", k, "wall_ns"))
+                  for k, s in others)))
+    return out
 
 
 # ``analyses.kernel_bytes.gb_per_s`` rounds a rate to this many decimals (GB/s).
@@ -266,10 +318,13 @@ def calls_claim(calls: CallsSummary) -> Claim:
                  tuple(rels))
 
 
-def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
+def unprofiled_claims(u: UnprofiledInfo | None,
+                      calibration: dict[str, Any] | None = None) -> list[Claim]:
     """The unprofiled split's headline ("Without the profiler a call takes 86.6 us [84 us,
-    90 us] (profiled 486 us, 5.6x); measured: ...") and its categories line, which says
-    they sum to the call; none without a split."""
+    90 us] (profiled 486 us, 5.6x); measured: ...", with the model's ratio and spread
+    cited where the method is the profiled-shares model), its categories line, which
+    says they sum to the call, and what the measurement cost (``calibration``: capture's,
+    for a measured split); none without a split."""
     if u is None:
         return []
     if u.method is None or u.call_ns is None:
@@ -290,10 +345,22 @@ def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
         figs.append(Figure("ratio", prof / u.call_ns))
         rels.append(rel("ratio", "profiled", "call", "ratio"))
         ratio = f", {prof / u.call_ns:.1f}x"
+    if u.method.startswith(MODEL) and prof is not None and u.categories_raw_sum_ns is not None:
+        # the method's words are the model's claim: its figures are this sentence's too
+        model = model_claim(u.call_ns, prof, u.profiled_categories or {},
+                            u.categories_raw_sum_ns)
+        own = {f.name for f in model.figures} - {"call", "profiled"}
+        figs += [Figure(f"model.{f.name}", f.value, f.path) for f in model.figures
+                 if f.name in own]
+        rels += [Relation(r.kind, tuple(f"model.{n}" if n in own else n for n in r.figures))
+                 for r in model.relations]
     head = Claim("unprofiled-call", f"Without the profiler a call takes {fmt_ns(u.call_ns)}"
                  f"{ci} (profiled {fmt_ns(prof)}{ratio}); {u.method}", tuple(figs), tuple(rels))
+    out = [head]
+    if u.method.startswith(MEASURED) and calibration:
+        out.append(measuring_claim(calibration))
     if not u.categories:
-        return [head]
+        return out
     pc = u.profiled_categories or {}
     cats = " · ".join(f"{k} {fmt_ns(v)} ({100 * v / u.call_ns:.0f}%; profiled {fmt_ns(pc.get(k))})"
                       for k, v in u.categories.items())
@@ -302,6 +369,110 @@ def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
     figs_c += [Figure(n, v, pointer("unprofiled", "categories", k))
                for n, (k, v) in zip(names, u.categories.items(), strict=True)]
     # "(sum = the call)": the categories add up to the call exactly
-    return [head, Claim("unprofiled-categories",
+    return [*out, Claim("unprofiled-categories",
                         f"categories unprofiled (sum = the call): {cats}", tuple(figs_c),
                         (rel("sum", *names, "call"),))]
+
+
+def window_claim(w: Window) -> Claim:
+    """What the window is (the line beside its length): the activity's span, the
+    ``--window`` time range (and the steps it was widened to hold), or the user ranges a
+    ``--window`` regex matched, counted."""
+    if w.source == "empty":
+        return Claim("window", "no activity events",
+                     (Figure("dur", w.dur_ns, pointer("window", "dur_ns")), Figure("none", 0)),
+                     (rel("eq", "dur", "none"),))
+    if w.source == "annotation":
+        # find_window refuses a regex that matches no range
+        return Claim("window", f"span of {w.ranges} user range(s) matching {w.spec!r}",
+                     (Figure("ranges", w.ranges, pointer("window", "ranges")),
+                      Figure("one", 1)), (rel("ge", "ranges", "one"),))
+    if w.source == "range":
+        text = f"time range {w.spec} from the first activity event"
+        if w.cut_steps:
+            text += f", widened to the whole steps it cut: {', '.join(w.cut_steps)}"
+        return Claim("window", text, ())
+    return Claim("window", "first to last host or device activity event", ())
+
+
+# ``analyses.calltree`` rounds the unprofiled share to this many decimals.
+SHARE_DECIMALS = 4
+# The corrected critical path items the unprofiled steps' line names.
+PATH_NAMED_CORRECTED = 6
+
+
+def perturbation_claims(p: PerturbationInfo | None, api_p50: int | None,
+                        unit: str) -> list[Claim]:
+    """What the profiler recorded per warm call (``perturbation-recorded``: events,
+    Python frames among them, its own time) and the unprofiled call against the profiled
+    one (``perturbation-unprofiled``: the share is the one over the other's p50)."""
+    if p is None:
+        return []
+    at = ("calls", "perturbation")
+    out = []
+    if p.events_per_call is not None:
+        figs = [Figure("events", p.events_per_call, pointer(*at, "events_per_call"))]
+        rels: list[Relation] = []
+        parts = [f"{p.events_per_call} events"]
+        if p.python_frames_per_call:
+            figs.append(Figure("frames", p.python_frames_per_call,
+                               pointer(*at, "python_frames_per_call")))
+            rels.append(rel("le", "frames", "events"))  # a frame is an event
+            parts.append(f"{p.python_frames_per_call} Python frames")
+        figs.append(Figure("profiler", p.profiler_ns_per_call,
+                           pointer(*at, "profiler_ns_per_call")))
+        parts.append(f"profiler's own time {fmt_ns(p.profiler_ns_per_call)}")
+        out.append(Claim("perturbation-recorded",
+                         f"recorded per warm {unit}: " + ", ".join(parts), tuple(figs),
+                         tuple(rels)))
+    if p.unprofiled_share is not None:
+        out.append(Claim("perturbation-unprofiled", (
+            f"unprofiled, the same call takes {fmt_ns(p.unprofiled_ns)}: "
+            f"{100 * p.unprofiled_share:.0f}% of the profiled call; shares of the call stay "
+            "meaningful, absolute figures are inflated"),
+            (Figure("unprofiled", p.unprofiled_ns, pointer(*at, "unprofiled_ns")),
+             Figure("profiled", api_p50, pointer("calls", "stats", "api_ns", "p50")),
+             Figure("share", p.unprofiled_share, pointer(*at, "unprofiled_share")),
+             Figure("decimals", SHARE_DECIMALS)),
+            (rel("ratio_rounded", "unprofiled", "profiled", "share", "decimals"),)))
+    return out
+
+
+def unprofiled_steps_claims(u: UnprofiledInfo | None) -> list[Claim]:
+    """The profiled steps beside their unprofiled time (``unprofiled-steps``) and the
+    typical step's phases and critical path corrected (``unprofiled-steps-phases``,
+    ``unprofiled-steps-path``): the correction only removes time (``report.unprofiled_steps``
+    never scales up), so each corrected figure is at most its profiled one."""
+    st = None if u is None else u.steps
+    if st is None:
+        return []
+    at = ("unprofiled", "steps")
+    head = Claim("unprofiled-steps", (
+        f"profiled step {fmt_ns(st.profiled_step_ns)}, unprofiled "
+        f"{fmt_ns(st.unprofiled_step_ns)} ({st.n} unprofiled steps; {st.timer})"),
+        (Figure("profiled", st.profiled_step_ns, pointer(*at, "profiled_step_ns")),
+         Figure("unprofiled", st.unprofiled_step_ns, pointer(*at, "unprofiled_step_ns")),
+         Figure("n", st.n, pointer(*at, "n"))))
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    for k, v in st.phases.items():
+        figs += [Figure(f"profiled:{k}", st.profiled_phases.get(k),
+                        pointer(*at, "profiled_phases", k)),
+                 Figure(f"corrected:{k}", v, pointer(*at, "phases", k))]
+        rels.append(rel("le", f"corrected:{k}", f"profiled:{k}"))
+    phases = " · ".join(f"{k} {fmt_ns(st.profiled_phases.get(k))} -> {fmt_ns(v)}"
+                        for k, v in st.phases.items())
+    out = [head, Claim("unprofiled-steps-phases",
+                       f"step #{st.step_index} corrected, phases: {phases}", tuple(figs),
+                       tuple(rels))]
+    figs, rels = [], []
+    for j, i in enumerate(st.critical_path[:PATH_NAMED_CORRECTED]):
+        figs += [Figure(f"profiled:{j}", i.profiled_ns,
+                        pointer(*at, "critical_path", j, "profiled_ns")),
+                 Figure(f"corrected:{j}", i.ns, pointer(*at, "critical_path", j, "ns"))]
+        rels.append(rel("le", f"corrected:{j}", f"profiled:{j}"))
+    path = " · ".join(f"{i.what} ({i.resource}) {fmt_ns(i.profiled_ns)} -> {fmt_ns(i.ns)}"
+                      for i in st.critical_path[:PATH_NAMED_CORRECTED])
+    out.append(Claim("unprofiled-steps-path", f"critical path corrected: {path}", tuple(figs),
+                     tuple(rels)))
+    return out

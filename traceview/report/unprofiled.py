@@ -29,13 +29,12 @@ from typing import Any
 
 from traceview.analyses.calltree import _FRAME
 from traceview.report.unprofiled_steps import UnprofiledSteps
+from traceview.report.unprofiled_words import MODEL, SKIP_CATEGORIES, measuring_claim, model_claim
 
 #: Python frames under this share of the profiled call are not split out.
 MIN_SHARE = 0.03
 MAX_FUNCTIONS = 16
-SKIP_CATEGORIES = frozenset({"profiler"})
 MEASURED = "measured"
-MODEL = "profiled-shares model"
 
 
 @dataclass(frozen=True)
@@ -196,9 +195,7 @@ def from_split(tree: Sequence[Any], split: dict[str, Any], profiled_call: int,
         categories=_normalise(raw, call_u), functions=functions,
         profiled_call_ns=profiled_call, profiled_categories=profiled_categories,
         categories_raw_sum_ns=round(sum(raw.values())), call_source=call_source,
-        measuring=(f"timer cost {cal.get('per_invocation_ns')} ns per timed invocation "
-                   f"({cal.get('in_band_ns')} ns of it inside the reading, subtracted); one "
-                   "function timed per run, so no figure carries another's timer cost"),
+        measuring=measuring_claim(cal).text,
         note="categories: profiled self time scaled by each measured function's "
              "unprofiled/profiled ratio, then to sum to the unprofiled call")
 
@@ -218,17 +215,14 @@ def from_model(tree: Sequence[Any], call_u: int, profiled_call: int,
     # 0.171x their profiled figures under a line that said x 0.159
     raw = {k: v * ratio for k, v in profiled_categories.items()
            if k not in SKIP_CATEGORIES and v > 0}
-    spread = call_u / sum(raw.values()) if raw else 1.0
+    raw_sum = round(sum(raw.values()))
     return UnprofiledInfo(
-        method=f"{MODEL}: every profiled figure x {ratio:.3f} (the unprofiled call over the "
-               "profiled call without the profiler's own time); categories: their profiled "
-               f"p50s x {ratio:.3f}, then x {spread:.3f} to sum to the call (p50s of each "
-               "category do not sum to the call's p50)", calls=0,
+        method=model_claim(call_u, profiled_call, profiled_categories, raw_sum).text, calls=0,
         call_ns=call_u, low_ns=None, high_ns=None,
         categories=_normalise(raw, call_u),
         functions=tuple(sorted(functions, key=lambda f: -(f.inclusive_ns or 0))),
         profiled_call_ns=profiled_call, profiled_categories=profiled_categories,
-        categories_raw_sum_ns=round(sum(raw.values())), call_source=call_source,
+        categories_raw_sum_ns=raw_sum, call_source=call_source,
         measuring="nothing measured per function",
         note="a model, no intervals: the profiler's slowdown taken as even over the call, "
              "which it is not (a stage of many small frames is slowed most); capture "
