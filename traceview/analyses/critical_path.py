@@ -100,7 +100,7 @@ class _Device:
 
     def last_ending(self, lo: int, hi: int, exclude: int = -1) -> int | None:
         """The work row ending last in (lo, hi], or None."""
-        j = int(np.searchsorted(self.ends, hi, side="right")) - 1
+        j = int(self.ends.searchsorted(hi, side="right")) - 1
         while j >= 0 and self.ends[j] > lo:
             if int(self.rows[j]) != exclude:
                 return int(self.rows[j])
@@ -112,7 +112,7 @@ class _Device:
         if found is None:
             return None
         r, e = found
-        j = int(np.searchsorted(e, t, side="right")) - 1
+        j = int(e.searchsorted(t, side="right")) - 1
         while j >= 0:
             if int(r[j]) != exclude:
                 return int(r[j])
@@ -227,7 +227,7 @@ class _Walk:
         s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
         step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
         tl = self.timelines.get(lane)
-        j = 0 if tl is None else int(np.searchsorted(tl.seg_end, t, side="left"))
+        j = 0 if tl is None else int(tl.seg_end.searchsorted(t, side="left"))
         if tl is None or j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
             # nothing of this thread's own before t (a step thread holding only ranges):
             # the rest of the step is untraced, and the walk stands at its start
@@ -277,7 +277,7 @@ def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: i
     for lane, tl in timelines.items():
         if lane == waiter or tl.seg_end.size == 0:
             continue
-        j = int(np.searchsorted(tl.seg_end, hi, side="left"))
+        j = int(tl.seg_end.searchsorted(hi, side="left"))
         j = min(j, tl.seg_end.size - 1)
         while j >= 0 and int(tl.seg_start[j]) < hi:
             end = min(int(tl.seg_end[j]), hi)

@@ -143,8 +143,11 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
         rows = in_step[np.isin(s.cat[in_step], list(cats))]
         if not rule.any_thread:
             rows = rows[s.lane[rows] == lane]
-        rows = np.asarray([r for r in rows.tolist() if rule.pattern.search(names[int(s.name[r])])],
-                          np.int64)
+        if rows.size:  # the pattern once per distinct name
+            codes, of_row = np.unique(s.name[rows], return_inverse=True)
+            hit = np.asarray([bool(rule.pattern.search(names[c])) for c in codes.tolist()],
+                             bool)
+            rows = rows[hit[of_row.reshape(-1)]].astype(np.int64, copy=False)
         if rows.size == 0:
             continue
         st = np.maximum(s.start[rows], start)
@@ -337,8 +340,8 @@ def _extent_ends(trace: Trace, calls, work_rows: np.ndarray) -> list[tuple[int, 
     starts = sorted(c.start_ns for c in calls)
     out: list[tuple[int, int | None]] = []
     for c in calls:
-        lo = int(np.searchsorted(l_st, c.start_ns, side="left"))
-        hi = int(np.searchsorted(l_st, c.end_ns, side="left"))
+        lo = int(l_st.searchsorted(c.start_ns, side="left"))
+        hi = int(l_st.searchsorted(c.end_ns, side="left"))
         j = int(np.searchsorted(starts, c.start_ns, side="right"))
         nxt = starts[j] if j < len(starts) else None
         if hi <= lo or int(w_end[lo:hi].max()) <= c.end_ns:
