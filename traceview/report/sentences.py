@@ -21,7 +21,7 @@ from typing import Any
 from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
-from traceview.report.model import BytesMoved, PathRow, StepRow, StepsInfo, TypicalCall
+from traceview.report.model import BytesMoved, PathRow, Report, StepRow, StepsInfo, TypicalCall
 from traceview.report.unprofiled import UnprofiledInfo
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
@@ -305,3 +305,14 @@ def unprofiled_claims(u: UnprofiledInfo | None) -> list[Claim]:
     return [head, Claim("unprofiled-categories",
                         f"categories unprofiled (sum = the call): {cats}", tuple(figs_c),
                         (rel("sum", *names, "call"),))]
+
+
+def bytes_words(r: Report) -> str | None:
+    """The bytes a call moves, as its claim says it (made now for a report read back
+    from a JSON saved without claims)."""
+    from traceview.metadata import NO_CAPTURE
+
+    claim = next((c for c in r.claims if c.id == "bytes-moved"), None) or bytes_claim(
+        r.bytes_moved, r.calls.stats["kernel_ns"].p50 if "kernel_ns" in r.calls.stats else None,
+        (r.capture_meta or NO_CAPTURE).bandwidth)
+    return None if claim is None else claim.text
