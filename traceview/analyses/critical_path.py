@@ -33,6 +33,7 @@ could at most save: the path may move to another chain once it is shorter.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -77,8 +78,16 @@ class CriticalPath:
     end_ns: int
     items: tuple[PathItem, ...]  # biggest first; sums to end - start
     edges: Counter  # edge kind -> times the path took it
-    # the same time as the items, in time order and tiling [start_ns, end_ns)
-    segments: tuple[PathSegment, ...] = field(default=(), compare=False)
+    # the walk's stretches as PathSegment's fields, in time order
+    stretches: tuple[tuple[PathKind, int | None, str, int, int, int | None], ...] = field(
+        default=(), compare=False, repr=False)
+
+    @functools.cached_property
+    def segments(self) -> tuple[PathSegment, ...]:
+        """The same time as the items, in time order and tiling [start_ns, end_ns): made
+        when asked (``--annotate`` asks), as a frozen object each cost a tenth of the
+        analysis of a trace with 60,000 stretches on its steps' paths."""
+        return tuple(PathSegment(*x) for x in self.stretches)
 
     @property
     def total_ns(self) -> int:
@@ -166,13 +175,14 @@ class _Walk:
         self.lane: int = step_lane
         self.on_device: int | None = None  # device row the walk stands on
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
-        self.segments: list[PathSegment] = []  # in the walk's (backward) order
+        # PathSegment's fields, in the walk's (backward) order
+        self.segments: list[tuple[PathKind, int | None, str, int, int, int | None]] = []
 
     def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
                row: int | None = None) -> None:
         if b > a:
             self.got[(kind, lane, what)] += b - a
-            self.segments.append(PathSegment(kind, lane, what, a, b, row))
+            self.segments.append((kind, lane, what, a, b, row))
 
     def from_device(self) -> bool:
         """On a device row: charge it back to its start, then follow what released it
