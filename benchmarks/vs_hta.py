@@ -57,7 +57,7 @@ MANY_CALLS = ROOT / "fixtures" / "large" / "many_calls_torch_triton_mul_h200.jso
 def traces(work: Path, corpus: list[str], calls: int, big_mb: float,
            extra: list[str]) -> list[tuple[str, Path]]:
     """(label, trace file alone in its directory) for every trace; made once per WORK."""
-    import public_corpus  # tests/public_corpus.py
+    import public_corpus  # type: ignore[import-not-found]  # tests/public_corpus.py
 
     out: list[tuple[str, Path]] = []
     for name in corpus:
