@@ -160,6 +160,32 @@ def test_device_idle_slices_are_the_steps_idle_by_cause(annotated):
         assert dict(got) == {(c["resource"], c["what"]): c["ns"] for c in s["idle_causes"]}
 
 
+@pytest.mark.parametrize("block", [1, 3, 64])
+def test_idle_stretches_made_a_few_at_a_time_are_the_same(annotated, block, monkeypatch,
+                                                         tmp_path):
+    """A compile's gap can span millions of host segments: they are made a bounded block
+    at a time, and the blocks' edges (inside a gap, between a gap's segments and its
+    launch latency) leave no trace in the file."""
+    import traceview.render.annotate as annotate
+
+    monkeypatch.setattr(annotate, "STRETCH_BLOCK", block)
+    out = tmp_path / "small_blocks.json.gz"
+    r = runner.invoke(app, ["explain", str(TRAIN), "--annotate", str(out), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(gzip.decompress(out.read_bytes()))
+    _, whole, report = annotated
+    assert doc == whole
+    idle = tracks(doc)["traceview: device idle"]
+    dev = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy",
+                                                           "gpu_memset")]
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in dev])
+    for s in report["steps"]["steps"]:
+        step_busy = length([[max(a, s["start_ns"]), min(b, s["end_ns"])] for a, b in busy
+                            if min(b, s["end_ns"]) > max(a, s["start_ns"])])
+        assert sum(ns(e["dur"]) for e in idle if s["start_ns"] <= ns(e["ts"]) < s["end_ns"]) \
+            == s["end_ns"] - s["start_ns"] - step_busy
+
+
 def test_calls_track_has_one_slice_per_call_with_kind_cold_and_outlier(annotated):
     _, doc, report = annotated
     ev = tracks(doc)["traceview: calls"]

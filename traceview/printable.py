@@ -12,6 +12,9 @@ exactly (JSON escapes control characters itself).
 from __future__ import annotations
 
 MAX_NAME_CHARS = 10_000
+# the text layer's break that prints nothing (whitespace to rich, zero cells wide); here, so
+# that the net for markdown drops leftover ones without importing rich
+SOFT = "\x1f"
 
 _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
 _ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROLS if chr(c) not in "\n\t"}

@@ -33,6 +33,7 @@ could at most save: the path may move to another chain once it is shorter.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -77,8 +78,16 @@ class CriticalPath:
     end_ns: int
     items: tuple[PathItem, ...]  # biggest first; sums to end - start
     edges: Counter  # edge kind -> times the path took it
-    # the same time as the items, in time order and tiling [start_ns, end_ns)
-    segments: tuple[PathSegment, ...] = field(default=(), compare=False)
+    # the walk's stretches as PathSegment's fields, in time order
+    stretches: tuple[tuple[PathKind, int | None, str, int, int, int | None], ...] = field(
+        default=(), compare=False, repr=False)
+
+    @functools.cached_property
+    def segments(self) -> tuple[PathSegment, ...]:
+        """The same time as the items, in time order and tiling [start_ns, end_ns): made
+        when asked (``--annotate`` asks), as a frozen object each cost a tenth of the
+        analysis of a trace with 60,000 stretches on its steps' paths."""
+        return tuple(PathSegment(*x) for x in self.stretches)
 
     @property
     def total_ns(self) -> int:
@@ -100,7 +109,7 @@ class _Device:
 
     def last_ending(self, lo: int, hi: int, exclude: int = -1) -> int | None:
         """The work row ending last in (lo, hi], or None."""
-        j = int(np.searchsorted(self.ends, hi, side="right")) - 1
+        j = int(self.ends.searchsorted(hi, side="right")) - 1
         while j >= 0 and self.ends[j] > lo:
             if int(self.rows[j]) != exclude:
                 return int(self.rows[j])
@@ -112,7 +121,7 @@ class _Device:
         if found is None:
             return None
         r, e = found
-        j = int(np.searchsorted(e, t, side="right")) - 1
+        j = int(e.searchsorted(t, side="right")) - 1
         while j >= 0:
             if int(r[j]) != exclude:
                 return int(r[j])
@@ -166,13 +175,14 @@ class _Walk:
         self.lane: int = step_lane
         self.on_device: int | None = None  # device row the walk stands on
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
-        self.segments: list[PathSegment] = []  # in the walk's (backward) order
+        # PathSegment's fields, in the walk's (backward) order
+        self.segments: list[tuple[PathKind, int | None, str, int, int, int | None]] = []
 
     def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
                row: int | None = None) -> None:
         if b > a:
             self.got[(kind, lane, what)] += b - a
-            self.segments.append(PathSegment(kind, lane, what, a, b, row))
+            self.segments.append((kind, lane, what, a, b, row))
 
     def from_device(self) -> bool:
         """On a device row: charge it back to its start, then follow what released it
@@ -227,7 +237,7 @@ class _Walk:
         s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
         step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
         tl = self.timelines.get(lane)
-        j = 0 if tl is None else int(np.searchsorted(tl.seg_end, t, side="left"))
+        j = 0 if tl is None else int(tl.seg_end.searchsorted(t, side="left"))
         if tl is None or j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
             # nothing of this thread's own before t (a step thread holding only ranges):
             # the rest of the step is untraced, and the walk stands at its start
@@ -277,7 +287,7 @@ def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: i
     for lane, tl in timelines.items():
         if lane == waiter or tl.seg_end.size == 0:
             continue
-        j = int(np.searchsorted(tl.seg_end, hi, side="left"))
+        j = int(tl.seg_end.searchsorted(hi, side="left"))
         j = min(j, tl.seg_end.size - 1)
         while j >= 0 and int(tl.seg_start[j]) < hi:
             end = min(int(tl.seg_end[j]), hi)

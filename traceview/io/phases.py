@@ -49,6 +49,10 @@ def fold_phases(x: Columns, keys: list[Key], names: list[str],
     return x, phases
 
 
+def _time(o: tuple[LooseEvent, int | None]) -> int:
+    return o[1] if o[1] is not None else 0
+
+
 def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phases,
                       counts: dict[str, int]) -> list[tuple[str, str, Any, Any, int, int, bytes]]:
     """One pass over the non-X events in time order: ``B``/``E`` pairs as
@@ -57,10 +61,6 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
     open_b: dict[tuple, list[tuple[Any, int]]] = defaultdict(list)
     flow_start, flow_end, thread_names = phases.flow_start, phases.flow_end, phases.thread_names
     instants = 0
-    # B/E pair up in time order, not file order; events at one instant keep their file
-    # order (a zero-length B/E pair inside an open slice must not close its parent)
-    others = sorted(others, key=lambda o: (
-        0 if o[0].ph not in ("B", "E") else 1, o[1] if o[1] is not None else 0))
     thread_ids: dict[int | str, int | str] = {}  # a trace has few distinct pids and tids
 
     def thread_id(value: int | str) -> int | str:
@@ -69,7 +69,14 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
             tid = thread_ids[value] = coerce_thread_id(value)
         return tid
 
-    for ev, ts in others:
+    # Flows and instants in file order, without a sort: two flow ends at one (pid, tid,
+    # ts) have one time, so time order and file order agree on which is kept. Names and
+    # B/E pairs in time order, events at one instant in file order (a zero-length B/E
+    # pair inside an open slice must not close its parent).
+    paired: list[tuple[LooseEvent, int | None]] = []
+    named: list[tuple[LooseEvent, int | None]] = []
+    for o in others:
+        ev, ts = o
         if ev.cat == ANNOTATION_CAT:  # traceview's own tracks (--annotate): not the trace's
             continue
         ph = ev.ph
@@ -78,15 +85,34 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
             if type(fid) is not int or not -INT64 <= fid < INT64:
                 fid = id_or_no_id(fid)
             if ts is not None and fid != NO_ID:
-                key = (thread_id(ev.pid), thread_id(ev.tid), ts)
+                pid, tid = thread_ids.get(ev.pid), thread_ids.get(ev.tid)
+                key = (thread_id(ev.pid) if pid is None else pid,
+                       thread_id(ev.tid) if tid is None else tid, ts)
                 if ph == "s":
                     flow_start[key] = fid
                 elif ph == "f":
                     flow_end[key] = fid  # 't' (flow step) links nothing here
-        elif ph == "B":
+        elif ph in ("B", "E"):
+            paired.append(o)
+        elif ph == "M":
+            named.append(o)
+        elif ph in ("i", "I", "R", "n"):
+            instants += 1
+        elif ph in ("C", "b", "e", "N", "O", "D"):
+            counts["other-phase"] += 1
+        elif ph != "X":
+            counts["unknown-phase"] += 1
+    for ev, _ in sorted(named, key=_time):
+        if ev.name in ("thread_name", "process_name"):
+            nm = decode_args(ev.args).get("name")
+            if isinstance(nm, str):
+                thread_names[(ev.name, thread_id(ev.pid), thread_id(ev.tid))] = _meaningful(
+                    thread_names.get((ev.name, thread_id(ev.pid), thread_id(ev.tid))), nm)
+    for ev, ts in sorted(paired, key=_time):
+        if ev.ph == "B":
             if ts is not None:
                 open_b[(thread_id(ev.pid), thread_id(ev.tid))].append((ev, ts))
-        elif ph == "E":
+        else:
             stack = open_b.get((thread_id(ev.pid), thread_id(ev.tid)))
             if ts is not None and stack:
                 bev, bts = stack.pop()
@@ -94,18 +120,6 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
                     extra.append((bev.cat, bev.name, bev.pid, bev.tid, bts, ts, bytes(bev.args)))
             elif ts is not None:
                 counts["unmatched-end"] += 1
-        elif ph == "M":
-            if ev.name in ("thread_name", "process_name"):
-                nm = decode_args(ev.args).get("name")
-                if isinstance(nm, str):
-                    thread_names[(ev.name, thread_id(ev.pid), thread_id(ev.tid))] = _meaningful(
-                        thread_names.get((ev.name, thread_id(ev.pid), thread_id(ev.tid))), nm)
-        elif ph in ("i", "I", "R", "n"):
-            instants += 1
-        elif ph in ("C", "b", "e", "N", "O", "D"):
-            counts["other-phase"] += 1
-        elif ph != "X":
-            counts["unknown-phase"] += 1
     phases.instants = instants
     unclosed = sum(len(v) for v in open_b.values())
     if unclosed:

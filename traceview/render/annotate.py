@@ -204,9 +204,9 @@ def idle_segments(a: Analysis, step_lane: int | None, start: int, end: int
 
     Each gap goes, up to the launch of the work that ends it, to the launching thread's
     attributed segments (a thread without a timeline: ``untraced``), and after that
-    launch to launch latency. Computed over many gaps at once, a lane at a time: a
-    trace of 12,000 calls has millions of such stretches, which a loop per stretch took
-    seconds to cut."""
+    launch to launch latency. Computed over many gaps at once, a bounded block of
+    stretches at a time (``_block``): a trace of 12,000 calls has millions of such
+    stretches, which a loop per stretch took seconds to cut."""
     trace, s = a.trace, a.trace.slices
     busy = intervals.clip(a.device.busy, start, end)
     g0, g1 = intervals.subtract((np.asarray([start]), np.asarray([end])), busy)
@@ -228,7 +228,12 @@ def idle_segments(a: Analysis, step_lane: int | None, start: int, end: int
         cut[gi] = min(max(int(s.start[launch]), int(g0[gi])), int(g1[gi]))
     for lo in range(0, g0.size, GAP_BLOCK):
         hi = min(lo + GAP_BLOCK, g0.size)
-        yield _block(timelines, g0[lo:hi], g1[lo:hi], cut[lo:hi], lane[lo:hi])
+        yield from _block(timelines, g0[lo:hi], g1[lo:hi], cut[lo:hi], lane[lo:hi])
+
+
+# stretches made at a time: one gap of a compile can span millions of host segments,
+# and six columns of each at once took 700 MB on a 450 MB trace
+STRETCH_BLOCK = 1 << 16
 
 
 class _Causes:
@@ -248,39 +253,57 @@ class _Causes:
 CAUSES = _Causes()  # codes are only compared and named, so one table serves every run
 
 
-def _block(timelines: dict, g0: np.ndarray, g1: np.ndarray, cut: np.ndarray,
-           lane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    parts: list[tuple[np.ndarray, ...]] = []  # (gap, order in gap, from, to, lane, code)
+def _block(timelines: dict, g0: np.ndarray, g1: np.ndarray, cut: np.ndarray, lane: np.ndarray
+           ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The gaps' stretches in time order, merged, ``STRETCH_BLOCK`` at a time.
+
+    Each gap is, in order: its launching thread's segments between the gap's start and
+    the launch (one ``untraced`` stretch for a thread without a timeline), then the
+    launch latency from the launch to the gap's end. Numbering the stretches of all the
+    gaps one after another in that order, stretch ``e`` belongs to the gap whose range
+    holds it, so any window of numbers is made on its own, already in order."""
+    n = g0.size
+    j0 = np.zeros(n, np.int64)  # the first host segment of each gap
+    before = np.zeros(n, np.int64)  # stretches before the launch
+    traced = np.zeros(n, bool)
+    live = cut > g0
     for ln in np.unique(lane).tolist():
-        on = np.flatnonzero((lane == ln) & (cut > g0))
+        on = np.flatnonzero((lane == ln) & live)
         if on.size == 0:
             continue
         tl = timelines.get(ln) if ln >= 0 else None
         if tl is None or not tl.seg_start.size:
-            parts.append((on, np.zeros(on.size, np.int64), g0[on], cut[on],
-                          np.full(on.size, ln, np.int64),
-                          np.full(on.size, CAUSES.code("untraced"), np.int64)))
+            before[on] = 1
             continue
-        j0 = np.searchsorted(tl.seg_end, g0[on], side="right")
-        j1 = np.searchsorted(tl.seg_start, cut[on], side="left")
-        count = np.maximum(j1 - j0, 0)
-        gap = np.repeat(on, count)
-        k = np.repeat(j0, count) + (np.arange(gap.size) - np.repeat(np.cumsum(count) - count,
-                                                                    count))
-        x0 = np.maximum(tl.seg_start[k], g0[gap])
-        x1 = np.minimum(tl.seg_end[k], cut[gap])
+        a0 = np.searchsorted(tl.seg_end, g0[on], side="right")
+        a1 = np.searchsorted(tl.seg_start, cut[on], side="left")
+        j0[on], before[on], traced[on] = a0, np.maximum(a1 - a0, 0), True
+    count = before + (cut < g1)
+    ends = np.cumsum(count)
+    firsts = ends - count
+    total = int(ends[-1]) if n else 0
+    untraced, latency = CAUSES.code("untraced"), CAUSES.code(LAUNCH_LATENCY)
+    codes = {ln: np.asarray([CAUSES.code(c) for c in tl.categories], np.int64)
+             for ln, tl in timelines.items()}
+    for e0 in range(0, total, STRETCH_BLOCK):
+        e = np.arange(e0, min(e0 + STRETCH_BLOCK, total), dtype=np.int64)
+        g = np.searchsorted(ends, e, side="right")
+        o = e - firsts[g]
+        late = o >= before[g]
+        x0 = np.where(late, cut[g], g0[g])
+        x1 = np.where(late, g1[g], cut[g])
+        ln_ = np.where(late, -1, lane[g])
+        what = np.where(late, latency, untraced)
+        seg = ~late & traced[g]
+        for ln in np.unique(ln_[seg]).tolist():
+            m = np.flatnonzero(seg & (ln_ == ln))
+            tl, gm = timelines[ln], g[m]
+            k = j0[gm] + o[m]
+            x0[m] = np.maximum(tl.seg_start[k], g0[gm])
+            x1[m] = np.minimum(tl.seg_end[k], cut[gm])
+            what[m] = codes[ln][tl.seg_cat[k].astype(np.int64)]
         keep = x1 > x0
-        codes = np.asarray([CAUSES.code(c) for c in tl.categories], np.int64)
-        parts.append((gap[keep], k[keep], x0[keep], x1[keep],
-                      np.full(int(keep.sum()), ln, np.int64),
-                      codes[tl.seg_cat[k[keep]].astype(np.int64)]))
-    late = np.flatnonzero(cut < g1)
-    parts.append((late, np.full(late.size, np.iinfo(np.int64).max), cut[late], g1[late],
-                  np.full(late.size, -1, np.int64),
-                  np.full(late.size, CAUSES.code(LAUNCH_LATENCY), np.int64)))
-    gap_, order_, x0_, x1_, lane_, code_ = (np.concatenate(c) for c in zip(*parts, strict=True))
-    by = np.lexsort((order_, gap_))
-    return _merged(x0_[by], x1_[by], lane_[by], code_[by])
+        yield _merged(x0[keep], x1[keep], ln_[keep], what[keep])
 
 
 def _merged(x0: np.ndarray, x1: np.ndarray, ln: np.ndarray, what: np.ndarray

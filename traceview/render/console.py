@@ -26,7 +26,7 @@ from traceview.report.integrity_claims import (
     what_if_lines,
 )
 from traceview.report.model import VERDICT_IDS
-from traceview.report.sentences import bytes_claim
+from traceview.report.sentences import bytes_words
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
@@ -300,15 +300,6 @@ def _functions(r: Report, top: int) -> RenderableType | None:
                       Text(f"{f.calls_with}/{warm}",
                            style="yellow" if not per or f.few_calls else ""))
     return table
-
-def bytes_words(r: Report) -> str | None:
-    """The bytes a call moves, as its claim says it (made now for a report read back
-    from a JSON saved without claims)."""
-    claim = next((c for c in r.claims if c.id == "bytes-moved"), None) or bytes_claim(
-        r.bytes_moved, r.calls.stats["kernel_ns"].p50 if "kernel_ns" in r.calls.stats else None,
-        (r.capture_meta or NO_CAPTURE).bandwidth)
-    return None if claim is None else claim.text
-
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -272,7 +272,7 @@ def _devices(r: Report) -> str | None:
 
 def bytes_sentence(r: Report) -> str:
     """``; moves 393 kB per call (...)``: the report's ``bytes-moved`` claim."""
-    from traceview.render.console import bytes_words
+    from traceview.report.sentences import bytes_words
 
     moved = bytes_words(r)
     return "" if moved is None else "; " + moved

@@ -347,8 +347,7 @@ class _Printable:
         self.name, self.binary = inner.name, inner.binary
 
     def render(self, report: Any, options: RenderOptions) -> str | bytes:
-        from traceview.printable import escape_controls
-        from traceview.render.text import SOFT
+        from traceview.printable import SOFT, escape_controls
 
         out = self.inner.render(report, options)
         if isinstance(out, bytes):

@@ -30,10 +30,9 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from traceview.printable import cut, escape_controls
+from traceview.printable import SOFT, cut, escape_controls
 
 GLUE = "\ue000"  # a space that never breaks (rich's word regex does not see it as space)
-SOFT = "\x1f"  # a break that prints nothing (whitespace to rich, zero cells wide)
 
 # The units the outputs print after a number (traceview.units, bytes, rates, counts).
 UNITS = ("ns", "us", "µs", "ms", "s", "min", "h", "B", "KiB", "MiB", "GiB", "kB", "MB",

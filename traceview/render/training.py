@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
-
 from traceview.report import sentences
 from traceview.report.sentences import path_rows
 from traceview.units import fmt_ns, fmt_share, plural
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.text import Text
+
     from traceview.report.model import Report, StepRow, StepsInfo
 
 PATH_ROWS = 12  # rows of the critical-path table; the rest are summed in one row
@@ -29,6 +28,8 @@ PATH_ROWS = 12  # rows of the critical-path table; the rest are summed in one ro
 def _t(*cells: str) -> list[Text]:
     """Cells as plain text: thread labels hold brackets (``[502/543]``, ``[/]``) that rich
     would read as markup."""
+    from rich.text import Text
+
     return [Text(c) for c in cells]
 
 
@@ -56,6 +57,10 @@ def working_threads(r: Report) -> int:
 
 
 def threads_table(r: Report) -> RenderableType | None:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     if working_threads(r) < 2:
         return None
     w = r.window.dur_ns
@@ -94,6 +99,9 @@ def step_details(r: Report) -> dict[str, str]:
 
 
 def step_sections(r: Report) -> list[RenderableType]:
+    from rich.table import Table
+    from rich.text import Text
+
     found = typical_step(r)
     if found is None:
         return []

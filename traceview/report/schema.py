@@ -34,7 +34,8 @@ __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "document_layout", "from_dict"
 
 
 def to_json(r: Report) -> bytes:
-    return orjson.dumps(to_dict(r), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    return orjson.dumps(to_dict(r, tuples=True),
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
 def from_json(data: bytes | str) -> Report:

@@ -26,6 +26,7 @@ from traceview.report.model import (
     BytesMoved,
     PathRow,
     PerturbationInfo,
+    Report,
     StepRow,
     StepsInfo,
     TypicalCall,
@@ -476,3 +477,14 @@ def unprofiled_steps_claims(u: UnprofiledInfo | None) -> list[Claim]:
     out.append(Claim("unprofiled-steps-path", f"critical path corrected: {path}", tuple(figs),
                      tuple(rels)))
     return out
+
+
+def bytes_words(r: Report) -> str | None:
+    """The bytes a call moves, as its claim says it (made now for a report read back
+    from a JSON saved without claims)."""
+    from traceview.metadata import NO_CAPTURE
+
+    claim = next((c for c in r.claims if c.id == "bytes-moved"), None) or bytes_claim(
+        r.bytes_moved, r.calls.stats["kernel_ns"].p50 if "kernel_ns" in r.calls.stats else None,
+        (r.capture_meta or NO_CAPTURE).bandwidth)
+    return None if claim is None else claim.text
