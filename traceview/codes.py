@@ -70,6 +70,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "how far it is above the others of its kind and what holds the excess"),
     Code("diff-verdict", "info",
          "diff's verdict: speed from unprofiled figures only, the profiled calls as diagnosis"),
+    Code("attribution-split", "info",
+         "serve --attribute: a backend swap's effect on one figure split by op, the parts "
+         "and the interaction adding up to the whole"),
+    Code("op-reproducer", "info",
+         "a wrong op's reproducer: its largest error against a float64 reference and "
+         "whether it is beyond its dtype's tolerance"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

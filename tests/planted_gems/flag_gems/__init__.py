@@ -1,0 +1,104 @@
+"""A CPU backend with FlagGems 5.0.2's API whose cost is known by construction.
+
+Every op computes exactly what ATen computes, through the op's own ``.out`` overload
+(a different operator, so the override never calls itself), registered for the CPU key
+through ``torch.library.Library("aten", "IMPL")`` as FlagGems registers CUDA kernels.
+One op, named by ``PLANTED_GEMS_SLOW=op:ns`` (default ``silu:1500000``), busy-waits that
+many ns on every call before computing: the planted slowdown a ``serve --attribute``
+test must find, and nothing else is slower than a Python call.
+
+The ops are ones the tiny test model calls a few times per decode step (RMSNorm's
+``pow``, ``mean`` and ``rsqrt``, rotary's ``neg``, the MLP's ``silu``), so the Python
+wrapper's own cost stays small next to the planted busy-wait.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+__version__ = "0.0+planted"
+
+SLOW_ENV = "PLANTED_GEMS_SLOW"
+
+
+def planted() -> tuple[str, int]:
+    """(op, busy-wait ns per call) as the environment plants it."""
+    op, _, ns = os.environ.get(SLOW_ENV, "silu:1500000").partition(":")
+    return op, int(ns or 0)
+
+
+def _busy(name: str) -> None:
+    op, ns = planted()
+    if op == name and ns > 0:
+        end = time.perf_counter_ns() + ns
+        while time.perf_counter_ns() < end:
+            pass
+
+
+def _empty(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(0, dtype=x.dtype, device=x.device)
+
+
+def silu(x):
+    _busy("silu")
+    return torch.ops.aten.silu.out(x, out=_empty(x))
+
+
+def rsqrt(x):
+    _busy("rsqrt")
+    return torch.ops.aten.rsqrt.out(x, out=_empty(x))
+
+
+def neg(x):
+    _busy("neg")
+    return torch.ops.aten.neg.out(x, out=_empty(x))
+
+
+def pow_tensor_scalar(x, exponent):
+    _busy("pow_tensor_scalar")
+    return torch.ops.aten.pow.Tensor_Scalar_out(x, exponent, out=_empty(x))
+
+
+def mean_dim(x, dim=None, keepdim=False, dtype=None):
+    _busy("mean_dim")
+    out = torch.empty(0, dtype=dtype or x.dtype, device=x.device)
+    return torch.ops.aten.mean.out(x, dim, keepdim, dtype=dtype, out=out)
+
+
+_FULL_CONFIG = (("silu", silu), ("rsqrt", rsqrt), ("neg", neg),
+                ("pow.Tensor_Scalar", pow_tensor_scalar), ("mean.dim", mean_dim))
+_registered: list[tuple[str, object]] | None = None
+
+
+class use_gems:
+    def __init__(self, exclude=None, include=None, record=False, once=False, path=None):
+        self.exclude = list(exclude or [])
+        self.include = list(include or [])
+
+    def __enter__(self):
+        global _registered
+        self.lib = torch.library.Library("aten", "IMPL")
+        if self.include:
+            ops = [(k, f) for k, f in _FULL_CONFIG if f.__name__ in self.include]
+        else:
+            ops = [(k, f) for k, f in _FULL_CONFIG if f.__name__ not in self.exclude]
+        for key, fn in ops:
+            self.lib.impl(key, fn, "CPU")
+        _registered = ops
+        return self
+
+    def __exit__(self, *exc):
+        global _registered
+        self.lib._destroy()
+        _registered = None
+
+
+def all_registered_ops():
+    return [f.__name__ for _, f in _registered]
+
+
+def all_registered_keys():
+    return [k for k, _ in _registered]
