@@ -107,6 +107,12 @@ def result_sentence(doc: dict[str, Any]) -> str:
             f"batching), {doc['model']['params'] / 1e6:.3g} M-param Llama-style random "
             f"weights, {doc['model']['dtype']} on {(env.get('device') or {}).get('name')}; "
             f"{workload_line(doc)}")
+    att = doc.get("attribution")
+    if att is not None:
+        return (f"{head}. A = {variants[0]['description']}, B = {variants[1]['description']}"
+                f", split by op over {att['rounds']} fresh processes (each measuring eager, "
+                f"the whole swap and every part): "
+                + " ".join(c["text"] for c in att["claims"][:1]))
     if doc.get("ab") is None:
         s = variants[0]["summary"]
         lat = s["latency_ns"]
@@ -140,3 +146,71 @@ def result_sentence(doc: dict[str, Any]) -> str:
     if all(x is not None for x in busy):
         out += f" Device busy during decode (profiled): {pct(busy[0])} -> {pct(busy[1])}."
     return out
+
+
+ATTRIBUTION_COLUMNS = ("part", "TPOT p50", "interval", "share", "TTFT p50", "wall",
+                       "host/step B", "host/step A")
+
+
+def _ci(e: dict[str, Any]) -> str:
+    if e["ci_low_ns"] is None:
+        return "-"
+    return (f"{signed_ns(e['ci_low_ns'])} .. {signed_ns(e['ci_high_ns'])}"
+            + (" *" if e["excludes_zero"] else ""))
+
+
+def attribution_rows(att: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The attribution table: each part, the interaction, the whole (whose row the
+    others add up to exactly), with the profiled host time per step beside each part."""
+    rows = []
+    for p in att["parts"]:
+        f = p["figures"]
+        rows.append((p["name"], signed_ns(f["tpot_p50"]["estimate_ns"]), _ci(f["tpot_p50"]),
+                     pct(p["share_of_whole"]), signed_ns(f["ttft_p50"]["estimate_ns"]),
+                     signed_ns(f["wall"]["estimate_ns"]), ns(p["host_ns_per_step_b"]),
+                     ns(p["host_ns_per_step_a"])))
+    for label, e in (("interaction", att["interaction"]), ("whole swap", att["whole"])):
+        rows.append((label, signed_ns(e["tpot_p50"]["estimate_ns"]), _ci(e["tpot_p50"]), "",
+                     signed_ns(e["ttft_p50"]["estimate_ns"]), signed_ns(e["wall"]["estimate_ns"]),
+                     "", ""))
+    return rows
+
+
+def attribution_caption(att: dict[str, Any]) -> str:
+    stages = att["stages"]
+    screens = sum(1 for s in stages if s["kind"] == "screen")
+    return (f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
+            f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
+            f"eager, the whole swap and every part; screening ended: "
+            f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
+            f"whole exactly; host/step: profiled self host time of the part's ATen ops "
+            f"per decode step")
+
+
+def reproducer_lines(block: dict[str, Any]) -> list[str]:
+    """One line per wrong op's reproducer: verdict, worst error, calls, script."""
+    found = block.get("reproducers")
+    if isinstance(found, dict):
+        return [f"reproducer: {found.get('error')}"]
+    out = []
+    for r in found or []:
+        errs = [c["max_abs_err"] for c in r["calls"] if c.get("max_abs_err") is not None]
+        eager = [c["eager_max_abs_err"] for c in r["calls"]
+                 if c.get("eager_max_abs_err") is not None]
+        line = f"{r['op']}: {r['verdict']}"
+        if r.get("crashed"):
+            line += f" ({r['crashed']})"
+        line += (f"; max |error| vs float64 {max(errs):.3g}" if errs
+                 else "; error not finite or not recorded")
+        if eager:
+            line += f" (eager in {r['dtype']}: {max(eager):.3g})"
+        line += f"; {len(r['calls'])} distinct call(s): " + "; ".join(
+            _call(c) for c in r["calls"][:3])
+        out.append(line + f"; script: {r.get('script')}")
+    return out
+
+
+def _call(c: dict[str, Any]) -> str:
+    tensors = [a for a in c["args"] if isinstance(a, dict) and "shape" in a]
+    return (f"{c['aten']} " + " x ".join(str(a["shape"]) for a in tensors)
+            + (f" {tensors[0]['dtype']}" if tensors else ""))

@@ -9,12 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.render.serve_common import (
+    ATTRIBUTION_COLUMNS,
     FIGURE_LABELS,
+    attribution_caption,
+    attribution_rows,
     correctness_line,
     model_line,
     ns,
     pct,
     rate,
+    reproducer_lines,
     result_sentence,
     signed_ns,
     versions_line,
@@ -49,9 +53,12 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
                          + "".join(f"; `{esc(r['op'])}` {r['verdict']}"
                                    + (f" ({esc(r.get('error'))})" if r["crashed"] or r.get("timed_out") else "")
                                    for r in bad))
+        lines += [f"  - reproducer: {esc(x)}" for x in reproducer_lines(v["correctness"])]
     if doc.get("stopped"):
         lines += ["", f"**Stopped:** {esc(doc['stopped'])}", ""]
         return "\n".join(lines) + "\n"
+    if doc.get("attribution"):
+        return "\n".join(lines + _attribution(doc["attribution"])) + "\n"
     lines += ["", "| figure | " + " | ".join(f"{v['label']}: {esc(v['backend'])}"
                                             for v in doc["variants"]) + " |",
               "| --- |" + " ---: |" * len(doc["variants"])]
@@ -100,3 +107,13 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
             lines.append(f"\n{v['label']} host time per decode step by op (inclusive): {ops}")
             lines.append(f"(trace: `{esc(d['trace'])}`; `{esc(d['explain_command'])}`)")
     return "\n".join(lines) + "\n"
+
+
+def _attribution(att: dict[str, Any]) -> list[str]:
+    lines = ["", "Attribution: the swap's effect split by op (B config - eager in the same "
+             "process):", "", "| " + " | ".join(ATTRIBUTION_COLUMNS) + " |",
+             "| --- |" + " ---: |" * (len(ATTRIBUTION_COLUMNS) - 1)]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in attribution_rows(att)]
+    lines += ["", esc(attribution_caption(att)), ""]
+    lines += [f"- {esc(c['text'])}" for c in att["claims"]]
+    return lines

@@ -113,6 +113,7 @@ class Attribution(msgspec.Struct, frozen=True, kw_only=True):
     spent_ns: int
     screening_ended: str  # why no further group was split
     claims: list[dict[str, Any]]
+    environment: dict[str, Any] | None = None  # versions and device, as a process saw them
 
 
 def check_identity(att: Attribution) -> list[str]:
@@ -162,6 +163,7 @@ class Measured(msgspec.Struct, frozen=True, kw_only=True):
     setup_ns: int  # the slowest process's model build
     orders: list[list[str]]
     wall_ns: int
+    environment: dict[str, Any] | None = None
 
 
 def run_stage(configs: Sequence[tuple[str, tuple[str, ...] | None]], rounds: int,
@@ -176,6 +178,7 @@ def run_stage(configs: Sequence[tuple[str, tuple[str, ...] | None]], rounds: int
     cost: dict[str, int] = {n: 0 for n, _ in configs}
     setup = 0
     orders = []
+    env = None
     for r in range(rounds):
         order = list(configs)
         random.Random(seed * 1_000_003 + r).shuffle(order)
@@ -188,13 +191,14 @@ def run_stage(configs: Sequence[tuple[str, tuple[str, ...] | None]], rounds: int
         if out.value is None:
             raise CaptureError(f"attribution {what}, round {r + 1}: {out.error}")
         setup = max(setup, int(out.value["setup_ns"]))
+        env = env or out.value.get("environment")
         for got in out.value["configs"]:
             figs = metrics.figures(metrics.timings_from_raw(got["requests"]))
             for f in FIGURES:
                 values[got["name"]][f].append(_figure(figs, f))
             cost[got["name"]] = max(cost[got["name"]], int(got["elapsed_ns"]))
     return Measured(values=values, cost_ns=cost, setup_ns=setup, orders=orders,
-                    wall_ns=time.perf_counter_ns() - t0)
+                    wall_ns=time.perf_counter_ns() - t0, environment=env)
 
 
 def effects(m: Measured, alpha: float) -> dict[str, dict[str, Estimate]]:
@@ -337,7 +341,7 @@ def attribute(units: Sequence[str], settings: Settings, variant: Variant,
                       rounds=settings.rounds, screen_rounds=settings.screen_rounds,
                       min_share=settings.min_share, budget_s=settings.budget_s,
                       spent_ns=time.perf_counter_ns() - t0, screening_ended=plan.ended,
-                      claims=[])
+                      claims=[], environment=m.environment)
     bad = check_identity(att)
     if bad:  # by construction never; a broken invariant must not be printed as a result
         raise AssertionError("attribution identity broken: " + "; ".join(bad))

@@ -354,6 +354,8 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
         assert spec.b is not None  # validate() refuses --attribute without a B
         attributed = _attribute(spec, spec.b, launch, log)
         doc["attribution"] = builtins(attributed)
+        for entry in doc["variants"]:  # both sides ran in the attribution's processes
+            entry["environment"] = attributed.environment
     else:
         _repetitions(doc, spec, launch, log, on_stage)
     doc["measured"] = True

@@ -1,0 +1,164 @@
+"""serve --attribute: the split of a backend swap's effect by op.
+
+The fast tests drive :func:`traceview.serve.attribution.attribute` with a launcher that
+computes each pass's timestamps from a known cost per op (no torch), so the truth is
+known by construction: every figure here is recomputed from those costs. The slow test
+runs the tiny CPU model with a planted backend (``tests/planted_gems``: ATen ops through
+their ``.out`` overloads, one op busy-waiting a known time per call).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from traceview.runner.outcome import Outcome
+from traceview.serve import attribution as at
+from traceview.serve.spec import Variant
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "planted_gems"
+
+
+def fake_launch(costs: dict[str, int], base_tpot: int, noise: int, seed: int = 1,
+                pair: tuple[str, str, int] | None = None):
+    """A launcher whose passes take ``base_tpot + sum(cost of enabled ops)`` per token
+    (+ uniform noise per pass); ``pair``: two ops that cost extra together (interaction).
+    Requests: one batch of 2, 5 tokens, TTFT = 2 x TPOT."""
+    rng = random.Random(seed)
+    calls = []
+
+    def launch(variant: Variant, task: dict) -> Outcome:
+        calls.append(task)
+        out = []
+        for cfg in task["configs"]:
+            inc = cfg["include"]
+            on = set(costs) if inc is None else set(inc)
+            tpot = base_tpot + sum(costs[o] for o in on) + rng.randint(-noise, noise)
+            if pair and pair[0] in on and pair[1] in on:
+                tpot += pair[2]
+            first = 2 * tpot
+            reqs = [{"index": i, "batch": 0, "arrival_ns": 0, "first_token_ns": first,
+                     "last_token_ns": first + 4 * tpot, "tokens": 5} for i in range(2)]
+            out.append({"name": cfg["name"], "requests": reqs, "tokens_sha256": "x",
+                        "elapsed_ns": 10 * tpot})
+        return Outcome(status="ok", value={"configs": out, "setup_ns": 1000,
+                                           "environment": None}, records=[], error="")
+    return launch, calls
+
+
+COSTS = {"add": 3_000_000, "mm": 8_000_000, "mul": 0, "neg": 0, "silu": 500_000,
+         "rsqrt": 0, "cat": 1_000_000, "pow": 0}
+
+
+def run(costs=COSTS, noise=0, pair=None, **kw):
+    launch, calls = fake_launch(costs, 5_000_000, noise, pair=pair)
+    settings = at.Settings(**kw)
+    att = at.attribute(sorted(costs), settings, Variant("B", backend="flag_gems"),
+                       {"model": {}, "workload": {}}, launch, lambda s: None)
+    return att, calls
+
+
+def test_parts_and_interaction_add_up_to_the_whole_exactly():
+    att, _ = run(noise=200_000)
+    assert at.check_identity(att) == []
+    for f in at.FIGURES:
+        total = sum(p.figures[f].estimate_ns for p in att.parts)
+        assert total + att.interaction[f].estimate_ns == att.whole[f].estimate_ns
+        # the interaction's per-round residuals are recomputed from the final stage
+        final = att.stages[-1]
+        assert final.kind == "final" and len(att.interaction[f].diffs_ns) == final.rounds
+
+
+def test_without_noise_each_op_gets_its_own_cost():
+    att, _ = run()
+    by = {p.name: p for p in att.parts}
+    # every op costing at least 10% of the whole (12.5 ms) is isolated
+    assert by["mm"].figures["tpot_p50"].estimate_ns == 8_000_000
+    assert by["add"].figures["tpot_p50"].estimate_ns == 3_000_000
+    assert att.whole["tpot_p50"].estimate_ns == sum(COSTS.values())
+    assert att.interaction["tpot_p50"].estimate_ns == 0
+    # TTFT is 2 x TPOT in the fake, the wall 6 x TPOT
+    assert by["mm"].figures["ttft_p50"].estimate_ns == 16_000_000
+    assert by["mm"].figures["wall"].estimate_ns == 48_000_000
+    assert [p.name for p in att.parts][:2] == ["mm", "add"]
+
+
+def test_an_interaction_shows_as_the_residual():
+    att, _ = run(pair=("add", "mm", 2_000_000))
+    assert att.interaction["tpot_p50"].estimate_ns == 2_000_000
+
+
+def test_every_process_measures_eager_and_orders_change_by_round():
+    att, calls = run(noise=100_000)
+    for task in calls:
+        assert task["task"] == "attribute"
+        assert any(c["name"] == at.BASELINE and c["include"] == [] for c in task["configs"])
+    final = att.stages[-1]
+    assert len({tuple(o) for o in final.orders}) > 1
+    whole_in = [c for c in calls[-1]["configs"] if c["name"] == at.WHOLE]
+    assert whole_in and whole_in[0]["include"] is None  # the whole swap as side B runs it
+
+
+def test_a_budget_stops_screening_but_the_final_stage_runs():
+    att, calls = run(budget_s=1e-9)
+    assert "time budget" in att.screening_ended
+    assert len([s for s in att.stages if s.kind == "screen"]) == 1
+    assert att.stages[-1].kind == "final" and at.check_identity(att) == []
+
+
+def test_claims_read_back_against_the_document():
+    from traceview.documents import builtins
+    from traceview.report.claims import check, from_json
+
+    att = at.with_claims(run(noise=100_000)[0])
+    doc = {"attribution": builtins(att)}
+    assert len(att.claims) == len(at.FIGURES)
+    for c in att.claims:
+        assert check(from_json(c), doc) == []
+
+
+@pytest.mark.slow
+@pytest.mark.capture
+def test_planted_busy_wait_is_attributed_to_its_op(monkeypatch):
+    """silu busy-waits 4 ms per call; the tiny model calls it once per layer (2) per
+    decode step: TPOT's truth is 2 x the wait as it ran (the planted op's own clock: a
+    loaded machine stretches a wait) on silu, and nothing on the other ops."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from traceview.serve import launch
+    from traceview.serve.runner import run_serve
+    from traceview.serve.spec import AttributeSpec, ModelSpec, ServeSpec, Workload
+
+    busy_ns, layers = 4_000_000, 2
+    monkeypatch.setenv("PLANTED_GEMS_SLOW", f"silu:{busy_ns}")
+    monkeypatch.syspath_prepend(str(PLANTED))
+    sys.modules.pop("flag_gems", None)
+    import torch
+
+    torch.set_num_threads(1)  # a shared machine: fewer threads, less scheduling noise
+    tiny = ModelSpec(layers=layers, hidden=64, heads=4, kv_heads=2, intermediate=128,
+                     vocab=512, dtype="float32", device="cpu")
+    spec = ServeSpec(model=tiny, workload=Workload(requests=2, prompt_len=8, output_len=8,
+                                                   batch_size=2),
+                     a=Variant("A"), b=Variant("B", backend="flag_gems"), rounds=6,
+                     check_steps=2, profile_steps=0, attribute=AttributeSpec()).validate()
+    import flag_gems
+
+    doc = run_serve(spec, launch=launch.in_this_process)
+    waited = dict(flag_gems.BUSY)
+    sys.modules.pop("flag_gems", None)
+    att = doc["attribution"]
+    parts = {p["name"]: p["figures"]["tpot_p50"] for p in att["parts"]}
+    assert "silu" in parts, att["parts"]
+    assert waited["calls"] > 0
+    truth = waited["ns"] // waited["calls"] * layers
+    assert abs(parts["silu"]["estimate_ns"] - truth) <= 0.25 * truth, parts["silu"]
+    assert parts["silu"]["excludes_zero"]
+    others = {n: e for n, e in parts.items() if n != "silu"}
+    assert not any(e["excludes_zero"] for e in others.values()), others
+    assert os.environ["PLANTED_GEMS_SLOW"] == f"silu:{busy_ns}"
