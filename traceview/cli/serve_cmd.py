@@ -190,8 +190,9 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
         raise typer.Exit(3)
 
 
-def _attribute_spec(on: bool, ops: str | None, budget: str | None, screen_rounds: int,
-                    min_share: float) -> Any:
+def _attribute_spec(on: bool, ops: str | None, budget: str | None,  # noqa: FBT001
+                    screen_rounds: int, min_share: float) -> Any:
+    """The ``--attribute*`` options (the budget read as ab's ``--until`` reads one)."""
     from traceview.errors import UsageError
     from traceview.multi.sequential import parse_until
     from traceview.serve import spec as sp
@@ -200,8 +201,11 @@ def _attribute_spec(on: bool, ops: str | None, budget: str | None, screen_rounds
         if ops or budget:
             raise UsageError("--attribute-ops and --attribute-budget go with --attribute")
         return None
-    until = parse_until([budget]) if budget else None
-    if until is not None and until.seconds is None:
+    try:
+        until = parse_until([budget]) if budget else None
+    except UsageError:
+        until = None
+    if budget and (until is None or until.seconds is None):
         raise UsageError(f"--attribute-budget {budget!r}: give a time (90s, 3min)")
     return sp.AttributeSpec(ops=sp.parse_ops(ops),
                             budget_s=None if until is None else until.seconds,
