@@ -162,3 +162,50 @@ def test_planted_busy_wait_is_attributed_to_its_op(monkeypatch):
     others = {n: e for n, e in parts.items() if n != "silu"}
     assert not any(e["excludes_zero"] for e in others.values()), others
     assert os.environ["PLANTED_GEMS_SLOW"] == f"silu:{busy_ns}"
+
+
+@pytest.mark.capture
+def test_a_wrong_op_comes_with_its_calls_errors_and_a_script(monkeypatch, tmp_path):
+    """The stand-in FlagGems: silu is 1.5 x silu (a kernel bug: its error is half the
+    reference), mean returns NaN, neg raises. Each culprit's calls are recorded and the
+    silu script, run on its own, shows the bug (exit 1)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import subprocess
+
+    from traceview.serve import launch
+    from traceview.serve.runner import run_serve
+    from traceview.serve.spec import ModelSpec, ServeSpec, Workload
+
+    fake = ROOT / "tests" / "fake_gems"
+    monkeypatch.syspath_prepend(str(fake))
+    sys.modules.pop("flag_gems", None)
+    tiny = ModelSpec(layers=2, hidden=64, heads=4, kv_heads=2, intermediate=128, vocab=512,
+                     dtype="float32", device="cpu")
+    spec = ServeSpec(model=tiny, workload=Workload(requests=2, prompt_len=8, output_len=3,
+                                                   batch_size=2),
+                     a=Variant("A", backend="flag_gems"), rounds=1, check_steps=3,
+                     profile_steps=0).validate()
+    doc = run_serve(spec, launch=launch.in_this_process, report_dir=tmp_path)
+    sys.modules.pop("flag_gems", None)
+    found = {r["op"]: r for r in doc["variants"][0]["correctness"]["reproducers"]}
+    assert set(found) == {"mean", "neg", "silu"}
+    silu = found["silu"]
+    assert silu["verdict"] == "kernel bug" and silu["keys"] == ["silu"]
+    assert silu["calls"] and all(c["aten"] == "silu" for c in silu["calls"])
+    for c in silu["calls"]:
+        # got = 1.5 x ref, so the largest error is half the largest |ref| (float32 rounding)
+        assert c["max_abs_err"] == pytest.approx(0.5 * c["max_abs_ref"], rel=1e-5)
+        assert c["beyond_tolerance"] and not c["eager_beyond_tolerance"]
+        assert c["args"][0]["dtype"] == "float32" and len(c["args"][0]["shape"]) == 3
+    assert found["mean"]["verdict"] == "kernel bug"
+    assert all(c["max_abs_err"] is None for c in found["mean"]["calls"])  # NaN
+    assert found["neg"]["verdict"] == "crashed" and "illegal memory access" in \
+        found["neg"]["crashed"]
+    script = Path(silu["script"])
+    assert script.parent == tmp_path
+    env = dict(os.environ, PYTHONPATH=str(fake))
+    ran = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "kernel bug" in ran.stdout

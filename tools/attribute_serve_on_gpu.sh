@@ -5,6 +5,8 @@
 #
 #   run1, run2  the default model, the same command twice (run2 reuses run1's kept
 #               correctness check and compiled kernels): do the top three ops agree?
+#               Each attribution gets 36% of what the budget leaves after 200 s for the
+#               cold check, op listings and profiled runs; the planted run 20%.
 #   planted     the same with PLANTED_OP (default argmax: called once per decode step and
 #               once per prefill) busy-waiting PLANTED_NS (default 5 ms) per call, installed
 #               by a sitecustomize that wraps that op's function in FlagGems' op table on
@@ -42,10 +44,9 @@ print("python", sys.version.split()[0], *(f"{n} {v(n)}" for n in ("torch", "trit
 PY
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$OUT/summary.txt" 2>&1
 
-run() {  # run NAME SHARE_PERCENT ARGS...: one serve --attribute run within its share
-  local name=$1 share=$2; shift 2
-  local limit=$(( $(left) * share / 100 )) t0 code
-  local attr=$(( limit > 120 ? limit - 90 : limit / 2 ))  # the check and profiles first
+run() {  # run NAME ATTRIBUTION_BUDGET_S LIMIT_S ARGS...: one timed serve --attribute run
+  local name=$1 attr=$2 limit=$3; shift 3
+  local t0 code
   t0=$(date +%s)
   # shellcheck disable=SC2086
   timeout -k 10 "$limit" python3 -m traceview serve --vs flag_gems --exclude-failing \
@@ -56,8 +57,13 @@ run() {  # run NAME SHARE_PERCENT ARGS...: one serve --attribute run within its 
   echo "== $name: exit $code, wall $(( $(date +%s) - t0 )) s (limit $limit s, attribution budget $attr s)" >>"$OUT/summary.txt"
 }
 
-run run1 40
-run run2 50
+# The attribution's own budget (from its start: both runs get the same resolution); what
+# is around it: run1's cold check (FlagGems' compiles and mm autotuning, the bisect, the
+# reproducer), each run's op listing and two profiled runs.
+spare=$(( BUDGET_S > 260 ? BUDGET_S - 200 : 60 ))
+a1=$(( spare * 36 / 100 )); a3=$(( spare * 20 / 100 ))
+run run1 "$a1" $(( a1 + 190 ))
+run run2 "$a1" $(( a1 + 70 ))
 # the planted check: a sitecustomize on the variants' path wraps PLANTED_OP on import
 mkdir -p "$work/planted"
 cat >"$work/planted/sitecustomize.py" <<'PY'
@@ -121,9 +127,11 @@ top = [p["ops"][0] for p in att.get("parts", []) if len(p["ops"]) == 1][:3]
 print(",".join(dict.fromkeys([sys.argv[2], *top])))
 PY
 )
-P="PYTHONPATH=$work/planted:$PYTHONPATH"
-PLANTED_FLAG_GEMS_SLOW="$PLANTED_OP:$PLANTED_NS" run planted 95 --attribute-ops "$ops" \
-  --env "$P" --vs-env "$P"
+# the shim goes on the parent's path (the children inherit it): the variants' own
+# environment stays as run1's, so the kept correctness check applies
+last=$(( $(left) > a3 + 30 ? $(left) - 10 : a3 + 30 ))
+PYTHONPATH="$work/planted:$PYTHONPATH" PLANTED_FLAG_GEMS_SLOW="$PLANTED_OP:$PLANTED_NS" \
+  run planted "$a3" "$last" --attribute-ops "$ops"
 echo "planted: $PLANTED_OP busy-waits $PLANTED_NS ns per call; candidates $ops" >>"$OUT/summary.txt"
 python3 tools/attribution_verdicts.py "$work" "$PLANTED_OP" "$PLANTED_NS" >>"$OUT/summary.txt" 2>&1
 (cd "$work" && tar czf "$OUT/results.tar.gz" $(ls run1.* run2.* planted.* reproduce_*.py \

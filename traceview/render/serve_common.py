@@ -162,7 +162,7 @@ def _ci(e: dict[str, Any]) -> str:
 def attribution_rows(att: dict[str, Any]) -> list[tuple[str, ...]]:
     """The attribution table: each part, the interaction, the whole (whose row the
     others add up to exactly), with the profiled host time per step beside each part."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for p in att["parts"]:
         f = p["figures"]
         rows.append((p["name"], signed_ns(f["tpot_p50"]["estimate_ns"]), _ci(f["tpot_p50"]),

@@ -147,6 +147,8 @@ def _figure(rep: metrics.RepetitionFigures, name: str) -> int:
 def estimate(base: Sequence[int], other: Sequence[int], alpha: float) -> Estimate:
     """``other - base`` per round: the paired estimate and interval of :mod:`traceview.paired`."""
     c = compare(list(base), list(other), alpha=alpha)
+    if c.estimate_ns is None:
+        raise CaptureError("attribution: a configuration was measured in no round")
     low, high = c.ci_low_ns, c.ci_high_ns
     return Estimate(estimate_ns=round(c.estimate_ns), ci_low_ns=low, ci_high_ns=high,
                     confidence=c.confidence,
@@ -233,10 +235,12 @@ def to_split(groups: Sequence[tuple[str, ...]], est: dict[str, int], whole_ns: i
 
 def final_cost_ns(plan: Plan, rounds: int) -> int:
     """What the final stage would take, from the configs' measured costs (a group not
-    measured yet: its parent's cost, an overestimate)."""
-    per = plan.setup_ns + plan.cost_ns.get(BASELINE, 0) + plan.cost_ns.get(WHOLE, 0)
+    measured yet: its parent's cost, an overestimate), and the two profiled processes
+    that follow it (each about a process measuring the whole swap)."""
+    whole = plan.cost_ns.get(WHOLE, 0)
+    per = plan.setup_ns + plan.cost_ns.get(BASELINE, 0) + whole
     per += sum(plan.cost_ns.get(config_name(g), 0) for g in plan.leaves)
-    return rounds * per
+    return rounds * per + 2 * (plan.setup_ns + whole)
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):

@@ -73,7 +73,8 @@ def _recording(torch: Any, keys: list[str], kept: list[dict[str, Any]]) -> Any:
             name = func.name()
             if not _matches(name, keys) or len(kept) >= MAX_CALLS:
                 return func(*args, **kwargs)
-            sig = json.dumps([name, _describe(torch, list(args)), _describe(torch, kwargs)],
+            sig = json.dumps([name, _describe(torch, list(args)),
+                              {k: _describe(torch, v) for k, v in kwargs.items()}],
                              sort_keys=True)
             if any(k["sig"] == sig for k in kept):
                 return func(*args, **kwargs)
@@ -275,7 +276,7 @@ if __name__ == "__main__":
 
 
 def worst(calls: list[dict[str, Any]], key: str) -> float | None:
-    vals = [c.get(key) for c in calls if c.get(key) is not None]
+    vals = [float(c[key]) for c in calls if c.get(key) is not None]
     return max(vals) if vals else None
 
 
