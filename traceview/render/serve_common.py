@@ -155,7 +155,7 @@ ATTRIBUTION_COLUMNS = ("part", "TPOT p50", "interval", "share", "TTFT p50", "wal
 def _ci(e: dict[str, Any]) -> str:
     if e["ci_low_ns"] is None:
         return "-"
-    return (f"{signed_ns(e['ci_low_ns'])} .. {signed_ns(e['ci_high_ns'])}"
+    return (f"{signed_ns(e['ci_low_ns'])}..{signed_ns(e['ci_high_ns'])}"
             + (" *" if e["excludes_zero"] else ""))
 
 

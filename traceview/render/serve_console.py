@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -137,15 +138,23 @@ def _diagnosis(console: Console, v: dict[str, Any]) -> None:
     console.print(f"  [dim]trace: {escape(d['trace'])}[/]", soft_wrap=True)
 
 
+#: Columns a narrow terminal keeps (TTFT and wall are in the sentences below the table).
+NARROW_COLUMNS = ("part", "TPOT p50", "interval", "share", "host/step B")
+
+
 def _attribution(console: Console, att: dict[str, Any]) -> None:
+    keep = ATTRIBUTION_COLUMNS if console.width >= 110 else NARROW_COLUMNS
+    at = [ATTRIBUTION_COLUMNS.index(c) for c in keep]
     t = Table(title="attribution: the swap's effect split by op (B config - eager in the "
                     "same process, Hodges-Lehmann, exact signed-rank interval)",
-              title_justify="left")
-    for col in ATTRIBUTION_COLUMNS:
-        t.add_column(col, justify="left" if col == "part" else "right")
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for col in keep:
+        t.add_column(col, justify="left" if col == "part" else "right",
+                     overflow="fold")
     for row in attribution_rows(att):
-        t.add_row(*[escape(c) for c in row])
+        t.add_row(*[escape(row[i]) for i in at])
     t.caption = attribution_caption(att)
+    t.caption_justify = "left"
     console.print(t)
     for c in att["claims"]:
         console.print(escape(c["text"]))
