@@ -202,6 +202,14 @@ def test_a_wrong_op_comes_with_its_calls_errors_and_a_script(monkeypatch, tmp_pa
     assert all(c["max_abs_err"] is None for c in found["mean"]["calls"])  # NaN
     assert found["neg"]["verdict"] == "crashed" and "illegal memory access" in \
         found["neg"]["crashed"]
+    from traceview.render.registry import RenderOptions, renderer
+    from traceview.report.claims import check, from_json
+
+    for r in found.values():  # each sentence reads back against the document
+        assert check(from_json(r["claim"]), doc) == []
+    assert "silu: kernel bug" in silu["claim"]["text"]
+    text = renderer("text", "serve").render(doc, RenderOptions(width=200))
+    assert silu["claim"]["text"] in text and str(silu["script"]) in text
     script = Path(silu["script"])
     assert script.parent == tmp_path
     env = dict(os.environ, PYTHONPATH=str(fake))
@@ -209,3 +217,33 @@ def test_a_wrong_op_comes_with_its_calls_errors_and_a_script(monkeypatch, tmp_pa
                          text=True, timeout=120)
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "kernel bug" in ran.stdout
+
+
+def _hodges_lehmann(d: list[int]) -> float:
+    walsh = sorted((d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d)))
+    n = len(walsh)
+    return walsh[n // 2] if n % 2 else (walsh[n // 2 - 1] + walsh[n // 2]) / 2
+
+
+def test_the_saved_document_adds_up_and_its_sentences_hold():
+    """The saved CPU attribution (tests/data/serve_attribute_cpu.json, the golden's):
+    each estimate recomputed from its per-round differences, the identity, the claims."""
+    import json
+
+    from traceview.report.claims import check, from_json
+    from traceview.serve.runner import read_serve
+
+    doc = json.loads((ROOT / "tests" / "data" / "serve_attribute_cpu.json").read_text())
+    att = read_serve(doc).attribution
+    assert att is not None and at.check_identity(att) == []
+    raw = doc["attribution"]
+    for f in raw["figures"]:
+        for e in [raw["whole"][f]] + [p["figures"][f] for p in raw["parts"]]:
+            assert e["estimate_ns"] == round(_hodges_lehmann(e["diffs_ns"]))
+            assert len(e["diffs_ns"]) == raw["rounds"]
+        # the interaction's per-round residuals: whole minus the parts, round by round
+        for r, res in enumerate(raw["interaction"][f]["diffs_ns"]):
+            assert res == raw["whole"][f]["diffs_ns"][r] - sum(
+                p["figures"][f]["diffs_ns"][r] for p in raw["parts"])
+    for c in raw["claims"]:
+        assert check(from_json(c), doc) == []

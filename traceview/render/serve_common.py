@@ -188,26 +188,12 @@ def attribution_caption(att: dict[str, Any]) -> str:
 
 
 def reproducer_lines(block: dict[str, Any]) -> list[str]:
-    """One line per wrong op's reproducer: verdict, worst error, calls, script."""
+    """One line per wrong op's reproducer: its claim's sentence, its calls, its script."""
     found = block.get("reproducers")
     if isinstance(found, dict):
         return [f"reproducer: {found.get('error')}"]
-    out = []
-    for r in found or []:
-        errs = [c["max_abs_err"] for c in r["calls"] if c.get("max_abs_err") is not None]
-        eager = [c["eager_max_abs_err"] for c in r["calls"]
-                 if c.get("eager_max_abs_err") is not None]
-        line = f"{r['op']}: {r['verdict']}"
-        if r.get("crashed"):
-            line += f" ({r['crashed']})"
-        line += (f"; max |error| vs float64 {max(errs):.3g}" if errs
-                 else "; error not finite or not recorded")
-        if eager:
-            line += f" (eager in {r['dtype']}: {max(eager):.3g})"
-        line += f"; {len(r['calls'])} distinct call(s): " + "; ".join(
-            _call(c) for c in r["calls"][:3])
-        out.append(line + f"; script: {r.get('script')}")
-    return out
+    return [f"{r['claim']['text']}; calls: " + "; ".join(_call(c) for c in r["calls"][:3])
+            + f"; script: {r.get('script')}" for r in found or []]
 
 
 def _call(c: dict[str, Any]) -> str:

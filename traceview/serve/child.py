@@ -147,6 +147,12 @@ def _check_in(torch: Any, model: Any, spec: ModelSpec, workload: Workload, varia
                                                       spec.dtype),
                                   exclude_ops=list(fixed.exclude_ops))
             lap("recheck")
+            from traceview.serve.reproducer import record_ops
+
+            # every culprit was wrong, none crashed: the process is sound to record them
+            out["reproducers"] = [record_ops(torch, model, batch, variant, op, spec.dtype,
+                                             emit) for op in culprits]
+            lap("reproduce")
     return out
 
 

@@ -291,3 +291,27 @@ def script(found: dict[str, Any], name: str, model: str) -> str:
                          eager_err=f"{eager_err}", name=name, device=found["device"],
                          calls=pprint.pformat(calls, width=88, sort_dicts=False),
                          tolerances=repr(TOLERANCES))
+
+
+def claim(found: dict[str, Any], root: str) -> dict[str, Any]:
+    """The reproducer's sentence as a claim (``report.claims``): the op's largest error
+    against float64 and eager's, each cited at the call that holds it (``root``: the
+    JSON Pointer of this reproducer in the document)."""
+    from traceview.report.claims import Claim, Figure, pointer
+
+    figs = []
+    words = f"{found['op']}: {found['verdict']}"
+    if found.get("crashed"):
+        words += f" ({found['crashed']})"
+    for name, key, label in (("error", "max_abs_err", "max |error| against float64"),
+                             ("eager", "eager_max_abs_err", f"eager in {found['dtype']}")):
+        at = [(c[key], i) for i, c in enumerate(found["calls"]) if c.get(key) is not None]
+        if not at:
+            continue
+        value, i = max(at)
+        figs.append(Figure(name, value, root + pointer("calls", i, key)))
+        words += f"; {label} {value:.3g}"
+    beyond = sum(1 for c in found["calls"] if c.get("beyond_tolerance"))
+    words += (f"; {beyond} of {len(found['calls'])} distinct call(s) beyond the dtype's "
+              "tolerance")
+    return Claim("op-reproducer", words, tuple(figs)).as_json()

@@ -110,6 +110,7 @@ def _block(spec: ServeSpec, variant: Variant, status: str, r: dict[str, Any]
     block = dict(r, status=status, exclude_ops=list(variant.exclude_ops))
     block.pop("environment", None)
     block.pop("recheck", None)
+    block.pop("reproducers", None)  # the variant's block holds them, with their scripts
     tokens = r.get("tokens") or {}
     if status == "passed" and tokens.get("earliest_divergence") is not None:
         block["note"] = LEGITIMATE_DIVERGENCE.format(dtype=spec.model.dtype)
@@ -156,7 +157,9 @@ def _resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
                     first=out if began else None)
     block["bisect"] = result.to_dict()
     if result.culprits:
-        block["reproducers"] = _reproduce(spec, variant, result.culprits, launch, log)
+        kept = (out.value or {}).get("reproducers") if out is not None else None
+        block["reproducers"] = kept if kept is not None else \
+            _reproduce(spec, variant, result.culprits, launch, log)
     if not (spec.exclude_failing and result.culprits and result.incomplete is None):
         return variant, block, False
     fixed = replace(variant, exclude_ops=variant.exclude_ops + tuple(result.culprits))
@@ -337,7 +340,7 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     final: list[Variant] = []
     for v in spec.variants:
         fixed, block, ok = resolve(spec, v, launch, log)
-        _write_reproducers(block, spec, report_dir or trace_dir, log)
+        _write_reproducers(block, spec, report_dir or trace_dir, log, len(doc["variants"]))
         final.append(fixed)
         doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
                                     correctness=block, repetitions=[], summary=None,
@@ -457,21 +460,25 @@ def _attribute(spec: ServeSpec, b: Variant, launch: launch_mod.Launcher, log: Lo
 
 
 def _write_reproducers(block: dict[str, Any], spec: ServeSpec, folder: Path | None,
-                       log: Log) -> None:
-    """Each wrong op's one-file script, next to the report; its path in the block."""
+                       log: Log, index: int) -> None:
+    """Each wrong op's one-file script, next to the report; its path and its sentence
+    (a claim on variant ``index``'s block) in the block."""
     found = block.get("reproducers")
     if not isinstance(found, list) or not found:
         return
-    from traceview.serve.reproducer import script
+    from traceview.report.claims import pointer
+    from traceview.serve.reproducer import claim, script
 
     folder = folder or Path(tempfile.mkdtemp(prefix="traceview-serve-"))
     folder.mkdir(parents=True, exist_ok=True)
     model = (f"a {spec.model.layers}-layer Llama-style model ({spec.model.dtype}, "
              f"{spec.model.device})")
-    for entry in found:
+    for j, entry in enumerate(found):
         path = folder / f"reproduce_{entry['op']}.py"
         path.write_text(script(entry, path.name, model))
         entry["script"] = str(path)
+        entry["claim"] = claim(entry, pointer("variants", index, "correctness",
+                                              "reproducers", j))
         log(f"reproducer for {entry['op']} ({entry['verdict']}): {path}")
 
 
