@@ -10,7 +10,8 @@ reference) and by torch eager in the same dtype on the same device. Per call:
 
 * ``max_abs_err``: max |backend - reference|, and ``eager_max_abs_err`` likewise;
 * ``beyond_tolerance``: some element outside ``atol + rtol * |reference|``, with
-  ``torch.testing``'s default ``rtol``/``atol`` for the dtype (:data:`TOLERANCES`), or a
+  ``torch.testing``'s default ``rtol``/``atol`` for the call's own output dtype
+  (:data:`TOLERANCES`; a bf16 model's norms run in float32), or a
   non-finite value where the reference is finite; ``eager_beyond_tolerance`` the same
   for eager.
 
@@ -159,12 +160,16 @@ def record_ops(torch: Any, model: Any, batch: list[list[int]], variant: Variant,
                                "kwargs": json.loads(entry["sig"])[2]}
         if "out" in entry:
             ref, eager = _reference(torch, entry)
+            got = entry["out"]
+            # the call's own dtype: RMSNorm and rotary run in float32 inside a bf16 model
+            own = str(got.dtype).removeprefix("torch.") if isinstance(got, torch.Tensor) \
+                else dtype
+            row["dtype"] = own
             if isinstance(ref, torch.Tensor):
                 row["max_abs_ref"] = float(ref.abs().max()) if ref.numel() else 0.0
-            row["max_abs_err"], row["beyond_tolerance"] = _errors(torch, entry["out"], ref,
-                                                                  dtype)
+            row["max_abs_err"], row["beyond_tolerance"] = _errors(torch, got, ref, own)
             row["eager_max_abs_err"], row["eager_beyond_tolerance"] = _errors(
-                torch, eager, ref, dtype)
+                torch, eager, ref, own)
         calls.append(row)
     return {"op": op, "keys": keys, "dtype": dtype, "device": str(model.device.type),
             "tolerance": dict(zip(("rtol", "atol"), TOLERANCES.get(dtype, (None, None)),
