@@ -1,15 +1,17 @@
 """A CPU backend with FlagGems 5.0.2's API whose cost is known by construction.
 
-Every op computes exactly what ATen computes, through the op's own ``.out`` overload
-(a different operator, so the override never calls itself), registered for the CPU key
-through ``torch.library.Library("aten", "IMPL")`` as FlagGems registers CUDA kernels.
-One op, named by ``PLANTED_GEMS_SLOW=op:ns`` (default ``silu:1500000``), busy-waits that
-many ns on every call before computing: the planted slowdown a ``serve --attribute``
-test must find, and nothing else is slower than a Python call.
+Its ops are ATen's own: ``use_gems`` lists each in the registry (``all_registered_ops``,
+``all_registered_keys``) but leaves its ATen kernel in place, so switching it on
+changes nothing, except for the one op named by ``PLANTED_GEMS_SLOW=op:ns`` (default
+``silu:1500000``): that one is registered for the CPU key through
+``torch.library.Library("aten", "IMPL")``, as FlagGems registers CUDA kernels, and
+busy-waits that many ns on every call before computing through the op's own ``.out``
+overload (a different operator, so the override never calls itself). A
+``serve --attribute`` test then knows the truth: the planted op costs its waits, every
+other op exactly nothing.
 
 The ops are ones the tiny test model calls a few times per decode step (RMSNorm's
-``pow``, ``mean`` and ``rsqrt``, rotary's ``neg``, the MLP's ``silu``), so the Python
-wrapper's own cost stays small next to the planted busy-wait.
+``pow``, ``mean`` and ``rsqrt``, rotary's ``neg``, the MLP's ``silu``).
 """
 
 from __future__ import annotations
@@ -95,8 +97,10 @@ class use_gems:
             ops = [(k, f) for k, f in _FULL_CONFIG if f.__name__ in self.include]
         else:
             ops = [(k, f) for k, f in _FULL_CONFIG if f.__name__ not in self.exclude]
+        slow, _ = planted()
         for key, fn in ops:
-            self.lib.impl(key, fn, "CPU")
+            if fn.__name__ == slow:  # the others stay ATen's own kernels
+                self.lib.impl(key, fn, "CPU")
         _registered = ops
         return self
 
