@@ -114,9 +114,10 @@ DOCUMENTS = {  # golden stem -> (registry subject, saved document)
     # an H200 A/B with both sides' unprofiled splits (torch vs flag_gems sigmoid)
     "split_ab_h200_sigmoid": ("ab", ROOT / "fixtures" / "split_ab_h200_sigmoid.json"),
     "serve_tiny_cpu": ("serve", DATA / "serve_tiny_cpu.json"),
-    # serve --attribute on the tiny Llama with tests/planted_gems (PLANTED_GEMS_SLOW=silu:0:
-    # no op slowed), run2 of tools/attribute_serve_on_gpu.sh's CPU check; its command is
-    # in the document
+    # serve --attribute on the tiny Llama with tests/planted_gems (PLANTED_GEMS_SLOW=rsqrt:0:
+    # rsqrt through a Python override that waits 0 ns, the other ops ATen's), run2 of
+    # tools/attribute_serve_on_gpu.sh's CPU check (docs/serving.md); its command is in
+    # the document
     "serve_attribute_cpu": ("serve", DATA / "serve_attribute_cpu.json"),
 }
 DOC_OUTPUTS = {k: OUTPUTS[k] for k in ("text80.txt", "text120.txt", "md")}

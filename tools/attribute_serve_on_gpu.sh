@@ -19,8 +19,16 @@
 #   OUT=/tmp/out bash tools/attribute_serve_on_gpu.sh 470
 # Writes $OUT/results.tar.gz (run1/run2/planted .json .md .log, any reproducer scripts)
 # and $OUT/summary.txt (each run's wall and exit status, the top parts of each run, the
-# planted check's verdict). SERVE_ARGS: more options for every run (the CPU check of this
-# script: a tiny model and tests/planted_gems through --env/--vs-env PYTHONPATH).
+# planted check's verdict). SERVE_ARGS: more options for every run; CALLS_PER_STEP: the
+# planted op's calls per decode step when the profile's count is not it.
+# The CPU check of this script (about 25 s on a quiet 2-core machine; run1's and run2's
+# parts are noise there, the planted rsqrt gets its 5 calls x 2 ms):
+#   PYTHONPATH=$PWD:$PWD/tests/planted_gems OUT=/tmp/o PLANTED_GEMS_SLOW=rsqrt:0 \
+#   PLANTED_OP=rsqrt PLANTED_NS=2000000 CALLS_PER_STEP=5 \
+#   WORK="--requests 2 --output-len 8 --batch-size 2 --profile-steps 2" \
+#   SERVE_ARGS="--device cpu --dtype float32 --layers 2 --hidden 64 --heads 4 --kv-heads 2 \
+#     --intermediate 128 --vocab 512 --prompt-len 8 --check-steps 2" \
+#   bash tools/attribute_serve_on_gpu.sh 400
 set -uo pipefail
 : "${OUT:?set OUT to an output folder}"
 BUDGET_S=${1:-470}

@@ -30,15 +30,25 @@ def esc(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
+def _protocol_line(doc: dict[str, Any]) -> str:
+    att = doc.get("attribution")
+    if att is not None:
+        return (f"- Protocol: correctness against torch eager first; then "
+                f"{sum(1 for s in att['stages'] if s['kind'] == 'screen')} screening "
+                f"stage(s) of {att['screen_rounds']} and {att['rounds']} fresh processes, "
+                "each measuring eager, the whole swap and every part in its own order")
+    return (f"- Protocol: {doc['protocol']['rounds']} fresh process(es) per side"
+            + (", interleaved by round" if doc.get("ab") else "")
+            + "; correctness against torch eager first")
+
+
 def render_serve_markdown(doc: dict[str, Any]) -> str:
     lines = ["## Serving workload (traceview serve)", "",
              f"Serving result, if measured: {esc(result_sentence(doc))}", "",
              f"- Model: {esc(model_line(doc))}",
              f"- Workload: {esc(workload_line(doc))}",
              f"- Engine: {esc(doc['workload']['engine'])}",
-             f"- Protocol: {doc['protocol']['rounds']} fresh process(es) per side"
-             + (", interleaved by round" if doc.get("ab") else "")
-             + "; correctness against torch eager first"]
+             _protocol_line(doc)]
     if doc.get("command"):
         lines.append(f"- Command: `{' '.join(doc['command'])}`")
     for v in doc["variants"]:
