@@ -251,3 +251,57 @@ def test_the_saved_document_adds_up_and_its_sentences_hold():
                 p["figures"][f]["diffs_ns"][r] for p in raw["parts"])
     for c in raw["claims"]:
         assert check(from_json(c), doc) == []
+
+
+def test_cli_refuses_what_it_cannot_attribute_in_one_line():
+    from typer.testing import CliRunner
+
+    from traceview.cli.app import app
+
+    cases = [
+        (["--attribute"], "give --backend eager --vs flag_gems"),
+        (["--attribute", "--vs", "flag_gems", "--vs-env", "X=1"], "same Python and environment"),
+        (["--attribute", "--vs", "flag_gems", "--attribute-budget", "2us"],
+         "--attribute-budget '2us': give a time"),
+        (["--attribute", "--vs", "flag_gems", "--attribute-min-share", "1.5"],
+         "--attribute-min-share must be between 0 and 1"),
+        (["--vs", "flag_gems", "--attribute-ops", "mm"], "go with --attribute"),
+    ]
+    for args, words in cases:
+        r = CliRunner().invoke(app, ["serve", "--device", "cpu", *args])
+        assert r.exit_code == 2, (args, r.output)
+        assert words in r.output and "Traceback" not in r.output, (args, r.output)
+
+
+@pytest.mark.slow
+@pytest.mark.capture
+def test_cli_attributes_in_forked_processes(tmp_path):
+    """The real command, its processes forked from a template: the op list, every round
+    and both profiles in their own processes; silu planted at 3 ms per call is the top
+    part, the identity holds in the written document and the markdown shows the table."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import json
+    import subprocess
+
+    out = tmp_path / "attr.json"
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{PLANTED}", PLANTED_GEMS_SLOW="silu:3000000")
+    proc = subprocess.run(
+        [sys.executable, "-m", "traceview", "serve", "--device", "cpu", "--dtype", "float32",
+         "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
+         "--intermediate", "128", "--vocab", "512", "--requests", "2", "--prompt-len", "8",
+         "--output-len", "6", "--batch-size", "2", "--check-steps", "2", "--profile-steps",
+         "2", "--vs", "flag_gems", "--attribute", "--no-check-cache", "--format", "md",
+         "--out", str(out), "--trace-dir", str(tmp_path / "traces")],
+        capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    from traceview.serve.runner import read_serve
+
+    att = read_serve(doc).attribution
+    assert att is not None and at.check_identity(att) == []
+    assert att.parts[0].name == "silu" and att.parts[0].figures["tpot_p50"].excludes_zero
+    assert doc["protocol"]["process_start"]["mode"] == "fork"
+    assert "| silu |" in proc.stdout and "attribution round" not in proc.stdout
+    assert "attribution final: round 6/6" in proc.stderr
+    assert all(v["diagnosis"] and "decode" in v["diagnosis"] for v in doc["variants"])
