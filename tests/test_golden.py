@@ -119,6 +119,11 @@ DOCUMENTS = {  # golden stem -> (registry subject, saved document)
     # an H200 A/B with both sides' unprofiled splits (torch vs flag_gems sigmoid)
     "split_ab_h200_sigmoid": ("ab", ROOT / "fixtures" / "split_ab_h200_sigmoid.json"),
     "serve_tiny_cpu": ("serve", DATA / "serve_tiny_cpu.json"),
+    # serve --attribute on the tiny Llama with tests/planted_gems (PLANTED_GEMS_SLOW=rsqrt:0:
+    # rsqrt through a Python override that waits 0 ns, the other ops ATen's), run2 of
+    # tools/attribute_serve_on_gpu.sh's CPU check (docs/serving.md); its command is in
+    # the document
+    "serve_attribute_cpu": ("serve", DATA / "serve_attribute_cpu.json"),
 }
 DOC_OUTPUTS = {k: OUTPUTS[k] for k in ("text80.txt", "text120.txt", "md")}
 
@@ -153,6 +158,10 @@ def _swap_a_and_b(stem: str, doc: dict) -> dict:
         for c in d["comparisons"].values():
             c["a_ns"], c["b_ns"] = c["b_ns"], c["a_ns"]
             c["a_median_ns"], c["b_median_ns"] = c["b_median_ns"], c["a_median_ns"]
+    elif d.get("attribution"):
+        for p in d["attribution"]["parts"]:
+            p["host_ns_per_step_a"], p["host_ns_per_step_b"] = \
+                p["host_ns_per_step_b"], p["host_ns_per_step_a"]
     else:
         a, b = d["variants"]
         a["summary"], b["summary"] = b["summary"], a["summary"]

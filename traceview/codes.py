@@ -121,6 +121,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("integrity-unreliable", "info", "the figures some integrity check makes unreliable"),
     Code("what-if", "info", "a projection of the typical call: its figure and interval "
          "against the call it replaces, and the figures its model rests on"),
+    Code("attribution-split", "info",
+         "serve --attribute: a backend swap's effect on one figure split by op, the parts "
+         "and the interaction adding up to the whole"),
+    Code("op-reproducer", "info",
+         "a wrong op's reproducer: its largest error against a float64 reference and "
+         "whether it is beyond its dtype's tolerance"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -20,6 +20,7 @@ from traceview.cli._output import as_text
 from traceview.runner.outcome import CHILD_TIMEOUT_S
 
 _MODEL, _LOAD, _SIDES, _PROTO, _OUT = "Model", "Workload", "Backends", "Protocol", "Output"
+_ATTR = "Attribution"
 
 
 def _opt(help: str, panel: str, *names: str, **kw: Any) -> typer.models.OptionInfo:
@@ -89,6 +90,21 @@ def serve(
                                            "--trace-dir")] = None,
     child_timeout: Annotated[float, _opt("Seconds one child process may take.", _PROTO,
                                          "--child-timeout")] = float(CHILD_TIMEOUT_S),
+    attribute: Annotated[bool, _opt(
+        "Split the eager -> flag_gems effect on TPOT, TTFT and throughput by op: ops "
+        "toggled alone and in bisection groups, in fresh processes, with intervals.",
+        _ATTR, "--attribute")] = False,
+    attribute_ops: Annotated[str | None, _opt(
+        "Only these FlagGems ops are candidates (comma-separated; the rest stay in the "
+        "whole effect and show as interaction).", _ATTR, "--attribute-ops")] = None,
+    attribute_budget: Annotated[str | None, _opt(
+        "Time budget for the attribution (90s, 3min): screening stops where the final "
+        "stage would not fit.", _ATTR, "--attribute-budget")] = None,
+    attribute_screen_rounds: Annotated[int, _opt(
+        "Processes per screening stage.", _ATTR, "--attribute-screen-rounds")] = 3,
+    attribute_min_share: Annotated[float, _opt(
+        "Split a group further while its TPOT effect is at least this share of the whole.",
+        _ATTR, "--attribute-min-share")] = 0.1,
     spawn: Annotated[bool, _opt(
         "Start every process as a fresh interpreter (default: fork it from a template "
         "that imported torch and transformers once, without CUDA).", _PROTO,
@@ -104,7 +120,8 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
            exclude_failing, no_check_cache, layers, hidden, heads, kv_heads, intermediate,
            vocab, dtype, device, seed, requests, prompt_len, output_len, batch_size, arrival, rate,
            warmup_batches, rounds, alpha, order_seed, check_steps, profile_steps, fmt, out,
-           trace_dir, child_timeout, spawn) -> None:
+           trace_dir, child_timeout, spawn, attribute, attribute_ops, attribute_budget,
+           attribute_screen_rounds, attribute_min_share) -> None:
     import time
 
     from rich.console import Console
@@ -133,6 +150,8 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
         a=a, b=b, rounds=rounds, alpha=alpha, order_seed=order_seed, check_steps=check_steps,
         profile_steps=profile_steps, exclude_failing=exclude_failing,
         check_cache=not no_check_cache,
+        attribute=_attribute_spec(attribute, attribute_ops, attribute_budget,
+                                  attribute_screen_rounds, attribute_min_share),
     ).validate()
     if not child_timeout > 0:
         raise UsageError("--child-timeout must be positive")
@@ -157,7 +176,8 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
     with launch_mod.forking(spec.variants, timeout_s=child_timeout,
                             fork=not spawn) as launch:  # templates import meanwhile
         doc = as_written(run_serve(spec, launch=launch, log=log, trace_dir=trace_dir,
-                                   argv=_argv(), on_stage=save))
+                                   argv=_argv(), on_stage=save,
+                                   report_dir=out.parent if out is not None else None))
     save(doc)
     from traceview.cli._common import stdout_console
 
@@ -168,6 +188,28 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
         sys.stdout.flush()
         print(f"traceview: error: {doc['stopped']}", file=sys.stderr)
         raise typer.Exit(3)
+
+
+def _attribute_spec(on: bool, ops: str | None, budget: str | None,  # noqa: FBT001
+                    screen_rounds: int, min_share: float) -> Any:
+    """The ``--attribute*`` options (the budget read as ab's ``--until`` reads one)."""
+    from traceview.errors import UsageError
+    from traceview.multi.sequential import parse_until
+    from traceview.serve import spec as sp
+
+    if not on:
+        if ops or budget:
+            raise UsageError("--attribute-ops and --attribute-budget go with --attribute")
+        return None
+    try:
+        until = parse_until([budget]) if budget else None
+    except UsageError:
+        until = None
+    if budget and (until is None or until.seconds is None):
+        raise UsageError(f"--attribute-budget {budget!r}: give a time (90s, 3min)")
+    return sp.AttributeSpec(ops=sp.parse_ops(ops),
+                            budget_s=None if until is None else until.seconds,
+                            screen_rounds=screen_rounds, min_share=min_share)
 
 
 def _write_atomically(path: Path, text: str) -> None:

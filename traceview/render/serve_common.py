@@ -159,6 +159,14 @@ def result_claim(doc: dict[str, Any]) -> Claim:
             f"batching), {doc['model']['params'] / 1e6:.3g} M-param Llama-style random "
             f"weights, {doc['model']['dtype']} on {(env.get('device') or {}).get('name')}; "
             f"{workload_line(doc)}")
+    att = doc.get("attribution")
+    if att is not None:  # the split's own claims cite its figures; this line repeats the first
+        c.fig("rounds", att["rounds"], "/attribution/rounds")
+        return Claim("serve-result", (
+            f"{head}. A = {variants[0]['description']}, B = {variants[1]['description']}"
+            f", split by op over {att['rounds']} fresh processes (each measuring eager, "
+            f"the whole swap and every part): "
+            + " ".join(c["text"] for c in att["claims"][:1])), tuple(c.figs), tuple(c.rels))
     if doc.get("ab") is None:
         s = variants[0]["summary"]
         lat = s["latency_ns"]
@@ -209,3 +217,57 @@ def result_claim(doc: dict[str, Any]) -> Claim:
                                           "device_busy_share"))
         out += f" Device busy during decode (profiled): {pct(busy[0])} -> {pct(busy[1])}."
     return Claim("serve-result", out, tuple(c.figs), tuple(c.rels))
+
+
+ATTRIBUTION_COLUMNS = ("part", "TPOT p50", "interval", "share", "TTFT p50", "wall",
+                       "host/step B", "host/step A")
+
+
+def _ci(e: dict[str, Any]) -> str:
+    if e["ci_low_ns"] is None:
+        return "-"
+    return (f"{signed_ns(e['ci_low_ns'])}..{signed_ns(e['ci_high_ns'])}"
+            + (" *" if e["excludes_zero"] else ""))
+
+
+def attribution_rows(att: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The attribution table: each part, the interaction, the whole (whose row the
+    others add up to exactly), with the profiled host time per step beside each part."""
+    rows: list[tuple[str, ...]] = []
+    for p in att["parts"]:
+        f = p["figures"]
+        rows.append((p["name"], signed_ns(f["tpot_p50"]["estimate_ns"]), _ci(f["tpot_p50"]),
+                     pct(p["share_of_whole"]), signed_ns(f["ttft_p50"]["estimate_ns"]),
+                     signed_ns(f["wall"]["estimate_ns"]), ns(p["host_ns_per_step_b"]),
+                     ns(p["host_ns_per_step_a"])))
+    for label, e in (("interaction", att["interaction"]), ("whole swap", att["whole"])):
+        rows.append((label, signed_ns(e["tpot_p50"]["estimate_ns"]), _ci(e["tpot_p50"]), "",
+                     signed_ns(e["ttft_p50"]["estimate_ns"]), signed_ns(e["wall"]["estimate_ns"]),
+                     "", ""))
+    return rows
+
+
+def attribution_caption(att: dict[str, Any]) -> str:
+    stages = att["stages"]
+    screens = sum(1 for s in stages if s["kind"] == "screen")
+    return (f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
+            f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
+            f"eager, the whole swap and every part; screening ended: "
+            f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
+            f"whole exactly; host/step: profiled self host time of the part's ATen ops "
+            f"per decode step")
+
+
+def reproducer_lines(block: dict[str, Any]) -> list[str]:
+    """One line per wrong op's reproducer: its claim's sentence, its calls, its script."""
+    found = block.get("reproducers")
+    if isinstance(found, dict):
+        return [f"reproducer: {found.get('error')}"]
+    return [f"{r['claim']['text']}; calls: " + "; ".join(_call(c) for c in r["calls"][:3])
+            + f"; script: {r.get('script')}" for r in found or []]
+
+
+def _call(c: dict[str, Any]) -> str:
+    tensors = [a for a in c["args"] if isinstance(a, dict) and "shape" in a]
+    return (f"{c['aten']} " + " x ".join(str(a["shape"]) for a in tensors)
+            + (f" {tensors[0]['dtype']}" if tensors else ""))

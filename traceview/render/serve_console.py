@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from traceview.render.serve_common import (
+    ATTRIBUTION_COLUMNS,
     FIGURE_LABELS,
+    attribution_caption,
+    attribution_rows,
     correctness_line,
     model_line,
     ns,
     pct,
     rate,
+    reproducer_lines,
     signed_ns,
     versions_line,
     workload_line,
@@ -37,10 +42,15 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
             p(f"  [yellow]note:[/] {escape(note)}")
         if v["correctness"].get("bisect"):
             _bisect(console, v["correctness"]["bisect"])
+        for line in reproducer_lines(v["correctness"]):
+            p(f"  reproducer: {escape(line)}", soft_wrap=True)
     if doc.get("stopped"):
         p(f"[red]stopped:[/] {escape(doc['stopped'])}")
         return
-    _figures(console, doc)
+    if doc.get("attribution"):
+        _attribution(console, doc["attribution"])
+    else:
+        _figures(console, doc)
     if doc.get("ab"):
         _ab(console, doc)
     for v in doc["variants"]:
@@ -126,3 +136,25 @@ def _diagnosis(console: Console, v: dict[str, Any]) -> None:
                     f"(x{o['calls_per_step']:g})" for o in dec["host_ops_per_step"][:8])
     console.print(f"  ops per step (host, inclusive): {escape(ops)}")
     console.print(f"  [dim]trace: {escape(d['trace'])}[/]", soft_wrap=True)
+
+
+#: Columns a narrow terminal keeps (TTFT and wall are in the sentences below the table).
+NARROW_COLUMNS = ("part", "TPOT p50", "interval", "share", "host/step B")
+
+
+def _attribution(console: Console, att: dict[str, Any]) -> None:
+    keep = ATTRIBUTION_COLUMNS if console.width >= 110 else NARROW_COLUMNS
+    at = [ATTRIBUTION_COLUMNS.index(c) for c in keep]
+    t = Table(title="attribution: the swap's effect split by op (B config - eager in the "
+                    "same process, Hodges-Lehmann, exact signed-rank interval)",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for col in keep:
+        t.add_column(col, justify="left" if col == "part" else "right",
+                     overflow="fold")
+    for row in attribution_rows(att):
+        t.add_row(*[escape(row[i]) for i in at])
+    t.caption = attribution_caption(att)
+    t.caption_justify = "left"
+    console.print(t)
+    for c in att["claims"]:
+        console.print(escape(c["text"]))

@@ -9,12 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.render.serve_common import (
+    ATTRIBUTION_COLUMNS,
     FIGURE_LABELS,
+    attribution_caption,
+    attribution_rows,
     correctness_line,
     model_line,
     ns,
     pct,
     rate,
+    reproducer_lines,
     result_sentence,
     signed_ns,
     versions_line,
@@ -26,15 +30,25 @@ def esc(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
+def _protocol_line(doc: dict[str, Any]) -> str:
+    att = doc.get("attribution")
+    if att is not None:
+        return (f"- Protocol: correctness against torch eager first; then "
+                f"{sum(1 for s in att['stages'] if s['kind'] == 'screen')} screening "
+                f"stage(s) of {att['screen_rounds']} and {att['rounds']} fresh processes, "
+                "each measuring eager, the whole swap and every part in its own order")
+    return (f"- Protocol: {doc['protocol']['rounds']} fresh process(es) per side"
+            + (", interleaved by round" if doc.get("ab") else "")
+            + "; correctness against torch eager first")
+
+
 def render_serve_markdown(doc: dict[str, Any]) -> str:
     lines = ["## Serving workload (traceview serve)", "",
              f"Serving result, if measured: {esc(result_sentence(doc))}", "",
              f"- Model: {esc(model_line(doc))}",
              f"- Workload: {esc(workload_line(doc))}",
              f"- Engine: {esc(doc['workload']['engine'])}",
-             f"- Protocol: {doc['protocol']['rounds']} fresh process(es) per side"
-             + (", interleaved by round" if doc.get("ab") else "")
-             + "; correctness against torch eager first"]
+             _protocol_line(doc)]
     if doc.get("command"):
         lines.append(f"- Command: `{' '.join(doc['command'])}`")
     for v in doc["variants"]:
@@ -49,9 +63,12 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
                          + "".join(f"; `{esc(r['op'])}` {r['verdict']}"
                                    + (f" ({esc(r.get('error'))})" if r["crashed"] or r.get("timed_out") else "")
                                    for r in bad))
+        lines += [f"  - reproducer: {esc(x)}" for x in reproducer_lines(v["correctness"])]
     if doc.get("stopped"):
         lines += ["", f"**Stopped:** {esc(doc['stopped'])}", ""]
         return "\n".join(lines) + "\n"
+    if doc.get("attribution"):
+        return "\n".join(lines + _attribution(doc["attribution"])) + "\n"
     lines += ["", "| figure | " + " | ".join(f"{v['label']}: {esc(v['backend'])}"
                                             for v in doc["variants"]) + " |",
               "| --- |" + " ---: |" * len(doc["variants"])]
@@ -100,3 +117,13 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
             lines.append(f"\n{v['label']} host time per decode step by op (inclusive): {ops}")
             lines.append(f"(trace: `{esc(d['trace'])}`; `{esc(d['explain_command'])}`)")
     return "\n".join(lines) + "\n"
+
+
+def _attribution(att: dict[str, Any]) -> list[str]:
+    lines = ["", "Attribution: the swap's effect split by op (B config - eager in the same "
+             "process):", "", "| " + " | ".join(ATTRIBUTION_COLUMNS) + " |",
+             "| --- |" + " ---: |" * (len(ATTRIBUTION_COLUMNS) - 1)]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in attribution_rows(att)]
+    lines += ["", esc(attribution_caption(att)), ""]
+    lines += [f"- {esc(c['text'])}" for c in att["claims"]]
+    return lines

@@ -100,6 +100,19 @@ def flag_gems_units(hit_ops: Iterable[str]) -> tuple[list[str], list[str]]:
     return called, rest
 
 
+def flag_gems_keys(units: Iterable[str]) -> dict[str, list[str]]:
+    """Per FlagGems op name, the registry keys (ATen overloads) it registers for."""
+    gems = import_flag_gems()
+    wanted = set(units)
+    with gems.use_gems():
+        pairs = list(zip(gems.all_registered_keys(), gems.all_registered_ops(), strict=False))
+    out: dict[str, list[str]] = {}
+    for key, unit in pairs:
+        if unit in wanted:
+            out.setdefault(unit, []).append(key)
+    return out
+
+
 def match_units(hit_ops: Iterable[str], registry: Iterable[tuple[str, str]]) -> list[str]:
     """The registry's unit names whose key the model calls, sorted, once each.
 

@@ -147,6 +147,12 @@ def _check_in(torch: Any, model: Any, spec: ModelSpec, workload: Workload, varia
                                                       spec.dtype),
                                   exclude_ops=list(fixed.exclude_ops))
             lap("recheck")
+            from traceview.serve.reproducer import record_ops
+
+            # every culprit was wrong, none crashed: the process is sound to record them
+            out["reproducers"] = [record_ops(torch, model, batch, variant, op, spec.dtype,
+                                             emit) for op in culprits]
+            lap("reproduce")
     return out
 
 
@@ -225,8 +231,58 @@ def task_profile(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return dict(out, backend_detail=detail, environment=environment(torch, spec))
 
 
+def task_units(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """The backend's ops this model calls (the bisect's candidates), with the registry
+    keys each one registers (``mul`` -> ``mul.Tensor``, ``mul.Scalar``)."""
+    from traceview.serve.opcalls import aten_ops
+
+    torch, model, spec, workload, variant = _setup(task)
+    hit = aten_ops(torch, model, _check_batch(workload, spec.vocab))
+    called, rest = backends.flag_gems_units(hit)
+    keys = backends.flag_gems_keys(called)
+    return {"units": [u for u in called if u not in variant.exclude_ops], "called": called,
+            "not_called": len(rest), "keys": keys, "aten_ops": hit}
+
+
+def task_attribute(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """One round of ``serve --attribute``: the model built once, then each configuration
+    in the task's order (eager, the whole backend, or ops alone: ``include``), each
+    warmed up and measured over one pass of the workload, the backend left between."""
+    t_start = time.perf_counter_ns()
+    torch, model, spec, workload, variant = _setup(task)
+    setup_ns = time.perf_counter_ns() - t_start
+    out = []
+    for cfg in task["configs"]:
+        emit({"config": cfg["name"]})
+        t0 = time.perf_counter_ns()
+        gen = model_mod.generation_config(workload.output_len)
+        include = cfg.get("include")
+        with contextlib.ExitStack() as stack:
+            if include != []:  # [] is eager: the backend stays off
+                backends.enter(variant, torch, model, gen, stack, include=include)
+            engine.warm_up(torch, model, workload, gen, spec.vocab)
+            run = engine.run_workload(torch, model, workload, gen, spec.vocab)
+        out.append({"name": cfg["name"], "requests": run["requests"],
+                    "tokens_sha256": run["tokens_sha256"],
+                    "elapsed_ns": time.perf_counter_ns() - t0})
+    return {"configs": out, "setup_ns": setup_ns, "environment": environment(torch, spec),
+            "pid": os.getpid()}
+
+
+def task_reproduce(task: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """Each wrong op alone, its calls recorded and compared with a float64 reference
+    (:mod:`.reproducer`)."""
+    from traceview.serve.reproducer import record_ops
+
+    torch, model, spec, workload, variant = _setup(task)
+    batch = _check_batch(workload, spec.vocab)
+    return {"ops": [record_ops(torch, model, batch, variant, op, spec.dtype, emit)
+                    for op in task["ops"]]}
+
+
 TASKS = {"check": task_check, "measure": task_measure, "bisect": task_bisect,
-         "profile": task_profile}
+         "profile": task_profile, "units": task_units, "attribute": task_attribute,
+         "reproduce": task_reproduce}
 
 
 def run_task(task: dict[str, Any], emit: Emit) -> None:

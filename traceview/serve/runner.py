@@ -37,6 +37,7 @@ from traceview.paired import Side, compare, interleaved_order
 from traceview.runner.outcome import Outcome
 from traceview.serve import arrivals, metrics
 from traceview.serve import launch as launch_mod
+from traceview.serve.attribution import Attribution
 from traceview.serve.bisect import bisect
 from traceview.serve.diagnosis import diagnose
 from traceview.serve.spec import ServeSpec, Variant, model_to_dict
@@ -110,6 +111,7 @@ def _block(spec: ServeSpec, variant: Variant, status: str, r: dict[str, Any]
     block = dict(r, status=status, exclude_ops=list(variant.exclude_ops))
     block.pop("environment", None)
     block.pop("recheck", None)
+    block.pop("reproducers", None)  # the variant's block holds them, with their scripts
     tokens = r.get("tokens") or {}
     if status == "passed" and tokens.get("earliest_divergence") is not None:
         block["note"] = LEGITIMATE_DIVERGENCE.format(dtype=spec.model.dtype)
@@ -155,6 +157,10 @@ def _resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
     result = bisect(variant, dict(base_task(spec), variant=variant.to_dict()), launch,
                     first=out if began else None)
     block["bisect"] = result.to_dict()
+    if result.culprits:
+        kept = (out.value or {}).get("reproducers") if out is not None else None
+        block["reproducers"] = kept if kept is not None else \
+            _reproduce(spec, variant, result.culprits, launch, log)
     if not (spec.exclude_failing and result.culprits and result.incomplete is None):
         return variant, block, False
     fixed = replace(variant, exclude_ops=variant.exclude_ops + tuple(result.culprits))
@@ -170,6 +176,18 @@ def _resolve(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
     else:
         block["recheck"] = check(spec, fixed, launch)
     return fixed, block, block["recheck"]["status"] == "passed"
+
+
+def _reproduce(spec: ServeSpec, variant: Variant, ops: list[str],
+               launch: launch_mod.Launcher, log: Log) -> list[dict[str, Any]] | dict[str, Any]:
+    """Each culprit alone in a fresh process: the calls it saw, its error against float64
+    (:mod:`.reproducer`); an ``{"error": ...}`` when that process failed."""
+    log(f"{variant.label}: recording {', '.join(ops)} against a float64 reference")
+    out = launch(variant, dict(base_task(spec), task="reproduce", variant=variant.to_dict(),
+                               ops=list(ops)))
+    if out.value is None:
+        return {"error": out.error or "the process failed"}
+    return list(out.value["ops"])
 
 
 def measure_once(spec: ServeSpec, variant: Variant, launch: launch_mod.Launcher,
@@ -272,7 +290,7 @@ def _stopped(v: Variant, block: dict[str, Any]) -> str:
                "not shown wrong): raise --child-timeout" if slow else ""))
 
 
-class ServeDocument(msgspec.Struct, frozen=True, kw_only=True):
+class ServeDocument(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The serve document's top-level layout (docs/serving.md), in its key order. The
     document grows in place while the protocol runs (``run_serve``'s ``on_stage``), so it
     is a dict until it is written; ``as_written`` checks it against this layout and
@@ -290,6 +308,8 @@ class ServeDocument(msgspec.Struct, frozen=True, kw_only=True):
     measured: bool
     stopped: str | None  # why the run stopped early (a failed check); None
     complete: bool
+    #: ``--attribute``'s result; absent without it (so other documents keep their bytes)
+    attribution: Attribution | None = None
 
 
 def read_serve(doc: object) -> ServeDocument:
@@ -307,12 +327,14 @@ def as_written(doc: dict[str, Any]) -> dict[str, Any]:
 def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
               log: Log = lambda s: None, trace_dir: Path | None = None,
               argv: list[str] | None = None,
-              on_stage: Callable[[dict[str, Any]], None] = lambda d: None) -> dict[str, Any]:
+              on_stage: Callable[[dict[str, Any]], None] = lambda d: None,
+              report_dir: Path | None = None) -> dict[str, Any]:
     """The whole protocol; returns the JSON document (docs/serving.md).
 
     ``on_stage(doc)`` is called after every stage (each check, each repetition, each
     diagnosis) with the document so far, ``complete`` false until the end: a run cut
-    short by a time limit still leaves what it measured.
+    short by a time limit still leaves what it measured. ``report_dir``: where a wrong
+    op's reproducer script is written (default: ``trace_dir``, else a new folder).
 
     ``protocol.stages_ns`` says where the run's time went, stage by stage, as the parent
     saw it (:class:`Stages`), and each stage's end is logged with its seconds: a cold
@@ -320,7 +342,53 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
     """
     launch = launch or launch_mod.in_subprocess
     stages = Stages(log)
-    doc: dict[str, Any] = {
+    doc = _new_document(spec, argv, stages)
+    final: list[Variant] = []
+    for v in spec.variants:
+        with stages.stage(f"correctness_{v.label}"):
+            fixed, block, ok = resolve(spec, v, launch, log)
+        _write_reproducers(block, spec, report_dir or trace_dir, log, len(doc["variants"]))
+        final.append(fixed)
+        doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
+                                    correctness=block, repetitions=[], summary=None,
+                                    diagnosis=None, environment=None))
+        doc["protocol"]["process_start"] = _process_start(launch)
+        on_stage(doc)
+        if not ok:
+            doc["stopped"] = _stopped(v, block)
+            stages.done()
+            doc["complete"] = True
+            return doc
+    spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
+    attributed = None
+    if spec.attribute is not None:
+        assert spec.b is not None  # validate() refuses --attribute without a B
+        with stages.stage("attribution"):
+            attributed = _attribute(spec, spec.b, launch, log)
+        doc["attribution"] = builtins(attributed)
+        for entry in doc["variants"]:  # both sides ran in the attribution's processes
+            entry["environment"] = attributed.environment
+    else:
+        _repetitions(doc, spec, launch, log, on_stage, stages)
+    doc["measured"] = True
+    doc["protocol"]["process_start"] = _process_start(launch)
+    on_stage(doc)
+    if spec.profile_steps:
+        _profile_each(spec, doc, launch, log, trace_dir, stages, on_stage)
+    if attributed is not None:
+        from traceview.serve import attribution
+
+        diag = [v.get("diagnosis") for v in doc["variants"]]
+        doc["attribution"] = builtins(attribution.with_claims(
+            attribution.with_host_times(attributed, diag[0], diag[1])))
+    doc["protocol"]["process_start"] = _process_start(launch)
+    stages.done()
+    doc["complete"] = True
+    return doc
+
+
+def _new_document(spec: ServeSpec, argv: list[str] | None, stages: Stages) -> dict[str, Any]:
+    return {
         **stamp("serve"), "tool_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": argv, "model": model_to_dict(spec.model),
@@ -335,23 +403,12 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
                      "stages_ns": stages.ns},
         "variants": [], "ab": None, "measured": False, "stopped": None, "complete": False,
     }
-    final: list[Variant] = []
-    for v in spec.variants:
-        with stages.stage(f"correctness_{v.label}"):
-            fixed, block, ok = resolve(spec, v, launch, log)
-        final.append(fixed)
-        doc["variants"].append(dict(fixed.to_dict(), description=fixed.describe(),
-                                    correctness=block, repetitions=[], summary=None,
-                                    diagnosis=None, environment=None))
-        doc["protocol"]["process_start"] = _process_start(launch)
-        on_stage(doc)
-        if not ok:
-            doc["stopped"] = _stopped(v, block)
-            stages.done()
-            doc["complete"] = True
-            return doc
-    spec = replace(spec, a=final[0], b=final[1] if len(final) > 1 else None)
 
+
+def _repetitions(doc: dict[str, Any], spec: ServeSpec, launch: launch_mod.Launcher,
+                 log: Log, on_stage: Callable[[dict[str, Any]], None],
+                 stages: Stages) -> None:
+    """The measured rounds, interleaved by round with two sides."""
     order: list[tuple[int, Side]]
     if spec.b is None:
         order = [(r, "A") for r in range(spec.rounds)]
@@ -367,16 +424,6 @@ def run_serve(spec: ServeSpec, *, launch: launch_mod.Launcher | None = None,
             reps[side].append(measure_once(spec, variant, launch, rnd, position))
         _fill(doc, spec, reps)  # a run cut short still has its summaries so far
         on_stage(doc)
-    doc["measured"] = True
-    doc["protocol"]["process_start"] = _process_start(launch)
-    on_stage(doc)
-
-    if spec.profile_steps:
-        _profile_each(spec, doc, launch, log, trace_dir, stages, on_stage)
-    doc["protocol"]["process_start"] = _process_start(launch)
-    stages.done()
-    doc["complete"] = True
-    return doc
 
 
 def _profile_each(spec: ServeSpec, doc: dict[str, Any], launch: launch_mod.Launcher,
@@ -435,6 +482,53 @@ class Stages:
     def done(self) -> None:
         self.ns["total"] = time.perf_counter_ns() - self.began
         self.log(f"stage total: {self.ns['total'] / 1e9:.1f} s")
+
+
+def _attribute(spec: ServeSpec, b: Variant, launch: launch_mod.Launcher, log: Log) -> Any:
+    """``--attribute``: the ops B swaps in, then :func:`attribution.attribute`."""
+    from traceview.serve import attribution
+
+    assert spec.attribute is not None
+    log(f"attribution: listing the ops {b.describe()} swaps in for this model")
+    out = launch(b, dict(base_task(spec), task="units", variant=b.to_dict()))
+    if out.value is None:
+        raise CaptureError(f"attribution: the op list could not be made: {out.error}")
+    units = list(out.value["units"])
+    if spec.attribute.ops:
+        unknown = [op for op in spec.attribute.ops if op not in units]
+        if unknown:
+            raise CaptureError(f"--attribute-ops {','.join(unknown)}: not among the ops the "
+                               f"model calls on this backend ({', '.join(units)})")
+        units = list(spec.attribute.ops)
+    settings = attribution.Settings(rounds=spec.rounds, screen_rounds=spec.attribute.screen_rounds,
+                                    min_share=spec.attribute.min_share, alpha=spec.alpha,
+                                    budget_s=spec.attribute.budget_s,
+                                    seed=spec.order_seed or 0)
+    return attribution.attribute(units, settings, b, base_task(spec), launch, log,
+                                 keys=out.value.get("keys"))
+
+
+def _write_reproducers(block: dict[str, Any], spec: ServeSpec, folder: Path | None,
+                       log: Log, index: int) -> None:
+    """Each wrong op's one-file script, next to the report; its path and its sentence
+    (a claim on variant ``index``'s block) in the block."""
+    found = block.get("reproducers")
+    if not isinstance(found, list) or not found:
+        return
+    from traceview.report.claims import pointer
+    from traceview.serve.reproducer import claim, script
+
+    folder = folder or Path(tempfile.mkdtemp(prefix="traceview-serve-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    model = (f"a {spec.model.layers}-layer Llama-style model ({spec.model.dtype}, "
+             f"{spec.model.device})")
+    for j, entry in enumerate(found):
+        path = folder / f"reproduce_{entry['op']}.py"
+        path.write_text(script(entry, path.name, model))
+        entry["script"] = str(path)
+        entry["claim"] = claim(entry, pointer("variants", index, "correctness",
+                                              "reproducers", j))
+        log(f"reproducer for {entry['op']} ({entry['verdict']}): {path}")
 
 
 def _process_start(launch: launch_mod.Launcher) -> dict[str, Any] | None:

@@ -172,6 +172,25 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class AttributeSpec:
+    """``--attribute``: split the A/B's whole effect by op (:mod:`.attribution`)."""
+
+    ops: tuple[str, ...] = ()  # restrict the candidates (default: every op the model calls)
+    budget_s: float | None = None
+    screen_rounds: int = 3
+    min_share: float = 0.1
+
+    def validate(self) -> AttributeSpec:
+        if self.screen_rounds < 1:
+            raise UsageError("--attribute-screen-rounds must be at least 1")
+        if not 0 < self.min_share < 1:
+            raise UsageError("--attribute-min-share must be between 0 and 1")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise UsageError("--attribute-budget must be positive")
+        return self
+
+
+@dataclass(frozen=True)
 class ServeSpec:
     """The whole run. ``b`` is None for a single-variant run."""
 
@@ -187,6 +206,7 @@ class ServeSpec:
     exclude_failing: bool = False
     #: reuse a passed correctness check kept on disk (:mod:`traceview.serve.check_cache`)
     check_cache: bool = False
+    attribute: AttributeSpec | None = None
 
     def validate(self) -> ServeSpec:
         if self.rounds < 1:
@@ -197,8 +217,25 @@ class ServeSpec:
             raise UsageError("--check-steps must be at least 1")
         if self.profile_steps < 0:
             raise UsageError("--profile-steps must be 0 or more")
+        if self.attribute is not None:
+            self._attributable()
         return replace(self, model=self.model.validate(), workload=self.workload.validate(),
                        a=self.a.validate(), b=None if self.b is None else self.b.validate())
+
+    def _attributable(self) -> None:
+        """--attribute splits eager -> flag_gems by op, toggled inside one process: B must
+        be flag_gems and A plain eager in the same interpreter and environment."""
+        assert self.attribute is not None
+        self.attribute.validate()
+        b = self.b
+        if b is None or b.backend != "flag_gems" or self.a.backend != "eager":
+            raise UsageError("--attribute splits an eager -> flag_gems swap by op: give "
+                             "--backend eager --vs flag_gems")
+        if b.env != self.a.env or b.python != self.a.python:
+            raise UsageError("--attribute: both sides must run in the same Python and "
+                             "environment (give --env and --vs-env alike)")
+        if self.rounds < 2:
+            raise UsageError("--attribute needs --rounds 2 or more (6 for a 95% interval)")
 
     @property
     def variants(self) -> tuple[Variant, ...]:

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Splits the default serving swap, torch eager -> FlagGems, by op on a GPU
+# (`traceview serve --attribute --vs flag_gems --exclude-failing`), twice, and checks the
+# attribution against a planted slowdown in one real FlagGems op:
+#
+#   run1, run2  the default model, the same command twice (run2 reuses run1's kept
+#               correctness check and compiled kernels): do the top three ops agree?
+#               Each attribution gets 36% of what the budget leaves after 200 s for the
+#               cold check, op listings and profiled runs; the planted run 20%.
+#   planted     the same with PLANTED_OP (default argmax: called once per decode step and
+#               once per prefill) busy-waiting PLANTED_NS (default 5 ms) per call, installed
+#               by a sitecustomize that wraps that op's function in FlagGems' op table on
+#               import; the candidates: the planted op and run1's three largest parts.
+#               Truth: TPOT p50 +PLANTED_NS x calls per step over what the op costs
+#               unplanted (run1's figure for it when run1 isolated it).
+#
+# Run from the repository root with traceview's dependencies and FlagGems importable
+# (carried wheels on PYTHONPATH), OUT an empty folder, the budget in seconds (default 470):
+#   OUT=/tmp/out bash tools/attribute_serve_on_gpu.sh 470
+# Writes $OUT/results.tar.gz (run1/run2/planted .json .md .log, any reproducer scripts)
+# and $OUT/summary.txt (each run's wall and exit status, the top parts of each run, the
+# planted check's verdict). SERVE_ARGS: more options for every run; CALLS_PER_STEP: the
+# planted op's calls per decode step when the profile's count is not it.
+# The CPU check of this script (about 25 s on a quiet 2-core machine; run1's and run2's
+# parts are noise there, the planted rsqrt gets its 5 calls x 2 ms):
+#   PYTHONPATH=$PWD:$PWD/tests/planted_gems OUT=/tmp/o PLANTED_GEMS_SLOW=rsqrt:0 \
+#   PLANTED_OP=rsqrt PLANTED_NS=2000000 CALLS_PER_STEP=5 \
+#   WORK="--requests 2 --output-len 8 --batch-size 2 --profile-steps 2" \
+#   SERVE_ARGS="--device cpu --dtype float32 --layers 2 --hidden 64 --heads 4 --kv-heads 2 \
+#     --intermediate 128 --vocab 512 --prompt-len 8 --check-steps 2" \
+#   bash tools/attribute_serve_on_gpu.sh 400
+set -uo pipefail
+: "${OUT:?set OUT to an output folder}"
+BUDGET_S=${1:-470}
+export PYTHONUNBUFFERED=1 COLUMNS=120
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+PLANTED_OP=${PLANTED_OP:-argmax}; PLANTED_NS=${PLANTED_NS:-5000000}
+# the attribution's workload: one batch of 8 requests keeps a process to a few seconds
+WORK=${WORK:---requests 8 --output-len 16 --profile-steps 4}
+work=$(mktemp -d /tmp/attribute-serve.XXXXXX)
+began=$(date +%s)
+left() { echo $((BUDGET_S - ($(date +%s) - began))); }
+
+python3 - >"$OUT/summary.txt" 2>&1 <<'PY'
+import importlib.metadata as m, sys
+def v(n):
+    try:
+        return m.version(n)
+    except m.PackageNotFoundError:
+        return "not installed"
+print("python", sys.version.split()[0], *(f"{n} {v(n)}" for n in ("torch", "triton", "transformers", "flag_gems")))
+PY
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$OUT/summary.txt" 2>&1
+
+run() {  # run NAME ATTRIBUTION_BUDGET_S LIMIT_S ARGS...: one timed serve --attribute run
+  local name=$1 attr=$2 limit=$3; shift 3
+  local t0 code
+  t0=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout -k 10 "$limit" python3 -m traceview serve --vs flag_gems --exclude-failing \
+    --attribute --attribute-budget "${attr}s" $WORK ${SERVE_ARGS:-} "$@" \
+    --trace-dir "$work/$name" --out "$work/$name.json" --format md \
+    >"$work/$name.md" 2>"$work/$name.log"
+  code=$?
+  echo "== $name: exit $code, wall $(( $(date +%s) - t0 )) s (limit $limit s, attribution budget $attr s)" >>"$OUT/summary.txt"
+}
+
+# The attribution's own budget (from its start: both runs get the same resolution); what
+# is around it: run1's cold check (FlagGems' compiles and mm autotuning, the bisect, the
+# reproducer), each run's op listing and two profiled runs.
+spare=$(( BUDGET_S > 260 ? BUDGET_S - 200 : 60 ))
+a1=$(( spare * 36 / 100 )); a3=$(( spare * 20 / 100 ))
+run run1 "$a1" $(( a1 + 190 ))
+run run2 "$a1" $(( a1 + 70 ))
+# the planted check: a sitecustomize on the variants' path wraps PLANTED_OP on import
+mkdir -p "$work/planted"
+cat >"$work/planted/sitecustomize.py" <<'PY'
+"""Wraps one FlagGems op with a busy-wait (PLANTED_FLAG_GEMS_SLOW=op:ns) when FlagGems is
+imported: every entry of its op table whose function has that name."""
+import functools, importlib.abc, importlib.util, os, sys, time
+
+OP, _, NS = os.environ.get("PLANTED_FLAG_GEMS_SLOW", "").partition(":")
+
+
+def slow(fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        end = time.perf_counter_ns() + int(NS)
+        while time.perf_counter_ns() < end:
+            pass
+        return fn(*args, **kwargs)
+    return wrapped
+
+
+def plant(mod):
+    table = getattr(mod, "_FULL_CONFIG", None)
+    if table is None:
+        print("planted: flag_gems has no _FULL_CONFIG", file=sys.stderr)
+        return
+    out, n = [], 0
+    for item in table:
+        if isinstance(item, tuple) and len(item) > 1 and getattr(item[1], "__name__", "") == OP:
+            item = (item[0], slow(item[1]), *item[2:])
+            n += 1
+        out.append(item)
+    mod._FULL_CONFIG = tuple(out) if isinstance(table, tuple) else out
+    print(f"planted: {n} entries of {OP} busy-wait {NS} ns", file=sys.stderr)
+
+
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "flag_gems":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            plant(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if OP and NS:
+    sys.meta_path.insert(0, Finder())
+PY
+ops=$(python3 - "$work/run1.json" "$PLANTED_OP" <<'PY'
+import json, sys
+try:
+    att = json.load(open(sys.argv[1])).get("attribution") or {}
+except (OSError, ValueError):
+    att = {}
+top = [p["ops"][0] for p in att.get("parts", []) if len(p["ops"]) == 1][:3]
+print(",".join(dict.fromkeys([sys.argv[2], *top])))
+PY
+)
+# the shim goes on the parent's path (the children inherit it): the variants' own
+# environment stays as run1's, so the kept correctness check applies
+last=$(( $(left) > a3 + 30 ? $(left) - 10 : a3 + 30 ))
+PYTHONPATH="$work/planted:$PYTHONPATH" PLANTED_FLAG_GEMS_SLOW="$PLANTED_OP:$PLANTED_NS" \
+  run planted "$a3" "$last" --attribute-ops "$ops"
+echo "planted: $PLANTED_OP busy-waits $PLANTED_NS ns per call; candidates $ops" >>"$OUT/summary.txt"
+python3 tools/attribution_verdicts.py "$work" "$PLANTED_OP" "$PLANTED_NS" >>"$OUT/summary.txt" 2>&1
+(cd "$work" && tar czf "$OUT/results.tar.gz" $(ls run1.* run2.* planted.* reproduce_*.py \
+  2>/dev/null)) || true
+echo "total wall $(( $(date +%s) - began )) s of $BUDGET_S s" >>"$OUT/summary.txt"
+cat "$OUT/summary.txt"
