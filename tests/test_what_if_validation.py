@@ -23,6 +23,12 @@ MEASURED = DATA / "measured.json"
 # the counterfactual each scenario stands for (the measured variant's key)
 COUNTERFACTUAL = {"cuda-graph": "graph", "no-host-overhead": "queued", "fewer-launches": "fused"}
 TOLERANCE = 0.30
+# Measured variants that are not their scenario's counterfactual. The FlagGems shape's
+# ``fused`` ran the fused chain as raw Triton launches, so it took FlagGems' Python wrapper
+# off the remaining launch as well as removing three launches; the scenario keeps one
+# FlagGems-wrapped launch (the measuring script now fuses through FlagGems' own
+# ``pointwise_dynamic``, for the next measurement).
+NOT_THE_COUNTERFACTUAL = {("flag_gems_op", "fewer-launches")}
 
 pytestmark = pytest.mark.skipif(not MEASURED.exists(), reason="no GPU measurements committed")
 
@@ -40,7 +46,7 @@ def errors() -> dict[tuple[str, str], float]:
                               traceview.Options(calls="whatif_call", unprofiled_call=m["eager"]))
         for w in r.what_if:
             key = COUNTERFACTUAL[w.scenario]
-            if key in m:
+            if key in m and (shape, w.scenario) not in NOT_THE_COUNTERFACTUAL:
                 out[(shape, w.scenario)] = (w.projected_ns - m[key]) / m[key]
     return out
 

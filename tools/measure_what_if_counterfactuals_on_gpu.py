@@ -211,8 +211,19 @@ def shape_flag_gems(dev: str) -> dict:
     """FlagGems' own ops (``flag_gems.ops``): an add, then the same three pointwise ops, each
     a FlagGems Triton kernel behind FlagGems' Python wrapper (its argument handling,
     specialization and launch are the host work the projections take away). Called directly
-    rather than through ``use_gems()`` so the other shapes keep ATen's kernels."""
+    rather than through ``use_gems()`` so the other shapes keep ATen's kernels. ``fused``
+    is the chain as one op written the way FlagGems writes ops (``pointwise_dynamic``), so
+    the one launch left keeps FlagGems' wrapper, as the fewer-launches scenario assumes;
+    ``fused_raw`` is the same chain as raw Triton launches (the wrapper gone too)."""
+    import triton
+    import triton.language as tl
     from flag_gems import ops as fg
+    from flag_gems.utils import pointwise_dynamic
+
+    @pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])
+    @triton.jit
+    def add_sigmoid_affine(x, y):
+        return tl.sigmoid((x + y) * 0.5 + 1.0)
 
     a = torch.randn(16 * 4096, device=dev)
     b = torch.randn_like(a)
@@ -221,12 +232,16 @@ def shape_flag_gems(dev: str) -> dict:
 
     def eager() -> torch.Tensor:
         return fg.sigmoid(fg.add(fg.mul(fg.add(a, b), 0.5), 1.0))
-    add, sig = triton_add_kernel(), triton_sigmoid_affine()
 
     def fused() -> torch.Tensor:
+        return add_sigmoid_affine(a, b)
+    add, sig = triton_add_kernel(), triton_sigmoid_affine()
+
+    def fused_raw() -> torch.Tensor:
         return sig(add(a, b, c), d)
     torch.testing.assert_close(fused(), eager(), rtol=1e-5, atol=1e-5)
-    return {"eager": eager, "fused": fused}
+    torch.testing.assert_close(fused_raw(), eager(), rtol=1e-5, atol=1e-5)
+    return {"eager": eager, "fused": fused, "fused_raw": fused_raw}
 
 
 class TinyLlama(torch.nn.Module):

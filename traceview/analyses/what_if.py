@@ -37,8 +37,10 @@ from traceview.analyses.launches import LaunchSummary
 from traceview.model import Trace
 
 SCENARIOS = ("cuda-graph", "no-host-overhead", "fewer-launches")
-# Kernel names of elementwise work: PyTorch's elementwise kernels, Inductor's pointwise.
-POINTWISE = re.compile(r"elementwise|pointwise|triton_poi_", re.IGNORECASE)
+# Kernel names of elementwise work: PyTorch's elementwise kernels, Inductor's pointwise,
+# and FlagGems' ``pointwise_dynamic`` kernels (generated as ``<function>_kernel_rank_<N>``:
+# ``add_func_kernel_rank_1``, ``sigmoid_forward_kernel_rank_1``).
+POINTWISE = re.compile(r"elementwise|pointwise|triton_poi_|_kernel_rank_\d+$", re.IGNORECASE)
 COSTS_FILE = "graph_launch_costs.json"
 
 

@@ -18,8 +18,9 @@ from traceview.report.unprofiled import UnprofiledInfo
 from traceview.units import fmt_ns
 
 TITLE_INTEGRITY = "Trace integrity"
-# the models are not yet checked against measured counterfactuals (docs/what-if.md)
-TITLE_WHAT_IF = "What if (models of the typical call, not yet checked on a GPU)"
+# each model's error against its counterfactual measured unprofiled on a GPU is in
+# docs/what-if.md (tests/test_what_if_validation.py recomputes them)
+TITLE_WHAT_IF = "What if (models of the typical call; their errors on a GPU: docs/what-if.md)"
 # The sentence ids of this module (``codes.SENTENCES``).
 INTEGRITY_IDS = ("integrity-check", "integrity-graphs", "integrity-incomplete",
                  "integrity-unreliable")
@@ -196,15 +197,16 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
         c.fig("card_matched", None if isinstance(matched, str) else matched,
               *at, "basis", "card_matched")
         card = f"{b.get('card')}{'' if matched else ', not the trace card'}"
+        nodes = "node" if b.get("nodes") == 1 else "nodes"
         if w.scenario == "cuda-graph":
             return c.claim(WHAT_IF_ID, (
-                f"as one CUDA graph: {head}: {basis('nodes', 'nodes')} nodes, "
+                f"as one CUDA graph: {head}: {basis('nodes', 'nodes')} {nodes}, "
                 f"{basis('device_work', 'device_work_ns')} of device work, one graph "
                 f"launch of {basis('fixed', 'fixed_ns')} + "
                 f"{basis('per_node', 'per_node_ns')} per node (measured on {card})"))
         return c.claim(WHAT_IF_ID, (
             f"without host overhead (the device-bound limit): {head}: the "
-            f"{basis('nodes', 'nodes')} nodes back to back, "
+            f"{basis('nodes', 'nodes')} {nodes} back to back, "
             f"{basis('per_node', 'per_node_ns')} per node when queued (measured on {card})"))
     if w.scenario == "fewer-launches":
         scale = b.get("unprofiled_scale", 1.0)
@@ -222,7 +224,8 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
         # the device still runs the rest of the call's work and the chain's longest kernel
         c.rels.append(rel("ge", "projected", "floor"))
         return c.claim(WHAT_IF_ID, (
-            f"with {removed} fewer launches (the {chain}-launch pointwise chain fused): "
+            f"with {removed} fewer {'launch' if removed == '1' else 'launches'} (the "
+            f"{chain}-launch pointwise chain fused): "
             f"{head}: {spacing} of launch spacing removed{scaled}, device floor {floor}"))
     return c.claim(WHAT_IF_ID, f"{w.scenario}: {head}")
 
