@@ -34,6 +34,9 @@
 #   bash tools/calibrate_ab_defaults_then_time_serve_on_gpu.sh
 set -uo pipefail
 : "${OUT:?set OUT to an output folder}"
+# the tools import traceview from this checkout (the carried wheels' PYTHONPATH alone
+# would leave it out: a tool's own folder, not the checkout, is first on its path)
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # 175 s per same-process step: about 1.7 s a round on the H200 after 10-15 s of checks
 # and probes, so 90-95 rounds, nine 10-round runs (the acceptance counts a run the time
 # could not fill as failed, so nine runs that all pass are "9 of 10")
