@@ -127,6 +127,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("op-reproducer", "info",
          "a wrong op's reproducer: its largest error against a float64 reference and "
          "whether it is beyond its dtype's tolerance"),
+    Code("device", "info", "the device's line: busy and idle tiling the window, the busy "
+         "share, the kernels and copies, the kernel time summed over streams and the "
+         "overlap counted once"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

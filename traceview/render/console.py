@@ -26,7 +26,7 @@ from traceview.report.integrity_claims import (
     what_if_lines,
 )
 from traceview.report.model import VERDICT_IDS
-from traceview.report.sentences import bytes_words
+from traceview.report.sentences import bytes_words, device_words
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
@@ -95,21 +95,13 @@ def _device(r: Report) -> RenderableType:
     d = r.device
     w = r.window.dur_ns
     t = Text()
-    t.append("device ", style="bold")
-    t.append(f"busy {fmt_ns(d.busy_ns)} ({fmt_share(d.busy_ns, w)}), idle {fmt_ns(d.idle_ns)} · "
-             f"{plural(d.kernel_count, 'kernel')}")
-    others = [plural(n, w, many) for n, w, many in ((d.memcpy_count, "copy", "copies"),
-                                                   (d.memset_count, "set", None)) if n]
-    if others:
-        t.append(", " + ", ".join(others))
-        if d.copy_sum_ns is not None:
-            t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)")
-    t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
+    line = device_words(r)
+    head, _, rest = line.partition(" ")
+    t.append(head + " ", style="bold")
+    t.append(rest)
     moved = bytes_words(r)
     if moved:
         t.append("\n" + moved)
-    if d.work_sum_ns > d.busy_ns:
-        t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")
     if len(d.per_device) > 1:
         for dev in d.per_device:
             t.append(f"\n  device {dev.device}: busy {fmt_ns(dev.busy_ns)} "

@@ -389,6 +389,9 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     parts.append("#### Where the time went (host category x device state; cells sum to the "
                  "window; host: the attributed thread)")
     parts.append(_matrix(r))
+    from traceview.report.sentences import device_words
+
+    parts.append(esc(device_words(r)))
     devices = _devices(r)
     if devices:
         parts.append("#### Devices (busy is the union over streams; copies apart from kernels)")

@@ -27,6 +27,7 @@ from traceview.report.sentences import (
     bytes_claim,
     calls_claim,
     cause_claims,
+    device_claim,
     perturbation_claims,
     step_claim,
     step_detail_claims,
@@ -63,8 +64,16 @@ def build_report(a: Analysis) -> m.Report:
     integrity = integrity_info(a)
     projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
     window = window_claim(a.window)
+    device = m.DeviceInfo(
+        busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
+        kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
+        memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
+        per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
+        per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
+        kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
+        copy_sum_ns=d.copy_sum_ns)
     api = calls_info.stats.get("api_ns")
-    said = [c for c in (window, step, *step_detail_claims(steps, drawn),
+    said = [c for c in (window, device_claim(device, a.window.dur_ns), step, *step_detail_claims(steps, drawn),
                         *perturbation_claims(calls_info.perturbation,
                                              api.p50 if api else None,
                                              "step" if steps is not None else "call"),
@@ -80,14 +89,7 @@ def build_report(a: Analysis) -> m.Report:
         window=m.WindowInfo(a.window.start_ns, a.window.end_ns, a.window.dur_ns,
                             a.window.source, window.text,
                             a.window.ranges if a.window.source == "annotation" else None),
-        device=m.DeviceInfo(
-            busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
-            kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
-            memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
-            per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
-            per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
-            kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
-            copy_sum_ns=d.copy_sum_ns),
+        device=device,
         host=m.HostInfo(
             thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, _label(a, lane.index)),
             categories=dict(a.host_categories),
