@@ -130,6 +130,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("device", "info", "the device's line: busy and idle tiling the window, the busy "
          "share, the kernels and copies, the kernel time summed over streams and the "
          "overlap counted once"),
+    Code("unprofiled-baseline", "info", "capture's unprofiled baseline from the same run: "
+         "the full API p50 (in graph mode the synchronized replay first), the amortized "
+         "submit and the device time per op"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

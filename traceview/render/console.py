@@ -14,7 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traceview.metadata import NO_CAPTURE, ProtocolMeta
+from traceview.metadata import ProtocolMeta
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
@@ -26,7 +26,7 @@ from traceview.report.integrity_claims import (
     what_if_lines,
 )
 from traceview.report.model import VERDICT_IDS
-from traceview.report.sentences import bytes_words, device_words
+from traceview.report.sentences import BASELINE, baseline_words, bytes_words, device_words
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
@@ -302,25 +302,12 @@ def _verdict(r: Report) -> RenderableType | None:
 
 
 def _baseline(r: Report) -> RenderableType | None:
-    base = (r.capture_meta or NO_CAPTURE).baseline
-    if base is None:
+    line = baseline_words(r)
+    if line is None:
         return None
-    # One unprofiled call figure per report (``Report.unprofiled``): where the split
-    # measured it, this line is a second measurement and says so; in graph mode the
-    # figure compared with the calls is the synchronized replay, first.
-    u = r.unprofiled
-    split = u is not None and (u.method or "").startswith("measured")
-    head = ("unprofiled baseline (same run; a second measurement: the call figure is the "
-            "split's, below): ") if split else "unprofiled baseline (same run): "
-    t = Text(head, style="bold")
-    graph = ((r.capture_meta or NO_CAPTURE).protocol or ProtocolMeta()).mode == "graph"
-    if graph and base.replay_ns_p50:
-        t.append(f"graph replay p50 {fmt_ns(base.replay_ns_p50)} (synchronized each replay)"
-                 f" · eager full API p50 {fmt_ns(base.full_api_ns_p50)}")
-    else:
-        t.append(f"full API p50 {fmt_ns(base.full_api_ns_p50)} (synchronized each call)")
-    t.append(f" · amortized submit {fmt_ns(base.amortized_submit_ns)}"
-             f" · device {fmt_ns(base.device_ns)} per op")
+    # one unprofiled call figure per report: the line says when it is a second measurement
+    t = Text(BASELINE, style="bold")
+    t.append(line[len(BASELINE):])
     return t
 
 

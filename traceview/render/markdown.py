@@ -230,11 +230,11 @@ def _results(r: Report, cap: CaptureMeta) -> tuple[str, str]:
     a = st["api_ns"]
     api = (f"profiled {u} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
            f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
-    base = cap.baseline
-    if base is not None and base.full_api_ns_p50:
-        api += (f"; **unprofiled** synchronized call p50 {fmt_ns(base.full_api_ns_p50)}, "
-                f"amortized submit {fmt_ns(base.amortized_submit_ns)}, device "
-                f"{fmt_ns(base.device_ns)}")
+    from traceview.report.sentences import baseline_words
+
+    base = baseline_words(r)
+    if base is not None:
+        api += f"; {esc(base)}"
     return device_result, api
 
 

@@ -24,6 +24,7 @@ from traceview.report.findings import detect
 from traceview.report.integrity_claims import integrity_claims, what_if_claims
 from traceview.report.schema import SCHEMA_VERSION
 from traceview.report.sentences import (
+    baseline_claim,
     bytes_claim,
     calls_claim,
     cause_claims,
@@ -73,7 +74,8 @@ def build_report(a: Analysis) -> m.Report:
         kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
         copy_sum_ns=d.copy_sum_ns)
     api = calls_info.stats.get("api_ns")
-    said = [c for c in (window, device_claim(device, a.window.dur_ns), step, *step_detail_claims(steps, drawn),
+    said = [c for c in (window, device_claim(device, a.window.dur_ns),
+                        baseline_claim(a.trace.capture, unprofiled), step, *step_detail_claims(steps, drawn),
                         *perturbation_claims(calls_info.perturbation,
                                              api.p50 if api else None,
                                              "step" if steps is not None else "call"),

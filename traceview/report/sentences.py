@@ -22,6 +22,7 @@ from typing import Any
 from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.analyses.window import Window
+from traceview.metadata import CaptureMeta, ProtocolMeta
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import (
     BytesMoved,
@@ -541,3 +542,41 @@ def device_words(r: Report) -> str:
     claim = claim_of(r, "device", lambda: device_claim(r.device, r.window.dur_ns))
     assert claim is not None
     return claim.text
+
+
+BASELINE = "unprofiled baseline"
+
+
+def baseline_claim(cap: CaptureMeta | None, u: UnprofiledInfo | None) -> Claim | None:
+    """Capture's unprofiled baseline, measured in the same run (``unprofiled baseline (same
+    run): full API p50 12.7 us (synchronized each call) · amortized submit 6.69 us ·
+    device 998 ns per op``); in graph mode the synchronized replay first, the figure the
+    calls are compared with. Where the split measured the call, this line is a second
+    measurement and says so. None without a baseline."""
+    if cap is None or cap.baseline is None:
+        return None
+    base = cap.baseline
+    at = ("trace", "capture", "baseline")
+    figs = [Figure("full_api", base.full_api_ns_p50, pointer(*at, "full_api_ns_p50")),
+            Figure("submit", base.amortized_submit_ns, pointer(*at, "amortized_submit_ns")),
+            Figure("device", base.device_ns, pointer(*at, "device_ns"))]
+    split = u is not None and (u.method or "").startswith(MEASURED)
+    head = (f"{BASELINE} (same run; a second measurement: the call figure is the split's, "
+            f"below): ") if split else f"{BASELINE} (same run): "
+    graph = (cap.protocol or ProtocolMeta()).mode == "graph"
+    if graph and base.replay_ns_p50:
+        figs.append(Figure("replay", base.replay_ns_p50, pointer(*at, "replay_ns_p50")))
+        body = (f"graph replay p50 {fmt_ns(base.replay_ns_p50)} (synchronized each replay)"
+                f" · eager full API p50 {fmt_ns(base.full_api_ns_p50)}")
+    else:
+        body = f"full API p50 {fmt_ns(base.full_api_ns_p50)} (synchronized each call)"
+    body += (f" · amortized submit {fmt_ns(base.amortized_submit_ns)}"
+             f" · device {fmt_ns(base.device_ns)} per op")
+    return Claim("unprofiled-baseline", head + body, tuple(figs))
+
+
+def baseline_words(r: Report) -> str | None:
+    """Capture's unprofiled baseline line, as its claim says it (None: no baseline)."""
+    claim = claim_of(r, "unprofiled-baseline",
+                     lambda: baseline_claim(r.capture_meta, r.unprofiled))
+    return None if claim is None else claim.text
