@@ -133,6 +133,11 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("unprofiled-baseline", "info", "capture's unprofiled baseline from the same run: "
          "the full API p50 (in graph mode the synchronized replay first), the amortized "
          "submit and the device time per op"),
+    Code("calls-title", "info", "the per-call table's title: the warm calls its figures "
+         "are over, of how many, and the cold (left out), outlier (counted) and incomplete "
+         "(left out) calls"),
+    Code("unprofiled-share", "info", "beside per-call figures: the unprofiled call as a "
+         "share of the profiled one"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

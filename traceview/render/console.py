@@ -26,7 +26,13 @@ from traceview.report.integrity_claims import (
     what_if_lines,
 )
 from traceview.report.model import VERDICT_IDS
-from traceview.report.sentences import BASELINE, baseline_words, bytes_words, device_words
+from traceview.report.sentences import (
+    BASELINE,
+    baseline_words,
+    bytes_words,
+    calls_title_words,
+    device_words,
+)
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
@@ -126,14 +132,6 @@ def _calls(r: Report) -> RenderableType | None:
     c = r.calls
     if not c.per_call:
         return None
-    cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
-    if c.outliers:
-        cold += f"; outliers: #{', #'.join(map(str, c.outliers))} counted"
-    incomplete = [x.index for x in c.per_call if x.launches_without_work and not x.cold]
-    if incomplete:
-        cold += (f"; incomplete (launches without device records): "
-                 f"#{', #'.join(map(str, incomplete[:8]))}{' ...' if len(incomplete) > 8 else ''}"
-                 " left out")
     from traceview.render.percall import unprofiled_short
     from traceview.render.training import working_threads
 
@@ -141,8 +139,7 @@ def _calls(r: Report) -> RenderableType | None:
     if working_threads(r) > 1 and r.host.thread is not None:
         scope = (f" (host rows: {r.host.thread.label}; device rows: work launched in the call "
                  f"by any thread)")
-    table = Table(title=Text(f"Per {unit(r)}: {c.warm_count} warm of {c.count}{cold}"
-                             f"{unprofiled_short(r)}{scope}"),
+    table = Table(title=Text(f"{calls_title_words(r)}{unprofiled_short(r)}{scope}"),
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):

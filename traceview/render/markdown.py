@@ -397,11 +397,10 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
         parts.append("#### Devices (busy is the union over streams; copies apart from kernels)")
         parts.append(devices)
     if c.per_call:
-        cold = f", cold #{', #'.join(map(str, c.cold))} left out" if c.cold else ""
         from traceview.render.percall import unprofiled_short
+        from traceview.report.sentences import calls_title_words
 
-        parts.append(f"#### Per {unit_word(r)} ({c.warm_count} warm of {c.count}{cold})"
-                     f"{unprofiled_short(r)}")
+        parts.append(f"#### {esc(calls_title_words(r))}{esc(unprofiled_short(r))}")
         parts.append(_calls(r))
     from traceview.render.percall import markdown_sections
 

@@ -27,12 +27,14 @@ from traceview.report.sentences import (
     baseline_claim,
     bytes_claim,
     calls_claim,
+    calls_title_claim,
     cause_claims,
     device_claim,
     perturbation_claims,
     step_claim,
     step_detail_claims,
     unprofiled_claims,
+    unprofiled_share_claim,
     unprofiled_steps_claims,
     window_claim,
 )
@@ -75,7 +77,9 @@ def build_report(a: Analysis) -> m.Report:
         copy_sum_ns=d.copy_sum_ns)
     api = calls_info.stats.get("api_ns")
     said = [c for c in (window, device_claim(device, a.window.dur_ns),
-                        baseline_claim(a.trace.capture, unprofiled), step, *step_detail_claims(steps, drawn),
+                        baseline_claim(a.trace.capture, unprofiled),
+                        calls_title_claim(calls_info, "step" if steps is not None else "call"),
+                        unprofiled_share_claim(calls_info.perturbation), step, *step_detail_claims(steps, drawn),
                         *perturbation_claims(calls_info.perturbation,
                                              api.p50 if api else None,
                                              "step" if steps is not None else "call"),

@@ -26,6 +26,7 @@ from traceview.metadata import CaptureMeta, ProtocolMeta
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import (
     BytesMoved,
+    CallsInfo,
     DeviceInfo,
     PathRow,
     PerturbationInfo,
@@ -579,4 +580,58 @@ def baseline_words(r: Report) -> str | None:
     """Capture's unprofiled baseline line, as its claim says it (None: no baseline)."""
     claim = claim_of(r, "unprofiled-baseline",
                      lambda: baseline_claim(r.capture_meta, r.unprofiled))
+    return None if claim is None else claim.text
+
+
+# The incomplete calls the per-call title names one by one.
+INCOMPLETE_NAMED = 8
+
+
+def calls_title_claim(calls: CallsInfo, unit: str) -> Claim | None:
+    """The per-call table's title (``Per call: 29 warm of 30; cold: #0 left out``): the
+    warm calls the figures are over, of how many, and which calls are cold (left out of
+    the figures), outliers (counted) or incomplete (left out); None without calls."""
+    if not calls.per_call:
+        return None
+    figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
+            Figure("count", calls.count, pointer("calls", "count"))]
+    text = f"Per {unit}: {calls.warm_count} warm of {calls.count}"
+    for key, word, ids in (("cold", "left out", calls.cold),
+                           ("outliers", "counted", calls.outliers)):
+        if ids:
+            figs += [Figure(f"{key}:{k}", i, pointer("calls", key, k)) for k, i in enumerate(ids)]
+            text += f"; {key}: #{', #'.join(map(str, ids))} {word}"
+    incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
+    if incomplete:
+        shown = incomplete[:INCOMPLETE_NAMED]
+        figs += [Figure(f"incomplete:{k}", calls.per_call[k].index,
+                        pointer("calls", "per_call", k, "index")) for k in shown]
+        more = " ..." if len(incomplete) > len(shown) else ""
+        text += (f"; incomplete (launches without device records): "
+                 f"#{', #'.join(str(calls.per_call[k].index) for k in shown)}{more} left out")
+    return Claim("calls-title", text, tuple(figs), (rel("le", "warm", "count"),))
+
+
+def unprofiled_share_claim(p: PerturbationInfo | None) -> Claim | None:
+    """Beside per-call figures, the unprofiled call as a share of the profiled one
+    (``unprofiled, a call is 47% of the profiled one``); None where capture measured no
+    unprofiled call."""
+    if p is None or p.unprofiled_share is None:
+        return None
+    return Claim("unprofiled-share",
+                 f"unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one",
+                 (Figure("share", p.unprofiled_share,
+                         pointer("calls", "perturbation", "unprofiled_share")),))
+
+
+def calls_title_words(r: Report) -> str | None:
+    """The per-call table's title, as its claim says it."""
+    claim = claim_of(r, "calls-title", lambda: calls_title_claim(
+        r.calls, "step" if r.steps is not None else "call"))
+    return None if claim is None else claim.text
+
+
+def unprofiled_share_words(r: Report) -> str | None:
+    """The unprofiled share beside per-call figures, as its claim says it."""
+    claim = claim_of(r, "unprofiled-share", lambda: unprofiled_share_claim(r.calls.perturbation))
     return None if claim is None else claim.text
