@@ -138,6 +138,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "(left out) calls"),
     Code("unprofiled-share", "info", "beside per-call figures: the unprofiled call as a "
          "share of the profiled one"),
+    Code("window-length", "info", "the window's header: its length (its end less its "
+         "start) and what it is"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

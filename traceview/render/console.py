@@ -32,6 +32,7 @@ from traceview.report.sentences import (
     bytes_words,
     calls_title_words,
     device_words,
+    window_words,
 )
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
@@ -56,8 +57,9 @@ def _header(r: Report) -> RenderableType:
     t = Text()
     t.append("traceview ", style="bold")
     t.append(r.trace.path + "\n")
-    t.append(f"window {fmt_ns(r.window.dur_ns)}", style="bold")
-    t.append(f"  ({r.window.description})\n")
+    head, _, rest = window_words(r).partition(" (")
+    t.append(head, style="bold")
+    t.append(f" ({rest}\n")
     thread = r.host.thread
     t.append(f"host {thread.label if thread else 'no thread'}")
     c = r.calls

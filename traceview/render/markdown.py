@@ -448,7 +448,9 @@ def _heading(r: Report) -> list[str]:
     if verdict:
         parts.append(f"> **{esc(verdict.message)}**")
     thread = r.host.thread
-    parts.append(f"Window {fmt_ns(r.window.dur_ns)} ({esc(r.window.description)}); host "
+    from traceview.report.sentences import window_words
+
+    parts.append(f"{esc(window_words(r))}; host "
                  f"{esc(thread.label if thread else 'thread: none')}; "
                  + (f"{esc(c.description)}." if c.description else
                     f"{plural(c.count, 'call')} from {c.source}."))

@@ -37,6 +37,7 @@ from traceview.report.sentences import (
     unprofiled_share_claim,
     unprofiled_steps_claims,
     window_claim,
+    window_length_claim,
 )
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
@@ -76,7 +77,7 @@ def build_report(a: Analysis) -> m.Report:
         kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
         copy_sum_ns=d.copy_sum_ns)
     api = calls_info.stats.get("api_ns")
-    said = [c for c in (window, device_claim(device, a.window.dur_ns),
+    said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
                         baseline_claim(a.trace.capture, unprofiled),
                         calls_title_claim(calls_info, "step" if steps is not None else "call"),
                         unprofiled_share_claim(calls_info.perturbation), step, *step_detail_claims(steps, drawn),

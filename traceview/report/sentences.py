@@ -635,3 +635,22 @@ def unprofiled_share_words(r: Report) -> str | None:
     """The unprofiled share beside per-call figures, as its claim says it."""
     claim = claim_of(r, "unprofiled-share", lambda: unprofiled_share_claim(r.calls.perturbation))
     return None if claim is None else claim.text
+
+
+def window_length_claim(w: Window, what: Claim) -> Claim:
+    """The window's header (``window 1.07 ms (first to last host or device activity
+    event)``): its length, which is its end less its start, and what it is (``what``: the
+    ``window`` claim)."""
+    return Claim("window-length", f"window {fmt_ns(w.dur_ns)} ({what.text})",
+                 (Figure("start", w.start_ns, pointer("window", "start_ns")),
+                  Figure("dur", w.dur_ns, pointer("window", "dur_ns")),
+                  Figure("end", w.end_ns, pointer("window", "end_ns"))),
+                 (rel("sum", "start", "dur", "end"),))
+
+
+def window_words(r: Report) -> str:
+    """The window's header, as its claim says it."""
+    claim = claim_of(r, "window-length", lambda: Claim(
+        "window-length", f"window {fmt_ns(r.window.dur_ns)} ({r.window.description})", ()))
+    assert claim is not None
+    return claim.text
