@@ -140,6 +140,11 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "share of the profiled one"),
     Code("window-length", "info", "the window's header: its length (its end less its "
          "start) and what it is"),
+    Code("device-result", "info", "the reproducer template's device-kernel result: the "
+         "device work per call (p50, p90, n; kernels and copies apart) and the device busy "
+         "time over the window"),
+    Code("api-result", "info", "the reproducer template's full-API result: the profiled "
+         "call (p50, p90, n) and its host overhead p50"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -32,6 +32,7 @@ from traceview.report.sentences import (
     bytes_words,
     calls_title_words,
     device_words,
+    result_words,
     window_words,
 )
 from traceview.units import fmt_ns, fmt_share, plural, printable
@@ -168,6 +169,15 @@ def _calls(r: Report) -> RenderableType | None:
             row.append(fmt_ns(cold_call.categories.get(cat, 0)))
         table.add_row(*row)
     return table
+
+
+def _results(r: Report) -> RenderableType | None:
+    """The reproducer template's results under the per-call table: the figures a
+    markdown report's readers quote, worded once (``report.sentences.result_claims``)."""
+    said = result_words(r)
+    if not said:
+        return None
+    return Text("\n".join(said.values()))
 
 
 def _legend_lines(items: list[Text], width: int) -> list[Text]:
@@ -346,7 +356,7 @@ def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     step_line = headline(r)
     parts = [_header(r), _verdict(r), Text(step_line, style="bold") if step_line else None,
              _baseline(r), unprofiled_console(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
-             _calls(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
+             _calls(r), _results(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
              _functions(r, top), _notes(r),
              _claims(TITLE_INTEGRITY, integrity_lines(r)), _claims(TITLE_WHAT_IF, what_if_lines(r))]
     return [p for p in parts if p is not None]

@@ -218,20 +218,12 @@ def _timer(r: Report, proto: ProtocolMeta | None) -> str:
 
 def _results(r: Report, cap: CaptureMeta) -> tuple[str, str]:
     """The device-kernel result and the full-API result (with capture's unprofiled
-    baseline when it measured one)."""
-    c = r.calls
-    st = c.stats
-    k = st["kernel_ns"]
-    busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
-    u = unit_word(r)
-    device_result = (f"device work per {u} p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
-                     f"n={k.n}){_copy_split(c)}; {busy}" if k.n else busy)
-    device_result += esc(bytes_sentence(r))
-    a = st["api_ns"]
-    api = (f"profiled {u} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
-           f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
-    from traceview.report.sentences import baseline_words
+    baseline when it measured one): the report's claims."""
+    from traceview.report.sentences import baseline_words, result_words
 
+    said = result_words(r)
+    device_result = esc(said.get("device-result", NOT_RECORDED)) + esc(bytes_sentence(r))
+    api = esc(said.get("api-result", NOT_RECORDED))
     base = baseline_words(r)
     if base is not None:
         api += f"; {esc(base)}"
@@ -276,16 +268,6 @@ def bytes_sentence(r: Report) -> str:
 
     moved = bytes_words(r)
     return "" if moved is None else "; " + moved
-
-
-def _copy_split(c) -> str:
-    """`` of which kernels p50 .., memcpy/memset p50 ..`` where some call launched copies."""
-    if not c.has_copies:
-        return ""
-    k, cp = c.stats.get("kernel_only_ns"), c.stats.get("copy_ns")
-    if k is None or cp is None or not k.n:
-        return ""
-    return f", of which kernels p50 {fmt_ns(k.p50)} and memcpy/memset p50 {fmt_ns(cp.p50)}"
 
 
 def _calls(r: Report) -> str:

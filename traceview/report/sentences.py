@@ -37,6 +37,7 @@ from traceview.report.model import (
 )
 from traceview.report.unprofiled import MEASURED, UnprofiledInfo
 from traceview.report.unprofiled_words import MODEL, measuring_claim, model_claim
+from traceview.stats import Stats
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
 DEVICE_WORK = "device work (kernels, copies)"
@@ -654,3 +655,57 @@ def window_words(r: Report) -> str:
         "window-length", f"window {fmt_ns(r.window.dur_ns)} ({r.window.description})", ()))
     assert claim is not None
     return claim.text
+
+
+def result_claims(calls: CallsInfo, device: DeviceInfo, window_ns: int,
+                  unit: str) -> list[Claim]:
+    """The reproducer template's two results (``device-result``: the device work per call
+    and the device busy over the window; ``api-result``: the profiled call and its host
+    overhead), each p50 at most its p90 over the same warm calls; none without warm
+    calls."""
+    out = []
+    k = calls.stats.get("kernel_ns")
+    if k is not None and k.n:
+        figs = _stat_figures("kernel_ns", "device_work", k)
+        rels = [rel("le", "device_work:p50", "device_work:p90")]
+        text = (f"device work per {unit} p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
+                f"n={k.n})")
+        ko, cp = calls.stats.get("kernel_only_ns"), calls.stats.get("copy_ns")
+        if calls.has_copies and ko is not None and cp is not None and ko.n:
+            figs += [Figure("kernels:p50", ko.p50,
+                            pointer("calls", "stats", "kernel_only_ns", "p50")),
+                     Figure("copies:p50", cp.p50, pointer("calls", "stats", "copy_ns", "p50"))]
+            text += (f", of which kernels p50 {fmt_ns(ko.p50)} and memcpy/memset p50 "
+                     f"{fmt_ns(cp.p50)}")
+        figs += [Figure("busy", device.busy_ns, pointer("device", "busy_ns")),
+                 Figure("window", window_ns, pointer("window", "dur_ns"))]
+        rels.append(rel("le", "busy", "window"))
+        text += f"; device busy {fmt_ns(device.busy_ns)} of {fmt_ns(window_ns)} window"
+        out.append(Claim("device-result", text, tuple(figs), tuple(rels)))
+    a, ho = calls.stats.get("api_ns"), calls.stats.get("host_overhead_ns")
+    if a is not None and a.n and ho is not None:
+        figs = _stat_figures("api_ns", "call", a)
+        figs.append(Figure("host_overhead:p50", ho.p50,
+                           pointer("calls", "stats", "host_overhead_ns", "p50")))
+        out.append(Claim("api-result", (
+            f"profiled {unit} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host "
+            f"overhead p50 {fmt_ns(ho.p50)}"), tuple(figs),
+            (rel("le", "call:p50", "call:p90"),)))
+    return out
+
+
+def _stat_figures(metric: str, name: str, s: Stats) -> list[Figure]:
+    at = ("calls", "stats", metric)
+    return [Figure(f"{name}:p50", s.p50, pointer(*at, "p50")),
+            Figure(f"{name}:p90", s.p90, pointer(*at, "p90")),
+            Figure(f"{name}:n", s.n, pointer(*at, "n"))]
+
+
+def result_words(r: Report) -> dict[str, str]:
+    """The reproducer template's results by claim id, as their claims say them."""
+    ids = ("device-result", "api-result")
+    got = {c.id: c.text for c in r.claims if c.id in ids}
+    if not got:  # a report read back from a JSON saved without claims
+        got = {c.id: c.text for c in result_claims(
+            r.calls, r.device, r.window.dur_ns, "step" if r.steps is not None else "call")}
+    return got
