@@ -49,7 +49,6 @@ def explain(trace: Trace, options: Options | None = None) -> m.Report:
 
 
 def build_report(a: Analysis) -> m.Report:
-    d = a.device
     lane = a.timeline.lane
     calls = a.calls
     pc = a.per_call
@@ -69,14 +68,7 @@ def build_report(a: Analysis) -> m.Report:
     integrity = integrity_info(a)
     projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
     window = window_claim(a.window)
-    device = m.DeviceInfo(
-        busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
-        kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
-        memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
-        per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
-        per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
-        kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
-        copy_sum_ns=d.copy_sum_ns)
+    device = _device_info(a)
     api = calls_info.stats.get("api_ns")
     said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
                         baseline_claim(a.trace.capture, unprofiled),
@@ -133,6 +125,18 @@ def build_report(a: Analysis) -> m.Report:
         integrity=integrity,
         what_if=projections,
     )
+
+
+def _device_info(a: Analysis) -> m.DeviceInfo:
+    d = a.device
+    return m.DeviceInfo(
+        busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
+        kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
+        memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
+        per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
+        per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
+        kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
+        copy_sum_ns=d.copy_sum_ns)
 
 
 def _calibration(a: Analysis) -> dict | None:
