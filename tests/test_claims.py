@@ -36,6 +36,7 @@ from traceview.report.claims import (
     resolve,
 )
 from traceview.report.model import Report
+from traceview.units import fmt_ns
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p.name for p in (ROOT / "fixtures").glob("*.json.gz"))
@@ -75,6 +76,7 @@ def _problems(r: Report) -> list[str]:
         out.append(f"claims {ids} are not the findings {[f.id for f in r.findings]}")
     out += [f"{c.id}: no such finding or sentence id" for c in r.claims
             if c.id not in FINDINGS and c.id not in SENTENCES]
+    out += _render_lines_missing(r, doc)
     window = [c.text for c in r.claims if c.id == "window"]
     if window != [doc["window"]["description"]]:
         out.append(f"the window's description is not its claim's text: {window}")
@@ -92,6 +94,25 @@ def _problems(r: Report) -> list[str]:
             if not flag and (sid, row.index) in said:
                 out.append(f"call {row.index}: a {sid} claim for a call that is not so")
     return out
+
+
+def _render_lines_missing(r: Report, doc: dict) -> list[str]:
+    """The lines both outputs print beside their tables (the window's header, the device
+    line, the per-call title, capture's baseline, the reproducer's results) are claims,
+    each exactly where the report has its figures: a line the renderers word themselves
+    again would be missing here (the renderers fall back to making the claim only for a
+    report saved without claims)."""
+    stats = doc["calls"]["stats"]
+    baseline = (doc["trace"].get("capture") or {}).get("baseline")
+    share = (doc["calls"].get("perturbation") or {}).get("unprofiled_share")
+    want = {"window-length": 1, "device": 1,
+            "calls-title": int(bool(doc["calls"]["per_call"])),
+            "unprofiled-baseline": int(baseline is not None),
+            "unprofiled-share": int(share is not None),
+            "device-result": int(bool(stats.get("kernel_ns", {}).get("n"))),
+            "api-result": int(bool(stats.get("api_ns", {}).get("n")))}
+    got = {sid: sum(1 for c in r.claims if c.id == sid) for sid in want}
+    return [f"{sid}: {got[sid]} claims, want {n}" for sid, n in want.items() if got[sid] != n]
 
 
 def _claim_json(c: Claim) -> dict:
@@ -570,6 +591,56 @@ def test_a_window_of_user_ranges_counts_them(tmp_path):
                                 *c.figures[1:]), c.relations)
     assert check(more, r.to_dict()) == [
         f"window: ranges is {want + 1}, the report has {want} at /window/ranges"]
+
+
+def test_the_device_line_counts_overlapping_streams_once(tmp_path):
+    """Two streams whose kernels overlap: the device line's busy time is the union of
+    the kernels' intervals and the overlap the rest of their sum, both counted here from
+    the kernels as written; busy and idle tile the window. Both outputs print the line
+    whole (the overlap on it, not after the next line), and a claim of 1 ns more busy
+    time is caught twice: at its path and in the tiling."""
+    b = TraceBuilder()
+    kernels = [(1, 10_000, 40_000), (2, 30_000, 25_000), (1, 60_000, 5_000)]
+    for stream, start, dur in kernels:
+        b.launched_kernel(f"k{stream}", start - 5_000, 2_000, start, dur, stream=stream)
+    r = traceview.explain(traceview.load(b.write(tmp_path / "streams.json")))
+    union = (55_000 - 10_000) + 5_000  # [10, 50) u [30, 55) = [10, 55), then [60, 65)
+    total = sum(d for _, _, d in kernels)
+    c = next(c for c in r.claims if c.id == "device")
+    assert (c.value("busy"), c.value("overlap"), c.value("work_sum")) == (
+        union, total - union, total)
+    assert c.value("busy") + c.value("idle") == r.window.dur_ns
+    assert f"(streams overlapped: {fmt_ns(total - union)} counted once)" in c.text
+    assert _problems(r) + _unprinted(r) == []
+    more = Claim(c.id, c.text, tuple(Figure(f.name, union + 1, f.path) if f.name == "busy"
+                                     else f for f in c.figures), c.relations)
+    assert check(more, r.to_dict()) == [
+        f"device: busy is {union + 1}, the report has {union} at /device/busy_ns",
+        "device: sum('busy', 'idle', 'window') does not hold: the parts add up to "
+        f"{union + 1 + r.device.idle_ns}, not {r.window.dur_ns}",
+        "device: ratio('busy', 'window', 'share') does not hold: "
+        f"{union + 1} / {r.window.dur_ns} = {(union + 1) / r.window.dur_ns!r}, "
+        f"not {union / r.window.dur_ns!r}",
+        "device: sum('busy', 'overlap', 'work_sum') does not hold: the parts add up to "
+        f"{total + 1}, not {total}"]
+
+
+def test_the_per_call_title_names_cold_outlier_and_incomplete_calls(fixture_reports):
+    """The per-call title's figures are the calls the report marks, counted here from
+    its rows; text and markdown print the one claim."""
+    for name, r in fixture_reports.items():
+        if not r.calls.per_call:
+            continue
+        c = next(c for c in r.claims if c.id == "calls-title")
+        rows = r.calls.per_call
+        assert c.value("warm") == sum(1 for x in rows if not x.cold
+                                      and not x.launches_without_work), name
+        assert [f.value for f in c.figures if f.name.startswith("cold:")] == \
+            [x.index for x in rows if x.cold], name
+        assert [f.value for f in c.figures if f.name.startswith("outliers:")] == \
+            [x.index for x in rows if x.outlier], name
+        assert [f.value for f in c.figures if f.name.startswith("incomplete:")] == \
+            [x.index for x in rows if x.launches_without_work and not x.cold][:8], name
 
 
 # --- ab's verdict and diff's unprofiled line --------------------------------------------

@@ -127,6 +127,24 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("op-reproducer", "info",
          "a wrong op's reproducer: its largest error against a float64 reference and "
          "whether it is beyond its dtype's tolerance"),
+    Code("device", "info", "the device's line: busy and idle tiling the window, the busy "
+         "share, the kernels and copies, the kernel time summed over streams and the "
+         "overlap counted once"),
+    Code("unprofiled-baseline", "info", "capture's unprofiled baseline from the same run: "
+         "the full API p50 (in graph mode the synchronized replay first), the amortized "
+         "submit and the device time per op"),
+    Code("calls-title", "info", "the per-call table's title: the warm calls its figures "
+         "are over, of how many, and the cold (left out), outlier (counted) and incomplete "
+         "(left out) calls"),
+    Code("unprofiled-share", "info", "beside per-call figures: the unprofiled call as a "
+         "share of the profiled one"),
+    Code("window-length", "info", "the window's header: its length (its end less its "
+         "start) and what it is"),
+    Code("device-result", "info", "the reproducer template's device-kernel result: the "
+         "device work per call (p50, p90, n; kernels and copies apart) and the device busy "
+         "time over the window"),
+    Code("api-result", "info", "the reproducer template's full-API result: the profiled "
+         "call (p50, p90, n) and its host overhead p50"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -14,7 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traceview.metadata import NO_CAPTURE, ProtocolMeta
+from traceview.metadata import ProtocolMeta
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
 from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
@@ -26,7 +26,15 @@ from traceview.report.integrity_claims import (
     what_if_lines,
 )
 from traceview.report.model import VERDICT_IDS
-from traceview.report.sentences import bytes_words
+from traceview.report.sentences import (
+    BASELINE,
+    baseline_words,
+    bytes_words,
+    calls_title_words,
+    device_words,
+    result_words,
+    window_words,
+)
 from traceview.units import fmt_ns, fmt_share, plural, printable
 
 if TYPE_CHECKING:
@@ -50,8 +58,9 @@ def _header(r: Report) -> RenderableType:
     t = Text()
     t.append("traceview ", style="bold")
     t.append(r.trace.path + "\n")
-    t.append(f"window {fmt_ns(r.window.dur_ns)}", style="bold")
-    t.append(f"  ({r.window.description})\n")
+    head, _, rest = window_words(r).partition(" (")
+    t.append(head, style="bold")
+    t.append(f" ({rest}\n")
     thread = r.host.thread
     t.append(f"host {thread.label if thread else 'no thread'}")
     c = r.calls
@@ -95,21 +104,13 @@ def _device(r: Report) -> RenderableType:
     d = r.device
     w = r.window.dur_ns
     t = Text()
-    t.append("device ", style="bold")
-    t.append(f"busy {fmt_ns(d.busy_ns)} ({fmt_share(d.busy_ns, w)}), idle {fmt_ns(d.idle_ns)} · "
-             f"{plural(d.kernel_count, 'kernel')}")
-    others = [plural(n, w, many) for n, w, many in ((d.memcpy_count, "copy", "copies"),
-                                                   (d.memset_count, "set", None)) if n]
-    if others:
-        t.append(", " + ", ".join(others))
-        if d.copy_sum_ns is not None:
-            t.append(f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)")
-    t.append(f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}")
+    line = device_words(r)
+    head, _, rest = line.partition(" ")
+    t.append(head + " ", style="bold")
+    t.append(rest)
     moved = bytes_words(r)
     if moved:
         t.append("\n" + moved)
-    if d.work_sum_ns > d.busy_ns:
-        t.append(f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)")
     if len(d.per_device) > 1:
         for dev in d.per_device:
             t.append(f"\n  device {dev.device}: busy {fmt_ns(dev.busy_ns)} "
@@ -134,14 +135,6 @@ def _calls(r: Report) -> RenderableType | None:
     c = r.calls
     if not c.per_call:
         return None
-    cold = f"; cold: #{', #'.join(map(str, c.cold))} shown apart" if c.cold else ""
-    if c.outliers:
-        cold += f"; outliers: #{', #'.join(map(str, c.outliers))} counted"
-    incomplete = [x.index for x in c.per_call if x.launches_without_work and not x.cold]
-    if incomplete:
-        cold += (f"; incomplete (launches without device records): "
-                 f"#{', #'.join(map(str, incomplete[:8]))}{' ...' if len(incomplete) > 8 else ''}"
-                 " left out")
     from traceview.render.percall import unprofiled_short
     from traceview.render.training import working_threads
 
@@ -149,8 +142,7 @@ def _calls(r: Report) -> RenderableType | None:
     if working_threads(r) > 1 and r.host.thread is not None:
         scope = (f" (host rows: {r.host.thread.label}; device rows: work launched in the call "
                  f"by any thread)")
-    table = Table(title=Text(f"Per {unit(r)}: {c.warm_count} warm of {c.count}{cold}"
-                             f"{unprofiled_short(r)}{scope}"),
+    table = Table(title=Text(f"{calls_title_words(r)}{unprofiled_short(r)}{scope}"),
                   title_justify="left", pad_edge=False)
     table.add_column("metric")
     for col in ("p50", "p90", "min", "max"):
@@ -177,6 +169,15 @@ def _calls(r: Report) -> RenderableType | None:
             row.append(fmt_ns(cold_call.categories.get(cat, 0)))
         table.add_row(*row)
     return table
+
+
+def _results(r: Report) -> RenderableType | None:
+    """The reproducer template's results under the per-call table: the figures a
+    markdown report's readers quote, worded once (``report.sentences.result_claims``)."""
+    said = result_words(r)
+    if not said:
+        return None
+    return Text("\n".join(said.values()))
 
 
 def _legend_lines(items: list[Text], width: int) -> list[Text]:
@@ -310,25 +311,12 @@ def _verdict(r: Report) -> RenderableType | None:
 
 
 def _baseline(r: Report) -> RenderableType | None:
-    base = (r.capture_meta or NO_CAPTURE).baseline
-    if base is None:
+    line = baseline_words(r)
+    if line is None:
         return None
-    # One unprofiled call figure per report (``Report.unprofiled``): where the split
-    # measured it, this line is a second measurement and says so; in graph mode the
-    # figure compared with the calls is the synchronized replay, first.
-    u = r.unprofiled
-    split = u is not None and (u.method or "").startswith("measured")
-    head = ("unprofiled baseline (same run; a second measurement: the call figure is the "
-            "split's, below): ") if split else "unprofiled baseline (same run): "
-    t = Text(head, style="bold")
-    graph = ((r.capture_meta or NO_CAPTURE).protocol or ProtocolMeta()).mode == "graph"
-    if graph and base.replay_ns_p50:
-        t.append(f"graph replay p50 {fmt_ns(base.replay_ns_p50)} (synchronized each replay)"
-                 f" · eager full API p50 {fmt_ns(base.full_api_ns_p50)}")
-    else:
-        t.append(f"full API p50 {fmt_ns(base.full_api_ns_p50)} (synchronized each call)")
-    t.append(f" · amortized submit {fmt_ns(base.amortized_submit_ns)}"
-             f" · device {fmt_ns(base.device_ns)} per op")
+    # one unprofiled call figure per report: the line says when it is a second measurement
+    t = Text(BASELINE, style="bold")
+    t.append(line[len(BASELINE):])
     return t
 
 
@@ -368,7 +356,7 @@ def renderables(r: Report, width: int, top: int = 10) -> list[RenderableType]:
     step_line = headline(r)
     parts = [_header(r), _verdict(r), Text(step_line, style="bold") if step_line else None,
              _baseline(r), unprofiled_console(r), *step_sections(r), threads_table(r), _matrix(r), _device(r),
-             _calls(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
+             _calls(r), _results(r), *console_sections(r), _waterfall(r, width), _kernels(r, top),
              _functions(r, top), _notes(r),
              _claims(TITLE_INTEGRITY, integrity_lines(r)), _claims(TITLE_WHAT_IF, what_if_lines(r))]
     return [p for p in parts if p is not None]

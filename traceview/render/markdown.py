@@ -218,23 +218,15 @@ def _timer(r: Report, proto: ProtocolMeta | None) -> str:
 
 def _results(r: Report, cap: CaptureMeta) -> tuple[str, str]:
     """The device-kernel result and the full-API result (with capture's unprofiled
-    baseline when it measured one)."""
-    c = r.calls
-    st = c.stats
-    k = st["kernel_ns"]
-    busy = f"device busy {fmt_ns(r.device.busy_ns)} of {fmt_ns(r.window.dur_ns)} window"
-    u = unit_word(r)
-    device_result = (f"device work per {u} p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
-                     f"n={k.n}){_copy_split(c)}; {busy}" if k.n else busy)
-    device_result += esc(bytes_sentence(r))
-    a = st["api_ns"]
-    api = (f"profiled {u} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host overhead "
-           f"p50 {fmt_ns(st['host_overhead_ns'].p50)}" if a.n else NOT_RECORDED)
-    base = cap.baseline
-    if base is not None and base.full_api_ns_p50:
-        api += (f"; **unprofiled** synchronized call p50 {fmt_ns(base.full_api_ns_p50)}, "
-                f"amortized submit {fmt_ns(base.amortized_submit_ns)}, device "
-                f"{fmt_ns(base.device_ns)}")
+    baseline when it measured one): the report's claims."""
+    from traceview.report.sentences import baseline_words, result_words
+
+    said = result_words(r)
+    device_result = esc(said.get("device-result", NOT_RECORDED)) + esc(bytes_sentence(r))
+    api = esc(said.get("api-result", NOT_RECORDED))
+    base = baseline_words(r)
+    if base is not None:
+        api += f"; {esc(base)}"
     return device_result, api
 
 
@@ -276,16 +268,6 @@ def bytes_sentence(r: Report) -> str:
 
     moved = bytes_words(r)
     return "" if moved is None else "; " + moved
-
-
-def _copy_split(c) -> str:
-    """`` of which kernels p50 .., memcpy/memset p50 ..`` where some call launched copies."""
-    if not c.has_copies:
-        return ""
-    k, cp = c.stats.get("kernel_only_ns"), c.stats.get("copy_ns")
-    if k is None or cp is None or not k.n:
-        return ""
-    return f", of which kernels p50 {fmt_ns(k.p50)} and memcpy/memset p50 {fmt_ns(cp.p50)}"
 
 
 def _calls(r: Report) -> str:
@@ -389,16 +371,18 @@ def render_markdown(r: Report, figure: str | None = None) -> str:
     parts.append("#### Where the time went (host category x device state; cells sum to the "
                  "window; host: the attributed thread)")
     parts.append(_matrix(r))
+    from traceview.report.sentences import device_words
+
+    parts.append(esc(device_words(r)))
     devices = _devices(r)
     if devices:
         parts.append("#### Devices (busy is the union over streams; copies apart from kernels)")
         parts.append(devices)
     if c.per_call:
-        cold = f", cold #{', #'.join(map(str, c.cold))} left out" if c.cold else ""
         from traceview.render.percall import unprofiled_short
+        from traceview.report.sentences import calls_title_words
 
-        parts.append(f"#### Per {unit_word(r)} ({c.warm_count} warm of {c.count}{cold})"
-                     f"{unprofiled_short(r)}")
+        parts.append(f"#### {esc(calls_title_words(r))}{esc(unprofiled_short(r))}")
         parts.append(_calls(r))
     from traceview.render.percall import markdown_sections
 
@@ -446,7 +430,9 @@ def _heading(r: Report) -> list[str]:
     if verdict:
         parts.append(f"> **{esc(verdict.message)}**")
     thread = r.host.thread
-    parts.append(f"Window {fmt_ns(r.window.dur_ns)} ({esc(r.window.description)}); host "
+    from traceview.report.sentences import window_words
+
+    parts.append(f"{esc(window_words(r))}; host "
                  f"{esc(thread.label if thread else 'thread: none')}; "
                  + (f"{esc(c.description)}." if c.description else
                     f"{plural(c.count, 'call')} from {c.source}."))

@@ -48,10 +48,10 @@ def unprofiled_note(r: Report) -> str:
 
 def unprofiled_short(r: Report) -> str:
     """`` · unprofiled: 20% of this`` beside per-call figures, where capture measured it."""
-    p = r.calls.perturbation
-    if p is None or p.unprofiled_share is None:
-        return ""
-    return f" · unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one"
+    from traceview.report.sentences import unprofiled_share_words
+
+    words = unprofiled_share_words(r)
+    return "" if words is None else f" · {words}"
 
 
 def span(low: int, high: int | None) -> str:

@@ -24,15 +24,21 @@ from traceview.report.findings import detect
 from traceview.report.integrity_claims import integrity_claims, what_if_claims
 from traceview.report.schema import SCHEMA_VERSION
 from traceview.report.sentences import (
+    baseline_claim,
     bytes_claim,
     calls_claim,
+    calls_title_claim,
     cause_claims,
+    device_claim,
     perturbation_claims,
+    result_claims,
     step_claim,
     step_detail_claims,
     unprofiled_claims,
+    unprofiled_share_claim,
     unprofiled_steps_claims,
     window_claim,
+    window_length_claim,
 )
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
@@ -43,7 +49,6 @@ def explain(trace: Trace, options: Options | None = None) -> m.Report:
 
 
 def build_report(a: Analysis) -> m.Report:
-    d = a.device
     lane = a.timeline.lane
     calls = a.calls
     pc = a.per_call
@@ -63,8 +68,14 @@ def build_report(a: Analysis) -> m.Report:
     integrity = integrity_info(a)
     projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
     window = window_claim(a.window)
+    device = _device_info(a)
     api = calls_info.stats.get("api_ns")
-    said = [c for c in (window, step, *step_detail_claims(steps, drawn),
+    said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
+                        baseline_claim(a.trace.capture, unprofiled),
+                        calls_title_claim(calls_info, "step" if steps is not None else "call"),
+                        unprofiled_share_claim(calls_info.perturbation),
+                        *result_claims(calls_info, device, a.window.dur_ns,
+                                       "step" if steps is not None else "call"), step, *step_detail_claims(steps, drawn),
                         *perturbation_claims(calls_info.perturbation,
                                              api.p50 if api else None,
                                              "step" if steps is not None else "call"),
@@ -80,14 +91,7 @@ def build_report(a: Analysis) -> m.Report:
         window=m.WindowInfo(a.window.start_ns, a.window.end_ns, a.window.dur_ns,
                             a.window.source, window.text,
                             a.window.ranges if a.window.source == "annotation" else None),
-        device=m.DeviceInfo(
-            busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
-            kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
-            memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
-            per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
-            per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
-            kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
-            copy_sum_ns=d.copy_sum_ns),
+        device=device,
         host=m.HostInfo(
             thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, _label(a, lane.index)),
             categories=dict(a.host_categories),
@@ -121,6 +125,18 @@ def build_report(a: Analysis) -> m.Report:
         integrity=integrity,
         what_if=projections,
     )
+
+
+def _device_info(a: Analysis) -> m.DeviceInfo:
+    d = a.device
+    return m.DeviceInfo(
+        busy_ns=d.busy_ns, idle_ns=d.idle_ns, kernel_count=d.kernel_count,
+        kernel_sum_ns=d.kernel_sum_ns, memcpy_count=d.memcpy_count,
+        memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
+        per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
+        per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
+        kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
+        copy_sum_ns=d.copy_sum_ns)
 
 
 def _calibration(a: Analysis) -> dict | None:

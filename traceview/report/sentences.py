@@ -16,14 +16,18 @@ p50, rounded as ``analyses.kernel_bytes.gb_per_s`` rounds it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
 from traceview.analyses.window import Window
+from traceview.metadata import CaptureMeta, ProtocolMeta
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import (
     BytesMoved,
+    CallsInfo,
+    DeviceInfo,
     PathRow,
     PerturbationInfo,
     Report,
@@ -33,6 +37,7 @@ from traceview.report.model import (
 )
 from traceview.report.unprofiled import MEASURED, UnprofiledInfo
 from traceview.report.unprofiled_words import MODEL, measuring_claim, model_claim
+from traceview.stats import Stats
 from traceview.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_share, plural, printable
 
 DEVICE_WORK = "device work (kernels, copies)"
@@ -488,3 +493,219 @@ def bytes_words(r: Report) -> str | None:
         r.bytes_moved, r.calls.stats["kernel_ns"].p50 if "kernel_ns" in r.calls.stats else None,
         (r.capture_meta or NO_CAPTURE).bandwidth)
     return None if claim is None else claim.text
+
+
+def device_claim(d: DeviceInfo, window_ns: int) -> Claim:
+    """The device's line (``device busy 26.4 us (2.5%), idle 1.04 ms · 30 kernels · kernel
+    time summed over streams 26.4 us``): busy and idle tile the window, the busy share is
+    busy over the window, and where streams overlap, the overlap is the work summed over
+    streams less the busy union."""
+    at = ("device",)
+    figs = [Figure("busy", d.busy_ns, pointer(*at, "busy_ns")),
+            Figure("idle", d.idle_ns, pointer(*at, "idle_ns")),
+            Figure("window", window_ns, pointer("window", "dur_ns")),
+            Figure("kernels", d.kernel_count, pointer(*at, "kernel_count")),
+            Figure("kernel_sum", d.kernel_sum_ns, pointer(*at, "kernel_sum_ns"))]
+    rels: list[Relation] = [rel("sum", "busy", "idle", "window")]
+    if window_ns > 0:
+        figs.append(Figure("share", d.busy_ns / window_ns))
+        rels.append(rel("ratio", "busy", "window", "share"))
+    text = (f"device busy {fmt_ns(d.busy_ns)} ({fmt_share(d.busy_ns, window_ns)}), idle "
+            f"{fmt_ns(d.idle_ns)} · {plural(d.kernel_count, 'kernel')}")
+    others = []
+    for n, key, word, many in ((d.memcpy_count, "memcpy_count", "copy", "copies"),
+                               (d.memset_count, "memset_count", "set", None)):
+        if n:
+            figs.append(Figure(key, n, pointer(*at, key)))
+            others.append(plural(n, word, many))
+    if others:
+        text += ", " + ", ".join(others)
+        if d.copy_sum_ns is not None:
+            figs.append(Figure("copy_sum", d.copy_sum_ns, pointer(*at, "copy_sum_ns")))
+            text += f" ({fmt_ns(d.copy_sum_ns)} of copies/sets, apart from kernels)"
+    text += f" · kernel time summed over streams {fmt_ns(d.kernel_sum_ns)}"
+    if d.work_sum_ns > d.busy_ns:
+        # the work summed over streams counts each overlapped ns once per stream
+        figs += [Figure("work_sum", d.work_sum_ns, pointer(*at, "work_sum_ns")),
+                 Figure("overlap", d.work_sum_ns - d.busy_ns)]
+        rels.append(rel("sum", "busy", "overlap", "work_sum"))
+        text += f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)"
+    return Claim("device", text, tuple(figs), tuple(rels))
+
+
+def claim_of(r: Report, sid: str, make: Callable[[], Claim | None]) -> Claim | None:
+    """The report's claim ``sid``, or ``make()``'s for a report read back from a JSON
+    saved without claims."""
+    return next((c for c in r.claims if c.id == sid), None) or make()
+
+
+def device_words(r: Report) -> str:
+    """The device's line, as its claim says it."""
+    claim = claim_of(r, "device", lambda: device_claim(r.device, r.window.dur_ns))
+    assert claim is not None
+    return claim.text
+
+
+BASELINE = "unprofiled baseline"
+
+
+def baseline_claim(cap: CaptureMeta | None, u: UnprofiledInfo | None) -> Claim | None:
+    """Capture's unprofiled baseline, measured in the same run (``unprofiled baseline (same
+    run): full API p50 12.7 us (synchronized each call) · amortized submit 6.69 us ·
+    device 998 ns per op``); in graph mode the synchronized replay first, the figure the
+    calls are compared with. Where the split measured the call, this line is a second
+    measurement and says so. None without a baseline."""
+    if cap is None or cap.baseline is None:
+        return None
+    base = cap.baseline
+    at = ("trace", "capture", "baseline")
+    figs = [Figure("full_api", base.full_api_ns_p50, pointer(*at, "full_api_ns_p50")),
+            Figure("submit", base.amortized_submit_ns, pointer(*at, "amortized_submit_ns")),
+            Figure("device", base.device_ns, pointer(*at, "device_ns"))]
+    split = u is not None and (u.method or "").startswith(MEASURED)
+    head = (f"{BASELINE} (same run; a second measurement: the call figure is the split's, "
+            f"below): ") if split else f"{BASELINE} (same run): "
+    graph = (cap.protocol or ProtocolMeta()).mode == "graph"
+    if graph and base.replay_ns_p50:
+        figs.append(Figure("replay", base.replay_ns_p50, pointer(*at, "replay_ns_p50")))
+        body = (f"graph replay p50 {fmt_ns(base.replay_ns_p50)} (synchronized each replay)"
+                f" · eager full API p50 {fmt_ns(base.full_api_ns_p50)}")
+    else:
+        body = f"full API p50 {fmt_ns(base.full_api_ns_p50)} (synchronized each call)"
+    body += (f" · amortized submit {fmt_ns(base.amortized_submit_ns)}"
+             f" · device {fmt_ns(base.device_ns)} per op")
+    return Claim("unprofiled-baseline", head + body, tuple(figs))
+
+
+def baseline_words(r: Report) -> str | None:
+    """Capture's unprofiled baseline line, as its claim says it (None: no baseline)."""
+    claim = claim_of(r, "unprofiled-baseline",
+                     lambda: baseline_claim(r.capture_meta, r.unprofiled))
+    return None if claim is None else claim.text
+
+
+# The incomplete calls the per-call title names one by one.
+INCOMPLETE_NAMED = 8
+
+
+def calls_title_claim(calls: CallsInfo, unit: str) -> Claim | None:
+    """The per-call table's title (``Per call: 29 warm of 30; cold: #0 left out``): the
+    warm calls the figures are over, of how many, and which calls are cold (left out of
+    the figures), outliers (counted) or incomplete (left out); None without calls."""
+    if not calls.per_call:
+        return None
+    figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
+            Figure("count", calls.count, pointer("calls", "count"))]
+    text = f"Per {unit}: {calls.warm_count} warm of {calls.count}"
+    for key, word, ids in (("cold", "left out", calls.cold),
+                           ("outliers", "counted", calls.outliers)):
+        if ids:
+            figs += [Figure(f"{key}:{k}", i, pointer("calls", key, k)) for k, i in enumerate(ids)]
+            text += f"; {key}: #{', #'.join(map(str, ids))} {word}"
+    incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
+    if incomplete:
+        shown = incomplete[:INCOMPLETE_NAMED]
+        figs += [Figure(f"incomplete:{k}", calls.per_call[k].index,
+                        pointer("calls", "per_call", k, "index")) for k in shown]
+        more = " ..." if len(incomplete) > len(shown) else ""
+        text += (f"; incomplete (launches without device records): "
+                 f"#{', #'.join(str(calls.per_call[k].index) for k in shown)}{more} left out")
+    return Claim("calls-title", text, tuple(figs), (rel("le", "warm", "count"),))
+
+
+def unprofiled_share_claim(p: PerturbationInfo | None) -> Claim | None:
+    """Beside per-call figures, the unprofiled call as a share of the profiled one
+    (``unprofiled, a call is 47% of the profiled one``); None where capture measured no
+    unprofiled call."""
+    if p is None or p.unprofiled_share is None:
+        return None
+    return Claim("unprofiled-share",
+                 f"unprofiled, a call is {100 * p.unprofiled_share:.0f}% of the profiled one",
+                 (Figure("share", p.unprofiled_share,
+                         pointer("calls", "perturbation", "unprofiled_share")),))
+
+
+def calls_title_words(r: Report) -> str | None:
+    """The per-call table's title, as its claim says it."""
+    claim = claim_of(r, "calls-title", lambda: calls_title_claim(
+        r.calls, "step" if r.steps is not None else "call"))
+    return None if claim is None else claim.text
+
+
+def unprofiled_share_words(r: Report) -> str | None:
+    """The unprofiled share beside per-call figures, as its claim says it."""
+    claim = claim_of(r, "unprofiled-share", lambda: unprofiled_share_claim(r.calls.perturbation))
+    return None if claim is None else claim.text
+
+
+def window_length_claim(w: Window, what: Claim) -> Claim:
+    """The window's header (``window 1.07 ms (first to last host or device activity
+    event)``): its length, which is its end less its start, and what it is (``what``: the
+    ``window`` claim)."""
+    return Claim("window-length", f"window {fmt_ns(w.dur_ns)} ({what.text})",
+                 (Figure("start", w.start_ns, pointer("window", "start_ns")),
+                  Figure("dur", w.dur_ns, pointer("window", "dur_ns")),
+                  Figure("end", w.end_ns, pointer("window", "end_ns"))),
+                 (rel("sum", "start", "dur", "end"),))
+
+
+def window_words(r: Report) -> str:
+    """The window's header, as its claim says it."""
+    claim = claim_of(r, "window-length", lambda: Claim(
+        "window-length", f"window {fmt_ns(r.window.dur_ns)} ({r.window.description})", ()))
+    assert claim is not None
+    return claim.text
+
+
+def result_claims(calls: CallsInfo, device: DeviceInfo, window_ns: int,
+                  unit: str) -> list[Claim]:
+    """The reproducer template's two results (``device-result``: the device work per call
+    and the device busy over the window; ``api-result``: the profiled call and its host
+    overhead), each p50 at most its p90 over the same warm calls; none without warm
+    calls."""
+    out = []
+    k = calls.stats.get("kernel_ns")
+    if k is not None and k.n:
+        figs = _stat_figures("kernel_ns", "device_work", k)
+        rels = [rel("le", "device_work:p50", "device_work:p90")]
+        text = (f"device work per {unit} p50 {fmt_ns(k.p50)} (p90 {fmt_ns(k.p90)}, "
+                f"n={k.n})")
+        ko, cp = calls.stats.get("kernel_only_ns"), calls.stats.get("copy_ns")
+        if calls.has_copies and ko is not None and cp is not None and ko.n:
+            figs += [Figure("kernels:p50", ko.p50,
+                            pointer("calls", "stats", "kernel_only_ns", "p50")),
+                     Figure("copies:p50", cp.p50, pointer("calls", "stats", "copy_ns", "p50"))]
+            text += (f", of which kernels p50 {fmt_ns(ko.p50)} and memcpy/memset p50 "
+                     f"{fmt_ns(cp.p50)}")
+        figs += [Figure("busy", device.busy_ns, pointer("device", "busy_ns")),
+                 Figure("window", window_ns, pointer("window", "dur_ns"))]
+        rels.append(rel("le", "busy", "window"))
+        text += f"; device busy {fmt_ns(device.busy_ns)} of {fmt_ns(window_ns)} window"
+        out.append(Claim("device-result", text, tuple(figs), tuple(rels)))
+    a, ho = calls.stats.get("api_ns"), calls.stats.get("host_overhead_ns")
+    if a is not None and a.n and ho is not None:
+        figs = _stat_figures("api_ns", "call", a)
+        figs.append(Figure("host_overhead:p50", ho.p50,
+                           pointer("calls", "stats", "host_overhead_ns", "p50")))
+        out.append(Claim("api-result", (
+            f"profiled {unit} p50 {fmt_ns(a.p50)} (p90 {fmt_ns(a.p90)}, n={a.n}); host "
+            f"overhead p50 {fmt_ns(ho.p50)}"), tuple(figs),
+            (rel("le", "call:p50", "call:p90"),)))
+    return out
+
+
+def _stat_figures(metric: str, name: str, s: Stats) -> list[Figure]:
+    at = ("calls", "stats", metric)
+    return [Figure(f"{name}:p50", s.p50, pointer(*at, "p50")),
+            Figure(f"{name}:p90", s.p90, pointer(*at, "p90")),
+            Figure(f"{name}:n", s.n, pointer(*at, "n"))]
+
+
+def result_words(r: Report) -> dict[str, str]:
+    """The reproducer template's results by claim id, as their claims say them."""
+    ids = ("device-result", "api-result")
+    got = {c.id: c.text for c in r.claims if c.id in ids}
+    if not got:  # a report read back from a JSON saved without claims
+        got = {c.id: c.text for c in result_claims(
+            r.calls, r.device, r.window.dur_ns, "step" if r.steps is not None else "call")}
+    return got
