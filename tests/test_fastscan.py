@@ -86,6 +86,9 @@ def _columns_equal(a: collector.Collector, b: collector.Collector) -> None:
         assert np.array_equal(getattr(ca, f), getattr(cb, f)), f
     assert dict(ca.args._raw) == dict(cb.args._raw)
     assert a.others == b.others  # LooseEvent compares fields, args by content
+    # flows, instants and ignored phases, folded as the chunk arrived (counts in order)
+    assert (a.phases, a.non_x) == (b.phases, b.non_x)
+    assert list(a.phases.counts.items()) == list(b.phases.counts.items())
     assert (a.rows, a.malformed) == (b.rows, b.malformed)
 
 
@@ -246,12 +249,21 @@ def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
     # the chunk's other-phase events are decoded together, then alone to find the bad one
     monkeypatch.setattr(collector, "ONE_EVENT", Failing)
     monkeypatch.setattr(collector, "LOOSE_EVENTS", Failing)
-    text = b'[{"ph":"X","cat":"kernel","pid":9},{"ph":"i","cat":"cpu_op"}]'
+    text = (b'[{"ph":"X","cat":"kernel","pid":9},{"ph":"i","cat":"cpu_op"},'
+            b'{"ph":"s","id":4,"ts":1},{"ph":"B","cat":"cpu_op","ts":2}]')
     assert c._add_scanned(text, fastscan.scan(text)) is False
-    assert (dict(c.keys), dict(c.names), c.others, c.rows) == ({}, {}, [], 0)
+    assert (dict(c.keys), dict(c.names), c.others, c.rows, c.non_x) == ({}, {}, [], 0, 0)
+    assert c.phases == collector.Phases()  # no flow, instant or count folded either
     monkeypatch.setattr(collector, "ONE_EVENT", real)
     monkeypatch.setattr(collector, "LOOSE_EVENTS", real_list)
+    # the flows' ids are read in one decode too, after the kept events
+    monkeypatch.setattr(collector, "_FLOW_IDS", Failing)
+    assert c._add_scanned(text, fastscan.scan(text)) is False
+    assert (dict(c.keys), c.others, c.rows, c.phases) == ({}, [], 0, collector.Phases())
+    monkeypatch.setattr(collector, "_FLOW_IDS", msgspec.json.Decoder(list[collector._FlowId]))
     assert c._add_scanned(text, fastscan.scan(text)) is True and c.rows == 1
+    assert (c.phases.flow_start, c.phases.instants, len(c.others), c.non_x) == (
+        {(0, 0, 1000): 4}, 1, 1, 3)
 
 
 @pytest.mark.parametrize("stop", [b'\\"', b"\\\\", b"\\n", b"\\u0041", b"\x01", b"\x1f", b"\x80",

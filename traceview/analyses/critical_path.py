@@ -34,6 +34,7 @@ could at most save: the path may move to another chain once it is shorter.
 from __future__ import annotations
 
 import functools
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -177,6 +178,23 @@ class _Walk:
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
         # PathSegment's fields, in the walk's (backward) order
         self.segments: list[tuple[PathKind, int | None, str, int, int, int | None]] = []
+        self.end_ns = end_ns
+        self._windows: dict[int, _Window] = {}
+
+    def window(self, lane: int, tl: HostTimeline) -> _Window:
+        """The thread's segments that can hold an instant of the step, as lists (made once
+        per thread and step): the walk reads one or two of them per move, tens of
+        thousands of moves a step, and a numpy element read costs ten list reads."""
+        w = self._windows.get(lane)
+        if w is None:
+            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
+            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
+            pos = tl.seg_pos[j0:j1]
+            owner = np.where(pos >= 0, tl.rows[np.maximum(pos, 0)] if tl.rows.size else -1, -1)
+            w = self._windows[lane] = _Window(
+                tl.seg_start[j0:j1].tolist(), tl.seg_end[j0:j1].tolist(),
+                tl.seg_cat[j0:j1].tolist(), owner.tolist())
+        return w
 
     def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
                row: int | None = None) -> None:
@@ -237,17 +255,19 @@ class _Walk:
         s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
         step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
         tl = self.timelines.get(lane)
-        j = 0 if tl is None else int(tl.seg_end.searchsorted(t, side="left"))
-        if tl is None or j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
+        if tl is not None:
+            w = self.window(lane, tl)
+            j = bisect_left(w.end, t)
+        if tl is None or j >= len(w.end) or w.start[j] >= t:
             # nothing of this thread's own before t (a step thread holding only ranges):
             # the rest of the step is untraced, and the walk stands at its start
             self.charge("host", lane, UNTRACED, start_ns, t)
             self.t = start_ns
             return True
-        a = max(int(tl.seg_start[j]), start_ns)
+        a = max(w.start[j], start_ns)
         if returns and returns[-1][0] != lane:
             a = max(a, returns[-1][1])
-        code = int(tl.seg_cat[j])
+        code = w.cat[j]
         if lane != step_lane and code in self.idle_codes and not returns:
             self.lane = step_lane  # an idle helper thread hands the path back
             edges["back_to_step_thread"] += 1
@@ -255,7 +275,7 @@ class _Walk:
         if lane != step_lane and code == wait_code and returns:
             self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
             return False
-        owner = int(tl.rows[int(tl.seg_pos[j])]) if int(tl.seg_pos[j]) >= 0 else -1
+        owner = w.owner[j]
         if code == self.sync_code and owner >= 0:
             done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
             if done is not None and int(s.end[done]) > start_ns:
@@ -278,6 +298,16 @@ class _Walk:
         if returns and returns[-1][0] != lane and a <= returns[-1][1]:
             self.lane = returns.pop()[0]
         return False
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Segments of one thread as lists: start, end, category code, owning slice row (-1)."""
+
+    start: list[int]
+    end: list[int]
+    cat: list[int]
+    owner: list[int]
 
 
 def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: int,

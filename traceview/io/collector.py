@@ -19,9 +19,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceview.coerce import int_or_none
+from traceview.coerce import INT64, NO_ID, id_or_no_id, int_or_none, thread_id
 from traceview.io import fastscan, limits
-from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
+from traceview.io.annotations import ANNOTATION_CAT
+from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs, Phases
 from traceview.io.events import (
     ANY,
     EVENTS,
@@ -30,6 +31,8 @@ from traceview.io.events import (
     LINK_LIST,
     LOOSE_EVENTS,
     ONE_EVENT,
+    ExactEvent,
+    FastEvent,
     LooseEvent,
     coerce,
     decode_args,
@@ -64,6 +67,48 @@ def _int64_id(v: int | None) -> int:
 _STREAM = attrgetter("stream")
 _DEVICE = attrgetter("device")
 
+# What a non-X event is to the model, from its (ph, cat) alone. Flows and instants are
+# most of a trace's non-X events (a flow per launch) and need no object each: flows are
+# folded into the (pid, tid, ts) -> id tables as their chunk arrives, instants and the
+# ignored phases are counted. Only B/E pairs and M events are kept as ``LooseEvent``
+# for ``io/phases.py``, which must read them in time order.
+SKIP, FLOW_START, FLOW_END, KEPT, INSTANT, OTHER_PHASE, UNKNOWN_PHASE = range(7)
+_COUNTED = {OTHER_PHASE: "other-phase", UNKNOWN_PHASE: "unknown-phase"}
+
+
+def _kind(ph: str, cat: str) -> int:
+    if cat == ANNOTATION_CAT:  # traceview's own tracks (--annotate): not the trace's
+        return SKIP
+    if ph == "s":
+        return FLOW_START
+    if ph == "f":
+        return FLOW_END
+    if ph in ("B", "E", "M"):
+        return KEPT
+    if ph in ("i", "I", "R", "n"):
+        return INSTANT
+    if ph in ("C", "b", "e", "N", "O", "D"):
+        return OTHER_PHASE
+    if ph in ("t", "X"):  # a flow step links nothing here
+        return SKIP
+    return UNKNOWN_PHASE
+
+
+def _flow_id(fid: Any) -> int:
+    """A flow's id as the tables hold it (an int in range, as Kineto writes it, is its own)."""
+    if type(fid) is not int or not -INT64 <= fid < INT64:
+        fid = id_or_no_id(fid)
+    return fid
+
+
+class _FlowId(msgspec.Struct, gc=False):
+    """The one field of a flow event the key does not give (the scanner checked its type)."""
+
+    id: int | str | None = None
+
+
+_FLOW_IDS = msgspec.json.Decoder(list[_FlowId])
+
 
 class _Codes(dict):
     """value -> dense code, assigned on first sight (``map(codes.__getitem__, values)``
@@ -89,7 +134,11 @@ class Collector:
         self.link_vals: list[tuple[int, ...]] = []
         self.link_parts: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, (n, 3) values)
         self.args_raw: dict[int, bytes] = {}
+        # B/E and M events; flows, instants and ignored phases are folded into ``phases``
         self.others: list[tuple[LooseEvent, int | None]] = []
+        self.phases = Phases()
+        self.non_x = 0  # every non-X event, kept or folded
+        self._thread_ids: dict[int | str, int | str] = {}
         self.rows = 0
         self.malformed = 0
         self.too_deep = 0  # values nested past ``limits.MAX_DEPTH``, replaced by null
@@ -156,13 +205,37 @@ class Collector:
         for i in np.flatnonzero(~is_x).tolist():
             e = events[i]
             v = int(ts_ns[i])
-            self.others.append((loose_of(e), None if v == MISSING else v))
+            self._other(e, None if v == MISSING else v)
         xi = np.flatnonzero(is_x)
         if xi.size == 0:
             return
         nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
         self._append_x(kc, nc, ts_ns, dur_ns, xi,
                        lambda js: [bytes(events[j].args) for j in js.tolist()])
+
+    def _thread(self, value: int | str) -> int | str:
+        tid = self._thread_ids.get(value)
+        if tid is None:
+            tid = self._thread_ids[value] = thread_id(value)
+        return tid
+
+    def _other(self, e: FastEvent | ExactEvent | LooseEvent, ts: int | None) -> None:
+        """One non-X event of the msgspec paths: folded, counted or kept, as ``_add_scanned``
+        does a chunk's at once."""
+        self.non_x += 1
+        kind = _kind(e.ph, e.cat)
+        if kind == KEPT:
+            self.others.append((loose_of(e), ts))
+        elif kind in (FLOW_START, FLOW_END):
+            fid = _flow_id(e.id)
+            if ts is not None and fid != NO_ID:
+                table = self.phases.flow_start if kind == FLOW_START else self.phases.flow_end
+                table[(self._thread(e.pid), self._thread(e.tid), ts)] = fid
+        elif kind == INSTANT:
+            self.phases.instants += 1
+        elif kind in _COUNTED:
+            counts = self.phases.counts
+            counts[_COUNTED[kind]] = counts.get(_COUNTED[kind], 0) + 1
 
     def _append_x(self, kc: np.ndarray, nc: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray,
                   xi: np.ndarray, raw_args: Callable[[np.ndarray], list[bytes]]) -> None:
@@ -219,19 +292,30 @@ class Collector:
             names = fastscan.token_strs(view, s.name_spans.tolist())
             is_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))[s.key]
             other = np.flatnonzero(~is_x)
-            spans = s.ev[other].tolist()
-            try:  # the chunk's other-phase events (flows: one per launch) in one decode
+            kinds = np.fromiter((_kind(k[0], k[1]) for k in keys), np.int8, len(keys))
+            okind = kinds[s.key[other]]
+            kept = other[okind == KEPT]
+            spans = s.ev[kept].tolist()
+            try:  # the chunk's B/E and M events in one decode
                 loose = LOOSE_EVENTS.decode(b"[" + b",".join([view[a:b] for a, b in spans]) + b"]")
             except (msgspec.DecodeError, msgspec.ValidationError):  # each alone, to say which
                 loose = [loose_of(ONE_EVENT.decode(view[a:b])) for a, b in spans]
-            for e in loose:  # args detached from the joined text (flows have none)
+            for e in loose:  # args detached from the joined text
                 if e.args:
                     e.args = msgspec.Raw(bytes(e.args))
             others = [(e, None if v == MISSING else v)
-                      for e, v in zip(loose, ts_ns[other].tolist(), strict=True)]
-        except (msgspec.DecodeError, ValueError):
+                      for e, v in zip(loose, ts_ns[kept].tolist(), strict=True)]
+            flows = other[(okind == FLOW_START) | (okind == FLOW_END)]
+            ids = _FLOW_IDS.decode(b"[" + b",".join([view[a:b] for a, b in s.ev[flows].tolist()])
+                                   + b"]")
+            fids = np.fromiter((_flow_id(f.id) for f in ids), np.int64, len(ids))
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
             return False
         self.others.extend(others)
+        self.non_x += other.size
+        flowing = (okind == FLOW_START) | (okind == FLOW_END)
+        self._fold_flows(keys, s.key[flows], okind[flowing], ts_ns[flows], fids,
+                         okind[okind != KEPT])
         key_lut = np.fromiter(map(self.keys.__getitem__, keys), np.int32, len(keys))
         kc = key_lut[s.key]
         xi = np.flatnonzero(is_x)
@@ -246,6 +330,28 @@ class Collector:
 
         self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
         return True
+
+    def _fold_flows(self, keys: list[Key], codes: np.ndarray, fk: np.ndarray, ts: np.ndarray,
+                    fids: np.ndarray, folded: np.ndarray) -> None:
+        """A scanned chunk's flows into the tables (file order: a later flow at one
+        (pid, tid, ts) replaces an earlier one, as the event-by-event fold does), and its
+        instants and ignored phases counted."""
+        pids = [self._thread(k[2]) for k in keys]
+        tids = [self._thread(k[3]) for k in keys]
+        ok = (ts != MISSING) & (fids != NO_ID)
+        for kind, table in ((FLOW_START, self.phases.flow_start),
+                            (FLOW_END, self.phases.flow_end)):
+            sel = ok & (fk == kind)
+            c = codes[sel].tolist()
+            table.update(zip(zip(map(pids.__getitem__, c), map(tids.__getitem__, c),
+                                 ts[sel].tolist(), strict=True), fids[sel].tolist(), strict=True))
+        self.phases.instants += int(np.count_nonzero(folded == INSTANT))
+        counts = self.phases.counts
+        firsts = sorted((int(np.argmax(folded == kind)), kind) for kind in _COUNTED
+                        if np.any(folded == kind))
+        for _, kind in firsts:  # in order of first sight, as the event-by-event fold does
+            counts[_COUNTED[kind]] = counts.get(_COUNTED[kind], 0) + int(
+                np.count_nonzero(folded == kind))
 
     def _link(self, row: int, b: bytes) -> None:
         """Keep one row's raw args, and its correlation, stream and device if any."""
