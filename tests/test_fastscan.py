@@ -317,3 +317,25 @@ def test_htas_df_index_resolver_trace_decodes_wholly_through_the_scanner(monkeyp
     assert declined == [] and fast.x.key.size == 123_379
     monkeypatch.setattr(fastscan, "_SCAN", None)
     _same(fast, D.decode(path))
+
+
+@pytest.mark.parametrize("scanner", [True, False], ids=["scanner", "msgspec"])
+def test_link_columns_read_absent_null_and_past_int64_values(scanner, monkeypatch):
+    """The link columns of kept X events: absent and null are -1, an id past int64 is
+    folded to its two's-complement value; a chunk with neither null nor such an id takes
+    the one-pass path, the others the value-by-value one, and both agree with this list."""
+    def ev(args: str) -> str:
+        return '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":0,"ts":1,"dur":1,' \
+               f'"args":{args}}}'
+
+    plain = [ev('{"correlation":5,"stream":7}'), ev('{"device":2}'), ev("{}")]
+    odd = [ev('{"correlation":null,"stream":7}'), ev(f'{{"device":{2**63}}}'),
+           ev('{"correlation":-1}')]
+    for events, corr, stream, device in (
+            (plain, [5, -1, -1], [7, -1, -1], [-1, 2, -1]),
+            (odd, [-1, -1, -1], [7, -1, -1], [-1, -2**63, -1])):
+        c = _collect(("[" + ",".join(events) + "]").encode(), scanner=scanner,
+                     monkeypatch=monkeypatch)
+        cols = c.columns()
+        assert (cols.corr.tolist(), cols.stream.tolist(), cols.device.tolist()) == (
+            corr, stream, device)
