@@ -210,8 +210,12 @@ class Collector:
         if xi.size == 0:
             return
         nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
-        self._append_x(kc, nc, ts_ns, dur_ns, xi,
-                       lambda js: [bytes(events[j].args) for j in js.tolist()])
+        def raw_args(js: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+            every = [bytes(events[j].args) for j in js.tolist()]
+            return (np.fromiter(map(bool, every), np.bool_, len(every)),
+                    [b for b in every if b])
+
+        self._append_x(kc, nc, ts_ns, dur_ns, xi, raw_args)
 
     def _thread(self, value: int | str) -> int | str:
         tid = self._thread_ids.get(value)
@@ -238,11 +242,12 @@ class Collector:
             counts[_COUNTED[kind]] = counts.get(_COUNTED[kind], 0) + 1
 
     def _append_x(self, kc: np.ndarray, nc: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray,
-                  xi: np.ndarray, raw_args: Callable[[np.ndarray], list[bytes]]) -> None:
+                  xi: np.ndarray,
+                  raw_args: Callable[[np.ndarray], tuple[np.ndarray, list[bytes]]]) -> None:
         """Append a chunk's X events (``xi``: their places in the chunk; the columns are
         the whole chunk's) and keep the args of those whose category the model reads;
-        ``raw_args(js)`` is the raw args of chunk events ``js`` (empty when absent). Both
-        decode paths end here."""
+        ``raw_args(js)`` says which of chunk events ``js`` have args, and gives those args'
+        raw bytes. Both decode paths end here."""
         if xi.size != kc.size:  # filter the columns, not the events (a new list costs more)
             kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
         self.key_parts.append(_own_map(kc))
@@ -252,16 +257,16 @@ class Collector:
         keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
                                np.bool_, len(self.keys))
         kept = np.flatnonzero(keep_lut[kc])
-        pairs = [(r, b) for r, b in zip((kept + self.rows).tolist(), raw_args(xi[kept]),
-                                        strict=True) if b]
+        has, blobs = raw_args(xi[kept])
+        rows = (kept + self.rows)[has].tolist()
         self.rows += xi.size
-        if not pairs:
+        if not rows:
             return
-        self.args_raw.update(pairs)
+        self.args_raw.update(zip(rows, blobs, strict=True))
         try:  # the whole chunk's links in one decode; an odd one sends it event by event
-            links = LINK_COLUMNS.decode(b"[" + b",".join([b for _, b in pairs]) + b"]")
+            links = LINK_COLUMNS.decode(b"[" + b",".join(blobs) + b"]")
         except (msgspec.ValidationError, msgspec.DecodeError):
-            for row, b in pairs:
+            for row, b in zip(rows, blobs, strict=True):
                 self._link(row, b)
             return
         try:  # absent is -1 already; a null (None) or a value past int64 fails here
@@ -271,13 +276,13 @@ class Collector:
             cols = [np.asarray([-1 if v is None else v for v in map(get, links)])
                     for get in (_CORR, _STREAM, _DEVICE)]
         if any(c.dtype != np.int64 for c in cols):  # a value past int64: one by one
-            for (row, _), la in zip(pairs, links, strict=True):
+            for row, la in zip(rows, links, strict=True):
                 vals = (la.correlation, la.stream, la.device)
                 if vals != (None, None, None):
                     self._add_link(row, vals)
             return
         # a row whose three values are absent is written -1, the columns' default, too
-        self.link_parts.append((np.asarray([r for r, _ in pairs], np.int64), np.stack(cols, 1)))
+        self.link_parts.append((np.asarray(rows, np.int64), np.stack(cols, 1)))
 
     def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
         """``_add`` for a chunk the compiled scanner read: the same codes, columns, kept
@@ -327,13 +332,16 @@ class Collector:
             return True
         name_lut = np.fromiter(map(self.names.__getitem__, names), np.int32, len(names))
 
-        def raw_args(js: np.ndarray) -> list[bytes]:
+        def raw_args(js: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
             spans = s.args[js]
-            # one copy of the chunk, then a slice of it per event: a bytes slice is a
-            # tenth of the cost of a memoryview slice turned into bytes
+            has = spans[:, 0] >= 0
+            spans = spans[has]
+            # one copy of the chunk, then a slice of it per event, with no Python code
+            # run per event: a bytes slice is a tenth of the cost of a memoryview slice
+            # turned into bytes, and a chunk keeps the args of a hundred thousand events
             blob = text if isinstance(text, bytes) else bytes(text)
-            return [blob[a:b] if a >= 0 else b""
-                    for a, b in zip(spans[:, 0].tolist(), spans[:, 1].tolist(), strict=True)]
+            return has, list(map(blob.__getitem__, map(slice, spans[:, 0].tolist(),
+                                                       spans[:, 1].tolist())))
 
         self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
         return True
