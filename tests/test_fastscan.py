@@ -257,10 +257,10 @@ def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
     monkeypatch.setattr(collector, "ONE_EVENT", real)
     monkeypatch.setattr(collector, "LOOSE_EVENTS", real_list)
     # the flows' ids are read in one decode too, after the kept events
-    monkeypatch.setattr(collector, "_FLOW_IDS", Failing)
-    assert c._add_scanned(text, fastscan.scan(text)) is False
-    assert (dict(c.keys), c.others, c.rows, c.phases) == ({}, [], 0, collector.Phases())
-    monkeypatch.setattr(collector, "_FLOW_IDS", msgspec.json.Decoder(list[collector._FlowId]))
+    with monkeypatch.context() as m:
+        m.setattr(collector, "_FLOW_INT_IDS", Failing)
+        assert c._add_scanned(text, fastscan.scan(text)) is False
+        assert (dict(c.keys), c.others, c.rows, c.phases) == ({}, [], 0, collector.Phases())
     assert c._add_scanned(text, fastscan.scan(text)) is True and c.rows == 1
     assert (c.phases.flow_start, c.phases.instants, len(c.others), c.non_x) == (
         {(0, 0, 1000): 4}, 1, 1, 3)
@@ -339,3 +339,24 @@ def test_link_columns_read_absent_null_and_past_int64_values(scanner, monkeypatc
         cols = c.columns()
         assert (cols.corr.tolist(), cols.stream.tolist(), cols.device.tolist()) == (
             corr, stream, device)
+
+
+@pytest.mark.parametrize("scanner", [True, False], ids=["scanner", "msgspec"])
+def test_flow_ids_of_every_type(scanner, monkeypatch):
+    """A flow's id as the tables hold it: an int64 as is, integer text as its value; null,
+    absent or past int64 is no id, and the flow links nothing. A chunk of int ids only is
+    read in one pass, any other id sends its chunk value by value: both agree."""
+    def flow(ph: str, ts: int, fid: str) -> str:
+        return f'{{"ph":"{ph}","cat":"ac2g","name":"ac2g","pid":1,"tid":2,"ts":{ts}{fid}}}'
+
+    ints = [flow("s", 1, ',"id":5'), flow("f", 2, ',"id":-3'), flow("s", 3, "")]
+    odd = [flow("s", 1, ',"id":"7"'), flow("s", 2, ',"id":null'), flow("f", 4, ',"id":9')]
+    past = [flow("f", 3, f',"id":{2**63}'), flow("f", 4, ',"id":9')]  # the scanner declines
+    for events, start, end in (
+            (ints, {(1, 2, 1000): 5}, {(1, 2, 2000): -3}),
+            (odd, {(1, 2, 1000): 7}, {(1, 2, 4000): 9}),
+            (past, {}, {(1, 2, 4000): 9})):
+        c = _collect(("[" + ",".join(events) + "]").encode(), scanner=scanner,
+                     monkeypatch=monkeypatch)
+        assert (c.phases.flow_start, c.phases.flow_end, c.non_x, c.others) == (
+            start, end, len(events), [])

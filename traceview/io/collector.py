@@ -110,6 +110,33 @@ class _FlowId(msgspec.Struct, gc=False):
 _FLOW_IDS = msgspec.json.Decoder(list[_FlowId])
 
 
+class _FlowIntId(msgspec.Struct, gc=False):
+    """The same, for the usual chunk: every flow's id an integer (absent: no id)."""
+
+    id: int = NO_ID
+
+
+_FLOW_INT_IDS = msgspec.json.Decoder(list[_FlowIntId])
+_ID = attrgetter("id")
+
+
+def _slices(blob: bytes, spans: np.ndarray) -> list[bytes]:
+    """``blob[a:b]`` for each (a, b) row of ``spans``."""
+    return list(map(blob.__getitem__, map(slice, spans[:, 0].tolist(), spans[:, 1].tolist())))
+
+
+def _flow_ids(blob: bytes, spans: np.ndarray) -> np.ndarray:
+    """The ids of the flow events at ``spans`` as the tables hold them (``_flow_id``), in
+    one decode; an id that is not an int64 (text, null, past int64) takes ``_flow_id``
+    one by one."""
+    joined = b"[" + b",".join(_slices(blob, spans)) + b"]"
+    try:
+        return np.fromiter(map(_ID, _FLOW_INT_IDS.decode(joined)), np.int64, spans.shape[0])
+    except (msgspec.ValidationError, OverflowError):
+        ids = _FLOW_IDS.decode(joined)
+        return np.fromiter((_flow_id(f.id) for f in ids), np.int64, len(ids))
+
+
 class _Codes(dict):
     """value -> dense code, assigned on first sight (``map(codes.__getitem__, values)``
     runs in C; only new values call back into Python)."""
@@ -294,6 +321,10 @@ class Collector:
             return True
         view = memoryview(text)
         ts_ns, dur_ns = s.ts, s.dur
+        # one copy of the chunk, then a slice of it per event taken with no Python code
+        # run per event: a bytes slice is a tenth of the cost of a memoryview slice turned
+        # into bytes, and a chunk keeps the args of a hundred thousand events
+        blob = text if isinstance(text, bytes) else bytes(text)
         try:  # everything that can fail, before anything changes
             keys = [(fastscan.token_str(view, a, b), fastscan.token_str(view, c, d),
                      fastscan.token_id(view, e, f), fastscan.token_id(view, g, h))
@@ -315,9 +346,7 @@ class Collector:
             others = [(e, None if v == MISSING else v)
                       for e, v in zip(loose, ts_ns[kept].tolist(), strict=True)]
             flows = other[(okind == FLOW_START) | (okind == FLOW_END)]
-            ids = _FLOW_IDS.decode(b"[" + b",".join([view[a:b] for a, b in s.ev[flows].tolist()])
-                                   + b"]")
-            fids = np.fromiter((_flow_id(f.id) for f in ids), np.int64, len(ids))
+            fids = _flow_ids(blob, s.ev[flows])
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
             return False
         self.others.extend(others)
@@ -335,13 +364,7 @@ class Collector:
         def raw_args(js: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
             spans = s.args[js]
             has = spans[:, 0] >= 0
-            spans = spans[has]
-            # one copy of the chunk, then a slice of it per event, with no Python code
-            # run per event: a bytes slice is a tenth of the cost of a memoryview slice
-            # turned into bytes, and a chunk keeps the args of a hundred thousand events
-            blob = text if isinstance(text, bytes) else bytes(text)
-            return has, list(map(blob.__getitem__, map(slice, spans[:, 0].tolist(),
-                                                       spans[:, 1].tolist())))
+            return has, _slices(blob, spans[has])
 
         self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
         return True
