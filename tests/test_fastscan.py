@@ -86,6 +86,9 @@ def _columns_equal(a: collector.Collector, b: collector.Collector) -> None:
         assert np.array_equal(getattr(ca, f), getattr(cb, f)), f
     assert dict(ca.args._raw) == dict(cb.args._raw)
     assert a.others == b.others  # LooseEvent compares fields, args by content
+    # flows, instants and ignored phases, folded as the chunk arrived (counts in order)
+    assert (a.phases, a.non_x) == (b.phases, b.non_x)
+    assert list(a.phases.counts.items()) == list(b.phases.counts.items())
     assert (a.rows, a.malformed) == (b.rows, b.malformed)
 
 
@@ -246,12 +249,21 @@ def test_a_chunk_that_fails_late_changes_nothing(monkeypatch):
     # the chunk's other-phase events are decoded together, then alone to find the bad one
     monkeypatch.setattr(collector, "ONE_EVENT", Failing)
     monkeypatch.setattr(collector, "LOOSE_EVENTS", Failing)
-    text = b'[{"ph":"X","cat":"kernel","pid":9},{"ph":"i","cat":"cpu_op"}]'
+    text = (b'[{"ph":"X","cat":"kernel","pid":9},{"ph":"i","cat":"cpu_op"},'
+            b'{"ph":"s","id":4,"ts":1},{"ph":"B","cat":"cpu_op","ts":2}]')
     assert c._add_scanned(text, fastscan.scan(text)) is False
-    assert (dict(c.keys), dict(c.names), c.others, c.rows) == ({}, {}, [], 0)
+    assert (dict(c.keys), dict(c.names), c.others, c.rows, c.non_x) == ({}, {}, [], 0, 0)
+    assert c.phases == collector.Phases()  # no flow, instant or count folded either
     monkeypatch.setattr(collector, "ONE_EVENT", real)
     monkeypatch.setattr(collector, "LOOSE_EVENTS", real_list)
+    # the flows' ids are read in one decode too, after the kept events
+    with monkeypatch.context() as m:
+        m.setattr(collector, "_FLOW_INT_IDS", Failing)
+        assert c._add_scanned(text, fastscan.scan(text)) is False
+        assert (dict(c.keys), c.others, c.rows, c.phases) == ({}, [], 0, collector.Phases())
     assert c._add_scanned(text, fastscan.scan(text)) is True and c.rows == 1
+    assert (c.phases.flow_start, c.phases.instants, len(c.others), c.non_x) == (
+        {(0, 0, 1000): 4}, 1, 1, 3)
 
 
 @pytest.mark.parametrize("stop", [b'\\"', b"\\\\", b"\\n", b"\\u0041", b"\x01", b"\x1f", b"\x80",
@@ -305,3 +317,46 @@ def test_htas_df_index_resolver_trace_decodes_wholly_through_the_scanner(monkeyp
     assert declined == [] and fast.x.key.size == 123_379
     monkeypatch.setattr(fastscan, "_SCAN", None)
     _same(fast, D.decode(path))
+
+
+@pytest.mark.parametrize("scanner", [True, False], ids=["scanner", "msgspec"])
+def test_link_columns_read_absent_null_and_past_int64_values(scanner, monkeypatch):
+    """The link columns of kept X events: absent and null are -1, an id past int64 is
+    folded to its two's-complement value; a chunk with neither null nor such an id takes
+    the one-pass path, the others the value-by-value one, and both agree with this list."""
+    def ev(args: str) -> str:
+        return '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":0,"ts":1,"dur":1,' \
+               f'"args":{args}}}'
+
+    plain = [ev('{"correlation":5,"stream":7}'), ev('{"device":2}'), ev("{}")]
+    odd = [ev('{"correlation":null,"stream":7}'), ev(f'{{"device":{2**63}}}'),
+           ev('{"correlation":-1}')]
+    for events, corr, stream, device in (
+            (plain, [5, -1, -1], [7, -1, -1], [-1, 2, -1]),
+            (odd, [-1, -1, -1], [7, -1, -1], [-1, -2**63, -1])):
+        c = _collect(("[" + ",".join(events) + "]").encode(), scanner=scanner,
+                     monkeypatch=monkeypatch)
+        cols = c.columns()
+        assert (cols.corr.tolist(), cols.stream.tolist(), cols.device.tolist()) == (
+            corr, stream, device)
+
+
+@pytest.mark.parametrize("scanner", [True, False], ids=["scanner", "msgspec"])
+def test_flow_ids_of_every_type(scanner, monkeypatch):
+    """A flow's id as the tables hold it: an int64 as is, integer text as its value; null,
+    absent or past int64 is no id, and the flow links nothing. A chunk of int ids only is
+    read in one pass, any other id sends its chunk value by value: both agree."""
+    def flow(ph: str, ts: int, fid: str) -> str:
+        return f'{{"ph":"{ph}","cat":"ac2g","name":"ac2g","pid":1,"tid":2,"ts":{ts}{fid}}}'
+
+    ints = [flow("s", 1, ',"id":5'), flow("f", 2, ',"id":-3'), flow("s", 3, "")]
+    odd = [flow("s", 1, ',"id":"7"'), flow("s", 2, ',"id":null'), flow("f", 4, ',"id":9')]
+    past = [flow("f", 3, f',"id":{2**63}'), flow("f", 4, ',"id":9')]  # the scanner declines
+    for events, start, end in (
+            (ints, {(1, 2, 1000): 5}, {(1, 2, 2000): -3}),
+            (odd, {(1, 2, 1000): 7}, {(1, 2, 4000): 9}),
+            (past, {}, {(1, 2, 4000): 9})):
+        c = _collect(("[" + ",".join(events) + "]").encode(), scanner=scanner,
+                     monkeypatch=monkeypatch)
+        assert (c.phases.flow_start, c.phases.flow_end, c.non_x, c.others) == (
+            start, end, len(events), [])

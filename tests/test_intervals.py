@@ -48,6 +48,11 @@ def test_set_algebra_matches_brute_force(a_pts, b_pts):
     a, b = iv.union(*_arr(a_pts)), iv.union(*_arr(b_pts))
     A, B = _brute(a_pts), _brute(b_pts)
     assert iv.length(iv.intersect(a, b)) == len(A & B)
+    # the pieces themselves: positive, in time order, apart, covering exactly A & B
+    s, e = (x.tolist() for x in iv.intersect(a, b))
+    assert all(x < y for x, y in zip(s, e, strict=True))
+    assert all(y <= x for y, x in zip(e, s[1:], strict=False))
+    assert set().union(*(range(x, y) for x, y in zip(s, e, strict=True))) == A & B
     assert iv.length(iv.subtract(a, b)) == len(A - B)
     qs, qe = _arr(b_pts)
     got = iv.overlap(a, qs, qe).tolist()

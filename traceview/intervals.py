@@ -199,24 +199,23 @@ def overlap_pairs(iv: Set, starts: np.ndarray, ends: np.ndarray) -> tuple[np.nda
 
 
 def intersect(a: Set, b: Set) -> Set:
-    """Intersection of two disjoint sets (each piece of ``a`` clipped by ``b``)."""
+    """Intersection of two disjoint sets (each piece of ``a`` clipped by ``b``), in time
+    order. The pieces of ``b`` meeting piece ``i`` of ``a`` form one run, found by two
+    binary searches (as in ``overlap_pairs``), so no Python loop runs per piece: a step's
+    busy time met with each phase once was a tenth of a trace's analysis that way."""
     (as_, ae), (bs, be) = a, b
     if as_.size == 0 or bs.size == 0:
         return EMPTY
-    out_s, out_e = [], []
-    i = j = 0
-    as_l, ae_l, bs_l, be_l = as_.tolist(), ae.tolist(), bs.tolist(), be.tolist()
-    while i < len(as_l) and j < len(bs_l):
-        lo = max(as_l[i], bs_l[j])
-        hi = min(ae_l[i], be_l[j])
-        if lo < hi:
-            out_s.append(lo)
-            out_e.append(hi)
-        if ae_l[i] < be_l[j]:
-            i += 1
-        else:
-            j += 1
-    return np.asarray(out_s, np.int64), np.asarray(out_e, np.int64)
+    lo = np.searchsorted(be, as_, side="right")
+    hi = np.searchsorted(bs, ae, side="left")
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    i = np.repeat(np.arange(as_.size), counts)
+    j = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts - lo, counts)
+    out_s = np.maximum(as_[i], bs[j]).astype(np.int64, copy=False)
+    out_e = np.minimum(ae[i], be[j]).astype(np.int64, copy=False)
+    keep = out_s < out_e  # a zero-length piece met inside another is no intersection
+    return out_s[keep], out_e[keep]
 
 
 def subtract(a: Set, b: Set) -> Set:

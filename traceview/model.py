@@ -532,16 +532,20 @@ def _link(slices: Slices, cat_names: Sequence[str]
     host_codes = [i for i, c in enumerate(cat_names) if c in ("cuda_runtime", "cuda_driver")]
     is_work = np.isin(slices.cat, work_codes) & (slices.corr != NO_ID)
     is_api = np.isin(slices.cat, host_codes) & (slices.corr != NO_ID)
-    api_by_corr: dict[int, int] = {}
-    for row, corr in zip(np.flatnonzero(is_api).tolist(), slices.corr[is_api].tolist(), strict=True):
-        api_by_corr.setdefault(corr, row)
+    # the first launch of each correlation id (the lowest row), found for all at once
+    api_rows = np.flatnonzero(is_api)
+    corrs, first = np.unique(slices.corr[api_rows], return_index=True)
+    apis = api_rows[first]
+    work_rows = np.flatnonzero(is_work)
+    wc = slices.corr[work_rows]
+    at = np.minimum(np.searchsorted(corrs, wc), max(corrs.size - 1, 0))
+    linked = (at < corrs.size) & (corrs[at] == wc) if corrs.size else np.zeros(wc.size, bool)
+    rows, launch = work_rows[linked], apis[at[linked]]
+    # in row order of the work, as a loop over it would insert them
+    work_to_launch = dict(zip(rows.tolist(), launch.tolist(), strict=True))
     launch_to_work: dict[int, list[int]] = defaultdict(list)
-    work_to_launch: dict[int, int] = {}
-    for row, corr in zip(np.flatnonzero(is_work).tolist(), slices.corr[is_work].tolist(), strict=True):
-        api = api_by_corr.get(corr)
-        if api is not None:
-            launch_to_work[api].append(row)
-            work_to_launch[row] = api
+    for row, api in work_to_launch.items():
+        launch_to_work[api].append(row)
     # frozen here, where the dicts are made, so that the Trace holds them without a copy
     return (MappingProxyType({k: tuple(v) for k, v in launch_to_work.items()}),
             MappingProxyType(work_to_launch))

@@ -34,6 +34,7 @@ could at most save: the path may move to another chain once it is shorter.
 from __future__ import annotations
 
 import functools
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -138,9 +139,9 @@ def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
     w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows))
     if from_work is not None:
         w.on_device = from_work
-    budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
-    while w.t > start_ns and budget > 0:
-        budget -= 1
+    w.budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
+    while w.t > start_ns and w.budget > 0:
+        w.budget -= 1
         if w.from_device() if w.on_device is not None else w.on_host():
             break
     if w.t > start_ns:  # the budget ran out (a cycle would be a bug): charge honestly
@@ -177,6 +178,24 @@ class _Walk:
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
         # PathSegment's fields, in the walk's (backward) order
         self.segments: list[tuple[PathKind, int | None, str, int, int, int | None]] = []
+        self.end_ns = end_ns
+        self.budget = 0  # steps left (``critical_path`` sets it): a cycle would be a bug
+        self._windows: dict[int, _Window] = {}
+
+    def window(self, lane: int, tl: HostTimeline) -> _Window:
+        """The thread's segments that can hold an instant of the step, as lists (made once
+        per thread and step): the walk reads one or two of them per move, tens of
+        thousands of moves a step, and a numpy element read costs ten list reads."""
+        w = self._windows.get(lane)
+        if w is None:
+            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
+            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
+            pos = tl.seg_pos[j0:j1]
+            owner = np.where(pos >= 0, tl.rows[np.maximum(pos, 0)] if tl.rows.size else -1, -1)
+            w = self._windows[lane] = _Window(
+                tl.seg_start[j0:j1].tolist(), tl.seg_end[j0:j1].tolist(),
+                tl.seg_cat[j0:j1].tolist(), owner.tolist())
+        return w
 
     def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
                row: int | None = None) -> None:
@@ -233,51 +252,78 @@ class _Walk:
     def on_host(self) -> bool:
         """On a host thread: the segment owning the instant before ``t``; a sync jumps
         to the device work it waited for, a wait to the thread that worked meanwhile,
-        an idle helper thread hands the path back; anything else is charged as is."""
+        an idle helper thread hands the path back; anything else is charged as is, and
+        the walk goes on to the thread's previous segment here, without returning to
+        ``critical_path``'s loop (each segment still takes one step of the budget): a
+        step's path is mostly a thread's segments one after another."""
         s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
         step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
+        got, segments, cats = self.got, self.segments, self.cats
         tl = self.timelines.get(lane)
-        j = 0 if tl is None else int(tl.seg_end.searchsorted(t, side="left"))
-        if tl is None or j >= tl.seg_end.size or int(tl.seg_start[j]) >= t:
-            # nothing of this thread's own before t (a step thread holding only ranges):
-            # the rest of the step is untraced, and the walk stands at its start
+        if tl is None:
             self.charge("host", lane, UNTRACED, start_ns, t)
             self.t = start_ns
             return True
-        a = max(int(tl.seg_start[j]), start_ns)
-        if returns and returns[-1][0] != lane:
-            a = max(a, returns[-1][1])
-        code = int(tl.seg_cat[j])
-        if lane != step_lane and code in self.idle_codes and not returns:
-            self.lane = step_lane  # an idle helper thread hands the path back
-            edges["back_to_step_thread"] += 1
-            return False
-        if lane != step_lane and code == wait_code and returns:
-            self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
-            return False
-        owner = int(tl.rows[int(tl.seg_pos[j])]) if int(tl.seg_pos[j]) >= 0 else -1
-        if code == self.sync_code and owner >= 0:
-            done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
-            if done is not None and int(s.end[done]) > start_ns:
-                self.charge("host", lane, "sync", int(s.end[done]), t, done)
-                self.t, self.on_device = int(s.end[done]), done
-                edges["kernel_to_sync"] += 1
+        w = self.window(lane, tl)
+        w_start, w_end, w_cat, w_owner = w.start, w.end, w.cat, w.owner
+        while True:
+            j = bisect_left(w_end, t)
+            if j >= len(w_end) or w_start[j] >= t:
+                # nothing of this thread's own before t (a step thread holding only
+                # ranges): the rest of the step is untraced, and the walk stands at its start
+                self.charge("host", lane, UNTRACED, start_ns, t)
+                self.t = start_ns
+                return True
+            a = max(w_start[j], start_ns)
+            if returns and returns[-1][0] != lane:
+                a = max(a, returns[-1][1])
+            code = w_cat[j]
+            if lane != step_lane and code in self.idle_codes and not returns:
+                self.lane = step_lane  # an idle helper thread hands the path back
+                edges["back_to_step_thread"] += 1
                 return False
-        if code == wait_code and owner >= 0:
-            ws = max(int(s.start[owner]), start_ns)
-            src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
-            if src is not None:
-                q_lane, q = src
-                self.charge("host", lane, "wait", q, t, owner)
-                returns.append((lane, ws))
-                self.lane, self.t = q_lane, q
-                edges["wait_to_thread"] += 1
+            if lane != step_lane and code == wait_code and returns:
+                self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
                 return False
-        self.charge("host", lane, self.cats[code], a, t, owner if owner >= 0 else None)
-        self.t = a
-        if returns and returns[-1][0] != lane and a <= returns[-1][1]:
-            self.lane = returns.pop()[0]
-        return False
+            owner = w_owner[j]
+            if code == self.sync_code and owner >= 0:
+                done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
+                if done is not None and int(s.end[done]) > start_ns:
+                    self.charge("host", lane, "sync", int(s.end[done]), t, done)
+                    self.t, self.on_device = int(s.end[done]), done
+                    edges["kernel_to_sync"] += 1
+                    return False
+            if code == wait_code and owner >= 0:
+                ws = max(int(s.start[owner]), start_ns)
+                src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
+                if src is not None:
+                    q_lane, q = src
+                    self.charge("host", lane, "wait", q, t, owner)
+                    returns.append((lane, ws))
+                    self.lane, self.t = q_lane, q
+                    edges["wait_to_thread"] += 1
+                    return False
+            if t > a:  # ``charge``, inlined: this is the walk's most frequent move
+                what = cats[code]
+                got[("host", lane, what)] += t - a
+                segments.append(("host", lane, what, a, t, owner if owner >= 0 else None))
+            self.t = t = a
+            if returns and returns[-1][0] != lane and a <= returns[-1][1]:
+                self.lane = returns.pop()[0]
+                return False
+            if t <= start_ns or self.budget <= 0:
+                return False
+            self.budget -= 1
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Segments of one thread as lists: start, end, category code, owning slice row (-1)."""
+
+    start: list[int]
+    end: list[int]
+    cat: list[int]
+    owner: list[int]
 
 
 def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: int,

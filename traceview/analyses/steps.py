@@ -253,14 +253,16 @@ def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: in
     lane = np.full(g0.size, step_lane, np.int64)
     cut = g1.copy()
     j = np.searchsorted(w_st, g1, side="left")
-    for gi in np.flatnonzero(j < w.size).tolist():  # the work that ends each gap
-        if int(w_st[j[gi]]) >= end:
-            continue
-        launch = trace.work_to_launch.get(int(w[j[gi]]))
-        if launch is None or int(s.lane[launch]) not in timelines:
-            continue
-        lane[gi] = int(s.lane[launch])
-        cut[gi] = min(max(int(s.start[launch]), int(g0[gi])), int(g1[gi]))
+    gi = np.flatnonzero(j < w.size)  # the gaps ended by work of the step
+    gi = gi[w_st[j[gi]] < end]
+    get = trace.work_to_launch.get  # the launch of the work that ends each gap, or -1
+    launch = np.fromiter((get(r, -1) for r in w[j[gi]].tolist()), np.int64, gi.size)
+    known = launch >= 0
+    gi, launch = gi[known], launch[known]
+    traced = np.isin(s.lane[launch], np.fromiter(timelines, np.int64, len(timelines)))
+    gi, launch = gi[traced], launch[traced]
+    lane[gi] = s.lane[launch]
+    cut[gi] = np.minimum(np.maximum(s.start[launch], g0[gi]), g1[gi])
     got: Counter[tuple[int | None, str]] = Counter()
     for ln in np.unique(lane).tolist():
         on = lane == ln

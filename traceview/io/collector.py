@@ -19,17 +19,20 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceview.coerce import int_or_none
+from traceview.coerce import INT64, NO_ID, id_or_no_id, int_or_none, thread_id
 from traceview.io import fastscan, limits
-from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs
+from traceview.io.annotations import ANNOTATION_CAT
+from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs, Phases
 from traceview.io.events import (
     ANY,
     EVENTS,
     EXACT_EVENTS,
     LINK_ARGS,
-    LINK_LIST,
+    LINK_COLUMNS,
     LOOSE_EVENTS,
     ONE_EVENT,
+    ExactEvent,
+    FastEvent,
     LooseEvent,
     coerce,
     decode_args,
@@ -64,6 +67,75 @@ def _int64_id(v: int | None) -> int:
 _STREAM = attrgetter("stream")
 _DEVICE = attrgetter("device")
 
+# What a non-X event is to the model, from its (ph, cat) alone. Flows and instants are
+# most of a trace's non-X events (a flow per launch) and need no object each: flows are
+# folded into the (pid, tid, ts) -> id tables as their chunk arrives, instants and the
+# ignored phases are counted. Only B/E pairs and M events are kept as ``LooseEvent``
+# for ``io/phases.py``, which must read them in time order.
+SKIP, FLOW_START, FLOW_END, KEPT, INSTANT, OTHER_PHASE, UNKNOWN_PHASE = range(7)
+_COUNTED = {OTHER_PHASE: "other-phase", UNKNOWN_PHASE: "unknown-phase"}
+
+
+def _kind(ph: str, cat: str) -> int:
+    if cat == ANNOTATION_CAT:  # traceview's own tracks (--annotate): not the trace's
+        return SKIP
+    if ph == "s":
+        return FLOW_START
+    if ph == "f":
+        return FLOW_END
+    if ph in ("B", "E", "M"):
+        return KEPT
+    if ph in ("i", "I", "R", "n"):
+        return INSTANT
+    if ph in ("C", "b", "e", "N", "O", "D"):
+        return OTHER_PHASE
+    if ph in ("t", "X"):  # a flow step links nothing here
+        return SKIP
+    return UNKNOWN_PHASE
+
+
+def _flow_id(fid: Any) -> int:
+    """A flow's id as the tables hold it (an int in range, as Kineto writes it, is its own)."""
+    if type(fid) is not int or not -INT64 <= fid < INT64:
+        fid = id_or_no_id(fid)
+    return fid
+
+
+class _FlowId(msgspec.Struct, gc=False):
+    """The one field of a flow event the key does not give (the scanner checked its type)."""
+
+    id: int | str | None = None
+
+
+_FLOW_IDS = msgspec.json.Decoder(list[_FlowId])
+
+
+class _FlowIntId(msgspec.Struct, gc=False):
+    """The same, for the usual chunk: every flow's id an integer (absent: no id)."""
+
+    id: int = NO_ID
+
+
+_FLOW_INT_IDS = msgspec.json.Decoder(list[_FlowIntId])
+_ID = attrgetter("id")
+
+
+def _slices(blob: bytes, spans: np.ndarray) -> list[bytes]:
+    """``blob[a:b]`` for each (a, b) row of ``spans``."""
+    return list(map(blob.__getitem__, map(slice, spans[:, 0].tolist(), spans[:, 1].tolist())))
+
+
+def _flow_ids(blob: bytes, spans: np.ndarray) -> np.ndarray:
+    """The ids of the flow events at ``spans`` as the tables hold them (``_flow_id``), in
+    one decode; an id that is not an int64 (text, null, past int64) takes ``_flow_id``
+    one by one."""
+    joined = b"[" + b",".join(_slices(blob, spans)) + b"]"
+    try:
+        return np.fromiter(map(_ID, _FLOW_INT_IDS.decode(joined)), np.int64, spans.shape[0])
+    except (msgspec.ValidationError, OverflowError):
+        ids = _FLOW_IDS.decode(joined)
+        return np.fromiter((_flow_id(f.id) for f in ids), np.int64, len(ids))
+
 
 class _Codes(dict):
     """value -> dense code, assigned on first sight (``map(codes.__getitem__, values)``
@@ -89,7 +161,11 @@ class Collector:
         self.link_vals: list[tuple[int, ...]] = []
         self.link_parts: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, (n, 3) values)
         self.args_raw: dict[int, bytes] = {}
+        # B/E and M events; flows, instants and ignored phases are folded into ``phases``
         self.others: list[tuple[LooseEvent, int | None]] = []
+        self.phases = Phases()
+        self.non_x = 0  # every non-X event, kept or folded
+        self._thread_ids: dict[int | str, int | str] = {}
         self.rows = 0
         self.malformed = 0
         self.too_deep = 0  # values nested past ``limits.MAX_DEPTH``, replaced by null
@@ -156,20 +232,49 @@ class Collector:
         for i in np.flatnonzero(~is_x).tolist():
             e = events[i]
             v = int(ts_ns[i])
-            self.others.append((loose_of(e), None if v == MISSING else v))
+            self._other(e, None if v == MISSING else v)
         xi = np.flatnonzero(is_x)
         if xi.size == 0:
             return
         nc = np.fromiter(map(self.names.__getitem__, map(_NAME, events)), np.int32, n)
-        self._append_x(kc, nc, ts_ns, dur_ns, xi,
-                       lambda js: [bytes(events[j].args) for j in js.tolist()])
+        def raw_args(js: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+            every = [bytes(events[j].args) for j in js.tolist()]
+            return (np.fromiter(map(bool, every), np.bool_, len(every)),
+                    [b for b in every if b])
+
+        self._append_x(kc, nc, ts_ns, dur_ns, xi, raw_args)
+
+    def _thread(self, value: int | str) -> int | str:
+        tid = self._thread_ids.get(value)
+        if tid is None:
+            tid = self._thread_ids[value] = thread_id(value)
+        return tid
+
+    def _other(self, e: FastEvent | ExactEvent | LooseEvent, ts: int | None) -> None:
+        """One non-X event of the msgspec paths: folded, counted or kept, as ``_add_scanned``
+        does a chunk's at once."""
+        self.non_x += 1
+        kind = _kind(e.ph, e.cat)
+        if kind == KEPT:
+            self.others.append((loose_of(e), ts))
+        elif kind in (FLOW_START, FLOW_END):
+            fid = _flow_id(e.id)
+            if ts is not None and fid != NO_ID:
+                table = self.phases.flow_start if kind == FLOW_START else self.phases.flow_end
+                table[(self._thread(e.pid), self._thread(e.tid), ts)] = fid
+        elif kind == INSTANT:
+            self.phases.instants += 1
+        elif kind in _COUNTED:
+            counts = self.phases.counts
+            counts[_COUNTED[kind]] = counts.get(_COUNTED[kind], 0) + 1
 
     def _append_x(self, kc: np.ndarray, nc: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray,
-                  xi: np.ndarray, raw_args: Callable[[np.ndarray], list[bytes]]) -> None:
+                  xi: np.ndarray,
+                  raw_args: Callable[[np.ndarray], tuple[np.ndarray, list[bytes]]]) -> None:
         """Append a chunk's X events (``xi``: their places in the chunk; the columns are
         the whole chunk's) and keep the args of those whose category the model reads;
-        ``raw_args(js)`` is the raw args of chunk events ``js`` (empty when absent). Both
-        decode paths end here."""
+        ``raw_args(js)`` says which of chunk events ``js`` have args, and gives those args'
+        raw bytes. Both decode paths end here."""
         if xi.size != kc.size:  # filter the columns, not the events (a new list costs more)
             kc, nc, ts_ns, dur_ns = kc[xi], nc[xi], ts_ns[xi], dur_ns[xi]
         self.key_parts.append(_own_map(kc))
@@ -179,28 +284,32 @@ class Collector:
         keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
                                np.bool_, len(self.keys))
         kept = np.flatnonzero(keep_lut[kc])
-        pairs = [(r, b) for r, b in zip((kept + self.rows).tolist(), raw_args(xi[kept]),
-                                        strict=True) if b]
+        has, blobs = raw_args(xi[kept])
+        rows = (kept + self.rows)[has].tolist()
         self.rows += xi.size
-        if not pairs:
+        if not rows:
             return
-        self.args_raw.update(pairs)
+        self.args_raw.update(zip(rows, blobs, strict=True))
         try:  # the whole chunk's links in one decode; an odd one sends it event by event
-            links = LINK_LIST.decode(b"[" + b",".join([b for _, b in pairs]) + b"]")
+            links = LINK_COLUMNS.decode(b"[" + b",".join(blobs) + b"]")
         except (msgspec.ValidationError, msgspec.DecodeError):
-            for row, b in pairs:
+            for row, b in zip(rows, blobs, strict=True):
                 self._link(row, b)
             return
-        cols = [np.asarray([-1 if v is None else v for v in map(get, links)])
-                for get in (_CORR, _STREAM, _DEVICE)]
+        try:  # absent is -1 already; a null (None) or a value past int64 fails here
+            cols = [np.fromiter(map(get, links), np.int64, len(links))
+                    for get in (_CORR, _STREAM, _DEVICE)]
+        except (TypeError, OverflowError):
+            cols = [np.asarray([-1 if v is None else v for v in map(get, links)])
+                    for get in (_CORR, _STREAM, _DEVICE)]
         if any(c.dtype != np.int64 for c in cols):  # a value past int64: one by one
-            for (row, _), la in zip(pairs, links, strict=True):
+            for row, la in zip(rows, links, strict=True):
                 vals = (la.correlation, la.stream, la.device)
                 if vals != (None, None, None):
                     self._add_link(row, vals)
             return
         # a row whose three values are absent is written -1, the columns' default, too
-        self.link_parts.append((np.asarray([r for r, _ in pairs], np.int64), np.stack(cols, 1)))
+        self.link_parts.append((np.asarray(rows, np.int64), np.stack(cols, 1)))
 
     def _add_scanned(self, text: bytes, s: fastscan.Scanned) -> bool:
         """``_add`` for a chunk the compiled scanner read: the same codes, columns, kept
@@ -212,6 +321,10 @@ class Collector:
             return True
         view = memoryview(text)
         ts_ns, dur_ns = s.ts, s.dur
+        # one copy of the chunk, then a slice of it per event taken with no Python code
+        # run per event: a bytes slice is a tenth of the cost of a memoryview slice turned
+        # into bytes, and a chunk keeps the args of a hundred thousand events
+        blob = text if isinstance(text, bytes) else bytes(text)
         try:  # everything that can fail, before anything changes
             keys = [(fastscan.token_str(view, a, b), fastscan.token_str(view, c, d),
                      fastscan.token_id(view, e, f), fastscan.token_id(view, g, h))
@@ -219,19 +332,28 @@ class Collector:
             names = fastscan.token_strs(view, s.name_spans.tolist())
             is_x = np.fromiter((k[0] == "X" for k in keys), np.bool_, len(keys))[s.key]
             other = np.flatnonzero(~is_x)
-            spans = s.ev[other].tolist()
-            try:  # the chunk's other-phase events (flows: one per launch) in one decode
+            kinds = np.fromiter((_kind(k[0], k[1]) for k in keys), np.int8, len(keys))
+            okind = kinds[s.key[other]]
+            kept = other[okind == KEPT]
+            spans = s.ev[kept].tolist()
+            try:  # the chunk's B/E and M events in one decode
                 loose = LOOSE_EVENTS.decode(b"[" + b",".join([view[a:b] for a, b in spans]) + b"]")
             except (msgspec.DecodeError, msgspec.ValidationError):  # each alone, to say which
                 loose = [loose_of(ONE_EVENT.decode(view[a:b])) for a, b in spans]
-            for e in loose:  # args detached from the joined text (flows have none)
+            for e in loose:  # args detached from the joined text
                 if e.args:
                     e.args = msgspec.Raw(bytes(e.args))
             others = [(e, None if v == MISSING else v)
-                      for e, v in zip(loose, ts_ns[other].tolist(), strict=True)]
-        except (msgspec.DecodeError, ValueError):
+                      for e, v in zip(loose, ts_ns[kept].tolist(), strict=True)]
+            flows = other[(okind == FLOW_START) | (okind == FLOW_END)]
+            fids = _flow_ids(blob, s.ev[flows])
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
             return False
         self.others.extend(others)
+        self.non_x += other.size
+        flowing = (okind == FLOW_START) | (okind == FLOW_END)
+        self._fold_flows(keys, s.key[flows], okind[flowing], ts_ns[flows], fids,
+                         okind[okind != KEPT])
         key_lut = np.fromiter(map(self.keys.__getitem__, keys), np.int32, len(keys))
         kc = key_lut[s.key]
         xi = np.flatnonzero(is_x)
@@ -239,13 +361,35 @@ class Collector:
             return True
         name_lut = np.fromiter(map(self.names.__getitem__, names), np.int32, len(names))
 
-        def raw_args(js: np.ndarray) -> list[bytes]:
+        def raw_args(js: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
             spans = s.args[js]
-            return [bytes(view[a:b]) if a >= 0 else b""
-                    for a, b in zip(spans[:, 0].tolist(), spans[:, 1].tolist(), strict=True)]
+            has = spans[:, 0] >= 0
+            return has, _slices(blob, spans[has])
 
         self._append_x(kc, name_lut[s.name], ts_ns, dur_ns, xi, raw_args)
         return True
+
+    def _fold_flows(self, keys: list[Key], codes: np.ndarray, fk: np.ndarray, ts: np.ndarray,
+                    fids: np.ndarray, folded: np.ndarray) -> None:
+        """A scanned chunk's flows into the tables (file order: a later flow at one
+        (pid, tid, ts) replaces an earlier one, as the event-by-event fold does), and its
+        instants and ignored phases counted."""
+        pids = [self._thread(k[2]) for k in keys]
+        tids = [self._thread(k[3]) for k in keys]
+        ok = (ts != MISSING) & (fids != NO_ID)
+        for kind, table in ((FLOW_START, self.phases.flow_start),
+                            (FLOW_END, self.phases.flow_end)):
+            sel = ok & (fk == kind)
+            c = codes[sel].tolist()
+            table.update(zip(zip(map(pids.__getitem__, c), map(tids.__getitem__, c),
+                                 ts[sel].tolist(), strict=True), fids[sel].tolist(), strict=True))
+        self.phases.instants += int(np.count_nonzero(folded == INSTANT))
+        counts = self.phases.counts
+        firsts = sorted((int(np.argmax(folded == kind)), kind) for kind in _COUNTED
+                        if np.any(folded == kind))
+        for _, kind in firsts:  # in order of first sight, as the event-by-event fold does
+            counts[_COUNTED[kind]] = counts.get(_COUNTED[kind], 0) + int(
+                np.count_nonzero(folded == kind))
 
     def _link(self, row: int, b: bytes) -> None:
         """Keep one row's raw args, and its correlation, stream and device if any."""

@@ -108,13 +108,14 @@ def _decode(src: Source, progress: Callable[[int], object] | None) -> Decoded:
                          "events that are not objects or have unusable fields"))
     metadata = _metadata(splitter.meta_raw, collector.too_deep, problems)
     x = collector.columns()
-    if x.key.size == 0 and not collector.others and not metadata:
+    if x.key.size == 0 and not collector.non_x and not metadata:
         if splitter.truncated:
             raise TraceLoadError(p, "truncated before the first complete event")
         raise TraceLoadError(p, "the trace holds no events")
     keys = list(collector.keys)  # codes are assigned in order of first sight
     names = list(collector.names)
-    x, phases = fold_phases(x, keys, names, collector.others)  # B/E pairs join the columns
+    # B/E pairs join the columns
+    x, phases = fold_phases(x, keys, names, collector.others, collector.phases)
     long = limits.cut_long_names(names)
     if long:
         problems.append(("name-too-long", long,

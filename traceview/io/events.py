@@ -66,6 +66,15 @@ class LinkArgs(msgspec.Struct, gc=False):
     device: int | None = None
 
 
+class LinkColumns(msgspec.Struct, gc=False):
+    """``LinkArgs`` with an absent value read as the columns' -1 (a null stays None), so
+    a chunk's values go into int64 columns without a pass over them in Python."""
+
+    correlation: int | None = -1
+    stream: int | None = -1
+    device: int | None = -1
+
+
 EVENTS = msgspec.json.Decoder(list[FastEvent])
 # a scanned chunk's other-phase events straight into ``LooseEvent``: the scanner has
 # checked their field types already, so they read as ``FastEvent`` then ``loose_of``
@@ -74,7 +83,8 @@ LOOSE_EVENTS = msgspec.json.Decoder(list[LooseEvent])
 ONE_EVENT = msgspec.json.Decoder(FastEvent)
 EXACT_EVENTS = msgspec.json.Decoder(list[ExactEvent])
 LINK_ARGS = msgspec.json.Decoder(LinkArgs)
-LINK_LIST = msgspec.json.Decoder(list[LinkArgs])  # a chunk's link args in one call
+# a chunk's link args in one call, straight into column values
+LINK_COLUMNS = msgspec.json.Decoder(list[LinkColumns])
 ANY = msgspec.json.Decoder()
 
 

@@ -37,11 +37,14 @@ def _meaningful(seen: str | None, new: str) -> str:
 
 
 def fold_phases(x: Columns, keys: list[Key], names: list[str],
-                others: list[tuple[LooseEvent, int | None]]) -> tuple[Columns, Phases]:
+                others: list[tuple[LooseEvent, int | None]],
+                phases: Phases | None = None) -> tuple[Columns, Phases]:
     """The X columns with the ``B``/``E`` slices appended (``keys`` and ``names`` grow in
-    place with their codes), and what the other phases said."""
-    phases = Phases()
-    counts: dict[str, int] = defaultdict(int)
+    place with their codes), and what the other phases said: ``phases`` holds what the
+    collector folded as the chunks arrived (flows, instants, ignored phases); ``others``
+    the events it kept, which must be read in time order (``B``/``E`` pairs, ``M``)."""
+    phases = phases if phases is not None else Phases()
+    counts: dict[str, int] = defaultdict(int, phases.counts)
     extra = _pair_and_collect(others, phases, counts)
     phases.counts = dict(counts)
     if extra:
@@ -56,7 +59,9 @@ def _time(o: tuple[LooseEvent, int | None]) -> int:
 def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phases,
                       counts: dict[str, int]) -> list[tuple[str, str, Any, Any, int, int, bytes]]:
     """One pass over the non-X events in time order: ``B``/``E`` pairs as
-    (cat, name, pid, tid, start, end, args), the rest into ``phases`` and ``counts``."""
+    (cat, name, pid, tid, start, end, args), the rest into ``phases`` and ``counts``
+    (added to what they hold: the collector folds a trace's flows and instants itself and
+    passes on only its ``B``/``E`` and ``M`` events; this pass still reads any phase)."""
     extra: list[tuple[str, str, Any, Any, int, int, bytes]] = []  # cat, name, pid, tid, s, e, args
     open_b: dict[tuple, list[tuple[Any, int]]] = defaultdict(list)
     flow_start, flow_end, thread_names = phases.flow_start, phases.flow_end, phases.thread_names
@@ -120,7 +125,7 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
                     extra.append((bev.cat, bev.name, bev.pid, bev.tid, bts, ts, bytes(bev.args)))
             elif ts is not None:
                 counts["unmatched-end"] += 1
-    phases.instants = instants
+    phases.instants += instants
     unclosed = sum(len(v) for v in open_b.values())
     if unclosed:
         counts["unclosed-begin"] += unclosed
