@@ -231,3 +231,32 @@ def test_a_cpu_id_is_a_category_not_a_size():
     cpu = [3, 12] * 10  # every high process on CPU 3: a perfect category match
     got = clusters.association("cpu.last", high, cpu, categorical=True)
     assert got.kind == "categorical" and got.p_value < 0.01
+
+
+_CONTEXTS = [(p1, p2) for p1 in ("same", "other", None) for p2 in ("same", "other", None)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(costs=st.lists(st.integers(-5 * US, 5 * US), min_size=len(_CONTEXTS),
+                      max_size=len(_CONTEXTS)),
+       delta=st.integers(-2 * US, 2 * US), drift=st.integers(-300, 300),
+       blocks=st.integers(3, 60).map(lambda k: 2 * k))
+def test_order_effects_of_the_two_blocks_before_leave_the_estimate_exact(costs, delta,
+                                                                           drift, blocks):
+    """Any cost a block pays for what ran in the one or two blocks before it (the same
+    side or the other: a warm or cold cache, a carry-over, the other side's state), plus
+    a linear drift, reads as exactly the planted ``delta``: in the order A B, B A, ...
+    both sides meet every such context equally often in each half of the estimate. This
+    rules the block order and the estimator out as the source of a lean toward B; an
+    A/A (``delta`` 0) must read 0 exactly. (The first pair's first block has nothing
+    before it; from 6 blocks per side on, the medians leave that one pair out.)"""
+    table = dict(zip(_CONTEXTS, costs, strict=True))
+    order = block_order(blocks)
+    a, b = [], []
+    for slot, side in enumerate(order):
+        before = [order[slot - k] if slot >= k else None for k in (1, 2)]
+        context = tuple(None if s is None else ("same" if s == side else "other")
+                        for s in before)
+        value = 20 * US + drift * slot + table[context] + (delta if side == "B" else 0)
+        (a if side == "A" else b).append(value)
+    assert block_pairs.estimate(a, b).estimate_ns == delta
