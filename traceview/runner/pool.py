@@ -121,10 +121,16 @@ def pool_each(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
+    from traceview.interrupts import deferred
+
     broken: list[int] = []
     pool = None
     try:
-        with _sigint_blocked():  # a signal meanwhile is raised as the block ends
+        # the mask keeps the signals from the workers; deferred() keeps the handler from
+        # raising here (another thread may take the signal while this one has it masked):
+        # raised inside submit(), it left the pool's manager thread half started, which
+        # shutdown() cannot join ("cannot join thread before it is started")
+        with deferred(), _sigint_blocked():  # a signal meanwhile is raised as they end
             pool = _pool(workers, initializer)
             futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
         pending = set(futures)
@@ -148,7 +154,7 @@ def pool_each(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
     for i in broken:
         one = None
         try:
-            with _sigint_blocked():
+            with deferred(), _sigint_blocked():
                 one = _pool(1, initializer)
                 fut = one.submit(fn, items[i])
             while not fut.done():
