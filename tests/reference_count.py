@@ -27,7 +27,9 @@ docs/robustness.md, docs/training.md):
 * **Launches**: runtime/driver API slices (``cuda_runtime``, ``cuda_driver``) whose name is
   a launch API of ``traceview/data/default_rules.json``'s ``launch_apis`` (that list is the
   documented definition; it is read as data), starting inside the window; counted by name.
-* **Steps**: the host ``ProfilerStep#N`` ranges, each extended to the end of the device
+* **Steps**: the host ``ProfilerStep#N`` ranges of one thread, the one holding the most
+  (ties to the lowest PID/TID text, docs/training.md: ranks fused into one file hold a
+  series each), each extended to the end of the device
   work launched inside it (a launch API slice in the range, linked to its work by
   ``args.correlation``) where that work outlasts the range, never past the next step's
   start (docs/training.md "A step's extent"); each with the union of device work clipped
@@ -241,11 +243,12 @@ def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
     marks = [s for s in sl if s.cat in ("user_annotation", "cpu_op") and STEP.match(s.name)]
     if not marks:
         return []
-    # the step thread: the one holding the step ranges (the most of them)
+    # the step thread: the one holding the step ranges (the most of them; ties to the
+    # lowest PID/TID text, docs/training.md)
     threads: dict[tuple, int] = {}
     for s in marks:
         threads[(s.pid, s.tid)] = threads.get((s.pid, s.tid), 0) + 1
-    thread = max(threads, key=lambda k: threads[k])
+    thread = min(threads, key=lambda k: (-threads[k], str(k[0]), str(k[1])))
     on_thread = [s for s in sl if (s.pid, s.tid) == thread]
     work_iv = union([[w.start, w.end] for w in work])
     evaluate = [s for s in sl if s.cat == "cpu_op"

@@ -488,6 +488,56 @@ def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
         assert "its range" not in line
 
 
+def queued_tail_steps() -> TraceBuilder:
+    """TraceLens' event replay on an MI300X, reduced: five steps of 1 ms, 0.5 ms apart,
+    each launching one 6 ms kernel in its first 0.2 ms; the kernels run back to back from
+    10 ms on (the replay's device started late), so each step's work is still queued when
+    the next step starts, the device idle, and only the last step's extent ends with its
+    own work."""
+    tb = TraceBuilder()
+    for n in range(5):
+        o = n * 1500 * US
+        tb.annotation(f"ProfilerStep#{n + 1}", o, 1 * MS)
+        tb.op("aten::convolution_backward", o + 100 * US, 150 * US)
+        tb.launched_kernel("conv", o + 120 * US, 10 * US, 10 * MS + n * 6 * MS, 6 * MS)
+    return tb
+
+
+def test_a_tail_cut_at_the_next_step_is_not_called_device_work_running(tmp_path):
+    """A step whose device work has not even started when the next step starts ends at
+    that start (docs/training.md); the headline must not say its work ran in that tail
+    (the device is idle there: counted here from the raw kernels), but that the step
+    waits until the next one with its work unfinished."""
+    path = queued_tail_steps().write(tmp_path / "queued.json")
+    events = raw_events(path)
+    steps = step_ranges(events)
+    ends = step_extents(events, steps)
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e.get("cat") == "kernel"])
+    r = traceview.analyze(path)
+    assert r.steps is not None
+    for k, ((a, b), end) in enumerate(zip(steps, ends, strict=True)):
+        row = r.steps.steps[k]
+        assert (row.start_ns, row.end_ns, row.range_end_ns) == (a, end, b)
+        if k + 1 < len(steps):  # the shape: cut at the next start, nothing running in the tail
+            assert end == steps[k + 1][0] > b
+            assert length(clip(busy, b, end)) == 0
+    from traceview.render.training import headline
+    from traceview.report import claims
+    from traceview.units import fmt_ns
+
+    line = headline(r)
+    typical = next(s for s in r.steps.steps if line and f"step {s.name}:" in line)
+    assert typical.end_ns in [a for a, _ in steps]  # a cut step is the typical one
+    assert "past it" not in line
+    assert (f"{typical.name}: {fmt_ns(typical.wall_ns)} (its range "
+            f"{fmt_ns(typical.range_end_ns - typical.start_ns)}, then "
+            f"{fmt_ns(typical.end_ns - typical.range_end_ns)} until the next step starts, "
+            "device work it launched still unfinished;") in line
+    said = [c for c in r.claims if c.id == "typical-step"]
+    assert len(said) == 1 and claims.check(said[0], r.to_dict()) == []
+
+
 def untraced_host_steps() -> TraceBuilder:
     """DeepSeek's training step, reduced: steps of 100 ms (synchronized after their range,
     60 ms apart); one kernel on stream 7 keeps the device busy from 1 ms to 98 ms, while
@@ -692,3 +742,46 @@ def test_real_two_micro_batch_steps_read_forward_backward_twice():
         assert got["forward"] == length(fw)
         assert [g.phase for g in row.segments if g.phase != "other"] == [
             "forward", "backward", "forward", "backward", "optimizer"]
+
+
+# --- ranks fused into one file ------------------------------------------------------
+
+def fused_ranks() -> TraceBuilder:
+    """TraceLens' TraceFusion output, reduced: three ranks' traces in one file, each rank
+    its own process (pids as the fusion numbers them) and device, each main thread
+    holding ProfilerStep#1..#3 of 10 ms, the ranks a fraction of a ms apart, so the same
+    step's ranges overlap across ranks; each step launches two 3 ms kernels."""
+    tb = TraceBuilder()
+    for rank, pid in enumerate((3194582, 103194583, 203194584)):
+        tb.pid, tb.tid, tb.device = pid, pid, rank + 2
+        for n in range(3):
+            o = n * 11 * MS + rank * 300 * US
+            tb.annotation(f"ProfilerStep#{n + 1}", o, 10 * MS)
+            for k in range(2):
+                t = o + 200 * US + k * 100 * US
+                tb.op("aten::mm", t, 50 * US)
+                tb.launched_kernel("gemm", t + 10 * US, 10 * US, o + 1 * MS + k * 4 * MS, 3 * MS)
+    return tb
+
+
+def test_steps_of_fused_ranks_are_one_threads_steps(tmp_path):
+    """Step ranges on several processes' threads (ranks fused into one file) are never
+    merged into one call: the steps are the step thread's (the thread holding the most
+    ``ProfilerStep#N`` ranges, ties to the lowest ``PID/TID`` text: README, "How it
+    counts"), each with its own bounds, counted here from the raw ranges."""
+    path = fused_ranks().write(tmp_path / "fused.json")
+    events = raw_events(path)
+    per_thread: dict[str, list[tuple[int, int]]] = {}
+    for e in events:
+        if re.match(r"^ProfilerStep#\d+$", e["name"]):
+            per_thread.setdefault(f"{e['pid']}/{e['tid']}", []).append(
+                (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+    assert len(per_thread) == 3  # the shape: three threads' step series
+    thread = min(per_thread, key=lambda k: (-len(per_thread[k]), k))
+    want = sorted(per_thread[thread])
+    r = traceview.analyze(path)
+    assert r.calls.source == "profiler_steps"
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == want
+    assert r.steps is not None
+    assert [(s.start_ns, s.end_ns) for s in r.steps.steps] == want
+    assert r.steps.thread.endswith(f"[{thread}]")
