@@ -41,7 +41,8 @@ docs/robustness.md, docs/training.md):
   ``backward`` the step thread's ``torch/_tensor.py: backward`` /
   ``torch/autograd/__init__.py: backward`` frames plus the envelope (first start to last
   end) of the ``autograd::engine::evaluate_function:`` ops and of the autograd nodes
-  (``*Backward``, ``torch::autograd::AccumulateGrad``) on any thread, less the two
+  (``*Backward``, ``torch::autograd::AccumulateGrad``) on any thread of the step thread's
+  process (docs/training.md: a rank fused into the same file is another process), less the two
   before (one envelope: the corpus holds no step of two micro-batches); ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
   the top ones), or, in a trace without Python frames, the time from the step's start to
   the first backward instant, less the phases before it. ``other`` is the rest (not
@@ -251,7 +252,7 @@ def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
     thread = min(threads, key=lambda k: (-threads[k], str(k[0]), str(k[1])))
     on_thread = [s for s in sl if (s.pid, s.tid) == thread]
     work_iv = union([[w.start, w.end] for w in work])
-    evaluate = [s for s in sl if s.cat == "cpu_op"
+    evaluate = [s for s in sl if s.cat == "cpu_op" and s.pid == thread[0]
                 and (s.name.startswith(AUTOGRAD_OP) or AUTOGRAD_NODE.search(s.name))]
     ends_of: dict[Any, int] = {}  # correlation id -> the end of the device work it launched
     for w in work:

@@ -538,6 +538,20 @@ def test_a_tail_cut_at_the_next_step_is_not_called_device_work_running(tmp_path)
     assert len(said) == 1 and claims.check(said[0], r.to_dict()) == []
 
 
+def test_a_step_without_backward_is_no_training_step_in_the_reproducer(tmp_path):
+    """The markdown's reproducer row named every step a training step; the headline calls
+    a step with no backward work a step (an inference loop, an op replay), and so must
+    the row: the raw trace here holds no autograd work."""
+    path = queued_tail_steps().write(tmp_path / "queued.json")
+    names = {e["name"] for e in raw_events(path)}
+    assert not any("Backward" in n or "autograd" in n for n in names)
+    from traceview.render.markdown import reproducer
+
+    r = traceview.analyze(path)
+    row = dict(reproducer(r))["Shape, dtype, strides and scalar arguments"]
+    assert row == "a step runs many ops: its phases and kernels are below"
+
+
 def untraced_host_steps() -> TraceBuilder:
     """DeepSeek's training step, reduced: steps of 100 ms (synchronized after their range,
     60 ms apart); one kernel on stream 7 keeps the device busy from 1 ms to 98 ms, while
@@ -750,7 +764,8 @@ def fused_ranks() -> TraceBuilder:
     """TraceLens' TraceFusion output, reduced: three ranks' traces in one file, each rank
     its own process (pids as the fusion numbers them) and device, each main thread
     holding ProfilerStep#1..#3 of 10 ms, the ranks a fraction of a ms apart, so the same
-    step's ranges overlap across ranks; each step launches two 3 ms kernels."""
+    step's ranges overlap across ranks; each step launches two 3 ms kernels, and the
+    rank's autograd thread runs 1 ms of backward, later the higher the rank."""
     tb = TraceBuilder()
     for rank, pid in enumerate((3194582, 103194583, 203194584)):
         tb.pid, tb.tid, tb.device = pid, pid, rank + 2
@@ -761,6 +776,9 @@ def fused_ranks() -> TraceBuilder:
                 t = o + 200 * US + k * 100 * US
                 tb.op("aten::mm", t, 50 * US)
                 tb.launched_kernel("gemm", t + 10 * US, 10 * US, o + 1 * MS + k * 4 * MS, 3 * MS)
+            # the rank's autograd thread: backward later in the step the higher the rank
+            tb.op("autograd::engine::evaluate_function: MmBackward0",
+                  o + (5 + rank) * MS, 1 * MS, tid=pid + 1)
     return tb
 
 
@@ -785,3 +803,40 @@ def test_steps_of_fused_ranks_are_one_threads_steps(tmp_path):
     assert r.steps is not None
     assert [(s.start_ns, s.end_ns) for s in r.steps.steps] == want
     assert r.steps.thread.endswith(f"[{thread}]")
+    # backward: the autograd work of the step thread's own process, never another rank's
+    pid = thread.split("/")[0]
+    for (a, b), row in zip(want, r.steps.steps, strict=True):
+        mine = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                if e["name"].startswith("autograd::engine::") and str(e["pid"]) == pid
+                and ns(e["ts"]) < b and ns(e["ts"]) + ns(e["dur"]) > a]
+        others = [e for e in events if e["name"].startswith("autograd::engine::")
+                  and str(e["pid"]) != pid and a < ns(e["ts"]) < b]
+        assert len(mine) == 1 and others  # the shape: other ranks' backward in the step too
+        got = {p.phase: p.wall_ns for p in row.phases}
+        assert got["backward"] == mine[0][1] - mine[0][0]
+
+
+# --- device records alone -------------------------------------------------------------
+
+def test_a_trace_of_device_records_alone_never_says_the_device_waited_for_the_host(tmp_path):
+    """TraceFusion's collectives-only file: kernels on two devices and nothing on a host
+    thread. The verdict may say how long the device sat idle (counted here from the raw
+    kernels) but not that it waited for the host: no host event was recorded."""
+    tb = TraceBuilder()
+    tb.kernel("ncclDevKernel_Generic", 0, 6 * MS, device=2, stream=4)
+    tb.kernel("ncclDevKernel_Generic", 8 * MS, 2 * MS, device=3, stream=4)
+    path = tb.write(tmp_path / "device_only.json")
+    events = raw_events(path)
+    spans = [[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events]
+    window = max(b for _, b in spans) - min(a for a, _ in spans)
+    idle = window - length(union(spans))
+    assert idle > 0 and 2 * idle < window  # the shape: device-bound, idle for a while
+    r = traceview.analyze(path)
+    from traceview.report import claims
+    from traceview.units import fmt_ns
+
+    verdict = next(c for c in r.claims if c.id == "device-bound")
+    assert "waits for the host" not in verdict.text
+    assert "hidden behind" not in verdict.text
+    assert f"it is idle {fmt_ns(idle)} of it, and no host event was recorded" in verdict.text
+    assert claims.check(verdict, r.to_dict()) == []

@@ -6,7 +6,7 @@ from the ordered phase rules of the rule table (``phases`` in
 ``traceview/data/default_rules.json``, overridable with ``--rules``): data loading
 (``enumerate(DataLoader)#...``), forward (the top ``nn.Module:`` frames), backward (the
 ``backward`` frame on the step's thread, and the envelope of
-``autograd::engine::evaluate_function`` work on any thread), optimizer
+``autograd::engine::evaluate_function`` work on any thread of its process), optimizer
 (``Optimizer.step#...``, ``Optimizer.zero_grad#...``); the first rule that claims an
 instant wins, and what no rule claims is ``other``. Without Python frames, forward is
 the unclaimed time before backward. Per phase: wall, device busy and idle (the union of
@@ -104,11 +104,11 @@ def _step_thread_work(trace: Trace, lane: int, start: int, end: int
 
 def _envelopes(st: np.ndarray, en: np.ndarray, work: tuple[np.ndarray, np.ndarray]
                ) -> intervals.Set:
-    """The envelope of matches on any thread, one per run of them: a run ends where the
-    step's thread does work of its own wholly between two matches (the second
-    micro-batch's forward between two backward passes), so the envelope never swallows
-    what the step thread did in between. While the engine's threads run backward the
-    step's thread waits inside one call that spans the gaps."""
+    """The envelope of matches on any thread of the step's process, one per run of them:
+    a run ends where the step's thread does work of its own wholly between two matches
+    (the second micro-batch's forward between two backward passes), so the envelope
+    never swallows what the step thread did in between. While the engine's threads run
+    backward the step's thread waits inside one call that spans the gaps."""
     u0, u1 = intervals.union(st, en)
     if u0.size <= 1:
         return u0, u1
@@ -143,6 +143,11 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
         rows = in_step[np.isin(s.cat[in_step], list(cats))]
         if not rule.any_thread:
             rows = rows[s.lane[rows] == lane]
+        else:
+            # any thread of the step thread's process: the autograd engine's threads are
+            # its own; another process's (a rank fused into the same file) never are
+            pid = trace.lanes[lane].pid
+            rows = rows[np.isin(s.lane[rows], [ln.index for ln in trace.lanes if ln.pid == pid])]
         if rows.size:  # the pattern once per distinct name
             codes, of_row = np.unique(s.name[rows], return_inverse=True)
             hit = np.asarray([bool(rule.pattern.search(names[c])) for c in codes.tolist()],

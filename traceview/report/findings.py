@@ -132,6 +132,9 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
         return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
     figs.append(Figure("hidden", HIDDEN_IDLE_SHARE))
     rels.append(rel("le" if share <= HIDDEN_IDLE_SHARE else "gt", "idle_share", "hidden"))
+    # a trace of device records alone (a filtered or fused trace, collectives only) says
+    # the device was idle, never that it waited for a host nobody recorded
+    terms["no_host"] = ex.timeline.lane is None
     return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
 
 

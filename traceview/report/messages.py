@@ -71,6 +71,9 @@ def verdict_words(d: Detected) -> str:
         return (head + f", but {fmt_pct(d.value('path_host_share') or 0)} of the step's "
                 f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}: "
                 "its host work is not hidden behind the device")
+    if d.terms.get("no_host"):
+        return (head + f"; it is idle {fmt_ns(d.value('idle'))} of it, and no host event "
+                "was recorded to say what it waited for")
     if share <= (d.value("hidden") or 0):
         return head + "; host work is hidden behind device execution"
     return head + f"; it waits for the host {fmt_ns(d.value('idle'))} of it"
