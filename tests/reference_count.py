@@ -33,7 +33,9 @@ docs/robustness.md, docs/training.md):
   work launched inside it (a launch API slice in the range, linked to its work by
   ``args.correlation``) where that work outlasts the range, never past the next step's
   start (docs/training.md "A step's extent"); each with the union of device work clipped
-  to that extent.
+  to that extent. Where host threads of several processes launched device work (ranks
+  fused into one file), the launches are the step thread's process's and the device work
+  that on the devices they ran on.
 * **Phases** inside a step, where the trace's frames show them (docs/training.md):
   ``data_loading`` is the union of ``enumerate(DataLoader)#`` ranges (user ranges or
   Python frames on the step thread); ``optimizer`` the union of ``Optimizer.step#`` /
@@ -260,6 +262,14 @@ def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
             ends_of[w.corr] = max(ends_of.get(w.corr, w.end), w.end)
     launches = [s for s in sl if s.cat in ("cuda_runtime", "cuda_driver") and s.name in apis
                 and s.corr in ends_of]
+    # several processes launched device work (ranks fused into one file): a step's device
+    # work is its own process's launches and the devices they ran on (docs/training.md)
+    if len({s.pid for s in launches}) > 1:
+        launches = [s for s in launches if s.pid == thread[0]]
+        mine = {s.corr for s in launches}
+        devices = {w.pid for w in work if w.corr in mine}
+        if devices:
+            work_iv = union([[w.start, w.end] for w in work if w.pid in devices])
     frames = any(s.cat == "python_function" for s in sl)
     out = []
     ranges = sorted((s for s in marks if (s.pid, s.tid) == thread), key=lambda s: s.start)

@@ -785,8 +785,9 @@ def fused_ranks() -> TraceBuilder:
 def test_steps_of_fused_ranks_are_one_threads_steps(tmp_path):
     """Step ranges on several processes' threads (ranks fused into one file) are never
     merged into one call: the steps are the step thread's (the thread holding the most
-    ``ProfilerStep#N`` ranges, ties to the lowest ``PID/TID`` text: README, "How it
-    counts"), each with its own bounds, counted here from the raw ranges."""
+    ``ProfilerStep#N`` ranges, ties to the lowest ``PID/TID`` text: docs/training.md),
+    each with its own bounds, counted here from the raw ranges; a step's and a call's
+    device busy are its process's own device's, and its backward its own process's."""
     path = fused_ranks().write(tmp_path / "fused.json")
     events = raw_events(path)
     per_thread: dict[str, list[tuple[int, int]]] = {}
@@ -803,8 +804,21 @@ def test_steps_of_fused_ranks_are_one_threads_steps(tmp_path):
     assert r.steps is not None
     assert [(s.start_ns, s.end_ns) for s in r.steps.steps] == want
     assert r.steps.thread.endswith(f"[{thread}]")
-    # backward: the autograd work of the step thread's own process, never another rank's
+    # device figures: the step process's own device (the one its launches ran on, by
+    # correlation), never another rank's device running at the same time
     pid = thread.split("/")[0]
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("cat") == "cuda_driver" and str(e["pid"]) == pid}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    devices = {e["pid"] for e in kernels if e["args"]["correlation"] in launched}
+    own = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in kernels if e["pid"] in devices])
+    every = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in kernels])
+    assert len(devices) == 1
+    for (a, b), row, call in zip(want, r.steps.steps, r.calls.per_call, strict=True):
+        assert length(clip(every, a, b)) > length(clip(own, a, b))  # the shape: others busy too
+        assert row.device_busy_ns == length(clip(own, a, row.end_ns))
+        assert call.metrics["device_busy_ns"] == length(clip(own, a, b))
+    # backward: the autograd work of the step thread's own process, never another rank's
     for (a, b), row in zip(want, r.steps.steps, strict=True):
         mine = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
                 if e["name"].startswith("autograd::engine::") and str(e["pid"]) == pid

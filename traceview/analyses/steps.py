@@ -283,10 +283,41 @@ def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: in
                   key=lambda c: (-c.ns, str(c.lane), c.what))
 
 
+def own_devices(trace: Trace, step_lane: int, busy: intervals.Set, work_rows: np.ndarray
+                ) -> tuple[intervals.Set, np.ndarray]:
+    """The device work a step can have: where host threads of more than one process
+    launched device work (ranks' traces fused into one file, each rank a process with its
+    own device), only the work on the devices the step thread's process launched to;
+    another rank's device is not this step's device. Otherwise (one launching process,
+    or none of the step's process's work linked) every device's, unchanged."""
+    s = trace.slices
+    w2l = trace.work_to_launch
+    linked = np.fromiter(w2l, np.int64, len(w2l))
+    if linked.size == 0:
+        return busy, work_rows
+    lane_pid = np.asarray([str(ln.pid) for ln in trace.lanes], dtype=object)
+    by = lane_pid[s.lane[np.fromiter(w2l.values(), np.int64, len(w2l))]]
+    if len(set(by.tolist())) <= 1:
+        return busy, work_rows
+    devices = set(lane_pid[s.lane[linked[by == str(trace.lanes[step_lane].pid)]]].tolist())
+    if not devices:
+        return busy, work_rows
+    keep = work_rows[np.isin(lane_pid[s.lane[work_rows]], list(devices))]
+    lo, hi = busy[0][:1], busy[1][-1:]  # the window the caller's busy was clipped to
+    if lo.size == 0:
+        return busy, keep
+    # clipped as the caller's busy was: to the window, which no work row crosses
+    # beyond the busy set's own ends
+    return (intervals.union(np.maximum(s.start[keep], lo[0]), np.minimum(s.end[keep], hi[0])),
+            keep)
+
+
 def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                   timelines: dict[int, HostTimeline], busy: intervals.Set,
                   work_rows: np.ndarray) -> list[StepFigures]:
-    """Every call as a step (the caller decides that the calls are steps)."""
+    """Every call as a step (the caller decides that the calls are steps), with the
+    device work of the step thread's process's devices (``own_devices``)."""
+    busy, work_rows = own_devices(trace, step_lane, busy, work_rows)
     s = trace.slices
     comm = re.compile(rules.communication_kernels) if rules.communication_kernels else None
     is_comm = np.zeros(work_rows.size, bool)
