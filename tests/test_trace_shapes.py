@@ -526,6 +526,7 @@ def test_a_tail_cut_at_the_next_step_is_not_called_device_work_running(tmp_path)
     from traceview.report import claims
     from traceview.units import fmt_ns
 
+    assert not any(f.id == "several-processes" for f in r.findings)  # one process here
     line = headline(r)
     typical = next(s for s in r.steps.steps if line and f"step {s.name}:" in line)
     assert typical.end_ns in [a for a, _ in steps]  # a cut step is the typical one
@@ -818,6 +819,15 @@ def test_steps_of_fused_ranks_are_one_threads_steps(tmp_path):
         assert length(clip(every, a, b)) > length(clip(own, a, b))  # the shape: others busy too
         assert row.device_busy_ns == length(clip(own, a, row.end_ns))
         assert call.metrics["device_busy_ns"] == length(clip(own, a, b))
+    # and the reader is told: three processes launched, this one's figures are shown
+    from traceview.report import claims
+
+    said = next(f for f in r.findings if f.id == "several-processes")
+    launchers = {str(e["pid"]) for e in events if e.get("cat") == "cuda_driver"}
+    assert said.evidence == {"processes": len(launchers), "process": int(pid)} and len(launchers) == 3
+    assert f"are process {pid}'s" in said.message
+    told = [c for c in r.claims if c.id == "several-processes"]
+    assert len(told) == 1 and claims.check_all(told, r.to_dict()) == []
     # backward: the autograd work of the step thread's own process, never another rank's
     for (a, b), row in zip(want, r.steps.steps, strict=True):
         mine = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events

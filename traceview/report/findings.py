@@ -550,6 +550,13 @@ def _input_problems(ex: Analysis) -> list[Detected]:
         out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work},
                             (Figure("count", ex.launches.unlinked_work,
                                     pointer("launches", "unlinked_device_work")),)))
+    launchers = {str(ex.trace.lanes[ln].pid) for ln, n in ex.launches.threads.items() if n}
+    if len(launchers) > 1 and ex.timeline.lane is not None \
+            and str(ex.timeline.lane.pid) in launchers:
+        pid = ex.timeline.lane.pid
+        out.append(Detected("several-processes", {"processes": len(launchers), "process": pid},
+                            (Figure("processes", len(launchers), evidence("processes")),),
+                            terms={"process": pid}))
     unlinked = ex.launches.count - ex.launches.linked
     if unlinked:
         # the launches without a device record are the launches less the linked ones

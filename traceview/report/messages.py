@@ -190,6 +190,13 @@ MESSAGES: dict[str, Callable[[Detected], str]] = {
         f"{d.value('count')} of {d.value('launches')} launches have no device record because the file "
         "was cut short: their device work is missing, so device busy time, kernel and "
         "launch-latency figures cover only the launches before the cut"),
+    "several-processes": lambda d: (
+        f"host threads of {d.value('processes')} processes launched device work into this "
+        "one file (ranks fused into one, or a multi-process program): steps, calls and "
+        f"their device figures are process {d.terms['process']}'s, its launches and "
+        "the devices they ran on; the window's device busy and the host x device table "
+        "cover every process's devices. One file per rank (explain DIR) gives a row per "
+        "rank"),
     "launch-without-device-work": lambda d: (
         f"{d.value('count')} of {d.value('launches')} launches have no device record (dropped CUPTI "
         "records, or work outside the window)"),
