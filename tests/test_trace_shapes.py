@@ -864,3 +864,44 @@ def test_a_trace_of_device_records_alone_never_says_the_device_waited_for_the_ho
     assert "hidden behind" not in verdict.text
     assert f"it is idle {fmt_ns(idle)} of it, and no host event was recorded" in verdict.text
     assert claims.check(verdict, r.to_dict()) == []
+
+
+# --- a CPU-only profile -------------------------------------------------------------------
+
+def test_a_cpu_only_profile_says_dispatch_is_the_work_itself(tmp_path):
+    """The DTU MLOps course's profiles, reduced: aten ops on the CPU and no device event.
+    Their time lands in ``dispatch`` (the op's own time, on a GPU the overhead before a
+    launch); with no device, the finding says that this is the computation itself, so
+    a 97% ``dispatch`` row is not read as framework overhead."""
+    tb = TraceBuilder()
+    for k in range(3):
+        o = k * 10 * MS
+        tb.op("aten::conv2d", o, 8 * MS)
+        tb.op("aten::mkldnn_convolution", o + 100 * US, 7 * MS)
+    path = tb.write(tmp_path / "cpu.json")
+    events = raw_events(path)
+    assert not [e for e in events if e.get("cat") in WORK_CATS]  # the shape: no device
+    ops = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                 if e["name"].startswith("aten::")])
+    r = traceview.analyze(path)
+    rows = {row.host: row for row in r.matrix()}
+    assert rows["dispatch"].total_ns == length(ops) and rows["dispatch"].busy_ns == 0
+    said = next(f for f in r.findings if f.id == "no-device-work")
+    assert "dispatch holds the ops' own CPU computation, not overhead before a launch" \
+        in said.message
+
+
+def test_device_work_without_the_header_is_not_told_to_turn_the_device_activity_on(tmp_path):
+    """A file with kernels but no ``deviceProperties`` (TraceFusion writes none): the
+    device activity was on, so the reproducer finding must not say to add it; what the
+    file lacks is the header."""
+    tb = TraceBuilder()
+    tb.kernel("ncclDevKernel_Generic", 0, 6 * MS, device=2, stream=4)
+    path = tb.write(tmp_path / "no_header.json")
+    doc = json.loads(path.read_text())
+    assert "deviceProperties" not in doc and [e for e in doc["traceEvents"] if e["cat"] == "kernel"]
+    r = traceview.analyze(path)
+    said = next(f for f in r.findings if f.id == "reproducer-incomplete")
+    assert "a CUDA profiler activity" not in said.message
+    assert "device (add with the profiler's deviceProperties header: this file has device work" \
+        in said.message

@@ -456,6 +456,14 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
     if not missing:
         return []
+    if ex.device.work_rows.size:
+        # the device activity was on (its work is here): the header that names the
+        # device and driver is what is missing (a tool that rewrote the file dropped it)
+        header = {"device": "the profiler's deviceProperties header: this file has device "
+                            "work but not the header",
+                  "driver and CUDA versions": "the profiler's cuda_driver_version: this file "
+                                              "has device work but not the header"}
+        missing = [(item, header.get(item, how)) for item, how in missing]
     return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
                      terms={"missing": missing, "steps": bool(ex.steps)})]
 

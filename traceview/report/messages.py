@@ -175,7 +175,8 @@ MESSAGES: dict[str, Callable[[Detected], str]] = {
         "only): there is nothing to attribute"),
     "no-device-work": lambda d: (
         "no device work (kernels, copies, sets) in the window: a CPU-only trace, or the "
-        "profiler ran without the CUDA activity"),
+        "profiler ran without the CUDA activity; the host categories are then the work "
+        "itself: dispatch holds the ops' own CPU computation, not overhead before a launch"),
     "no-host-events": lambda d: (
         "no host thread with events: all host time is untraced; launch latency and "
         "per-call host costs are unknown"),
