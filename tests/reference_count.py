@@ -27,11 +27,15 @@ docs/robustness.md, docs/training.md):
 * **Launches**: runtime/driver API slices (``cuda_runtime``, ``cuda_driver``) whose name is
   a launch API of ``traceview/data/default_rules.json``'s ``launch_apis`` (that list is the
   documented definition; it is read as data), starting inside the window; counted by name.
-* **Steps**: the host ``ProfilerStep#N`` ranges, each extended to the end of the device
+* **Steps**: the host ``ProfilerStep#N`` ranges of one thread, the one holding the most
+  (ties to the lowest PID/TID text, docs/training.md: ranks fused into one file hold a
+  series each), each extended to the end of the device
   work launched inside it (a launch API slice in the range, linked to its work by
   ``args.correlation``) where that work outlasts the range, never past the next step's
   start (docs/training.md "A step's extent"); each with the union of device work clipped
-  to that extent.
+  to that extent. Where host threads of several processes launched device work (ranks
+  fused into one file), the launches are the step thread's process's and the device work
+  that on the devices they ran on.
 * **Phases** inside a step, where the trace's frames show them (docs/training.md):
   ``data_loading`` is the union of ``enumerate(DataLoader)#`` ranges (user ranges or
   Python frames on the step thread); ``optimizer`` the union of ``Optimizer.step#`` /
@@ -39,7 +43,8 @@ docs/robustness.md, docs/training.md):
   ``backward`` the step thread's ``torch/_tensor.py: backward`` /
   ``torch/autograd/__init__.py: backward`` frames plus the envelope (first start to last
   end) of the ``autograd::engine::evaluate_function:`` ops and of the autograd nodes
-  (``*Backward``, ``torch::autograd::AccumulateGrad``) on any thread, less the two
+  (``*Backward``, ``torch::autograd::AccumulateGrad``) on any thread of the step thread's
+  process (docs/training.md: a rank fused into the same file is another process), less the two
   before (one envelope: the corpus holds no step of two micro-batches); ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
   the top ones), or, in a trace without Python frames, the time from the step's start to
   the first backward instant, less the phases before it. ``other`` is the rest (not
@@ -241,14 +246,15 @@ def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
     marks = [s for s in sl if s.cat in ("user_annotation", "cpu_op") and STEP.match(s.name)]
     if not marks:
         return []
-    # the step thread: the one holding the step ranges (the most of them)
+    # the step thread: the one holding the step ranges (the most of them; ties to the
+    # lowest PID/TID text, docs/training.md)
     threads: dict[tuple, int] = {}
     for s in marks:
         threads[(s.pid, s.tid)] = threads.get((s.pid, s.tid), 0) + 1
-    thread = max(threads, key=lambda k: threads[k])
+    thread = min(threads, key=lambda k: (-threads[k], str(k[0]), str(k[1])))
     on_thread = [s for s in sl if (s.pid, s.tid) == thread]
     work_iv = union([[w.start, w.end] for w in work])
-    evaluate = [s for s in sl if s.cat == "cpu_op"
+    evaluate = [s for s in sl if s.cat == "cpu_op" and s.pid == thread[0]
                 and (s.name.startswith(AUTOGRAD_OP) or AUTOGRAD_NODE.search(s.name))]
     ends_of: dict[Any, int] = {}  # correlation id -> the end of the device work it launched
     for w in work:
@@ -256,6 +262,14 @@ def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
             ends_of[w.corr] = max(ends_of.get(w.corr, w.end), w.end)
     launches = [s for s in sl if s.cat in ("cuda_runtime", "cuda_driver") and s.name in apis
                 and s.corr in ends_of]
+    # several processes launched device work (ranks fused into one file): a step's device
+    # work is its own process's launches and the devices they ran on (docs/training.md)
+    if len({s.pid for s in launches}) > 1:
+        launches = [s for s in launches if s.pid == thread[0]]
+        mine = {s.corr for s in launches}
+        devices = {w.pid for w in work if w.corr in mine}
+        if devices:
+            work_iv = union([[w.start, w.end] for w in work if w.pid in devices])
     frames = any(s.cat == "python_function" for s in sl)
     out = []
     ranges = sorted((s for s in marks if (s.pid, s.tid) == thread), key=lambda s: s.start)

@@ -95,3 +95,51 @@ def test_a_problem_is_one_line_and_exit_2(source, tmp_path, capsys, problem):
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
     assert not (tmp_path / "dest" / "owner__proj" / "a.json.gz").exists()
+
+
+@pytest.fixture
+def archive(tmp_path):
+    """A mirror whose source committed its traces inside a tar archive (param's
+    ``dlrm_kineto.tar.gz``): a folder of two members, and the commit."""
+    import io
+    import tarfile
+
+    repo = tmp_path / "mirror" / "owner+proj"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    members = {"ranks/rank0.pt.trace.json": b'{"traceEvents": [{"ph": "X", "name": "r0"}]}',
+               "ranks/rank1.pt.trace.json": b'{"traceEvents": [{"ph": "X", "name": "r1"}]}'}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        folder = tarfile.TarInfo("ranks")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (repo / "ranks.tar.gz").write_bytes(buf.getvalue())
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "traces")
+    return tmp_path / "mirror", _git(repo, "rev-parse", "HEAD").strip(), members
+
+
+def test_a_member_of_a_committed_archive_is_copied_alone(archive, tmp_path, capsys):
+    mirror, commit, members = archive
+    data = members["ranks/rank1.pt.trace.json"]
+    stored = gzip.compress(data, compresslevel=9, mtime=0)
+    manifests = _manifest(tmp_path, [_entry("owner__proj/rank1.json.gz", commit,
+                                            "ranks.tar.gz::ranks/rank1.pt.trace.json", stored)])
+    dest = tmp_path / "dest"
+    assert _tool().main(["--mirror", str(mirror), "--dest", str(dest), "--manifests", str(manifests)]) == 0
+    assert gzip.decompress((dest / "owner__proj/rank1.json.gz").read_bytes()) == data
+
+
+@pytest.mark.parametrize("path", ["ranks.tar.gz::ranks/rank9.pt.trace.json", "ranks.tar.gz::ranks"])
+def test_a_missing_member_is_one_line_and_exit_2(archive, tmp_path, capsys, path):
+    """No such member, or a member that is a folder, not a file."""
+    mirror, commit, _ = archive
+    manifests = _manifest(tmp_path, [_entry("owner__proj/x.json.gz", commit, path, b"")])
+    code = _tool().main(["--mirror", str(mirror), "--dest", str(tmp_path / "dest"), "--manifests", str(manifests)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: ")

@@ -75,6 +75,23 @@ def test_functions_are_matched_by_module_and_name(tmp_path):
     assert step["change_inclusive_ns_per_call"] is None
 
 
+def test_a_trace_against_itself_moves_no_function(tmp_path):
+    """diff of a trace with itself: every function is in both with the same figure per
+    call (``work``: 3,000 ns in each of the four calls, as written), so its status says
+    it is the same; "moved" beside a change of 0 ns contradicted the change."""
+    path = loop(tmp_path, "a.json", "/home/a/proj", 10, 3_000, step_encloses=False)
+    r = traceview.analyze(path)
+    d = diff_reports(r, r)
+    rows = {row["function"].rsplit(": ", 1)[-1]: row for row in d.code_path["functions"]}
+    work = rows["work"]
+    assert (work["before_inclusive_ns_per_call"], work["after_inclusive_ns_per_call"],
+            work["change_inclusive_ns_per_call"], work["status"]) == (3_000, 3_000, 0, "same")
+    assert {row["status"] for row in d.code_path["functions"]} == {"same"}
+    assert d.code_path["families"] and all(f["status"] == "same" for f in d.code_path["families"])
+    text = renderer("text", "diff").render(d, RenderOptions(width=80))
+    assert " moved " not in text
+
+
 def test_device_work_without_launch_records_is_counted_and_said(tmp_path, analyze_builder):
     """Four calls of 10 us; each launches a 1 us kernel, and a 3 us kernel with no launch
     record (its correlation dropped) runs inside it: the call's device work is the union

@@ -488,6 +488,71 @@ def test_a_step_extends_to_the_device_work_it_launched(tmp_path, gap_ns):
         assert "its range" not in line
 
 
+def queued_tail_steps() -> TraceBuilder:
+    """TraceLens' event replay on an MI300X, reduced: five steps of 1 ms, 0.5 ms apart,
+    each launching one 6 ms kernel in its first 0.2 ms; the kernels run back to back from
+    10 ms on (the replay's device started late), so each step's work is still queued when
+    the next step starts, the device idle, and only the last step's extent ends with its
+    own work."""
+    tb = TraceBuilder()
+    for n in range(5):
+        o = n * 1500 * US
+        tb.annotation(f"ProfilerStep#{n + 1}", o, 1 * MS)
+        tb.op("aten::convolution_backward", o + 100 * US, 150 * US)
+        tb.launched_kernel("conv", o + 120 * US, 10 * US, 10 * MS + n * 6 * MS, 6 * MS)
+    return tb
+
+
+def test_a_tail_cut_at_the_next_step_is_not_called_device_work_running(tmp_path):
+    """A step whose device work has not even started when the next step starts ends at
+    that start (docs/training.md); the headline must not say its work ran in that tail
+    (the device is idle there: counted here from the raw kernels), but that the step
+    waits until the next one with its work unfinished."""
+    path = queued_tail_steps().write(tmp_path / "queued.json")
+    events = raw_events(path)
+    steps = step_ranges(events)
+    ends = step_extents(events, steps)
+    busy = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                  if e.get("cat") == "kernel"])
+    r = traceview.analyze(path)
+    assert r.steps is not None
+    for k, ((a, b), end) in enumerate(zip(steps, ends, strict=True)):
+        row = r.steps.steps[k]
+        assert (row.start_ns, row.end_ns, row.range_end_ns) == (a, end, b)
+        if k + 1 < len(steps):  # the shape: cut at the next start, nothing running in the tail
+            assert end == steps[k + 1][0] > b
+            assert length(clip(busy, b, end)) == 0
+    from traceview.render.training import headline
+    from traceview.report import claims
+    from traceview.units import fmt_ns
+
+    assert not any(f.id == "several-processes" for f in r.findings)  # one process here
+    line = headline(r)
+    typical = next(s for s in r.steps.steps if line and f"step {s.name}:" in line)
+    assert typical.end_ns in [a for a, _ in steps]  # a cut step is the typical one
+    assert "past it" not in line
+    assert (f"{typical.name}: {fmt_ns(typical.wall_ns)} (its range "
+            f"{fmt_ns(typical.range_end_ns - typical.start_ns)}, then "
+            f"{fmt_ns(typical.end_ns - typical.range_end_ns)} until the next step starts, "
+            "device work it launched still unfinished;") in line
+    said = [c for c in r.claims if c.id == "typical-step"]
+    assert len(said) == 1 and claims.check(said[0], r.to_dict()) == []
+
+
+def test_a_step_without_backward_is_no_training_step_in_the_reproducer(tmp_path):
+    """The markdown's reproducer row named every step a training step; the headline calls
+    a step with no backward work a step (an inference loop, an op replay), and so must
+    the row: the raw trace here holds no autograd work."""
+    path = queued_tail_steps().write(tmp_path / "queued.json")
+    names = {e["name"] for e in raw_events(path)}
+    assert not any("Backward" in n or "autograd" in n for n in names)
+    from traceview.render.markdown import reproducer
+
+    r = traceview.analyze(path)
+    row = dict(reproducer(r))["Shape, dtype, strides and scalar arguments"]
+    assert row == "a step runs many ops: its phases and kernels are below"
+
+
 def untraced_host_steps() -> TraceBuilder:
     """DeepSeek's training step, reduced: steps of 100 ms (synchronized after their range,
     60 ms apart); one kernel on stream 7 keeps the device busy from 1 ms to 98 ms, while
@@ -692,3 +757,151 @@ def test_real_two_micro_batch_steps_read_forward_backward_twice():
         assert got["forward"] == length(fw)
         assert [g.phase for g in row.segments if g.phase != "other"] == [
             "forward", "backward", "forward", "backward", "optimizer"]
+
+
+# --- ranks fused into one file ------------------------------------------------------
+
+def fused_ranks() -> TraceBuilder:
+    """TraceLens' TraceFusion output, reduced: three ranks' traces in one file, each rank
+    its own process (pids as the fusion numbers them) and device, each main thread
+    holding ProfilerStep#1..#3 of 10 ms, the ranks a fraction of a ms apart, so the same
+    step's ranges overlap across ranks; each step launches two 3 ms kernels, and the
+    rank's autograd thread runs 1 ms of backward, later the higher the rank."""
+    tb = TraceBuilder()
+    for rank, pid in enumerate((3194582, 103194583, 203194584)):
+        tb.pid, tb.tid, tb.device = pid, pid, rank + 2
+        for n in range(3):
+            o = n * 11 * MS + rank * 300 * US
+            tb.annotation(f"ProfilerStep#{n + 1}", o, 10 * MS)
+            for k in range(2):
+                t = o + 200 * US + k * 100 * US
+                tb.op("aten::mm", t, 50 * US)
+                tb.launched_kernel("gemm", t + 10 * US, 10 * US, o + 1 * MS + k * 4 * MS, 3 * MS)
+            # the rank's autograd thread: backward later in the step the higher the rank
+            tb.op("autograd::engine::evaluate_function: MmBackward0",
+                  o + (5 + rank) * MS, 1 * MS, tid=pid + 1)
+    return tb
+
+
+def test_steps_of_fused_ranks_are_one_threads_steps(tmp_path):
+    """Step ranges on several processes' threads (ranks fused into one file) are never
+    merged into one call: the steps are the step thread's (the thread holding the most
+    ``ProfilerStep#N`` ranges, ties to the lowest ``PID/TID`` text: docs/training.md),
+    each with its own bounds, counted here from the raw ranges; a step's and a call's
+    device busy are its process's own device's, and its backward its own process's."""
+    path = fused_ranks().write(tmp_path / "fused.json")
+    events = raw_events(path)
+    per_thread: dict[str, list[tuple[int, int]]] = {}
+    for e in events:
+        if re.match(r"^ProfilerStep#\d+$", e["name"]):
+            per_thread.setdefault(f"{e['pid']}/{e['tid']}", []).append(
+                (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+    assert len(per_thread) == 3  # the shape: three threads' step series
+    thread = min(per_thread, key=lambda k: (-len(per_thread[k]), k))
+    want = sorted(per_thread[thread])
+    r = traceview.analyze(path)
+    assert r.calls.source == "profiler_steps"
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == want
+    assert r.steps is not None
+    assert [(s.start_ns, s.end_ns) for s in r.steps.steps] == want
+    assert r.steps.thread.endswith(f"[{thread}]")
+    # device figures: the step process's own device (the one its launches ran on, by
+    # correlation), never another rank's device running at the same time
+    pid = thread.split("/")[0]
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("cat") == "cuda_driver" and str(e["pid"]) == pid}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    devices = {e["pid"] for e in kernels if e["args"]["correlation"] in launched}
+    own = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in kernels if e["pid"] in devices])
+    every = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in kernels])
+    assert len(devices) == 1
+    for (a, b), row, call in zip(want, r.steps.steps, r.calls.per_call, strict=True):
+        assert length(clip(every, a, b)) > length(clip(own, a, b))  # the shape: others busy too
+        assert row.device_busy_ns == length(clip(own, a, row.end_ns))
+        assert call.metrics["device_busy_ns"] == length(clip(own, a, b))
+    # and the reader is told: three processes launched, this one's figures are shown
+    from traceview.report import claims
+
+    said = next(f for f in r.findings if f.id == "several-processes")
+    launchers = {str(e["pid"]) for e in events if e.get("cat") == "cuda_driver"}
+    assert said.evidence == {"processes": len(launchers), "process": int(pid)} and len(launchers) == 3
+    assert f"are process {pid}'s" in said.message
+    told = [c for c in r.claims if c.id == "several-processes"]
+    assert len(told) == 1 and claims.check_all(told, r.to_dict()) == []
+    # backward: the autograd work of the step thread's own process, never another rank's
+    for (a, b), row in zip(want, r.steps.steps, strict=True):
+        mine = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                if e["name"].startswith("autograd::engine::") and str(e["pid"]) == pid
+                and ns(e["ts"]) < b and ns(e["ts"]) + ns(e["dur"]) > a]
+        others = [e for e in events if e["name"].startswith("autograd::engine::")
+                  and str(e["pid"]) != pid and a < ns(e["ts"]) < b]
+        assert len(mine) == 1 and others  # the shape: other ranks' backward in the step too
+        got = {p.phase: p.wall_ns for p in row.phases}
+        assert got["backward"] == mine[0][1] - mine[0][0]
+
+
+# --- device records alone -------------------------------------------------------------
+
+def test_a_trace_of_device_records_alone_never_says_the_device_waited_for_the_host(tmp_path):
+    """TraceFusion's collectives-only file: kernels on two devices and nothing on a host
+    thread. The verdict may say how long the device sat idle (counted here from the raw
+    kernels) but not that it waited for the host: no host event was recorded."""
+    tb = TraceBuilder()
+    tb.kernel("ncclDevKernel_Generic", 0, 6 * MS, device=2, stream=4)
+    tb.kernel("ncclDevKernel_Generic", 8 * MS, 2 * MS, device=3, stream=4)
+    path = tb.write(tmp_path / "device_only.json")
+    events = raw_events(path)
+    spans = [[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events]
+    window = max(b for _, b in spans) - min(a for a, _ in spans)
+    idle = window - length(union(spans))
+    assert idle > 0 and 2 * idle < window  # the shape: device-bound, idle for a while
+    r = traceview.analyze(path)
+    from traceview.report import claims
+    from traceview.units import fmt_ns
+
+    verdict = next(c for c in r.claims if c.id == "device-bound")
+    assert "waits for the host" not in verdict.text
+    assert "hidden behind" not in verdict.text
+    assert f"it is idle {fmt_ns(idle)} of it, and no host event was recorded" in verdict.text
+    assert claims.check(verdict, r.to_dict()) == []
+
+
+# --- a CPU-only profile -------------------------------------------------------------------
+
+def test_a_cpu_only_profile_says_dispatch_is_the_work_itself(tmp_path):
+    """The DTU MLOps course's profiles, reduced: aten ops on the CPU and no device event.
+    Their time lands in ``dispatch`` (the op's own time, on a GPU the overhead before a
+    launch); with no device, the finding says that this is the computation itself, so
+    a 97% ``dispatch`` row is not read as framework overhead."""
+    tb = TraceBuilder()
+    for k in range(3):
+        o = k * 10 * MS
+        tb.op("aten::conv2d", o, 8 * MS)
+        tb.op("aten::mkldnn_convolution", o + 100 * US, 7 * MS)
+    path = tb.write(tmp_path / "cpu.json")
+    events = raw_events(path)
+    assert not [e for e in events if e.get("cat") in WORK_CATS]  # the shape: no device
+    ops = union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in events
+                 if e["name"].startswith("aten::")])
+    r = traceview.analyze(path)
+    rows = {row.host: row for row in r.matrix()}
+    assert rows["dispatch"].total_ns == length(ops) and rows["dispatch"].busy_ns == 0
+    said = next(f for f in r.findings if f.id == "no-device-work")
+    assert "dispatch holds the ops' own CPU computation, not overhead before a launch" \
+        in said.message
+
+
+def test_device_work_without_the_header_is_not_told_to_turn_the_device_activity_on(tmp_path):
+    """A file with kernels but no ``deviceProperties`` (TraceFusion writes none): the
+    device activity was on, so the reproducer finding must not say to add it; what the
+    file lacks is the header."""
+    tb = TraceBuilder()
+    tb.kernel("ncclDevKernel_Generic", 0, 6 * MS, device=2, stream=4)
+    path = tb.write(tmp_path / "no_header.json")
+    doc = json.loads(path.read_text())
+    assert "deviceProperties" not in doc and [e for e in doc["traceEvents"] if e["cat"] == "kernel"]
+    r = traceview.analyze(path)
+    said = next(f for f in r.findings if f.id == "reproducer-incomplete")
+    assert "a CUDA profiler activity" not in said.message
+    assert "device (add with the profiler's deviceProperties header: this file has device work" \
+        in said.message

@@ -4,7 +4,8 @@ The manifests in ``tests/data/public_corpus/*.json`` name, for each trace, the s
 repository, the commit and the path; this tool reads those bytes from local git snapshots
 of the sources (``--mirror DIR``: one git dir per repository, ``DIR/<owner>+<repo>/repo``
 or ``DIR/<owner>+<repo>``, as the snapshot fetcher lays them out, or a clone with a work
-tree at any of those or at ``DIR/<owner>/<repo>``), gzips what the source stored uncompressed (level 9, mtime 0, so
+tree at any of those or at ``DIR/<owner>/<repo>``; a path ``ARCHIVE::MEMBER`` is one file
+of a tar archive the source committed), gzips what the source stored uncompressed (level 9, mtime 0, so
 the bytes are the same on every run) and checks the sha256 of the stored bytes against the
 manifest before writing ``DEST/<name>``. Nothing is downloaded: the traces stay out of this
 repository, and a test that needs one skips when it is absent (``tests/public_corpus.py``).
@@ -22,10 +23,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,14 +73,35 @@ def git_dir(mirror: Path, repo: str) -> Path:
 
 
 def source_bytes(mirror: Path, entry: dict) -> bytes:
+    """The trace's bytes at the entry's commit. A path ``ARCHIVE::MEMBER`` names one file
+    inside a tar archive the source committed (some projects ship their traces so), read
+    from the archive's bytes at that commit."""
     gd = git_dir(mirror, entry["repo"])
-    proc = subprocess.run(["git", "--git-dir", str(gd), "show", f"{entry['commit']}:{entry['path']}"],
+    path, _, member = entry["path"].partition("::")
+    proc = subprocess.run(["git", "--git-dir", str(gd), "show", f"{entry['commit']}:{path}"],
                           capture_output=True)
     if proc.returncode != 0:
         why = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise CorpusError(f"{entry['name']}: {entry['repo']}@{entry['commit'][:12]}:{entry['path']}: "
+        raise CorpusError(f"{entry['name']}: {entry['repo']}@{entry['commit'][:12]}:{path}: "
                           f"{why[-1] if why else 'git show failed'}")
-    return proc.stdout
+    return tar_member(proc.stdout, member, entry) if member else proc.stdout
+
+
+def tar_member(archive: bytes, member: str, entry: dict) -> bytes:
+    """One regular file of a (possibly compressed) tar archive, or a one-line error."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+            info = tar.getmember(member)
+            f = tar.extractfile(info) if info.isfile() else None
+            if f is None:
+                raise CorpusError(f"{entry['name']}: {member} in {entry['path'].partition('::')[0]} "
+                                  "is not a regular file")
+            return f.read()
+    except KeyError:
+        raise CorpusError(f"{entry['name']}: no member {member} in {entry['path'].partition('::')[0]}") from None
+    except tarfile.TarError as exc:
+        raise CorpusError(f"{entry['name']}: {entry['path'].partition('::')[0]} is not a readable tar "
+                          f"archive ({exc})") from None
 
 
 def stored_bytes(raw: bytes) -> bytes:

@@ -48,6 +48,8 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
     Code("launch-without-device-work", "info", "launches with no device record"),
     Code("device-work-cut", "warning",
          "launches whose device records were lost because the file was cut short"),
+    Code("several-processes", "warning",
+         "host threads of several processes launched device work into one file"),
 )}
 
 # Sentences the outputs print that are not findings: each is a claim (``report.claims``)

@@ -43,6 +43,7 @@ import numpy as np
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.nesting import Levels
+from traceview.analyses.threads import step_thread
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import Trace
@@ -354,6 +355,14 @@ def _steps(trace: Trace, window: Window, l_st: np.ndarray) -> FoundCalls | None:
     else, and a CPU step's work is host work the range encloses."""
     rows = _annotation_rows(trace, window)
     rows = rows[_name_mask(trace, rows, _STEP.match)]
+    lanes = np.unique(trace.slices.lane[rows])
+    if lanes.size > 1:
+        # step series on several threads (ranks' traces fused into one file, one process
+        # each): the steps are one thread's, the step thread's, as the per-step views
+        # are; mixing them would make one step of several ranks' overlapping ranges
+        lane = step_thread(trace, window)
+        if lane is not None:
+            rows = rows[trace.slices.lane[rows] == lane.index]
     cpu_only = l_st.size == 0 and not _has_device_work(trace)
     groups = _series_groups(trace, rows, l_st, need_launch=not cpu_only)
     if not groups and rows.size:

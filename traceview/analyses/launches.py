@@ -8,7 +8,7 @@ HTA's launch statistics miss. It links to device work by correlation id (or ac2g
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -146,3 +146,16 @@ def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane 
         thread=thread, threads={int(k): int(v) for k, v in threads.items()},
         unlinked_rows=unlinked,
     )
+
+
+def of_process(trace: Trace, launches: LaunchSummary, pid: int | str,
+               work_rows: np.ndarray) -> LaunchSummary:
+    """The launches one process's threads made, and the unlinked device work among
+    ``work_rows`` (its devices' work): what a call of that process can have launched when
+    several processes launched device work into one file (ranks fused into one)."""
+    s = trace.slices
+    pids = np.asarray([str(ln.pid) for ln in trace.lanes], dtype=object)
+    rows = launches.rows[pids[s.lane[launches.rows]] == str(pid)]
+    unlinked = launches.unlinked_rows[np.isin(launches.unlinked_rows, work_rows)]
+    return replace(launches, rows=rows, unlinked_rows=unlinked)
+

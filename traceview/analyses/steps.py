@@ -6,7 +6,7 @@ from the ordered phase rules of the rule table (``phases`` in
 ``traceview/data/default_rules.json``, overridable with ``--rules``): data loading
 (``enumerate(DataLoader)#...``), forward (the top ``nn.Module:`` frames), backward (the
 ``backward`` frame on the step's thread, and the envelope of
-``autograd::engine::evaluate_function`` work on any thread), optimizer
+``autograd::engine::evaluate_function`` work on any thread of its process), optimizer
 (``Optimizer.step#...``, ``Optimizer.zero_grad#...``); the first rule that claims an
 instant wins, and what no rule claims is ``other``. Without Python frames, forward is
 the unclaimed time before backward. Per phase: wall, device busy and idle (the union of
@@ -104,11 +104,11 @@ def _step_thread_work(trace: Trace, lane: int, start: int, end: int
 
 def _envelopes(st: np.ndarray, en: np.ndarray, work: tuple[np.ndarray, np.ndarray]
                ) -> intervals.Set:
-    """The envelope of matches on any thread, one per run of them: a run ends where the
-    step's thread does work of its own wholly between two matches (the second
-    micro-batch's forward between two backward passes), so the envelope never swallows
-    what the step thread did in between. While the engine's threads run backward the
-    step's thread waits inside one call that spans the gaps."""
+    """The envelope of matches on any thread of the step's process, one per run of them:
+    a run ends where the step's thread does work of its own wholly between two matches
+    (the second micro-batch's forward between two backward passes), so the envelope
+    never swallows what the step thread did in between. While the engine's threads run
+    backward the step's thread waits inside one call that spans the gaps."""
     u0, u1 = intervals.union(st, en)
     if u0.size <= 1:
         return u0, u1
@@ -143,6 +143,11 @@ def phase_intervals(trace: Trace, rules: RuleSet, lane: int, start: int, end: in
         rows = in_step[np.isin(s.cat[in_step], list(cats))]
         if not rule.any_thread:
             rows = rows[s.lane[rows] == lane]
+        else:
+            # any thread of the step thread's process: the autograd engine's threads are
+            # its own; another process's (a rank fused into the same file) never are
+            pid = trace.lanes[lane].pid
+            rows = rows[np.isin(s.lane[rows], [ln.index for ln in trace.lanes if ln.pid == pid])]
         if rows.size:  # the pattern once per distinct name
             codes, of_row = np.unique(s.name[rows], return_inverse=True)
             hit = np.asarray([bool(rule.pattern.search(names[c])) for c in codes.tolist()],
@@ -278,10 +283,41 @@ def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: in
                   key=lambda c: (-c.ns, str(c.lane), c.what))
 
 
+def own_devices(trace: Trace, step_lane: int, busy: intervals.Set, work_rows: np.ndarray
+                ) -> tuple[intervals.Set, np.ndarray]:
+    """The device work a step can have: where host threads of more than one process
+    launched device work (ranks' traces fused into one file, each rank a process with its
+    own device), only the work on the devices the step thread's process launched to;
+    another rank's device is not this step's device. Otherwise (one launching process,
+    or none of the step's process's work linked) every device's, unchanged."""
+    s = trace.slices
+    w2l = trace.work_to_launch
+    linked = np.fromiter(w2l, np.int64, len(w2l))
+    if linked.size == 0:
+        return busy, work_rows
+    lane_pid = np.asarray([str(ln.pid) for ln in trace.lanes], dtype=object)
+    by = lane_pid[s.lane[np.fromiter(w2l.values(), np.int64, len(w2l))]]
+    if len(set(by.tolist())) <= 1:
+        return busy, work_rows
+    devices = set(lane_pid[s.lane[linked[by == str(trace.lanes[step_lane].pid)]]].tolist())
+    if not devices:
+        return busy, work_rows
+    keep = work_rows[np.isin(lane_pid[s.lane[work_rows]], list(devices))]
+    lo, hi = busy[0][:1], busy[1][-1:]  # the window the caller's busy was clipped to
+    if lo.size == 0:
+        return busy, keep
+    # clipped as the caller's busy was: to the window, which no work row crosses
+    # beyond the busy set's own ends
+    return (intervals.union(np.maximum(s.start[keep], lo[0]), np.minimum(s.end[keep], hi[0])),
+            keep)
+
+
 def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                   timelines: dict[int, HostTimeline], busy: intervals.Set,
                   work_rows: np.ndarray) -> list[StepFigures]:
-    """Every call as a step (the caller decides that the calls are steps)."""
+    """Every call as a step (the caller decides that the calls are steps), with the
+    device work of the step thread's process's devices (``own_devices``)."""
+    busy, work_rows = own_devices(trace, step_lane, busy, work_rows)
     s = trace.slices
     comm = re.compile(rules.communication_kernels) if rules.communication_kernels else None
     is_comm = np.zeros(work_rows.size, bool)

@@ -158,10 +158,12 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
         elif y is None:
             status = ("outside calls after" if key in sa.present
                       else "gone" if complete_a else "gone*")
-        else:
-            status = "moved"
         inc_b = x.inclusive_ns_per_call if x else 0.0
         inc_a = y.inclusive_ns_per_call if y else 0.0
+        if x is not None and y is not None:
+            # in both: moved by its change per call, or not at all (a trace against
+            # itself): "moved" by 0 ns would contradict the change beside it
+            status = "moved" if round(inc_a - inc_b) else "same"
         both = status.startswith("outside")
         rows.append({
             "function": (x if x is not None else fa[key]).shown,
@@ -178,7 +180,7 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
             "after_share": inc_a / call_a if y and call_a else None,
         })
     # What appeared or went first (the code path itself changed), then what moved most.
-    rows.sort(key=lambda r: (r["status"] in ("moved", "outside calls before",
+    rows.sort(key=lambda r: (r["status"] in ("moved", "same", "outside calls before",
                                              "outside calls after"),
                              -abs(r["change_inclusive_ns_per_call"] or 0), r["function"]))
     families, families_note = family_changes(before, after)
@@ -186,7 +188,8 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
         "source": "host.functions of each profiled trace: p50 per warm call (window "
                   "totals / calls where a trace has no warm call); names without line numbers",
         "status_note": "new/gone: in one trace's function list only (functions matched by "
-                       "module and name); * that list is cut to its top functions by self "
+                       "module and name); moved/same: in both, with/without a change "
+                       "per call; * that list is cut to its top functions by self "
                        "time, so the function may be below the cut rather than absent; "
                        "outside calls: in both traces, but on one side it encloses the "
                        "calls or runs in no warm call (no per-call figure there)",
@@ -226,7 +229,8 @@ def family_changes(before: Report, after: Report) -> tuple[list[dict[str, Any]],
         x, y = fb.get(name), fa.get(name)
         rows.append({
             "family": name,
-            "status": "new" if x is None else "gone" if y is None else "moved",
+            "status": ("new" if x is None else "gone" if y is None
+                       else "moved" if round(y.ns_per_call - x.ns_per_call) else "same"),
             "before_ns_per_call": x.ns_per_call if x else None,
             "after_ns_per_call": y.ns_per_call if y else None,
             "change_ns_per_call": (y.ns_per_call if y else 0) - (x.ns_per_call if x else 0),

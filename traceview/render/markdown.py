@@ -20,6 +20,7 @@ from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
+from traceview.report.sentences import step_word
 from traceview.units import fmt_ns, fmt_share, plural
 from traceview.version import __version__
 
@@ -103,7 +104,7 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
     return [
         ("Operation / model", _operation(r, cap, op_args)),
         ("Shape, dtype, strides and scalar arguments", _shape(cap, op_args) if r.steps is None
-         else "a training step runs many ops: its phases and kernels are below"),
+         else f"a {step_word(r.steps)} runs many ops: its phases and kernels are below"),
         ("Device, driver, framework and compiler revisions", _device_line(cap, r.trace.metadata)),
         ("Correctness reference and tolerance", _correctness(cap)),
         ("Cold or warmed? Eager or graph replay?", _warm_mode(r, cap, proto)),

@@ -20,8 +20,8 @@ from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import OVERLAY_CATS, HostTimeline, attribute_host, host_rows_by_lane
 from traceview.analyses.hot_functions import FunctionStat, hot_functions
 from traceview.analyses.integrity import Integrity, analyze_integrity
-from traceview.analyses.launches import LaunchSummary, analyze_launches, pick_thread
-from traceview.analyses.steps import StepFigures, analyze_steps
+from traceview.analyses.launches import LaunchSummary, analyze_launches, of_process, pick_thread
+from traceview.analyses.steps import StepFigures, analyze_steps, own_devices
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
 from traceview.analyses.window import Window, activity_window, find_window
 from traceview.diagnostics import Diagnostic
@@ -110,8 +110,15 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     del by_lane
     host_categories = timeline.totals()
     cells = breakdown(timeline, device.busy)
-    calls = analyze_calls(trace, window, timeline, launches, device.busy, options.calls, rules,
-                          options.calls_depth)
+    # several processes launching device work (ranks fused into one file): a call's
+    # device figures are its process's, its launches and its devices (as a step's are)
+    calls_busy, calls_launches = device.busy, launches
+    if thread is not None:
+        calls_busy, own_work = own_devices(trace, thread.index, device.busy, device.work_rows)
+        if own_work is not device.work_rows:
+            calls_launches = of_process(trace, launches, thread.pid, own_work)
+    calls = analyze_calls(trace, window, timeline, calls_launches, calls_busy, options.calls,
+                          rules, options.calls_depth)
     threads = thread_figures(trace, rules, window, timelines)
     others = []
     for t in sorted(threads, key=lambda t: (str(t.lane.pid), str(t.lane.tid))):

@@ -132,6 +132,9 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
         return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
     figs.append(Figure("hidden", HIDDEN_IDLE_SHARE))
     rels.append(rel("le" if share <= HIDDEN_IDLE_SHARE else "gt", "idle_share", "hidden"))
+    # a trace of device records alone (a filtered or fused trace, collectives only) says
+    # the device was idle, never that it waited for a host nobody recorded
+    terms["no_host"] = ex.timeline.lane is None
     return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
 
 
@@ -453,6 +456,14 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
     if not missing:
         return []
+    if ex.device.work_rows.size:
+        # the device activity was on (its work is here): the header that names the
+        # device and driver is what is missing (a tool that rewrote the file dropped it)
+        header = {"device": "the profiler's deviceProperties header: this file has device "
+                            "work but not the header",
+                  "driver and CUDA versions": "the profiler's cuda_driver_version: this file "
+                                              "has device work but not the header"}
+        missing = [(item, header.get(item, how)) for item, how in missing]
     return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
                      terms={"missing": missing, "steps": bool(ex.steps)})]
 
@@ -547,6 +558,13 @@ def _input_problems(ex: Analysis) -> list[Detected]:
         out.append(Detected("device-work-without-launch", {"count": ex.launches.unlinked_work},
                             (Figure("count", ex.launches.unlinked_work,
                                     pointer("launches", "unlinked_device_work")),)))
+    launchers = {str(ex.trace.lanes[ln].pid) for ln, n in ex.launches.threads.items() if n}
+    if len(launchers) > 1 and ex.timeline.lane is not None \
+            and str(ex.timeline.lane.pid) in launchers:
+        pid = ex.timeline.lane.pid
+        out.append(Detected("several-processes", {"processes": len(launchers), "process": pid},
+                            (Figure("processes", len(launchers), evidence("processes")),),
+                            terms={"process": pid}))
     unlinked = ex.launches.count - ex.launches.linked
     if unlinked:
         # the launches without a device record are the launches less the linked ones

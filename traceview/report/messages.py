@@ -71,6 +71,9 @@ def verdict_words(d: Detected) -> str:
         return (head + f", but {fmt_pct(d.value('path_host_share') or 0)} of the step's "
                 f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}: "
                 "its host work is not hidden behind the device")
+    if d.terms.get("no_host"):
+        return (head + f"; it is idle {fmt_ns(d.value('idle'))} of it, and no host event "
+                "was recorded to say what it waited for")
     if share <= (d.value("hidden") or 0):
         return head + "; host work is hidden behind device execution"
     return head + f"; it waits for the host {fmt_ns(d.value('idle'))} of it"
@@ -172,7 +175,8 @@ MESSAGES: dict[str, Callable[[Detected], str]] = {
         "only): there is nothing to attribute"),
     "no-device-work": lambda d: (
         "no device work (kernels, copies, sets) in the window: a CPU-only trace, or the "
-        "profiler ran without the CUDA activity"),
+        "profiler ran without the CUDA activity; the host categories are then the work "
+        "itself: dispatch holds the ops' own CPU computation, not overhead before a launch"),
     "no-host-events": lambda d: (
         "no host thread with events: all host time is untraced; launch latency and "
         "per-call host costs are unknown"),
@@ -187,6 +191,13 @@ MESSAGES: dict[str, Callable[[Detected], str]] = {
         f"{d.value('count')} of {d.value('launches')} launches have no device record because the file "
         "was cut short: their device work is missing, so device busy time, kernel and "
         "launch-latency figures cover only the launches before the cut"),
+    "several-processes": lambda d: (
+        f"host threads of {d.value('processes')} processes launched device work into this "
+        "one file (ranks fused into one, or a multi-process program): steps, calls and "
+        f"their device figures are process {d.terms['process']}'s, its launches and "
+        "the devices they ran on; the window's device busy and the host x device table "
+        "cover every process's devices. One file per rank (explain DIR) gives a row per "
+        "rank"),
     "launch-without-device-work": lambda d: (
         f"{d.value('count')} of {d.value('launches')} launches have no device record (dropped CUPTI "
         "records, or work outside the window)"),

@@ -125,8 +125,19 @@ def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | 
         # the step's device work outlasts its range: the step runs to its last device work
         figs += [Figure("range", rng - step.start_ns), Figure("tail", step.end_ns - rng)]
         rels.append(rel("sum", "range", "tail", "wall"))
-        tail = (f"its range {fmt_ns(rng - step.start_ns)}, then device work it launched "
-                f"running {fmt_ns(step.end_ns - rng)} past it; ")
+        nxt = next((k for k, o in enumerate(steps.steps) if o.start_ns == step.end_ns), None)
+        if nxt is None:
+            tail = (f"its range {fmt_ns(rng - step.start_ns)}, then device work it launched "
+                    f"running {fmt_ns(step.end_ns - rng)} past it; ")
+        else:
+            # the extent stops at the next step's start, its work unfinished: running
+            # then, or still queued behind earlier work (none of it ran in the tail)
+            figs += [Figure("end", step.end_ns, pointer(*at, "end_ns")),
+                     Figure("next_start", steps.steps[nxt].start_ns,
+                            pointer("steps", "steps", nxt, "start_ns"))]
+            rels.append(rel("eq", "end", "next_start"))
+            tail = (f"its range {fmt_ns(rng - step.start_ns)}, then {fmt_ns(step.end_ns - rng)} "
+                    "until the next step starts, device work it launched still unfinished; ")
     text = (f"{step_word(steps)} {step.name}: {fmt_ns(step.wall_ns)} ({tail}typical of "
             f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
