@@ -145,6 +145,22 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "time over the window"),
     Code("api-result", "info", "the reproducer template's full-API result: the profiled "
          "call (p50, p90, n) and its host overhead p50"),
+    Code("device-row", "info", "under the device's line, one device of several: its busy "
+         "union (at most its work summed and the union over every device), its share of "
+         "the window, its kernels and copies"),
+    Code("device-stream", "info", "under the device's line, one stream where streams "
+         "overlap or there are several: its busy time (at most its device's and every "
+         "device's busy union), its share of the window, its work items"),
+    Code("launches", "info", "the launches line: the launches by API adding up to the "
+         "launches, those linked to device work, the device work with no launch record"),
+    Code("warm-mode", "info", "the reproducer template's cold-or-warm field: the warm "
+         "calls (some of the calls), the cold calls reported apart, capture's cold call, "
+         "the mode"),
+    Code("timer", "info", "the reproducer template's timer field: capture's timer, sync, "
+         "warm-up and profiled calls (the calls found are at most those; a cold trace "
+         "holds its cold call alone), or the profiler and the calls found"),
+    Code("families-title", "info", "the module table's title: the warm calls its figures "
+         "are over (at most the warm calls) and the call p50 its shares are of"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

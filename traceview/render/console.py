@@ -31,7 +31,9 @@ from traceview.report.sentences import (
     baseline_words,
     bytes_words,
     calls_title_words,
+    device_rows_words,
     device_words,
+    launches_words,
     result_words,
     window_words,
 )
@@ -101,8 +103,6 @@ def _matrix(r: Report) -> RenderableType:
 
 
 def _device(r: Report) -> RenderableType:
-    d = r.device
-    w = r.window.dur_ns
     t = Text()
     line = device_words(r)
     head, _, rest = line.partition(" ")
@@ -111,23 +111,11 @@ def _device(r: Report) -> RenderableType:
     moved = bytes_words(r)
     if moved:
         t.append("\n" + moved)
-    if len(d.per_device) > 1:
-        for dev in d.per_device:
-            t.append(f"\n  device {dev.device}: busy {fmt_ns(dev.busy_ns)} "
-                     f"({fmt_share(dev.busy_ns, w)}), {plural(dev.kernel_count, 'kernel')} "
-                     f"{fmt_ns(dev.kernel_sum_ns)}")
-            if dev.copy_count:
-                t.append(f", {plural(dev.copy_count, 'copy/set', 'copies/sets')} "
-                         f"{fmt_ns(dev.copy_sum_ns)}")
-    if d.streams_overlap or len(d.per_stream) > 1:  # every stream with work is named
-        for s in d.per_stream:
-            t.append(f"\n  device {s.device} stream {s.stream}: busy {fmt_ns(s.busy_ns)} "
-                     f"({fmt_share(s.busy_ns, w)}), {plural(s.work_count, 'work item')}")
-    ln = r.launches
-    t.append(f"\nlaunches {ln.count} ({', '.join(f'{k} {v}' for k, v in ln.by_api.items()) or 'none'})"
-             f", {ln.linked} linked to device work")
-    if ln.unlinked_device_work:
-        t.append(f", {ln.unlinked_device_work} device work items with no launch record")
+    # per device where there are several, per stream where streams overlap or there
+    # are several (every stream with work is named)
+    for row in device_rows_words(r):
+        t.append("\n  " + row)
+    t.append("\n" + launches_words(r))
     return t
 
 

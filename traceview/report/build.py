@@ -30,13 +30,19 @@ from traceview.report.sentences import (
     calls_title_claim,
     cause_claims,
     device_claim,
+    device_row_claims,
+    families_title_claim,
+    launches_claim,
     perturbation_claims,
     result_claims,
     step_claim,
     step_detail_claims,
+    stream_claims,
+    timer_claim,
     unprofiled_claims,
     unprofiled_share_claim,
     unprofiled_steps_claims,
+    warm_mode_claim,
     window_claim,
     window_length_claim,
 )
@@ -70,7 +76,16 @@ def build_report(a: Analysis) -> m.Report:
     window = window_claim(a.window)
     device = _device_info(a)
     api = calls_info.stats.get("api_ns")
+    unit = "step" if steps is not None else "call"
+    launches = _launches_info(a)
     said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
+                        *device_row_claims(device, a.window.dur_ns),
+                        *stream_claims(device, a.window.dur_ns), launches_claim(launches),
+                        warm_mode_claim(calls_info, a.trace.capture, unit=unit,
+                                        graph=any(f.id == "graph-replay" for f in findings)),
+                        timer_claim(calls_info, a.trace.capture),
+                        families_title_claim(calls_info, unit) if _families_shown(a, calls_info)
+                        else None,
                         baseline_claim(a.trace.capture, unprofiled),
                         calls_title_claim(calls_info, "step" if steps is not None else "call"),
                         unprofiled_share_claim(calls_info.perturbation),
@@ -103,10 +118,7 @@ def build_report(a: Analysis) -> m.Report:
             families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
                            for f in (pc.families if pc else ()))),
         breakdown=tuple(a.cells),
-        launches=m.LaunchesInfo(
-            count=a.launches.count, linked=a.launches.linked, by_api=dict(a.launches.by_api),
-            by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
-            latency_ns=a.launches.latency),
+        launches=launches,
         calls=calls_info,
         findings=tuple(findings),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
@@ -125,6 +137,19 @@ def build_report(a: Analysis) -> m.Report:
         integrity=integrity,
         what_if=projections,
     )
+
+
+def _launches_info(a: Analysis) -> m.LaunchesInfo:
+    ln = a.launches
+    return m.LaunchesInfo(count=ln.count, linked=ln.linked, by_api=dict(ln.by_api),
+                          by_kind=dict(ln.by_kind), unlinked_device_work=ln.unlinked_work,
+                          latency_ns=ln.latency)
+
+
+def _families_shown(a: Analysis, calls: m.CallsInfo) -> bool:
+    """The module table is shown (and titled): calls, their module families, and Python
+    frames to find the modules by."""
+    return bool(calls.per_call and a.per_call and a.per_call.families and a.has_python_frames)
 
 
 def _device_info(a: Analysis) -> m.DeviceInfo:
