@@ -111,7 +111,8 @@ def _render_lines_missing(r: Report, doc: dict) -> list[str]:
             "unprofiled-share": int(share is not None),
             "device-result": int(bool(stats.get("kernel_ns", {}).get("n"))),
             "api-result": int(bool(stats.get("api_ns", {}).get("n"))),
-            "launches": 1, "warm-mode": 1, "timer": 1}
+            "launches": 1, "warm-mode": 1, "timer": 1,
+            "typical-call": int(doc["typical_call"] is not None)}
     # under the device's line: a line per device where there are several, per stream
     # where there are several or they overlap (their busy times sum past the union)
     dev = doc["device"]
@@ -152,10 +153,11 @@ def _check_views(path: Path, name: str) -> dict[str, list[str]]:
 
 # Claims one output prints where the other shows the same figures otherwise: the lines
 # under the device's line (the markdown's devices table has a row per device and stream,
-# table cells; it has no launches line) and the reproducer template's fields (the text
-# output has no template).
+# table cells; it has no launches line), the typical call's title (the markdown draws the
+# call as a Mermaid chart titled in the chart's own syntax) and the reproducer
+# template's fields (the text output has no template).
 ONE_OUTPUT = {"device-row": "text", "device-stream": "text", "launches": "text",
-              "warm-mode": "markdown", "timer": "markdown"}
+              "typical-call": "text", "warm-mode": "markdown", "timer": "markdown"}
 
 
 def _unprinted(r: Report) -> list[str]:

@@ -159,6 +159,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("timer", "info", "the reproducer template's timer field: capture's timer, sync, "
          "warm-up and profiled calls (the calls found are at most those; a cold trace "
          "holds its cold call alone), or the profiler and the calls found"),
+    Code("typical-call", "info", "the typical call's picture's title: the call drawn, "
+         "its wall and device work (the union of its kernels and copies: at least each, "
+         "at most both summed)"),
     Code("families-title", "info", "the module table's title: the warm calls its figures "
          "are over (at most the warm calls) and the call p50 its shares are of"),
 )}

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from traceview.metadata import ProtocolMeta
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
-from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
+from traceview.render.labels import display_pattern, shown_metrics
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.render.text import laid_out, name_text
 from traceview.report.integrity_claims import (
@@ -35,6 +35,7 @@ from traceview.report.sentences import (
     device_words,
     launches_words,
     result_words,
+    typical_call_words,
     window_words,
 )
 from traceview.units import fmt_ns, fmt_share, plural, printable
@@ -233,8 +234,7 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
                            f" {cat} {fmt_ns(ns)}") for cat, ns in legend(r)]
     items.append(Text.assemble((DEVICE_LEVELS[-1], DEVICE_TERMINAL),
                                f" {busy_words(t)} (a cell's height: its busy share)"))
-    title = Text(f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
-                 f", {device_work(call.metrics)}", style="bold")
+    title = Text(typical_call_words(r) or "", style="bold")
     end = fmt_ns(span)
     axis = Text(f"       0{' ' * max(1, bar - 1 - len(end))}{end}")
     heads = ["host   "] if len(lanes) == 1 else [f"{_short(label):<6} " for label, _ in lanes]

@@ -39,6 +39,7 @@ from traceview.report.sentences import (
     step_detail_claims,
     stream_claims,
     timer_claim,
+    typical_call_claim,
     unprofiled_claims,
     unprofiled_share_claim,
     unprofiled_steps_claims,
@@ -86,6 +87,7 @@ def build_report(a: Analysis) -> m.Report:
                         timer_claim(calls_info, a.trace.capture),
                         families_title_claim(calls_info, unit) if _families_shown(a, calls_info)
                         else None,
+                        typical_call_claim(calls_info, drawn, unit),
                         baseline_claim(a.trace.capture, unprofiled),
                         calls_title_claim(calls_info, "step" if steps is not None else "call"),
                         unprofiled_share_claim(calls_info.perturbation),

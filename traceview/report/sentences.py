@@ -926,3 +926,40 @@ def families_title_words(r: Report) -> str:
         r.calls, "step" if r.steps is not None else "call"))
     assert claim is not None
     return claim.text
+
+
+def typical_call_claim(calls: CallsInfo, typical: TypicalCall | None, unit: str) -> Claim | None:
+    """The title of the typical call's picture (``Typical call #3 (call_3): 22.8 us wall,
+    device work 1.2 us``, with its kernels and copies apart where it held copies): the
+    call drawn is the per-call row cited, its wall and device work that row's. Device work
+    is the union of its kernels and copies: at least each, at most both summed. None
+    without a typical call."""
+    if typical is None:
+        return None
+    k = typical.index
+    call = calls.per_call[k]
+    at = ("calls", "per_call", k)
+    m = call.metrics
+    figs = [Figure("drawn", k, pointer("typical_call", "index")),
+            Figure("call", call.index, pointer(*at, "index")),
+            Figure("wall", m.get("api_ns"), pointer(*at, "metrics", "api_ns")),
+            Figure("device", m.get("kernel_ns"), pointer(*at, "metrics", "kernel_ns"))]
+    rels: list[Relation] = []
+    text = f"device work {fmt_ns(m.get('kernel_ns'))}"
+    if m.get("copy_ns"):
+        kernels, copies = m.get("kernel_only_ns"), m.get("copy_ns")
+        figs += [Figure("kernels", kernels, pointer(*at, "metrics", "kernel_only_ns")),
+                 Figure("copies", copies, pointer(*at, "metrics", "copy_ns")),
+                 Figure("both", (kernels or 0) + (copies or 0))]
+        rels += [rel("le", "kernels", "device"), rel("le", "copies", "device"),
+                 rel("sum", "kernels", "copies", "both"), rel("le", "device", "both")]
+        text += f" (kernels {fmt_ns(kernels)}, memcpy/memset {fmt_ns(copies)})"
+    return Claim("typical-call", f"Typical {unit} #{call.index} ({call.name}): "
+                 f"{fmt_ns(m.get('api_ns'))} wall, {text}", tuple(figs), tuple(rels))
+
+
+def typical_call_words(r: Report) -> str | None:
+    """The typical call's picture's title, as its claim says it."""
+    claim = claim_of(r, "typical-call", lambda: typical_call_claim(
+        r.calls, r.typical_call, "step" if r.steps is not None else "call"))
+    return None if claim is None else claim.text
