@@ -664,6 +664,201 @@ def test_the_per_call_title_names_cold_outlier_and_incomplete_calls(fixture_repo
             [x.index for x in rows if x.launches_without_work and not x.cold][:8], name
 
 
+# --- the device block's lines, the typical call's title, the reproducer's fields ---------
+
+# The lines that were worded by the renderers themselves before they were claims.
+RENDER_LINE_IDS = ("device-row", "device-stream", "launches", "typical-call", "warm-mode",
+                   "timer", "families-title")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _two_devices(path: Path) -> Path:
+    """Two devices: device 0 with two streams whose kernels overlap and a kernel with no
+    launch record, device 1 with a kernel and a copy on one stream; launches by three
+    APIs, one whose device record is lost."""
+    b = TraceBuilder()
+    b.launched_kernel("a", 0, 2 * US, 10 * US, 40 * US, stream=7, device=0)
+    b.launched_kernel("b", 5 * US, 2 * US, 30 * US, 25 * US, stream=8, device=0)
+    corr = b.launch(60 * US, 3 * US, api="cudaLaunchKernel")
+    b.kernel("c", 100 * US, 20 * US, corr=corr, stream=7, device=1)
+    corr = b.launch(65 * US, 3 * US, api="cudaMemcpyAsync")
+    b.kernel("Memcpy HtoD", 125 * US, 10 * US, corr=corr, stream=7, device=1, cat="gpu_memcpy")
+    b.launch(70 * US, 3 * US, api="cudaLaunchKernel")  # its device record is lost
+    b.kernel("orphan", 140 * US, 5 * US, stream=8, device=0)
+    return b.write(path)
+
+
+def _union_ns(spans: list[tuple[int, int]]) -> int:
+    """The length of a union of [start, end) spans, walked in start order."""
+    total, reach = 0, None
+    for a, b in sorted(spans):
+        if reach is None or a >= reach:
+            total, reach = total + b - a, b
+        elif b > reach:
+            total, reach = total + b - reach, b
+    return total
+
+
+def _records(events: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(launches, device records) as written, each with its times in ns."""
+    def ns(e: dict) -> tuple[int, int]:
+        a = round(float(e["ts"]) * 1000)
+        return a, a + round(float(e["dur"]) * 1000)
+
+    xs = [dict(e, span=ns(e)) for e in events if e.get("ph") == "X"]
+    launches = [e for e in xs if e.get("cat") in LAUNCH_CATS and any(
+        w in e["name"] for w in ("Launch", "Memcpy", "Memset"))]
+    return launches, [e for e in xs if e.get("cat") in DEVICE_CATS]
+
+
+def _launch_counts(events: list[dict]) -> tuple[dict[str, int], int, int]:
+    """Launches by API, those whose correlation id a device record carries, and the
+    device records no launch carries, counted from the events as written."""
+    from collections import Counter
+
+    launches, work = _records(events)
+    launched = {e["args"].get("correlation") for e in launches}
+    carried = {e["args"].get("correlation") for e in work} - {None}
+    return (dict(Counter(e["name"] for e in launches)),
+            sum(1 for e in launches if e["args"].get("correlation") in carried),
+            sum(1 for e in work if e["args"].get("correlation") not in launched))
+
+
+def _by_api(c: Claim) -> dict[str, int | float | None]:
+    """A launches claim's APIs (from each figure's path) and their counts."""
+    return {(f.path or "").rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~"): f.value
+            for f in c.figures if f.name.startswith("api:")}
+
+
+def test_the_device_rows_streams_and_launches_count_the_records(tmp_path):
+    """Two devices, two overlapping streams, a copy, a launch that lost its kernel and a
+    kernel with no launch: each device's and each stream's busy time is the union of its
+    records as written (counted here), its work items and sums theirs; the launches line
+    counts the launch records by API. Both outputs print what they print of them."""
+    import json
+
+    path = _two_devices(tmp_path / "two_devices.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    r = traceview.explain(traceview.load(path))
+    assert _problems(r) + _unprinted(r) == []
+    _, work = _records(events)
+    rows = [c for c in r.claims if c.id == "device-row"]
+    assert [c.text.split(":")[0] for c in rows] == ["device 0", "device 1"]
+    for dev, c in zip((0, 1), rows, strict=True):
+        mine = [e for e in work if e["args"]["device"] == dev]
+        kernels = [e["span"] for e in mine if e["cat"] == "kernel"]
+        copies = [e["span"] for e in mine if e["cat"] != "kernel"]
+        assert c.value("busy") == _union_ns([e["span"] for e in mine])
+        assert (c.value("kernels"), c.value("kernel_sum")) == (
+            len(kernels), sum(b - a for a, b in kernels))
+        if copies:
+            assert (c.value("copies"), c.value("copy_sum")) == (
+                len(copies), sum(b - a for a, b in copies))
+        assert c.text.startswith(f"device {dev}: busy {fmt_ns(c.value('busy'))} (")
+    streams = [c for c in r.claims if c.id == "device-stream"]
+    keys = sorted({(e["args"]["device"], e["args"]["stream"]) for e in work})
+    assert len(streams) == len(keys) == 3
+    for (dev, stream), c in zip(keys, streams, strict=True):
+        mine = [e["span"] for e in work if (e["args"]["device"], e["args"]["stream"])
+                == (dev, stream)]
+        assert (c.value("busy"), c.value("items")) == (_union_ns(mine), len(mine))
+        assert c.text.startswith(f"device {dev} stream {stream}: busy {fmt_ns(_union_ns(mine))}")
+    by_api, linked, unlinked = _launch_counts(events)
+    c = next(c for c in r.claims if c.id == "launches")
+    assert (_by_api(c), c.value("linked"), c.value("unlinked")) == (by_api, linked, unlinked)
+    assert (linked, unlinked) == (4, 1)  # one launch lost its kernel; "orphan" has none
+    assert c.value("count") == sum(by_api.values()) == 5
+
+
+@pytest.mark.parametrize("name", ["torch_mul_1x4096_f32.json.gz", "train_llama_eager.json.gz",
+                                  "torch_mul_graph.json.gz",
+                                  "inductor_mul_1x4096_f32.cold.json.gz"])
+def test_the_launches_line_counts_the_launch_records(name, fixture_reports):
+    """The launches line of a fixture: its launches by API and those linked to device
+    work, counted here from the fixture's events as written."""
+    import gzip
+    import json
+
+    raw = json.loads(gzip.decompress((ROOT / "fixtures" / name).read_bytes()))
+    events = raw["traceEvents"] if isinstance(raw, dict) else raw
+    by_api, linked, unlinked = _launch_counts(events)
+    c = next(c for c in fixture_reports[name].claims if c.id == "launches")
+    assert (_by_api(c), c.value("count"), c.value("linked")) == (
+        by_api, sum(by_api.values()), linked)
+    assert unlinked == 0 and "unlinked" not in {f.name for f in c.figures}
+
+
+def test_each_render_line_claim_is_on_some_fixture(fixture_reports, tmp_path):
+    """Every line the renderers used to word themselves is a claim some fixture has (the
+    per-device lines need two devices: a built trace), and a cold capture trace's timer
+    field says its profiled calls are in the warm trace."""
+    seen = {c.id for r in fixture_reports.values() for c in r.claims}
+    assert set(RENDER_LINE_IDS) - {"device-row"} <= seen
+    built = traceview.explain(traceview.load(_two_devices(tmp_path / "two.json")))
+    assert "device-row" in {c.id for c in built.claims}
+    cold = next(c for c in fixture_reports["torch_mul_1x4096_f32.cold.json.gz"].claims
+                if c.id == "timer")
+    assert "30 profiled calls in the warm trace (this trace: the cold call alone)" in cold.text
+
+
+# (trace, claim id, which of its claims of that id, the figure made wrong, its wrong value
+# from the claim's figures, the relation the wrong value breaks)
+WRONG_FIGURE = [
+    ("two devices", "device-row", 1, "busy", lambda c: c.value("work_sum") + 1,
+     "le('busy', 'work_sum')"),
+    ("two_streams_8192x8192_f16.json.gz", "device-stream", 0, "busy",
+     lambda c: c.value("all_busy") + 1, "le('busy', 'all_busy')"),
+    ("torch_mul_1x4096_f32.json.gz", "launches", 0, "linked", lambda c: c.value("count") + 1,
+     "le('linked', 'count')"),
+    ("train_llama_eager.json.gz", "typical-call", 0, "kernels",
+     lambda c: c.value("device") + 1, "le('kernels', 'device')"),
+    ("shape_loop_two_ops.json.gz", "warm-mode", 0, "warm", lambda c: c.value("count") + 1,
+     "le('warm', 'count')"),
+    ("torch_mul_1x4096_f32.json.gz", "timer", 0, "count", lambda c: c.value("iters") + 1,
+     "le('count', 'iters')"),
+    ("torch_mul_1x4096_f32.cold.json.gz", "timer", 0, "count", lambda c: 2,
+     "le('count', 'one')"),
+    ("flag_gems_add_16x4096_bf16.json.gz", "families-title", 0, "warm_calls",
+     lambda c: c.value("warm") + 1, "le('warm_calls', 'warm')"),
+]
+
+
+def _set_at(doc: dict, path: str, value: object) -> None:
+    parent, _, key = path.rpartition("/")
+    holder = resolve(doc, parent)
+    holder[int(key) if isinstance(holder, list) else
+           key.replace("~1", "/").replace("~0", "~")] = value
+
+
+@pytest.mark.parametrize(("trace", "sid", "k", "name", "wrong", "breaks"), WRONG_FIGURE,
+                         ids=[f"{w[1]}-{w[0].split('.')[0]}" for w in WRONG_FIGURE])
+def test_a_wrong_figure_of_a_render_line_is_caught(trace, sid, k, name, wrong, breaks,
+                                                   fixture_reports, tmp_path):
+    """Each render line's claim holds, and is caught twice over when one figure is wrong:
+    a copy of the report holding another value where the claim cites it, and the claim
+    saying a value that breaks what it asserts."""
+    import copy
+
+    r = (traceview.explain(traceview.load(_two_devices(tmp_path / "two.json")))
+         if trace == "two devices" else fixture_reports[trace])
+    doc = r.to_dict()
+    c = [c for c in r.claims if c.id == sid][k]
+    assert check(c, doc) == []
+    f = c.figure(name)
+    assert f.path is not None and isinstance(f.value, int)
+    moved = copy.deepcopy(doc)
+    _set_at(moved, f.path, f.value + 1)
+    assert check(c, moved) == [
+        f"{sid}: {name} is {f.value}, the report has {f.value + 1} at {f.path}"]
+    bad = wrong(c)
+    said = Claim(c.id, c.text, tuple(Figure(x.name, bad, x.path) if x.name == name else x
+                                     for x in c.figures), c.relations)
+    got = check(said, doc)
+    assert got[0] == f"{sid}: {name} is {bad}, the report has {f.value} at {f.path}", got
+    assert any(p.startswith(f"{sid}: {breaks} does not hold") for p in got), got
+
+
 # --- ab's verdict and diff's unprofiled line --------------------------------------------
 
 AB_DOCS = sorted(p for p in [*(ROOT / "tests" / "data").glob("ab_*.json"),
