@@ -112,7 +112,12 @@ def _render_lines_missing(r: Report, doc: dict) -> list[str]:
             "device-result": int(bool(stats.get("kernel_ns", {}).get("n"))),
             "api-result": int(bool(stats.get("api_ns", {}).get("n"))),
             "launches": 1, "warm-mode": 1, "timer": 1,
-            "typical-call": int(doc["typical_call"] is not None)}
+            "typical-call": int(doc["typical_call"] is not None),
+            "correctness": int((doc["trace"].get("capture") or {}).get("correctness")
+                               is not None)}
+    # the typical step's section titles are where its headline is
+    for sid in ("step-phases-title", "step-heading"):
+        want[sid] = sum(1 for c in r.claims if c.id == "typical-step")
     # under the device's line: a line per device where there are several, per stream
     # where there are several or they overlap (their busy times sum past the union)
     dev = doc["device"]
@@ -154,10 +159,12 @@ def _check_views(path: Path, name: str) -> dict[str, list[str]]:
 # Claims one output prints where the other shows the same figures otherwise: the lines
 # under the device's line (the markdown's devices table has a row per device and stream,
 # table cells; it has no launches line), the typical call's title (the markdown draws the
-# call as a Mermaid chart titled in the chart's own syntax) and the reproducer
-# template's fields (the text output has no template).
+# call as a Mermaid chart titled in the chart's own syntax), the typical step's section
+# titles (each output its own) and the reproducer template's fields (the text output
+# has no template).
 ONE_OUTPUT = {"device-row": "text", "device-stream": "text", "launches": "text",
-              "typical-call": "text", "warm-mode": "markdown", "timer": "markdown"}
+              "typical-call": "text", "step-phases-title": "text", "step-heading": "markdown",
+              "warm-mode": "markdown", "timer": "markdown", "correctness": "markdown"}
 
 
 def _unprinted(r: Report) -> list[str]:
@@ -668,7 +675,8 @@ def test_the_per_call_title_names_cold_outlier_and_incomplete_calls(fixture_repo
 
 # The lines that were worded by the renderers themselves before they were claims.
 RENDER_LINE_IDS = ("device-row", "device-stream", "launches", "typical-call", "warm-mode",
-                   "timer", "families-title")
+                   "timer", "correctness", "families-title", "step-phases-title",
+                   "step-heading")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -821,7 +829,31 @@ WRONG_FIGURE = [
      "le('count', 'one')"),
     ("flag_gems_add_16x4096_bf16.json.gz", "families-title", 0, "warm_calls",
      lambda c: c.value("warm") + 1, "le('warm_calls', 'warm')"),
+    ("shape_model_schedule_cold.json.gz", "step-heading", 0, "warm",
+     lambda c: c.value("count") + 1, "le('warm', 'count')"),
 ]
+# Claims that assert nothing between their figures: a wrong figure is caught where the
+# report holds it.
+CITED_ONLY = [("train_llama_eager.json.gz", "step-phases-title", "wall"),
+              ("torch_mul_1x4096_f32.json.gz", "correctness", "max_abs_err")]
+
+
+@pytest.mark.parametrize(("trace", "sid", "name"), CITED_ONLY, ids=[w[1] for w in CITED_ONLY])
+def test_a_wrong_cited_figure_of_a_render_line_is_caught(trace, sid, name, fixture_reports):
+    """A title or field that only cites its figures: the claim holds, and a copy of the
+    report holding another value where it cites one is caught."""
+    import copy
+
+    r = fixture_reports[trace]
+    doc = r.to_dict()
+    c = next(c for c in r.claims if c.id == sid)
+    assert check(c, doc) == []
+    f = c.figure(name)
+    assert f.path is not None and isinstance(f.value, int | float)
+    moved = copy.deepcopy(doc)
+    _set_at(moved, f.path, f.value * 2 + 1)
+    assert check(c, moved) == [
+        f"{sid}: {name} is {f.value!r}, the report has {f.value * 2 + 1!r} at {f.path}"]
 
 
 def _set_at(doc: dict, path: str, value: object) -> None:

@@ -162,6 +162,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("typical-call", "info", "the typical call's picture's title: the call drawn, "
          "its wall and device work (the union of its kernels and copies: at least each, "
          "at most both summed)"),
+    Code("correctness", "info", "the reproducer template's correctness field: capture's "
+         "reference, tolerances, largest absolute error and whether the check passed"),
+    Code("step-phases-title", "info",
+         "the terminal's title of the typical step's phase table: the step and its wall"),
+    Code("step-heading", "info", "the markdown's heading of the typical step: its wall "
+         "and the warm steps, some of the steps"),
     Code("families-title", "info", "the module table's title: the warm calls its figures "
          "are over (at most the warm calls) and the call p50 its shares are of"),
 )}

@@ -104,7 +104,7 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
         ("Shape, dtype, strides and scalar arguments", _shape(cap, op_args) if r.steps is None
          else "a training step runs many ops: its phases and kernels are below"),
         ("Device, driver, framework and compiler revisions", _device_line(cap, r.trace.metadata)),
-        ("Correctness reference and tolerance", _correctness(cap)),
+        ("Correctness reference and tolerance", _correctness(r)),
         ("Cold or warmed? Eager or graph replay?", _warm_mode(r)),
         ("Timer, synchronization points and repetitions", _timer(r)),
         ("Device-kernel result", device_result),
@@ -175,17 +175,12 @@ def _device_line(cap: CaptureMeta, meta: dict[str, Any]) -> str:
     return device
 
 
-def _correctness(cap: CaptureMeta) -> str:
-    corr = cap.correctness
-    if corr is not None:
-        tol = corr.tolerance
-        correctness = (f"{esc(corr.reference)} reference, rtol {esc(tol.get('rtol'))}, "
-                       f"atol {esc(tol.get('atol'))}; max abs err {esc(corr.max_abs_err)}"
-                       f", passed: {esc(corr.passed)}")
-    else:
-        correctness = NOT_RECORDED
+def _correctness(r: Report) -> str:
+    """The correctness field: the report's ``correctness`` claim, or "not recorded"."""
+    from traceview.report.sentences import correctness_words
 
-    return correctness
+    said = correctness_words(r)
+    return NOT_RECORDED if said is None else esc(said)
 
 
 def _warm_mode(r: Report) -> str:

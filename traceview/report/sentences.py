@@ -963,3 +963,64 @@ def typical_call_words(r: Report) -> str | None:
     claim = claim_of(r, "typical-call", lambda: typical_call_claim(
         r.calls, r.typical_call, "step" if r.steps is not None else "call"))
     return None if claim is None else claim.text
+
+
+def step_title_claims(steps: StepsInfo | None, typical: TypicalCall | None) -> list[Claim]:
+    """The typical step's section titles: the terminal's phase table (``step-phases-title``:
+    ``Typical step ProfilerStep#3 by phase (28.9 ms on main thread [1/1]; device: all
+    streams)``) and the markdown's heading (``step-heading``: ``Training step ProfilerStep#3
+    (28.9 ms, typical of 3 warm of 4 steps, on main thread [1/1])``): the step's wall, and
+    the warm steps, some of the steps. None without a step view."""
+    found = typical_step(steps, typical)
+    if found is None:
+        return []
+    steps, j = found
+    step = steps.steps[j]
+    wall = Figure("wall", step.wall_ns, pointer("steps", "steps", j, "wall_ns"))
+    word = step_word(steps)
+    return [Claim("step-phases-title", f"Typical step {step.name} by phase "
+                  f"({fmt_ns(step.wall_ns)} on {steps.thread}; device: all streams)", (wall,)),
+            Claim("step-heading", (
+                f"{word[0].upper()}{word[1:]} {step.name} ({fmt_ns(step.wall_ns)}, typical of "
+                f"{steps.warm_count} warm of {plural(steps.count, 'step')}, on {steps.thread})"),
+                (wall, Figure("warm", steps.warm_count, pointer("steps", "warm_count")),
+                 Figure("count", steps.count, pointer("steps", "count"))),
+                (rel("le", "warm", "count"),))]
+
+
+def step_title_words(r: Report, sid: str) -> str | None:
+    """The typical step's section title ``sid``, as its claim says it."""
+    claim = claim_of(r, sid, lambda: next(
+        (c for c in step_title_claims(r.steps, r.typical_call) if c.id == sid), None))
+    return None if claim is None else claim.text
+
+
+def _number(v: Any) -> int | float | None:
+    """A capture metadata value as a figure: a number (not a bool), else None."""
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def correctness_claim(cap: CaptureMeta | None) -> Claim | None:
+    """The reproducer template's correctness field (``float64 reference, rtol 1e-05, atol
+    1e-06; max abs err 2.35e-07, passed: True``): capture's check of the cold output, each
+    number cited where the trace's capture block holds it. None where capture recorded
+    no check."""
+    corr = cap.correctness if cap is not None else None
+    if corr is None:
+        return None
+    tol = corr.tolerance
+    at = ("trace", "capture", "correctness")
+    figs = [Figure(name, _number(v), path) for name, v, path in (
+        ("rtol", tol.get("rtol"), pointer(*at, "tolerance", "rtol")),
+        ("atol", tol.get("atol"), pointer(*at, "tolerance", "atol")),
+        ("max_abs_err", corr.max_abs_err, pointer(*at, "max_abs_err")))
+        if _number(v) is not None]
+    return Claim("correctness", (
+        f"{corr.reference} reference, rtol {tol.get('rtol')}, atol {tol.get('atol')}; max abs "
+        f"err {corr.max_abs_err}, passed: {corr.passed}"), tuple(figs))
+
+
+def correctness_words(r: Report) -> str | None:
+    """The reproducer's correctness field, as its claim says it (None: not recorded)."""
+    claim = claim_of(r, "correctness", lambda: correctness_claim(r.capture_meta))
+    return None if claim is None else claim.text
