@@ -82,24 +82,14 @@ def build_report(a: Analysis) -> m.Report:
     unit = "step" if steps is not None else "call"
     launches = _launches_info(a)
     said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
-                        *device_row_claims(device, a.window.dur_ns),
-                        *stream_claims(device, a.window.dur_ns), launches_claim(launches),
-                        warm_mode_claim(calls_info, a.trace.capture, unit=unit,
-                                        graph=any(f.id == "graph-replay" for f in findings)),
-                        timer_claim(calls_info, a.trace.capture),
-                        correctness_claim(a.trace.capture),
-                        families_title_claim(calls_info, unit) if _families_shown(a, calls_info)
-                        else None,
-                        typical_call_claim(calls_info, drawn, unit),
+                        *_line_claims(a, calls_info, device, launches, findings, drawn, unit),
                         baseline_claim(a.trace.capture, unprofiled),
-                        calls_title_claim(calls_info, "step" if steps is not None else "call"),
+                        calls_title_claim(calls_info, unit),
                         unprofiled_share_claim(calls_info.perturbation),
-                        *result_claims(calls_info, device, a.window.dur_ns,
-                                       "step" if steps is not None else "call"), step, *step_title_claims(steps, drawn),
-                        *step_detail_claims(steps, drawn),
+                        *result_claims(calls_info, device, a.window.dur_ns, unit), step,
+                        *step_title_claims(steps, drawn), *step_detail_claims(steps, drawn),
                         *perturbation_claims(calls_info.perturbation,
-                                             api.p50 if api else None,
-                                             "step" if steps is not None else "call"),
+                                             api.p50 if api else None, unit),
                         *unprofiled_steps_claims(unprofiled), bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
@@ -143,6 +133,22 @@ def build_report(a: Analysis) -> m.Report:
         integrity=integrity,
         what_if=projections,
     )
+
+
+def _line_claims(a: Analysis, calls: m.CallsInfo, device: m.DeviceInfo,
+                 launches: m.LaunchesInfo, findings: list[m.Finding],
+                 drawn: m.TypicalCall | None, unit: str) -> list[Claim]:
+    """The lines beside the device's line and the reproducer's capture fields, in the
+    order the outputs print them, and the titles of the module table and typical call."""
+    w = a.window.dur_ns
+    cap = a.trace.capture
+    return [c for c in (
+        *device_row_claims(device, w), *stream_claims(device, w), launches_claim(launches),
+        warm_mode_claim(calls, cap, unit=unit,
+                        graph=any(f.id == "graph-replay" for f in findings)),
+        timer_claim(calls, cap), correctness_claim(cap),
+        families_title_claim(calls, unit) if _families_shown(a, calls) else None,
+        typical_call_claim(calls, drawn, unit)) if c is not None]
 
 
 def _launches_info(a: Analysis) -> m.LaunchesInfo:
