@@ -289,6 +289,82 @@ def test_the_guard_sees_a_formatted_figure(tmp_path):
                                      ("words.py", "fmt_ns")}
 
 
+# The renderers of explain's report: they print claims' texts and word no figure of their
+# own, but in table cells, charts and input diagnostics.
+EXPLAIN_RENDERERS = ("console.py", "markdown.py", "percall.py", "training.py",
+                     "call_picture.py", "labels.py", "figure.py", "names.py", "text.py")
+#: (module, function) -> why it formats a figure in an f-string that is no claim (an entry
+#: that no longer occurs fails the test: it is removed with the fix)
+RENDERED_ELSEWHERE = {
+    ("console.py", "_header"): "the calls' count for a report read back from a JSON saved "
+                               "before the calls' description (calls-found) was a claim",
+    ("markdown.py", "_heading"): "the same fallback",
+    ("console.py", "_notes"): "input diagnostics' counts: input problems are not claims",
+    ("markdown.py", "_findings"): "the same diagnostics",
+    ("console.py", "_waterfall"): "the waterfall's axis and legend: a chart's labels",
+    ("markdown.py", "gantt"): "the Mermaid chart's title and bars, in the chart's syntax",
+    ("call_picture.py", "busy_words"): "a chart's legend (terminal, SVG)",
+    ("call_picture.py", "note"): "what a chart leaves out or merges of its own bars",
+    ("figure.py", "render_svg"): "the SVG chart's title, note and axis",
+    ("figure.py", "_host_rows"): "the SVG chart's legend",
+    ("markdown.py", "_matrix"): "table cells (the matrix's total row)",
+    ("markdown.py", "_operation"): "the kernels named with their counts in code spans and "
+                                   "the op's launches: markdown formatting of table rows",
+    ("names.py", "kernel_labels"): "a kernel table's name cell ('[3 variants]')",
+    ("percall.py", "unprofiled_parts"): "table cells (the unprofiled table's share column)",
+    ("percall.py", "console_sections"): "a table row ('4 more') and the tree's fixed fold share",
+    ("percall.py", "markdown_sections"): "the tree's fixed fold share",
+    ("percall.py", "_node_label"): "a tree's rows",
+    ("percall.py", "add"): "a tree's folded row ('... 3 smaller')",
+    ("training.py", "threads_table"): "table cells",
+    ("training.py", "step_sections"): "table rows ('4 more')",
+    ("training.py", "_markdown_lines"): "table rows (markdown pipe rows)",
+}
+
+
+def _worded_in(path: Path) -> set[tuple[str, str]]:
+    """(module, function) of every f-string in ``path`` that formats a figure (as
+    ``_formatted_figures`` reads one), by the innermost function holding it."""
+    import ast
+
+    out: set[tuple[str, str]] = set()
+
+    def visit(node: ast.AST, fn: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) \
+                else fn
+            if isinstance(child, ast.JoinedStr) and any(
+                    isinstance(v, ast.FormattedValue) and (
+                        v.format_spec is not None
+                        or FIGURE_SOURCE.search(src := ast.unparse(v.value))
+                        or any(f in src for f in FORMATTERS)) for v in child.values):
+                out.add((path.name, name))
+            visit(child, name)
+
+    visit(ast.parse(path.read_text()), "<module>")
+    return out
+
+
+def test_explain_renderers_word_figures_only_in_cells_charts_and_diagnostics():
+    """Every sentence explain's outputs print is a claim's text: an f-string of a
+    renderer that formats a figure anywhere else makes a sentence no claim checks."""
+    found = set()
+    for name in EXPLAIN_RENDERERS:
+        found |= _worded_in(ROOT / "traceview" / "render" / name)
+    assert found == set(RENDERED_ELSEWHERE)
+
+
+def test_the_render_guard_sees_a_formatted_figure(tmp_path):
+    p = tmp_path / "lines.py"
+    p.write_text("def f(r):\n"
+                 "    def g():\n"
+                 "        return f'launches {r.count}'\n"
+                 "    return f'{r.name}', g\n"
+                 "def h(r):\n"
+                 "    return f'busy {fmt_ns(r.busy)}'\n")
+    assert _worded_in(p) == {("lines.py", "g"), ("lines.py", "h")}
+
+
 def test_docs_list_the_sentence_table_exactly():
     text = (ROOT / "docs" / "findings.md").read_text()
     section = text.split("## Sentence ids", 1)[1].split("\n## ", 1)[0]
