@@ -118,6 +118,7 @@ def _render_lines_missing(r: Report, doc: dict) -> list[str]:
     # the typical step's section titles are where its headline is
     for sid in ("step-phases-title", "step-heading"):
         want[sid] = sum(1 for c in r.claims if c.id == "typical-step")
+    want["operation-step"] = int(doc["steps"] is not None and bool(doc["steps"]["steps"]))
     # under the device's line: a line per device where there are several, per stream
     # where there are several or they overlap (their busy times sum past the union)
     dev = doc["device"]
@@ -164,7 +165,8 @@ def _check_views(path: Path, name: str) -> dict[str, list[str]]:
 # has no template).
 ONE_OUTPUT = {"device-row": "text", "device-stream": "text", "launches": "text",
               "typical-call": "text", "step-phases-title": "text", "step-heading": "markdown",
-              "warm-mode": "markdown", "timer": "markdown", "correctness": "markdown"}
+              "warm-mode": "markdown", "timer": "markdown", "correctness": "markdown",
+              "operation-step": "markdown"}
 
 
 def _unprinted(r: Report) -> list[str]:
@@ -309,7 +311,8 @@ RENDERED_ELSEWHERE = {
     ("figure.py", "_host_rows"): "the SVG chart's legend",
     ("markdown.py", "_matrix"): "table cells (the matrix's total row)",
     ("markdown.py", "_operation"): "the kernels named with their counts in code spans and "
-                                   "the op's launches: markdown formatting of table rows",
+                                   "the op's launches: a list of names in markdown's code "
+                                   "spans that a claim's plain text cannot hold",
     ("names.py", "kernel_labels"): "a kernel table's name cell ('[3 variants]')",
     ("percall.py", "unprofiled_parts"): "table cells (the unprofiled table's share column)",
     ("percall.py", "console_sections"): "a table row ('4 more') and the tree's fixed fold share",
@@ -752,7 +755,7 @@ def test_the_per_call_title_names_cold_outlier_and_incomplete_calls(fixture_repo
 # The lines that were worded by the renderers themselves before they were claims.
 RENDER_LINE_IDS = ("device-row", "device-stream", "launches", "typical-call", "warm-mode",
                    "timer", "correctness", "families-title", "step-phases-title",
-                   "step-heading")
+                   "step-heading", "operation-step")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -911,6 +914,7 @@ WRONG_FIGURE = [
 # Claims that assert nothing between their figures: a wrong figure is caught where the
 # report holds it.
 CITED_ONLY = [("train_llama_eager.json.gz", "step-phases-title", "wall"),
+              ("train_llama_eager.json.gz", "operation-step", "count"),
               ("torch_mul_1x4096_f32.json.gz", "correctness", "max_abs_err")]
 
 

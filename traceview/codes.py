@@ -168,6 +168,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "the terminal's title of the typical step's phase table: the step and its wall"),
     Code("step-heading", "info", "the markdown's heading of the typical step: its wall "
          "and the warm steps, some of the steps"),
+    Code("operation-step", "info", "the reproducer template's operation field for a "
+         "training trace: the steps counted, how they were found, the first one's phases"),
     Code("families-title", "info", "the module table's title: the warm calls its figures "
          "are over (at most the warm calls) and the call p50 its shares are of"),
 )}

@@ -121,11 +121,9 @@ def _operation(r: Report, cap: CaptureMeta, op_args: dict[str, Any] | None) -> s
     if cap.op:
         op = f"{code(cap.op)} via {code(cap.impl)}"
     elif r.steps is not None:
-        from traceview.render.training import step_word
+        from traceview.report.sentences import operation_step_words
 
-        op = (f"a {step_word(r)} ({plural(r.steps.count, 'step')} from "
-              f"{esc(r.calls.description)}; phases "
-              f"{', '.join(p.phase for p in r.steps.steps[0].phases)})")
+        op = esc(operation_step_words(r) or NOT_RECORDED)
     elif op_args:
         op = f"{code(op_args['name'])} (the op around {op_args['launches']} launches)"
     else:

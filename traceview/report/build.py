@@ -34,6 +34,7 @@ from traceview.report.sentences import (
     device_row_claims,
     families_title_claim,
     launches_claim,
+    operation_step_claim,
     perturbation_claims,
     result_claims,
     step_claim,
@@ -82,7 +83,7 @@ def build_report(a: Analysis) -> m.Report:
     unit = "step" if steps is not None else "call"
     launches = _launches_info(a)
     said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
-                        *_line_claims(a, calls_info, device, launches, findings, drawn, unit),
+                        *_line_claims(a, calls_info, device, launches, findings, drawn, steps),
                         baseline_claim(a.trace.capture, unprofiled),
                         calls_title_claim(calls_info, unit),
                         unprofiled_share_claim(calls_info.perturbation),
@@ -137,9 +138,10 @@ def build_report(a: Analysis) -> m.Report:
 
 def _line_claims(a: Analysis, calls: m.CallsInfo, device: m.DeviceInfo,
                  launches: m.LaunchesInfo, findings: list[m.Finding],
-                 drawn: m.TypicalCall | None, unit: str) -> list[Claim]:
+                 drawn: m.TypicalCall | None, steps: m.StepsInfo | None) -> list[Claim]:
     """The lines beside the device's line and the reproducer's capture fields, in the
     order the outputs print them, and the titles of the module table and typical call."""
+    unit = "step" if steps is not None else "call"
     w = a.window.dur_ns
     cap = a.trace.capture
     return [c for c in (
@@ -148,7 +150,8 @@ def _line_claims(a: Analysis, calls: m.CallsInfo, device: m.DeviceInfo,
                         graph=any(f.id == "graph-replay" for f in findings)),
         timer_claim(calls, cap), correctness_claim(cap),
         families_title_claim(calls, unit) if _families_shown(a, calls) else None,
-        typical_call_claim(calls, drawn, unit)) if c is not None]
+        typical_call_claim(calls, drawn, unit),
+        operation_step_claim(steps, calls.description)) if c is not None]
 
 
 def _launches_info(a: Analysis) -> m.LaunchesInfo:

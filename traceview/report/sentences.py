@@ -1024,3 +1024,22 @@ def correctness_words(r: Report) -> str | None:
     """The reproducer's correctness field, as its claim says it (None: not recorded)."""
     claim = claim_of(r, "correctness", lambda: correctness_claim(r.capture_meta))
     return None if claim is None else claim.text
+
+
+def operation_step_claim(steps: StepsInfo | None, calls_description: str) -> Claim | None:
+    """The reproducer's operation field for a training trace (``a training step (3 steps
+    from 3 calls: ProfilerStep#N, ...; phases forward, backward, optimizer)``): the steps
+    counted and what the first one runs. None without steps."""
+    if steps is None or not steps.steps:
+        return None
+    return Claim("operation-step", (
+        f"a {step_word(steps)} ({plural(steps.count, 'step')} from {calls_description}; "
+        f"phases {', '.join(p.phase for p in steps.steps[0].phases)})"),
+        (Figure("count", steps.count, pointer("steps", "count")),))
+
+
+def operation_step_words(r: Report) -> str | None:
+    """The operation field of a training trace, as its claim says it."""
+    claim = claim_of(r, "operation-step",
+                     lambda: operation_step_claim(r.steps, r.calls.description))
+    return None if claim is None else claim.text
