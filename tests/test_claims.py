@@ -889,6 +889,25 @@ def test_each_render_line_claim_is_on_some_fixture(fixture_reports, tmp_path):
     assert "30 profiled calls in the warm trace (this trace: the cold call alone)" in cold.text
 
 
+@pytest.mark.parametrize("name", ["two_streams_8192x8192_f16.json.gz",
+                                  "torch_mul_1x4096_f32.cold.json.gz",
+                                  "flag_gems_add_16x4096_bf16.json.gz",
+                                  "train_llama_eager.json.gz"])
+def test_a_report_saved_without_claims_prints_the_same_lines(name, fixture_reports):
+    """A report read back from a JSON saved before its lines were claims: the renderers
+    make each claim again from the figures, and print what they print from the claims."""
+    from traceview.render.registry import RenderOptions, renderer
+    from traceview.report.schema import from_dict
+
+    r = fixture_reports[name]
+    doc = r.to_dict()
+    del doc["claims"]
+    old = from_dict(doc)
+    assert old.claims == ()
+    for fmt, opts in (("text", RenderOptions(width=120)), ("md", RenderOptions())):
+        assert renderer(fmt).render(old, opts) == renderer(fmt).render(r, opts), fmt
+
+
 # (trace, claim id, which of its claims of that id, the figure made wrong, its wrong value
 # from the claim's figures, the relation the wrong value breaks)
 WRONG_FIGURE = [
