@@ -1269,3 +1269,103 @@ def test_every_claim_of_a_proton_report_holds(name):
     assert check_all(said, doc) == []
     if name == "proton_nested.chrome_trace":  # its first call is far slower (test_proton)
         assert [c.id for c in said] == ["proton-outlier"]
+
+
+PROTON_ALL = (*PROTON, "proton_mul_20_calls.hatchet", "proton_nested.hatchet")
+
+
+def _proton(name: str):
+    from traceview.io import proton
+    from traceview.report.proton import trace_report, tree_report
+
+    path = ROOT / "fixtures" / "proton" / f"{name}.gz"
+    return trace_report(proton.read_trace(path)) if proton.sniff(path) == "trace" \
+        else tree_report(proton.read_tree(path))
+
+
+@pytest.mark.parametrize("name", PROTON_ALL)
+def test_every_line_of_a_proton_report_is_a_claim_that_holds(name):
+    """The lines above a Proton report's tables (a trace's kernels, busy time and calls;
+    a tree's kernel time, rates and devices) are claims true of its document, and the
+    text and markdown print each one."""
+    from traceview.render.proton import render
+    from traceview.report.proton import ProtonTraceReport
+    from traceview.report.proton_words import trace_claims, tree_claims
+
+    r = _proton(name)
+    claims = trace_claims(r) if isinstance(r, ProtonTraceReport) else tree_claims(r)
+    assert check_all(claims, r.to_dict()) == []
+    ids = [c.id for c in claims]
+    if isinstance(r, ProtonTraceReport):
+        assert ids[:2] == ["proton-summary", "proton-calls"]
+        # the calls' kinds add up to the calls, counted here from the rows
+        assert claims[1].value("calls") == len(r.calls) == sum(r.call_kinds.values())
+    else:
+        assert ids == ["proton-tree-summary"] + ["proton-device"] * len(r.devices)
+    for fmt in ("text", "md"):
+        out = _flat(render(r, fmt, 400))
+        assert [c.id for c in claims if _flat(c.text) not in out] == [], fmt
+
+
+@pytest.mark.parametrize(("name", "sid", "figure", "breaks"), [
+    ("proton_nested.chrome_trace", "proton-summary", "busy", "le('busy', 'kernel_sum')"),
+    ("proton_mul_20_calls.chrome_trace", "proton-calls", "kind:0", "sum('kind:0', 'calls')"),
+    ("proton_nested.hatchet", "proton-tree-summary", "bytes",
+     "ratio('bytes', 'time', 'gb_per_s')"),
+    ("proton_nested.hatchet", "proton-device", "memory_clock_khz",
+     "ratio('peak', 'memory_clock_khz', 'per_khz')"),
+])
+def test_a_wrong_figure_of_a_proton_line_is_caught(name, sid, figure, breaks):
+    """A Proton line whose figure is not the document's: caught where the document holds
+    it, and in what the line asserts (each wrong value far from the right one)."""
+    import copy
+
+    from traceview.report.proton import ProtonTraceReport
+    from traceview.report.proton_words import trace_claims, tree_claims
+
+    r = _proton(name)
+    doc = r.to_dict()
+    c = next(c for c in (trace_claims(r) if isinstance(r, ProtonTraceReport)
+                         else tree_claims(r)) if c.id == sid)
+    f = c.figure(figure)
+    assert f.path is not None and isinstance(f.value, int)
+    moved = copy.deepcopy(builtins_of(doc))
+    _set_at(moved, f.path, 10 * f.value + 1)
+    assert check(c, moved) == [
+        f"{sid}: {figure} is {f.value}, the report has {10 * f.value + 1} at {f.path}"]
+    said = Claim(c.id, c.text, tuple(Figure(x.name, 10 * f.value + 1, x.path)
+                                     if x.name == figure else x for x in c.figures),
+                 c.relations)
+    got = check(said, doc)
+    assert any(p.startswith(f"{sid}: {breaks} does not hold") for p in got), got
+
+
+def builtins_of(doc):
+    """A document with its tuples as lists, so a copy can be changed in place."""
+    if isinstance(doc, dict):
+        return {k: builtins_of(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [builtins_of(v) for v in doc]
+    return doc
+
+
+def test_the_kernels_outside_every_proton_call_are_some_of_the_kernels():
+    """No fixture has kernels outside every scope: a report said to have two prints the
+    line, which holds; one said to have more than every kernel is caught."""
+    from dataclasses import replace
+
+    from traceview.render.proton import render
+    from traceview.report.proton_words import unscoped_claim
+
+    r = _proton("proton_nested.chrome_trace")
+    assert r.unscoped_kernels == 0 and unscoped_claim(r) is None
+    two = replace(r, unscoped_kernels=2)
+    c = unscoped_claim(two)
+    assert c is not None and check(c, two.to_dict()) == []
+    assert c.text == "2 kernels ran outside any scope (not in a call)"
+    assert c.text in render(two, "md", 80)
+    over = replace(r, unscoped_kernels=r.kernel_count + 1)
+    c = unscoped_claim(over)
+    assert c is not None and check(c, over.to_dict()) == [
+        f"proton-unscoped: le('unscoped', 'kernels') does not hold: {r.kernel_count + 1} "
+        f"le {r.kernel_count} is false"]

@@ -110,6 +110,16 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "scopes of one name)"),
     Code("proton-bad-nodes", "info",
          "a Proton tree's nodes with out-of-range figures, left out"),
+    Code("proton-summary", "info", "a Proton trace's kernels, streams and window, its "
+         "device busy union (at most the window and the kernels summed) and its share"),
+    Code("proton-calls", "info",
+         "a Proton trace's calls, found how, by kind (the kinds adding up to the calls)"),
+    Code("proton-unscoped", "info",
+         "a Proton trace's kernels outside every call, some of the kernels"),
+    Code("proton-tree-summary", "info", "a Proton tree's kernel invocations and time, its "
+         "work and rates (each the work over the kernel time) and the share of the peak"),
+    Code("proton-device", "info", "a device a Proton tree names: its figures as recorded "
+         "and its peak (bus width times memory clock, twice)"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
