@@ -233,7 +233,7 @@ def test_analyses_format_no_figure():
 
 # The report modules that make sentences: each sentence a claim (``report.claims``).
 CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py",
-                "kernel_words.py", "unprofiled_words.py", "proton_words.py")
+                "kernel_words.py", "unprofiled_words.py", "proton_words.py", "proton_lines.py")
 # An f-string value that reads as a figure: a length, a time, a count, a share.
 FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
 #: (module, the formatted expression) -> why it is still worded outside the claims layer
@@ -1290,7 +1290,7 @@ def test_every_line_of_a_proton_report_is_a_claim_that_holds(name):
     text and markdown print each one."""
     from traceview.render.proton import render
     from traceview.report.proton import ProtonTraceReport
-    from traceview.report.proton_words import trace_claims, tree_claims
+    from traceview.report.proton_lines import trace_claims, tree_claims
 
     r = _proton(name)
     claims = trace_claims(r) if isinstance(r, ProtonTraceReport) else tree_claims(r)
@@ -1321,7 +1321,7 @@ def test_a_wrong_figure_of_a_proton_line_is_caught(name, sid, figure, breaks):
     import copy
 
     from traceview.report.proton import ProtonTraceReport
-    from traceview.report.proton_words import trace_claims, tree_claims
+    from traceview.report.proton_lines import trace_claims, tree_claims
 
     r = _proton(name)
     doc = r.to_dict()
@@ -1355,7 +1355,7 @@ def test_the_kernels_outside_every_proton_call_are_some_of_the_kernels():
     from dataclasses import replace
 
     from traceview.render.proton import render
-    from traceview.report.proton_words import unscoped_claim
+    from traceview.report.proton_lines import unscoped_claim
 
     r = _proton("proton_nested.chrome_trace")
     assert r.unscoped_kernels == 0 and unscoped_claim(r) is None

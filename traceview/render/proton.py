@@ -13,7 +13,7 @@ from traceview.report.proton import (
     ProtonTreeReport,
     ProtonTreeRow,
 )
-from traceview.report.proton_words import (
+from traceview.report.proton_lines import (
     NAME_CHARS,
     flop_rate,
     short_name,
