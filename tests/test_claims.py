@@ -1369,3 +1369,80 @@ def test_the_kernels_outside_every_proton_call_are_some_of_the_kernels():
     assert c is not None and check(c, over.to_dict()) == [
         f"proton-unscoped: le('unscoped', 'kernels') does not hold: {r.kernel_count + 1} "
         f"le {r.kernel_count} is false"]
+
+
+def _ab_outputs(doc: dict) -> tuple[str, str]:
+    """An ab document's text (400 columns) and markdown, whitespace folded."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traceview.render.ab_report import render_ab_console, render_ab_markdown
+
+    buf = StringIO()
+    render_ab_console(doc, Console(width=400, file=buf, color_system=None))
+    return _flat(buf.getvalue()), _flat(render_ab_markdown(doc))
+
+
+def _checked_cache(doc: dict, passed: bool = True) -> dict:
+    """``doc`` with a ``--check-cache`` result on side A (no committed document has one:
+    the option is a later one), and the kernel probe every such run records."""
+    import copy
+
+    out = copy.deepcopy(doc)
+    out.setdefault("kernels_used", {"same": None, "differences": None})
+    out["sides"]["A"]["cache_check"] = {"passed": passed, "calls": 48,
+                                        "reproducer": "traceview check-cache ..."}
+    return out
+
+
+@pytest.mark.parametrize("path", AB_DOCS, ids=lambda p: p.name)
+def test_every_line_of_an_ab_report_is_a_claim_it_prints(path):
+    """The ab report's header, its cache-check lines and its interval's confidence are
+    claims true of the document, printed as their texts say in text and markdown."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import claims_of
+
+    doc = _checked_cache(upgrade(json.loads(path.read_text()), "ab"))
+    claims = [c for c in claims_of(doc) if c.id in ("ab-protocol", "ab-cache-check",
+                                                     "ab-confidence")]
+    assert [c.id for c in claims] == ["ab-protocol", "ab-cache-check", "ab-confidence"]
+    assert check_all(claims, doc) == []
+    # the rounds the header says are the rounds the processes ran in, counted here
+    assert claims[0].value("rounds") == len({r for r, _ in doc["run_order"]})
+    text, md = _ab_outputs(doc)
+    assert [c.id for c in claims if _flat(c.text) not in text] == []
+    from traceview.render.markdown import esc
+    assert [c.id for c in claims if _flat(esc(c.text)) not in md] == []
+
+
+def test_a_wrong_figure_of_an_ab_line_is_caught():
+    """An ab line whose figure is not the document's: a judged figure over more rounds
+    than were run, a confidence over 1, a cache check that failed under a line saying
+    every call was right."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import cache_check_claims, confidence_claim, protocol_claim
+
+    doc = upgrade(json.loads((ROOT / "tests" / "data" / "ab_add_cpu.json").read_text()), "ab")
+    c = protocol_claim(doc)
+    more = Claim(c.id, c.text, tuple(Figure(f.name, doc["rounds"] + 1, f.path)
+                                     if f.name == "judged_rounds" else f for f in c.figures),
+                 c.relations)
+    got = check(more, doc)
+    assert got[-1] == (f"ab-protocol: le('judged_rounds', 'rounds') does not hold: "
+                       f"{doc['rounds'] + 1} le {doc['rounds']} is false"), got
+    c = confidence_claim(doc)
+    over = Claim(c.id, c.text, tuple(Figure(f.name, 1.5, f.path) if f.name == "confidence"
+                                     else f for f in c.figures), c.relations)
+    assert check(over, doc)[-1] == \
+        "ab-confidence: le('confidence', 'certain') does not hold: 1.5 le 1 is false"
+    failed = _checked_cache(doc, passed=False)
+    said = cache_check_claims(_checked_cache(doc))
+    assert check_all(said, failed) == [
+        "ab-cache-check: passed is True, the report has False at /sides/A/cache_check/passed"]
+    assert check_all(cache_check_claims(failed), failed) == [
+        "ab-cache-check: eq('passed', 'all_right') does not hold: False eq True is false"]

@@ -102,6 +102,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "the median, by more than the rule's MAD multiple and share of the median"),
     Code("ranks-no-straggler", "info",
          "why no rank is named a straggler: too few ranks for the rule, or none apart"),
+    Code("ab-protocol", "info", "ab's header: the op, the rounds (the judged figure's at "
+         "most those) and what each process ran"),
+    Code("ab-cache-check", "info",
+         "a side's --check-cache line: the calls checked in one warm process, all right"),
+    Code("ab-confidence", "info", "the exact confidence of ab's interval over its rounds "
+         "(at most the rounds run), or that the rounds give none"),
     Code("ab-split", "info", "one side's unprofiled split in ab: its call inside its "
          "interval, the profiled call, the categories summing to the call, what it cost"),
     Code("proton-outlier", "info", "why a Proton call is an outlier: its span above the "
