@@ -292,8 +292,8 @@ def protocol_claim(doc: dict[str, Any]) -> Claim:
     p = doc["protocol"]
     figs = [Figure("rounds", doc["rounds"], pointer("rounds"))]
     rels: list[Relation] = []
-    c = doc.get("comparisons", {}).get(FIGURES[0])
-    if c is not None:
+    c = doc.get("comparisons", {}).get(FIGURES[0]) or {}
+    if c.get("rounds") is not None:
         figs.append(Figure("judged_rounds", c["rounds"],
                            pointer("comparisons", FIGURES[0], "rounds")))
         rels.append(rel("le", "judged_rounds", "rounds"))
