@@ -110,7 +110,25 @@ def _render_lines_missing(r: Report, doc: dict) -> list[str]:
             "unprofiled-baseline": int(baseline is not None),
             "unprofiled-share": int(share is not None),
             "device-result": int(bool(stats.get("kernel_ns", {}).get("n"))),
-            "api-result": int(bool(stats.get("api_ns", {}).get("n")))}
+            "api-result": int(bool(stats.get("api_ns", {}).get("n"))),
+            "launches": 1, "warm-mode": 1, "timer": 1,
+            "typical-call": int(doc["typical_call"] is not None),
+            "correctness": int((doc["trace"].get("capture") or {}).get("correctness")
+                               is not None)}
+    # the typical step's section titles are where its headline is
+    for sid in ("step-phases-title", "step-heading"):
+        want[sid] = sum(1 for c in r.claims if c.id == "typical-step")
+    want["operation-step"] = int(doc["steps"] is not None and bool(doc["steps"]["steps"]))
+    # under the device's line: a line per device where there are several, per stream
+    # where there are several or they overlap (their busy times sum past the union)
+    dev = doc["device"]
+    streams = dev["per_stream"]
+    want["device-row"] = len(dev["per_device"]) if len(dev["per_device"]) > 1 else 0
+    want["device-stream"] = len(streams) if len(streams) > 1 or sum(
+        s["busy_ns"] for s in streams) > dev["busy_ns"] else 0
+    # the module table is titled where it is shown: calls, families and Python frames
+    want["families-title"] = int(bool(doc["calls"]["per_call"] and doc["host"]["families"]
+                                      and doc["trace"]["python_frames"]))
     got = {sid: sum(1 for c in r.claims if c.id == sid) for sid in want}
     return [f"{sid}: {got[sid]} claims, want {n}" for sid, n in want.items() if got[sid] != n]
 
@@ -139,6 +157,18 @@ def _check_views(path: Path, name: str) -> dict[str, list[str]]:
     return got
 
 
+# Claims one output prints where the other shows the same figures otherwise: the lines
+# under the device's line (the markdown's devices table has a row per device and stream,
+# table cells; it has no launches line), the typical call's title (the markdown draws the
+# call as a Mermaid chart titled in the chart's own syntax), the typical step's section
+# titles (each output its own) and the reproducer template's fields (the text output
+# has no template).
+ONE_OUTPUT = {"device-row": "text", "device-stream": "text", "launches": "text",
+              "typical-call": "text", "step-phases-title": "text", "step-heading": "markdown",
+              "warm-mode": "markdown", "timer": "markdown", "correctness": "markdown",
+              "operation-step": "markdown"}
+
+
 def _unprinted(r: Report) -> list[str]:
     """The claims the text or markdown output does not print as their texts say them
     (the renderers print claims; they make no sentence of their own)."""
@@ -155,7 +185,7 @@ def _unprinted(r: Report) -> list[str]:
     return [f"{c.id}: not printed in {what}" for c in shown
             for what, out, said in (("text", text, (c.text,)),
                                     ("markdown", md, (esc(c.text), prose(c.text))))
-            if not any(_flat(s) in out for s in said)]
+            if ONE_OUTPUT.get(c.id, what) == what and not any(_flat(s) in out for s in said)]
 
 
 def _cases():
@@ -203,7 +233,7 @@ def test_analyses_format_no_figure():
 
 # The report modules that make sentences: each sentence a claim (``report.claims``).
 CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py",
-                "kernel_words.py", "unprofiled_words.py", "proton_words.py")
+                "kernel_words.py", "unprofiled_words.py", "proton_words.py", "proton_lines.py")
 # An f-string value that reads as a figure: a length, a time, a count, a share.
 FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
 #: (module, the formatted expression) -> why it is still worded outside the claims layer
@@ -259,6 +289,83 @@ def test_the_guard_sees_a_formatted_figure(tmp_path):
                  "    raise ValueError(f'{r.n_bad} bad')\n")
     assert _formatted_figures(p) == {("words.py", "r.share"), ("words.py", "len(r.calls)"),
                                      ("words.py", "fmt_ns")}
+
+
+# The renderers of explain's report: they print claims' texts and word no figure of their
+# own, but in table cells, charts and input diagnostics.
+EXPLAIN_RENDERERS = ("console.py", "markdown.py", "percall.py", "training.py",
+                     "call_picture.py", "labels.py", "figure.py", "names.py", "text.py")
+#: (module, function) -> why it formats a figure in an f-string that is no claim (an entry
+#: that no longer occurs fails the test: it is removed with the fix)
+RENDERED_ELSEWHERE = {
+    ("console.py", "_header"): "the calls' count for a report read back from a JSON saved "
+                               "before the calls' description (calls-found) was a claim",
+    ("markdown.py", "_heading"): "the same fallback",
+    ("console.py", "_notes"): "input diagnostics' counts: input problems are not claims",
+    ("markdown.py", "_findings"): "the same diagnostics",
+    ("console.py", "_waterfall"): "the waterfall's axis and legend: a chart's labels",
+    ("markdown.py", "gantt"): "the Mermaid chart's title and bars, in the chart's syntax",
+    ("call_picture.py", "busy_words"): "a chart's legend (terminal, SVG)",
+    ("call_picture.py", "note"): "what a chart leaves out or merges of its own bars",
+    ("figure.py", "render_svg"): "the SVG chart's title, note and axis",
+    ("figure.py", "_host_rows"): "the SVG chart's legend",
+    ("markdown.py", "_matrix"): "table cells (the matrix's total row)",
+    ("markdown.py", "_operation"): "the kernels named with their counts in code spans and "
+                                   "the op's launches: a list of names in markdown's code "
+                                   "spans that a claim's plain text cannot hold",
+    ("names.py", "kernel_labels"): "a kernel table's name cell ('[3 variants]')",
+    ("percall.py", "unprofiled_parts"): "table cells (the unprofiled table's share column)",
+    ("percall.py", "console_sections"): "a table row ('4 more') and the tree's fixed fold share",
+    ("percall.py", "markdown_sections"): "the tree's fixed fold share",
+    ("percall.py", "_node_label"): "a tree's rows",
+    ("percall.py", "add"): "a tree's folded row ('... 3 smaller')",
+    ("training.py", "threads_table"): "table cells",
+    ("training.py", "step_sections"): "table rows ('4 more')",
+    ("training.py", "_markdown_lines"): "table rows (markdown pipe rows)",
+}
+
+
+def _worded_in(path: Path) -> set[tuple[str, str]]:
+    """(module, function) of every f-string in ``path`` that formats a figure (as
+    ``_formatted_figures`` reads one), by the innermost function holding it."""
+    import ast
+
+    out: set[tuple[str, str]] = set()
+
+    def visit(node: ast.AST, fn: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) \
+                else fn
+            if isinstance(child, ast.JoinedStr) and any(
+                    isinstance(v, ast.FormattedValue) and (
+                        v.format_spec is not None
+                        or FIGURE_SOURCE.search(src := ast.unparse(v.value))
+                        or any(f in src for f in FORMATTERS)) for v in child.values):
+                out.add((path.name, name))
+            visit(child, name)
+
+    visit(ast.parse(path.read_text()), "<module>")
+    return out
+
+
+def test_explain_renderers_word_figures_only_in_cells_charts_and_diagnostics():
+    """Every sentence explain's outputs print is a claim's text: an f-string of a
+    renderer that formats a figure anywhere else makes a sentence no claim checks."""
+    found = set()
+    for name in EXPLAIN_RENDERERS:
+        found |= _worded_in(ROOT / "traceview" / "render" / name)
+    assert found == set(RENDERED_ELSEWHERE)
+
+
+def test_the_render_guard_sees_a_formatted_figure(tmp_path):
+    p = tmp_path / "lines.py"
+    p.write_text("def f(r):\n"
+                 "    def g():\n"
+                 "        return f'launches {r.count}'\n"
+                 "    return f'{r.name}', g\n"
+                 "def h(r):\n"
+                 "    return f'busy {fmt_ns(r.busy)}'\n")
+    assert _worded_in(p) == {("lines.py", "g"), ("lines.py", "h")}
 
 
 def test_docs_list_the_sentence_table_exactly():
@@ -643,6 +750,246 @@ def test_the_per_call_title_names_cold_outlier_and_incomplete_calls(fixture_repo
             [x.index for x in rows if x.launches_without_work and not x.cold][:8], name
 
 
+# --- the device block's lines, the typical call's title, the reproducer's fields ---------
+
+# The lines that were worded by the renderers themselves before they were claims.
+RENDER_LINE_IDS = ("device-row", "device-stream", "launches", "typical-call", "warm-mode",
+                   "timer", "correctness", "families-title", "step-phases-title",
+                   "step-heading", "operation-step")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _two_devices(path: Path) -> Path:
+    """Two devices: device 0 with two streams whose kernels overlap and a kernel with no
+    launch record, device 1 with a kernel and a copy on one stream; launches by three
+    APIs, one whose device record is lost."""
+    b = TraceBuilder()
+    b.launched_kernel("a", 0, 2 * US, 10 * US, 40 * US, stream=7, device=0)
+    b.launched_kernel("b", 5 * US, 2 * US, 30 * US, 25 * US, stream=8, device=0)
+    corr = b.launch(60 * US, 3 * US, api="cudaLaunchKernel")
+    b.kernel("c", 100 * US, 20 * US, corr=corr, stream=7, device=1)
+    corr = b.launch(65 * US, 3 * US, api="cudaMemcpyAsync")
+    b.kernel("Memcpy HtoD", 125 * US, 10 * US, corr=corr, stream=7, device=1, cat="gpu_memcpy")
+    b.launch(70 * US, 3 * US, api="cudaLaunchKernel")  # its device record is lost
+    b.kernel("orphan", 140 * US, 5 * US, stream=8, device=0)
+    return b.write(path)
+
+
+def _union_ns(spans: list[tuple[int, int]]) -> int:
+    """The length of a union of [start, end) spans, walked in start order."""
+    total, reach = 0, None
+    for a, b in sorted(spans):
+        if reach is None or a >= reach:
+            total, reach = total + b - a, b
+        elif b > reach:
+            total, reach = total + b - reach, b
+    return total
+
+
+def _records(events: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(launches, device records) as written, each with its times in ns."""
+    def ns(e: dict) -> tuple[int, int]:
+        a = round(float(e["ts"]) * 1000)
+        return a, a + round(float(e["dur"]) * 1000)
+
+    xs = [dict(e, span=ns(e)) for e in events if e.get("ph") == "X"]
+    launches = [e for e in xs if e.get("cat") in LAUNCH_CATS and any(
+        w in e["name"] for w in ("Launch", "Memcpy", "Memset"))]
+    return launches, [e for e in xs if e.get("cat") in DEVICE_CATS]
+
+
+def _launch_counts(events: list[dict]) -> tuple[dict[str, int], int, int]:
+    """Launches by API, those whose correlation id a device record carries, and the
+    device records no launch carries, counted from the events as written."""
+    from collections import Counter
+
+    launches, work = _records(events)
+    launched = {e["args"].get("correlation") for e in launches}
+    carried = {e["args"].get("correlation") for e in work} - {None}
+    return (dict(Counter(e["name"] for e in launches)),
+            sum(1 for e in launches if e["args"].get("correlation") in carried),
+            sum(1 for e in work if e["args"].get("correlation") not in launched))
+
+
+def _by_api(c: Claim) -> dict[str, int | float | None]:
+    """A launches claim's APIs (from each figure's path) and their counts."""
+    return {(f.path or "").rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~"): f.value
+            for f in c.figures if f.name.startswith("api:")}
+
+
+def test_the_device_rows_streams_and_launches_count_the_records(tmp_path):
+    """Two devices, two overlapping streams, a copy, a launch that lost its kernel and a
+    kernel with no launch: each device's and each stream's busy time is the union of its
+    records as written (counted here), its work items and sums theirs; the launches line
+    counts the launch records by API. Both outputs print what they print of them."""
+    import json
+
+    path = _two_devices(tmp_path / "two_devices.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    r = traceview.explain(traceview.load(path))
+    assert _problems(r) + _unprinted(r) == []
+    _, work = _records(events)
+    rows = [c for c in r.claims if c.id == "device-row"]
+    assert [c.text.split(":")[0] for c in rows] == ["device 0", "device 1"]
+    for dev, c in zip((0, 1), rows, strict=True):
+        mine = [e for e in work if e["args"]["device"] == dev]
+        kernels = [e["span"] for e in mine if e["cat"] == "kernel"]
+        copies = [e["span"] for e in mine if e["cat"] != "kernel"]
+        assert c.value("busy") == _union_ns([e["span"] for e in mine])
+        assert (c.value("kernels"), c.value("kernel_sum")) == (
+            len(kernels), sum(b - a for a, b in kernels))
+        if copies:
+            assert (c.value("copies"), c.value("copy_sum")) == (
+                len(copies), sum(b - a for a, b in copies))
+        assert c.text.startswith(f"device {dev}: busy {fmt_ns(c.value('busy'))} (")
+    streams = [c for c in r.claims if c.id == "device-stream"]
+    keys = sorted({(e["args"]["device"], e["args"]["stream"]) for e in work})
+    assert len(streams) == len(keys) == 3
+    for (dev, stream), c in zip(keys, streams, strict=True):
+        mine = [e["span"] for e in work if (e["args"]["device"], e["args"]["stream"])
+                == (dev, stream)]
+        assert (c.value("busy"), c.value("items")) == (_union_ns(mine), len(mine))
+        assert c.text.startswith(f"device {dev} stream {stream}: busy {fmt_ns(_union_ns(mine))}")
+    by_api, linked, unlinked = _launch_counts(events)
+    c = next(c for c in r.claims if c.id == "launches")
+    assert (_by_api(c), c.value("linked"), c.value("unlinked")) == (by_api, linked, unlinked)
+    assert (linked, unlinked) == (4, 1)  # one launch lost its kernel; "orphan" has none
+    assert c.value("count") == sum(by_api.values()) == 5
+
+
+@pytest.mark.parametrize("name", ["torch_mul_1x4096_f32.json.gz", "train_llama_eager.json.gz",
+                                  "torch_mul_graph.json.gz",
+                                  "inductor_mul_1x4096_f32.cold.json.gz"])
+def test_the_launches_line_counts_the_launch_records(name, fixture_reports):
+    """The launches line of a fixture: its launches by API and those linked to device
+    work, counted here from the fixture's events as written."""
+    import gzip
+    import json
+
+    raw = json.loads(gzip.decompress((ROOT / "fixtures" / name).read_bytes()))
+    events = raw["traceEvents"] if isinstance(raw, dict) else raw
+    by_api, linked, unlinked = _launch_counts(events)
+    c = next(c for c in fixture_reports[name].claims if c.id == "launches")
+    assert (_by_api(c), c.value("count"), c.value("linked")) == (
+        by_api, sum(by_api.values()), linked)
+    assert unlinked == 0 and "unlinked" not in {f.name for f in c.figures}
+
+
+def test_each_render_line_claim_is_on_some_fixture(fixture_reports, tmp_path):
+    """Every line the renderers used to word themselves is a claim some fixture has (the
+    per-device lines need two devices: a built trace), and a cold capture trace's timer
+    field says its profiled calls are in the warm trace."""
+    seen = {c.id for r in fixture_reports.values() for c in r.claims}
+    assert set(RENDER_LINE_IDS) - {"device-row"} <= seen
+    built = traceview.explain(traceview.load(_two_devices(tmp_path / "two.json")))
+    assert "device-row" in {c.id for c in built.claims}
+    cold = next(c for c in fixture_reports["torch_mul_1x4096_f32.cold.json.gz"].claims
+                if c.id == "timer")
+    assert "30 profiled calls in the warm trace (this trace: the cold call alone)" in cold.text
+
+
+@pytest.mark.parametrize("name", ["two_streams_8192x8192_f16.json.gz",
+                                  "torch_mul_1x4096_f32.cold.json.gz",
+                                  "flag_gems_add_16x4096_bf16.json.gz",
+                                  "train_llama_eager.json.gz"])
+def test_a_report_saved_without_claims_prints_the_same_lines(name, fixture_reports):
+    """A report read back from a JSON saved before its lines were claims: the renderers
+    make each claim again from the figures, and print what they print from the claims."""
+    from traceview.render.registry import RenderOptions, renderer
+    from traceview.report.schema import from_dict
+
+    r = fixture_reports[name]
+    doc = r.to_dict()
+    del doc["claims"]
+    old = from_dict(doc)
+    assert old.claims == ()
+    for fmt, opts in (("text", RenderOptions(width=120)), ("md", RenderOptions())):
+        assert renderer(fmt).render(old, opts) == renderer(fmt).render(r, opts), fmt
+
+
+# (trace, claim id, which of its claims of that id, the figure made wrong, its wrong value
+# from the claim's figures, the relation the wrong value breaks)
+WRONG_FIGURE = [
+    ("two devices", "device-row", 1, "busy", lambda c: c.value("work_sum") + 1,
+     "le('busy', 'work_sum')"),
+    ("two_streams_8192x8192_f16.json.gz", "device-stream", 0, "busy",
+     lambda c: c.value("all_busy") + 1, "le('busy', 'all_busy')"),
+    ("torch_mul_1x4096_f32.json.gz", "launches", 0, "linked", lambda c: c.value("count") + 1,
+     "le('linked', 'count')"),
+    ("train_llama_eager.json.gz", "typical-call", 0, "kernels",
+     lambda c: c.value("device") + 1, "le('kernels', 'device')"),
+    ("shape_loop_two_ops.json.gz", "warm-mode", 0, "warm", lambda c: c.value("count") + 1,
+     "le('warm', 'count')"),
+    ("torch_mul_1x4096_f32.json.gz", "timer", 0, "count", lambda c: c.value("iters") + 1,
+     "le('count', 'iters')"),
+    ("torch_mul_1x4096_f32.cold.json.gz", "timer", 0, "count", lambda c: 2,
+     "le('count', 'one')"),
+    ("flag_gems_add_16x4096_bf16.json.gz", "families-title", 0, "warm_calls",
+     lambda c: c.value("warm") + 1, "le('warm_calls', 'warm')"),
+    ("shape_model_schedule_cold.json.gz", "step-heading", 0, "warm",
+     lambda c: c.value("count") + 1, "le('warm', 'count')"),
+]
+# Claims that assert nothing between their figures: a wrong figure is caught where the
+# report holds it.
+CITED_ONLY = [("train_llama_eager.json.gz", "step-phases-title", "wall"),
+              ("train_llama_eager.json.gz", "operation-step", "count"),
+              ("torch_mul_1x4096_f32.json.gz", "correctness", "max_abs_err")]
+
+
+@pytest.mark.parametrize(("trace", "sid", "name"), CITED_ONLY, ids=[w[1] for w in CITED_ONLY])
+def test_a_wrong_cited_figure_of_a_render_line_is_caught(trace, sid, name, fixture_reports):
+    """A title or field that only cites its figures: the claim holds, and a copy of the
+    report holding another value where it cites one is caught."""
+    import copy
+
+    r = fixture_reports[trace]
+    doc = r.to_dict()
+    c = next(c for c in r.claims if c.id == sid)
+    assert check(c, doc) == []
+    f = c.figure(name)
+    assert f.path is not None and isinstance(f.value, int | float)
+    moved = copy.deepcopy(doc)
+    _set_at(moved, f.path, f.value * 2 + 1)
+    assert check(c, moved) == [
+        f"{sid}: {name} is {f.value!r}, the report has {f.value * 2 + 1!r} at {f.path}"]
+
+
+def _set_at(doc: dict, path: str, value: object) -> None:
+    parent, _, key = path.rpartition("/")
+    holder = resolve(doc, parent)
+    holder[int(key) if isinstance(holder, list) else
+           key.replace("~1", "/").replace("~0", "~")] = value
+
+
+@pytest.mark.parametrize(("trace", "sid", "k", "name", "wrong", "breaks"), WRONG_FIGURE,
+                         ids=[f"{w[1]}-{w[0].split('.')[0]}" for w in WRONG_FIGURE])
+def test_a_wrong_figure_of_a_render_line_is_caught(trace, sid, k, name, wrong, breaks,
+                                                   fixture_reports, tmp_path):
+    """Each render line's claim holds, and is caught twice over when one figure is wrong:
+    a copy of the report holding another value where the claim cites it, and the claim
+    saying a value that breaks what it asserts."""
+    import copy
+
+    r = (traceview.explain(traceview.load(_two_devices(tmp_path / "two.json")))
+         if trace == "two devices" else fixture_reports[trace])
+    doc = r.to_dict()
+    c = [c for c in r.claims if c.id == sid][k]
+    assert check(c, doc) == []
+    f = c.figure(name)
+    assert f.path is not None and isinstance(f.value, int)
+    moved = copy.deepcopy(doc)
+    _set_at(moved, f.path, f.value + 1)
+    assert check(c, moved) == [
+        f"{sid}: {name} is {f.value}, the report has {f.value + 1} at {f.path}"]
+    bad = wrong(c)
+    said = Claim(c.id, c.text, tuple(Figure(x.name, bad, x.path) if x.name == name else x
+                                     for x in c.figures), c.relations)
+    got = check(said, doc)
+    assert got[0] == f"{sid}: {name} is {bad}, the report has {f.value} at {f.path}", got
+    assert any(p.startswith(f"{sid}: {breaks} does not hold") for p in got), got
+
+
 # --- ab's verdict and diff's unprofiled line --------------------------------------------
 
 AB_DOCS = sorted(p for p in [*(ROOT / "tests" / "data").glob("ab_*.json"),
@@ -922,3 +1269,180 @@ def test_every_claim_of_a_proton_report_holds(name):
     assert check_all(said, doc) == []
     if name == "proton_nested.chrome_trace":  # its first call is far slower (test_proton)
         assert [c.id for c in said] == ["proton-outlier"]
+
+
+PROTON_ALL = (*PROTON, "proton_mul_20_calls.hatchet", "proton_nested.hatchet")
+
+
+def _proton(name: str):
+    from traceview.io import proton
+    from traceview.report.proton import trace_report, tree_report
+
+    path = ROOT / "fixtures" / "proton" / f"{name}.gz"
+    return trace_report(proton.read_trace(path)) if proton.sniff(path) == "trace" \
+        else tree_report(proton.read_tree(path))
+
+
+@pytest.mark.parametrize("name", PROTON_ALL)
+def test_every_line_of_a_proton_report_is_a_claim_that_holds(name):
+    """The lines above a Proton report's tables (a trace's kernels, busy time and calls;
+    a tree's kernel time, rates and devices) are claims true of its document, and the
+    text and markdown print each one."""
+    from traceview.render.proton import render
+    from traceview.report.proton import ProtonTraceReport
+    from traceview.report.proton_lines import trace_claims, tree_claims
+
+    r = _proton(name)
+    claims = trace_claims(r) if isinstance(r, ProtonTraceReport) else tree_claims(r)
+    assert check_all(claims, r.to_dict()) == []
+    ids = [c.id for c in claims]
+    if isinstance(r, ProtonTraceReport):
+        assert ids[:2] == ["proton-summary", "proton-calls"]
+        # the calls' kinds add up to the calls, counted here from the rows
+        assert claims[1].value("calls") == len(r.calls) == sum(r.call_kinds.values())
+    else:
+        assert ids == ["proton-tree-summary"] + ["proton-device"] * len(r.devices)
+    for fmt in ("text", "md"):
+        out = _flat(render(r, fmt, 400))
+        assert [c.id for c in claims if _flat(c.text) not in out] == [], fmt
+
+
+@pytest.mark.parametrize(("name", "sid", "figure", "breaks"), [
+    ("proton_nested.chrome_trace", "proton-summary", "busy", "le('busy', 'kernel_sum')"),
+    ("proton_mul_20_calls.chrome_trace", "proton-calls", "kind:0", "sum('kind:0', 'calls')"),
+    ("proton_nested.hatchet", "proton-tree-summary", "bytes",
+     "ratio('bytes', 'time', 'gb_per_s')"),
+    ("proton_nested.hatchet", "proton-device", "memory_clock_khz",
+     "ratio('peak', 'memory_clock_khz', 'per_khz')"),
+])
+def test_a_wrong_figure_of_a_proton_line_is_caught(name, sid, figure, breaks):
+    """A Proton line whose figure is not the document's: caught where the document holds
+    it, and in what the line asserts (each wrong value far from the right one)."""
+    import copy
+
+    from traceview.report.proton import ProtonTraceReport
+    from traceview.report.proton_lines import trace_claims, tree_claims
+
+    r = _proton(name)
+    doc = r.to_dict()
+    c = next(c for c in (trace_claims(r) if isinstance(r, ProtonTraceReport)
+                         else tree_claims(r)) if c.id == sid)
+    f = c.figure(figure)
+    assert f.path is not None and isinstance(f.value, int)
+    moved = copy.deepcopy(builtins_of(doc))
+    _set_at(moved, f.path, 10 * f.value + 1)
+    assert check(c, moved) == [
+        f"{sid}: {figure} is {f.value}, the report has {10 * f.value + 1} at {f.path}"]
+    said = Claim(c.id, c.text, tuple(Figure(x.name, 10 * f.value + 1, x.path)
+                                     if x.name == figure else x for x in c.figures),
+                 c.relations)
+    got = check(said, doc)
+    assert any(p.startswith(f"{sid}: {breaks} does not hold") for p in got), got
+
+
+def builtins_of(doc):
+    """A document with its tuples as lists, so a copy can be changed in place."""
+    if isinstance(doc, dict):
+        return {k: builtins_of(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [builtins_of(v) for v in doc]
+    return doc
+
+
+def test_the_kernels_outside_every_proton_call_are_some_of_the_kernels():
+    """No fixture has kernels outside every scope: a report said to have two prints the
+    line, which holds; one said to have more than every kernel is caught."""
+    from dataclasses import replace
+
+    from traceview.render.proton import render
+    from traceview.report.proton_lines import unscoped_claim
+
+    r = _proton("proton_nested.chrome_trace")
+    assert r.unscoped_kernels == 0 and unscoped_claim(r) is None
+    two = replace(r, unscoped_kernels=2)
+    c = unscoped_claim(two)
+    assert c is not None and check(c, two.to_dict()) == []
+    assert c.text == "2 kernels ran outside any scope (not in a call)"
+    assert c.text in render(two, "md", 80)
+    over = replace(r, unscoped_kernels=r.kernel_count + 1)
+    c = unscoped_claim(over)
+    assert c is not None and check(c, over.to_dict()) == [
+        f"proton-unscoped: le('unscoped', 'kernels') does not hold: {r.kernel_count + 1} "
+        f"le {r.kernel_count} is false"]
+
+
+def _ab_outputs(doc: dict) -> tuple[str, str]:
+    """An ab document's text (400 columns) and markdown, whitespace folded."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traceview.render.ab_report import render_ab_console, render_ab_markdown
+
+    buf = StringIO()
+    render_ab_console(doc, Console(width=400, file=buf, color_system=None))
+    return _flat(buf.getvalue()), _flat(render_ab_markdown(doc))
+
+
+def _checked_cache(doc: dict, passed: bool = True) -> dict:
+    """``doc`` with a ``--check-cache`` result on side A (no committed document has one:
+    the option is a later one), and the kernel probe every such run records."""
+    import copy
+
+    out = copy.deepcopy(doc)
+    out.setdefault("kernels_used", {"same": None, "differences": None})
+    out["sides"]["A"]["cache_check"] = {"passed": passed, "calls": 48,
+                                        "reproducer": "traceview check-cache ..."}
+    return out
+
+
+@pytest.mark.parametrize("path", AB_DOCS, ids=lambda p: p.name)
+def test_every_line_of_an_ab_report_is_a_claim_it_prints(path):
+    """The ab report's header, its cache-check lines and its interval's confidence are
+    claims true of the document, printed as their texts say in text and markdown."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import claims_of
+
+    doc = _checked_cache(upgrade(json.loads(path.read_text()), "ab"))
+    claims = [c for c in claims_of(doc) if c.id in ("ab-protocol", "ab-cache-check",
+                                                     "ab-confidence")]
+    assert [c.id for c in claims] == ["ab-protocol", "ab-cache-check", "ab-confidence"]
+    assert check_all(claims, doc) == []
+    # the rounds the header says are the rounds the processes ran in, counted here
+    assert claims[0].value("rounds") == len({r for r, _ in doc["run_order"]})
+    text, md = _ab_outputs(doc)
+    assert [c.id for c in claims if _flat(c.text) not in text] == []
+    from traceview.render.markdown import esc
+    assert [c.id for c in claims if _flat(esc(c.text)) not in md] == []
+
+
+def test_a_wrong_figure_of_an_ab_line_is_caught():
+    """An ab line whose figure is not the document's: a judged figure over more rounds
+    than were run, a confidence over 1, a cache check that failed under a line saying
+    every call was right."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import cache_check_claims, confidence_claim, protocol_claim
+
+    doc = upgrade(json.loads((ROOT / "tests" / "data" / "ab_add_cpu.json").read_text()), "ab")
+    c = protocol_claim(doc)
+    more = Claim(c.id, c.text, tuple(Figure(f.name, doc["rounds"] + 1, f.path)
+                                     if f.name == "judged_rounds" else f for f in c.figures),
+                 c.relations)
+    got = check(more, doc)
+    assert got[-1] == (f"ab-protocol: le('judged_rounds', 'rounds') does not hold: "
+                       f"{doc['rounds'] + 1} le {doc['rounds']} is false"), got
+    c = confidence_claim(doc)
+    over = Claim(c.id, c.text, tuple(Figure(f.name, 1.5, f.path) if f.name == "confidence"
+                                     else f for f in c.figures), c.relations)
+    assert check(over, doc)[-1] == \
+        "ab-confidence: le('confidence', 'certain') does not hold: 1.5 le 1 is false"
+    failed = _checked_cache(doc, passed=False)
+    said = cache_check_claims(_checked_cache(doc))
+    assert check_all(said, failed) == [
+        "ab-cache-check: passed is True, the report has False at /sides/A/cache_check/passed"]
+    assert check_all(cache_check_claims(failed), failed) == [
+        "ab-cache-check: eq('passed', 'all_right') does not hold: False eq True is false"]

@@ -104,6 +104,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "the median, by more than the rule's MAD multiple and share of the median"),
     Code("ranks-no-straggler", "info",
          "why no rank is named a straggler: too few ranks for the rule, or none apart"),
+    Code("ab-protocol", "info", "ab's header: the op, the rounds (the judged figure's at "
+         "most those) and what each process ran"),
+    Code("ab-cache-check", "info",
+         "a side's --check-cache line: the calls checked in one warm process, all right"),
+    Code("ab-confidence", "info", "the exact confidence of ab's interval over its rounds "
+         "(at most the rounds run), or that the rounds give none"),
     Code("ab-split", "info", "one side's unprofiled split in ab: its call inside its "
          "interval, the profiled call, the categories summing to the call, what it cost"),
     Code("proton-outlier", "info", "why a Proton call is an outlier: its span above the "
@@ -112,6 +118,16 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "scopes of one name)"),
     Code("proton-bad-nodes", "info",
          "a Proton tree's nodes with out-of-range figures, left out"),
+    Code("proton-summary", "info", "a Proton trace's kernels, streams and window, its "
+         "device busy union (at most the window and the kernels summed) and its share"),
+    Code("proton-calls", "info",
+         "a Proton trace's calls, found how, by kind (the kinds adding up to the calls)"),
+    Code("proton-unscoped", "info",
+         "a Proton trace's kernels outside every call, some of the kernels"),
+    Code("proton-tree-summary", "info", "a Proton tree's kernel invocations and time, its "
+         "work and rates (each the work over the kernel time) and the share of the peak"),
+    Code("proton-device", "info", "a device a Proton tree names: its figures as recorded "
+         "and its peak (bus width times memory clock, twice)"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
          "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
@@ -147,6 +163,33 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "time over the window"),
     Code("api-result", "info", "the reproducer template's full-API result: the profiled "
          "call (p50, p90, n) and its host overhead p50"),
+    Code("device-row", "info", "under the device's line, one device of several: its busy "
+         "union (at most its work summed and the union over every device), its share of "
+         "the window, its kernels and copies"),
+    Code("device-stream", "info", "under the device's line, one stream where streams "
+         "overlap or there are several: its busy time (at most its device's and every "
+         "device's busy union), its share of the window, its work items"),
+    Code("launches", "info", "the launches line: the launches by API adding up to the "
+         "launches, those linked to device work, the device work with no launch record"),
+    Code("warm-mode", "info", "the reproducer template's cold-or-warm field: the warm "
+         "calls (some of the calls), the cold calls reported apart, capture's cold call, "
+         "the mode"),
+    Code("timer", "info", "the reproducer template's timer field: capture's timer, sync, "
+         "warm-up and profiled calls (the calls found are at most those; a cold trace "
+         "holds its cold call alone), or the profiler and the calls found"),
+    Code("typical-call", "info", "the typical call's picture's title: the call drawn, "
+         "its wall and device work (the union of its kernels and copies: at least each, "
+         "at most both summed)"),
+    Code("correctness", "info", "the reproducer template's correctness field: capture's "
+         "reference, tolerances, largest absolute error and whether the check passed"),
+    Code("step-phases-title", "info",
+         "the terminal's title of the typical step's phase table: the step and its wall"),
+    Code("step-heading", "info", "the markdown's heading of the typical step: its wall "
+         "and the warm steps, some of the steps"),
+    Code("operation-step", "info", "the reproducer template's operation field for a "
+         "training trace: the steps counted, how they were found, the first one's phases"),
+    Code("families-title", "info", "the module table's title: the warm calls its figures "
+         "are over (at most the warm calls) and the call p50 its shares are of"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

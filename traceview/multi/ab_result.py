@@ -246,10 +246,110 @@ def split_claim(doc: dict[str, Any], label: str) -> Claim | None:
         tuple(figs), tuple(rels))
 
 
+def _figure(v: Any) -> int | float | None:
+    """A document value as a figure: a number (not a bool), else None."""
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _protocol_each(doc: dict[str, Any], figs: list[Any]) -> str:
+    """What each process ran (the header's second half), citing its counts in ``figs``."""
+    from traceview.report.claims import Figure, pointer
+    from traceview.units import fmt_ns
+
+    p = doc["protocol"]
+    for key in ("warmup", "blocks", "baseline_n"):
+        if _figure(p.get(key)) is not None:
+            figs.append(Figure(key, p[key], pointer("protocol", key)))
+    if not p.get("blocks"):
+        return (f"each process: {p['warmup']} warm-up calls, then {p['baseline_n']} calls "
+                "per figure")
+    calls, why = p["baseline_n"], ""
+    if calls is None and p.get("block_calls"):
+        chosen = [(k, n) for k, n in enumerate(p["block_calls"]["chosen"]) if n is not None]
+        calls = "?"
+        if chosen:  # the fewest and the most calls per block a process chose
+            (k0, lo), (k1, hi) = (min(chosen, key=lambda x: x[1]),
+                                  max(chosen, key=lambda x: x[1]))
+            at = ("protocol", "block_calls", "chosen")
+            figs += [Figure("fewest", lo, pointer(*at, k0)), Figure("most", hi, pointer(*at, k1))]
+            calls = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        figs.append(Figure("block", p["block_calls"]["block_ns"],
+                           pointer("protocol", "block_calls", "block_ns")))
+        why = (" (chosen from the call's time: blocks of about "
+               f"{fmt_ns(p['block_calls']['block_ns'])})")
+    return (f"each process: both sides, {p['warmup']} warm-up calls each, then "
+            f"{p['blocks']} blocks per side (A B, B A, ...) of {calls} "
+            f"synchronized calls{why} and one amortized batch")
+
+
+def protocol_claim(doc: dict[str, Any]) -> Claim:
+    """The ab report's header (``traceview ab: add 1024 float32 contiguous on cpu (eager),
+    8 rounds, order alternate; each process: ...``): the rounds, the rounds its judged
+    figure was paired over, and what each process ran, as the protocol records them."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+    from traceview.units import plural
+
+    p = doc["protocol"]
+    figs = [Figure("rounds", doc["rounds"], pointer("rounds"))]
+    rels: list[Relation] = []
+    c = doc.get("comparisons", {}).get(FIGURES[0]) or {}
+    if c.get("rounds") is not None:
+        figs.append(Figure("judged_rounds", c["rounds"],
+                           pointer("comparisons", FIGURES[0], "rounds")))
+        rels.append(rel("le", "judged_rounds", "rounds"))
+    each = _protocol_each(doc, figs)
+    shape = "x".join(map(str, p["shape"]))
+    return Claim("ab-protocol", (
+        f"traceview ab: {p['op']} {shape} {p['dtype']} {p['layout']} on {p['device']} "
+        f"({p['mode']}), {plural(doc['rounds'], 'round')}, order {doc['order']}; {each}, "
+        "unprofiled" + (f" (stopped early: {p['stopped']})" if p.get("stopped") else "")),
+        tuple(figs), tuple(rels))
+
+
+def confidence_claim(doc: dict[str, Any]) -> Claim:
+    """The judged figure's interval's exact confidence and its rounds (``exact
+    confidence 99.2% with 8 rounds``), or that these rounds give none at 95%."""
+    from traceview.report.claims import Claim, Figure, pointer, rel
+
+    c = doc["comparisons"].get(FIGURES[0])
+    if not c or c["confidence"] is None:
+        return Claim("ab-confidence", "no interval at 95% with this few rounds", ())
+    at = ("comparisons", FIGURES[0])
+    return Claim("ab-confidence", f"exact confidence {c['confidence']:.1%} with "
+                 f"{c['rounds']} rounds",
+                 (Figure("confidence", c["confidence"], pointer(*at, "confidence")),
+                  Figure("rounds", c["rounds"], pointer(*at, "rounds")),
+                  Figure("all_rounds", doc["rounds"], pointer("rounds")),
+                  Figure("certain", 1)),
+                 (rel("le", "rounds", "all_rounds"), rel("le", "confidence", "certain")))
+
+
+def cache_check_claims(doc: dict[str, Any]) -> list[Claim]:
+    """Each side's ``--check-cache`` line: the calls it checked in one warm process, all
+    of them right (the check passed)."""
+    from traceview.report.claims import Claim, Figure, pointer, rel
+
+    out = []
+    for label, s in doc["sides"].items():
+        cc = s.get("cache_check")
+        if cc:
+            at = ("sides", label, "cache_check")
+            passed = cc.get("passed")
+            out.append(Claim("ab-cache-check", (
+                f"{label} --check-cache: {cc['calls']} calls in one warm process, all right "
+                "against float64"),
+                (Figure("calls", _figure(cc["calls"]), pointer(*at, "calls")),
+                 Figure("passed", passed if isinstance(passed, bool) else None,
+                        pointer(*at, "passed")),
+                 Figure("all_right", value=True)), (rel("eq", "passed", "all_right"),)))
+    return out
+
+
 def claims_of(doc: dict[str, Any]) -> list[Claim]:
     """The claims of a saved ab document, made from its figures: its verdict (its
-    ``verdict`` is the claim's text when the document is true to its figures) and each
-    side's split line."""
+    ``verdict`` is the claim's text when the document is true to its figures), each
+    side's split line, the header, each side's cache check and the interval's
+    confidence."""
     c = doc.get("comparisons", {}).get(FIGURES[0])
     judged = None if c is None else PairedComparison(
         c["rounds"], tuple(c["a_ns"]), tuple(c["b_ns"]), tuple(c["diff_ns"]),
@@ -259,7 +359,8 @@ def claims_of(doc: dict[str, Any]) -> list[Claim]:
     splits = [split_claim(doc, label) for label in ("A", "B")]
     return [document_verdict_claim(judged, doc["rounds"], doc.get("sides", {}),
                                    doc.get("protocol")),
-            *(c for c in splits if c is not None)]
+            *(c for c in splits if c is not None), protocol_claim(doc),
+            *cache_check_claims(doc), confidence_claim(doc)]
 
 
 def read_ab(doc: object) -> ABDocument:

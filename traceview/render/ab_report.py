@@ -13,11 +13,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceview.multi.ab_result import FIGURE_LABELS, FIGURES
+from traceview.multi.ab_result import (
+    FIGURE_LABELS,
+    FIGURES,
+    cache_check_claims,
+    confidence_claim,
+    protocol_claim,
+)
 from traceview.render.markdown import code, esc, prose, table
 from traceview.render.names import short_frame
 from traceview.render.text import laid_out, name_text
-from traceview.units import fmt_ns, fmt_signed_ns, plural
+from traceview.report.claims import pointer
+from traceview.units import fmt_ns, fmt_signed_ns
 
 
 def side_lines(doc: dict[str, Any]) -> list[str]:
@@ -43,11 +50,11 @@ def kernel_lines(doc: dict[str, Any]) -> list[str]:
     if ku is None:
         return []
     out = []
+    checked = {c.figures[0].path: c.text for c in cache_check_claims(doc)}
     for label, s in doc["sides"].items():
-        cc = s.get("cache_check")
-        if cc:
-            out.append(f"{label} --check-cache: {cc['calls']} calls in one warm process, all "
-                       "right against float64")
+        said = checked.get(pointer("sides", label, "cache_check", "calls"))
+        if said:
+            out.append(said)
         out.append(f"{label} kernels per call: {describe(s.get('kernels_used'))}")
     if ku.get("same") is True:
         out.append("kernels: both sides launched the same kernels, counts and grids")
@@ -112,25 +119,8 @@ SPLIT_NOTE = ("unprofiled split: where a side's split was measured, its heaviest
 
 
 def _header(doc: dict[str, Any]) -> str:
-    p = doc["protocol"]
-    shape = "x".join(map(str, p["shape"]))
-    if p.get("blocks"):
-        calls, why = p["baseline_n"], ""
-        if calls is None and p.get("block_calls"):
-            chosen = [n for n in p["block_calls"]["chosen"] if n is not None]
-            calls = ((f"{min(chosen)}" if min(chosen) == max(chosen) else
-                      f"{min(chosen)}-{max(chosen)}") if chosen else "?")
-            why = (" (chosen from the call's time: blocks of about "
-                   f"{fmt_ns(p['block_calls']['block_ns'])})")
-        each = (f"each process: both sides, {p['warmup']} warm-up calls each, then "
-                f"{p['blocks']} blocks per side (A B, B A, ...) of {calls} "
-                f"synchronized calls{why} and one amortized batch")
-    else:
-        each = (f"each process: {p['warmup']} warm-up calls, then {p['baseline_n']} calls "
-                "per figure")
-    return (f"traceview ab: {p['op']} {shape} {p['dtype']} {p['layout']} on {p['device']} "
-            f"({p['mode']}), {plural(doc['rounds'], 'round')}, order {doc['order']}; {each}, "
-            "unprofiled" + (f" (stopped early: {p['stopped']})" if p.get("stopped") else ""))
+    """The protocol line: the document's ``ab-protocol`` claim."""
+    return protocol_claim(doc).text
 
 
 def per_round_difference(doc: dict[str, Any]) -> tuple[str, str | None]:
@@ -190,10 +180,8 @@ COMPARISON_HEADER = ["figure (unprofiled)", "A median", "B median", "B - A", "95
 
 
 def _confidence(doc: dict[str, Any]) -> str:
-    c = doc["comparisons"].get(FIGURES[0])
-    if not c or c["confidence"] is None:
-        return "no interval at 95% with this few rounds"
-    return f"exact confidence {c['confidence']:.1%} with {c['rounds']} rounds"
+    """The interval's confidence: the document's ``ab-confidence`` claim."""
+    return confidence_claim(doc).text
 
 
 @laid_out

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from traceview.metadata import ProtocolMeta
 from traceview.render.call_picture import DEVICE_TERMINAL, TERMINAL, busy_words, legend
-from traceview.render.labels import device_work, display_pattern, shown_metrics, unit
+from traceview.render.labels import display_pattern, shown_metrics
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
 from traceview.render.text import laid_out, name_text
 from traceview.report.integrity_claims import (
@@ -31,8 +31,11 @@ from traceview.report.sentences import (
     baseline_words,
     bytes_words,
     calls_title_words,
+    device_rows_words,
     device_words,
+    launches_words,
     result_words,
+    typical_call_words,
     window_words,
 )
 from traceview.units import fmt_ns, fmt_share, plural, printable
@@ -101,8 +104,6 @@ def _matrix(r: Report) -> RenderableType:
 
 
 def _device(r: Report) -> RenderableType:
-    d = r.device
-    w = r.window.dur_ns
     t = Text()
     line = device_words(r)
     head, _, rest = line.partition(" ")
@@ -111,23 +112,11 @@ def _device(r: Report) -> RenderableType:
     moved = bytes_words(r)
     if moved:
         t.append("\n" + moved)
-    if len(d.per_device) > 1:
-        for dev in d.per_device:
-            t.append(f"\n  device {dev.device}: busy {fmt_ns(dev.busy_ns)} "
-                     f"({fmt_share(dev.busy_ns, w)}), {plural(dev.kernel_count, 'kernel')} "
-                     f"{fmt_ns(dev.kernel_sum_ns)}")
-            if dev.copy_count:
-                t.append(f", {plural(dev.copy_count, 'copy/set', 'copies/sets')} "
-                         f"{fmt_ns(dev.copy_sum_ns)}")
-    if d.streams_overlap or len(d.per_stream) > 1:  # every stream with work is named
-        for s in d.per_stream:
-            t.append(f"\n  device {s.device} stream {s.stream}: busy {fmt_ns(s.busy_ns)} "
-                     f"({fmt_share(s.busy_ns, w)}), {plural(s.work_count, 'work item')}")
-    ln = r.launches
-    t.append(f"\nlaunches {ln.count} ({', '.join(f'{k} {v}' for k, v in ln.by_api.items()) or 'none'})"
-             f", {ln.linked} linked to device work")
-    if ln.unlinked_device_work:
-        t.append(f", {ln.unlinked_device_work} device work items with no launch record")
+    # per device where there are several, per stream where streams overlap or there
+    # are several (every stream with work is named)
+    for row in device_rows_words(r):
+        t.append("\n  " + row)
+    t.append("\n" + launches_words(r))
     return t
 
 
@@ -245,8 +234,7 @@ def _waterfall(r: Report, width: int) -> RenderableType | None:
                            f" {cat} {fmt_ns(ns)}") for cat, ns in legend(r)]
     items.append(Text.assemble((DEVICE_LEVELS[-1], DEVICE_TERMINAL),
                                f" {busy_words(t)} (a cell's height: its busy share)"))
-    title = Text(f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall"
-                 f", {device_work(call.metrics)}", style="bold")
+    title = Text(typical_call_words(r) or "", style="bold")
     end = fmt_ns(span)
     axis = Text(f"       0{' ' * max(1, bar - 1 - len(end))}{end}")
     heads = ["host   "] if len(lanes) == 1 else [f"{_short(label):<6} " for label, _ in lanes]

@@ -25,7 +25,8 @@ from traceview.render.call_picture import (
     busy_words,
     legend,
 )
-from traceview.render.labels import device_work, unit
+from traceview.render.labels import unit
+from traceview.report.sentences import typical_call_words
 from traceview.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -119,8 +120,7 @@ def render_svg(r: Report) -> str:
         note = "stacked totals, not a timeline"
     else:
         lo, hi = t.start_ns, t.end_ns
-        title = (f"Typical {unit(r)} #{call.index} ({call.name}): {fmt_ns(call.metrics['api_ns'])} wall, "
-                 f"{device_work(call.metrics)}")
+        title = typical_call_words(r) or ""
         host = [(s.start_ns, s.end_ns, s.category) for s in t.host]
         busy = list(t.device_busy)
         note = (f"device work goes on {fmt_ns(t.axis_end_ns - t.end_ns)} after the call ends"

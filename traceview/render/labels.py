@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-
-from traceview.units import fmt_ns
 
 # Human labels for per-call metrics, in display order.
 METRIC_LABELS = {
@@ -27,15 +24,6 @@ COPY_SPLIT = ("kernel_only_ns", "copy_ns")
 def shown_metrics(*, copies: bool) -> dict[str, str]:
     """``METRIC_LABELS`` less the kernel/copy split when no call launched copies."""
     return {m: label for m, label in METRIC_LABELS.items() if copies or m not in COPY_SPLIT}
-
-
-def device_work(metrics: Mapping[str, int | None]) -> str:
-    """``device work 1.2 us``, and its kernels and copies apart when it held copies."""
-    text = f"device work {fmt_ns(metrics.get('kernel_ns'))}"
-    if metrics.get("copy_ns"):
-        text += (f" (kernels {fmt_ns(metrics.get('kernel_only_ns'))}, memcpy/memset "
-                 f"{fmt_ns(metrics.get('copy_ns'))})")
-    return text
 
 
 def display_pattern(pattern: str | None) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from traceview.metadata import NO_CAPTURE, CaptureMeta, ProtocolMeta
+from traceview.metadata import NO_CAPTURE, CaptureMeta
 from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
@@ -97,7 +97,6 @@ def table(header: list[str], rows: list[list[str]], align: str | None = None) ->
 def reproducer(r: Report) -> list[tuple[str, str]]:
     """The reproducer template (docs/capture.md), in its order, each field from the trace or 'not recorded'."""
     cap = r.capture_meta or NO_CAPTURE
-    proto = cap.protocol
     op_args = None if r.op is None else {"name": r.op.name, "launches": r.op.launches,
                                          **r.op.args}
     device_result, api = _results(r, cap)
@@ -106,9 +105,9 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
         ("Shape, dtype, strides and scalar arguments", _shape(cap, op_args) if r.steps is None
          else f"a {step_word(r.steps)} runs many ops: its phases and kernels are below"),
         ("Device, driver, framework and compiler revisions", _device_line(cap, r.trace.metadata)),
-        ("Correctness reference and tolerance", _correctness(cap)),
-        ("Cold or warmed? Eager or graph replay?", _warm_mode(r, cap, proto)),
-        ("Timer, synchronization points and repetitions", _timer(r, proto)),
+        ("Correctness reference and tolerance", _correctness(r)),
+        ("Cold or warmed? Eager or graph replay?", _warm_mode(r)),
+        ("Timer, synchronization points and repetitions", _timer(r)),
         ("Device-kernel result", device_result),
         ("Full-API result", api),
         ("Serving result, if measured", "not measured"),
@@ -123,11 +122,9 @@ def _operation(r: Report, cap: CaptureMeta, op_args: dict[str, Any] | None) -> s
     if cap.op:
         op = f"{code(cap.op)} via {code(cap.impl)}"
     elif r.steps is not None:
-        from traceview.render.training import step_word
+        from traceview.report.sentences import operation_step_words
 
-        op = (f"a {step_word(r)} ({plural(r.steps.count, 'step')} from "
-              f"{esc(r.calls.description)}; phases "
-              f"{', '.join(p.phase for p in r.steps.steps[0].phases)})")
+        op = esc(operation_step_words(r) or NOT_RECORDED)
     elif op_args:
         op = f"{code(op_args['name'])} (the op around {op_args['launches']} launches)"
     else:
@@ -177,44 +174,26 @@ def _device_line(cap: CaptureMeta, meta: dict[str, Any]) -> str:
     return device
 
 
-def _correctness(cap: CaptureMeta) -> str:
-    corr = cap.correctness
-    if corr is not None:
-        tol = corr.tolerance
-        correctness = (f"{esc(corr.reference)} reference, rtol {esc(tol.get('rtol'))}, "
-                       f"atol {esc(tol.get('atol'))}; max abs err {esc(corr.max_abs_err)}"
-                       f", passed: {esc(corr.passed)}")
-    else:
-        correctness = NOT_RECORDED
+def _correctness(r: Report) -> str:
+    """The correctness field: the report's ``correctness`` claim, or "not recorded"."""
+    from traceview.report.sentences import correctness_words
 
-    return correctness
+    said = correctness_words(r)
+    return NOT_RECORDED if said is None else esc(said)
 
 
-def _warm_mode(r: Report, cap: CaptureMeta, proto: ProtocolMeta | None) -> str:
-    graph = any(f.id == "graph-replay" for f in r.findings)
-    mode = (proto.mode if proto is not None else None) or ("graph replay" if graph else "eager (no graph launches seen)")
-    c = r.calls
-    u = unit_word(r)
-    cold = (f"{plural(c.warm_count, f'warm {u}')}; cold {u}(s) #{', #'.join(map(str, c.cold))}"
-            " reported apart" if c.cold else plural(c.warm_count, f"warm {u}"))
-    if cap.cold is not None:
-        cold += f"; cold first call measured apart: {fmt_ns(cap.cold.wall_ns)}"
-    warm_mode = f"{cold}; {esc(mode)}"
+def _warm_mode(r: Report) -> str:
+    """The cold-or-warm field: the report's ``warm-mode`` claim."""
+    from traceview.report.sentences import warm_mode_words
 
-    return warm_mode
+    return esc(warm_mode_words(r))
 
 
-def _timer(r: Report, proto: ProtocolMeta | None) -> str:
-    c = r.calls
-    if proto is not None:
-        timer = (f"{esc(proto.timer or 'torch.profiler')}; sync {esc(proto.sync)}; "
-                 f"warm-up {esc(proto.warmup)}, {esc(proto.iters)} profiled calls; "
-                 f"with_stack {esc(proto.with_stack)}")
-    else:
-        timer = (f"torch.profiler trace; {plural(c.count, 'call')} from {c.source}; "
-                 f"sync points {NOT_RECORDED}")
+def _timer(r: Report) -> str:
+    """The timer field: the report's ``timer`` claim."""
+    from traceview.report.sentences import timer_words
 
-    return timer
+    return esc(timer_words(r))
 
 
 def _results(r: Report, cap: CaptureMeta) -> tuple[str, str]:

@@ -187,10 +187,11 @@ def family_rows(r: Report) -> list[tuple[str, int, str]]:
     return [(f.name, f.ns_per_call, fmt_share(f.ns_per_call, call)) for f in fams]
 
 
-def family_title(r: Report, warm_calls: int) -> str:
-    u = unit(r)
-    return (f"A warm {u} by Python module (p50 of {warm_calls} warm {u}s; share of a {u}'s "
-            f"p50, {fmt_ns(_call_p50(r))})")
+def family_title(r: Report) -> str:
+    """The module table's title: the report's ``families-title`` claim."""
+    from traceview.report.sentences import families_title_words
+
+    return families_title_words(r)
 
 
 def _node_label(n: TreeRow, warm: int, name=None) -> str:
@@ -238,7 +239,7 @@ def console_sections(r: Report) -> list[Any]:
     families = r.host.families
     note = unprofiled_note(r)
     if families and r.trace.python_frames:
-        t = Table(title=family_title(r, warm_calls) + unprofiled_short(r),
+        t = Table(title=family_title(r) + unprofiled_short(r),
                   title_justify="left", pad_edge=False)
         t.add_column("module (innermost frame)", overflow="fold")
         t.add_column("per call", justify="right")
@@ -295,7 +296,7 @@ def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
     warm_calls = c.tree_warm_calls
     if r.host.families and r.trace.python_frames:
         rows = [[code(name), fmt_ns(ns), share] for name, ns, share in family_rows(r)[:FAMILY_ROWS]]
-        parts.append(f"#### {esc(family_title(r, warm_calls))}{unprofiled_short(r)}")
+        parts.append(f"#### {esc(family_title(r))}{unprofiled_short(r)}")
         parts.append(table(["module (innermost frame)", "per call", "share"], rows))
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)

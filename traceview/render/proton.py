@@ -13,29 +13,22 @@ from traceview.report.proton import (
     ProtonTreeReport,
     ProtonTreeRow,
 )
+from traceview.report.proton_lines import (
+    NAME_CHARS,
+    flop_rate,
+    short_name,
+    si,
+    trace_claims,
+    tree_claims,
+)
 from traceview.stats import Stats
-from traceview.units import fmt_bytes, fmt_ns, fmt_rate, plural, printable
+from traceview.units import fmt_bytes, fmt_ns, fmt_rate
 
 CALL_ROWS = 30  # calls listed one per row in text and markdown (all are in JSON)
 
 
-def si(v: float | None, unit: str) -> str:
-    """A count or rate with an SI prefix and 3 significant digits: 81.9 kFLOP, 4.8 GFLOP/s."""
-    if v is None:
-        return "-"
-    for p, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {p}{unit}"
-    return f"{v:.3g} {unit}"
-
-
-def flop_rate(tflop_per_s: float | None) -> str:
-    return "-" if tflop_per_s is None else si(tflop_per_s * 1e12, "FLOP/s")
-
-
-def _name(s: str, n: int = 40) -> str:
-    s = printable(s)
-    return s if len(s) <= n else s[: n - 1] + "…"
+def _name(s: str, n: int = NAME_CHARS) -> str:
+    return short_name(s, n)
 
 
 def _stats_line(s: Stats) -> str:
@@ -76,18 +69,12 @@ def trace_text(r: ProtonTraceReport, *, md: bool = False) -> str:
     h = "## " if md else ""
     out: list[str] = []
     out.append(f"{'# ' if md else ''}Proton trace: {r.path}")
-    share = f" ({100 * r.device_busy_ns / r.window_ns:.2f}% of it)" if r.window_ns else ""
-    out.append(f"{plural(r.kernel_count, 'kernel')} on {plural(len(r.streams), 'stream')} "
-               f"over {fmt_ns(r.window_ns)} (first kernel start to last kernel end); "
-               f"device busy {fmt_ns(r.device_busy_ns)}{share}; kernel sum "
-               f"{fmt_ns(r.kernel_sum_ns)}")
+    said = {c.id: c.text for c in trace_claims(r)}
+    out.append(said["proton-summary"])
     out.append("")
-    kinds = ", ".join(f"{_name(k)} x{n}" for k, n in sorted(r.call_kinds.items(),
-                                                             key=lambda kv: -kv[1]))
-    out.append(f"{h}{plural(len(r.calls), 'call')}: {r.calls_source} ({kinds})")
-    if r.unscoped_kernels:
-        out.append(f"{plural(r.unscoped_kernels, 'kernel')} ran outside any scope "
-                   "(not in a call)")
+    out.append(h + said["proton-calls"])
+    if "proton-unscoped" in said:
+        out.append(said["proton-unscoped"])
     out.append("")
     out.append("per call, p50 / p90 / max:")
     labels = {"kernel_ns": "kernel time (sum)", "busy_ns": "device busy",
@@ -134,20 +121,7 @@ def trace_text(r: ProtonTraceReport, *, md: bool = False) -> str:
 def tree_text(r: ProtonTreeReport, *, md: bool = False) -> str:
     h = "## " if md else ""
     out: list[str] = [f"{'# ' if md else ''}Proton tree: {r.path}"]
-    peak = next((d.peak_gb_per_s for d in r.devices if d.peak_gb_per_s), None)
-    line = f"{plural(r.count, 'kernel invocation')}, {fmt_ns(r.time_ns)} of kernel time"
-    if r.flops is not None:
-        line += f"; {si(r.flops, 'FLOP')} at {flop_rate(r.tflop_per_s)}"
-    if r.bytes is not None:
-        line += f"; {fmt_bytes(int(r.bytes))} at {fmt_rate(r.gb_per_s)}"
-        if peak and r.gb_per_s is not None:
-            line += f" ({100 * r.gb_per_s / peak:.1f}% of the device's {peak:.0f} GB/s)"
-    out.append(line)
-    for d in r.devices:
-        out.append(f"device {d.type} {d.id}: arch {d.arch}, {d.num_sms} SMs, clock "
-                   f"{(d.clock_khz or 0) / 1e6:.2f} GHz, memory {d.bus_width_bits}-bit at "
-                   f"{(d.memory_clock_khz or 0) / 1e6:.2f} GHz"
-                   + (f" (peak {d.peak_gb_per_s:.0f} GB/s)" if d.peak_gb_per_s else ""))
+    out += [c.text for c in tree_claims(r)]
     out.append(f"metrics recorded: {', '.join(r.metrics) or 'none'}")
     out.append("")
     out.append(f"{h}per scope (inclusive: the scope and every kernel below it; rates are "

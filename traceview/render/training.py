@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from traceview.report import sentences
 from traceview.report.sentences import path_rows
-from traceview.units import fmt_ns, fmt_share, plural
+from traceview.units import fmt_ns, fmt_share
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -107,8 +107,7 @@ def step_sections(r: Report) -> list[RenderableType]:
         return []
     steps, step = found
     wall = step.wall_ns
-    phases = Table(title=Text(f"Typical step {step.name} by phase ({fmt_ns(wall)} on "
-                              f"{steps.thread}; device: all streams)"),
+    phases = Table(title=Text(sentences.step_title_words(r, "step-phases-title") or ""),
                    title_justify="left", show_footer=True, pad_edge=False)
     phases.add_column("phase", footer="step", no_wrap=True)
     phases.add_column("wall", justify="right", footer=fmt_ns(wall), no_wrap=True)
@@ -183,10 +182,7 @@ def markdown_section(r: Report, esc: Callable[[str], str]) -> list[str]:
 def _markdown_lines(r: Report, steps: StepsInfo, step: StepRow,
                     esc: Callable[[str], str]) -> list[str]:
     wall = step.wall_ns
-    word = step_word(r)
-    out = [f"#### {word[0].upper()}{word[1:]} {step.name} ({fmt_ns(wall)}, typical of "
-           f"{steps.warm_count} warm of {plural(steps.count, 'step')}, on "
-           f"{steps.thread})", "",
+    out = [f"#### {esc(sentences.step_title_words(r, 'step-heading') or '')}", "",
            "| phase | wall | share | device busy | device idle |", "|---|---:|---:|---:|---:|"]
     for p in step.phases:
         out.append(f"| {p.phase} | {fmt_ns(p.wall_ns)} | {fmt_share(p.wall_ns, wall)} | "

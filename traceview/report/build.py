@@ -29,14 +29,24 @@ from traceview.report.sentences import (
     calls_claim,
     calls_title_claim,
     cause_claims,
+    correctness_claim,
     device_claim,
+    device_row_claims,
+    families_title_claim,
+    launches_claim,
+    operation_step_claim,
     perturbation_claims,
     result_claims,
     step_claim,
     step_detail_claims,
+    step_title_claims,
+    stream_claims,
+    timer_claim,
+    typical_call_claim,
     unprofiled_claims,
     unprofiled_share_claim,
     unprofiled_steps_claims,
+    warm_mode_claim,
     window_claim,
     window_length_claim,
 )
@@ -70,15 +80,17 @@ def build_report(a: Analysis) -> m.Report:
     window = window_claim(a.window)
     device = _device_info(a)
     api = calls_info.stats.get("api_ns")
+    unit = "step" if steps is not None else "call"
+    launches = _launches_info(a)
     said = [c for c in (window, window_length_claim(a.window, window), device_claim(device, a.window.dur_ns),
+                        *_line_claims(a, calls_info, device, launches, findings, drawn, steps),
                         baseline_claim(a.trace.capture, unprofiled),
-                        calls_title_claim(calls_info, "step" if steps is not None else "call"),
+                        calls_title_claim(calls_info, unit),
                         unprofiled_share_claim(calls_info.perturbation),
-                        *result_claims(calls_info, device, a.window.dur_ns,
-                                       "step" if steps is not None else "call"), step, *step_detail_claims(steps, drawn),
+                        *result_claims(calls_info, device, a.window.dur_ns, unit), step,
+                        *step_title_claims(steps, drawn), *step_detail_claims(steps, drawn),
                         *perturbation_claims(calls_info.perturbation,
-                                             api.p50 if api else None,
-                                             "step" if steps is not None else "call"),
+                                             api.p50 if api else None, unit),
                         *unprofiled_steps_claims(unprofiled), bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
@@ -103,10 +115,7 @@ def build_report(a: Analysis) -> m.Report:
             families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
                            for f in (pc.families if pc else ()))),
         breakdown=tuple(a.cells),
-        launches=m.LaunchesInfo(
-            count=a.launches.count, linked=a.launches.linked, by_api=dict(a.launches.by_api),
-            by_kind=dict(a.launches.by_kind), unlinked_device_work=a.launches.unlinked_work,
-            latency_ns=a.launches.latency),
+        launches=launches,
         calls=calls_info,
         findings=tuple(findings),
         diagnostics=tuple(Diagnostic(g.code, g.severity, g.count, g.message)
@@ -125,6 +134,37 @@ def build_report(a: Analysis) -> m.Report:
         integrity=integrity,
         what_if=projections,
     )
+
+
+def _line_claims(a: Analysis, calls: m.CallsInfo, device: m.DeviceInfo,
+                 launches: m.LaunchesInfo, findings: list[m.Finding],
+                 drawn: m.TypicalCall | None, steps: m.StepsInfo | None) -> list[Claim]:
+    """The lines beside the device's line and the reproducer's capture fields, in the
+    order the outputs print them, and the titles of the module table and typical call."""
+    unit = "step" if steps is not None else "call"
+    w = a.window.dur_ns
+    cap = a.trace.capture
+    return [c for c in (
+        *device_row_claims(device, w), *stream_claims(device, w), launches_claim(launches),
+        warm_mode_claim(calls, cap, unit=unit,
+                        graph=any(f.id == "graph-replay" for f in findings)),
+        timer_claim(calls, cap), correctness_claim(cap),
+        families_title_claim(calls, unit) if _families_shown(a, calls) else None,
+        typical_call_claim(calls, drawn, unit),
+        operation_step_claim(steps, calls.description)) if c is not None]
+
+
+def _launches_info(a: Analysis) -> m.LaunchesInfo:
+    ln = a.launches
+    return m.LaunchesInfo(count=ln.count, linked=ln.linked, by_api=dict(ln.by_api),
+                          by_kind=dict(ln.by_kind), unlinked_device_work=ln.unlinked_work,
+                          latency_ns=ln.latency)
+
+
+def _families_shown(a: Analysis, calls: m.CallsInfo) -> bool:
+    """The module table is shown (and titled): calls, their module families, and Python
+    frames to find the modules by."""
+    return bool(calls.per_call and a.per_call and a.per_call.families and a.has_python_frames)
 
 
 def _device_info(a: Analysis) -> m.DeviceInfo:

@@ -3,7 +3,8 @@
 ``report.proton`` reads a Proton profile into figures; the sentences it carries (a call's
 outlier reason, the notes on merged scopes and out-of-range nodes) are made here from
 the figures they state, cited in the Proton document (``ProtonTraceReport.to_dict``,
-``ProtonTreeReport.to_dict``) where it holds them.
+``ProtonTreeReport.to_dict``) where it holds them. The lines above the tables are
+``report.proton_lines``'.
 """
 
 from __future__ import annotations
@@ -41,3 +42,4 @@ def bad_nodes_claim(bad: int) -> Claim:
     return Claim("proton-bad-nodes", (
         f"{plural(bad, 'node')} with a time or count out of range (negative, "
         "or past 2**62) left out of every figure"), (Figure("bad", bad),))
+

@@ -28,6 +28,7 @@ from traceview.report.model import (
     BytesMoved,
     CallsInfo,
     DeviceInfo,
+    LaunchesInfo,
     PathRow,
     PerturbationInfo,
     Report,
@@ -720,3 +721,336 @@ def result_words(r: Report) -> dict[str, str]:
         got = {c.id: c.text for c in result_claims(
             r.calls, r.device, r.window.dur_ns, "step" if r.steps is not None else "call")}
     return got
+
+
+def device_row_claims(d: DeviceInfo, window_ns: int) -> list[Claim]:
+    """Under the device's line, one line per device where the trace has several (``device
+    0: busy 1.2 ms (40.1%), 30 kernels 1.1 ms, 2 copies/sets 80 us``): each device's busy
+    time is the union of its own work, so at most its work summed and at most the busy
+    union over every device; its share is its busy time over the window."""
+    if len(d.per_device) <= 1:
+        return []
+    out = []
+    for k, dev in enumerate(d.per_device):
+        at = ("device", "per_device", k)
+        figs = [Figure("busy", dev.busy_ns, pointer(*at, "busy_ns")),
+                Figure("window", window_ns, pointer("window", "dur_ns")),
+                Figure("all_busy", d.busy_ns, pointer("device", "busy_ns")),
+                Figure("kernels", dev.kernel_count, pointer(*at, "kernel_count")),
+                Figure("kernel_sum", dev.kernel_sum_ns, pointer(*at, "kernel_sum_ns"))]
+        rels: list[Relation] = [rel("le", "busy", "all_busy")]
+        if window_ns > 0:
+            figs.append(Figure("share", dev.busy_ns / window_ns))
+            rels.append(rel("ratio", "busy", "window", "share"))
+        text = (f"device {dev.device}: busy {fmt_ns(dev.busy_ns)} "
+                f"({fmt_share(dev.busy_ns, window_ns)}), {plural(dev.kernel_count, 'kernel')} "
+                f"{fmt_ns(dev.kernel_sum_ns)}")
+        if dev.copy_count:
+            figs += [Figure("copies", dev.copy_count, pointer(*at, "copy_count")),
+                     Figure("copy_sum", dev.copy_sum_ns, pointer(*at, "copy_sum_ns")),
+                     Figure("work_sum", dev.kernel_sum_ns + (dev.copy_sum_ns or 0))]
+            rels += [rel("sum", "kernel_sum", "copy_sum", "work_sum"),
+                     rel("le", "busy", "work_sum")]
+            text += (f", {plural(dev.copy_count, 'copy/set', 'copies/sets')} "
+                     f"{fmt_ns(dev.copy_sum_ns)}")
+        else:
+            rels.append(rel("le", "busy", "kernel_sum"))  # its kernels are all its work
+        out.append(Claim("device-row", text, tuple(figs), tuple(rels)))
+    return out
+
+
+def stream_claims(d: DeviceInfo, window_ns: int) -> list[Claim]:
+    """Under the device's line, one line per stream where streams overlap or there are
+    several (``device 0 stream 7: busy 1.2 ms (40.1%), 30 work items``): each stream's
+    busy time is at most its device's busy union and the union over every device; its
+    share is its busy time over the window."""
+    if not (d.streams_overlap or len(d.per_stream) > 1):
+        return []
+    out = []
+    for k, s in enumerate(d.per_stream):
+        at = ("device", "per_stream", k)
+        figs = [Figure("busy", s.busy_ns, pointer(*at, "busy_ns")),
+                Figure("window", window_ns, pointer("window", "dur_ns")),
+                Figure("all_busy", d.busy_ns, pointer("device", "busy_ns")),
+                Figure("items", s.work_count, pointer(*at, "work_count"))]
+        rels: list[Relation] = [rel("le", "busy", "all_busy")]
+        if window_ns > 0:
+            figs.append(Figure("share", s.busy_ns / window_ns))
+            rels.append(rel("ratio", "busy", "window", "share"))
+        mine = next((j for j, dev in enumerate(d.per_device) if dev.device == s.device), None)
+        if mine is not None:
+            figs.append(Figure("device_busy", d.per_device[mine].busy_ns,
+                               pointer("device", "per_device", mine, "busy_ns")))
+            rels.append(rel("le", "busy", "device_busy"))
+        out.append(Claim("device-stream", (
+            f"device {s.device} stream {s.stream}: busy {fmt_ns(s.busy_ns)} "
+            f"({fmt_share(s.busy_ns, window_ns)}), {plural(s.work_count, 'work item')}"),
+            tuple(figs), tuple(rels)))
+    return out
+
+
+def launches_claim(ln: LaunchesInfo) -> Claim:
+    """The launches line (``launches 30 (cudaLaunchKernel 30), 30 linked to device
+    work``): the launches by API add up to the launches, and the ones linked to device
+    work are some of them; the device work with no launch record counted apart."""
+    at = ("launches",)
+    figs = [Figure("count", ln.count, pointer(*at, "count")),
+            Figure("linked", ln.linked, pointer(*at, "linked"))]
+    rels: list[Relation] = [rel("le", "linked", "count")]
+    apis = [f"api:{j}" for j in range(len(ln.by_api))]
+    figs += [Figure(n, v, pointer(*at, "by_api", k))
+             for n, (k, v) in zip(apis, ln.by_api.items(), strict=True)]
+    if apis:
+        rels.append(rel("sum", *apis, "count"))
+    by_api = ", ".join(f"{k} {v}" for k, v in ln.by_api.items()) or "none"
+    text = f"launches {ln.count} ({by_api}), {ln.linked} linked to device work"
+    if ln.unlinked_device_work:
+        figs.append(Figure("unlinked", ln.unlinked_device_work,
+                           pointer(*at, "unlinked_device_work")))
+        text += f", {ln.unlinked_device_work} device work items with no launch record"
+    return Claim("launches", text, tuple(figs), tuple(rels))
+
+
+def _int(v: Any) -> int | None:
+    """A capture metadata value as a figure: an integer (not a bool), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def warm_mode_claim(calls: CallsInfo, cap: CaptureMeta | None, *, graph: bool,
+                    unit: str) -> Claim:
+    """The reproducer template's "Cold or warmed? Eager or graph replay?" field (``29 warm
+    calls; cold call(s) #0 reported apart; cold first call measured apart: 7.05 ms;
+    eager``): the warm calls are some of the calls, each cold call named is one the
+    report marks cold, capture's cold call cited where it timed one; ``graph``: the
+    graph-replay finding, the mode where capture recorded none."""
+    proto = cap.protocol if cap is not None else None
+    mode = (proto.mode if proto is not None else None) or (
+        "graph replay" if graph else "eager (no graph launches seen)")
+    figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
+            Figure("count", calls.count, pointer("calls", "count"))]
+    text = plural(calls.warm_count, f"warm {unit}")
+    if calls.cold:
+        figs += [Figure(f"cold:{k}", i, pointer("calls", "cold", k))
+                 for k, i in enumerate(calls.cold)]
+        text += f"; cold {unit}(s) #{', #'.join(map(str, calls.cold))} reported apart"
+    if cap is not None and cap.cold is not None:
+        figs.append(Figure("cold_wall", cap.cold.wall_ns,
+                           pointer("trace", "capture", "cold", "wall_ns")))
+        text += f"; cold first call measured apart: {fmt_ns(cap.cold.wall_ns)}"
+    return Claim("warm-mode", f"{text}; {mode}", tuple(figs), (rel("le", "warm", "count"),))
+
+
+def timer_claim(calls: CallsInfo, cap: CaptureMeta | None) -> Claim:
+    """The reproducer template's "Timer, synchronization points and repetitions" field:
+    capture's protocol (its timer, sync, warm-up and profiled calls: the calls the
+    report finds are at most those, and a cold trace holds its cold call alone), or, for
+    a trace from elsewhere, the profiler and the calls found."""
+    proto = cap.protocol if cap is not None else None
+    count = Figure("count", calls.count, pointer("calls", "count"))
+    if proto is None:
+        return Claim("timer", f"torch.profiler trace; {plural(calls.count, 'call')} from "
+                     f"{calls.source}; sync points not recorded", (count,))
+    at = ("trace", "capture", "protocol")
+    figs = [count]
+    rels: list[Relation] = []
+    warmup, iters = _int(proto.warmup), _int(proto.iters)
+    if warmup is not None:
+        figs.append(Figure("warmup", warmup, pointer(*at, "warmup")))
+    cold = cap is not None and cap.kind == "cold"
+    where = ""
+    if cold:
+        # capture profiles the cold call alone in its own trace; the warm calls the
+        # protocol counts are in the warm trace beside it
+        figs.append(Figure("one", 1))
+        rels.append(rel("le", "count", "one"))
+        where = " in the warm trace (this trace: the cold call alone)"
+    elif iters is not None:
+        figs.append(Figure("iters", iters, pointer(*at, "iters")))
+        rels.append(rel("le", "count", "iters"))
+    return Claim("timer", (
+        f"{proto.timer or 'torch.profiler'}; sync {proto.sync}; warm-up {proto.warmup}, "
+        f"{proto.iters} profiled calls{where}; with_stack {proto.with_stack}"),
+        tuple(figs), tuple(rels))
+
+
+def families_title_claim(calls: CallsInfo, unit: str) -> Claim:
+    """The module table's title (``A warm call by Python module (p50 of 30 warm calls;
+    share of a call's p50, 22.8 us)``): the warm calls its figures are over, at most the
+    warm calls, and the call p50 its shares are of."""
+    api = calls.stats.get("api_ns")
+    p50 = (api.p50 if api is not None else None) or 0
+    figs = [Figure("warm_calls", calls.tree_warm_calls, pointer("calls", "tree_warm_calls")),
+            Figure("warm", calls.warm_count, pointer("calls", "warm_count"))]
+    if api is not None and api.p50 is not None:
+        figs.append(Figure("call", p50, pointer("calls", "stats", "api_ns", "p50")))
+    return Claim("families-title", (
+        f"A warm {unit} by Python module (p50 of {calls.tree_warm_calls} warm {unit}s; share "
+        f"of a {unit}'s p50, {fmt_ns(p50)})"), tuple(figs),
+        (rel("le", "warm_calls", "warm"),))
+
+
+def _all_of(r: Report, sid: str, make: Callable[[], list[Claim]]) -> list[str]:
+    """The texts of the report's claims ``sid``, in order, or ``make()``'s for a report
+    read back from a JSON saved without claims."""
+    said = [c.text for c in r.claims if c.id == sid]
+    return said or [c.text for c in make()]
+
+
+def device_rows_words(r: Report) -> list[str]:
+    """The lines under the device's line, per device then per stream, as their claims
+    say them."""
+    w = r.window.dur_ns
+    return [*_all_of(r, "device-row", lambda: device_row_claims(r.device, w)),
+            *_all_of(r, "device-stream", lambda: stream_claims(r.device, w))]
+
+
+def launches_words(r: Report) -> str:
+    """The launches line, as its claim says it."""
+    claim = claim_of(r, "launches", lambda: launches_claim(r.launches))
+    assert claim is not None
+    return claim.text
+
+
+def _graph_replay(r: Report) -> bool:
+    return any(f.id == "graph-replay" for f in r.findings)
+
+
+def warm_mode_words(r: Report) -> str:
+    """The reproducer's cold-or-warm field, as its claim says it."""
+    claim = claim_of(r, "warm-mode", lambda: warm_mode_claim(
+        r.calls, r.capture_meta, graph=_graph_replay(r),
+        unit="step" if r.steps is not None else "call"))
+    assert claim is not None
+    return claim.text
+
+
+def timer_words(r: Report) -> str:
+    """The reproducer's timer field, as its claim says it."""
+    claim = claim_of(r, "timer", lambda: timer_claim(r.calls, r.capture_meta))
+    assert claim is not None
+    return claim.text
+
+
+def families_title_words(r: Report) -> str:
+    """The module table's title, as its claim says it."""
+    claim = claim_of(r, "families-title", lambda: families_title_claim(
+        r.calls, "step" if r.steps is not None else "call"))
+    assert claim is not None
+    return claim.text
+
+
+def typical_call_claim(calls: CallsInfo, typical: TypicalCall | None, unit: str) -> Claim | None:
+    """The title of the typical call's picture (``Typical call #3 (call_3): 22.8 us wall,
+    device work 1.2 us``, with its kernels and copies apart where it held copies): the
+    call drawn is the per-call row cited, its wall and device work that row's. Device work
+    is the union of its kernels and copies: at least each, at most both summed. None
+    without a typical call."""
+    if typical is None:
+        return None
+    k = typical.index
+    call = calls.per_call[k]
+    at = ("calls", "per_call", k)
+    m = call.metrics
+    figs = [Figure("drawn", k, pointer("typical_call", "index")),
+            Figure("call", call.index, pointer(*at, "index")),
+            Figure("wall", m.get("api_ns"), pointer(*at, "metrics", "api_ns")),
+            Figure("device", m.get("kernel_ns"), pointer(*at, "metrics", "kernel_ns"))]
+    rels: list[Relation] = []
+    text = f"device work {fmt_ns(m.get('kernel_ns'))}"
+    if m.get("copy_ns"):
+        kernels, copies = m.get("kernel_only_ns"), m.get("copy_ns")
+        figs += [Figure("kernels", kernels, pointer(*at, "metrics", "kernel_only_ns")),
+                 Figure("copies", copies, pointer(*at, "metrics", "copy_ns")),
+                 Figure("both", (kernels or 0) + (copies or 0))]
+        rels += [rel("le", "kernels", "device"), rel("le", "copies", "device"),
+                 rel("sum", "kernels", "copies", "both"), rel("le", "device", "both")]
+        text += f" (kernels {fmt_ns(kernels)}, memcpy/memset {fmt_ns(copies)})"
+    return Claim("typical-call", f"Typical {unit} #{call.index} ({call.name}): "
+                 f"{fmt_ns(m.get('api_ns'))} wall, {text}", tuple(figs), tuple(rels))
+
+
+def typical_call_words(r: Report) -> str | None:
+    """The typical call's picture's title, as its claim says it."""
+    claim = claim_of(r, "typical-call", lambda: typical_call_claim(
+        r.calls, r.typical_call, "step" if r.steps is not None else "call"))
+    return None if claim is None else claim.text
+
+
+def step_title_claims(steps: StepsInfo | None, typical: TypicalCall | None) -> list[Claim]:
+    """The typical step's section titles: the terminal's phase table (``step-phases-title``:
+    ``Typical step ProfilerStep#3 by phase (28.9 ms on main thread [1/1]; device: all
+    streams)``) and the markdown's heading (``step-heading``: ``Training step ProfilerStep#3
+    (28.9 ms, typical of 3 warm of 4 steps, on main thread [1/1])``): the step's wall, and
+    the warm steps, some of the steps. None without a step view."""
+    found = typical_step(steps, typical)
+    if found is None:
+        return []
+    steps, j = found
+    step = steps.steps[j]
+    wall = Figure("wall", step.wall_ns, pointer("steps", "steps", j, "wall_ns"))
+    word = step_word(steps)
+    return [Claim("step-phases-title", f"Typical step {step.name} by phase "
+                  f"({fmt_ns(step.wall_ns)} on {steps.thread}; device: all streams)", (wall,)),
+            Claim("step-heading", (
+                f"{word[0].upper()}{word[1:]} {step.name} ({fmt_ns(step.wall_ns)}, typical of "
+                f"{steps.warm_count} warm of {plural(steps.count, 'step')}, on {steps.thread})"),
+                (wall, Figure("warm", steps.warm_count, pointer("steps", "warm_count")),
+                 Figure("count", steps.count, pointer("steps", "count"))),
+                (rel("le", "warm", "count"),))]
+
+
+def step_title_words(r: Report, sid: str) -> str | None:
+    """The typical step's section title ``sid``, as its claim says it."""
+    claim = claim_of(r, sid, lambda: next(
+        (c for c in step_title_claims(r.steps, r.typical_call) if c.id == sid), None))
+    return None if claim is None else claim.text
+
+
+def _number(v: Any) -> int | float | None:
+    """A capture metadata value as a figure: a number (not a bool), else None."""
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def correctness_claim(cap: CaptureMeta | None) -> Claim | None:
+    """The reproducer template's correctness field (``float64 reference, rtol 1e-05, atol
+    1e-06; max abs err 2.35e-07, passed: True``): capture's check of the cold output, each
+    number cited where the trace's capture block holds it. None where capture recorded
+    no check."""
+    corr = cap.correctness if cap is not None else None
+    if corr is None:
+        return None
+    tol = corr.tolerance
+    at = ("trace", "capture", "correctness")
+    figs = [Figure(name, _number(v), path) for name, v, path in (
+        ("rtol", tol.get("rtol"), pointer(*at, "tolerance", "rtol")),
+        ("atol", tol.get("atol"), pointer(*at, "tolerance", "atol")),
+        ("max_abs_err", corr.max_abs_err, pointer(*at, "max_abs_err")))
+        if _number(v) is not None]
+    return Claim("correctness", (
+        f"{corr.reference} reference, rtol {tol.get('rtol')}, atol {tol.get('atol')}; max abs "
+        f"err {corr.max_abs_err}, passed: {corr.passed}"), tuple(figs))
+
+
+def correctness_words(r: Report) -> str | None:
+    """The reproducer's correctness field, as its claim says it (None: not recorded)."""
+    claim = claim_of(r, "correctness", lambda: correctness_claim(r.capture_meta))
+    return None if claim is None else claim.text
+
+
+def operation_step_claim(steps: StepsInfo | None, calls_description: str) -> Claim | None:
+    """The reproducer's operation field for a training trace (``a training step (3 steps
+    from 3 calls: ProfilerStep#N, ...; phases forward, backward, optimizer)``): the steps
+    counted and what the first one runs. None without steps."""
+    if steps is None or not steps.steps:
+        return None
+    return Claim("operation-step", (
+        f"a {step_word(steps)} ({plural(steps.count, 'step')} from {calls_description}; "
+        f"phases {', '.join(p.phase for p in steps.steps[0].phases)})"),
+        (Figure("count", steps.count, pointer("steps", "count")),))
+
+
+def operation_step_words(r: Report) -> str | None:
+    """The operation field of a training trace, as its claim says it."""
+    claim = claim_of(r, "operation-step",
+                     lambda: operation_step_claim(r.steps, r.calls.description))
+    return None if claim is None else claim.text
