@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from traceview.codes import FINDINGS, SEVERITY_ORDER
-from traceview.metadata import NO_CAPTURE
+from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
 from traceview.report.detected import Detected, evidence
 from traceview.report.model import Finding
@@ -346,7 +346,8 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
     return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count},
                      (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
                       Figure("kernels", ex.device.kernel_count,
-                             pointer("device", "kernel_count"))))]
+                             pointer("device", "kernel_count"))),
+                     terms={"api": runtime_of(ex.trace.metadata, ex.launches.by_api).api})]
 
 
 def _cold_path(ex: Analysis) -> list[Detected]:
@@ -442,13 +443,15 @@ def _reproducer(ex: Analysis) -> list[Detected]:
             found = ex.trace.slices.args.keys_present(ops, _OP_ARG_KEYS)
         return key in found
 
+    # a ROCm trace records its driver in hip_driver_version and is worded as ROCm's
+    rt = runtime_of(meta, ex.launches.by_api)
     present = {
         "shapes": bool(cap.shape) or has("Input Dims"),
         "dtypes": bool(cap.dtype) or has("Input type"),
         "strides": bool(cap.strides) or has("Input Strides"),
         "scalar arguments": cap.scalars is not None or has("Concrete Inputs"),
         "device": bool(meta.get("deviceProperties")) or bool(cap.device),
-        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.device),
+        "driver and CUDA versions": rt.driver_key in meta or bool(cap.device),
         "framework and compiler versions": bool(cap.versions),
         "synchronization protocol": cap.protocol is not None,
         "correctness reference": cap.correctness is not None,
@@ -461,9 +464,12 @@ def _reproducer(ex: Analysis) -> list[Detected]:
         # device and driver is what is missing (a tool that rewrote the file dropped it)
         header = {"device": "the profiler's deviceProperties header: this file has device "
                             "work but not the header",
-                  "driver and CUDA versions": "the profiler's cuda_driver_version: this file "
+                  "driver and CUDA versions": f"the profiler's {rt.driver_key}: this file "
                                               "has device work but not the header"}
         missing = [(item, header.get(item, how)) for item, how in missing]
+    if rt.toolkit != "CUDA":  # the flag keeps its name: ProfilerActivity.CUDA records HIP
+        missing = [(f"driver and {rt.toolkit} versions" if item == "driver and CUDA versions"
+                    else item, how) for item, how in missing]
     return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
                      terms={"missing": missing, "steps": bool(ex.steps)})]
 

@@ -96,7 +96,8 @@ def _range_idle(d: Detected) -> str:
 
 
 def _graph(d: Detected) -> str:
-    return (f"results are CUDA graph replay ({d.value('graph_launches')} graph launches, "
+    return (f"results are {d.terms.get('api', 'CUDA')} graph replay "
+            f"({d.value('graph_launches')} graph launches, "
             f"{d.value('kernels')} kernels); they do not show eager launch cost")
 
 
