@@ -172,3 +172,42 @@ def test_a_projection_above_the_call_is_no_gain(tmp_path):
                     and f"above the measured {fmt_ns(100 * US)}" in c.text)
     for out in _texts(r).values():
         assert not re.search(r"\b0\.\dx", out)
+
+
+def _kinds_with_a_slow_first(tb: TraceBuilder) -> None:
+    """Three calls of three kinds (one each), the first 30 ms in its launch (a first
+    profiled launch), nothing compiled: the first call is slow but not cold."""
+    t = 0
+    for name, launch in (("embed", 30 * MS), ("block", 50 * US), ("head", 40 * US)):
+        tb.annotation(name, t, launch + 20 * US)
+        tb.launched_kernel("void at::native::vectorized_elementwise_kernel<4>", t + 5 * US,
+                           launch, t + launch + 10 * US, 2 * US)
+        t += launch + 100 * US
+
+
+def test_a_slow_first_call_among_the_warm_is_not_said_left_out(tmp_path):
+    tb = TraceBuilder()
+    _kinds_with_a_slow_first(tb)
+    path = tb.write(tmp_path / "kinds.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    calls = [e for e in events if e.get("cat") == "user_annotation"]
+    r = traceview.analyze(path, traceview.Options(calls="embed|block|head"))
+    assert check_all(r.claims, r.to_dict()) == []
+    assert r.calls.warm_count == len(calls) == 3 and not r.calls.cold
+    cold = next(f for f in r.findings if f.id == "cold-path")
+    walls = sorted(_ns(e["dur"]) for e in calls)
+    assert f"warm calls (the first among them): p50 {fmt_ns(walls[1])} over 3" in cold.message
+    assert "without it" not in cold.message
+
+
+def test_the_range_idle_of_one_kind_among_several_names_it(tmp_path):
+    """Calls of several kinds: the figures are the dominant kind's p50s, said as its."""
+    tb = TraceBuilder()
+    _kinds_with_a_slow_first(tb)
+    path = tb.write(tmp_path / "kinds.json")
+    r = traceview.analyze(path, traceview.Options(calls="embed|block|head"))
+    idle = next(f for f in r.findings if f.id == "range-includes-idle")
+    wall = next(_ns(e["dur"]) for e in json.loads(path.read_text())["traceEvents"]
+                if e.get("name") == "embed")
+    assert idle.message.startswith(f"calls of embed span {fmt_ns(wall)} (p50), of which")
+    assert "each call" not in idle.message

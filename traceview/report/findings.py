@@ -336,7 +336,10 @@ def _range_idle(ex: Analysis) -> list[Detected]:
                       Figure("kernel", kernel, stats_at("kernel_ns")),
                       Figure("share", share), Figure("threshold", RANGE_IDLE_BUSY_SHARE),
                       *_copy_figures(st, at)),
-                     (rel("ratio", "kernel", "call", "share"), rel("lt", "share", "threshold")))]
+                     (rel("ratio", "kernel", "call", "share"), rel("lt", "share", "threshold")),
+                     # calls of several kinds: the figures are one kind's p50s, and say so
+                     terms={"kind": kind if j is not None and len(ex.calls.kinds) > 1
+                            else None})]
 
 
 def _graph_replay(ex: Analysis) -> list[Detected]:
@@ -369,8 +372,13 @@ def _cold_path(ex: Analysis) -> list[Detected]:
                for c in cold_calls}
     figs: list[Figure] = []
     rels: list[Relation] = []
+    # what the warm figures leave out: the cold calls, where there are; a first call that is
+    # slow but not cold (nothing compiled or imported in it) stays among the warm calls
+    warm_set = {c.index for c in calls.warm}
     terms: dict[str, Any] = {"profiler_start": False,
-                             "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls]}
+                             "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls],
+                             "left_out": sum(1 for c in cold_calls if c.index not in warm_set),
+                             "first_warm": first is not None and first.index in warm_set}
     if warm_p50:
         figs += [Figure("warm_p50", warm_p50, pointer("calls", "stats", "api_ns", "p50")),
                  Figure("warm_count", calls.warm_count, pointer("calls", "warm_count"))]
