@@ -83,7 +83,7 @@ def build_report(a: Analysis) -> m.Report:
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
     # the runtime whose graphs the sentences name (a ROCm trace's are HIP graphs)
-    api = runtime_of(a.trace.metadata, a.launches.by_api).api
+    runtime_api = runtime_of(a.trace.metadata, a.launches.by_api).api
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -121,9 +121,9 @@ def build_report(a: Analysis) -> m.Report:
         unprofiled=unprofiled,
         claims=(*claims, found, *said, *unprofiled_claims(unprofiled, _calibration(a)),
                 *reasons,
-                *integrity_claims(integrity, a.launches.count, api),
+                *integrity_claims(integrity, a.launches.count, runtime_api),
                 *what_if_claims(projections, unprofiled,
-                                None if drawn is None else drawn.index, api)),
+                                None if drawn is None else drawn.index, runtime_api)),
         integrity=integrity,
         what_if=projections,
     )
