@@ -211,3 +211,24 @@ def test_the_range_idle_of_one_kind_among_several_names_it(tmp_path):
                 if e.get("name") == "embed")
     assert idle.message.startswith(f"calls of embed span {fmt_ns(wall)} (p50), of which")
     assert "each call" not in idle.message
+
+
+@pytest.mark.parametrize(("kernel_ns", "want"), [(2 * US, "(<1%)"), (49_600, "(49.6%)")])
+def test_a_share_under_half_is_never_printed_as_zero_or_half(tmp_path, kernel_ns, want):
+    """range-includes-idle asserts the kernel's share is under half of the call: a share
+    of 0.4% or 49.6% is printed so, never '0%' or '50%'."""
+    tb = TraceBuilder()
+    call = 100 * US if kernel_ns > 10 * US else 500 * US
+    for i in range(3):
+        t = i * MS
+        tb.annotation("call", t, call)
+        tb.launched_kernel("gemm", t + 1 * US, 2 * US, t + 5 * US, kernel_ns)
+        tb.sync(t + 6 * US, kernel_ns)
+    path = tb.write(tmp_path / "share.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    k = next(_ns(e["dur"]) for e in events if e.get("cat") == "kernel")
+    c = next(_ns(e["dur"]) for e in events if e.get("cat") == "user_annotation")
+    assert 0 < k / c < 0.5
+    r = traceview.analyze(path, traceview.Options(calls="call"))
+    idle = next(f for f in r.findings if f.id == "range-includes-idle")
+    assert f"the kernel runs {fmt_ns(k)} {want}" in idle.message

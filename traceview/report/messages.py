@@ -85,8 +85,19 @@ def _unsync(d: Detected) -> str:
             "after the range")
 
 
+def _below(share: float, threshold: float) -> str:
+    """A share the sentence asserts is under ``threshold``, never printed as 0% when it is
+    not zero nor rounded up to the threshold itself (49.6% of a 50% line is not '50%')."""
+    text = fmt_pct(share)
+    if share > 0 and text == "0%":
+        return "<1%"
+    if share < threshold and text == fmt_pct(threshold):
+        return f"{100 * share:.1f}%"
+    return text
+
+
 def _range_idle(d: Detected) -> str:
-    share = fmt_pct(d.value("share") or 0)
+    share = _below(float(d.value("share") or 0), float(d.value("threshold") or 0))
     kernel = fmt_ns(d.value("kernel"))
     runs = (f"the kernel runs {kernel} ({share})" if not d.has("copy")
             else f"device work runs {kernel} ({share}: kernels "
