@@ -232,3 +232,20 @@ def test_a_share_under_half_is_never_printed_as_zero_or_half(tmp_path, kernel_ns
     r = traceview.analyze(path, traceview.Options(calls="call"))
     idle = next(f for f in r.findings if f.id == "range-includes-idle")
     assert f"the kernel runs {fmt_ns(k)} {want}" in idle.message
+
+
+def test_the_markdown_device_line_names_the_rocm_versions(tmp_path):
+    """The reproducer table's device line shows the HIP driver and runtime a ROCm header
+    records (the finding counts them as recorded, so the table shows them)."""
+    tb = TraceBuilder()
+    _amd(tb)
+    tb.metadata["hip_driver_version"] = 60443483
+    tb.metadata["hip_runtime_version"] = 60443484
+    _chain(tb, "hipLaunchKernel")
+    path = tb.write(tmp_path / "rocm.json")
+    header = json.loads(path.read_text())
+    r = traceview.analyze(path, traceview.Options(calls="call"))
+    md = renderer("md").render(r, RenderOptions())
+    line = next(x for x in md.splitlines() if "AMD Instinct MI300X" in x)
+    assert f"HIP driver {header['hip_driver_version']}" in line
+    assert f"HIP runtime {header['hip_runtime_version']}" in line
