@@ -905,3 +905,22 @@ def test_device_work_without_the_header_is_not_told_to_turn_the_device_activity_
     assert "a CUDA profiler activity" not in said.message
     assert "device (add with the profiler's deviceProperties header: this file has device work" \
         in said.message
+
+
+def test_the_per_step_table_of_fused_ranks_names_its_process(tmp_path):
+    """Ranks fused into one file: the per-step table's device rows are the step
+    process's launches (its threads'), and its title says which process, counted from
+    the processes whose threads hold the step ranges."""
+    from traceview.render.registry import RenderOptions, renderer
+
+    path = fused_ranks().write(tmp_path / "fused.json")
+    events = raw_events(path)
+    counts: dict[str, int] = {}
+    for e in events:
+        if re.match(r"^ProfilerStep#\d+$", e["name"]):
+            key = f"{e['pid']}/{e['tid']}"
+            counts[key] = counts.get(key, 0) + 1
+    pid = min(counts, key=lambda k: (-counts[k], k)).split("/")[0]
+    text = re.sub(r"\s+", " ", renderer("text").render(traceview.analyze(path),
+                                                        RenderOptions(width=120)))
+    assert f"device rows: work launched in the call by any thread of process {pid})" in text

@@ -8,6 +8,9 @@ renderers, findings and ``diff`` only ever see the types they expect.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -159,3 +162,50 @@ def clean_metadata(meta: dict[str, Any]) -> tuple[dict[str, Any], Diagnostic | N
         return meta, None
     return out, Diagnostic("metadata-malformed", "warning", len(bad),
                            "top-level metadata of an unexpected type was ignored: " + ", ".join(bad))
+
+
+# Which GPU runtime recorded the trace: CUDA or HIP (ROCm), from the trace's own evidence.
+#
+# PyTorch on ROCm records its HIP calls under Kineto's ``cuda_runtime`` category and writes
+# the same ``deviceProperties`` header, so nothing in the file's structure says which
+# runtime it was: a report that names the runtime (a graph is a "CUDA graph" or a "HIP
+# graph"; the versions a reproducer needs are CUDA's or ROCm's, in the profiler's
+# ``cuda_driver_version`` or ``hip_driver_version``) reads it from the evidence, in order:
+# the runtime calls themselves (``hip*`` or ``cuda*``/``cu*`` names), the header's version
+# keys (``hip_driver_version``, ``roctracer_version``; ``cuda_driver_version``), the device
+# names (AMD Instinct, Radeon, ``MI<digits>``). A trace with none of it (CPU only, a
+# device-only file without a header) is worded as CUDA, the common case.
+_AMD_DEVICE = re.compile(r"\bAMD\b|Instinct|Radeon|\bMI\d{3}", re.IGNORECASE)
+_HIP_KEYS = ("hip_driver_version", "hip_runtime_version", "roctracer_version")
+_CUDA_KEYS = ("cuda_driver_version", "cuda_runtime_version")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The words a report uses for the trace's GPU runtime."""
+
+    api: str  # "CUDA" | "HIP": the runtime API (a "CUDA graph", a "HIP graph")
+    toolkit: str  # "CUDA" | "ROCm": the software stack whose versions a reproducer names
+    driver_key: str  # the profiler header key that records the driver version
+
+
+CUDA = Runtime("CUDA", "CUDA", "cuda_driver_version")
+HIP = Runtime("HIP", "ROCm", "hip_driver_version")
+
+
+def runtime_of(metadata: Mapping[str, Any], api_names: Iterable[str]) -> Runtime:
+    """The runtime the evidence names (``api_names``: the runtime calls seen, e.g. the
+    launches by API); CUDA where there is none."""
+    apis = [n for n in api_names if isinstance(n, str)]
+    if any(n.startswith("hip") for n in apis):
+        return HIP
+    if any(n.startswith("cu") for n in apis):
+        return CUDA
+    if any(k in metadata for k in _HIP_KEYS):
+        return HIP
+    if any(k in metadata for k in _CUDA_KEYS):
+        return CUDA
+    props = metadata.get("deviceProperties")
+    names = [str(p.get("name", "")) for p in props if isinstance(p, dict)] \
+        if isinstance(props, list) else []
+    return HIP if any(_AMD_DEVICE.search(n) for n in names) else CUDA

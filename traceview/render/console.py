@@ -129,8 +129,11 @@ def _calls(r: Report) -> RenderableType | None:
 
     scope = ""
     if working_threads(r) > 1 and r.host.thread is not None:
+        # ranks fused into one file: the device rows are the call's own process's
+        fused = next((f for f in r.findings if f.id == "several-processes"), None)
+        of = "" if fused is None else f" of process {fused.evidence.get('process')}"
         scope = (f" (host rows: {r.host.thread.label}; device rows: work launched in the call "
-                 f"by any thread)")
+                 f"by any thread{of})")
     table = Table(title=Text(f"{calls_title_words(r)}{unprofiled_short(r)}{scope}"),
                   title_justify="left", pad_edge=False)
     table.add_column("metric")

@@ -163,8 +163,12 @@ def _device_line(cap: CaptureMeta, meta: dict[str, Any]) -> str:
         dev_parts.append(f"driver {esc(capdev['driver'])}")
     elif "cuda_driver_version" in meta:
         dev_parts.append(f"CUDA driver API {esc(meta['cuda_driver_version'])}")
+    elif "hip_driver_version" in meta:  # Kineto on ROCm
+        dev_parts.append(f"HIP driver {esc(meta['hip_driver_version'])}")
     if "cuda_runtime_version" in meta:
         dev_parts.append(f"CUDA runtime {esc(meta['cuda_runtime_version'])}")
+    elif "hip_runtime_version" in meta:
+        dev_parts.append(f"HIP runtime {esc(meta['hip_runtime_version'])}")
     versions = cap.versions or {}
     dev_parts += [f"{k} {esc(v)}" for k, v in versions.items() if v]
     device = ", ".join(dev_parts) if dev_parts else NOT_RECORDED

@@ -14,7 +14,7 @@ import numpy as np
 
 from traceview.analyses.threads import describe
 from traceview.diagnostics import Diagnostic
-from traceview.metadata import CaptureMeta
+from traceview.metadata import CaptureMeta, runtime_of
 from traceview.model import Trace
 from traceview.options import Options
 from traceview.report import model as m
@@ -94,6 +94,8 @@ def build_report(a: Analysis) -> m.Report:
                         *unprofiled_steps_claims(unprofiled), bytes_claim(moved, kernel.p50 if kernel else None,
                                           None if a.trace.capture is None
                                           else a.trace.capture.bandwidth)) if c is not None]
+    # the runtime whose graphs the sentences name (a ROCm trace's are HIP graphs)
+    runtime_api = runtime_of(a.trace.metadata, a.launches.by_api).api
     return m.Report(
         schema_version=SCHEMA_VERSION,
         trace=m.TraceInfo(
@@ -128,9 +130,9 @@ def build_report(a: Analysis) -> m.Report:
         unprofiled=unprofiled,
         claims=(*claims, found, *said, *unprofiled_claims(unprofiled, _calibration(a)),
                 *reasons,
-                *integrity_claims(integrity, a.launches.count),
+                *integrity_claims(integrity, a.launches.count, runtime_api),
                 *what_if_claims(projections, unprofiled,
-                                None if drawn is None else drawn.index)),
+                                None if drawn is None else drawn.index, runtime_api)),
         integrity=integrity,
         what_if=projections,
     )

@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from traceview.codes import FINDINGS, SEVERITY_ORDER
-from traceview.metadata import NO_CAPTURE
+from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
 from traceview.report.detected import Detected, evidence
 from traceview.report.model import Finding
@@ -336,7 +336,10 @@ def _range_idle(ex: Analysis) -> list[Detected]:
                       Figure("kernel", kernel, stats_at("kernel_ns")),
                       Figure("share", share), Figure("threshold", RANGE_IDLE_BUSY_SHARE),
                       *_copy_figures(st, at)),
-                     (rel("ratio", "kernel", "call", "share"), rel("lt", "share", "threshold")))]
+                     (rel("ratio", "kernel", "call", "share"), rel("lt", "share", "threshold")),
+                     # calls of several kinds: the figures are one kind's p50s, and say so
+                     terms={"kind": kind if j is not None and len(ex.calls.kinds) > 1
+                            else None})]
 
 
 def _graph_replay(ex: Analysis) -> list[Detected]:
@@ -346,7 +349,8 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
     return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count},
                      (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
                       Figure("kernels", ex.device.kernel_count,
-                             pointer("device", "kernel_count"))))]
+                             pointer("device", "kernel_count"))),
+                     terms={"api": runtime_of(ex.trace.metadata, ex.launches.by_api).api})]
 
 
 def _cold_path(ex: Analysis) -> list[Detected]:
@@ -368,8 +372,13 @@ def _cold_path(ex: Analysis) -> list[Detected]:
                for c in cold_calls}
     figs: list[Figure] = []
     rels: list[Relation] = []
+    # what the warm figures leave out: the cold calls, where there are; a first call that is
+    # slow but not cold (nothing compiled or imported in it) stays among the warm calls
+    warm_set = {c.index for c in calls.warm}
     terms: dict[str, Any] = {"profiler_start": False,
-                             "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls]}
+                             "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls],
+                             "left_out": sum(1 for c in cold_calls if c.index not in warm_set),
+                             "first_warm": first is not None and first.index in warm_set}
     if warm_p50:
         figs += [Figure("warm_p50", warm_p50, pointer("calls", "stats", "api_ns", "p50")),
                  Figure("warm_count", calls.warm_count, pointer("calls", "warm_count"))]
@@ -442,13 +451,15 @@ def _reproducer(ex: Analysis) -> list[Detected]:
             found = ex.trace.slices.args.keys_present(ops, _OP_ARG_KEYS)
         return key in found
 
+    # a ROCm trace records its driver in hip_driver_version and is worded as ROCm's
+    rt = runtime_of(meta, ex.launches.by_api)
     present = {
         "shapes": bool(cap.shape) or has("Input Dims"),
         "dtypes": bool(cap.dtype) or has("Input type"),
         "strides": bool(cap.strides) or has("Input Strides"),
         "scalar arguments": cap.scalars is not None or has("Concrete Inputs"),
         "device": bool(meta.get("deviceProperties")) or bool(cap.device),
-        "driver and CUDA versions": "cuda_driver_version" in meta or bool(cap.device),
+        "driver and CUDA versions": rt.driver_key in meta or bool(cap.device),
         "framework and compiler versions": bool(cap.versions),
         "synchronization protocol": cap.protocol is not None,
         "correctness reference": cap.correctness is not None,
@@ -461,9 +472,12 @@ def _reproducer(ex: Analysis) -> list[Detected]:
         # device and driver is what is missing (a tool that rewrote the file dropped it)
         header = {"device": "the profiler's deviceProperties header: this file has device "
                             "work but not the header",
-                  "driver and CUDA versions": "the profiler's cuda_driver_version: this file "
+                  "driver and CUDA versions": f"the profiler's {rt.driver_key}: this file "
                                               "has device work but not the header"}
         missing = [(item, header.get(item, how)) for item, how in missing]
+    if rt.toolkit != "CUDA":  # the flag keeps its name: ProfilerActivity.CUDA records HIP
+        missing = [(f"driver and {rt.toolkit} versions" if item == "driver and CUDA versions"
+                    else item, how) for item, how in missing]
     return [Detected("reproducer-incomplete", {"missing": [m for m, _ in missing]},
                      terms={"missing": missing, "steps": bool(ex.steps)})]
 

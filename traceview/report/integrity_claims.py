@@ -12,6 +12,7 @@ same thing and ``tests/test_claims.py`` reads each one back against the JSON.
 
 from __future__ import annotations
 
+from traceview.metadata import runtime_of
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import IntegrityCheck, IntegrityInfo, Report, WhatIfRow
 from traceview.report.unprofiled import UnprofiledInfo
@@ -70,7 +71,7 @@ def _calls(c: _Cited, ids: tuple[int, ...], *path: str | int) -> str:
     return f"call{'s' if len(ids) != 1 else ''} {c.ids('call', ids, *path)}"
 
 
-def check_claim(k: int, chk: IntegrityCheck, launches: int) -> Claim:
+def check_claim(k: int, chk: IntegrityCheck, launches: int, api: str = "CUDA") -> Claim:
     """Check ``k``'s sentence: its count, where it falls, what it means for the figures."""
     c = _Cited()
     at = ("integrity", "checks", k)
@@ -85,7 +86,7 @@ def check_claim(k: int, chk: IntegrityCheck, launches: int) -> Claim:
                 "those calls are marked incomplete and left out of the warm-call and idle "
                 "figures, since their idle would be the missing records'")
     elif chk.id == "dropped-device-records":
-        text = (f"{chk.count} device records are missing from CUDA graph replays that recorded "
+        text = (f"{chk.count} device records are missing from {api} graph replays that recorded "
                 f"fewer nodes than their graph's other replays{where}: the device ran them, "
                 "the profiler did not record them, so the idle beside them is not real")
     elif chk.id == "dropped-prefix":
@@ -101,7 +102,7 @@ def check_claim(k: int, chk: IntegrityCheck, launches: int) -> Claim:
         text = (f"{chk.count} device records have no launch record{where}: their launch "
                 "latency is unknown")
     elif chk.id == "graph-capture":
-        text = (f"{chk.count} CUDA graph capture(s) in the window "
+        text = (f"{chk.count} {api} graph capture(s) in the window "
                 f"({c.ns('capture', chk.ns, *at, 'ns')} from the first capture begin to the "
                 "last end): the device runs no captured work while the host captures, so "
                 "this window's idle is the capture's, not the program's")
@@ -112,12 +113,13 @@ def check_claim(k: int, chk: IntegrityCheck, launches: int) -> Claim:
     return c.claim("integrity-check", text)
 
 
-def integrity_claims(g: IntegrityInfo | None, launches: int) -> list[Claim]:
+def integrity_claims(g: IntegrityInfo | None, launches: int, api: str = "CUDA") -> list[Claim]:
     """The integrity section's sentences; none for a trace with nothing to say (no
-    damage, no graphs). ``launches``: the window's launch count (``launches.count``)."""
+    damage, no graphs). ``launches``: the window's launch count (``launches.count``);
+    ``api``: the runtime whose graphs they are (``analyses.runtime``: CUDA or HIP)."""
     if g is None:
         return []
-    out = [check_claim(k, chk, launches) for k, chk in enumerate(g.checks)]
+    out = [check_claim(k, chk, launches, api) for k, chk in enumerate(g.checks)]
     gr = g.graphs
     if gr.replays:
         c = _Cited()
@@ -131,7 +133,7 @@ def integrity_claims(g: IntegrityInfo | None, launches: int) -> list[Claim]:
             c.fig(s, getattr(gr.nodes, s), *at, "nodes", s)
         c.rels += [rel("le", "min", "p50"), rel("le", "p50", "max")]
         out.append(c.claim("integrity-graphs", (
-            f"CUDA graphs: {gr.replays} replay(s){ids}, {gr.nodes.p50} device nodes per "
+            f"{api} graphs: {gr.replays} replay(s){ids}, {gr.nodes.p50} device nodes per "
             f"replay (p50; {gr.nodes.min} to {gr.nodes.max}), each node counted as the work "
             "of the call that launched the replay")))
     if g.incomplete_calls:
@@ -151,10 +153,13 @@ def integrity_claims(g: IntegrityInfo | None, launches: int) -> list[Claim]:
 
 
 def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
-                  typical: int | None) -> Claim:
+                  typical: int | None, api: str = "CUDA") -> Claim:
     """Projection ``k``: its figure, interval and the figures it rests on. The call it
     projects is the typical call, and the figure it replaces is that call's unprofiled
-    time where one is known, else its profiled one."""
+    time where one is known, else its profiled one. A projection at or above the
+    measured figure is said as no gain, never as a speed-up below 1x (a call that
+    returns before its device work ends measures less than the work it launched).
+    ``api``: the runtime whose graph the model replays (CUDA or HIP)."""
     b = w.basis
     c = _Cited()
     at = ("what_if", k)
@@ -170,10 +175,13 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
     c.rels.append(rel("eq", "measured", "replaced"))
     projected = c.ns("projected", w.projected_ns, *at, "projected_ns")
     ratio = ""
-    if w.projected_ns:
+    gain = w.projected_ns < w.measured_ns
+    if w.projected_ns and gain:
         c.fig("ratio", w.measured_ns / w.projected_ns)
         c.rels.append(rel("ratio", "measured", "projected", "ratio"))
         ratio = f", {w.measured_ns / w.projected_ns:.1f}x"
+    elif not gain:
+        c.rels.append(rel("ge", "projected", "measured"))
     c.fig("low", w.low_ns, *at, "low_ns")
     c.fig("high", w.high_ns, *at, "high_ns")
     c.rels += [rel("le", "low", "projected"), rel("le", "projected", "high")]
@@ -184,7 +192,10 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
     else:
         c.rels.append(rel("eq", "low", "high"))
         spread = " (a point: no spread to give an interval)"
-    head = f"{projected} per call{spread} against {measured} now{ratio}"
+    head = (f"{projected} per call{spread} against {measured} now{ratio}" if gain else
+            f"no gain: the model projects {projected} per call{spread}, "
+            f"{'above' if w.projected_ns > w.measured_ns else 'equal to'} the measured "
+            f"{measured}")
 
     def basis(name: str, key: str) -> str:
         value = b.get(key, 0)
@@ -199,9 +210,14 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
         card = f"{b.get('card')}{'' if matched else ', not the trace card'}"
         nodes = "node" if b.get("nodes") == 1 else "nodes"
         if w.scenario == "cuda-graph":
+            # the model runs the nodes one after another: their durations summed, which
+            # exceeds the device busy time (a union over streams) where streams overlap
+            n = basis('nodes', 'nodes')
+            work = basis('device_work', 'device_work_ns')
+            summed = (f"1 node of {work} device time" if nodes == "node" else
+                      f"{n} nodes, {work} of device time summed over the nodes")
             return c.claim(WHAT_IF_ID, (
-                f"as one CUDA graph: {head}: {basis('nodes', 'nodes')} {nodes}, "
-                f"{basis('device_work', 'device_work_ns')} of device work, one graph "
+                f"as one {api} graph: {head}: {summed}, one graph "
                 f"launch of {basis('fixed', 'fixed_ns')} + "
                 f"{basis('per_node', 'per_node_ns')} per node (measured on {card})"))
         return c.claim(WHAT_IF_ID, (
@@ -231,18 +247,24 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
 
 
 def what_if_claims(rows: tuple[WhatIfRow, ...], unprofiled: UnprofiledInfo | None,
-                   typical: int | None) -> list[Claim]:
-    return [what_if_claim(k, w, unprofiled, typical) for k, w in enumerate(rows)]
+                   typical: int | None, api: str = "CUDA") -> list[Claim]:
+    return [what_if_claim(k, w, unprofiled, typical, api) for k, w in enumerate(rows)]
+
+
+def _api(r: Report) -> str:
+    """The runtime of a report's trace (CUDA or HIP), from its header and launches."""
+    return runtime_of(r.trace.metadata, r.launches.by_api).api
 
 
 def integrity_lines(r: Report) -> list[str]:
     """The integrity section's lines: the texts of the report's integrity claims (made
     now for a report read back from a JSON written before they were claims)."""
     said = [c.text for c in r.claims if c.id in INTEGRITY_IDS]
-    return said or [c.text for c in integrity_claims(r.integrity, r.launches.count)]
+    return said or [c.text for c in integrity_claims(r.integrity, r.launches.count, _api(r))]
 
 
 def what_if_lines(r: Report) -> list[str]:
     said = [c.text for c in r.claims if c.id == WHAT_IF_ID]
     return said or [c.text for c in what_if_claims(
-        r.what_if, r.unprofiled, None if r.typical_call is None else r.typical_call.index)]
+        r.what_if, r.unprofiled, None if r.typical_call is None else r.typical_call.index,
+        _api(r))]

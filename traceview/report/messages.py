@@ -85,18 +85,33 @@ def _unsync(d: Detected) -> str:
             "after the range")
 
 
+def _below(share: float, threshold: float) -> str:
+    """A share the sentence asserts is under ``threshold``, never printed as 0% when it is
+    not zero nor rounded up to the threshold itself (49.6% of a 50% line is not '50%')."""
+    text = fmt_pct(share)
+    if share > 0 and text == "0%":
+        return "<1%"
+    if share < threshold and text == fmt_pct(threshold):
+        return f"{100 * share:.1f}%"
+    return text
+
+
 def _range_idle(d: Detected) -> str:
-    share = fmt_pct(d.value("share") or 0)
+    share = _below(float(d.value("share") or 0), float(d.value("threshold") or 0))
     kernel = fmt_ns(d.value("kernel"))
     runs = (f"the kernel runs {kernel} ({share})" if not d.has("copy")
             else f"device work runs {kernel} ({share}: kernels "
                  f"{fmt_ns(d.value('kernel_only'))}, memcpy/memset {fmt_ns(d.value('copy'))})")
-    return (f"each call spans {fmt_ns(d.value('call'))}, of which {runs}; event-based timing "
+    kind = d.terms.get("kind")
+    spans = (f"calls of {kind} span {fmt_ns(d.value('call'))} (p50)" if kind
+             else f"each call spans {fmt_ns(d.value('call'))}")
+    return (f"{spans}, of which {runs}; event-based timing "
             "of this API would report launch overhead, not kernel time")
 
 
 def _graph(d: Detected) -> str:
-    return (f"results are CUDA graph replay ({d.value('graph_launches')} graph launches, "
+    return (f"results are {d.terms.get('api', 'CUDA')} graph replay "
+            f"({d.value('graph_launches')} graph launches, "
             f"{d.value('kernels')} kernels); they do not show eager launch cost")
 
 
@@ -117,7 +132,12 @@ def _cold(d: Detected) -> str:
         why = "; ".join(f"#{i} {r}" for i, r in reasons[:3])
         more = f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else ""
         parts.append(f"cold call(s) {why}{more}")
-    warm = (f"; warm calls without it: p50 {fmt_ns(d.value('warm_p50'))} over "
+    left_out = d.terms.get("left_out", 0)
+    first_warm = d.terms.get("first_warm", False)
+    which = (f"without the {left_out} cold ones" if left_out > 1
+             else "without the cold one" if left_out and first_warm
+             else "the first among them" if first_warm else "without it")
+    warm = (f"; warm calls ({which}): p50 {fmt_ns(d.value('warm_p50'))} over "
             f"{d.value('warm_count')}" if d.has("warm_p50") else "")
     return "cold path in the window: " + ", ".join(parts) + cause + warm
 
