@@ -152,6 +152,35 @@ def integrity_claims(g: IntegrityInfo | None, launches: int, api: str = "CUDA") 
     return out
 
 
+def _projection_head(c: _Cited, w: WhatIfRow, at: tuple[str, int], measured: str) -> str:
+    """The projection against the measured figure, with its interval or point, cited in
+    ``c``: a gain as a ratio, a projection at or above the measured figure as no gain."""
+    projected = c.ns("projected", w.projected_ns, *at, "projected_ns")
+    ratio = ""
+    gain = w.projected_ns < w.measured_ns
+    if w.projected_ns and gain:
+        c.fig("ratio", w.measured_ns / w.projected_ns)
+        c.rels.append(rel("ratio", "measured", "projected", "ratio"))
+        ratio = f", {w.measured_ns / w.projected_ns:.1f}x"
+    elif not gain:
+        c.rels.append(rel("ge", "projected", "measured"))
+    c.fig("low", w.low_ns, *at, "low_ns")
+    c.fig("high", w.high_ns, *at, "high_ns")
+    c.rels += [rel("le", "low", "projected"), rel("le", "projected", "high")]
+    # one gap removed has no spread to give an interval from: a point is said as a point
+    if w.low_ns != w.high_ns:
+        c.rels.append(rel("lt", "low", "high"))
+        spread = f" ({fmt_ns(w.low_ns)} to {fmt_ns(w.high_ns)})"
+    else:
+        c.rels.append(rel("eq", "low", "high"))
+        spread = " (a point: no spread to give an interval)"
+    if gain:
+        return f"{projected} per call{spread} against {measured} now{ratio}"
+    return (f"no gain: the model projects {projected} per call{spread}, "
+            f"{'above' if w.projected_ns > w.measured_ns else 'equal to'} the measured "
+            f"{measured}")
+
+
 def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
                   typical: int | None, api: str = "CUDA") -> Claim:
     """Projection ``k``: its figure, interval and the figures it rests on. The call it
@@ -173,29 +202,7 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
     else:
         c.fig("replaced", w.measured_ns, "calls", "per_call", w.call, "metrics", "api_ns")
     c.rels.append(rel("eq", "measured", "replaced"))
-    projected = c.ns("projected", w.projected_ns, *at, "projected_ns")
-    ratio = ""
-    gain = w.projected_ns < w.measured_ns
-    if w.projected_ns and gain:
-        c.fig("ratio", w.measured_ns / w.projected_ns)
-        c.rels.append(rel("ratio", "measured", "projected", "ratio"))
-        ratio = f", {w.measured_ns / w.projected_ns:.1f}x"
-    elif not gain:
-        c.rels.append(rel("ge", "projected", "measured"))
-    c.fig("low", w.low_ns, *at, "low_ns")
-    c.fig("high", w.high_ns, *at, "high_ns")
-    c.rels += [rel("le", "low", "projected"), rel("le", "projected", "high")]
-    # one gap removed has no spread to give an interval from: a point is said as a point
-    if w.low_ns != w.high_ns:
-        c.rels.append(rel("lt", "low", "high"))
-        spread = f" ({fmt_ns(w.low_ns)} to {fmt_ns(w.high_ns)})"
-    else:
-        c.rels.append(rel("eq", "low", "high"))
-        spread = " (a point: no spread to give an interval)"
-    head = (f"{projected} per call{spread} against {measured} now{ratio}" if gain else
-            f"no gain: the model projects {projected} per call{spread}, "
-            f"{'above' if w.projected_ns > w.measured_ns else 'equal to'} the measured "
-            f"{measured}")
+    head = _projection_head(c, w, at, measured)
 
     def basis(name: str, key: str) -> str:
         value = b.get(key, 0)
