@@ -248,14 +248,96 @@ def attribution_rows(att: dict[str, Any]) -> list[tuple[str, ...]]:
 
 
 def attribution_caption(att: dict[str, Any]) -> str:
+    """The attribution table's caption (``attribution_caption_claim``'s text)."""
+    return attribution_caption_claim(att).text
+
+
+def attribution_caption_claim(att: dict[str, Any], root: str = "attribution") -> Claim:
+    """The attribution table's caption as a claim over the serve document: the candidate
+    ops (counted from ``units``), each screening stage of ``screen_rounds`` processes and
+    the final one of ``rounds`` (each stage's own rounds cited), and, per figure, the
+    parts and the interaction adding up to the whole exactly, as the caption says."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
     stages = att["stages"]
     screens = sum(1 for s in stages if s["kind"] == "screen")
-    return (f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
-            f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
-            f"eager, the whole swap and every part; screening ended: "
-            f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
-            f"whole exactly; host/step: profiled self host time of the part's ATen ops "
-            f"per decode step")
+    figs = [Figure("units", len(att["units"])), Figure("screens", screens),
+            Figure("screen_rounds", att["screen_rounds"], pointer(root, "screen_rounds")),
+            Figure("rounds", att["rounds"], pointer(root, "rounds"))]
+    rels: list[Relation] = []
+    for i, s in enumerate(stages):
+        figs.append(Figure(f"stage:{i}", s["rounds"], pointer(root, "stages", i, "rounds")))
+        rels.append(rel("eq", f"stage:{i}",
+                        "screen_rounds" if s["kind"] == "screen" else "rounds"))
+    for f in att["figures"]:
+        names = []
+        for k, p in enumerate(att["parts"]):
+            names.append(f"{f}.part{k}")
+            figs.append(Figure(names[-1], p["figures"][f]["estimate_ns"],
+                               pointer(root, "parts", k, "figures", f, "estimate_ns")))
+        for key in ("interaction", "whole"):
+            figs.append(Figure(f"{f}.{key}", att[key][f]["estimate_ns"],
+                               pointer(root, key, f, "estimate_ns")))
+        rels.append(rel("sum", *names, f"{f}.interaction", f"{f}.whole"))
+    return Claim("serve-attribution-caption", (
+        f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
+        f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
+        f"eager, the whole swap and every part; screening ended: "
+        f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
+        f"whole exactly; host/step: profiled self host time of the part's ATen ops "
+        f"per decode step"), tuple(figs), tuple(rels))
+
+
+DECODE_HEAD = "decode step, {label} {backend}"
+
+
+def decode_claim(doc: dict[str, Any], i: int) -> Claim | None:
+    """Variant ``i``'s profiled decode step in one line (``decode step, A eager
+    (profiled, 2 steps): step p50 ...``) as a claim over the serve document: each figure
+    cited in its ``diagnosis`` block, the device busy share its busy time over the decode
+    window (the prefill's likewise), the host overhead's median at most the step's (a
+    step's overhead is part of it). None where the variant was not profiled or its
+    diagnosis failed."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    v = doc["variants"][i]
+    d = v.get("diagnosis")
+    if not d or "decode" not in d:
+        return None
+    dec = d["decode"]
+    at = ("variants", i, "diagnosis", "decode")
+    step = dec.get("step_ns") or {}
+    over = dec.get("step_host_overhead_ns") or {}
+    pre = d.get("prefill") or {}
+    figs = [Figure("steps", dec["steps"], pointer(*at, "steps")),
+            Figure("busy_share", dec["device_busy_share"], pointer(*at, "device_busy_share")),
+            Figure("launches_per_step", dec["launches_per_step"],
+                   pointer(*at, "launches_per_step"))]
+    rels: list[Relation] = []
+    if dec["device_busy_share"] is not None:
+        figs += [Figure("busy", dec["device_busy_ns"], pointer(*at, "device_busy_ns")),
+                 Figure("window", dec["window_ns"], pointer(*at, "window_ns"))]
+        rels.append(rel("ratio", "busy", "window", "busy_share"))
+    if step.get("p50") is not None:
+        figs.append(Figure("step_p50", step["p50"], pointer(*at, "step_ns", "p50")))
+    if over.get("p50") is not None:
+        figs.append(Figure("overhead_p50", over["p50"],
+                           pointer(*at, "step_host_overhead_ns", "p50")))
+        if step.get("p50") is not None:
+            rels.append(rel("le", "overhead_p50", "step_p50"))
+    if pre.get("device_busy_share") is not None:
+        pat = ("variants", i, "diagnosis", "prefill")
+        figs += [Figure("prefill_share", pre["device_busy_share"],
+                        pointer(*pat, "device_busy_share")),
+                 Figure("prefill_busy", pre["device_busy_ns"], pointer(*pat, "device_busy_ns")),
+                 Figure("prefill_window", pre["window_ns"], pointer(*pat, "window_ns"))]
+        rels.append(rel("ratio", "prefill_busy", "prefill_window", "prefill_share"))
+    return Claim("serve-decode", (
+        f"{DECODE_HEAD.format(label=v['label'], backend=v['backend'])} (profiled, "
+        f"{dec['steps']} steps): step p50 {ns(step.get('p50'))}, device busy "
+        f"{pct(dec['device_busy_share'])} of the decode window, host overhead p50 "
+        f"{ns(over.get('p50'))}, {dec['launches_per_step']} launches per step; prefill "
+        f"device busy {pct(pre.get('device_busy_share'))}"), tuple(figs), tuple(rels))
 
 
 def reproducer_lines(block: dict[str, Any]) -> list[str]:

@@ -8,13 +8,16 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from traceview.render.serve_common import (
     ATTRIBUTION_COLUMNS,
+    DECODE_HEAD,
     FIGURE_LABELS,
     attribution_caption,
     attribution_rows,
     correctness_line,
+    decode_claim,
     model_line,
     ns,
     pct,
@@ -53,8 +56,8 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
         _figures(console, doc)
     if doc.get("ab"):
         _ab(console, doc)
-    for v in doc["variants"]:
-        _diagnosis(console, v)
+    for i in range(len(doc["variants"])):
+        _diagnosis(console, doc, i)
 
 
 def _bisect(console: Console, b: dict[str, Any]) -> None:
@@ -113,7 +116,8 @@ def _ab(console: Console, doc: dict[str, Any]) -> None:
     console.print(t)
 
 
-def _diagnosis(console: Console, v: dict[str, Any]) -> None:
+def _diagnosis(console: Console, doc: dict[str, Any], i: int) -> None:
+    v = doc["variants"][i]
     d = v.get("diagnosis")
     if not d:
         return
@@ -121,14 +125,11 @@ def _diagnosis(console: Console, v: dict[str, Any]) -> None:
         console.print(f"[yellow]diagnosis {v['label']}:[/] {escape(d['error'])}")
         return
     dec = d["decode"]
-    step = dec.get("step_ns") or {}
-    over = dec.get("step_host_overhead_ns") or {}
-    console.print(
-        f"[bold]decode step, {v['label']} {escape(v['backend'])}[/] (profiled, "
-        f"{dec['steps']} steps): step p50 {ns(step.get('p50'))}, device busy "
-        f"{pct(dec['device_busy_share'])} of the decode window, host overhead p50 "
-        f"{ns(over.get('p50'))}, {dec['launches_per_step']} launches per step; prefill "
-        f"device busy {pct((d.get('prefill') or {}).get('device_busy_share'))}")
+    said = decode_claim(doc, i)
+    assert said is not None  # a diagnosis with its decode block
+    line = Text(said.text)
+    line.stylize("bold", 0, len(DECODE_HEAD.format(label=v["label"], backend=v["backend"])))
+    console.print(line)
     cats = ", ".join(f"{k} {ns(val)}" for k, val in
                      list(dec["host_categories_per_step_ns"].items())[:5])
     console.print(f"  host per step: {escape(cats)}")
