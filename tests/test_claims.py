@@ -1710,8 +1710,8 @@ def _capture_text(summary) -> str:
 def test_capture_notes_are_claims_it_prints(name, fixture_reports):
     """capture's amortized note holds against its JSON (``capture --format json``) and
     its perturbation note against explain's report of the trace; the summary prints
-    both. The note's calls are the baseline's samples and its figures the medians of the
-    fresh processes' (one process: of its samples), counted here from the metadata."""
+    both. The note's calls are the baseline's samples, its p50 their median, and its
+    figures the medians of the fresh processes', counted here from the metadata."""
     from traceview.report.measured_lines import amortized_claim, perturbation_claim
     from traceview.stats import median
 
@@ -1721,12 +1721,12 @@ def test_capture_notes_are_claims_it_prints(name, fixture_reports):
     amort = amortized_claim(base)
     assert amort is not None and check(amort, doc) == []
     assert amort.value("n") == len(base["full_api_ns_samples"])
+    # "the median of n calls": of the samples kept (the median process's, where several)
+    assert amort.value("full") == median(base["full_api_ns_samples"])
     procs = base.get("per_process")
     if procs:  # several fresh processes: the medians of theirs
         assert amort.value("full") == median([p["full_api_ns_p50"] for p in procs])
         assert amort.value("submit") == median([p["amortized_submit_ns"] for p in procs])
-    else:  # one: the median of its samples
-        assert amort.value("full") == median(base["full_api_ns_samples"])
     report = s.analysis.to_dict()
     pert = perturbation_claim(report)
     assert pert is not None and check(pert, report) == []
