@@ -384,9 +384,8 @@ MEASURED_ELSEWHERE = {
                                        "echoed: layers, sizes, seed), no measured figure",
     ("serve_common.py", "workload_line"): "the workload as asked for (requests, lengths, "
                                           "batch, arrivals), no measured figure",
-    ("serve_common.py", "correctness_line"): "serve's correctness line: measured figures "
-                                             "(the logits' error, tokens agreeing), not yet "
-                                             "a claim",
+    ("serve_common.py", "correctness_line"): "the words of the serve-correctness claim "
+                                             "(correctness_claim cites their figures)",
     ("serve_console.py", "_bisect"): "the bisect table's title and caption: its ops and "
                                      "processes counted, not yet a claim",
     ("serve_console.py", "_ab"): "the A/B table's title (its rounds) and cells",
@@ -1544,6 +1543,61 @@ def test_every_decode_line_of_a_serve_document_is_a_claim_it_prints(path):
         assert check(c, doc) == []
         assert {r.kind for r in c.relations} >= {"ratio"}
         assert _flat(c.text) in text, (path.name, i)
+
+
+@pytest.mark.parametrize("path", SERVE_ALL, ids=lambda p: p.name)
+def test_every_correctness_line_of_a_serve_document_is_a_claim_it_prints(path):
+    """Each side's correctness line is true of its check (the error over the largest
+    logit is the ratio shown, within the tolerance it passed; the identical rows and the
+    first divergence recounted here from each row's first divergence), and both outputs
+    print it."""
+    import json
+
+    from traceview.render.serve_common import correctness_claim
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    text, md = _serve_text(doc), render_serve_markdown(doc)
+    for i, v in enumerate(doc["variants"]):
+        c = correctness_claim(doc, i)
+        assert check(c, doc) == []
+        assert _flat(c.text) in text and esc(c.text) in md, (path.name, i)
+        checked = v["correctness"].get("recheck") or v["correctness"]["check"]
+        if checked["status"] == "reference":
+            assert c.figures == ()
+            continue
+        rows = checked["tokens"]["first_divergence"]
+        diverged = [s for s in rows if s is not None]
+        assert c.value("tokens.identical_rows") == len(rows) - len(diverged)
+        assert c.value("tokens.earliest_divergence") == (min(diverged) if diverged else None)
+        assert c.value("tokens.rows") == len(rows)
+
+
+def test_a_wrong_figure_of_a_correctness_line_is_caught():
+    """A logits ratio unlike the document's, a tolerance the ratio passed is said to be
+    under, and a divergence the rows are said not to show: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import correctness_claim
+
+    doc = json.loads(SERVE_DOCS[1].read_text())
+    c = correctness_claim(doc, 1)  # side B's recheck: passed, one row diverged at 14
+    at = "/variants/1/correctness/recheck"
+    assert check(c, doc) == []
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["recheck"]["logits"]["ratio"] = 0.5
+    assert check(c, moved) == [f"serve-correctness: ratio is {c.value('ratio')!r}, the report "
+                               f"has 0.5 at {at}/logits/ratio"]
+    strict = Claim(c.id, c.text, tuple(Figure(f.name, 0.001, f.path) if f.name == "tolerance"
+                                       else f for f in c.figures), c.relations)
+    assert check(strict, doc)[-1] == (f"serve-correctness: le('ratio', 'tolerance') does not "
+                                      f"hold: {c.value('ratio')!r} le 0.001 is false")
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["recheck"]["tokens"]["identical_rows"] = 8
+    said = correctness_claim(moved, 1)
+    assert check(said, moved) == ["serve-correctness: lt('tokens.identical_rows', "
+                                  "'tokens.rows') does not hold: 8 lt 8 is false"]
 
 
 def _served_trace(tmp_path: Path, steps: int, per_step: int) -> Path:

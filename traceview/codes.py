@@ -222,6 +222,11 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("ab-per-round", "info",
          "ab's note under the per-process table where its last column is not B "
          "minus A: the first round whose figure differs from its B minus its A"),
+    Code("serve-correctness", "info",
+         "serve's correctness line of one side: the logits' largest error over "
+         "the reference's largest logit, within the tolerance where it passed "
+         "and beyond it where not, the rows whose top-1 agrees and whose tokens "
+         "are identical some of the rows, the first divergence inside the steps"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

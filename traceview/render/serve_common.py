@@ -100,6 +100,42 @@ def correctness_line(block: dict[str, Any]) -> str:
     return head
 
 
+def correctness_claim(doc: dict[str, Any], i: int) -> Claim:
+    """Variant ``i``'s correctness line (``correctness_line``'s words) as a claim over the
+    serve document: the logits' error over the reference's largest logit is the ratio
+    shown, within the tolerance where it says passed and beyond it where FAILED (a wrong
+    answer), the
+    rows whose top-1 agrees and whose tokens are identical some of the rows, the first
+    divergence inside the steps generated. A reference, a crash or a timeout cites no
+    figure."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    block = doc["variants"][i]["correctness"]
+    key = "recheck" if block.get("recheck") else "check"
+    c = block[key]
+    text = correctness_line(block)
+    if c["status"] in ("reference", "crashed", "timeout"):
+        return Claim("serve-correctness", text, ())
+    at = ("variants", i, "correctness", key)
+    lg, tk = c["logits"], c["tokens"]
+    figs = [Figure(name, lg[name], pointer(*at, "logits", name))
+            for name in ("max_abs_diff", "max_abs_ref", "ratio", "tolerance", "top1_agree",
+                         "rows")]
+    figs += [Figure(f"tokens.{name}", tk[name], pointer(*at, "tokens", name))
+             for name in ("steps", "rows", "identical_rows", "earliest_divergence")]
+    rels: list[Relation] = [rel("le", "top1_agree", "rows"),
+                            rel("le", "tokens.identical_rows", "tokens.rows")]
+    if lg["ratio"] is not None:
+        rels += [rel("ratio", "max_abs_diff", "max_abs_ref", "ratio"),
+                 rel("le" if c["status"] == "passed" else "gt", "ratio", "tolerance")]
+    if tk["earliest_divergence"] is None:
+        rels.append(rel("eq", "tokens.identical_rows", "tokens.rows"))
+    else:
+        rels += [rel("lt", "tokens.identical_rows", "tokens.rows"),
+                 rel("lt", "tokens.earliest_divergence", "tokens.steps")]
+    return Claim("serve-correctness", text, tuple(figs), tuple(rels))
+
+
 def result_sentence(doc: dict[str, Any]) -> str:
     """The reproducer template's "Serving result, if measured:" line (``result_claim``'s
     text)."""

@@ -16,7 +16,7 @@ from traceview.render.serve_common import (
     FIGURE_LABELS,
     attribution_caption,
     attribution_rows,
-    correctness_line,
+    correctness_claim,
     decode_claim,
     model_line,
     ns,
@@ -36,10 +36,10 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
     p(f"[bold]model[/] {escape(model_line(doc))}")
     p(f"[bold]workload[/] {escape(workload_line(doc))}")
     p(f"[bold]engine[/] {escape(doc['workload']['engine'])}")
-    for v in doc["variants"]:
+    for i, v in enumerate(doc["variants"]):
         p(f"[bold]{v['label']}[/] {escape(v['description'])}: "
           f"{escape(versions_line(v.get('environment')))}")
-        p(f"  correctness: {escape(correctness_line(v['correctness']))}")
+        p(f"  correctness: {escape(correctness_claim(doc, i).text)}")
         note = (v["correctness"].get("recheck") or v["correctness"]["check"]).get("note")
         if note:
             p(f"  [yellow]note:[/] {escape(note)}")

@@ -13,7 +13,7 @@ from traceview.render.serve_common import (
     FIGURE_LABELS,
     attribution_caption,
     attribution_rows,
-    correctness_line,
+    correctness_claim,
     model_line,
     ns,
     pct,
@@ -51,10 +51,10 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
              _protocol_line(doc)]
     if doc.get("command"):
         lines.append(f"- Command: `{' '.join(doc['command'])}`")
-    for v in doc["variants"]:
+    for i, v in enumerate(doc["variants"]):
         lines.append(f"- {v['label']} = {esc(v['description'])}: "
                      f"{esc(versions_line(v.get('environment')))}; correctness: "
-                     f"{esc(correctness_line(v['correctness']))}")
+                     f"{esc(correctness_claim(doc, i).text)}")
         b = v["correctness"].get("bisect")
         if b:
             bad = [r for r in b["tested"] if r["verdict"] != "ok"]
