@@ -386,15 +386,16 @@ MEASURED_ELSEWHERE = {
                                           "batch, arrivals), no measured figure",
     ("serve_common.py", "correctness_line"): "the words of the serve-correctness claim "
                                              "(correctness_claim cites their figures)",
-    ("serve_console.py", "_bisect"): "the bisect table's title and caption: its ops and "
-                                     "processes counted, not yet a claim",
+    ("serve_common.py", "bisect_claims"): "makes the serve-bisect-* claims",
+    ("serve_console.py", "_bisect"): "the bisect table's detail cells (a ratio per op)",
     ("serve_console.py", "_ab"): "the A/B table's title (its rounds) and cells",
     ("serve_console.py", "_diagnosis"): "the host categories and ops per decode step: lists "
                                         "of names with their figures, as table rows",
     ("serve_markdown.py", "_protocol_line"): "the protocol field: the stages and processes "
                                              "as asked for, not yet a claim",
-    ("serve_markdown.py", "render_serve_markdown"): "table rows, the bisect list's ops and the "
-                                                    "A/B table's title (its rounds)",
+    ("serve_markdown.py", "render_serve_markdown"): "table rows, the failing ops after the "
+                                                    "bisect line in code spans and the A/B "
+                                                    "table's title (its rounds)",
     ("ab_report.py", "_comparison_rows"): "table cells",
     ("ab_report.py", "_with_ci"): "table cells",
     ("capture.py", "_render_capture"): "the summary table's cells and its 'how' column",
@@ -1598,6 +1599,64 @@ def test_a_wrong_figure_of_a_correctness_line_is_caught():
     said = correctness_claim(moved, 1)
     assert check(said, moved) == ["serve-correctness: lt('tokens.identical_rows', "
                                   "'tokens.rows') does not hold: 8 lt 8 is false"]
+
+
+BISECTED = sorted((ROOT / "fixtures").glob("serve_*.json"))
+
+
+@pytest.mark.parametrize("path", BISECTED, ids=lambda p: p.name)
+def test_every_bisect_line_of_a_serve_document_is_a_claim_it_prints(path):
+    """A bisected side's title, caption and markdown line hold against its bisect block
+    (the ops passed and the culprits recounted here from the rows tried, each culprit's
+    row a crash or a wrong answer) and the outputs print them."""
+    import json
+
+    from traceview.render.serve_common import bisect_claims
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    text, md = _serve_text(doc), render_serve_markdown(doc)
+    seen = 0
+    for i, v in enumerate(doc["variants"]):
+        b = v["correctness"].get("bisect")
+        if not b:
+            continue
+        seen += 1
+        title, caption, line = bisect_claims(doc, i)
+        assert check_all([title, caption, line], doc) == []
+        rows = b["tested"]
+        assert title.value("ok") == sum(1 for r in rows if r["verdict"] == "ok")
+        assert caption.value("culprits") == sum(1 for r in rows
+                                                if r["verdict"] in ("crashed", "wrong"))
+        assert title.value("tested") == len(rows) <= len(b["candidates"])
+        assert _flat(title.text) in text and _flat(caption.text) in text
+        assert f"  - {esc(line.text)}" in md
+    assert seen, "the H200 serve fixtures bisect their B side"
+
+
+def test_a_wrong_figure_of_a_bisect_line_is_caught():
+    """A culprit whose row says it passed alone, and a bisect said to have run in no
+    process: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import bisect_claims
+
+    doc = json.loads(BISECTED[0].read_text())
+    title, caption, _ = bisect_claims(doc, 1)
+    k = next(k for k, r in enumerate(doc["variants"][1]["correctness"]["bisect"]["tested"])
+             if r["verdict"] == "wrong")
+    at = f"/variants/1/correctness/bisect/tested/{k}/passed"
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["bisect"]["tested"][k]["passed"] = True
+    assert check(caption, moved) == [
+        f"serve-bisect-caption: culprit:0 is False, the report has True at {at}"]
+    assert check_all(list(bisect_claims(moved, 1)), moved)[0] == (
+        "serve-bisect-title: eq('culprit:0', 'no') does not hold: True eq False is false")
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["bisect"]["children"] = 0
+    assert check(bisect_claims(moved, 1)[0], moved) == [
+        "serve-bisect-title: ge('children', 'one') does not hold: 0 ge 1 is false"]
 
 
 def _served_trace(tmp_path: Path, steps: int, per_step: int) -> Path:

@@ -227,6 +227,15 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "the reference's largest logit, within the tolerance where it passed "
          "and beyond it where not, the rows whose top-1 agrees and whose tokens "
          "are identical some of the rows, the first divergence inside the steps"),
+    Code("serve-bisect-title", "info",
+         "the terminal's title of serve's bisect table: the ops tried one at a "
+         "time (some of the candidates) and the processes that ran them"),
+    Code("serve-bisect-caption", "info",
+         "the caption of serve's bisect table: the ops that passed alone and the "
+         "culprits, each a row that crashed or answered wrong"),
+    Code("serve-bisect-line", "info",
+         "the markdown's bisect line: the ops tried and the culprits, each a row "
+         "that crashed or answered wrong"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

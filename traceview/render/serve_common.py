@@ -136,6 +136,50 @@ def correctness_claim(doc: dict[str, Any], i: int) -> Claim:
     return Claim("serve-correctness", text, tuple(figs), tuple(rels))
 
 
+def bisect_claims(doc: dict[str, Any], i: int) -> tuple[Claim, Claim, Claim]:
+    """Variant ``i``'s bisect in words, as claims over the serve document: the terminal
+    table's title (``serve-bisect-title``: the ops tried one at a time, the processes
+    that ran them), its caption (``serve-bisect-caption``: the ops that passed alone, the
+    culprits) and the markdown's line (``serve-bisect-line``: the ops, the culprits; the
+    renderer adds each failing op in a code span). Each culprit is a row of the ops tried
+    that crashed or answered wrong (its row cited), the ops passed and the culprits some
+    of those tried, those tried some of the candidates."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    b = doc["variants"][i]["correctness"]["bisect"]
+    at = ("variants", i, "correctness", "bisect")
+    rows = b["tested"]
+    ok = sum(1 for r in rows if r["verdict"] == "ok")
+    figs = [Figure("candidates", len(b["candidates"])), Figure("tested", len(rows)),
+            Figure("ok", ok), Figure("culprits", len(b["culprits"])),
+            Figure("children", b["children"], pointer(*at, "children")), Figure("one", 1),
+            Figure("no", value=False), Figure("yes", value=True)]
+    rels: list[Relation] = [rel("sum", "ok", "culprits", "ok_or_culprit"),
+                            rel("le", "ok_or_culprit", "tested"),
+                            rel("le", "tested", "candidates"), rel("ge", "children", "one")]
+    figs.append(Figure("ok_or_culprit", ok + len(b["culprits"])))
+    row_of = {r["op"]: k for k, r in enumerate(rows)}
+    for j, op in enumerate(b["culprits"]):
+        k = row_of[op]
+        name = f"culprit:{j}"
+        if rows[k].get("crashed"):  # crashed alone
+            figs.append(Figure(name, rows[k]["crashed"], pointer(*at, "tested", k, "crashed")))
+            rels.append(rel("eq", name, "yes"))
+        else:  # a wrong answer alone
+            figs.append(Figure(name, rows[k].get("passed"), pointer(*at, "tested", k, "passed")))
+            rels.append(rel("eq", name, "no"))
+    figs_t, rels_t = tuple(figs), tuple(rels)
+    culprits = ", ".join(b["culprits"]) or "none"
+    caption = f"{ok} ops passed alone; culprits: {culprits}"
+    if b.get("incomplete"):
+        caption += f"; incomplete: {b['incomplete']}"
+    return (Claim("serve-bisect-title", f"bisect: {len(b['candidates'])} ops the model calls, "
+                  f"enabled one at a time ({b['children']} processes)", figs_t, rels_t),
+            Claim("serve-bisect-caption", caption, figs_t, rels_t),
+            Claim("serve-bisect-line", f"bisect over {len(b['candidates'])} ops: culprits "
+                  f"{culprits}", figs_t, rels_t))
+
+
 def result_sentence(doc: dict[str, Any]) -> str:
     """The reproducer template's "Serving result, if measured:" line (``result_claim``'s
     text)."""

@@ -16,6 +16,7 @@ from traceview.render.serve_common import (
     FIGURE_LABELS,
     attribution_caption,
     attribution_rows,
+    bisect_claims,
     correctness_claim,
     decode_claim,
     model_line,
@@ -44,7 +45,7 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
         if note:
             p(f"  [yellow]note:[/] {escape(note)}")
         if v["correctness"].get("bisect"):
-            _bisect(console, v["correctness"]["bisect"])
+            _bisect(console, doc, i)
         for line in reproducer_lines(v["correctness"]):
             p(f"  reproducer: {escape(line)}", soft_wrap=True)
     if doc.get("stopped"):
@@ -60,9 +61,10 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
         _diagnosis(console, doc, i)
 
 
-def _bisect(console: Console, b: dict[str, Any]) -> None:
-    t = Table(title=f"bisect: {len(b['candidates'])} ops the model calls, enabled one at a "
-                    f"time ({b['children']} processes)", title_justify="left")
+def _bisect(console: Console, doc: dict[str, Any], i: int) -> None:
+    b = doc["variants"][i]["correctness"]["bisect"]
+    title, caption, _ = bisect_claims(doc, i)
+    t = Table(title=escape(title.text), title_justify="left")
     for col in ("op", "verdict", "detail"):
         t.add_column(col)
     for r in b["tested"]:
@@ -72,10 +74,7 @@ def _bisect(console: Console, b: dict[str, Any]) -> None:
                   else "logits not finite" if r.get("logits_ratio") is None
                   else f"logits {r['logits_ratio']:.2g} x max |logit|")
         t.add_row(escape(r["op"]), r["verdict"], escape(str(detail)))
-    ok = sum(1 for r in b["tested"] if r["verdict"] == "ok")
-    t.caption = f"{ok} ops passed alone; culprits: {', '.join(b['culprits']) or 'none'}"
-    if b.get("incomplete"):
-        t.caption += f"; incomplete: {b['incomplete']}"
+    t.caption = escape(caption.text)
     console.print(t)
 
 

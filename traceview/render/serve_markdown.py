@@ -13,6 +13,7 @@ from traceview.render.serve_common import (
     FIGURE_LABELS,
     attribution_caption,
     attribution_rows,
+    bisect_claims,
     correctness_claim,
     model_line,
     ns,
@@ -58,8 +59,7 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
         b = v["correctness"].get("bisect")
         if b:
             bad = [r for r in b["tested"] if r["verdict"] != "ok"]
-            lines.append(f"  - bisect over {len(b['candidates'])} ops: culprits "
-                         f"{esc(', '.join(b['culprits']) or 'none')}"
+            lines.append(f"  - {esc(bisect_claims(doc, i)[2].text)}"
                          + "".join(f"; `{esc(r['op'])}` {r['verdict']}"
                                    + (f" ({esc(r.get('error'))})" if r["crashed"] or r.get("timed_out") else "")
                                    for r in bad))
