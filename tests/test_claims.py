@@ -391,8 +391,7 @@ MEASURED_ELSEWHERE = {
     ("serve_console.py", "_ab"): "the A/B table's title (its rounds) and cells",
     ("serve_console.py", "_diagnosis"): "the host categories and ops per decode step: lists "
                                         "of names with their figures, as table rows",
-    ("serve_markdown.py", "_protocol_line"): "the protocol field: the stages and processes "
-                                             "as asked for, not yet a claim",
+    ("serve_common.py", "protocol_claim"): "makes the serve-protocol claim",
     ("serve_markdown.py", "render_serve_markdown"): "table rows, the failing ops after the "
                                                     "bisect line in code spans and the A/B "
                                                     "table's title (its rounds)",
@@ -1657,6 +1656,51 @@ def test_a_wrong_figure_of_a_bisect_line_is_caught():
     moved["variants"][1]["correctness"]["bisect"]["children"] = 0
     assert check(bisect_claims(moved, 1)[0], moved) == [
         "serve-bisect-title: ge('children', 'one') does not hold: 0 ge 1 is false"]
+
+
+@pytest.mark.parametrize("path", SERVE_ALL, ids=lambda p: p.name)
+def test_the_protocol_field_of_a_serve_document_is_a_claim_it_prints(path):
+    """The markdown's protocol field holds against its document: each side's repetitions
+    (recounted here from its repetitions) and the A/B's rounds (from a figure's per-round
+    differences) at most the processes per side asked for; with --attribute each stage's
+    processes (from the orders it ran) its kind's."""
+    import json
+
+    from traceview.render.serve_common import protocol_claim
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    c = protocol_claim(doc)
+    assert check(c, doc) == []
+    assert f"- Protocol: {esc(c.text)}\n" in render_serve_markdown(doc)
+    att = doc.get("attribution")
+    if att is not None:
+        for i, s in enumerate(att["stages"]):
+            assert c.value(f"stage:{i}") == len(s["orders"])
+        return
+    for i, v in enumerate(doc["variants"]):
+        if v.get("summary"):
+            assert c.value(f"repetitions:{i}") == len(v["repetitions"]) <= c.value("rounds")
+    if doc.get("ab"):
+        assert c.value("ab_rounds") == len(doc["ab"]["figures"]["wall"]["diffs"])
+
+
+def test_a_wrong_figure_of_the_protocol_field_is_caught():
+    """An A/B said to have run more rounds than the processes asked for: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import protocol_claim
+
+    doc = json.loads(SERVE_DOCS[0].read_text())
+    moved = copy.deepcopy(doc)
+    moved["ab"]["rounds"] = doc["protocol"]["rounds"] + 1
+    assert check(protocol_claim(doc), moved) == [
+        f"serve-protocol: ab_rounds is {doc['ab']['rounds']}, the report has "
+        f"{doc['protocol']['rounds'] + 1} at /ab/rounds"]
+    assert check(protocol_claim(moved), moved) == [
+        f"serve-protocol: le('ab_rounds', 'rounds') does not hold: "
+        f"{doc['protocol']['rounds'] + 1} le {doc['protocol']['rounds']} is false"]
 
 
 def _served_trace(tmp_path: Path, steps: int, per_step: int) -> Path:

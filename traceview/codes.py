@@ -236,6 +236,10 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("serve-bisect-line", "info",
          "the markdown's bisect line: the ops tried and the culprits, each a row "
          "that crashed or answered wrong"),
+    Code("serve-protocol", "info",
+         "the markdown's protocol field of serve: the processes per side (each "
+         "side's repetitions and the A/B's rounds at most those), or with "
+         "--attribute each screening stage's processes and the final stage's"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

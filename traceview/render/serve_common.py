@@ -180,6 +180,47 @@ def bisect_claims(doc: dict[str, Any], i: int) -> tuple[Claim, Claim, Claim]:
                   f"{culprits}", figs_t, rels_t))
 
 
+def protocol_claim(doc: dict[str, Any]) -> Claim:
+    """The markdown's protocol field (after ``Protocol:``) as a claim over the serve
+    document: with ``--attribute``, each screening stage's processes and the final
+    stage's cited against ``screen_rounds`` and ``rounds``; else the processes per side,
+    each side's repetitions and the A/B's rounds at most those asked for."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    att = doc.get("attribution")
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    if att is not None:
+        screens = sum(1 for s in att["stages"] if s["kind"] == "screen")
+        figs += [Figure("screens", screens),
+                 Figure("screen_rounds", att["screen_rounds"],
+                        pointer("attribution", "screen_rounds")),
+                 Figure("rounds", att["rounds"], pointer("attribution", "rounds"))]
+        for i, s in enumerate(att["stages"]):
+            figs.append(Figure(f"stage:{i}", s["rounds"],
+                               pointer("attribution", "stages", i, "rounds")))
+            rels.append(rel("eq", f"stage:{i}",
+                            "screen_rounds" if s["kind"] == "screen" else "rounds"))
+        return Claim("serve-protocol", (
+            f"correctness against torch eager first; then {screens} screening stage(s) of "
+            f"{att['screen_rounds']} and {att['rounds']} fresh processes, each measuring "
+            "eager, the whole swap and every part in its own order"), tuple(figs), tuple(rels))
+    rounds = doc["protocol"]["rounds"]
+    figs.append(Figure("rounds", rounds, pointer("protocol", "rounds")))
+    for i, v in enumerate(doc["variants"]):
+        reps = (v.get("summary") or {}).get("repetitions")
+        if reps is not None:
+            figs.append(Figure(f"repetitions:{i}", reps,
+                               pointer("variants", i, "summary", "repetitions")))
+            rels.append(rel("le", f"repetitions:{i}", "rounds"))
+    if doc.get("ab"):
+        figs.append(Figure("ab_rounds", doc["ab"]["rounds"], pointer("ab", "rounds")))
+        rels.append(rel("le", "ab_rounds", "rounds"))
+    return Claim("serve-protocol", f"{rounds} fresh process(es) per side"
+                 + (", interleaved by round" if doc.get("ab") else "")
+                 + "; correctness against torch eager first", tuple(figs), tuple(rels))
+
+
 def result_sentence(doc: dict[str, Any]) -> str:
     """The reproducer template's "Serving result, if measured:" line (``result_claim``'s
     text)."""

@@ -18,6 +18,7 @@ from traceview.render.serve_common import (
     model_line,
     ns,
     pct,
+    protocol_claim,
     rate,
     reproducer_lines,
     result_sentence,
@@ -32,15 +33,8 @@ def esc(text: Any) -> str:
 
 
 def _protocol_line(doc: dict[str, Any]) -> str:
-    att = doc.get("attribution")
-    if att is not None:
-        return (f"- Protocol: correctness against torch eager first; then "
-                f"{sum(1 for s in att['stages'] if s['kind'] == 'screen')} screening "
-                f"stage(s) of {att['screen_rounds']} and {att['rounds']} fresh processes, "
-                "each measuring eager, the whole swap and every part in its own order")
-    return (f"- Protocol: {doc['protocol']['rounds']} fresh process(es) per side"
-            + (", interleaved by round" if doc.get("ab") else "")
-            + "; correctness against torch eager first")
+    """The protocol field (its ``serve-protocol`` claim's text)."""
+    return f"- Protocol: {esc(protocol_claim(doc).text)}"
 
 
 def render_serve_markdown(doc: dict[str, Any]) -> str:
