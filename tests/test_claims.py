@@ -388,13 +388,15 @@ MEASURED_ELSEWHERE = {
                                              "(correctness_claim cites their figures)",
     ("serve_common.py", "bisect_claims"): "makes the serve-bisect-* claims",
     ("serve_console.py", "_bisect"): "the bisect table's detail cells (a ratio per op)",
-    ("serve_console.py", "_ab"): "the A/B table's title (its rounds) and cells",
+    ("serve_common.py", "ab_title_claims"): "makes the serve-ab-title and -heading claims",
+    ("serve_console.py", "_ab"): "the A/B table's cells",
     ("serve_console.py", "_diagnosis"): "the host categories and ops per decode step: lists "
                                         "of names with their figures, as table rows",
     ("serve_common.py", "protocol_claim"): "makes the serve-protocol claim",
     ("serve_markdown.py", "render_serve_markdown"): "table rows, the failing ops after the "
-                                                    "bisect line in code spans and the A/B "
-                                                    "table's title (its rounds)",
+                                                    "bisect line in code spans, the host time "
+                                                    "per decode step by op (a list of names "
+                                                    "with their figures, as table rows)",
     ("ab_report.py", "_comparison_rows"): "table cells",
     ("ab_report.py", "_with_ci"): "table cells",
     ("capture.py", "_render_capture"): "the summary table's cells and its 'how' column",
@@ -1701,6 +1703,30 @@ def test_a_wrong_figure_of_the_protocol_field_is_caught():
     assert check(protocol_claim(moved), moved) == [
         f"serve-protocol: le('ab_rounds', 'rounds') does not hold: "
         f"{doc['protocol']['rounds'] + 1} le {doc['protocol']['rounds']} is false"]
+
+
+@pytest.mark.parametrize("path", [p for p in SERVE_ALL if '"ab": {' in p.read_text()],
+                         ids=lambda p: p.name)
+def test_the_ab_titles_of_a_serve_document_are_claims_they_print(path):
+    """The A/B table's titles hold against the document: its rounds (recounted here from
+    each figure's per-round differences) at most the processes per side asked for; the
+    terminal and the markdown print them."""
+    import json
+
+    from traceview.render.serve_common import ab_title_claims
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    title, heading = ab_title_claims(doc)
+    assert check_all([title, heading], doc) == []
+    assert {len(r["diffs"]) for r in doc["ab"]["figures"].values()} == {title.value("rounds")}
+    assert _flat(title.text) in _serve_text(doc)
+    assert f"\n{esc(heading.text)}\n" in render_serve_markdown(doc)
+    moved = json.loads(path.read_text())
+    moved["ab"]["figures"]["wall"]["b_faster_rounds"] = doc["ab"]["rounds"] + 1
+    assert check(ab_title_claims(moved)[0], moved) == [
+        f"serve-ab-title: le('wall.faster', 'rounds') does not hold: "
+        f"{doc['ab']['rounds'] + 1} le {doc['ab']['rounds']} is false"]
 
 
 def _served_trace(tmp_path: Path, steps: int, per_step: int) -> Path:

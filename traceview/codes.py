@@ -240,6 +240,12 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "the markdown's protocol field of serve: the processes per side (each "
          "side's repetitions and the A/B's rounds at most those), or with "
          "--attribute each screening stage's processes and the final stage's"),
+    Code("serve-ab-title", "info",
+         "the terminal's title of serve's A/B table: the rounds it is over (at "
+         "most the processes per side asked for; each figure's rounds B was "
+         "faster in some of them)"),
+    Code("serve-ab-heading", "info",
+         "the markdown's title of serve's A/B table: the same rounds"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

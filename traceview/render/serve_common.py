@@ -221,6 +221,27 @@ def protocol_claim(doc: dict[str, Any]) -> Claim:
                  + "; correctness against torch eager first", tuple(figs), tuple(rels))
 
 
+def ab_title_claims(doc: dict[str, Any]) -> tuple[Claim, Claim]:
+    """The A/B table's titles as claims over the serve document: the terminal's
+    (``serve-ab-title``) and the markdown's (``serve-ab-heading``), each the rounds the
+    comparison is over, at most the processes per side asked for, and each figure's
+    rounds B was faster in some of them."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    ab = doc["ab"]
+    figs = [Figure("rounds", ab["rounds"], pointer("ab", "rounds")),
+            Figure("asked", doc["protocol"]["rounds"], pointer("protocol", "rounds"))]
+    rels: list[Relation] = [rel("le", "rounds", "asked")]
+    for key, row in ab["figures"].items():
+        figs.append(Figure(f"{key}.faster", row["b_faster_rounds"],
+                           pointer("ab", "figures", key, "b_faster_rounds")))
+        rels.append(rel("le", f"{key}.faster", "rounds"))
+    return (Claim("serve-ab-title", f"A/B: B - A over {ab['rounds']} interleaved rounds "
+                  "(Hodges-Lehmann, exact signed-rank interval)", tuple(figs), tuple(rels)),
+            Claim("serve-ab-heading", f"A/B, B - A over {ab['rounds']} interleaved rounds:",
+                  tuple(figs), tuple(rels)))
+
+
 def result_sentence(doc: dict[str, Any]) -> str:
     """The reproducer template's "Serving result, if measured:" line (``result_claim``'s
     text)."""

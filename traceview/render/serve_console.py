@@ -14,6 +14,7 @@ from traceview.render.serve_common import (
     ATTRIBUTION_COLUMNS,
     DECODE_HEAD,
     FIGURE_LABELS,
+    ab_title_claims,
     attribution_caption,
     attribution_rows,
     bisect_claims,
@@ -97,8 +98,7 @@ def _figures(console: Console, doc: dict[str, Any]) -> None:
 
 def _ab(console: Console, doc: dict[str, Any]) -> None:
     ab = doc["ab"]
-    t = Table(title=f"A/B: B - A over {ab['rounds']} interleaved rounds (Hodges-Lehmann, "
-                    f"exact signed-rank interval)", title_justify="left")
+    t = Table(title=escape(ab_title_claims(doc)[0].text), title_justify="left")
     for col in ("figure", "A median", "B median", "B - A", "interval", "B/A", "B faster",
                 "verdict"):
         t.add_column(col, justify="left" if col in ("figure", "verdict") else "right")

@@ -11,6 +11,7 @@ from typing import Any
 from traceview.render.serve_common import (
     ATTRIBUTION_COLUMNS,
     FIGURE_LABELS,
+    ab_title_claims,
     attribution_caption,
     attribution_rows,
     bisect_claims,
@@ -75,7 +76,7 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
     lines += [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows]
     if doc.get("ab"):
         ab = doc["ab"]
-        lines += ["", f"A/B, B - A over {ab['rounds']} interleaved rounds:", "",
+        lines += ["", esc(ab_title_claims(doc)[1].text), "",
                   "| figure | A | B | B - A | interval | B/A | verdict |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for key, r in ab["figures"].items():
