@@ -203,6 +203,23 @@ def test_sync_end_and_sweep(tmp_path):
     assert r.exit_code == 0, r.output
     m = load(out)["traceview"]
     assert m["protocol"]["sync"] == "end" and any("sync end" in n for n in m["notes"])
+    # the summary's notes are claims true of what this capture measured and wrote
+    import traceview
+    from traceview.report.claims import check, check_all
+    from traceview.report.measured_lines import (
+        amortized_claim,
+        bandwidth_claim,
+        crossover_claim,
+        perturbation_claim,
+    )
+
+    amort = amortized_claim(m["baseline"])
+    assert amort is not None and check(amort, {"traceview": m}) == []
+    assert " ".join(amort.text.split()) in " ".join(r.stdout.split())
+    report = traceview.analyze(out).to_dict()
+    pert = perturbation_claim(report)
+    assert pert is not None and check(pert, report) == []
+    assert pert.text.endswith("% vs unprofiled submit")
 
     folder = tmp_path / "sw"
     r = runner.invoke(app, ["capture", "--op", "relu", "--impl", "torch", "--sweep",
@@ -214,6 +231,8 @@ def test_sync_end_and_sweep(tmp_path):
     assert (folder / "numel_64.json.gz").exists() and (folder / "numel_64.cold.json.gz").exists()
     md = (folder / "sweep.md").read_text()
     assert "| numel |" in md and "crossover" in md.lower()
+    said = [crossover_claim(summary), bandwidth_claim(summary)]
+    assert check_all(said, summary) == [] and said[0].text in md
     assert "numel" in r.stdout and "full API p50" in r.stdout
 
 

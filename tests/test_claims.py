@@ -233,7 +233,8 @@ def test_analyses_format_no_figure():
 
 # The report modules that make sentences: each sentence a claim (``report.claims``).
 CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py",
-                "kernel_words.py", "unprofiled_words.py", "proton_words.py", "proton_lines.py")
+                "kernel_words.py", "unprofiled_words.py", "proton_words.py", "proton_lines.py",
+                "measured_lines.py")
 # An f-string value that reads as a figure: a length, a time, a count, a share.
 FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
 #: (module, the formatted expression) -> why it is still worded outside the claims layer
@@ -355,6 +356,63 @@ def test_explain_renderers_word_figures_only_in_cells_charts_and_diagnostics():
     for name in EXPLAIN_RENDERERS:
         found |= _worded_in(ROOT / "traceview" / "render" / name)
     assert found == set(RENDERED_ELSEWHERE)
+
+
+# The renderers of the measured documents (serve, ab, ranks, capture's summary, a sweep):
+# their sentences are claims made from the document they print (``claims_of``-like
+# functions, listed first: each makes its text from the figures it cites), the rest table
+# cells, titles of tables whose figures are the cells, and what a user asked for.
+MEASURED_RENDERERS = ("serve_common.py", "serve_console.py", "serve_markdown.py",
+                      "ab_report.py", "ranks_report.py", "measured/capture.py",
+                      "measured/sweep.py")
+#: (module, function) -> why it formats a figure in an f-string that is no claim, or the
+#: claim it makes (an entry that no longer occurs fails the test: it is removed with it)
+MEASURED_ELSEWHERE = {
+    ("serve_common.py", "result_claim"): "makes the serve-result claim",
+    ("serve_common.py", "decode_claim"): "makes the serve-decode claim",
+    ("serve_common.py", "attribution_caption_claim"):
+        "makes the serve-attribution-caption claim",
+    ("ranks_report.py", "ranks_claims"): "makes the ranks-* summary claims",
+    ("ranks_report.py", "title_claims"): "makes the ranks-title and ranks-heading claims",
+    ("serve_common.py", "ns"): "a number format (table cells and the claims' texts)",
+    ("serve_common.py", "pct"): "a number format",
+    ("serve_common.py", "rate"): "a number format",
+    ("ranks_report.py", "_pct"): "a number format (table cells)",
+    ("ranks_report.py", "_relative"): "a number format (the straggler claim's reasons)",
+    ("serve_common.py", "_ci"): "the attribution table's interval cells",
+    ("serve_common.py", "model_line"): "the model as the run was asked for it (its config "
+                                       "echoed: layers, sizes, seed), no measured figure",
+    ("serve_common.py", "workload_line"): "the workload as asked for (requests, lengths, "
+                                          "batch, arrivals), no measured figure",
+    ("serve_common.py", "correctness_line"): "the words of the serve-correctness claim "
+                                             "(correctness_claim cites their figures)",
+    ("serve_common.py", "bisect_claims"): "makes the serve-bisect-* claims",
+    ("serve_console.py", "_bisect"): "the bisect table's detail cells (a ratio per op)",
+    ("serve_common.py", "ab_title_claims"): "makes the serve-ab-title and -heading claims",
+    ("serve_console.py", "_ab"): "the A/B table's cells",
+    ("serve_console.py", "_diagnosis"): "the host categories and ops per decode step: lists "
+                                        "of names with their figures, as table rows",
+    ("serve_common.py", "protocol_claim"): "makes the serve-protocol claim",
+    ("serve_markdown.py", "render_serve_markdown"): "table rows, the failing ops after the "
+                                                    "bisect line in code spans, the host time "
+                                                    "per decode step by op (a list of names "
+                                                    "with their figures, as table rows)",
+    ("ab_report.py", "_comparison_rows"): "table cells",
+    ("ab_report.py", "_with_ci"): "table cells",
+    ("capture.py", "_render_capture"): "the summary table's cells and its 'how' column",
+    ("capture.py", "efficiency_rows"): "the summary table's rows",
+    ("sweep.py", "markdown"): "the page's table rows",
+}
+
+
+def test_measured_renderers_word_figures_only_in_claims_cells_and_inputs():
+    """Every sentence the measured documents' outputs print with a figure is a claim's
+    text, or is listed above with why not: an f-string that formats a figure anywhere
+    else makes a sentence no claim checks."""
+    found = set()
+    for name in MEASURED_RENDERERS:
+        found |= _worded_in(ROOT / "traceview" / "render" / name)
+    assert found == set(MEASURED_ELSEWHERE)
 
 
 def test_the_render_guard_sees_a_formatted_figure(tmp_path):
@@ -1446,3 +1504,610 @@ def test_a_wrong_figure_of_an_ab_line_is_caught():
         "ab-cache-check: passed is True, the report has False at /sides/A/cache_check/passed"]
     assert check_all(cache_check_claims(failed), failed) == [
         "ab-cache-check: eq('passed', 'all_right') does not hold: False eq True is false"]
+
+
+# --- the measured documents' lines: serve's decode step and attribution caption, capture's
+# notes, a sweep's sentences, the ranks titles and ab's per-round note -------------------
+
+def _serve_text(doc: dict) -> str:
+    """A serve document's text (400 columns), whitespace folded."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traceview.render.serve_console import render_serve_console
+
+    buf = StringIO()
+    render_serve_console(doc, Console(width=400, file=buf, color_system=None))
+    return _flat(buf.getvalue())
+
+
+SERVE_ALL = [*SERVE_DOCS, ROOT / "tests" / "data" / "serve_attribute_cpu.json"]
+
+
+@pytest.mark.parametrize("path", SERVE_ALL, ids=lambda p: p.name)
+def test_every_decode_line_of_a_serve_document_is_a_claim_it_prints(path):
+    """Each profiled side's decode-step line is true of its diagnosis block (the busy
+    shares each a busy time over its window, the overhead's median at most the step's)
+    and the terminal prints it; a side not profiled has none."""
+    import json
+
+    from traceview.render.serve_common import decode_claim
+
+    doc = json.loads(path.read_text())
+    text = _serve_text(doc)
+    for i, v in enumerate(doc["variants"]):
+        c = decode_claim(doc, i)
+        profiled = bool(v.get("diagnosis")) and "decode" in v["diagnosis"]
+        assert (c is not None) == profiled, (path.name, i)
+        if c is None:
+            continue
+        assert check(c, doc) == []
+        assert {r.kind for r in c.relations} >= {"ratio"}
+        assert _flat(c.text) in text, (path.name, i)
+
+
+@pytest.mark.parametrize("path", SERVE_ALL, ids=lambda p: p.name)
+def test_every_correctness_line_of_a_serve_document_is_a_claim_it_prints(path):
+    """Each side's correctness line is true of its check (the error over the largest
+    logit is the ratio shown, within the tolerance it passed; the identical rows and the
+    first divergence recounted here from each row's first divergence), and both outputs
+    print it."""
+    import json
+
+    from traceview.render.serve_common import correctness_claim
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    text, md = _serve_text(doc), render_serve_markdown(doc)
+    for i, v in enumerate(doc["variants"]):
+        c = correctness_claim(doc, i)
+        assert check(c, doc) == []
+        assert _flat(c.text) in text and esc(c.text) in md, (path.name, i)
+        checked = v["correctness"].get("recheck") or v["correctness"]["check"]
+        if checked["status"] == "reference":
+            assert c.figures == ()
+            continue
+        rows = checked["tokens"]["first_divergence"]
+        diverged = [s for s in rows if s is not None]
+        assert c.value("tokens.identical_rows") == len(rows) - len(diverged)
+        assert c.value("tokens.earliest_divergence") == (min(diverged) if diverged else None)
+        assert c.value("tokens.rows") == len(rows)
+
+
+def test_a_wrong_figure_of_a_correctness_line_is_caught():
+    """A logits ratio unlike the document's, a tolerance the ratio passed is said to be
+    under, and a divergence the rows are said not to show: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import correctness_claim
+
+    doc = json.loads(SERVE_DOCS[1].read_text())
+    c = correctness_claim(doc, 1)  # side B's recheck: passed, one row diverged at 14
+    at = "/variants/1/correctness/recheck"
+    assert check(c, doc) == []
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["recheck"]["logits"]["ratio"] = 0.5
+    assert check(c, moved) == [f"serve-correctness: ratio is {c.value('ratio')!r}, the report "
+                               f"has 0.5 at {at}/logits/ratio"]
+    strict = Claim(c.id, c.text, tuple(Figure(f.name, 0.001, f.path) if f.name == "tolerance"
+                                       else f for f in c.figures), c.relations)
+    assert check(strict, doc)[-1] == (f"serve-correctness: le('ratio', 'tolerance') does not "
+                                      f"hold: {c.value('ratio')!r} le 0.001 is false")
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["recheck"]["tokens"]["identical_rows"] = 8
+    said = correctness_claim(moved, 1)
+    assert check(said, moved) == ["serve-correctness: lt('tokens.identical_rows', "
+                                  "'tokens.rows') does not hold: 8 lt 8 is false"]
+
+
+BISECTED = sorted((ROOT / "fixtures").glob("serve_*.json"))
+
+
+@pytest.mark.parametrize("path", BISECTED, ids=lambda p: p.name)
+def test_every_bisect_line_of_a_serve_document_is_a_claim_it_prints(path):
+    """A bisected side's title, caption and markdown line hold against its bisect block
+    (the ops passed and the culprits recounted here from the rows tried, each culprit's
+    row a crash or a wrong answer) and the outputs print them."""
+    import json
+
+    from traceview.render.serve_common import bisect_claims
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    text, md = _serve_text(doc), render_serve_markdown(doc)
+    seen = 0
+    for i, v in enumerate(doc["variants"]):
+        b = v["correctness"].get("bisect")
+        if not b:
+            continue
+        seen += 1
+        title, caption, line = bisect_claims(doc, i)
+        assert check_all([title, caption, line], doc) == []
+        rows = b["tested"]
+        assert title.value("ok") == sum(1 for r in rows if r["verdict"] == "ok")
+        assert caption.value("culprits") == sum(1 for r in rows
+                                                if r["verdict"] in ("crashed", "wrong"))
+        assert title.value("tested") == len(rows) <= len(b["candidates"])
+        assert _flat(title.text) in text and _flat(caption.text) in text
+        assert f"  - {esc(line.text)}" in md
+    assert seen, "the H200 serve fixtures bisect their B side"
+
+
+def test_a_wrong_figure_of_a_bisect_line_is_caught():
+    """A culprit whose row says it passed alone, and a bisect said to have run in no
+    process: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import bisect_claims
+
+    doc = json.loads(BISECTED[0].read_text())
+    title, caption, _ = bisect_claims(doc, 1)
+    k = next(k for k, r in enumerate(doc["variants"][1]["correctness"]["bisect"]["tested"])
+             if r["verdict"] == "wrong")
+    at = f"/variants/1/correctness/bisect/tested/{k}/passed"
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["bisect"]["tested"][k]["passed"] = True
+    assert check(caption, moved) == [
+        f"serve-bisect-caption: culprit:0 is False, the report has True at {at}"]
+    assert check_all(list(bisect_claims(moved, 1)), moved)[0] == (
+        "serve-bisect-title: eq('culprit:0', 'no') does not hold: True eq False is false")
+    moved = copy.deepcopy(doc)
+    moved["variants"][1]["correctness"]["bisect"]["children"] = 0
+    assert check(bisect_claims(moved, 1)[0], moved) == [
+        "serve-bisect-title: ge('children', 'one') does not hold: 0 ge 1 is false"]
+
+
+@pytest.mark.parametrize("path", SERVE_ALL, ids=lambda p: p.name)
+def test_the_protocol_field_of_a_serve_document_is_a_claim_it_prints(path):
+    """The markdown's protocol field holds against its document: each side's repetitions
+    (recounted here from its repetitions) and the A/B's rounds (from a figure's per-round
+    differences) at most the processes per side asked for; with --attribute each stage's
+    processes (from the orders it ran) its kind's."""
+    import json
+
+    from traceview.render.serve_common import protocol_claim
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    c = protocol_claim(doc)
+    assert check(c, doc) == []
+    assert f"- Protocol: {esc(c.text)}\n" in render_serve_markdown(doc)
+    att = doc.get("attribution")
+    if att is not None:
+        for i, s in enumerate(att["stages"]):
+            assert c.value(f"stage:{i}") == len(s["orders"])
+        return
+    for i, v in enumerate(doc["variants"]):
+        if v.get("summary"):
+            assert c.value(f"repetitions:{i}") == len(v["repetitions"]) <= c.value("rounds")
+    if doc.get("ab"):
+        assert c.value("ab_rounds") == len(doc["ab"]["figures"]["wall"]["diffs"])
+
+
+def test_a_wrong_figure_of_the_protocol_field_is_caught():
+    """An A/B said to have run more rounds than the processes asked for: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import protocol_claim
+
+    doc = json.loads(SERVE_DOCS[0].read_text())
+    moved = copy.deepcopy(doc)
+    moved["ab"]["rounds"] = doc["protocol"]["rounds"] + 1
+    assert check(protocol_claim(doc), moved) == [
+        f"serve-protocol: ab_rounds is {doc['ab']['rounds']}, the report has "
+        f"{doc['protocol']['rounds'] + 1} at /ab/rounds"]
+    assert check(protocol_claim(moved), moved) == [
+        f"serve-protocol: le('ab_rounds', 'rounds') does not hold: "
+        f"{doc['protocol']['rounds'] + 1} le {doc['protocol']['rounds']} is false"]
+
+
+@pytest.mark.parametrize("path", [p for p in SERVE_ALL if '"ab": {' in p.read_text()],
+                         ids=lambda p: p.name)
+def test_the_ab_titles_of_a_serve_document_are_claims_they_print(path):
+    """The A/B table's titles hold against the document: its rounds (recounted here from
+    each figure's per-round differences) at most the processes per side asked for; the
+    terminal and the markdown print them."""
+    import json
+
+    from traceview.render.serve_common import ab_title_claims
+    from traceview.render.serve_markdown import esc, render_serve_markdown
+
+    doc = json.loads(path.read_text())
+    title, heading = ab_title_claims(doc)
+    assert check_all([title, heading], doc) == []
+    assert {len(r["diffs"]) for r in doc["ab"]["figures"].values()} == {title.value("rounds")}
+    assert _flat(title.text) in _serve_text(doc)
+    assert f"\n{esc(heading.text)}\n" in render_serve_markdown(doc)
+    moved = json.loads(path.read_text())
+    moved["ab"]["figures"]["wall"]["b_faster_rounds"] = doc["ab"]["rounds"] + 1
+    assert check(ab_title_claims(moved)[0], moved) == [
+        f"serve-ab-title: le('wall.faster', 'rounds') does not hold: "
+        f"{doc['ab']['rounds'] + 1} le {doc['ab']['rounds']} is false"]
+
+
+def _served_trace(tmp_path: Path, steps: int, per_step: int) -> Path:
+    """A profiled serving run as serve's profile child names it: a prefill range, then
+    ``steps`` decode ranges of ``per_step`` launched kernels each (the first a little
+    longer: cold), the host waiting between kernels."""
+    b = TraceBuilder()
+    b.annotation("serve_prefill", 0, 400 * US)
+    b.launched_kernel("prefill_k", 10 * US, 5 * US, 20 * US, 300 * US)
+    t = 500 * US
+    for s in range(steps):
+        dur = (300 if s == 0 else 200) * US
+        b.annotation(f"decode_{s}", t, dur)
+        for k in range(per_step):
+            at = t + 10 * US + k * 40 * US
+            b.launched_kernel(f"k{k}", at, 4 * US, at + 6 * US, 20 * US)
+        t += dur + 20 * US
+    return b.write(tmp_path / "serve_profile.json")
+
+
+def test_a_decode_line_counts_the_steps_and_launches_of_its_trace(tmp_path):
+    """serve's diagnosis of a built profile: the decode line's steps are the decode
+    ranges and its launches per step the launches inside them over the steps, both
+    counted here from the events as written; its busy share is the kernels' union over
+    the decode window, also counted here."""
+    import json
+
+    from traceview.render.serve_common import decode_claim
+    from traceview.serve.diagnosis import diagnose
+
+    steps, per_step = 5, 4
+    path = _served_trace(tmp_path, steps, per_step)
+    events = json.loads(path.read_text())["traceEvents"]
+    diag = diagnose(str(path), steps)
+    assert "error" not in diag, diag
+    doc = {"variants": [{"label": "B", "backend": "flag_gems", "diagnosis": diag}]}
+    c = decode_claim(doc, 0)
+    assert c is not None and check(c, doc) == []
+    ranges = [e for e in events if e.get("cat") == "user_annotation"
+              and re.fullmatch(r"decode_\d+", e["name"])]
+    spans = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in ranges]
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    launches, work = _records(events)
+    inside = [e for e in launches if any(a <= e["span"][0] and e["span"][1] <= b
+                                         for a, b in spans)]
+    assert c.value("steps") == len(ranges) == steps
+    assert c.value("launches_per_step") == len(inside) // steps == per_step
+    busy = _union_ns([(max(a, lo), min(b, hi)) for a, b in (e["span"] for e in work)
+                      if b > lo and a < hi])
+    assert (c.value("busy"), c.value("window")) == (busy, hi - lo)
+    assert c.text.startswith(f"decode step, B flag_gems (profiled, {steps} steps): ")
+    assert f"{per_step} launches per step" in c.text
+
+
+def test_a_wrong_figure_of_a_decode_line_is_caught():
+    """A decode line whose busy time is not its document's: caught at the path and in
+    the share it is said to make; an overhead said above the step: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import decode_claim
+
+    doc = json.loads(SERVE_DOCS[1].read_text())
+    c = decode_claim(doc, 0)
+    assert c is not None and check(c, doc) == []
+    busy = c.figure("busy")
+    assert busy.path is not None and isinstance(busy.value, int)
+    moved = copy.deepcopy(doc)
+    _set_at(moved, busy.path, 2 * busy.value + 1)
+    assert check(c, moved) == [
+        f"serve-decode: busy is {busy.value}, the report has {2 * busy.value + 1} at {busy.path}"]
+    said = Claim(c.id, c.text, tuple(Figure(f.name, 2 * busy.value + 1, f.path)
+                                     if f.name == "busy" else f for f in c.figures), c.relations)
+    assert any(p.startswith("serve-decode: ratio('busy', 'window', 'busy_share') does not hold")
+               for p in check(said, doc))
+    step = c.value("step_p50")
+    assert isinstance(step, int)
+    over = Claim(c.id, c.text, tuple(Figure(f.name, step + 1, f.path) if f.name == "overhead_p50"
+                                     else f for f in c.figures), c.relations)
+    got = check(over, doc)
+    assert got[-1] == (f"serve-decode: le('overhead_p50', 'step_p50') does not hold: "
+                       f"{step + 1} le {step} is false"), got
+
+
+def test_the_attribution_caption_is_a_claim_it_prints():
+    """The attribution caption holds against its document: each screening stage ran
+    ``screen_rounds`` processes and the final ``rounds`` (each stage's processes counted
+    here from the orders it ran), the candidate ops are the units (every part's ops among
+    them), and per figure the parts and interaction add up to the whole. Text and
+    markdown print it."""
+    import json
+
+    from traceview.render.markdown import esc
+    from traceview.render.serve_common import attribution_caption_claim
+    from traceview.render.serve_markdown import render_serve_markdown
+
+    doc = json.loads((ROOT / "tests" / "data" / "serve_attribute_cpu.json").read_text())
+    att = doc["attribution"]
+    c = attribution_caption_claim(att)
+    assert check(c, doc) == []
+    units = set(att["units"])
+    assert c.value("units") == len(units) and all(o in units for p in att["parts"]
+                                                   for o in p["ops"])
+    screens = [s for s in att["stages"] if s["kind"] == "screen"]
+    assert c.value("screens") == len(screens) == 2
+    assert all(len(s["orders"]) == c.value("screen_rounds") for s in screens)
+    assert [len(s["orders"]) for s in att["stages"] if s["kind"] == "final"] == [c.value("rounds")]
+    assert _flat(c.text) in _serve_text(doc)
+    assert esc(c.text) in render_serve_markdown(doc)
+
+
+def test_a_wrong_figure_of_the_attribution_caption_is_caught():
+    """A stage that ran other rounds than the caption says, and a part whose estimate
+    moved so the parts no longer add up: caught."""
+    import copy
+    import json
+
+    from traceview.render.serve_common import attribution_caption_claim
+
+    doc = json.loads((ROOT / "tests" / "data" / "serve_attribute_cpu.json").read_text())
+    c = attribution_caption_claim(doc["attribution"])
+    moved = copy.deepcopy(doc)
+    moved["attribution"]["stages"][0]["rounds"] = 4
+    assert check(c, moved) == ["serve-attribution-caption: stage:0 is 3, the report has 4 at "
+                               "/attribution/stages/0/rounds"]
+    said = attribution_caption_claim(moved["attribution"])
+    assert check(said, moved) == ["serve-attribution-caption: eq('stage:0', 'screen_rounds') "
+                                  "does not hold: 4 eq 3 is false"]
+    moved = copy.deepcopy(doc)
+    moved["attribution"]["parts"][0]["figures"]["wall"]["estimate_ns"] += 7
+    got = check(attribution_caption_claim(moved["attribution"]), moved)
+    assert len(got) == 1 and got[0].startswith(
+        "serve-attribution-caption: sum('wall.part0'"), got
+
+
+CAPTURED = ("torch_mul_1x4096_f32.json.gz", "torch_mul_graph.json.gz")
+
+
+def _capture_summary(name: str, fixture_reports):
+    """capture's summary of a committed capture trace: its metadata, explain's report."""
+    import gzip
+    import json
+
+    from traceview.opcapture.summary import CaptureSummary
+
+    raw = json.loads(gzip.decompress((ROOT / "fixtures" / name).read_bytes()))
+    path = ROOT / "fixtures" / name
+    return CaptureSummary(raw["traceview"], path, path, fixture_reports[name], None)
+
+
+def _capture_text(summary) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traceview.render.measured.capture import draw_capture
+
+    buf = StringIO()
+    draw_capture(Console(width=400, file=buf, color_system=None), summary)
+    return _flat(buf.getvalue())
+
+
+@pytest.mark.parametrize("name", CAPTURED)
+def test_capture_notes_are_claims_it_prints(name, fixture_reports):
+    """capture's amortized note holds against its JSON (``capture --format json``) and
+    its perturbation note against explain's report of the trace; the summary prints
+    both. The note's calls are the baseline's samples, its p50 their median, and its
+    figures the medians of the fresh processes', counted here from the metadata."""
+    from traceview.report.measured_lines import amortized_claim, perturbation_claim
+    from traceview.stats import median
+
+    s = _capture_summary(name, fixture_reports)
+    doc = s.to_dict()
+    base = doc["traceview"]["baseline"]
+    amort = amortized_claim(base)
+    assert amort is not None and check(amort, doc) == []
+    assert amort.value("n") == len(base["full_api_ns_samples"])
+    # "the median of n calls": of the samples kept (the median process's, where several)
+    assert amort.value("full") == median(base["full_api_ns_samples"])
+    procs = base.get("per_process")
+    if procs:  # several fresh processes: the medians of theirs
+        assert amort.value("full") == median([p["full_api_ns_p50"] for p in procs])
+        assert amort.value("submit") == median([p["amortized_submit_ns"] for p in procs])
+    report = s.analysis.to_dict()
+    pert = perturbation_claim(report)
+    assert pert is not None and check(pert, report) == []
+    graph = doc["traceview"]["protocol"]["mode"] == "graph"
+    assert pert.figure("ref").path == pointer(
+        "trace", "capture", "baseline", "replay_ns_p50" if graph else "full_api_ns_p50")
+    text = _capture_text(s)
+    assert _flat(amort.text) in text and _flat(pert.text) in text
+
+
+def test_a_wrong_figure_of_a_capture_note_is_caught(fixture_reports):
+    """A submit said below the p50 where the document holds it above (and the reverse
+    note's relation), and an unprofiled figure the report does not hold: caught."""
+    import copy
+
+    from traceview.report.measured_lines import amortized_claim, perturbation_claim
+
+    s = _capture_summary(CAPTURED[0], fixture_reports)
+    doc = s.to_dict()
+    c = amortized_claim(doc["traceview"]["baseline"])
+    assert c is not None and [r.kind for r in c.relations] == ["le"]  # 6.69 us under 12.7 us
+    full = c.value("full")
+    assert isinstance(full, int)
+    above = Claim(c.id, c.text, tuple(Figure(f.name, full + 1, f.path) if f.name == "submit"
+                                      else f for f in c.figures), c.relations)
+    got = check(above, doc)
+    assert got[-1] == f"capture-amortized: le('submit', 'full') does not hold: " \
+                      f"{full + 1} le {full} is false", got
+    report = s.analysis.to_dict()
+    p = perturbation_claim(report)
+    assert p is not None
+    moved = copy.deepcopy(builtins_of(report))
+    ref = p.figure("ref")
+    assert ref.path is not None and isinstance(ref.value, int)
+    _set_at(moved, ref.path, ref.value * 2)
+    assert check(p, moved) == [
+        f"capture-perturbation: ref is {ref.value}, the report has {ref.value * 2} at {ref.path}"]
+
+
+def _sweep_summary(tmp_path) -> dict:
+    """``sweep.json`` of ``_sweep``."""
+    return _sweep(tmp_path).summary()
+
+
+def _sweep(tmp_path):
+    """A sweep over five sizes, one failed: the kernel catches up with the host gap at
+    the third, which also reaches half of the copy peak."""
+    from traceview.opcapture import CaptureConfig
+    from traceview.sweep.sweep import SweepResult, SweepRow, _crossover
+
+    def row(n, kernel, full, share, peak):
+        return SweepRow(n, kernel_ns=kernel, kernel_source="trace", full_api_ns=full,
+                        amortized_submit_ns=5_000, host_gap_ns=full - kernel, bytes=8 * n,
+                        gb_per_s=8 * n / kernel, share_of_copy_peak=share,
+                        copy_peak_gb_per_s=peak)
+
+    rows = (row(64, 1_000, 9_000, 0.01, 2_400.0), SweepRow(256, error="out of memory"),
+            row(4096, 4_000, 12_000, 0.3, 2_500.0), row(65536, 9_000, 17_000, 0.6, 2_450.0),
+            row(1 << 20, 40_000, 48_000, 0.9, 2_480.0))
+    crossover, fixed = _crossover(list(rows))
+    cfg = CaptureConfig(op="relu", impl="torch", device="cpu")
+    return SweepResult(cfg, tmp_path / "sw", tuple(r.numel for r in rows), rows, crossover,
+                       fixed, {"name": "cpu"}, {"torch": "x"}, {"mode": "eager"})
+
+
+def test_a_sweeps_sentences_are_claims_it_prints(tmp_path):
+    """The crossover and bandwidth sentences hold against ``sweep.json``: the crossover
+    the first size whose kernel takes its host gap, the bound the first at half the copy
+    peak, the peak and best rate the largest, each recounted here from the rows. The
+    page and the terminal print both."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traceview.render.measured.sweep import markdown, render_sweep
+    from traceview.report.measured_lines import bandwidth_claim, crossover_claim
+    from traceview.stats import median
+
+    summary = _sweep_summary(tmp_path)
+    ok = [r for r in summary["rows"] if "error" not in r]
+    first = next(r["numel"] for r in ok if r["kernel_ns"] >= r["full_api_ns"] - r["kernel_ns"])
+    gaps = [r["full_api_ns"] - r["kernel_ns"] for r in ok if r["numel"] < first]
+    cross, band = crossover_claim(summary), bandwidth_claim(summary)
+    assert check_all([cross, band], summary) == []
+    assert (cross.value("crossover"), cross.value("fixed")) == (first, median(gaps)) == (
+        65536, 8_000)
+    assert band.value("bound") == next(r["numel"] for r in ok if r["share_of_copy_peak"] >= .5)
+    assert band.value("peak") == max(r["copy_peak_gb_per_s"] for r in ok)
+    assert band.value("best") == max(r["gb_per_s"] for r in ok)
+    page = markdown(summary)
+    assert cross.text in page and band.text in page
+    buf = StringIO()
+    render_sweep(Console(width=400, file=buf, color_system=None), _sweep(tmp_path), [])
+    text = _flat(buf.getvalue())
+    assert cross.text in text and band.text in text
+
+
+def test_a_wrong_figure_of_a_sweeps_sentences_is_caught(tmp_path):
+    """A size before the crossover whose kernel takes its gap, and a bound whose share is
+    under half of the peak: caught where ``sweep.json`` holds them and as a figure the
+    claim says."""
+    import copy
+
+    from traceview.report.measured_lines import bandwidth_claim, crossover_claim
+
+    summary = _sweep_summary(tmp_path)
+    cross = crossover_claim(summary)
+    moved = copy.deepcopy(summary)
+    moved["rows"][2]["kernel_ns"] = 9_000  # the size before the crossover: kernel >= gap
+    assert check(cross, moved) == [
+        "sweep-crossover: kernel:2 is 4000, the report has 9000 at /rows/2/kernel_ns"]
+    said = crossover_claim(dict(moved, crossover_numel=65536))
+    assert "sweep-crossover: lt('kernel:2', 'gap:2') does not hold: 9000 lt 8000 is false" \
+        in check(said, moved)
+    band = bandwidth_claim(summary)
+    low = Claim(band.id, band.text, tuple(Figure(f.name, 0.4, f.path) if f.name == "share:3"
+                                          else f for f in band.figures), band.relations)
+    got = check(low, summary)
+    assert got == ["sweep-bandwidth: share:3 is 0.4, the report has 0.6 at "
+                   "/rows/3/share_of_copy_peak",
+                   "sweep-bandwidth: ge('share:3', 'half') does not hold: 0.4 ge 0.5 is false"]
+
+
+def test_the_ranks_titles_are_claims_they_print(tmp_path):
+    """The ranks table's title and the markdown's heading count the ranks of the
+    document (the files written here), analysed and failed adding up to them; a copy
+    with one rank fewer analysed is caught."""
+    import copy
+
+    from traceview.render.ranks_report import render_ranks_markdown, title_claims
+    from traceview.render.registry import RenderOptions, renderer
+
+    names = ["torch_mul_1x4096_f32.json.gz"] * 3
+    report = _ranks(tmp_path, names, cut_last=True)
+    doc = report.to_dict()
+    claims = title_claims(report)
+    assert [c.id for c in claims] == ["ranks-title", "ranks-heading"]
+    assert check_all(claims, doc) == []
+    assert [c.value("count") for c in claims] == [len(list(tmp_path.glob("rank*")))] * 2
+    text = renderer("text", "ranks").render(report, RenderOptions(width=120))
+    assert claims[0].text in text
+    assert f"### {claims[1].text}\n" in render_ranks_markdown(report)
+    moved = copy.deepcopy(builtins_of(doc))
+    moved["combined"]["ok"] -= 1
+    assert check(claims[0], moved)[0] == (
+        f"ranks-title: ok is {len(names)}, the report has {len(names) - 1} at /combined/ok")
+    fewer = Claim(claims[0].id, claims[0].text, tuple(
+        Figure(f.name, len(names) - 1, f.path) if f.name == "ok" else f
+        for f in claims[0].figures), claims[0].relations)
+    assert check(fewer, doc)[-1] == (
+        f"ranks-title: sum('ok', 'failed', 'count') does not hold: the parts add up to "
+        f"{len(names) - 1}, not {len(names)}")
+
+
+@pytest.mark.parametrize("path", AB_DOCS, ids=lambda p: p.name)
+def test_abs_per_round_note_is_a_claim_it_prints(path):
+    """Where the per-process table's last column is not B minus A (a round's paired
+    estimate), the note under it is a claim naming a round whose figure differs from its
+    B minus its A, recounted here; both outputs print it. Elsewhere no note."""
+    import json
+
+    from traceview.documents import upgrade
+    from traceview.multi.ab_result import per_round_claim
+    from traceview.render.markdown import esc
+
+    doc = upgrade(json.loads(path.read_text()), "ab")
+    c = per_round_claim(doc)
+    comp = doc["comparisons"]["full_api_ns_p50"]
+    differ = [k for k, (a, b, d) in enumerate(zip(comp["a_ns"], comp["b_ns"], comp["diff_ns"],
+                                                  strict=True)) if d != b - a]
+    assert (c is not None) == bool(differ), path.name
+    if c is None:
+        return
+    assert check(c, doc) == []
+    k = differ[0]
+    assert c.figure("shown").path == f"/comparisons/full_api_ns_p50/diff_ns/{k}"
+    text, md = _ab_outputs(doc)
+    assert _flat(c.text) in text and _flat(esc(c.text)) in md
+
+
+def test_a_wrong_figure_of_abs_per_round_note_is_caught():
+    """A round said to differ from its B minus its A where the document's figure is that
+    difference: caught at the path and in the relation."""
+    import copy
+    import json
+
+    from traceview.multi.ab_result import per_round_claim
+
+    doc = json.loads((ROOT / "tests" / "data" / "ab_add_cpu_same_process.json").read_text())
+    c = per_round_claim(doc)
+    assert c is not None
+    a, b, shown = c.value("a"), c.value("b"), c.value("shown")
+    assert isinstance(a, int) and isinstance(b, int)
+    moved = copy.deepcopy(doc)
+    moved["comparisons"]["full_api_ns_p50"]["diff_ns"][0] = b - a
+    assert check(c, moved) == [f"ab-per-round: shown is {shown}, the report has {b - a} at "
+                               "/comparisons/full_api_ns_p50/diff_ns/0"]
+    plain = Claim(c.id, c.text, tuple(Figure(f.name, b - a, f.path) if f.name == "shown"
+                                      else f for f in c.figures), c.relations)
+    assert any(p.startswith("ab-per-round: ") and "does not hold" in p
+               for p in check(plain, doc))

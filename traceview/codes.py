@@ -190,6 +190,62 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "training trace: the steps counted, how they were found, the first one's phases"),
     Code("families-title", "info", "the module table's title: the warm calls its figures "
          "are over (at most the warm calls) and the call p50 its shares are of"),
+    Code("serve-decode", "info",
+         "serve's profiled decode step of one side: its steps, step and host "
+         "overhead p50 (the overhead at most the step), the device busy share of "
+         "the decode window and of the prefill (each its busy time over its "
+         "window), the launches per step"),
+    Code("serve-attribution-caption", "info",
+         "serve --attribute's table caption: the candidate ops, each screening "
+         "stage's processes and the final stage's, the parts and the interaction "
+         "adding up to the whole"),
+    Code("capture-amortized", "info",
+         "capture's note on the amortized submit against the full API p50: above "
+         "it or below it, as the baseline has them"),
+    Code("capture-perturbation", "info",
+         "capture's profiled call against the same call unprofiled: the "
+         "profiler's cost as a share of the unprofiled figure"),
+    Code("sweep-crossover", "info",
+         "a sweep's crossover: the first size whose kernel takes at least its "
+         "host gap (every size before it less), or none; the fixed host gap "
+         "within the gaps below it"),
+    Code("sweep-bandwidth", "info",
+         "a sweep's bandwidth line: the first size at half the copy peak or more "
+         "(every size before it below), or none; the copy peak and the best rate "
+         "the largest of the sizes'"),
+    Code("ranks-title", "info",
+         "the terminal's title of the ranks table: the ranks, those analysed and "
+         "those that failed adding up to them"),
+    Code("ranks-heading", "info",
+         "the markdown's heading of the ranks report: the ranks, those analysed "
+         "and those that failed adding up to them"),
+    Code("ab-per-round", "info",
+         "ab's note under the per-process table where its last column is not B "
+         "minus A: the first round whose figure differs from its B minus its A"),
+    Code("serve-correctness", "info",
+         "serve's correctness line of one side: the logits' largest error over "
+         "the reference's largest logit, within the tolerance where it passed "
+         "and beyond it where not, the rows whose top-1 agrees and whose tokens "
+         "are identical some of the rows, the first divergence inside the steps"),
+    Code("serve-bisect-title", "info",
+         "the terminal's title of serve's bisect table: the ops tried one at a "
+         "time (some of the candidates) and the processes that ran them"),
+    Code("serve-bisect-caption", "info",
+         "the caption of serve's bisect table: the ops that passed alone and the "
+         "culprits, each a row that crashed or answered wrong"),
+    Code("serve-bisect-line", "info",
+         "the markdown's bisect line: the ops tried and the culprits, each a row "
+         "that crashed or answered wrong"),
+    Code("serve-protocol", "info",
+         "the markdown's protocol field of serve: the processes per side (each "
+         "side's repetitions and the A/B's rounds at most those), or with "
+         "--attribute each screening stage's processes and the final stage's"),
+    Code("serve-ab-title", "info",
+         "the terminal's title of serve's A/B table: the rounds it is over (at "
+         "most the processes per side asked for; each figure's rounds B was "
+         "faster in some of them)"),
+    Code("serve-ab-heading", "info",
+         "the markdown's title of serve's A/B table: the same rounds"),
 )}
 
 DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (

@@ -345,6 +345,41 @@ def cache_check_claims(doc: dict[str, Any]) -> list[Claim]:
     return out
 
 
+PAIRED_NOTE = ("paired B - A: the round's own estimate from neighbouring A and B blocks in "
+               "its one process, not the B column minus the A column")
+REFERENCE_NOTE = ("B - A vs ref: B's difference from the reference call minus A's, each in "
+                  "its own process, not the B column minus the A column")
+
+
+def per_round_claim(doc: dict[str, Any]) -> Claim | None:
+    """The per-process table's note where its last column is not the row's B minus its A
+    (``--same-process``: the round's paired estimate over neighbouring blocks;
+    ``--reference``: each side's difference from the reference call), as a claim: the
+    first round whose figure is not its B minus its A, its three figures cited, the
+    plain difference beside it (``--same-process``: the blocks each process ran, cited).
+    None where every round's figure is its B minus its A (no note: the column is B - A)."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    p = doc["protocol"]
+    c = doc["comparisons"].get(FIGURES[0]) or {}
+    rows = list(zip(c.get("a_ns", ()), c.get("b_ns", ()), c.get("diff_ns", ()), strict=True))
+    first = next((k for k, (a, b, d) in enumerate(rows) if d != b - a), None)
+    if first is None or not (p.get("blocks") or p.get("reference")):
+        return None
+    a, b, d = rows[first]
+    at = ("comparisons", FIGURES[0])
+    figs = [Figure("a", a, pointer(*at, "a_ns", first)), Figure("b", b, pointer(*at, "b_ns", first)),
+            Figure("shown", d, pointer(*at, "diff_ns", first)), Figure("b_minus_a", b - a),
+            Figure("zero", 0)]
+    rels: list[Relation] = [rel("sum", "a", "b_minus_a", "b"),
+                            rel("lt" if d < b - a else "gt", "shown", "b_minus_a")]
+    if p.get("blocks"):
+        figs.append(Figure("blocks", p["blocks"], pointer("protocol", "blocks")))
+        rels.append(rel("gt", "blocks", "zero"))
+        return Claim("ab-per-round", PAIRED_NOTE, tuple(figs), tuple(rels))
+    return Claim("ab-per-round", REFERENCE_NOTE, tuple(figs), tuple(rels))
+
+
 def claims_of(doc: dict[str, Any]) -> list[Claim]:
     """The claims of a saved ab document, made from its figures: its verdict (its
     ``verdict`` is the claim's text when the document is true to its figures), each

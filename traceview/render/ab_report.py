@@ -16,8 +16,10 @@ from rich.text import Text
 from traceview.multi.ab_result import (
     FIGURE_LABELS,
     FIGURES,
+    PAIRED_NOTE,
     cache_check_claims,
     confidence_claim,
+    per_round_claim,
     protocol_claim,
 )
 from traceview.render.markdown import code, esc, prose, table
@@ -130,20 +132,10 @@ def per_round_difference(doc: dict[str, Any]) -> tuple[str, str | None]:
     difference from the reference call: a process's fast or slow state cancels in both,
     so it can differ from B - A of the medians beside it, even in sign. A document saved
     before the per-round estimate was kept holds the plain difference there: B - A."""
-    p = doc["protocol"]
-    c = doc["comparisons"].get(FIGURES[0]) or {}
-    if all(d == b - a for a, b, d in zip(c.get("a_ns", ()), c.get("b_ns", ()),
-                                         c.get("diff_ns", ()), strict=True)):
+    said = per_round_claim(doc)
+    if said is None:
         return "B - A", None
-    if p.get("blocks"):
-        return "paired B - A", ("paired B - A: the round's own estimate from neighbouring A "
-                                "and B blocks in its one process, not the B column minus "
-                                "the A column")
-    if p.get("reference"):
-        return "B - A vs ref", ("B - A vs ref: B's difference from the reference call minus "
-                                "A's, each in its own process, not the B column minus the A "
-                                "column")
-    return "B - A", None
+    return ("paired B - A" if said.text == PAIRED_NOTE else "B - A vs ref"), said.text
 
 
 def _per_process_rows(doc: dict[str, Any]) -> list[list[str]]:

@@ -220,6 +220,23 @@ def ranks_claims(report: RanksReport) -> list[Claim]:
     return out
 
 
+def title_claims(report: RanksReport) -> list[Claim]:
+    """The ranks table's titles as claims over the ranks document: the terminal's
+    (``Ranks (4 traces)``, ``ranks-title``) and the markdown's heading (``traceview: 4
+    ranks``, ``ranks-heading``), each the ranks of the document, those analysed and those
+    that failed adding up to them. Made from the report's ranks as ``combined`` counts
+    them, without writing the document (every rank's report in it)."""
+    from traceview.report.claims import Claim, Figure, pointer, rel
+
+    count = len(report.ranks)
+    figs = (Figure("count", count, pointer("combined", "count")),
+            Figure("ok", len(report.ok), pointer("combined", "ok")),
+            Figure("failed", len(report.failed)))
+    rels = (rel("sum", "ok", "failed", "count"),)
+    return [Claim("ranks-title", f"Ranks ({count} traces)", figs, rels),
+            Claim("ranks-heading", f"traceview: {count} ranks", figs, rels)]
+
+
 def damage(r: RankResult) -> list[str]:
     """What is wrong with a rank's file, from its own report's diagnostics (the warnings:
     cut short, malformed, duplicated records...): ``code: message`` each, none when whole.
@@ -266,7 +283,7 @@ def render_ranks_console(report: RanksReport, console: Console) -> None:
     for cells, name in zip(rows, shown, strict=True):
         cells[1] = name
     fits = max(len(n) for n in shown) <= room  # else the names wrap (the table's to fold)
-    table = Table(title=f"Ranks ({len(report.ranks)} traces)", title_justify="left",
+    table = Table(title=title_claims(report)[0].text, title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
     for j, col in enumerate(columns(report)):
@@ -318,7 +335,7 @@ def render_ranks_markdown(report: RanksReport) -> str:
             cells[0] = f"**{cells[0]}**"
             cells[-1] += " · **straggler**"
         rows.append(cells)
-    out = [f"### traceview: {len(report.ranks)} ranks", "",
+    out = [f"### {title_claims(report)[1].text}", "",
            table(list(cols), rows, "rl" + "r" * (len(cols) - 3) + "l"), "", "**Combined**", ""]
     out += [f"* {prose(line)}" for line in _summary_lines(report)]
     return "\n".join(out) + "\n"

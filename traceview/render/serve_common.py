@@ -100,6 +100,148 @@ def correctness_line(block: dict[str, Any]) -> str:
     return head
 
 
+def correctness_claim(doc: dict[str, Any], i: int) -> Claim:
+    """Variant ``i``'s correctness line (``correctness_line``'s words) as a claim over the
+    serve document: the logits' error over the reference's largest logit is the ratio
+    shown, within the tolerance where it says passed and beyond it where FAILED (a wrong
+    answer), the
+    rows whose top-1 agrees and whose tokens are identical some of the rows, the first
+    divergence inside the steps generated. A reference, a crash or a timeout cites no
+    figure."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    block = doc["variants"][i]["correctness"]
+    key = "recheck" if block.get("recheck") else "check"
+    c = block[key]
+    text = correctness_line(block)
+    if c["status"] in ("reference", "crashed", "timeout"):
+        return Claim("serve-correctness", text, ())
+    at = ("variants", i, "correctness", key)
+    lg, tk = c["logits"], c["tokens"]
+    figs = [Figure(name, lg[name], pointer(*at, "logits", name))
+            for name in ("max_abs_diff", "max_abs_ref", "ratio", "tolerance", "top1_agree",
+                         "rows")]
+    figs += [Figure(f"tokens.{name}", tk[name], pointer(*at, "tokens", name))
+             for name in ("steps", "rows", "identical_rows", "earliest_divergence")]
+    rels: list[Relation] = [rel("le", "top1_agree", "rows"),
+                            rel("le", "tokens.identical_rows", "tokens.rows")]
+    if lg["ratio"] is not None:
+        rels += [rel("ratio", "max_abs_diff", "max_abs_ref", "ratio"),
+                 rel("le" if c["status"] == "passed" else "gt", "ratio", "tolerance")]
+    if tk["earliest_divergence"] is None:
+        rels.append(rel("eq", "tokens.identical_rows", "tokens.rows"))
+    else:
+        rels += [rel("lt", "tokens.identical_rows", "tokens.rows"),
+                 rel("lt", "tokens.earliest_divergence", "tokens.steps")]
+    return Claim("serve-correctness", text, tuple(figs), tuple(rels))
+
+
+def bisect_claims(doc: dict[str, Any], i: int) -> tuple[Claim, Claim, Claim]:
+    """Variant ``i``'s bisect in words, as claims over the serve document: the terminal
+    table's title (``serve-bisect-title``: the ops tried one at a time, the processes
+    that ran them), its caption (``serve-bisect-caption``: the ops that passed alone, the
+    culprits) and the markdown's line (``serve-bisect-line``: the ops, the culprits; the
+    renderer adds each failing op in a code span). Each culprit is a row of the ops tried
+    that crashed or answered wrong (its row cited), the ops passed and the culprits some
+    of those tried, those tried some of the candidates."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    b = doc["variants"][i]["correctness"]["bisect"]
+    at = ("variants", i, "correctness", "bisect")
+    rows = b["tested"]
+    ok = sum(1 for r in rows if r["verdict"] == "ok")
+    figs = [Figure("candidates", len(b["candidates"])), Figure("tested", len(rows)),
+            Figure("ok", ok), Figure("culprits", len(b["culprits"])),
+            Figure("children", b["children"], pointer(*at, "children")), Figure("one", 1),
+            Figure("no", value=False), Figure("yes", value=True)]
+    rels: list[Relation] = [rel("sum", "ok", "culprits", "ok_or_culprit"),
+                            rel("le", "ok_or_culprit", "tested"),
+                            rel("le", "tested", "candidates"), rel("ge", "children", "one")]
+    figs.append(Figure("ok_or_culprit", ok + len(b["culprits"])))
+    row_of = {r["op"]: k for k, r in enumerate(rows)}
+    for j, op in enumerate(b["culprits"]):
+        k = row_of[op]
+        name = f"culprit:{j}"
+        if rows[k].get("crashed"):  # crashed alone
+            figs.append(Figure(name, rows[k]["crashed"], pointer(*at, "tested", k, "crashed")))
+            rels.append(rel("eq", name, "yes"))
+        else:  # a wrong answer alone
+            figs.append(Figure(name, rows[k].get("passed"), pointer(*at, "tested", k, "passed")))
+            rels.append(rel("eq", name, "no"))
+    figs_t, rels_t = tuple(figs), tuple(rels)
+    culprits = ", ".join(b["culprits"]) or "none"
+    caption = f"{ok} ops passed alone; culprits: {culprits}"
+    if b.get("incomplete"):
+        caption += f"; incomplete: {b['incomplete']}"
+    return (Claim("serve-bisect-title", f"bisect: {len(b['candidates'])} ops the model calls, "
+                  f"enabled one at a time ({b['children']} processes)", figs_t, rels_t),
+            Claim("serve-bisect-caption", caption, figs_t, rels_t),
+            Claim("serve-bisect-line", f"bisect over {len(b['candidates'])} ops: culprits "
+                  f"{culprits}", figs_t, rels_t))
+
+
+def protocol_claim(doc: dict[str, Any]) -> Claim:
+    """The markdown's protocol field (after ``Protocol:``) as a claim over the serve
+    document: with ``--attribute``, each screening stage's processes and the final
+    stage's cited against ``screen_rounds`` and ``rounds``; else the processes per side,
+    each side's repetitions and the A/B's rounds at most those asked for."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    att = doc.get("attribution")
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    if att is not None:
+        screens = sum(1 for s in att["stages"] if s["kind"] == "screen")
+        figs += [Figure("screens", screens),
+                 Figure("screen_rounds", att["screen_rounds"],
+                        pointer("attribution", "screen_rounds")),
+                 Figure("rounds", att["rounds"], pointer("attribution", "rounds"))]
+        for i, s in enumerate(att["stages"]):
+            figs.append(Figure(f"stage:{i}", s["rounds"],
+                               pointer("attribution", "stages", i, "rounds")))
+            rels.append(rel("eq", f"stage:{i}",
+                            "screen_rounds" if s["kind"] == "screen" else "rounds"))
+        return Claim("serve-protocol", (
+            f"correctness against torch eager first; then {screens} screening stage(s) of "
+            f"{att['screen_rounds']} and {att['rounds']} fresh processes, each measuring "
+            "eager, the whole swap and every part in its own order"), tuple(figs), tuple(rels))
+    rounds = doc["protocol"]["rounds"]
+    figs.append(Figure("rounds", rounds, pointer("protocol", "rounds")))
+    for i, v in enumerate(doc["variants"]):
+        reps = (v.get("summary") or {}).get("repetitions")
+        if reps is not None:
+            figs.append(Figure(f"repetitions:{i}", reps,
+                               pointer("variants", i, "summary", "repetitions")))
+            rels.append(rel("le", f"repetitions:{i}", "rounds"))
+    if doc.get("ab"):
+        figs.append(Figure("ab_rounds", doc["ab"]["rounds"], pointer("ab", "rounds")))
+        rels.append(rel("le", "ab_rounds", "rounds"))
+    return Claim("serve-protocol", f"{rounds} fresh process(es) per side"
+                 + (", interleaved by round" if doc.get("ab") else "")
+                 + "; correctness against torch eager first", tuple(figs), tuple(rels))
+
+
+def ab_title_claims(doc: dict[str, Any]) -> tuple[Claim, Claim]:
+    """The A/B table's titles as claims over the serve document: the terminal's
+    (``serve-ab-title``) and the markdown's (``serve-ab-heading``), each the rounds the
+    comparison is over, at most the processes per side asked for, and each figure's
+    rounds B was faster in some of them."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    ab = doc["ab"]
+    figs = [Figure("rounds", ab["rounds"], pointer("ab", "rounds")),
+            Figure("asked", doc["protocol"]["rounds"], pointer("protocol", "rounds"))]
+    rels: list[Relation] = [rel("le", "rounds", "asked")]
+    for key, row in ab["figures"].items():
+        figs.append(Figure(f"{key}.faster", row["b_faster_rounds"],
+                           pointer("ab", "figures", key, "b_faster_rounds")))
+        rels.append(rel("le", f"{key}.faster", "rounds"))
+    return (Claim("serve-ab-title", f"A/B: B - A over {ab['rounds']} interleaved rounds "
+                  "(Hodges-Lehmann, exact signed-rank interval)", tuple(figs), tuple(rels)),
+            Claim("serve-ab-heading", f"A/B, B - A over {ab['rounds']} interleaved rounds:",
+                  tuple(figs), tuple(rels)))
+
+
 def result_sentence(doc: dict[str, Any]) -> str:
     """The reproducer template's "Serving result, if measured:" line (``result_claim``'s
     text)."""
@@ -248,14 +390,96 @@ def attribution_rows(att: dict[str, Any]) -> list[tuple[str, ...]]:
 
 
 def attribution_caption(att: dict[str, Any]) -> str:
+    """The attribution table's caption (``attribution_caption_claim``'s text)."""
+    return attribution_caption_claim(att).text
+
+
+def attribution_caption_claim(att: dict[str, Any], root: str = "attribution") -> Claim:
+    """The attribution table's caption as a claim over the serve document: the candidate
+    ops (counted from ``units``), each screening stage of ``screen_rounds`` processes and
+    the final one of ``rounds`` (each stage's own rounds cited), and, per figure, the
+    parts and the interaction adding up to the whole exactly, as the caption says."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
     stages = att["stages"]
     screens = sum(1 for s in stages if s["kind"] == "screen")
-    return (f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
-            f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
-            f"eager, the whole swap and every part; screening ended: "
-            f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
-            f"whole exactly; host/step: profiled self host time of the part's ATen ops "
-            f"per decode step")
+    figs = [Figure("units", len(att["units"])), Figure("screens", screens),
+            Figure("screen_rounds", att["screen_rounds"], pointer(root, "screen_rounds")),
+            Figure("rounds", att["rounds"], pointer(root, "rounds"))]
+    rels: list[Relation] = []
+    for i, s in enumerate(stages):
+        figs.append(Figure(f"stage:{i}", s["rounds"], pointer(root, "stages", i, "rounds")))
+        rels.append(rel("eq", f"stage:{i}",
+                        "screen_rounds" if s["kind"] == "screen" else "rounds"))
+    for f in att["figures"]:
+        names = []
+        for k, p in enumerate(att["parts"]):
+            names.append(f"{f}.part{k}")
+            figs.append(Figure(names[-1], p["figures"][f]["estimate_ns"],
+                               pointer(root, "parts", k, "figures", f, "estimate_ns")))
+        for key in ("interaction", "whole"):
+            figs.append(Figure(f"{f}.{key}", att[key][f]["estimate_ns"],
+                               pointer(root, key, f, "estimate_ns")))
+        rels.append(rel("sum", *names, f"{f}.interaction", f"{f}.whole"))
+    return Claim("serve-attribution-caption", (
+        f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
+        f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
+        f"eager, the whole swap and every part; screening ended: "
+        f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
+        f"whole exactly; host/step: profiled self host time of the part's ATen ops "
+        f"per decode step"), tuple(figs), tuple(rels))
+
+
+DECODE_HEAD = "decode step, {label} {backend}"
+
+
+def decode_claim(doc: dict[str, Any], i: int) -> Claim | None:
+    """Variant ``i``'s profiled decode step in one line (``decode step, A eager
+    (profiled, 2 steps): step p50 ...``) as a claim over the serve document: each figure
+    cited in its ``diagnosis`` block, the device busy share its busy time over the decode
+    window (the prefill's likewise), the host overhead's median at most the step's (a
+    step's overhead is part of it). None where the variant was not profiled or its
+    diagnosis failed."""
+    from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
+    v = doc["variants"][i]
+    d = v.get("diagnosis")
+    if not d or "decode" not in d:
+        return None
+    dec = d["decode"]
+    at = ("variants", i, "diagnosis", "decode")
+    step = dec.get("step_ns") or {}
+    over = dec.get("step_host_overhead_ns") or {}
+    pre = d.get("prefill") or {}
+    figs = [Figure("steps", dec["steps"], pointer(*at, "steps")),
+            Figure("busy_share", dec["device_busy_share"], pointer(*at, "device_busy_share")),
+            Figure("launches_per_step", dec["launches_per_step"],
+                   pointer(*at, "launches_per_step"))]
+    rels: list[Relation] = []
+    if dec["device_busy_share"] is not None:
+        figs += [Figure("busy", dec["device_busy_ns"], pointer(*at, "device_busy_ns")),
+                 Figure("window", dec["window_ns"], pointer(*at, "window_ns"))]
+        rels.append(rel("ratio", "busy", "window", "busy_share"))
+    if step.get("p50") is not None:
+        figs.append(Figure("step_p50", step["p50"], pointer(*at, "step_ns", "p50")))
+    if over.get("p50") is not None:
+        figs.append(Figure("overhead_p50", over["p50"],
+                           pointer(*at, "step_host_overhead_ns", "p50")))
+        if step.get("p50") is not None:
+            rels.append(rel("le", "overhead_p50", "step_p50"))
+    if pre.get("device_busy_share") is not None:
+        pat = ("variants", i, "diagnosis", "prefill")
+        figs += [Figure("prefill_share", pre["device_busy_share"],
+                        pointer(*pat, "device_busy_share")),
+                 Figure("prefill_busy", pre["device_busy_ns"], pointer(*pat, "device_busy_ns")),
+                 Figure("prefill_window", pre["window_ns"], pointer(*pat, "window_ns"))]
+        rels.append(rel("ratio", "prefill_busy", "prefill_window", "prefill_share"))
+    return Claim("serve-decode", (
+        f"{DECODE_HEAD.format(label=v['label'], backend=v['backend'])} (profiled, "
+        f"{dec['steps']} steps): step p50 {ns(step.get('p50'))}, device busy "
+        f"{pct(dec['device_busy_share'])} of the decode window, host overhead p50 "
+        f"{ns(over.get('p50'))}, {dec['launches_per_step']} launches per step; prefill "
+        f"device busy {pct(pre.get('device_busy_share'))}"), tuple(figs), tuple(rels))
 
 
 def reproducer_lines(block: dict[str, Any]) -> list[str]:

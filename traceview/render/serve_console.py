@@ -8,13 +8,18 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from traceview.render.serve_common import (
     ATTRIBUTION_COLUMNS,
+    DECODE_HEAD,
     FIGURE_LABELS,
+    ab_title_claims,
     attribution_caption,
     attribution_rows,
-    correctness_line,
+    bisect_claims,
+    correctness_claim,
+    decode_claim,
     model_line,
     ns,
     pct,
@@ -33,15 +38,15 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
     p(f"[bold]model[/] {escape(model_line(doc))}")
     p(f"[bold]workload[/] {escape(workload_line(doc))}")
     p(f"[bold]engine[/] {escape(doc['workload']['engine'])}")
-    for v in doc["variants"]:
+    for i, v in enumerate(doc["variants"]):
         p(f"[bold]{v['label']}[/] {escape(v['description'])}: "
           f"{escape(versions_line(v.get('environment')))}")
-        p(f"  correctness: {escape(correctness_line(v['correctness']))}")
+        p(f"  correctness: {escape(correctness_claim(doc, i).text)}")
         note = (v["correctness"].get("recheck") or v["correctness"]["check"]).get("note")
         if note:
             p(f"  [yellow]note:[/] {escape(note)}")
         if v["correctness"].get("bisect"):
-            _bisect(console, v["correctness"]["bisect"])
+            _bisect(console, doc, i)
         for line in reproducer_lines(v["correctness"]):
             p(f"  reproducer: {escape(line)}", soft_wrap=True)
     if doc.get("stopped"):
@@ -53,13 +58,14 @@ def render_serve_console(doc: dict[str, Any], console: Console) -> None:
         _figures(console, doc)
     if doc.get("ab"):
         _ab(console, doc)
-    for v in doc["variants"]:
-        _diagnosis(console, v)
+    for i in range(len(doc["variants"])):
+        _diagnosis(console, doc, i)
 
 
-def _bisect(console: Console, b: dict[str, Any]) -> None:
-    t = Table(title=f"bisect: {len(b['candidates'])} ops the model calls, enabled one at a "
-                    f"time ({b['children']} processes)", title_justify="left")
+def _bisect(console: Console, doc: dict[str, Any], i: int) -> None:
+    b = doc["variants"][i]["correctness"]["bisect"]
+    title, caption, _ = bisect_claims(doc, i)
+    t = Table(title=escape(title.text), title_justify="left")
     for col in ("op", "verdict", "detail"):
         t.add_column(col)
     for r in b["tested"]:
@@ -69,10 +75,7 @@ def _bisect(console: Console, b: dict[str, Any]) -> None:
                   else "logits not finite" if r.get("logits_ratio") is None
                   else f"logits {r['logits_ratio']:.2g} x max |logit|")
         t.add_row(escape(r["op"]), r["verdict"], escape(str(detail)))
-    ok = sum(1 for r in b["tested"] if r["verdict"] == "ok")
-    t.caption = f"{ok} ops passed alone; culprits: {', '.join(b['culprits']) or 'none'}"
-    if b.get("incomplete"):
-        t.caption += f"; incomplete: {b['incomplete']}"
+    t.caption = escape(caption.text)
     console.print(t)
 
 
@@ -95,8 +98,7 @@ def _figures(console: Console, doc: dict[str, Any]) -> None:
 
 def _ab(console: Console, doc: dict[str, Any]) -> None:
     ab = doc["ab"]
-    t = Table(title=f"A/B: B - A over {ab['rounds']} interleaved rounds (Hodges-Lehmann, "
-                    f"exact signed-rank interval)", title_justify="left")
+    t = Table(title=escape(ab_title_claims(doc)[0].text), title_justify="left")
     for col in ("figure", "A median", "B median", "B - A", "interval", "B/A", "B faster",
                 "verdict"):
         t.add_column(col, justify="left" if col in ("figure", "verdict") else "right")
@@ -113,7 +115,8 @@ def _ab(console: Console, doc: dict[str, Any]) -> None:
     console.print(t)
 
 
-def _diagnosis(console: Console, v: dict[str, Any]) -> None:
+def _diagnosis(console: Console, doc: dict[str, Any], i: int) -> None:
+    v = doc["variants"][i]
     d = v.get("diagnosis")
     if not d:
         return
@@ -121,14 +124,11 @@ def _diagnosis(console: Console, v: dict[str, Any]) -> None:
         console.print(f"[yellow]diagnosis {v['label']}:[/] {escape(d['error'])}")
         return
     dec = d["decode"]
-    step = dec.get("step_ns") or {}
-    over = dec.get("step_host_overhead_ns") or {}
-    console.print(
-        f"[bold]decode step, {v['label']} {escape(v['backend'])}[/] (profiled, "
-        f"{dec['steps']} steps): step p50 {ns(step.get('p50'))}, device busy "
-        f"{pct(dec['device_busy_share'])} of the decode window, host overhead p50 "
-        f"{ns(over.get('p50'))}, {dec['launches_per_step']} launches per step; prefill "
-        f"device busy {pct((d.get('prefill') or {}).get('device_busy_share'))}")
+    said = decode_claim(doc, i)
+    assert said is not None  # a diagnosis with its decode block
+    line = Text(said.text)
+    line.stylize("bold", 0, len(DECODE_HEAD.format(label=v["label"], backend=v["backend"])))
+    console.print(line)
     cats = ", ".join(f"{k} {ns(val)}" for k, val in
                      list(dec["host_categories_per_step_ns"].items())[:5])
     console.print(f"  host per step: {escape(cats)}")

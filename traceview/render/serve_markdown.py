@@ -11,12 +11,15 @@ from typing import Any
 from traceview.render.serve_common import (
     ATTRIBUTION_COLUMNS,
     FIGURE_LABELS,
+    ab_title_claims,
     attribution_caption,
     attribution_rows,
-    correctness_line,
+    bisect_claims,
+    correctness_claim,
     model_line,
     ns,
     pct,
+    protocol_claim,
     rate,
     reproducer_lines,
     result_sentence,
@@ -31,15 +34,8 @@ def esc(text: Any) -> str:
 
 
 def _protocol_line(doc: dict[str, Any]) -> str:
-    att = doc.get("attribution")
-    if att is not None:
-        return (f"- Protocol: correctness against torch eager first; then "
-                f"{sum(1 for s in att['stages'] if s['kind'] == 'screen')} screening "
-                f"stage(s) of {att['screen_rounds']} and {att['rounds']} fresh processes, "
-                "each measuring eager, the whole swap and every part in its own order")
-    return (f"- Protocol: {doc['protocol']['rounds']} fresh process(es) per side"
-            + (", interleaved by round" if doc.get("ab") else "")
-            + "; correctness against torch eager first")
+    """The protocol field (its ``serve-protocol`` claim's text)."""
+    return f"- Protocol: {esc(protocol_claim(doc).text)}"
 
 
 def render_serve_markdown(doc: dict[str, Any]) -> str:
@@ -51,15 +47,14 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
              _protocol_line(doc)]
     if doc.get("command"):
         lines.append(f"- Command: `{' '.join(doc['command'])}`")
-    for v in doc["variants"]:
+    for i, v in enumerate(doc["variants"]):
         lines.append(f"- {v['label']} = {esc(v['description'])}: "
                      f"{esc(versions_line(v.get('environment')))}; correctness: "
-                     f"{esc(correctness_line(v['correctness']))}")
+                     f"{esc(correctness_claim(doc, i).text)}")
         b = v["correctness"].get("bisect")
         if b:
             bad = [r for r in b["tested"] if r["verdict"] != "ok"]
-            lines.append(f"  - bisect over {len(b['candidates'])} ops: culprits "
-                         f"{esc(', '.join(b['culprits']) or 'none')}"
+            lines.append(f"  - {esc(bisect_claims(doc, i)[2].text)}"
                          + "".join(f"; `{esc(r['op'])}` {r['verdict']}"
                                    + (f" ({esc(r.get('error'))})" if r["crashed"] or r.get("timed_out") else "")
                                    for r in bad))
@@ -81,7 +76,7 @@ def render_serve_markdown(doc: dict[str, Any]) -> str:
     lines += [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows]
     if doc.get("ab"):
         ab = doc["ab"]
-        lines += ["", f"A/B, B - A over {ab['rounds']} interleaved rounds:", "",
+        lines += ["", esc(ab_title_claims(doc)[1].text), "",
                   "| figure | A | B | B - A | interval | B/A | verdict |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for key, r in ab["figures"].items():

@@ -74,7 +74,7 @@ def _render_capture(console: Console, meta: dict[str, Any], trace: Path, cold: P
         table.add_row("trace: calls", str(calls) if calls is not None else "-",
                       f"profiled, sync {proto['sync']}, "
                       f"stack {'on' if proto['with_stack'] else 'off'}")
-        table.add_row("trace: call API p50", fmt_ns(api), _perturbation(api, base, proto))
+        table.add_row("trace: call API p50", fmt_ns(api), _perturbation(analysis))
         copy = st["copy_ns"].p50 if "copy_ns" in st else None
         moved = ((meta.get("bandwidth") or {}).get("bytes") or {}).get("total")
         rate = (f"; {fmt_rate(moved / st['kernel_ns'].p50)} for {fmt_bytes(moved)}"
@@ -175,36 +175,18 @@ def owner_split(analysis: Report) -> list[tuple[str, int]]:
 
 
 def amortized_words(base: dict[str, Any]) -> str:
-    """Why 'amortized submit' and 'full API p50' differ, in words, with this run's figures."""
-    full, submit, n = base.get("full_api_ns_p50"), base.get("amortized_submit_ns"), base.get("n")
-    if full is None or submit is None:
-        return ""
-    words = (f"full API p50 ({fmt_ns(full)}) is the median of {n} calls each timed alone up to "
-             "a synchronize: host work, device work and the wait. Amortized submit "
-             f"({fmt_ns(submit)}) is the host time per call of {n} calls issued back to back "
-             "with one synchronize after the loop: no wait per call, device work overlapped "
-             "with the next call's host work, and a mean, not a median")
-    if submit > full:
-        words += (" -- so it can come out above the p50, as here, when the device is idle "
-                  "anyway and slower calls (allocator, queue, interpreter) weigh in a mean "
-                  "that a median drops.")
-    else:
-        words += " -- below the p50 by the wait and the device work it does not include."
-    return words
+    """Why 'amortized submit' and 'full API p50' differ, in words, with this run's figures
+    (the ``capture-amortized`` claim's text; empty without both figures)."""
+    from traceview.report.measured_lines import amortized_claim
+
+    claim = amortized_claim(base)
+    return "" if claim is None else claim.text
 
 
-def _perturbation(api: float | None, base: dict[str, Any], proto: dict[str, Any]) -> str:
-    """How far the profiled call is from the same thing unprofiled: the profiler's cost.
+def _perturbation(analysis: Report) -> str:
+    """How far the profiled call is from the same thing unprofiled: the profiler's cost
+    (the ``capture-perturbation`` claim's text over explain's report of the trace)."""
+    from traceview.report.measured_lines import perturbation_claim
 
-    The like-for-like baseline depends on the protocol: a graph replay, a synchronised
-    call (``--sync each``) or a submission (``--sync end``).
-    """
-    if proto["mode"] == "graph":
-        ref, label = base.get("replay_ns_p50"), "unprofiled replay"
-    elif proto["sync"] == "each":
-        ref, label = base.get("full_api_ns_p50"), "unprofiled full API"
-    else:
-        ref, label = base.get("amortized_submit_ns"), "unprofiled submit"
-    if api is None or not ref:
-        return "profiled"
-    return f"profiled; {100.0 * (api - ref) / ref:+.0f}% vs {label}"
+    claim = perturbation_claim(analysis.to_dict())
+    return "profiled" if claim is None else claim.text

@@ -42,9 +42,10 @@ def render_sweep(console: Console, result: Any, files: list[Path] | tuple[Path, 
                       *(rate_cells(r) if rates else ()),
                       "<-" if r["numel"] == result.crossover_numel else "")
     console.print(table)
-    console.print(crossover_sentence(result.crossover_numel, result.fixed_host_gap_ns))
+    summary = result.summary()
+    console.print(crossover_sentence(summary))
     if rates:
-        console.print(bandwidth_sentence(result.bandwidth_bound_numel, rows))
+        console.print(bandwidth_sentence(summary))
     console.print(f"traces: {escape(str(result.folder))}/", highlight=False)
     for f in files:
         console.print(f"summary: {escape(str(f))}", highlight=False)
@@ -80,9 +81,9 @@ def markdown(summary: dict[str, Any]) -> str:
             f"{fmt_ns(r['amortized_submit_ns'])} |"
             + ("".join(f" {c} |" for c in rate_cells(r)) if rates else "")
         )
-    lines += ["", crossover_sentence(summary["crossover_numel"], summary["fixed_host_gap_ns"])]
+    lines += ["", crossover_sentence(summary)]
     if rates:
-        lines += ["", bandwidth_sentence(summary.get("bandwidth_bound_numel"), summary["rows"])]
+        lines += ["", bandwidth_sentence(summary)]
     lines += [""]
     lines += [f"- **{k}**: {v}" for k, v in summary["definitions"].items()]
     return "\n".join(lines) + "\n"
@@ -104,23 +105,15 @@ def rate_cells(r: dict[str, Any]) -> tuple[str, str, str, str]:
             pct(r.get("share_of_copy_same_bytes")), pct(r.get("share_of_copy_peak")))
 
 
-def bandwidth_sentence(bound: int | None, rows: list[dict[str, Any]]) -> str:
-    peaks = [r["copy_peak_gb_per_s"] for r in rows if r.get("copy_peak_gb_per_s")]
-    peak = f" (copy peak measured {fmt_rate(max(peaks))})" if peaks else ""
-    best = max((r["gb_per_s"] for r in rows if r.get("gb_per_s") is not None), default=None)
-    if bound is None:
-        return (f"Latency-bound over the whole range: no size reaches half of this device's "
-                f"copy peak{peak}; best {fmt_rate(best)}.")
-    return (f"Bandwidth-bound from numel {bound}: the first size whose kernel moves its bytes "
-            f"at half of this device's copy peak or more{peak}; below it the kernel is "
-            f"latency-bound. Best {fmt_rate(best)}.")
+def bandwidth_sentence(summary: dict[str, Any]) -> str:
+    """The bandwidth sentence of ``sweep.json`` (its ``sweep-bandwidth`` claim's text)."""
+    from traceview.report.measured_lines import bandwidth_claim
+
+    return bandwidth_claim(summary).text
 
 
-def crossover_sentence(crossover: int | None, fixed_gap_ns: int | None) -> str:
-    if fixed_gap_ns is None:
-        return "No host gap measured (no device kernel time on this device)."
-    gap = f"fixed host gap about {fmt_ns(fixed_gap_ns)}"
-    if crossover is None:
-        return f"No crossover in this range: the kernel never hides the host cost ({gap})."
-    return (f"Crossover at numel {crossover}: from there the kernel takes at least as long "
-            f"as the host gap ({gap}).")
+def crossover_sentence(summary: dict[str, Any]) -> str:
+    """The crossover sentence of ``sweep.json`` (its ``sweep-crossover`` claim's text)."""
+    from traceview.report.measured_lines import crossover_claim
+
+    return crossover_claim(summary).text
