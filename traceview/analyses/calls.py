@@ -32,17 +32,22 @@ A call is **cold** when it contains compile, autotune or module-load work (host 
 microseconds of a runtime helper a compile rule also names is not), Dynamo/Inductor
 compiler ranges, or when capture recorded it as cold; each cold call says why. Calls far slower than the others of their
 kind are classed cold or outlier by ``analyses.slow_calls``, with what holds their excess
-(the profiler's own work: ``_outliers``). Cold calls are left out of the warm statistics
+(the profiler's own work: ``_outliers``). The call holding the trace's first launch is
+cold whatever its kind when that launch is profiler start-up (``startup_calls``: the
+launch's time before its device work began over half the call's wall time and over
+``STARTUP_LAUNCH_RATIO`` times the median of the trace's other launches): a kind of one call has no others to be slow
+against, and its start-up would stand as the typical call. Cold calls are left out of the warm statistics
 (when warm calls remain); an outlier is a warm call that is named, never dropped: a real
 warm call at 2x the others is part of the p90 and the max. ``warm_calls`` is that one
 rule, and ``typical`` the one typical call, for every reader (explain's statistics and
-verdict, ``diff``'s samples).
+verdict, ``diff``'s samples); where no warm call remains the statistics fall back on every
+call, but a start-up call is never the typical call (there is none then).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -51,12 +56,12 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary, no_record_due
-from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst, Slow
+from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst, ProfilerStartup, Slow
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.stats import Stats, medians_of_others, summarize
+from traceview.stats import Stats, median, medians_of_others, summarize
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "kernel_only_ns", "copy_ns", "sync_ns", "device_busy_ns", "host_overhead_ns")
@@ -68,6 +73,13 @@ COMPILE_RANGE = re.compile(r"compile_id=\d+/\d+|\(dynamo_timed\)$")
 # profiler's own work explains at least OUTLIER_EXPLAINED of the excess.
 OUTLIER_RATIO = 2.0
 OUTLIER_EXPLAINED = 0.5
+# The trace's first launch is profiler start-up (CUDA context creation, the first
+# launch's set-up) when its time before its device work began is over STARTUP_SHARE of
+# its call's wall time and over STARTUP_LAUNCH_RATIO times the median of the trace's
+# other launches: a first launch
+# a few times the others is common and says nothing; hundreds of times is the context.
+STARTUP_SHARE = 0.5  # the cold-path finding's "mostly profiler start-up" share
+STARTUP_LAUNCH_RATIO = 5.0  # slow_calls.FIRST_CALL_RATIO
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,9 @@ class CallsSummary:
     # call index -> why it is cold / an outlier, as figures (the report words them)
     cold_causes: dict[int, Cause] = field(default_factory=dict)
     outlier_causes: dict[int, Cause] = field(default_factory=dict)
+    # the calls dominated by the profiler's start-up (``startup_calls``): cold, and never
+    # the typical call, even where no warm call remains
+    startup: tuple[int, ...] = ()
 
     @property
     def warm(self) -> list[Call]:
@@ -151,7 +166,7 @@ class CallsSummary:
 
     @property
     def typical(self) -> Call | None:
-        return typical(self.calls)
+        return typical(self.calls, self.startup)
 
 
 def warm_calls(calls: Sequence[Call]) -> list[Call]:
@@ -161,11 +176,18 @@ def warm_calls(calls: Sequence[Call]) -> list[Call]:
     return [c for c in calls if c.warm] or list(calls)
 
 
-def dominant_kind(calls: Sequence[Call]) -> str | None:
+def _candidates(calls: Sequence[Call], startup: Collection[int]) -> list[Call]:
+    """The calls a typical call is chosen from: the warm calls (``warm_calls``, every call
+    where none is warm) less the start-up calls, which stand for no later call."""
+    return [c for c in warm_calls(calls) if c.index not in startup]
+
+
+def dominant_kind(calls: Sequence[Call], startup: Collection[int] = ()) -> str | None:
     """The kind whose warm calls hold the most wall time (more warm calls, then first
-    appearance, on a tie): what "a typical call" of a loop of two ops stands for."""
+    appearance, on a tie): what "a typical call" of a loop of two ops stands for. The
+    start-up calls (``CallsSummary.startup``) count for no kind."""
     total: dict[str, list[int]] = {}
-    for c in warm_calls(calls):
+    for c in _candidates(calls, startup):
         t = total.setdefault(c.kind, [0, 0])
         t[0] += c.api_ns
         t[1] += 1
@@ -175,17 +197,48 @@ def dominant_kind(calls: Sequence[Call]) -> str | None:
     return max(order, key=lambda k: (total[k][0], total[k][1], -order.index(k)))
 
 
-def typical(calls: Sequence[Call]) -> Call | None:
+def typical(calls: Sequence[Call], startup: Collection[int] = ()) -> Call | None:
     """The typical call: one real warm call of the dominant kind, the one whose wall time
     is nearest its kind's p50 (lowest index on a tie). Every figure said of "a typical
     call" is this call's own: a share of one call's figure over another's (a kernel p50
-    over a wall-time p50 of calls of two kinds) describes no call that ran."""
-    kind = dominant_kind(calls)
-    mine = [c for c in warm_calls(calls) if c.kind == kind]
+    over a wall-time p50 of calls of two kinds) describes no call that ran. A start-up
+    call (``startup``) is never it: None where nothing else remains."""
+    kind = dominant_kind(calls, startup)
+    mine = [c for c in _candidates(calls, startup) if c.kind == kind]
     if not mine:
         return None
     p50 = summarize([c.api_ns for c in mine]).p50 or 0
     return min(mine, key=lambda c: (abs(c.api_ns - p50), c.index))
+
+
+def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
+                  lo: np.ndarray, hi: np.ndarray) -> dict[int, ProfilerStartup]:
+    """The call holding the trace's first launch (``l_rows`` sorted by start; call ``i``
+    holds ``l_rows[lo[i]:hi[i]]``), where that launch is profiler start-up: its time
+    before its device work began (its whole duration where none is linked) over
+    ``STARTUP_SHARE`` of the call's wall time and over ``STARTUP_LAUNCH_RATIO`` times the
+    median duration of the trace's other launches. Evidence in the trace, not a name: the
+    first launch of a process creates the CUDA context and loads the module, hundreds of
+    milliseconds a later call never pays. The time before its device work, not its
+    duration: a blocking copy's launch lasts as long as the copy it waits for (a first
+    call that copies 3.5 ms of input is busy, not starting up), and a first call long for
+    its device work or host code has a short first launch."""
+    if l_rows.size < 2:
+        return {}
+    s = trace.slices
+    row = int(l_rows[0])
+    st, en = int(s.start[row]), int(s.end[row])
+    work = trace.launch_to_work.get(row, ())
+    began = min((int(s.start[w]) for w in work), default=en)
+    first = max(0, min(en, began) - st)
+    dur = s.end[l_rows[1:]] - s.start[l_rows[1:]]
+    others = int(median(dur.tolist()))
+    if first <= STARTUP_LAUNCH_RATIO * others:
+        return {}
+    for c in calls:
+        if lo[c.index] == 0 < hi[c.index] and first > STARTUP_SHARE * c.api_ns:
+            return {c.index: ProfilerStartup(first, c.api_ns, others)}
+    return {}
 
 
 def _cold_work(cats: dict[str, int], compile_ranges: int, *, recorded: bool, api_ns: int,
@@ -441,8 +494,17 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                           m["work"][i], metrics, cats, kind=sp.kind, api_sync_ns=call_sync,
                           launches_without_work=m["empty"][i]))
         kernel_end.append(k_end)
+    # the start-up call is cold before the slow calls are classed: it is no call the
+    # others of its kind are compared with
+    startup = startup_calls(trace, calls, l_rows, lo, hi)
+    for i in startup:
+        calls[i] = replace(calls[i], cold=True)
     slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
     cold_causes, outlier_causes = _classed(calls, slow, works)
+    for i, cause in startup.items():  # start-up is why, whatever else it is slow for
+        calls[i] = replace(calls[i], cold=True, outlier=False)
+        cold_causes[i] = cause
+        outlier_causes.pop(i, None)
     warm = warm_calls(calls)
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}
@@ -455,4 +517,5 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                         outlier_indices=[c.index for c in calls if c.outlier],
                         how=found.how, kinds=kinds, others=found.others,
                         api_sync=api_sync, kernel_end_ns=kernel_end,
-                        cold_causes=cold_causes, outlier_causes=outlier_causes)
+                        cold_causes=cold_causes,
+                        outlier_causes=outlier_causes, startup=tuple(sorted(startup)))

@@ -96,7 +96,19 @@ class SlowCall:
     cold_work: ColdWork | None = None
 
 
-Cause = ColdWork | ProfilerBurst | SlowCall
+@dataclass(frozen=True)
+class ProfilerStartup:
+    """A call dominated by the profiler's start-up: it holds the trace's first launch,
+    and that launch's time before its device work began is most of the call's wall time
+    and far longer than the trace's other launches (``calls.startup_calls``). Its time is the CUDA context's
+    creation and the first launch's set-up, which no later call of any kind pays."""
+
+    launch_ns: int  # the first launch's time before its device work began
+    api_ns: int  # the call's wall time
+    median_launch_ns: int  # the median duration of the trace's other launches
+
+
+Cause = ColdWork | ProfilerBurst | SlowCall | ProfilerStartup
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ the input diagnostics. Nothing is filled in afterwards.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -69,7 +70,7 @@ def build_report(a: Analysis) -> m.Report:
     reasons = cause_claims(calls.cold_causes, calls.outlier_causes)
     found = calls_claim(calls)
     calls_info = _calls_info(a, unprofiled, reasons, found.text)
-    typical = pick_typical(calls_info)
+    typical = pick_typical(calls_info, a.calls.startup)
     findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
     drawn = typical_call(a, calls_info)
     step = step_claim(steps, drawn)
@@ -220,7 +221,7 @@ def what_if(a: Analysis, calls: m.CallsInfo, unprofiled_ns: int | None) -> tuple
     figure where one is known."""
     from traceview.analyses.what_if import project
 
-    call = pick_typical(calls)
+    call = pick_typical(calls, a.calls.startup)
     return tuple(m.WhatIfRow(p.scenario, p.call, p.measured_ns, p.projected_ns, p.low_ns,
                              p.high_ns, dict(p.basis))
                  for p in project(a.trace, a.launches, call, unprofiled_call_ns=unprofiled_ns))
@@ -384,16 +385,17 @@ def _calls_info(a: Analysis, unprofiled: UnprofiledInfo | None, reasons: list[Cl
     )
 
 
-def pick_typical(calls: m.CallsInfo) -> m.CallRow | None:
+def pick_typical(calls: m.CallsInfo, startup: Collection[int] = ()) -> m.CallRow | None:
     """The typical call (``analyses.calls.typical``: a warm call of the dominant kind,
-    nearest its kind's p50): the one the verdict's figures are read from."""
+    nearest its kind's p50, never a start-up call, ``CallsSummary.startup``): the one the
+    verdict's figures are read from."""
     from traceview.analyses.calls import typical
 
-    return typical(calls.per_call)
+    return typical(calls.per_call, startup)
 
 
 def typical_call(a: Analysis, calls: m.CallsInfo) -> m.TypicalCall | None:
-    call = pick_typical(calls)
+    call = pick_typical(calls, a.calls.startup)
     if call is None:
         return None
     lo, hi = call.start_ns, call.end_ns

@@ -316,7 +316,7 @@ def _range_idle(ex: Analysis) -> list[Detected]:
     # and a wall-time p50 of the other describe no call
     from traceview.analyses.calls import dominant_kind
 
-    kind = dominant_kind(ex.calls.calls)
+    kind = dominant_kind(ex.calls.calls, ex.calls.startup)
     j = next((j for j, k in enumerate(ex.calls.kinds) if k.name == kind), None)
     st = ex.calls.kinds[j].stats if j is not None else ex.calls.stats
     at = ("calls", "kinds", j, "stats") if j is not None else ("calls", "stats")
@@ -355,6 +355,8 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
 
 def _cold_path(ex: Analysis) -> list[Detected]:
     """Compile/import work in the window, or a first call far above the warm median."""
+    from traceview.analyses.calls import STARTUP_SHARE
+
     cold_ns = ex.host_categories.get("compile", 0) + ex.host_categories.get("import", 0)
     if not ex.rules.is_cold_work(cold_ns, ex.window.dur_ns):
         cold_ns = 0  # a helper's few us under a compile rule's name: no cold path
@@ -375,7 +377,10 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     # what the warm figures leave out: the cold calls, where there are; a first call that is
     # slow but not cold (nothing compiled or imported in it) stays among the warm calls
     warm_set = {c.index for c in calls.warm}
+    # a start-up call and no warm call: no call is typical (``calls.typical``), and the
+    # finding says so where the verdict would otherwise be read from one
     terms: dict[str, Any] = {"profiler_start": False,
+                             "no_warm": not calls.warm_count and bool(calls.startup),
                              "cold_reasons": [(c.index, reasons[c.index]) for c in cold_calls],
                              "left_out": sum(1 for c in cold_calls if c.index not in warm_set),
                              "first_warm": first is not None and first.index in warm_set}
@@ -401,8 +406,9 @@ def _cold_path(ex: Analysis) -> list[Detected]:
         if ratio:
             figs.append(Figure("ratio", ratio))
             rels.append(rel("ratio", "first", "warm_p50", "ratio"))
-        terms["profiler_start"] = not cold_ns and first.categories.get(
-            "profiler", 0) + first.categories.get("launch", 0) > 0.5 * first.api_ns
+        terms["profiler_start"] = first.index in calls.startup or not cold_ns and (
+            first.categories.get("profiler", 0) + first.categories.get("launch", 0)
+            > STARTUP_SHARE * first.api_ns)
     return [Detected(
         "cold-path",
         {"compile_import_ns": cold_ns,

@@ -138,7 +138,9 @@ def _cold(d: Detected) -> str:
              else "without the cold one" if left_out and first_warm
              else "the first among them" if first_warm else "without it")
     warm = (f"; warm calls ({which}): p50 {fmt_ns(d.value('warm_p50'))} over "
-            f"{d.value('warm_count')}" if d.has("warm_p50") else "")
+            f"{d.value('warm_count')}" if d.has("warm_p50")
+            else "; no warm call remains, so no call is typical" if d.terms.get("no_warm")
+            else "")
     return "cold path in the window: " + ", ".join(parts) + cause + warm
 
 

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
-from traceview.analyses.slow_calls import Cause, ColdWork, Holder, ProfilerBurst, SlowCall
+from traceview.analyses.slow_calls import (
+    Cause,
+    ColdWork,
+    Holder,
+    ProfilerBurst,
+    ProfilerStartup,
+    SlowCall,
+)
 from traceview.analyses.window import Window
 from traceview.metadata import CaptureMeta, ProtocolMeta
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
@@ -277,6 +284,21 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
         text = (f"{fmt_ns(cause.api_ns)} against {fmt_ns(cause.median_ns)} for the others: "
                 f"profiler work {fmt_ns(cause.profiler_ns)} inside (typically "
                 f"{fmt_ns(cause.typical_profiler_ns)}), the profiler's buffer set-up")
+    elif isinstance(cause, ProfilerStartup):
+        from traceview.analyses.calls import STARTUP_LAUNCH_RATIO, STARTUP_SHARE
+
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("launch", cause.launch_ns),
+                 Figure("median", cause.median_launch_ns),
+                 Figure("share", cause.launch_ns / cause.api_ns),
+                 Figure("share_threshold", STARTUP_SHARE),
+                 Figure("ratio_threshold", STARTUP_LAUNCH_RATIO),
+                 Figure("median_limit", STARTUP_LAUNCH_RATIO * cause.median_launch_ns)]
+        rels += [rel("le", "launch", "api"), rel("ratio", "launch", "api", "share"),
+                 rel("gt", "share", "share_threshold"), rel("gt", "launch", "median_limit")]
+        text = (f"profiler start-up: the trace's first launch took {fmt_ns(cause.launch_ns)} "
+                f"of the call's {fmt_ns(cause.api_ns)} before its device work began (the "
+                f"other launches' median {fmt_ns(cause.median_launch_ns)})")
     else:
         assert isinstance(cause, SlowCall)
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
