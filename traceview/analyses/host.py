@@ -85,7 +85,7 @@ class HostTimeline:
     seg_end: np.ndarray
     seg_cat: np.ndarray  # int code per segment (int8: a cold compile has millions)
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
-    rows: np.ndarray  # slice rows swept (clipped to the window)
+    rows: np.ndarray  # slice rows swept (clipped to the window; int32 where rows fit)
     row_cat: np.ndarray  # resolved category code per swept row (aligned with rows; int8 too)
     self_ns: np.ndarray  # owned ns per swept row (aligned with rows)
     non_nested: int  # slices that overlapped their parent without nesting
@@ -227,6 +227,11 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     del own_code, own_subtree
     seg_start, seg_end, seg_cat, seg_pos, row_cat, self_ns, non_nested = fast
     del fast
+    # the rows index the trace's columns; as int32 (when they fit) a cold compile's main
+    # thread holds 4 bytes less per frame through the rest of the analyses. Narrowed
+    # after the sweep, which reads them as int64 (a copy made there otherwise)
+    if len(s) < 2**31:
+        rows = rows.astype(np.int32, copy=False)
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
         seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
