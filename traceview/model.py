@@ -127,9 +127,9 @@ class Slices:
     off): an analysis that wrote to one would change what the next explain of the
     same trace reads, so a write raises instead."""
 
-    cat: np.ndarray  # int32 code into Trace.cat_names
+    cat: np.ndarray  # code into Trace.cat_names (int8 while they fit: narrow_codes)
     name: np.ndarray  # int32 code into Trace.names
-    lane: np.ndarray  # int32 index into Trace.lanes
+    lane: np.ndarray  # index into Trace.lanes (int8 or int16 while they fit: narrow_codes)
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
     corr: np.ndarray  # correlation id, NO_ID when absent (int32 when every id fits: narrow_ids)
@@ -434,18 +434,31 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
     start, args = x.ts, x.args
     corr = narrow_ids(np.asarray(x.corr, np.int64))
     if keep.all():  # the usual case: no copies
-        return Slices(cat=cat_of_row.astype(np.int32, copy=False), name=x.name,
-                      lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
+        return Slices(cat=narrow_codes(cat_of_row), name=x.name,
+                      lane=narrow_codes(lane_of_row), start=start, end=start + dur, corr=corr,
+                      args=args)
     rows = np.flatnonzero(keep)
     return Slices(
-        cat=cat_of_row[rows].astype(np.int32, copy=False),
+        cat=narrow_codes(cat_of_row[rows]),
         name=x.name[rows].astype(np.int32, copy=False),
-        lane=lane_of_row[rows],
+        lane=narrow_codes(lane_of_row[rows]),
         start=start[rows],
         end=start[rows] + dur[rows],
         corr=corr[rows],
         args=args.subset(_renumber(args, rows)),
     )
+
+
+def narrow_codes(codes: np.ndarray) -> np.ndarray:
+    """Category or lane codes (0 up) as the narrowest signed integer that holds them
+    all (int8 for a trace's dozen categories, int16 for its lanes), else int32: a cold
+    compile holds tens of millions of rows, and each byte per row is tens of MB of
+    explain's peak. Signed, so that a comparison with a missing code (-1) stays false."""
+    top = int(codes.max()) if codes.size else 0
+    for dtype in (np.int8, np.int16):
+        if top <= np.iinfo(dtype).max:
+            return codes.astype(dtype)
+    return codes.astype(np.int32, copy=False)
 
 
 def narrow_ids(ids: np.ndarray) -> np.ndarray:
