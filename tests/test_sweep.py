@@ -212,6 +212,19 @@ def test_grouped_order_is_the_stable_argsort(codes, block):
     assert np.array_equal(got, np.argsort(arr, kind="stable"))
 
 
+@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
+def test_code_counts_count_each_code_whatever_the_blocks(codes, block):
+    """The block-wise count is each code's number of rows, counted here one by one."""
+    arr = np.asarray(codes, np.uint16)
+    saved = hot_functions.BLOCK
+    hot_functions.BLOCK = block
+    try:
+        got = hot_functions.code_counts(arr, 7)
+    finally:
+        hot_functions.BLOCK = saved
+    assert got.tolist() == [codes.count(c) for c in range(7)]
+
+
 def test_the_compiled_sweep_is_built_where_ci_requires_it():
     import os
 

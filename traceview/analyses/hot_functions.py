@@ -44,15 +44,19 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     if n == 0:
         return []
     s = trace.slices
-    names = s.name[rows]
-    if len(trace.names) <= 1 << 16:
-        names = names.astype(np.uint16)
+    # each row's name, gathered a block at a time straight into the narrow column (no
+    # row-sized int32 gather first); the groups follow from the counts per name (a
+    # stable sort by name puts them in code order), so the names are never sorted
+    names = np.empty(n, np.uint16 if len(trace.names) <= 1 << 16 else s.name.dtype)
+    for lo in range(0, n, BLOCK):
+        names[lo:lo + BLOCK] = s.name[rows[lo:lo + BLOCK]]
+    per_code = code_counts(names, len(trace.names))
     order = grouped_order(names, len(trace.names))
-    names = names[order]
-    first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
-    codes = names[first]
     del names
-    count = np.diff(np.append(first, n))
+    codes = np.flatnonzero(per_code)
+    count = per_code[codes]
+    del per_code
+    first = np.cumsum(count) - count
     ngroups = first.size
     ncat = len(timeline.categories)
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
@@ -140,7 +144,7 @@ def grouped_order(codes: np.ndarray, n_codes: int) -> np.ndarray:
     on the way: on a cold compile's millions of frames that array was this stage's peak."""
     n = codes.size
     order = np.empty(n, np.int32 if n < 2**31 else np.int64)
-    counts = np.bincount(codes, minlength=n_codes)
+    counts = code_counts(codes, n_codes)
     next_at = np.cumsum(counts) - counts  # where each code's next row goes
     del counts
     for lo in range(0, n, BLOCK):
@@ -153,3 +157,13 @@ def grouped_order(codes: np.ndarray, n_codes: int) -> np.ndarray:
         order[next_at[sorted_codes] + rank] = o + lo
         next_at[sorted_codes[first]] += size
     return order
+
+
+def code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """``np.bincount(codes, minlength=n_codes)``, a block of rows at a time: bincount
+    converts its input to int64 first, and over a cold compile's millions of narrow
+    name codes that copy was explain's peak memory."""
+    counts = np.zeros(n_codes, np.int64)
+    for lo in range(0, codes.size, BLOCK):
+        counts += np.bincount(codes[lo:lo + BLOCK], minlength=n_codes)
+    return counts
