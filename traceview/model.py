@@ -128,7 +128,7 @@ class Slices:
     same trace reads, so a write raises instead."""
 
     cat: np.ndarray  # code into Trace.cat_names (int8 while they fit: narrow_codes)
-    name: np.ndarray  # int32 code into Trace.names
+    name: np.ndarray  # code into Trace.names (int16 while they fit: narrow_codes)
     lane: np.ndarray  # index into Trace.lanes (int8 or int16 while they fit: narrow_codes)
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
@@ -434,13 +434,13 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
     start, args = x.ts, x.args
     corr = narrow_ids(np.asarray(x.corr, np.int64))
     if keep.all():  # the usual case: no copies
-        return Slices(cat=narrow_codes(cat_of_row), name=x.name,
+        return Slices(cat=narrow_codes(cat_of_row), name=narrow_codes(x.name),
                       lane=narrow_codes(lane_of_row), start=start, end=start + dur, corr=corr,
                       args=args)
     rows = np.flatnonzero(keep)
     return Slices(
         cat=narrow_codes(cat_of_row[rows]),
-        name=x.name[rows].astype(np.int32, copy=False),
+        name=narrow_codes(x.name[rows]),
         lane=narrow_codes(lane_of_row[rows]),
         start=start[rows],
         end=start[rows] + dur[rows],
@@ -450,8 +450,8 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
 
 
 def narrow_codes(codes: np.ndarray) -> np.ndarray:
-    """Category or lane codes (0 up) as the narrowest signed integer that holds them
-    all (int8 for a trace's dozen categories, int16 for its lanes), else int32: a cold
+    """Category, name or lane codes (0 up) as the narrowest signed integer that holds
+    them all (int8 for a trace's dozen categories, int16 for its names), else int32: a cold
     compile holds tens of millions of rows, and each byte per row is tens of MB of
     explain's peak. Signed, so that a comparison with a missing code (-1) stays false."""
     top = int(codes.max()) if codes.size else 0
