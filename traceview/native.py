@@ -61,11 +61,11 @@ LIBRARIES = {
     #               seg_cat, seg_pos, seg_cap, resolved, self_ns, non_nested)
     "sweep": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_host_sweep",
                      (_I64,) + (_P,) * 5 + (_I64, _I64, _I32, _I32, _P, _P, _P, _I64, _P, _P, _P),
-                     abi=2),
+                     abi=3),
     # tv_clip_frames(n, starts, ends, stack): the same library's second function
     # (model.clip_to_callers)
     "clip": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_clip_frames",
-                    (_I64, _P, _P, _P), abi=2),
+                    (_I64, _P, _P, _P), abi=3),
 }
 
 #: name -> (the function or None, why: "in use" or the reason it is not)

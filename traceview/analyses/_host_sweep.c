@@ -9,7 +9,8 @@
  * as the Python loop in host.py, so its answers are the reference's by construction; the
  * tests compare the two (tests/test_sweep.py).
  *
- * Inputs: rows (the thread's slice rows in sweep order: start, then longest first), the
+ * Inputs: rows (the thread's slice rows in sweep order: start, then longest first; int32,
+ * as the caller holds them: an int64 copy of a cold compile's rows was the peak), the
  * trace's start and end columns (indexed by row; clipped to [w0, w1) here, so no clipped
  * copies of them are made), own (category code per position, -1 inherit), subtree (0/1).
  * Outputs: bounds (segments + 1 times; the segments are contiguous from w0 to w1),
@@ -33,7 +34,7 @@ typedef struct {
     int8_t forced;
 } open_slice;
 
-int64_t tv_host_sweep(int64_t n, const int64_t *rows, const int64_t *start_col,
+int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
                       const int64_t *end_col, const int8_t *own, const uint8_t *subtree,
                       int64_t w0, int64_t w1, int32_t untraced, int32_t other, int64_t *bounds,
                       int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
@@ -150,5 +151,5 @@ int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t 
 #ifndef TV_SOURCE_SHA256
 #define TV_SOURCE_SHA256 "unknown"
 #endif
-int64_t tv_abi_version(void) { return 2; }
+int64_t tv_abi_version(void) { return 3; }
 const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }

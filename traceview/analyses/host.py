@@ -227,11 +227,6 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
     del own_code, own_subtree
     seg_start, seg_end, seg_cat, seg_pos, row_cat, self_ns, non_nested = fast
     del fast
-    # the rows index the trace's columns; as int32 (when they fit) a cold compile's main
-    # thread holds 4 bytes less per frame through the rest of the analyses. Narrowed
-    # after the sweep, which reads them as int64 (a copy made there otherwise)
-    if len(s) < 2**31:
-        rows = rows.astype(np.int32, copy=False)
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
         seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
@@ -246,7 +241,13 @@ def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int, w1: int) -> np.ndar
     their caller were clipped when the trace was built: ``model``), then longest first.
     Only the starts are gathered here (the sweep reads the spans from the trace's own
     columns): on a cold compile's millions of rows, the clipped copies of starts and
-    ends, in file order and then in sweep order, were the analysis's peak memory."""
+    ends, in file order and then in sweep order, were the analysis's peak memory. As
+    int32 where the trace's rows fit."""
+    if len(trace.slices) < 2**31:
+        # the rows index the trace's columns: as int32 a cold compile's main thread holds
+        # 4 bytes less per frame through the sweep (which reads them so) and every
+        # analysis after it
+        rows = rows.astype(np.int32, copy=False)
     starts = trace.slices.start[rows]
     np.maximum(starts, w0, out=starts)
     order = sweep_order(trace, rows, starts, w1)

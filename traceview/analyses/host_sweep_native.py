@@ -19,7 +19,8 @@ def compiled_sweep(rows: np.ndarray, start: np.ndarray, end: np.ndarray, own: np
     caller runs the loop itself); both give the loop's answer (``tests/test_sweep.py``).
     ``rows`` are in sweep order; ``start`` and ``end`` are the trace's whole columns (the
     C clips each row's span to the window as it reads it)."""
-    if _NATIVE_SWEEP is not None and rows.size < 2**31 - 1 and n_codes <= MAX_CODES:
+    if (_NATIVE_SWEEP is not None and rows.size < 2**31 - 1 and start.size < 2**31
+            and n_codes <= MAX_CODES):  # rows travel as int32
         return _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other)
 
 
@@ -28,7 +29,7 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     temporaries beyond the outputs (segments are contiguous: starts and ends are two
     views of one array of bounds). Each row's owned ns are summed as segments are made."""
     n = rows.size
-    rows = np.ascontiguousarray(rows, np.int64)
+    rows = np.ascontiguousarray(rows, np.int32)
     start = np.ascontiguousarray(start, np.int64)
     end = np.ascontiguousarray(end, np.int64)
     own = np.ascontiguousarray(own, np.int8)
