@@ -214,3 +214,18 @@ def test_a_cut_gzip_gives_the_same_text_with_either_backend(tmp_path, tb, monkey
         assert isal_text is None or text.startswith(isal_text)
         if frac >= 0.45:
             assert len(isal_text) > half
+
+
+@pytest.mark.parametrize("corr", [7, 2**31 - 1, 2**31, 2**40])
+def test_link_ids_past_int32_keep_their_value(tmp_path, tb, corr):
+    """The id columns are held narrow only when every id fits: a launch and its kernel
+    with a correlation id past int32 still link, by the id the file wrote."""
+    for cat, pid, tid, ts in (("cuda_runtime", 1, 1, 1.0), ("kernel", 0, 7, 3.0)):
+        tb.raw({"ph": "X", "cat": cat, "name": "k" if cat == "kernel" else "cudaLaunchKernel",
+                "pid": pid, "tid": tid, "ts": ts, "dur": 1.0,
+                "args": {"correlation": corr, "device": 0, "stream": 7}})
+    t = traceview.load(tb.write(tmp_path / "ids.json"))
+    cats = [t.cat_names[c] for c in t.slices.cat.tolist()]
+    assert sorted(t.slices.corr.tolist()) == [corr, corr]
+    launch, work = cats.index("cuda_runtime"), cats.index("kernel")
+    assert dict(t.work_to_launch) == {work: launch}

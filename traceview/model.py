@@ -267,6 +267,7 @@ def build(decoded: Decoded) -> Trace:
     cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
     _legacy_annotations(decoded.keys, x, decoded.names, cat_names, cat_of_row)
     lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
+    _release_lane_columns(x)
     slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
     del dur, keep, cat_of_row, lane_of_row
     _release_columns(x)
@@ -308,14 +309,23 @@ def _read_only(slices: Slices) -> None:
         col.flags.writeable = False
 
 
-def _release_columns(x: Columns) -> None:
-    """Drop the decoder's columns the slices do not share (durations, key codes, device
-    and stream ids: four row-sized arrays) once the slices are made: ``build`` owns what
-    it was given, and on a big trace they would otherwise stay alive through the rest of
-    the build, the load's peak."""
+def _release_lane_columns(x: Columns) -> None:
+    """Drop the key codes and the device and stream ids once the lanes are made (nothing
+    after reads them): on a cold compile's tens of millions of rows, three row-sized
+    columns alive while the slices' columns are made were the load's peak."""
     empty = np.zeros(0, np.int64)
-    x.dur = x.stream = x.device = empty
+    x.stream = x.device = empty
     x.key = empty.astype(np.int32)
+
+
+def _release_columns(x: Columns) -> None:
+    """Drop the decoder's columns the slices do not share (durations, and the name codes
+    and correlation ids the slices hold narrowed) once the slices are made: ``build``
+    owns what it was given, and on a big trace they would otherwise stay alive through
+    the rest of the build, the load's peak."""
+    empty = np.zeros(0, np.int64)
+    x.dur = x.corr = empty
+    x.name = empty.astype(np.int32)
 
 
 def _placeable(start: np.ndarray, dur: np.ndarray,
@@ -407,14 +417,14 @@ def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_de
                 lanes.append(Lane(idx, "host", key[1], key[2], name=nm))
         return idx
 
-    lane_of_row = np.empty(key_of_row.size, np.int32)
-    host_rows = ~key_device[key_of_row]
     host_lut = np.full(len(keys), -1, np.int32)
     for i, (_, _, pid, tid) in enumerate(keys):
         if not key_device[i]:
             host_lut[i] = lane_for(("host", thread_id(pid), thread_id(tid)))
-    lane_of_row[host_rows] = host_lut[key_of_row[host_rows]]
-    dev_rows = np.flatnonzero(~host_rows)
+    # every row through the host table (device rows read -1 there and are set below):
+    # no row-sized mask and masked gathers, which on a cold compile were the load's peak
+    lane_of_row = host_lut[key_of_row]
+    dev_rows = np.flatnonzero(key_device[key_of_row])
     if dev_rows.size:
         key_pid = np.asarray([id_or_no_id(k[2]) for k in keys], np.int64)
         key_tid = np.asarray([id_or_no_id(k[3]) for k in keys], np.int64)
@@ -432,7 +442,7 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
                  lane_of_row: np.ndarray) -> Slices:
     """The placeable rows as slices: the columns themselves when every row is kept."""
     start, args = x.ts, x.args
-    corr = narrow_ids(np.asarray(x.corr, np.int64))
+    corr = narrow_ids(np.asarray(x.corr))
     if keep.all():  # the usual case: no copies
         return Slices(cat=narrow_codes(cat_of_row), name=narrow_codes(x.name),
                       lane=narrow_codes(lane_of_row), start=start, end=start + dur, corr=corr,
@@ -462,13 +472,14 @@ def narrow_codes(codes: np.ndarray) -> np.ndarray:
 
 
 def narrow_ids(ids: np.ndarray) -> np.ndarray:
-    """An int64 id column as int32 when every id fits (the same values, half the bytes),
+    """An id column as int32 when every id fits (the same values, half the bytes),
     else as it is. Correlation ids count launches from one, and on a cold compile all but
     a few of the tens of millions of rows are Python frames holding ``NO_ID``: a row-sized
     int64 column of them was 8 of the ~90 bytes per event of explain's peak."""
-    if ids.dtype == np.int32 or not ids.size:
+    if ids.dtype == np.int32:
         return ids
-    if int(ids.min()) >= -2**31 and int(ids.max()) < 2**31:
+    ids = np.asarray(ids, np.int64)
+    if ids.size and int(ids.min()) >= -2**31 and int(ids.max()) < 2**31:
         return ids.astype(np.int32)
     return ids
 

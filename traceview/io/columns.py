@@ -90,9 +90,10 @@ class Columns:
     name: np.ndarray
     ts: np.ndarray  # int64 ns, MISSING where absent or unusable
     dur: np.ndarray  # int64 ns, MISSING where absent
-    corr: np.ndarray  # int64, -1 when absent
-    stream: np.ndarray  # int64, -1 when absent
-    device: np.ndarray  # int64, -1 when absent
+    # the link ids, -1 when absent: int32 when every one of them fits, else int64
+    corr: np.ndarray
+    stream: np.ndarray
+    device: np.ndarray
     args: LazyArgs
 
 
