@@ -14,8 +14,10 @@
  * trace's start and end columns (indexed by row; clipped to [w0, w1) here, so no clipped
  * copies of them are made), own (category code per position, -1 inherit), subtree (0/1).
  * Outputs: bounds (segments + 1 times; the segments are contiguous from w0 to w1),
- * seg_cat, seg_pos (row position, -1 untraced), resolved (per position), self_ns (the ns
- * each position owns: zeroed by the caller), *non_nested.
+ * seg_cat, seg_pos (row position, -1 untraced), resolved (per position), *non_nested. Each
+ * position's owned ns are not summed here: a row-sized int64 column of them, alive beside
+ * the segments, was the peak of a cold compile's sweep; they follow from the segments
+ * (host.py: HostTimeline.self_ns, and hot_functions sums them per function).
  * Codes are int8 (the caller checks that every category code fits). The stack of open
  * slices is allocated here and grows as needed: it is as deep as the nesting, far less
  * than n, so preallocating n entries reserved memory the sweep never used. Returns the
@@ -38,7 +40,7 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
                       const int64_t *end_col, const int8_t *own, const uint8_t *subtree,
                       int64_t w0, int64_t w1, int32_t untraced, int32_t other, int64_t *bounds,
                       int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
-                      int64_t *self_ns, int64_t *non_nested) {
+                      int64_t *non_nested) {
     int64_t cap = 256;
     open_slice *stack = malloc((size_t)cap * sizeof(open_slice));
     if (stack == NULL) return -3;
@@ -56,7 +58,6 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
         bounds[segs + 1] = (e);                   \
         seg_cat[segs] = (int8_t)(c);              \
         seg_pos[segs] = (o);                      \
-        if ((o) >= 0) self_ns[(o)] += (e) - (s);  \
         segs++;                                   \
     } while (0)
     for (int64_t pos = 0; pos < n; pos++) {
@@ -151,5 +152,5 @@ int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t 
 #ifndef TV_SOURCE_SHA256
 #define TV_SOURCE_SHA256 "unknown"
 #endif
-int64_t tv_abi_version(void) { return 3; }
+int64_t tv_abi_version(void) { return 4; }
 const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }

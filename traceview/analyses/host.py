@@ -87,8 +87,15 @@ class HostTimeline:
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
     rows: np.ndarray  # slice rows swept (clipped to the window; int32 where rows fit)
     row_cat: np.ndarray  # resolved category code per swept row (aligned with rows; int8 too)
-    self_ns: np.ndarray  # owned ns per swept row (aligned with rows)
     non_nested: int  # slices that overlapped their parent without nesting
+
+    @property
+    def self_ns(self) -> np.ndarray:
+        """Owned ns per swept row (aligned with ``rows``), summed from the segments on
+        each access. Not held: on a cold compile's millions of frames a row-sized int64
+        column of it, made by the sweep beside the segments, was explain's peak memory;
+        explain sums the segments per function instead (``hot_functions``)."""
+        return _self_ns(self.rows.size, self.seg_start, self.seg_end, self.seg_pos)
 
     @property
     def seg_owner(self) -> np.ndarray:
@@ -225,14 +232,14 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         fast = _loop_sweep(np.maximum(s.start[rows], w0), np.minimum(s.end[rows], w1),
                            own_code, own_subtree, w0, w1, untraced, other)
     del own_code, own_subtree
-    seg_start, seg_end, seg_cat, seg_pos, row_cat, self_ns, non_nested = fast
+    seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
     del fast
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
         seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
         seg_pos=seg_pos.astype(np.int32, copy=False),
         rows=rows, row_cat=row_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
-        self_ns=self_ns, non_nested=non_nested,
+        non_nested=non_nested,
     )
 
 
@@ -259,8 +266,7 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
                 own_subtree: np.ndarray, w0: int, w1: int, untraced: int, other: int):
     """The sweep as a plain Python loop: the reference (``compiled_sweep`` is this loop
     in C). Segments (start, end, category code, owning position), each position's
-    resolved category, the ns each position owns, and the count of slices overlapping
-    their parent."""
+    resolved category, and the count of slices overlapping their parent."""
     row_cat = np.empty(starts.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
@@ -319,14 +325,12 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
         t = end
     row_cat[:] = resolved_list
     seg_start, seg_end = np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64)
-    seg_pos = np.asarray(seg_o, np.int64)
-    return (seg_start, seg_end, np.asarray(seg_c, np.int32), seg_pos, row_cat,
-            _self_ns(starts.size, seg_start, seg_end, seg_pos), non_nested)
+    return (seg_start, seg_end, np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64),
+            row_cat, non_nested)
 
 
 def _self_ns(n: int, seg_start: np.ndarray, seg_end: np.ndarray, seg_pos: np.ndarray) -> np.ndarray:
-    """Owned ns per swept row, a block of segments at a time (the compiled sweep sums
-    them as it goes)."""
+    """Owned ns per swept row, a block of segments at a time."""
     self_ns = np.zeros(n, np.int64)
     for lo in range(0, seg_pos.size, BLOCK):
         pos = seg_pos[lo:lo + BLOCK]

@@ -27,7 +27,7 @@ def compiled_sweep(rows: np.ndarray, start: np.ndarray, end: np.ndarray, own: np
 def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     """The loop of ``attribute_host(general=True)`` in C: one pass, a stack, no
     temporaries beyond the outputs (segments are contiguous: starts and ends are two
-    views of one array of bounds). Each row's owned ns are summed as segments are made."""
+    views of one array of bounds)."""
     n = rows.size
     rows = np.ascontiguousarray(rows, np.int32)
     start = np.ascontiguousarray(start, np.int64)
@@ -39,17 +39,16 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     seg_cat = np.empty(cap, np.int8)
     seg_pos = np.empty(cap, np.int32)
     resolved = np.empty(n, np.int8)
-    self_ns = np.zeros(n, np.int64)
     non_nested = np.zeros(1, np.int64)
     segs = _NATIVE_SWEEP(n, rows.ctypes.data, start.ctypes.data, end.ctypes.data,
                          own.ctypes.data, subtree.ctypes.data, w0, w1, untraced, other,
                          bounds.ctypes.data, seg_cat.ctypes.data, seg_pos.ctypes.data, cap,
-                         resolved.ctypes.data, self_ns.ctypes.data, non_nested.ctypes.data)
+                         resolved.ctypes.data, non_nested.ctypes.data)
     if segs == -3:
         raise MemoryError("host sweep: the stack of open slices could not grow")
     if segs < 0:
         raise RuntimeError("host sweep: more segments than 2n + 1")  # cannot happen
     # views: the untouched tail of each buffer was never paged in
     bounds = bounds[:segs + 1] if segs else np.zeros(1, np.int64)
-    return (bounds[:-1], bounds[1:], seg_cat[:segs], seg_pos[:segs], resolved, self_ns,
+    return (bounds[:-1], bounds[1:], seg_cat[:segs], seg_pos[:segs], resolved,
             int(non_nested[0]))

@@ -35,9 +35,10 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     running maximum of ends that restarts at each group (made to restart by offsetting
     each group's times past the previous group's; the per-group loop is kept for
     windows too long for that offset). The rows are taken ``BLOCK`` at a time in that
-    order (the running maximum carried from one block to the next, each group's sums
-    added up over its blocks), so besides the order only block-sized arrays exist: the
-    row-sized columns of a cold compile's millions of frames were the run's peak memory.
+    order (the running maximum carried from one block to the next), and the self times
+    are summed over the timeline's segments a block at a time, so besides the order only
+    block-sized arrays exist: the row-sized columns of a cold compile's millions of
+    frames were the run's peak memory.
     """
     rows = timeline.rows
     n = rows.size
@@ -51,8 +52,6 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     for lo in range(0, n, BLOCK):
         names[lo:lo + BLOCK] = s.name[rows[lo:lo + BLOCK]]
     per_code = code_counts(names, len(trace.names))
-    order = grouped_order(names, len(trace.names))
-    del names
     codes = np.flatnonzero(per_code)
     count = per_code[codes]
     del per_code
@@ -62,29 +61,21 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
     span = w1 - w0 + 1
     offset = ngroups * span < UNION_OFFSET_LIMIT
-    self_ns = np.zeros(ngroups, np.int64)
+    order = grouped_order(names, len(trace.names)) if offset else None
+    del names
+    # name code -> its group (the groups are the present codes, in code order)
+    group_of = np.full(len(trace.names), -1, np.int32)
+    group_of[codes] = np.arange(ngroups, dtype=np.int32)
+    self_ns, by_cat = _self_by_group(s, timeline, group_of, ngroups, ncat)
     total = np.zeros(ngroups, np.int64)
-    by_cat = np.zeros(ngroups * ncat, np.int64)
     carry = -1  # the running maximum of offset ends before the block (row 0: none)
-    for lo in range(0, n, BLOCK):
+    for lo in range(0, n if order is not None else 0, BLOCK):
         o = order[lo:lo + BLOCK]
         # each row's group, and where each group's run starts within the block
         g = np.searchsorted(first, np.arange(lo, lo + o.size), side="right") - 1
         heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
-        at = g[heads]  # distinct within the block
-        own = timeline.self_ns[o]
-        self_ns[at] += np.add.reduceat(own, heads)
-        # the category holding most of the function's self time (+1 each: a tie-break
-        # that still names a category for functions with no self time)
-        own += 1
-        key = g * ncat
-        key += timeline.row_cat[o]
-        by_cat += intervals.sum_by(key, own, ngroups * ncat)
-        del own, key
-        if not offset:
-            continue
         covered, carry = _block_union(s, rows[o], g, heads, w0, w1, span, carry)
-        total[at] += covered
+        total[g[heads]] += covered
     del order
     category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
     if not offset:
@@ -94,6 +85,32 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
                                         total.tolist(), count.tolist(), strict=True)]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
     return out
+
+
+def _self_by_group(s, timeline: HostTimeline, group_of: np.ndarray, ngroups: int,
+                   ncat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each function's self time, and per (function, category) its rows' self time plus
+    their count (the count: a tie-break that still names a category for a function
+    with no self time). Summed over the segments, each owned by a row, a block at a
+    time: no per-row column of self times is made (``HostTimeline.self_ns``)."""
+    rows = timeline.rows
+    counts = np.zeros(ngroups * ncat, np.int64)
+    for lo in range(0, rows.size, BLOCK):  # the count of each (function, category)
+        key = group_of[s.name[rows[lo:lo + BLOCK]]].astype(np.int64)
+        key *= ncat
+        key += timeline.row_cat[lo:lo + BLOCK]
+        counts += np.bincount(key, minlength=ngroups * ncat)
+    owned_ns = np.zeros(ngroups * ncat, np.int64)
+    for lo in range(0, timeline.seg_pos.size, BLOCK):  # the self time of each
+        pos = timeline.seg_pos[lo:lo + BLOCK]
+        owned = np.flatnonzero(pos >= 0)
+        pos = pos[owned]
+        lens = (timeline.seg_end[lo:lo + BLOCK] - timeline.seg_start[lo:lo + BLOCK])[owned]
+        key = group_of[s.name[rows[pos]]].astype(np.int64)
+        key *= ncat
+        key += timeline.row_cat[pos]
+        owned_ns += intervals.sum_by(key, lens, ngroups * ncat)
+    return owned_ns.reshape(ngroups, ncat).sum(axis=1), owned_ns + counts
 
 
 def _block_union(s, block_rows: np.ndarray, g: np.ndarray, heads: np.ndarray, w0: int, w1: int,
