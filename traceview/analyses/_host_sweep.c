@@ -13,7 +13,12 @@
  * as the caller holds them: an int64 copy of a cold compile's rows was the peak), the
  * trace's start and end columns (indexed by row; clipped to [w0, w1) here, so no clipped
  * copies of them are made), own (category code per position, -1 inherit), subtree (0/1).
- * Outputs: bounds (segments + 1 times; the segments are contiguous from w0 to w1),
+ * Outputs: the bounds (segments + 1 times; the segments are contiguous from w0 to w1), as
+ * int64 in bounds, or, where off is not NULL, packed as intervals.py's PackedTimes holds
+ * them (base: the first bound of each block of 1 << PACK_SHIFT, off: each bound less its
+ * block's base, at most PACK_MAX; a bound further from its base returns -4 and the caller
+ * sweeps again into int64 bounds): a cold compile's tens of millions of int64 bounds were
+ * a quarter of explain's peak memory,
  * seg_cat, seg_pos (row position, -1 untraced), resolved (per position), *non_nested. Each
  * position's owned ns are not summed here: a row-sized int64 column of them, alive beside
  * the segments, was the peak of a cold compile's sweep; they follow from the segments
@@ -22,12 +27,16 @@
  * slices is allocated here and grows as needed: it is as deep as the nesting, far less
  * than n, so preallocating n entries reserved memory the sweep never used. Returns the
  * number of segments, -2 if more than seg_cap (cannot happen with 2n + 1), -3 when the
- * stack cannot grow (out of memory).
+ * stack cannot grow (out of memory), -4 when a packed bound does not fit.
  *
  * Built by setup.py (setuptools Extension); loaded with ctypes by traceview/native.py.
  */
 #include <stdint.h>
 #include <stdlib.h>
+
+/* as intervals.py's PACK_SHIFT and PACK_MAX */
+#define PACK_SHIFT 12
+#define PACK_MAX 4294967294LL
 
 typedef struct {
     int64_t end;
@@ -39,7 +48,7 @@ typedef struct {
 int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
                       const int64_t *end_col, const int8_t *own, const uint8_t *subtree,
                       int64_t w0, int64_t w1, int32_t untraced, int32_t other, int64_t *bounds,
-                      int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
+                      int64_t *base, uint32_t *off, int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
                       int64_t *non_nested) {
     int64_t cap = 256;
     open_slice *stack = malloc((size_t)cap * sizeof(open_slice));
@@ -48,14 +57,30 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
     int64_t segs = 0;
     int64_t t = w0;
     int64_t nn = 0;
+#define PUT(k, v)                                                   \
+    do {                                                            \
+        int64_t k_ = (k), v_ = (v);                                 \
+        if (off == NULL) {                                          \
+            bounds[k_] = v_;                                        \
+        } else {                                                    \
+            int64_t b_ = k_ >> PACK_SHIFT;                          \
+            if ((k_ & ((1 << PACK_SHIFT) - 1)) == 0) base[b_] = v_; \
+            int64_t d_ = v_ - base[b_];                             \
+            if (d_ < 0 || d_ > PACK_MAX) {                          \
+                free(stack);                                        \
+                return -4;                                          \
+            }                                                       \
+            off[k_] = (uint32_t)d_;                                 \
+        }                                                           \
+    } while (0)
 #define EMIT(s, e, c, o)                          \
     do {                                          \
         if (segs >= seg_cap) {                    \
             free(stack);                          \
             return -2;                            \
         }                                         \
-        bounds[segs] = (s);                       \
-        bounds[segs + 1] = (e);                   \
+        PUT(segs, (s));                           \
+        PUT(segs + 1, (e));                       \
         seg_cat[segs] = (int8_t)(c);              \
         seg_pos[segs] = (o);                      \
         segs++;                                   \
@@ -124,6 +149,7 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
     *non_nested = nn;
     return segs;
 #undef EMIT
+#undef PUT
 }
 
 /* The compiled twin of traceview/model.py's clip_to_callers: Python frames

@@ -81,8 +81,9 @@ class HostTimeline:
 
     lane: Lane | None
     categories: list[str]  # category ids; codes below index into this list
-    seg_start: np.ndarray
-    seg_end: np.ndarray
+    # the segment bounds: int64 ns, or packed exactly (intervals.PackedTimes, 4 bytes each)
+    seg_start: np.ndarray | intervals.PackedTimes
+    seg_end: np.ndarray | intervals.PackedTimes
     seg_cat: np.ndarray  # int code per segment (int8: a cold compile has millions)
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
     rows: np.ndarray  # slice rows swept (clipped to the window; int32 where rows fit)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from traceview import native
+from traceview.intervals import PACK_SHIFT, PackedTimes
 
 _NATIVE_SWEEP = native.load("sweep")
 # category codes travel as int8 (-1: inherit); more categories than this take the loop
@@ -27,7 +28,9 @@ def compiled_sweep(rows: np.ndarray, start: np.ndarray, end: np.ndarray, own: np
 def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     """The loop of ``attribute_host(general=True)`` in C: one pass, a stack, no
     temporaries beyond the outputs (segments are contiguous: starts and ends are two
-    views of one array of bounds)."""
+    views of one column of bounds). The bounds are packed (``intervals.PackedTimes``:
+    4 bytes each, exactly) where every one fits its block's base, else the sweep runs
+    again into int64 bounds."""
     n = rows.size
     rows = np.ascontiguousarray(rows, np.int32)
     start = np.ascontiguousarray(start, np.int64)
@@ -35,20 +38,38 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     own = np.ascontiguousarray(own, np.int8)
     subtree = np.ascontiguousarray(subtree, np.uint8)
     cap = 2 * n + 1
-    bounds = np.empty(cap + 1, np.int64)
     seg_cat = np.empty(cap, np.int8)
     seg_pos = np.empty(cap, np.int32)
     resolved = np.empty(n, np.int8)
     non_nested = np.zeros(1, np.int64)
+    base = np.empty(((cap + 1) >> PACK_SHIFT) + 1, np.int64)
+    off = np.empty(cap + 1, np.uint32)
+    none = np.zeros(1, np.int64)  # the unused output (its pointer is never written)
     segs = _NATIVE_SWEEP(n, rows.ctypes.data, start.ctypes.data, end.ctypes.data,
                          own.ctypes.data, subtree.ctypes.data, w0, w1, untraced, other,
-                         bounds.ctypes.data, seg_cat.ctypes.data, seg_pos.ctypes.data, cap,
+                         none.ctypes.data, base.ctypes.data, off.ctypes.data,
+                         seg_cat.ctypes.data, seg_pos.ctypes.data, cap,
                          resolved.ctypes.data, non_nested.ctypes.data)
+    bounds: np.ndarray | PackedTimes
+    if segs == -4:  # a bound too far from its block's base: plain int64 bounds
+        del base, off
+        bounds = np.empty(cap + 1, np.int64)
+        segs = _NATIVE_SWEEP(n, rows.ctypes.data, start.ctypes.data, end.ctypes.data,
+                             own.ctypes.data, subtree.ctypes.data, w0, w1, untraced, other,
+                             bounds.ctypes.data, None, None, seg_cat.ctypes.data,
+                             seg_pos.ctypes.data, cap, resolved.ctypes.data,
+                             non_nested.ctypes.data)
+    elif segs >= 0:  # only the bounds written (the rest of the buffers was never paged in)
+        bounds = PackedTimes(base[:(segs >> PACK_SHIFT) + 1], off[:segs + 1])
     if segs == -3:
         raise MemoryError("host sweep: the stack of open slices could not grow")
     if segs < 0:
         raise RuntimeError("host sweep: more segments than 2n + 1")  # cannot happen
     # views: the untouched tail of each buffer was never paged in
-    bounds = bounds[:segs + 1] if segs else np.zeros(1, np.int64)
-    return (bounds[:-1], bounds[1:], seg_cat[:segs], seg_pos[:segs], resolved,
+    if not segs:
+        bounds = np.zeros(1, np.int64)
+    elif isinstance(bounds, PackedTimes):
+        return (bounds.view(0, segs), bounds.view(1, segs), seg_cat[:segs], seg_pos[:segs],
+                resolved, int(non_nested[0]))
+    return (bounds[:segs], bounds[1:segs + 1], seg_cat[:segs], seg_pos[:segs], resolved,
             int(non_nested[0]))
