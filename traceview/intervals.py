@@ -108,13 +108,25 @@ def start_order(starts: np.ndarray,
     order = np.argsort(starts, kind="stable")
     if ties is None:
         return order
-    st = starts[order]
-    tie = st[1:] == st[:-1]
-    if tie.any():
-        pos = np.flatnonzero(np.append(tie, False) | np.append(False, tie))
+    # the positions holding a start equal to a neighbour's, found a block at a time (the
+    # starts in sorted order are never gathered whole: on a cold compile's millions of
+    # frames that copy was the sort's peak)
+    parts = []
+    for lo in range(0, max(order.size - 1, 0), TIE_BLOCK):
+        st = starts[order[lo:lo + TIE_BLOCK + 1]]
+        tie = np.flatnonzero(st[1:] == st[:-1])
+        if tie.size:
+            parts.append(tie + lo)
+    if parts:
+        tie = np.concatenate(parts)
+        pos = np.union1d(tie, tie + 1)
         sub = order[pos]
         order[pos] = sub[np.lexsort(ties(sub) + (starts[sub],))]
     return order
+
+
+# positions compared at a time by start_order (a few MB per temporary)
+TIE_BLOCK = 1 << 18
 
 
 def length(iv: Set) -> int:

@@ -39,7 +39,10 @@ OVERLAY_CATS = frozenset({"overhead"})
 
 
 def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
-    """Every host lane's rows (see ``host_rows``), in one pass over the slices."""
+    """Every host lane's rows (see ``host_rows``), in one pass over the slices. As int32
+    where the trace's rows fit (``attribute_host`` sweeps them so): a cold compile's main
+    thread has tens of millions, and an int64 column of them was alive through the sort
+    before the sweep, its peak memory."""
     s = trace.slices
     ncat = len(trace.cat_names)
     is_label = np.zeros(ncat + 1, bool)
@@ -48,21 +51,37 @@ def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
     is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
     live = (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
     overlay = np.flatnonzero(live & is_overlay[s.cat])
-    own = np.flatnonzero(live & ~(is_label | is_overlay)[s.cat])
+    live &= ~(is_label | is_overlay)[s.cat]
+    own = _nonzero(live, np.int32 if len(s) < 2**31 else np.int64)
+    del live
     lane_of = s.lane[own]
-    if len(trace.lanes) < 2**15:
-        lane_of = lane_of.astype(np.int16)  # a radix sort
-    order = np.argsort(lane_of, kind="stable")
-    lane_of = lane_of[order]
-    by_lane = own[order]
-    del own, order
+    if lane_of.size and lane_of.min() != lane_of.max():  # one thread's rows: in order already
+        if len(trace.lanes) < 2**15:
+            lane_of = lane_of.astype(np.int16)  # a radix sort
+        order = np.argsort(lane_of, kind="stable")
+        lane_of = lane_of[order]
+        own = own[order]
+        del order
     bounds = np.searchsorted(lane_of, np.arange(len(trace.lanes) + 1))
+    del lane_of
     out = {}
     for lane in trace.host_lanes:
-        rows = by_lane[bounds[lane.index]:bounds[lane.index + 1]]
+        rows = own[bounds[lane.index]:bounds[lane.index + 1]]
         if overlay.size:  # both sorted and disjoint: one merged copy
-            rows = np.insert(rows, np.searchsorted(rows, overlay), overlay)
+            rows = np.insert(rows, np.searchsorted(rows, overlay), overlay.astype(rows.dtype))
         out[lane.index] = rows
+    return out
+
+
+def _nonzero(mask: np.ndarray, dtype: type) -> np.ndarray:
+    """``np.flatnonzero(mask)`` as ``dtype``, a block at a time (no int64 array of them all)."""
+    out = np.empty(int(np.count_nonzero(mask)), dtype)
+    at = 0
+    for lo in range(0, mask.size, BLOCK):
+        found = np.flatnonzero(mask[lo:lo + BLOCK])
+        found += lo
+        out[at:at + found.size] = found
+        at += found.size
     return out
 
 
