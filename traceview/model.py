@@ -62,6 +62,8 @@ KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead"
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
 # cannot poison totals.
 ABSURD_DUR_NS = 3_600 * 10**9
+# rows taken at a time by the build's passes that need no row-sized temporary
+ROW_BLOCK = 1 << 20
 
 
 LaneKind = Literal["host", "device"]
@@ -364,10 +366,18 @@ def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: n
             cat_names.append(cat)
         key_cat[i] = cat_index[cat]
         key_device[i] = cat in DEVICE_CATS
-    cat_of_row = key_cat[key_of_row]  # int32 codes index the per-key tables directly
-    for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True), strict=True):
+    # int8 while the categories fit with room for one more (_legacy_annotations): a code
+    # per row, and a cold compile has tens of millions of rows
+    cat_of_row = key_cat.astype(np.int8 if len(cat_names) < 127 else np.int32)[key_of_row]
+    # the kept rows of each category, counted a block at a time: np.unique sorted a copy
+    # of every kept row's code, the load's peak on a cold compile
+    kept = np.zeros(len(cat_names), np.int64)
+    for lo in range(0, cat_of_row.size, ROW_BLOCK):
+        kept += np.bincount(cat_of_row[lo:lo + ROW_BLOCK][keep[lo:lo + ROW_BLOCK]],
+                            minlength=len(cat_names))
+    for c in np.flatnonzero(kept).tolist():
         if cat_names[c] not in KNOWN_CATS:
-            unknown[cat_names[c]] += int(n)
+            unknown[cat_names[c]] += int(kept[c])
     return cat_names, key_device, cat_of_row, unknown
 
 
@@ -417,7 +427,9 @@ def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_de
                 lanes.append(Lane(idx, "host", key[1], key[2], name=nm))
         return idx
 
-    host_lut = np.full(len(keys), -1, np.int32)
+    # int16 while the keys fit (a lane per row, of tens of millions on a cold compile);
+    # widened below if the device streams take the lanes past it
+    host_lut = np.full(len(keys), -1, np.int16 if len(keys) < 2**14 else np.int32)
     for i, (_, _, pid, tid) in enumerate(keys):
         if not key_device[i]:
             host_lut[i] = lane_for(("host", thread_id(pid), thread_id(tid)))
@@ -434,6 +446,8 @@ def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_de
         pairs, inverse = np.unique(np.stack([d, s]), axis=1, return_inverse=True)
         codes = np.asarray([lane_for(("device", a, b, a, b)) for a, b in pairs.T.tolist()],
                            np.int32)
+        if codes.max() > np.iinfo(lane_of_row.dtype).max:
+            lane_of_row = lane_of_row.astype(np.int32)
         lane_of_row[dev_rows] = codes[inverse.ravel()]
     return lanes, lane_of_row
 
@@ -467,7 +481,7 @@ def narrow_codes(codes: np.ndarray) -> np.ndarray:
     top = int(codes.max()) if codes.size else 0
     for dtype in (np.int8, np.int16):
         if top <= np.iinfo(dtype).max:
-            return codes.astype(dtype)
+            return codes.astype(dtype, copy=False)
     return codes.astype(np.int32, copy=False)
 
 
