@@ -156,15 +156,18 @@ def test_hot_functions_union_paths_agree(tmp_path, plan):
     tb = _spans(plan)
     trace, _, fast = _timelines(tb.write(tmp_path / "t.json"))  # the loop's timeline
     got = hot_functions.hot_functions(trace, fast)
-    limit, block = hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK
+    limit, block, batch = (hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK,
+                           hot_functions.UNION_BATCH)
     hot_functions.UNION_OFFSET_LIMIT = 0  # force the per-function loop
     try:
         assert hot_functions.hot_functions(trace, fast) == got
         hot_functions.UNION_OFFSET_LIMIT = limit
         for hot_functions.BLOCK in (1, 2, 3, 7):  # groups and unions split across blocks
-            assert hot_functions.hot_functions(trace, fast) == got
+            for hot_functions.UNION_BATCH in (1, 2, 5, batch):  # and across batches
+                assert hot_functions.hot_functions(trace, fast) == got
     finally:
-        hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK = limit, block
+        (hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK,
+         hot_functions.UNION_BATCH) = limit, block, batch
     # and against the definition: a function's total is the union of its intervals
     s = trace.slices
     for f in got:
@@ -196,33 +199,6 @@ def test_overlap_by_category_is_each_category_sets_overlap(tmp_path, plan, qs):
             assert np.array_equal(fast.overlap_by_category(q_st, q_en), want)
     finally:
         host.BLOCK = block
-
-
-@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
-def test_grouped_order_is_the_stable_argsort(codes, block):
-    """The block-wise counting sort is numpy's stable argsort, whatever the blocks."""
-    arr = np.asarray(codes, np.uint16)
-    saved = hot_functions.BLOCK
-    hot_functions.BLOCK = block
-    try:
-        got = hot_functions.grouped_order(arr, 7)
-    finally:
-        hot_functions.BLOCK = saved
-    assert got.dtype == np.int32
-    assert np.array_equal(got, np.argsort(arr, kind="stable"))
-
-
-@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
-def test_code_counts_count_each_code_whatever_the_blocks(codes, block):
-    """The block-wise count is each code's number of rows, counted here one by one."""
-    arr = np.asarray(codes, np.uint16)
-    saved = hot_functions.BLOCK
-    hot_functions.BLOCK = block
-    try:
-        got = hot_functions.code_counts(arr, 7)
-    finally:
-        hot_functions.BLOCK = saved
-    assert got.tolist() == [codes.count(c) for c in range(7)]
 
 
 # sorted int64 times: steps from 0 to past uint32 (a block that cannot be packed), from

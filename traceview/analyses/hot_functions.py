@@ -16,6 +16,8 @@ from traceview.model import Trace
 UNION_OFFSET_LIMIT = 2**62
 # rows taken at a time (a few MB per temporary array)
 BLOCK = 1 << 18
+# rows grouped by function at a time for the unions (tens of MB)
+UNION_BATCH = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -30,56 +32,53 @@ class FunctionStat:
 def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     """Host functions (Python frames, ops, API calls) by self time, biggest first.
 
-    Grouped by name with array operations: the swept rows are in start order, so after
-    a stable sort by name each group is too, and the union of a group's intervals is a
-    running maximum of ends that restarts at each group (made to restart by offsetting
-    each group's times past the previous group's; the per-group loop is kept for
-    windows too long for that offset). The rows are taken ``BLOCK`` at a time in that
-    order (the running maximum carried from one block to the next), and the self times
-    are summed over the timeline's segments a block at a time, so besides the order only
-    block-sized arrays exist: the row-sized columns of a cold compile's millions of
-    frames were the run's peak memory.
+    Grouped by name with array operations: taken in groups' order (each group's rows in
+    start order), the union of a group's intervals is a running maximum of ends that
+    restarts at each group (made to restart by offsetting each group's times past the
+    previous group's; the per-group loop is kept for windows too long for that offset).
+    The rows are grouped ``UNION_BATCH`` at a time (the groups of a batch picked from the
+    timeline's rows a block at a time) and swept ``BLOCK`` at a time (the running maximum
+    carried from one block and batch to the next), and the self times are summed over
+    the timeline's segments a block at a time: no column of every row exists besides the
+    timeline's own. On a cold compile's tens of millions of frames, each row-sized column
+    made here (the names, their order) was explain's peak memory.
     """
     rows = timeline.rows
     n = rows.size
     if n == 0:
         return []
     s = trace.slices
-    # each row's name, gathered a block at a time straight into the narrow column (no
-    # row-sized int32 gather first); the groups follow from the counts per name (a
-    # stable sort by name puts them in code order), so the names are never sorted
-    names = np.empty(n, np.uint16 if len(trace.names) <= 1 << 16 else s.name.dtype)
+    # the rows of each name, counted a block at a time (no column of every row's name)
+    per_code = np.zeros(len(trace.names), np.int64)
     for lo in range(0, n, BLOCK):
-        names[lo:lo + BLOCK] = s.name[rows[lo:lo + BLOCK]]
-    per_code = code_counts(names, len(trace.names))
+        per_code += np.bincount(s.name[rows[lo:lo + BLOCK]], minlength=len(trace.names))
     codes = np.flatnonzero(per_code)
     count = per_code[codes]
     del per_code
-    first = np.cumsum(count) - count
-    ngroups = first.size
+    ngroups = codes.size
     ncat = len(timeline.categories)
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
     span = w1 - w0 + 1
     offset = ngroups * span < UNION_OFFSET_LIMIT
-    order = grouped_order(names, len(trace.names)) if offset else None
-    del names
     # name code -> its group (the groups are the present codes, in code order)
     group_of = np.full(len(trace.names), -1, np.int32)
     group_of[codes] = np.arange(ngroups, dtype=np.int32)
     self_ns, by_cat = _self_by_group(s, timeline, group_of, ngroups, ncat)
     total = np.zeros(ngroups, np.int64)
     carry = -1  # the running maximum of offset ends before the block (row 0: none)
-    for lo in range(0, n if order is not None else 0, BLOCK):
-        o = order[lo:lo + BLOCK]
-        # each row's group, and where each group's run starts within the block
-        g = np.searchsorted(first, np.arange(lo, lo + o.size), side="right") - 1
-        heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
-        covered, carry = _block_union(s, rows[o], g, heads, w0, w1, span, carry)
-        total[g[heads]] += covered
-    del order
+    for g0, g1 in _batches(count) if offset else ():
+        # the batch's rows, grouped (each group's rows stay in start order)
+        picked, g = _batch_rows(s, rows, group_of, g0, g1)
+        for lo in range(0, picked.size, BLOCK):
+            gb = g[lo:lo + BLOCK].astype(np.int64)  # offset by group * span below
+            heads = np.flatnonzero(np.append(True, gb[1:] != gb[:-1]))
+            covered, carry = _block_union(s, picked[lo:lo + BLOCK], gb, heads, w0, w1, span,
+                                          carry)
+            total[gb[heads]] += covered
+        del picked, g
     category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
     if not offset:
-        total = _union_per_function(s, rows, first, count, w0, w1)
+        total = _union_per_function(s, rows, np.cumsum(count) - count, count, w0, w1)
     out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
            for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
                                         total.tolist(), count.tolist(), strict=True)]
@@ -154,33 +153,36 @@ def _union_per_function(s, rows: np.ndarray, first: np.ndarray, count: np.ndarra
                       np.int64)
 
 
-def grouped_order(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """``np.argsort(codes, kind="stable")`` (codes in ``range(n_codes)``), as int32 when
-    the rows fit, made a block of rows at a time (a counting sort: each code's rows go
-    after the code's rows of earlier blocks), so no int64 array of every row is made
-    on the way: on a cold compile's millions of frames that array was this stage's peak."""
-    n = codes.size
-    order = np.empty(n, np.int32 if n < 2**31 else np.int64)
-    counts = code_counts(codes, n_codes)
-    next_at = np.cumsum(counts) - counts  # where each code's next row goes
-    del counts
-    for lo in range(0, n, BLOCK):
-        block = codes[lo:lo + BLOCK]
-        o = np.argsort(block, kind="stable")  # a radix sort for 16-bit codes
-        sorted_codes = block[o]
-        first = np.flatnonzero(np.append(True, sorted_codes[1:] != sorted_codes[:-1]))
-        size = np.diff(np.append(first, o.size))
-        rank = np.arange(o.size) - np.repeat(first, size)  # among the block's rows of its code
-        order[next_at[sorted_codes] + rank] = o + lo
-        next_at[sorted_codes[first]] += size
-    return order
+def _batches(count: np.ndarray) -> list[tuple[int, int]]:
+    """The groups cut into runs of consecutive groups holding up to ``UNION_BATCH`` rows
+    together (a group holding more: a run of its own)."""
+    out = []
+    g0, held = 0, 0
+    for g, c in enumerate(count.tolist()):
+        if held and held + c > UNION_BATCH:
+            out.append((g0, g))
+            g0, held = g, 0
+        held += c
+    out.append((g0, count.size))
+    return out
 
 
-def code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """``np.bincount(codes, minlength=n_codes)``, a block of rows at a time: bincount
-    converts its input to int64 first, and over a cold compile's millions of narrow
-    name codes that copy was explain's peak memory."""
-    counts = np.zeros(n_codes, np.int64)
-    for lo in range(0, codes.size, BLOCK):
-        counts += np.bincount(codes[lo:lo + BLOCK], minlength=n_codes)
-    return counts
+def _batch_rows(s, rows: np.ndarray, group_of: np.ndarray, g0: int,
+                g1: int) -> tuple[np.ndarray, np.ndarray]:
+    """The slice rows of groups ``[g0, g1)`` in group order, each group's in the
+    timeline's (start) order, and each one's group: picked a block of the timeline's
+    rows at a time, then stably sorted by group."""
+    picked: list[np.ndarray] = []
+    groups: list[np.ndarray] = []
+    for lo in range(0, rows.size, BLOCK):
+        block = rows[lo:lo + BLOCK]
+        g = group_of[s.name[block]]
+        m = (g >= g0) & (g < g1)
+        picked.append(block[m])
+        groups.append(g[m])
+    sel = np.concatenate(picked)
+    del picked
+    g = np.concatenate(groups)
+    del groups
+    order = np.argsort(g, kind="stable")
+    return sel[order], g[order]
