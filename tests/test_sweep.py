@@ -99,7 +99,21 @@ def _timelines(path, ran=None):
         fast = host.attribute_host(trace, lane, window, rules)
     finally:
         host_sweep_native._sweep_native = compiled
-    loop = host.attribute_host(trace, lane, window, rules, general=True)
+    swept = []
+    loop_sweep = host._loop_sweep
+
+    def keep(*args):
+        swept.append(loop_sweep(*args))
+        return swept[-1]
+
+    host._loop_sweep = keep
+    try:
+        loop = host.attribute_host(trace, lane, window, rules, general=True)
+    finally:
+        host._loop_sweep = loop_sweep
+    # each segment's category, read from its owner's (HostTimeline.seg_cat), is the one
+    # the loop sweep gave the segment as it made it
+    assert np.asarray(loop.seg_cat).tolist() == swept[0][2].tolist()
     return trace, fast, loop
 
 

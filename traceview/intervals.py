@@ -257,6 +257,29 @@ def subtract(a: Set, b: Set) -> Set:
     return np.asarray(out_s, np.int64), np.asarray(out_e, np.int64)
 
 
+def increasing(values: np.ndarray, block: int = 1 << 20) -> bool:
+    """Whether ``values`` strictly increase (then they are in ``start_order`` already:
+    no ties to break), checked a block at a time (no row-sized temporaries)."""
+    for lo in range(0, max(values.size - 1, 0), block):
+        v = values[lo:lo + block + 1]
+        if not (v[1:] > v[:-1]).all():
+            return False
+    return True
+
+
+def nonzero_rows(mask: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """``np.flatnonzero(mask)``, as int32 where every index fits, made a block at a time:
+    no int64 array of them all (a cold compile's tens of millions of Python frames)."""
+    out = np.empty(int(np.count_nonzero(mask)), np.int32 if mask.size < 2**31 else np.int64)
+    at = 0
+    for lo in range(0, mask.size, block):
+        found = np.flatnonzero(mask[lo:lo + block])
+        found += lo
+        out[at:at + found.size] = found
+        at += found.size
+    return out
+
+
 def sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Exact int64 sums of ``values`` grouped by integer ``codes`` in ``range(n)``."""
     out = np.zeros(n, dtype=np.int64)

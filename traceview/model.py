@@ -717,6 +717,7 @@ def _tell_work_before_launch(trace: Trace) -> Trace:
 # inside another, and is left as recorded.
 
 OVERHANGS_LISTED = 5  # frames named in the diagnostic
+_CLIP_BLOCK = 1 << 20  # frames compared at a time for the clipped ones
 _NATIVE_CLIP = native.load("clip")
 
 
@@ -765,11 +766,9 @@ def _clip_python_frames(trace: Trace) -> Trace:
     py = trace.cat_code("python_function")
     if py < 0:
         return trace
-    rows = np.flatnonzero((s.cat == py) & (s.end > s.start))
+    rows = intervals.nonzero_rows((s.cat == py) & (s.end > s.start))
     if rows.size < 2:
         return trace
-    if rows.size < 2**31:
-        rows = rows.astype(np.int32)
     lanes = s.lane[rows]
     if lanes.size and lanes.min() != lanes.max():  # the frames of each thread together
         rows = rows[np.argsort(lanes, kind="stable")]
@@ -778,22 +777,30 @@ def _clip_python_frames(trace: Trace) -> Trace:
     del lanes
     hits: list[np.ndarray] = []
     ends: list[np.ndarray] = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
-        part = rows[a:b]
+    threads = [rows] if len(bounds) == 2 else [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:],
+                                                                        strict=False)]
+    del rows  # each thread's frames are held by ``threads`` alone, and dropped once clipped
+    while threads:
+        part = threads.pop(0)
         st = s.start[part]
-        # in start order, longest first: the innermost open frame is the caller
-        order = intervals.start_order(st, partial(_longest_first, s.end, part))
-        part = part[order]
-        del order, st
-        st = s.start[part]
+        # in start order, longest first: the innermost open frame is the caller (a
+        # profiler writes a thread's frames in start order, as a rule: no sort then)
+        if not intervals.increasing(st):
+            order = intervals.start_order(st, partial(_longest_first, s.end, part))
+            del st
+            part = part[order]
+            del order
+            st = s.start[part]
         en = s.end[part]
         en = clip_to_callers(st, en, in_place=True)
         del st
-        hit = np.flatnonzero(en < s.end[part])
+        # the clipped frames, found a block at a time (no second gather of every end)
+        hit = np.concatenate([np.flatnonzero(en[lo:lo + _CLIP_BLOCK]
+                                             < s.end[part[lo:lo + _CLIP_BLOCK]]) + lo
+                              for lo in range(0, part.size, _CLIP_BLOCK)])
         hits.append(part[hit])
         ends.append(en[hit])
         del en, part, hit
-    del rows
     at = np.concatenate(hits)
     if at.size == 0:
         return trace

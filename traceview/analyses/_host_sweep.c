@@ -19,7 +19,9 @@
  * block's base, at most PACK_MAX; a bound further from its base returns -4 and the caller
  * sweeps again into int64 bounds): a cold compile's tens of millions of int64 bounds were
  * a quarter of explain's peak memory,
- * seg_cat, seg_pos (row position, -1 untraced), resolved (per position), *non_nested. Each
+ * seg_cat (may be NULL: each segment's category is its owner's resolved one, or untraced,
+ * and host.py reads it so), seg_pos (row position, -1 untraced), resolved (per position),
+ * *non_nested. Each
  * position's owned ns are not summed here: a row-sized int64 column of them, alive beside
  * the segments, was the peak of a cold compile's sweep; they follow from the segments
  * (host.py: HostTimeline.self_ns, and hot_functions sums them per function).
@@ -81,7 +83,7 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
         }                                         \
         PUT(segs, (s));                           \
         PUT(segs + 1, (e));                       \
-        seg_cat[segs] = (int8_t)(c);              \
+        if (seg_cat != NULL) seg_cat[segs] = (int8_t)(c); \
         seg_pos[segs] = (o);                      \
         segs++;                                   \
     } while (0)

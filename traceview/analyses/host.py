@@ -52,7 +52,7 @@ def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
     live = (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
     overlay = np.flatnonzero(live & is_overlay[s.cat])
     live &= ~(is_label | is_overlay)[s.cat]
-    own = _nonzero(live, np.int32 if len(s) < 2**31 else np.int64)
+    own = intervals.nonzero_rows(live)
     del live
     lane_of = s.lane[own]
     if lane_of.size and lane_of.min() != lane_of.max():  # one thread's rows: in order already
@@ -70,18 +70,6 @@ def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
         if overlay.size:  # both sorted and disjoint: one merged copy
             rows = np.insert(rows, np.searchsorted(rows, overlay), overlay.astype(rows.dtype))
         out[lane.index] = rows
-    return out
-
-
-def _nonzero(mask: np.ndarray, dtype: type) -> np.ndarray:
-    """``np.flatnonzero(mask)`` as ``dtype``, a block at a time (no int64 array of them all)."""
-    out = np.empty(int(np.count_nonzero(mask)), dtype)
-    at = 0
-    for lo in range(0, mask.size, BLOCK):
-        found = np.flatnonzero(mask[lo:lo + BLOCK])
-        found += lo
-        out[at:at + found.size] = found
-        at += found.size
     return out
 
 
@@ -103,11 +91,19 @@ class HostTimeline:
     # the segment bounds: int64 ns, or packed exactly (intervals.PackedTimes, 4 bytes each)
     seg_start: np.ndarray | intervals.PackedTimes
     seg_end: np.ndarray | intervals.PackedTimes
-    seg_cat: np.ndarray  # int code per segment (int8: a cold compile has millions)
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
     rows: np.ndarray  # slice rows swept (clipped to the window; int32 where rows fit)
     row_cat: np.ndarray  # resolved category code per swept row (aligned with rows; int8 too)
     non_nested: int  # slices that overlapped their parent without nesting
+
+    @property
+    def seg_cat(self) -> SegmentCodes:
+        """Each segment's category code (int8 while the categories fit): its owner's
+        resolved category, ``untraced`` where no slice owns it, read from ``row_cat``
+        when indexed. The sweep gives a segment its owner's category, so a column of
+        them repeated what the rows hold: a byte per segment, tens of millions on a cold
+        compile."""
+        return SegmentCodes(self.seg_pos, self.row_cat, self.categories.index(UNTRACED))
 
     @property
     def self_ns(self) -> np.ndarray:
@@ -178,6 +174,61 @@ class HostTimeline:
         code = self.categories.index(category)
         m = self.seg_cat == code
         return self.seg_start[m], self.seg_end[m]
+
+
+class SegmentCodes:
+    """The segments' category codes (``HostTimeline.seg_cat``), each its owner's
+    ``row_cat`` (``untraced`` at position -1), made for what is indexed: an index, a
+    slice, an index array (arrays back, of ``row_cat``'s dtype); ``np.asarray`` for all."""
+
+    __slots__ = ("pos", "row_cat", "untraced")
+
+    def __init__(self, pos: np.ndarray, row_cat: np.ndarray, untraced: int) -> None:
+        self.pos = pos
+        self.row_cat = row_cat
+        self.untraced = untraced
+
+    @property
+    def size(self) -> int:
+        return int(self.pos.size)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.pos.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.row_cat.dtype
+
+    def __len__(self) -> int:
+        return int(self.pos.size)
+
+    def __getitem__(self, key):
+        pos = self.pos[key]
+        if np.ndim(pos) == 0:
+            p = int(pos)
+            return self.row_cat.dtype.type(self.row_cat[p] if p >= 0 else self.untraced)
+        out = np.full(pos.shape, self.untraced, self.row_cat.dtype)
+        owned = pos >= 0
+        out[owned] = self.row_cat[pos[owned]]
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = np.empty(self.pos.size, self.row_cat.dtype)
+        for lo in range(0, self.pos.size, BLOCK):
+            out[lo:lo + BLOCK] = self[lo:lo + BLOCK]
+        return out if dtype is None else out.astype(dtype)
+
+    def __eq__(self, other) -> np.ndarray:  # type: ignore[override]
+        return np.asarray(self) == other
+
+    def __ne__(self, other) -> np.ndarray:  # type: ignore[override]
+        return np.asarray(self) != other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
 
 
 def category_ids(rules: RuleSet) -> list[str]:
@@ -252,11 +303,10 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         fast = _loop_sweep(np.maximum(s.start[rows], w0), np.minimum(s.end[rows], w1),
                            own_code, own_subtree, w0, w1, untraced, other)
     del own_code, own_subtree
-    seg_start, seg_end, seg_cat, seg_pos, row_cat, non_nested = fast
+    seg_start, seg_end, _, seg_pos, row_cat, non_nested = fast  # seg_cat: from row_cat
     del fast
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
-        seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
         seg_pos=seg_pos.astype(np.int32, copy=False),
         rows=rows, row_cat=row_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
         non_nested=non_nested,

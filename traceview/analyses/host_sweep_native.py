@@ -28,7 +28,8 @@ def compiled_sweep(rows: np.ndarray, start: np.ndarray, end: np.ndarray, own: np
 def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     """The loop of ``attribute_host(general=True)`` in C: one pass, a stack, no
     temporaries beyond the outputs (segments are contiguous: starts and ends are two
-    views of one column of bounds). The bounds are packed (``intervals.PackedTimes``:
+    views of one column of bounds; no segment categories: each is its owner's,
+    ``HostTimeline.seg_cat``). The bounds are packed (``intervals.PackedTimes``:
     4 bytes each, exactly) where every one fits its block's base, else the sweep runs
     again into int64 bounds."""
     n = rows.size
@@ -38,7 +39,6 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     own = np.ascontiguousarray(own, np.int8)
     subtree = np.ascontiguousarray(subtree, np.uint8)
     cap = 2 * n + 1
-    seg_cat = np.empty(cap, np.int8)
     seg_pos = np.empty(cap, np.int32)
     resolved = np.empty(n, np.int8)
     non_nested = np.zeros(1, np.int64)
@@ -48,7 +48,7 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     segs = _NATIVE_SWEEP(n, rows.ctypes.data, start.ctypes.data, end.ctypes.data,
                          own.ctypes.data, subtree.ctypes.data, w0, w1, untraced, other,
                          none.ctypes.data, base.ctypes.data, off.ctypes.data,
-                         seg_cat.ctypes.data, seg_pos.ctypes.data, cap,
+                         None, seg_pos.ctypes.data, cap,
                          resolved.ctypes.data, non_nested.ctypes.data)
     bounds: np.ndarray | PackedTimes
     if segs == -4:  # a bound too far from its block's base: plain int64 bounds
@@ -56,7 +56,7 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
         bounds = np.empty(cap + 1, np.int64)
         segs = _NATIVE_SWEEP(n, rows.ctypes.data, start.ctypes.data, end.ctypes.data,
                              own.ctypes.data, subtree.ctypes.data, w0, w1, untraced, other,
-                             bounds.ctypes.data, None, None, seg_cat.ctypes.data,
+                             bounds.ctypes.data, None, None, None,
                              seg_pos.ctypes.data, cap, resolved.ctypes.data,
                              non_nested.ctypes.data)
     elif segs >= 0:  # only the bounds written (the rest of the buffers was never paged in)
@@ -69,7 +69,7 @@ def _sweep_native(rows, start, end, own, subtree, w0, w1, untraced, other):
     if not segs:
         bounds = np.zeros(1, np.int64)
     elif isinstance(bounds, PackedTimes):
-        return (bounds.view(0, segs), bounds.view(1, segs), seg_cat[:segs], seg_pos[:segs],
+        return (bounds.view(0, segs), bounds.view(1, segs), None, seg_pos[:segs],
                 resolved, int(non_nested[0]))
-    return (bounds[:segs], bounds[1:segs + 1], seg_cat[:segs], seg_pos[:segs], resolved,
+    return (bounds[:segs], bounds[1:segs + 1], None, seg_pos[:segs], resolved,
             int(non_nested[0]))
