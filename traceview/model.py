@@ -39,7 +39,7 @@ from traceview import intervals, native
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded
+from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded, IdColumn
 from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
@@ -134,7 +134,10 @@ class Slices:
     lane: np.ndarray  # index into Trace.lanes (int8 or int16 while they fit: narrow_codes)
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
-    corr: np.ndarray  # correlation id, NO_ID when absent (int32 when every id fits: narrow_ids)
+    # correlation id, NO_ID when absent (int32 when every id fits: narrow_ids), held as the
+    # rows that have one (io.columns.IdColumn): a cold compile's tens of millions of Python
+    # frames have none, and a dense column of them was 4 bytes a row of explain's peak
+    corr: IdColumn
     args: RowArgs  # row -> decoded args (on access), for io's ARGS_KEPT_CATS only
 
     def __len__(self) -> int:
@@ -456,7 +459,7 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
                  lane_of_row: np.ndarray) -> Slices:
     """The placeable rows as slices: the columns themselves when every row is kept."""
     start, args = x.ts, x.args
-    corr = narrow_ids(np.asarray(x.corr))
+    corr = IdColumn.of(narrow_ids(np.asarray(x.corr)), NO_ID)
     if keep.all():  # the usual case: no copies
         return Slices(cat=narrow_codes(cat_of_row), name=narrow_codes(x.name),
                       lane=narrow_codes(lane_of_row), start=start, end=start + dur, corr=corr,
@@ -468,7 +471,7 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
         lane=narrow_codes(lane_of_row[rows]),
         start=start[rows],
         end=start[rows] + dur[rows],
-        corr=corr[rows],
+        corr=corr.take(rows),
         args=args.subset(_renumber(args, rows)),
     )
 
@@ -552,7 +555,7 @@ def _dedupe(slices: Slices) -> tuple[Slices, int]:
     keep = np.sort(first)
     args = slices.args.subset(_renumber(slices.args, keep))
     return Slices(slices.cat[keep], slices.name[keep], slices.lane[keep], slices.start[keep],
-                  slices.end[keep], slices.corr[keep], args), n - int(first.size)
+                  slices.end[keep], slices.corr.take(keep), args), n - int(first.size)
 
 
 def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
@@ -565,14 +568,17 @@ def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
     missing = np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable))
     if not missing.size:
         return slices
-    corr = slices.corr.astype(np.int64)  # a copy (it may be the decoder's column), wide
-    for row in missing.tolist():  # enough for any flow id
+    rows, ids = [], []
+    for row in missing.tolist():
         lane = lanes[int(slices.lane[row])]
         key = (lane.pid, lane.tid, int(slices.start[row]))
         fid = flow_end.get(key) if lane.kind == "device" else flow_start.get(key)
         if fid is not None:
-            corr[row] = fid
-    return replace(slices, corr=narrow_ids(corr))
+            rows.append(row)
+            ids.append(fid)
+    # a new column (the old one may be shared), ids int64 (enough for any flow id), narrowed
+    return replace(slices, corr=slices.corr.with_ids(np.asarray(rows, np.int64),
+                                                     np.asarray(ids, np.int64)).narrowed(narrow_ids))
 
 
 def _link(slices: Slices, cat_names: Sequence[str]
@@ -666,7 +672,7 @@ def _drop_implausible_device_work(trace: Trace) -> Trace:
     s = trace.slices
     keep = np.setdiff1d(np.arange(len(s)), np.concatenate([after_sync, far]))
     slices = Slices(s.cat[keep], s.name[keep], s.lane[keep], s.start[keep], s.end[keep],
-                    s.corr[keep], s.args.subset(_renumber(s.args, keep)))
+                    s.corr.take(keep), s.args.subset(_renumber(s.args, keep)))
     launch_to_work, work_to_launch = _link(slices, trace.cat_names)
     found: list[Diagnostic] = []
     if after_sync.size:
