@@ -11,6 +11,7 @@ intervals (``ends[i] < starts[i+1]``); ``union`` produces one from anything.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
@@ -185,7 +186,8 @@ def overlap(iv: Set, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return _covered_before(s, e, prefix, ends) - _covered_before(s, e, prefix, starts)
 
 
-def overlap_pairs(iv: Set, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def overlap_pairs(iv: Set, starts: np.ndarray | PackedTimes,
+                  ends: np.ndarray | PackedTimes) -> tuple[np.ndarray, np.ndarray]:
     """Every (query, length) pair where a query meets the set, for sorted disjoint
     queries (a partition of the window, say): ``overlap`` without touching the queries
     that meet nothing.
@@ -402,7 +404,7 @@ class PackedTimes:
         idx += self.lo
         return self._at(idx)
 
-    def searchsorted(self, v, side: str = "left", sorter=None):
+    def searchsorted(self, v, side: Literal["left", "right"] = "left", sorter=None):
         """``np.searchsorted`` of the int64 column: the block from the bases, then a
         binary search among the block's offsets (the query less the block's base, where
         no offset is greater than ``PACK_MAX``: clipped to ``PACK_MAX + 1`` it compares

@@ -399,7 +399,8 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
             row_cat, non_nested)
 
 
-def _self_ns(n: int, seg_start: np.ndarray, seg_end: np.ndarray, seg_pos: np.ndarray) -> np.ndarray:
+def _self_ns(n: int, seg_start: np.ndarray | intervals.PackedTimes,
+             seg_end: np.ndarray | intervals.PackedTimes, seg_pos: np.ndarray) -> np.ndarray:
     """Owned ns per swept row, a block of segments at a time."""
     self_ns = np.zeros(n, np.int64)
     for lo in range(0, seg_pos.size, BLOCK):
