@@ -319,7 +319,7 @@ def _release_lane_columns(x: Columns) -> None:
     after reads them): on a cold compile's tens of millions of rows, three row-sized
     columns alive while the slices' columns are made were the load's peak."""
     empty = np.zeros(0, np.int64)
-    x.stream = x.device = empty
+    x.stream = x.device = IdColumn(0, empty, empty)
     x.key = empty.astype(np.int32)
 
 
@@ -329,7 +329,8 @@ def _release_columns(x: Columns) -> None:
     owns what it was given, and on a big trace they would otherwise stay alive through
     the rest of the build, the load's peak."""
     empty = np.zeros(0, np.int64)
-    x.dur = x.corr = empty
+    x.dur = empty
+    x.corr = IdColumn(0, empty, empty)
     x.name = empty.astype(np.int32)
 
 
@@ -459,7 +460,7 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
                  lane_of_row: np.ndarray) -> Slices:
     """The placeable rows as slices: the columns themselves when every row is kept."""
     start, args = x.ts, x.args
-    corr = IdColumn.of(narrow_ids(np.asarray(x.corr)), NO_ID)
+    corr = x.corr.narrowed(narrow_ids)
     if keep.all():  # the usual case: no copies
         return Slices(cat=narrow_codes(cat_of_row), name=narrow_codes(x.name),
                       lane=narrow_codes(lane_of_row), start=start, end=start + dur, corr=corr,

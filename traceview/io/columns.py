@@ -203,6 +203,14 @@ class IdColumn:
         present = vals_ != self.absent
         return IdColumn(self.n, rows_[present], vals_[present], self.absent)
 
+    def extended(self, tail: np.ndarray) -> IdColumn:
+        """This column followed by the dense ``tail`` (ids of rows appended after it)."""
+        tail = np.asarray(tail, np.int64)
+        at = np.flatnonzero(tail != self.absent)
+        return IdColumn(self.n + int(tail.size),
+                        np.concatenate([self.rows.astype(np.int64), at + self.n]),
+                        np.concatenate([self.vals, tail[at]]), self.absent)
+
     def narrowed(self, narrow) -> IdColumn:
         """The same column with its ids passed through ``narrow`` (a dtype choice)."""
         return IdColumn(self.n, self.rows, narrow(self.vals), self.absent)
@@ -244,10 +252,11 @@ class Columns:
     name: np.ndarray
     ts: np.ndarray  # int64 ns, MISSING where absent or unusable
     dur: np.ndarray  # int64 ns, MISSING where absent
-    # the link ids, -1 when absent: int32 when every one of them fits, else int64
-    corr: np.ndarray
-    stream: np.ndarray
-    device: np.ndarray
+    # the link ids, -1 when absent (int32 when every one of them fits, else int64), held
+    # as the rows that have one: a cold compile's Python frames have none
+    corr: IdColumn
+    stream: IdColumn
+    device: IdColumn
     args: LazyArgs
 
 
