@@ -139,3 +139,12 @@ def test_start_order_is_the_lexsort_of_start_then_ties(rows, block):
     finally:
         iv.TIE_BLOCK = saved
     assert got.tolist() == np.lexsort((key, starts)).tolist()
+
+
+@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
+def test_grouped_order_is_the_stable_argsort(codes, block):
+    """The block-wise counting sort is numpy's stable argsort, whatever the blocks."""
+    arr = np.asarray(codes, np.int8)
+    got = iv.grouped_order(arr, 7, block)
+    assert got.dtype == np.int32
+    assert got.tolist() == np.argsort(arr, kind="stable").tolist()

@@ -210,7 +210,16 @@ class Trace:
 
     def rows_of_cats(self, cats: frozenset[str] | set[str]) -> np.ndarray:
         codes = [i for i, c in enumerate(self.cat_names) if c in cats]
-        return np.flatnonzero(np.isin(self.slices.cat, codes))
+        return np.flatnonzero(codes_in(self.slices.cat, codes, len(self.cat_names)))
+
+    def has_cat(self, cats: frozenset[str] | set[str]) -> np.ndarray:
+        """Per row: whether its category is one of ``cats`` (``codes_in``)."""
+        codes = [i for i, c in enumerate(self.cat_names) if c in cats]
+        return codes_in(self.slices.cat, codes, len(self.cat_names))
+
+    def has_name(self, codes) -> np.ndarray:
+        """Per row: whether its name code is one of ``codes`` (``codes_in``)."""
+        return codes_in(self.slices.name, codes, len(self.names))
 
     @property
     def name_rank(self) -> np.ndarray:
@@ -241,6 +250,17 @@ class Trace:
     @property
     def host_lanes(self) -> list[Lane]:
         return [lane for lane in self.lanes if lane.kind == "host"]
+
+
+def codes_in(col: np.ndarray, codes, size: int) -> np.ndarray:
+    """``np.isin(col, codes)`` for a column of codes in ``range(size)`` (categories, names,
+    lanes), through a table of ``size`` flags: numpy's isin copies the column's matching
+    codes to 64-bit integers first, 8 bytes a row of a cold compile's tens of millions
+    (hundreds of MB at explain's peak)."""
+    table = np.zeros(size + 1, bool)
+    codes = np.asarray(list(codes), np.int64)
+    table[codes[(codes >= 0) & (codes < size)]] = True
+    return table[col]
 
 
 def _rebuild_trace(fields: dict[str, Any]) -> Trace:
@@ -566,7 +586,7 @@ def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
         return slices
     linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
                 or c in ("cuda_runtime", "cuda_driver")]
-    missing = np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable))
+    missing = np.flatnonzero((slices.corr == NO_ID) & codes_in(slices.cat, linkable, len(cat_names)))
     if not missing.size:
         return slices
     rows, ids = [], []
@@ -587,8 +607,8 @@ def _link(slices: Slices, cat_names: Sequence[str]
     """Launch -> device work by correlation id (one launch may own many kernels: graphs)."""
     work_codes = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS]
     host_codes = [i for i, c in enumerate(cat_names) if c in ("cuda_runtime", "cuda_driver")]
-    is_work = np.isin(slices.cat, work_codes) & (slices.corr != NO_ID)
-    is_api = np.isin(slices.cat, host_codes) & (slices.corr != NO_ID)
+    is_work = codes_in(slices.cat, work_codes, len(cat_names)) & (slices.corr != NO_ID)
+    is_api = codes_in(slices.cat, host_codes, len(cat_names)) & (slices.corr != NO_ID)
     # the first launch of each correlation id (the lowest row), found for all at once
     api_rows = np.flatnonzero(is_api)
     corrs, first = np.unique(slices.corr[api_rows], return_index=True)
@@ -778,7 +798,7 @@ def _clip_python_frames(trace: Trace) -> Trace:
         return trace
     lanes = s.lane[rows]
     if lanes.size and lanes.min() != lanes.max():  # the frames of each thread together
-        rows = rows[np.argsort(lanes, kind="stable")]
+        rows = rows[intervals.grouped_order(lanes, len(trace.lanes))]  # no int64 order
         lanes = s.lane[rows]
     bounds = [0, *(np.flatnonzero(lanes[1:] != lanes[:-1]) + 1).tolist(), rows.size]
     del lanes

@@ -55,15 +55,12 @@ def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
     own = intervals.nonzero_rows(live)
     del live
     lane_of = s.lane[own]
-    if lane_of.size and lane_of.min() != lane_of.max():  # one thread's rows: in order already
-        if len(trace.lanes) < 2**15:
-            lane_of = lane_of.astype(np.int16)  # a radix sort
-        order = np.argsort(lane_of, kind="stable")
-        lane_of = lane_of[order]
-        own = own[order]
-        del order
-    bounds = np.searchsorted(lane_of, np.arange(len(trace.lanes) + 1))
+    counts = np.bincount(lane_of, minlength=len(trace.lanes)) if lane_of.size else \
+        np.zeros(len(trace.lanes), np.int64)
+    if np.count_nonzero(counts) > 1:  # one thread's rows are in order already
+        own = own[intervals.grouped_order(lane_of, len(trace.lanes))]  # int32, no int64 order
     del lane_of
+    bounds = np.append(0, np.cumsum(counts))
     out = {}
     for lane in trace.host_lanes:
         rows = own[bounds[lane.index]:bounds[lane.index + 1]]

@@ -68,14 +68,16 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     carry = -1  # the running maximum of offset ends before the block (row 0: none)
     for g0, g1 in _batches(count) if offset else ():
         # the batch's rows, grouped (each group's rows stay in start order)
-        picked, g = _batch_rows(s, rows, group_of, g0, g1)
+        picked = _batch_rows(s, rows, group_of, count, g0, g1)
+        first = np.cumsum(count[g0:g1]) - count[g0:g1]  # where each group starts in it
         for lo in range(0, picked.size, BLOCK):
-            gb = g[lo:lo + BLOCK].astype(np.int64)  # offset by group * span below
+            block = picked[lo:lo + BLOCK]
+            # each row's group (offset by group * span below: int64)
+            gb = np.searchsorted(first, np.arange(lo, lo + block.size), side="right") - 1 + g0
             heads = np.flatnonzero(np.append(True, gb[1:] != gb[:-1]))
-            covered, carry = _block_union(s, picked[lo:lo + BLOCK], gb, heads, w0, w1, span,
-                                          carry)
+            covered, carry = _block_union(s, block, gb, heads, w0, w1, span, carry)
             total[gb[heads]] += covered
-        del picked, g
+        del picked
     category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
     if not offset:
         total = _union_per_function(s, rows, np.cumsum(count) - count, count, w0, w1)
@@ -167,22 +169,26 @@ def _batches(count: np.ndarray) -> list[tuple[int, int]]:
     return out
 
 
-def _batch_rows(s, rows: np.ndarray, group_of: np.ndarray, g0: int,
-                g1: int) -> tuple[np.ndarray, np.ndarray]:
+def _batch_rows(s, rows: np.ndarray, group_of: np.ndarray, count: np.ndarray, g0: int,
+                g1: int) -> np.ndarray:
     """The slice rows of groups ``[g0, g1)`` in group order, each group's in the
-    timeline's (start) order, and each one's group: picked a block of the timeline's
-    rows at a time, then stably sorted by group."""
-    picked: list[np.ndarray] = []
-    groups: list[np.ndarray] = []
+    timeline's (start) order: a counting sort of the timeline's rows a block at a time
+    (each group's rows go after its rows of earlier blocks), so the batch's own column
+    is the only one its size."""
+    out = np.empty(int(count[g0:g1].sum()), rows.dtype)
+    next_at = np.cumsum(count[g0:g1]) - count[g0:g1]  # where each group's next row goes
     for lo in range(0, rows.size, BLOCK):
         block = rows[lo:lo + BLOCK]
         g = group_of[s.name[block]]
-        m = (g >= g0) & (g < g1)
-        picked.append(block[m])
-        groups.append(g[m])
-    sel = np.concatenate(picked)
-    del picked
-    g = np.concatenate(groups)
-    del groups
-    order = np.argsort(g, kind="stable")
-    return sel[order], g[order]
+        m = np.flatnonzero((g >= g0) & (g < g1))
+        if not m.size:
+            continue
+        g = g[m] - g0
+        o = np.argsort(g, kind="stable")
+        sorted_g = g[o]
+        first = np.flatnonzero(np.append(True, sorted_g[1:] != sorted_g[:-1]))
+        size = np.diff(np.append(first, o.size))
+        rank = np.arange(o.size) - np.repeat(first, size)  # among the block's rows of its group
+        out[next_at[sorted_g] + rank] = block[m[o]]
+        next_at[sorted_g[first]] += size
+    return out
