@@ -193,6 +193,10 @@ def step_thread(trace: Trace, window: Window) -> Lane | None:
     return trace.lanes[best]
 
 
+# rows read at a time by thread_figures
+FRAME_BLOCK = 1 << 20
+
+
 def thread_figures(trace: Trace, rules: RuleSet, window: Window,
                    timelines: dict[int, HostTimeline]) -> list[ThreadFigures]:
     """Every host thread with rows in the window, main thread first, then by TID."""
@@ -210,7 +214,9 @@ def thread_figures(trace: Trace, rules: RuleSet, window: Window,
     for idx, tl in timelines.items():
         lane = trace.lanes[idx]
         cats = tl.totals()
-        frames = int(np.count_nonzero(s.cat[tl.rows] == py)) if py >= 0 else 0
+        # counted a block of rows at a time (a cold compile's main thread: tens of millions)
+        frames = sum(int(np.count_nonzero(s.cat[tl.rows[lo:lo + FRAME_BLOCK]] == py))
+                     for lo in range(0, tl.rows.size, FRAME_BLOCK)) if py >= 0 else 0
         out.append(ThreadFigures(
             lane=lane, role=_role(lane, main), launches=int(launches.get(idx, 0)),
             syncs=int(syncs.get(idx, 0)), python_frames=frames,
