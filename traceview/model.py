@@ -752,17 +752,23 @@ def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False,
                     in_place: bool = False) -> np.ndarray:
     """Python frames in start order (longest first): each frame's end clipped to its
     caller's (the innermost open frame, whose end is already clipped). Compiled
-    (``analyses/_host_sweep.c``: ``tv_clip_frames``) when built; the loop is the reference
-    (``general``) and the fallback. ``in_place``: ``en`` (int64, contiguous) is rewritten
-    and returned, where the compiled loop can (no second column of ends)."""
-    if _NATIVE_CLIP is not None and not general:
+    (``analyses/_host_sweep.c``: ``tv_clip_rows``, over every position) when built; the
+    loop is the reference (``general``) and the fallback. ``in_place``: ``en`` (int64,
+    contiguous) is rewritten and returned, where the compiled loop can (no second column
+    of ends)."""
+    if _NATIVE_CLIP is not None and not general and en.size < 2**31:
         s64 = np.ascontiguousarray(st, np.int64)
         if in_place and en.dtype == np.int64 and en.flags.c_contiguous and en.flags.writeable:
             out64 = en
         else:
             out64 = np.array(en, np.int64, copy=True)
-        scratch = np.empty(max(out64.size, 1), np.int64)  # the stack: pages touched to its depth
-        _NATIVE_CLIP(out64.size, s64.ctypes.data, out64.ctypes.data, scratch.ctypes.data)
+        n = max(out64.size, 1)
+        # the stack and the clipped frames' buffers: pages touched to the nesting depth
+        # and to the count clipped
+        scratch, hit_rows, hit_by = np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.int64)
+        at = np.arange(out64.size, dtype=np.int32)
+        _NATIVE_CLIP(out64.size, at.ctypes.data, s64.ctypes.data, out64.ctypes.data,
+                     scratch.ctypes.data, hit_rows.ctypes.data, hit_by.ctypes.data)
         return out64
     out = en.tolist()
     stack: list[int] = []  # clipped ends of the open frames, innermost last
@@ -774,6 +780,15 @@ def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False,
             out[i] = stack[-1]
         push(out[i])
     return np.asarray(out, np.int64)
+
+
+def _increasing_at(col: np.ndarray, idx: np.ndarray) -> bool:
+    """``intervals.increasing(col[idx])``, gathered a block at a time."""
+    for lo in range(0, max(idx.size - 1, 0), _CLIP_BLOCK):
+        v = col[idx[lo:lo + _CLIP_BLOCK + 1]]
+        if not (v[1:] > v[:-1]).all():
+            return False
+    return True
 
 
 def _longest_first(end: np.ndarray, part: np.ndarray, sub: np.ndarray) -> tuple[np.ndarray]:
@@ -807,17 +822,33 @@ def _clip_python_frames(trace: Trace) -> Trace:
     threads = [rows] if len(bounds) == 2 else [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:],
                                                                         strict=False)]
     del rows  # each thread's frames are held by ``threads`` alone, and dropped once clipped
+    in_place = (_NATIVE_CLIP is not None and s.end.dtype == np.int64
+                and s.start.dtype == np.int64 and s.end.flags.c_contiguous
+                and s.start.flags.c_contiguous and s.end.flags.writeable
+                and threads[0].dtype == np.int32)
+    overs: list[np.ndarray] = []  # by how much each clipped frame was clipped
     while threads:
         part = threads.pop(0)
-        st = s.start[part]
         # in start order, longest first: the innermost open frame is the caller (a
         # profiler writes a thread's frames in start order, as a rule: no sort then)
-        if not intervals.increasing(st):
+        if not _increasing_at(s.start, part):
+            st = s.start[part]
             order = intervals.start_order(st, partial(_longest_first, s.end, part))
             del st
             part = part[order]
             del order
-            st = s.start[part]
+        if in_place:  # compiled, reading the frames where they lie, ends rewritten there
+            stack = np.empty(part.size, np.int64)  # pages touched to the nesting depth
+            hit_rows = np.empty(part.size, np.int32)  # and to the count clipped
+            hit_by = np.empty(part.size, np.int64)
+            k = _NATIVE_CLIP(part.size, part.ctypes.data, s.start.ctypes.data,
+                                  s.end.ctypes.data, stack.ctypes.data, hit_rows.ctypes.data,
+                                  hit_by.ctypes.data)
+            hits.append(hit_rows[:k].copy())
+            overs.append(hit_by[:k].copy())
+            del stack, hit_rows, hit_by, part
+            continue
+        st = s.start[part]
         en = s.end[part]
         en = clip_to_callers(st, en, in_place=True)
         del st
@@ -831,11 +862,15 @@ def _clip_python_frames(trace: Trace) -> Trace:
     at = np.concatenate(hits)
     if at.size == 0:
         return trace
-    new_end = np.concatenate(ends)
+    if in_place:
+        by_ns = np.concatenate(overs)
+    else:
+        new_end = np.concatenate(ends)
+        by_ns = s.end[at] - new_end
+        s.end[at] = new_end  # the model's own column (made by _kept_slices or a drop)
     worst: dict[int, int] = {}
-    for code, by in zip(s.name[at].tolist(), (s.end[at] - new_end).tolist(), strict=True):
+    for code, by in zip(s.name[at].tolist(), by_ns.tolist(), strict=True):
         worst[code] = max(worst.get(code, 0), by)
-    s.end[at] = new_end  # the model's own column (made by _kept_slices or a drop)
     top = sorted(worst.items(), key=lambda kv: (-kv[1], trace.names[kv[0]]))[:OVERHANGS_LISTED]
     named = "; ".join(f"{trace.names[c]} by up to {fmt_ns(ns)}" for c, ns in top)
     return replace(trace, diagnostics=(*trace.diagnostics, Diagnostic(

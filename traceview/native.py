@@ -63,10 +63,10 @@ LIBRARIES = {
                      (_I64,) + (_P,) * 5 + (_I64, _I64, _I32, _I32) + (_P,) * 5
                      + (_I64, _P, _P),
                      abi=4),
-    # tv_clip_frames(n, starts, ends, stack): the same library's second function
-    # (model.clip_to_callers)
-    "clip": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_clip_frames",
-                    (_I64, _P, _P, _P), abi=4),
+    # tv_clip_rows(n, rows, start_col, end_col, stack, hit_rows, hit_by): the same
+    # library's second function (model.clip_to_callers and _clip_python_frames)
+    "clip": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_clip_rows",
+                    (_I64,) + (_P,) * 6, abi=4),
 }
 
 #: name -> (the function or None, why: "in use" or the reason it is not)

@@ -154,21 +154,31 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
 #undef PUT
 }
 
-/* The compiled twin of traceview/model.py's clip_to_callers: Python frames
- * in start order (longest first), each clipped to the end of the innermost open frame
- * (whose end is already clipped). Same loop as the Python reference, line for line
- * (tests/test_training_invariants.py compares both). ends is rewritten in place; stack is
- * scratch of n entries. Returns the number of frames clipped. */
-int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t *stack) {
+/* The compiled twin of traceview/model.py's clip_to_callers: Python frames in start
+ * order (longest first), each clipped to the end of the innermost open frame (whose end
+ * is already clipped). Same loop as the Python reference, line for line
+ * (tests/test_explain_pure.py compares both). The frames are read where they lie: rows
+ * (int32) index the start and end columns, and each clipped end is rewritten in end_col
+ * in place, so no gathered copies of the frames' starts and ends
+ * are made (on a cold compile's tens of millions of frames they were the load's peak).
+ * Each clipped frame's row and by how much go to hit_rows and hit_by (the caller's
+ * buffers of n entries, written from the start). Returns the number clipped. */
+int64_t tv_clip_rows(int64_t n, const int32_t *rows, const int64_t *start_col,
+                     int64_t *end_col, int64_t *stack, int32_t *hit_rows, int64_t *hit_by) {
     int64_t top = 0, clipped = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t a = starts[i];
+        int64_t row = rows[i];
+        int64_t a = start_col[row];
+        int64_t e = end_col[row];
         while (top > 0 && stack[top - 1] <= a) top--;
-        if (top > 0 && ends[i] > stack[top - 1]) {
-            ends[i] = stack[top - 1];
+        if (top > 0 && e > stack[top - 1]) {
+            hit_rows[clipped] = (int32_t)row;
+            hit_by[clipped] = e - stack[top - 1];
             clipped++;
+            e = stack[top - 1];
+            end_col[row] = e;
         }
-        stack[top++] = ends[i];
+        stack[top++] = e;
     }
     return clipped;
 }
