@@ -782,6 +782,36 @@ def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False,
     return np.asarray(out, np.int64)
 
 
+def _clip_in_place(s: Slices, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One thread's frames (rows in start order) clipped by the compiled loop, read where
+    they lie and their ends rewritten in the model's end column: (clipped rows, by how
+    much each)."""
+    assert _NATIVE_CLIP is not None
+    stack = np.empty(part.size, np.int64)  # pages touched to the nesting depth
+    hit_rows = np.empty(part.size, np.int32)  # and to the count clipped
+    hit_by = np.empty(part.size, np.int64)
+    k = _NATIVE_CLIP(part.size, part.ctypes.data, s.start.ctypes.data, s.end.ctypes.data,
+                     stack.ctypes.data, hit_rows.ctypes.data, hit_by.ctypes.data)
+    return hit_rows[:k].copy(), hit_by[:k].copy()
+
+
+def _clip_gathered(s: Slices, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_clip_in_place`` through gathered copies of the frames' starts and ends (the
+    loop, or a column the compiled loop cannot write)."""
+    st = s.start[part]
+    en = s.end[part]
+    en = clip_to_callers(st, en, in_place=True)
+    del st
+    # the clipped frames, found a block at a time (no second gather of every end)
+    hit = np.concatenate([np.flatnonzero(en[lo:lo + _CLIP_BLOCK]
+                                         < s.end[part[lo:lo + _CLIP_BLOCK]]) + lo
+                          for lo in range(0, part.size, _CLIP_BLOCK)])
+    rows, new_end = part[hit], en[hit]
+    by = s.end[rows] - new_end
+    s.end[rows] = new_end  # the model's own column (made by _kept_slices or a drop)
+    return rows, by
+
+
 def _increasing_at(col: np.ndarray, idx: np.ndarray) -> bool:
     """``intervals.increasing(col[idx])``, gathered a block at a time."""
     for lo in range(0, max(idx.size - 1, 0), _CLIP_BLOCK):
@@ -817,15 +847,14 @@ def _clip_python_frames(trace: Trace) -> Trace:
         lanes = s.lane[rows]
     bounds = [0, *(np.flatnonzero(lanes[1:] != lanes[:-1]) + 1).tolist(), rows.size]
     del lanes
-    hits: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
     threads = [rows] if len(bounds) == 2 else [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:],
                                                                         strict=False)]
     del rows  # each thread's frames are held by ``threads`` alone, and dropped once clipped
-    in_place = (_NATIVE_CLIP is not None and s.end.dtype == np.int64
-                and s.start.dtype == np.int64 and s.end.flags.c_contiguous
-                and s.start.flags.c_contiguous and s.end.flags.writeable
-                and threads[0].dtype == np.int32)
+    clip = _clip_in_place if (_NATIVE_CLIP is not None and s.end.dtype == np.int64
+                              and s.start.dtype == np.int64 and s.end.flags.c_contiguous
+                              and s.start.flags.c_contiguous and s.end.flags.writeable
+                              and threads[0].dtype == np.int32) else _clip_gathered
+    hits: list[np.ndarray] = []
     overs: list[np.ndarray] = []  # by how much each clipped frame was clipped
     while threads:
         part = threads.pop(0)
@@ -837,37 +866,14 @@ def _clip_python_frames(trace: Trace) -> Trace:
             del st
             part = part[order]
             del order
-        if in_place:  # compiled, reading the frames where they lie, ends rewritten there
-            stack = np.empty(part.size, np.int64)  # pages touched to the nesting depth
-            hit_rows = np.empty(part.size, np.int32)  # and to the count clipped
-            hit_by = np.empty(part.size, np.int64)
-            k = _NATIVE_CLIP(part.size, part.ctypes.data, s.start.ctypes.data,
-                                  s.end.ctypes.data, stack.ctypes.data, hit_rows.ctypes.data,
-                                  hit_by.ctypes.data)
-            hits.append(hit_rows[:k].copy())
-            overs.append(hit_by[:k].copy())
-            del stack, hit_rows, hit_by, part
-            continue
-        st = s.start[part]
-        en = s.end[part]
-        en = clip_to_callers(st, en, in_place=True)
-        del st
-        # the clipped frames, found a block at a time (no second gather of every end)
-        hit = np.concatenate([np.flatnonzero(en[lo:lo + _CLIP_BLOCK]
-                                             < s.end[part[lo:lo + _CLIP_BLOCK]]) + lo
-                              for lo in range(0, part.size, _CLIP_BLOCK)])
-        hits.append(part[hit])
-        ends.append(en[hit])
-        del en, part, hit
+        hit, by = clip(s, part)
+        hits.append(hit)
+        overs.append(by)
+        del part
     at = np.concatenate(hits)
     if at.size == 0:
         return trace
-    if in_place:
-        by_ns = np.concatenate(overs)
-    else:
-        new_end = np.concatenate(ends)
-        by_ns = s.end[at] - new_end
-        s.end[at] = new_end  # the model's own column (made by _kept_slices or a drop)
+    by_ns = np.concatenate(overs)
     worst: dict[int, int] = {}
     for code, by in zip(s.name[at].tolist(), by_ns.tolist(), strict=True):
         worst[code] = max(worst.get(code, 0), by)
