@@ -119,6 +119,30 @@ def test_the_compiled_clip_is_the_reference_loop():
         assert np.array_equal(clip_to_callers(st_, en), clip_to_callers(st_, en, general=True))
 
 
+def test_frames_are_clipped_alike_in_start_order_or_not(tmp_path):
+    """The build skips the sort of a thread's frames when their starts already strictly
+    increase (as a profiler writes them); written in reverse the frames are sorted
+    first. Either way each frame overhanging its caller ends at its caller's end: an
+    outer frame [0, 100), a child [10, 150) clipped to 100, its child [20, 130) clipped
+    to 100 too, and a later frame [200, 260) with a child [210, 300) clipped to 260."""
+    from tracebuilder import TraceBuilder
+
+    frames = [("outer", 0, 100), ("child", 10, 140), ("grandchild", 20, 110),
+              ("later", 200, 60), ("late_child", 210, 90)]
+    want = {"outer": 100, "child": 100, "grandchild": 100, "later": 260, "late_child": 260}
+    got = []
+    for order in (frames, frames[::-1]):
+        tb = TraceBuilder()
+        for name, start, dur in order:
+            tb.py(name, start * 1_000, dur * 1_000)
+        trace = traceview.load(tb.write(tmp_path / f"t{len(got)}.json"))
+        s = trace.slices
+        ends = {trace.names[int(s.name[r])]: int(s.end[r]) // 1_000 for r in range(len(s))}
+        assert ends == want
+        got.append(next(d for d in trace.diagnostics if d.code == "python-frame-overhang"))
+    assert got[0] == got[1] and got[0].count == 3
+
+
 def test_a_narrowed_explain_then_a_default_one_on_the_cold_compile_trace():
     """The case that showed the writes: 64 Python frames overhang their caller on the real
     cold-compile trace; a narrowed explain first must not change what the default one

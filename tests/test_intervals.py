@@ -109,3 +109,42 @@ def test_expand_ranges_lists_every_position(spans):
     want = [(q, p) for q, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True))
             for p in range(a, b)]
     assert list(zip(k.tolist(), i.tolist(), strict=True)) == want
+
+
+@given(st.lists(st.booleans(), max_size=40), st.sampled_from([1, 2, 3, 7, 1 << 20]))
+def test_nonzero_rows_is_flatnonzero_as_int32(bits, block):
+    """The block-wise nonzero is numpy's flatnonzero, whatever the blocks, as int32."""
+    mask = np.asarray(bits, bool)
+    got = iv.nonzero_rows(mask, block)
+    assert got.dtype == np.int32 and got.tolist() == [i for i, b in enumerate(bits) if b]
+
+
+@given(st.lists(st.integers(-3, 3), max_size=30), st.sampled_from([1, 2, 3, 1 << 20]))
+def test_increasing_means_each_value_above_the_one_before(values, block):
+    want = all(b > a for a, b in zip(values, values[1:], strict=False))
+    assert iv.increasing(np.asarray(values, np.int64), block) is want
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=40),
+       st.sampled_from([1, 2, 3, 1 << 18]))
+def test_start_order_is_the_lexsort_of_start_then_ties(rows, block):
+    """By start, ties by the secondary key: numpy's lexsort over all rows (stable), with
+    the tied starts found a block of ``TIE_BLOCK`` positions at a time."""
+    starts = np.asarray([r[0] for r in rows], np.int64)
+    key = np.asarray([r[1] for r in rows], np.int64)
+    saved = iv.TIE_BLOCK
+    iv.TIE_BLOCK = block
+    try:
+        got = iv.start_order(starts, lambda sub: (key[sub],))
+    finally:
+        iv.TIE_BLOCK = saved
+    assert got.tolist() == np.lexsort((key, starts)).tolist()
+
+
+@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
+def test_grouped_order_is_the_stable_argsort(codes, block):
+    """The block-wise counting sort is numpy's stable argsort, whatever the blocks."""
+    arr = np.asarray(codes, np.int8)
+    got = iv.grouped_order(arr, 7, block)
+    assert got.dtype == np.int32
+    assert got.tolist() == np.argsort(arr, kind="stable").tolist()

@@ -3,11 +3,15 @@ from __future__ import annotations
 import gzip
 import re
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import traceview
 from conftest import FIXTURES
 from traceview.errors import TraceLoadError
+from traceview.io.columns import IdColumn
 from traceview.io.decode import value_to_ns as _to_ns
 
 
@@ -214,3 +218,57 @@ def test_a_cut_gzip_gives_the_same_text_with_either_backend(tmp_path, tb, monkey
         assert isal_text is None or text.startswith(isal_text)
         if frac >= 0.45:
             assert len(isal_text) > half
+
+
+@pytest.mark.parametrize("corr", [7, 2**31 - 1, 2**31, 2**40])
+def test_link_ids_past_int32_keep_their_value(tmp_path, tb, corr):
+    """The id columns are held narrow only when every id fits: a launch and its kernel
+    with a correlation id past int32 still link, by the id the file wrote."""
+    for cat, pid, tid, ts in (("cuda_runtime", 1, 1, 1.0), ("kernel", 0, 7, 3.0)):
+        tb.raw({"ph": "X", "cat": cat, "name": "k" if cat == "kernel" else "cudaLaunchKernel",
+                "pid": pid, "tid": tid, "ts": ts, "dur": 1.0,
+                "args": {"correlation": corr, "device": 0, "stream": 7}})
+    t = traceview.load(tb.write(tmp_path / "ids.json"))
+    cats = [t.cat_names[c] for c in t.slices.cat.tolist()]
+    assert sorted(t.slices.corr.tolist()) == [corr, corr]
+    launch, work = cats.index("cuda_runtime"), cats.index("kernel")
+    assert dict(t.work_to_launch) == {work: launch}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([-1, -1, -1, 0, 5, 2**31 - 1, 2**31, 2**40]), max_size=40),
+       st.data())
+def test_a_sparse_id_column_reads_as_the_dense_one(ids, data):
+    """``IdColumn`` (the slices' correlation ids: the rows that have one) against the
+    dense column written out here: each read (index, slice, index array, mask, ==, !=,
+    np.asarray, tolist), a subset of rows (``take``), ids set later (``with_ids``), and
+    never written in place."""
+    dense = np.asarray(ids, np.int64)
+    col = IdColumn.of(dense, -1, block=data.draw(st.sampled_from([1, 3, 1 << 20])))
+    assert len(col) == col.size == dense.size and col.rows.size == int((dense != -1).sum())
+    assert np.asarray(col).tolist() == col.tolist() == ids
+    for v in (-1, 5, 2**40):
+        assert (col == v).tolist() == (dense == v).tolist()
+        assert (col != v).tolist() == (dense != v).tolist()
+    if dense.size:
+        i = data.draw(st.integers(-dense.size, dense.size - 1))
+        assert int(col[i]) == ids[i]
+        idx = np.asarray(data.draw(st.lists(st.integers(-dense.size, dense.size - 1))), np.int64)
+        assert col[idx].tolist() == dense[idx].tolist()
+        mask = np.asarray(data.draw(st.lists(st.booleans(), min_size=dense.size,
+                                             max_size=dense.size)), bool)
+        assert col[mask].tolist() == dense[mask].tolist()
+        a = data.draw(st.integers(0, dense.size))
+        assert col[a:].tolist() == ids[a:]
+    keep = np.asarray(sorted(data.draw(st.sets(st.integers(0, max(dense.size - 1, 0))))
+                             if dense.size else []), np.int64)
+    assert col.take(keep).tolist() == dense[keep].tolist()
+    absent = np.flatnonzero(dense == -1)
+    set_rows = absent[:data.draw(st.integers(0, absent.size))]
+    new = data.draw(st.lists(st.integers(0, 2**50), min_size=set_rows.size, max_size=set_rows.size))
+    want = dense.copy()
+    want[set_rows] = new
+    assert col.with_ids(set_rows, np.asarray(new, np.int64)).tolist() == want.tolist()
+    assert col.tolist() == ids  # a copy: the column itself unchanged
+    with pytest.raises(ValueError):
+        col[:1] = 0

@@ -1,7 +1,10 @@
 """explain is linear in the number of calls: the time per call at 16,000 calls is under
 twice that at 2,000 (a ratio of two sizes measured side by side, never an absolute time;
 a stage that sorts all calls once per call, as the outlier rule once did, makes it 8x).
-And the one-sort helper behind the outlier rule is the project's median of the others."""
+And the one-sort helper behind the outlier rule is the project's median of the others.
+And the memory explain holds per event of a cold compile's trace stays bounded (the
+bytes a trace of more events takes beyond a smaller one's, counted by tracemalloc:
+exact, whatever the machine's other processes do)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from traceview.report import schema
 from traceview.stats import median, medians_of_others, sort_within_groups
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import synth_calls  # noqa: E402  (benchmarks/, not a package)
+import make_large_trace  # noqa: E402  (benchmarks/, not a package)
+import synth_calls  # noqa: E402
 
 
 @given(st.lists(st.integers(-3, 9), min_size=2, max_size=12))
@@ -58,3 +62,50 @@ def test_time_per_call_does_not_grow_with_calls(tmp_path):
     _cpu_per_call(a, small)  # warm: imports and first-use costs out of the ratio
     ratio = _cpu_per_call(b, big) / _cpu_per_call(a, small)
     assert ratio < 2, f"time per call at {big:,} calls is {ratio:.2f}x that at {small:,}"
+
+
+# Bytes per event, beyond a smaller trace's: what the loaded trace holds, and the peak of
+# explain and its JSON on top of it. Between the 1- and 6-copy traces below: 16.0 and
+# 59.6, against 32.0 and 103.2 before the columns were narrowed, the timeline packed and
+# the correlation ids held sparse (the 4.47 GB trace's peak RSS: 1.9 GB then, 1.0 now;
+# docs/performance.md).
+HELD_PER_EVENT = 24
+PEAK_PER_EVENT = 72
+
+
+def _held_and_peak(path: Path) -> tuple[int, int, int]:
+    """(bytes the loaded trace holds, peak bytes of explain + JSON, events), by tracemalloc
+    (numpy's arrays included)."""
+    import gc
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        trace = traceview.load(path)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        schema.to_json(traceview.explain(trace))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return held, peak, len(trace.slices)
+
+
+def test_memory_per_event_does_not_grow(tmp_path):
+    """A cold compile's trace (the real fixture's events repeated, as the 4 GB benchmark
+    makes them) of 1 and of 6 copies: the bytes per event of the difference stay under
+    the bounds above (a row-sized int64 column more is 8 bytes an event)."""
+    sizes = []
+    for copies in (1, 6):
+        out = tmp_path / f"c{copies}.json"
+        info = make_large_trace.build(make_large_trace.DEFAULT_FIXTURE, 1, out, 6) if copies == 1 \
+            else make_large_trace.build(make_large_trace.DEFAULT_FIXTURE,
+                                        int(copies * 14.6e6), out, 6)
+        assert info["copies"] == copies
+        sizes.append(_held_and_peak(out))
+    (h1, p1, n1), (h6, p6, n6) = sizes
+    assert n6 - n1 > 300_000
+    held, peak = (h6 - h1) / (n6 - n1), (p6 - p1) / (n6 - n1)
+    assert held < HELD_PER_EVENT, f"the loaded trace holds {held:.1f} bytes an event"
+    assert peak < PEAK_PER_EVENT, f"explain peaks at {peak:.1f} bytes an event"

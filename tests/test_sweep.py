@@ -99,7 +99,21 @@ def _timelines(path, ran=None):
         fast = host.attribute_host(trace, lane, window, rules)
     finally:
         host_sweep_native._sweep_native = compiled
-    loop = host.attribute_host(trace, lane, window, rules, general=True)
+    swept = []
+    loop_sweep = host._loop_sweep
+
+    def keep(*args):
+        swept.append(loop_sweep(*args))
+        return swept[-1]
+
+    host._loop_sweep = keep
+    try:
+        loop = host.attribute_host(trace, lane, window, rules, general=True)
+    finally:
+        host._loop_sweep = loop_sweep
+    # each segment's category, read from its owner's (HostTimeline.seg_cat), is the one
+    # the loop sweep gave the segment as it made it
+    assert np.asarray(loop.seg_cat).tolist() == swept[0][2].tolist()
     return trace, fast, loop
 
 
@@ -156,15 +170,18 @@ def test_hot_functions_union_paths_agree(tmp_path, plan):
     tb = _spans(plan)
     trace, _, fast = _timelines(tb.write(tmp_path / "t.json"))  # the loop's timeline
     got = hot_functions.hot_functions(trace, fast)
-    limit, block = hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK
+    limit, block, batch = (hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK,
+                           hot_functions.UNION_BATCH)
     hot_functions.UNION_OFFSET_LIMIT = 0  # force the per-function loop
     try:
         assert hot_functions.hot_functions(trace, fast) == got
         hot_functions.UNION_OFFSET_LIMIT = limit
         for hot_functions.BLOCK in (1, 2, 3, 7):  # groups and unions split across blocks
-            assert hot_functions.hot_functions(trace, fast) == got
+            for hot_functions.UNION_BATCH in (1, 2, 5, batch):  # and across batches
+                assert hot_functions.hot_functions(trace, fast) == got
     finally:
-        hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK = limit, block
+        (hot_functions.UNION_OFFSET_LIMIT, hot_functions.BLOCK,
+         hot_functions.UNION_BATCH) = limit, block, batch
     # and against the definition: a function's total is the union of its intervals
     s = trace.slices
     for f in got:
@@ -198,18 +215,103 @@ def test_overlap_by_category_is_each_category_sets_overlap(tmp_path, plan, qs):
         host.BLOCK = block
 
 
-@given(st.lists(st.integers(0, 6), max_size=40), st.sampled_from([1, 2, 3, 5, 1 << 18]))
-def test_grouped_order_is_the_stable_argsort(codes, block):
-    """The block-wise counting sort is numpy's stable argsort, whatever the blocks."""
-    arr = np.asarray(codes, np.uint16)
-    saved = hot_functions.BLOCK
-    hot_functions.BLOCK = block
+# sorted int64 times: steps from 0 to past uint32 (a block that cannot be packed), from
+# any start (negative too)
+sorted_times = st.tuples(st.integers(-2**45, 2**45),
+                         st.lists(st.sampled_from([0, 1, 7, 999, 2**31 + 1, 2**32 - 2, 2**32 + 3]),
+                                  max_size=60),
+                         st.sampled_from([1, 2, 3, 4, 12]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(sorted_times, st.data())
+def test_packed_times_read_as_the_int64_column(case, data):
+    """A packed column (``intervals.PackedTimes``) reads exactly as the int64 column it
+    packs: each value, a slice, an index array, a mask, both ``searchsorted`` sides, for
+    the whole column and its views, with blocks made small (``PACK_SHIFT``) so that a
+    few values make many blocks. A column a block of which spans more than ``PACK_MAX``
+    ns is not packed (None): the answer is then the plain int64 column."""
+    start, steps, shift = case
+    want = np.cumsum(np.asarray([start, *steps], np.int64))
+    saved = intervals.PACK_SHIFT, intervals.PACK_BLOCK
+    intervals.PACK_SHIFT, intervals.PACK_BLOCK = shift, 1 << shift
     try:
-        got = hot_functions.grouped_order(arr, 7)
+        packed = intervals.PackedTimes.pack(want)
+        blocks = [want[b:b + (1 << shift)] for b in range(0, want.size, 1 << shift)]
+        fits = all(int(b[-1] - b[0]) <= intervals.PACK_MAX for b in blocks)
+        assert (packed is not None) == fits
+        if packed is None:
+            return
+        lo = data.draw(st.integers(0, want.size - 1))
+        n = data.draw(st.integers(0, want.size - lo))
+        for col, ref in ((packed, want), (packed.view(lo, n), want[lo:lo + n])):
+            assert col.size == len(col) == ref.size
+            assert np.asarray(col).dtype == np.int64 and np.array_equal(np.asarray(col), ref)
+            assert col.tolist() == ref.tolist()
+            if ref.size:
+                i = data.draw(st.integers(-ref.size, ref.size - 1))
+                assert col[i] == ref[i]
+                a = data.draw(st.integers(0, ref.size))
+                b = data.draw(st.integers(a, ref.size))
+                assert np.array_equal(col[a:b], ref[a:b])
+                idx = np.asarray(data.draw(st.lists(st.integers(-ref.size, ref.size - 1))), np.int64)
+                assert np.array_equal(col[idx], ref[idx])
+                mask = np.asarray(data.draw(st.lists(st.booleans(), min_size=ref.size,
+                                                     max_size=ref.size)), bool)
+                assert np.array_equal(col[mask], ref[mask])
+            near = [int(v) + d for v in want.tolist() for d in (-1, 0, 1)]
+            q = np.asarray([int(want[0]) - 2**40, *near, int(want[-1]) + 2**40], np.int64)
+            for side in ("left", "right"):
+                assert np.array_equal(np.searchsorted(col, q, side=side),
+                                      np.searchsorted(ref, q, side=side))
+                for v in q.tolist():
+                    assert int(col.searchsorted(v, side=side)) == int(np.searchsorted(ref, v, side=side))
     finally:
-        hot_functions.BLOCK = saved
-    assert got.dtype == np.int32
-    assert np.array_equal(got, np.argsort(arr, kind="stable"))
+        intervals.PACK_SHIFT, intervals.PACK_BLOCK = saved
+
+
+def _far_apart(tmp_path, pairs: int, gap: int):
+    """A thread with ``pairs`` nested pairs of Python frames, ``gap`` ns apart."""
+    tb = TraceBuilder()
+    for k in range(pairs):
+        t0 = 1_000 + k * gap
+        tb.py("user.py(3): f", t0, 3_000)
+        tb.py("<built-in method foo>", t0 + 1_000, 1_000)
+    return _timelines(tb.write(tmp_path / "t.json"))
+
+
+@needs_compiled
+@pytest.mark.parametrize("pairs, gap, packed", [
+    (3, 1_500_000_000, True),  # 3 s: past int32, one block
+    (3_000, 2_000_000, True),  # 6 s: past uint32 too, in blocks of 2 s
+    (3, 5_000_000_000, False),  # a segment of 5 s: cannot be packed
+])
+def test_the_compiled_sweep_packs_bounds_exactly_past_int32_or_keeps_them_int64(
+        tmp_path, pairs, gap, packed):
+    """Segment bounds over a window longer than int32 ns stay exact: packed (4 bytes
+    each) while every bound lies within ``PACK_MAX`` ns of its block's first, else the
+    plain int64 bounds. Against the loop sweep's int64 bounds, and against the events
+    themselves: each pair gives segments [t0, t0+1000) f, [t0+1000, t0+2000) foo,
+    [t0+2000, t0+3000) f, then untraced up to the next pair."""
+    trace, fast, loop = _far_apart(tmp_path, pairs, gap)
+    assert isinstance(fast.seg_start, intervals.PackedTimes) is packed
+    assert isinstance(fast.seg_end, intervals.PackedTimes) is packed
+    _same(fast, loop)
+    want = []
+    for k in range(pairs):
+        t0 = 1_000 + k * gap
+        want += [t0, t0 + 1_000, t0 + 2_000]
+        if k < pairs - 1:
+            want.append(t0 + 3_000)
+    last = 1_000 + (pairs - 1) * gap + 3_000
+    assert np.asarray(fast.seg_start).tolist() == want
+    assert np.asarray(fast.seg_end).tolist() == want[1:] + [last]
+    assert fast.seg_end[-1] - fast.seg_start[0] == last - 1_000 > 2**31
+    assert fast.totals()["untraced"] == (pairs - 1) * (gap - 3_000)
+    # the hot functions read the packed bounds: f owns 2,000 ns of each pair, foo 1,000
+    got = {f.name: (f.self_ns, f.total_ns, f.count) for f in hot_functions.hot_functions(trace, fast)}
+    assert got == {"user.py(3): f": (2_000 * pairs, 3_000 * pairs, pairs),
+                   "<built-in method foo>": (1_000 * pairs, 1_000 * pairs, pairs)}
 
 
 def test_the_compiled_sweep_is_built_where_ci_requires_it():

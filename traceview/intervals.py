@@ -11,6 +11,7 @@ intervals (``ends[i] < starts[i+1]``); ``union`` produces one from anything.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
@@ -108,13 +109,25 @@ def start_order(starts: np.ndarray,
     order = np.argsort(starts, kind="stable")
     if ties is None:
         return order
-    st = starts[order]
-    tie = st[1:] == st[:-1]
-    if tie.any():
-        pos = np.flatnonzero(np.append(tie, False) | np.append(False, tie))
+    # the positions holding a start equal to a neighbour's, found a block at a time (the
+    # starts in sorted order are never gathered whole: on a cold compile's millions of
+    # frames that copy was the sort's peak)
+    parts = []
+    for lo in range(0, max(order.size - 1, 0), TIE_BLOCK):
+        st = starts[order[lo:lo + TIE_BLOCK + 1]]
+        tie = np.flatnonzero(st[1:] == st[:-1])
+        if tie.size:
+            parts.append(tie + lo)
+    if parts:
+        tie = np.concatenate(parts)
+        pos = np.union1d(tie, tie + 1)
         sub = order[pos]
         order[pos] = sub[np.lexsort(ties(sub) + (starts[sub],))]
     return order
+
+
+# positions compared at a time by start_order (a few MB per temporary)
+TIE_BLOCK = 1 << 18
 
 
 def length(iv: Set) -> int:
@@ -173,7 +186,8 @@ def overlap(iv: Set, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return _covered_before(s, e, prefix, ends) - _covered_before(s, e, prefix, starts)
 
 
-def overlap_pairs(iv: Set, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def overlap_pairs(iv: Set, starts: np.ndarray | PackedTimes,
+                  ends: np.ndarray | PackedTimes) -> tuple[np.ndarray, np.ndarray]:
     """Every (query, length) pair where a query meets the set, for sorted disjoint
     queries (a partition of the window, say): ``overlap`` without touching the queries
     that meet nothing.
@@ -184,8 +198,10 @@ def overlap_pairs(iv: Set, starts: np.ndarray, ends: np.ndarray) -> tuple[np.nda
     ``len(queries) + len(set)`` pairs, each of positive length.
     """
     s, e = iv
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
+    if not isinstance(starts, PackedTimes):  # read where needed, never unpacked whole
+        starts = np.asarray(starts, dtype=np.int64)
+    if not isinstance(ends, PackedTimes):
+        ends = np.asarray(ends, dtype=np.int64)
     if s.size == 0 or starts.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     lo = np.searchsorted(ends, s, side="right")
@@ -243,8 +259,219 @@ def subtract(a: Set, b: Set) -> Set:
     return np.asarray(out_s, np.int64), np.asarray(out_e, np.int64)
 
 
+def increasing(values: np.ndarray, block: int = 1 << 20) -> bool:
+    """Whether ``values`` strictly increase (then they are in ``start_order`` already:
+    no ties to break), checked a block at a time (no row-sized temporaries)."""
+    for lo in range(0, max(values.size - 1, 0), block):
+        v = values[lo:lo + block + 1]
+        if not (v[1:] > v[:-1]).all():
+            return False
+    return True
+
+
+def grouped_order(codes: np.ndarray, n_codes: int, block: int = 1 << 18) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` (codes in ``range(n_codes)``), as int32 where
+    the rows fit, made a block of rows at a time (a counting sort: each code's rows go
+    after the code's rows of earlier blocks): no int64 array of every row is made on the
+    way, nor a sort's buffer of them (on a cold compile's tens of millions of rows,
+    hundreds of MB)."""
+    n = codes.size
+    order = np.empty(n, np.int32 if n < 2**31 else np.int64)
+    counts = np.zeros(n_codes, np.int64)
+    for lo in range(0, n, block):
+        counts += np.bincount(codes[lo:lo + block], minlength=n_codes)
+    next_at = np.cumsum(counts) - counts  # where each code's next row goes
+    for lo in range(0, n, block):
+        part = codes[lo:lo + block]
+        o = np.argsort(part, kind="stable")
+        sorted_codes = part[o]
+        first = np.flatnonzero(np.append(True, sorted_codes[1:] != sorted_codes[:-1]))
+        size = np.diff(np.append(first, o.size))
+        rank = np.arange(o.size) - np.repeat(first, size)  # among the block's rows of its code
+        order[next_at[sorted_codes] + rank] = o + lo
+        next_at[sorted_codes[first]] += size
+    return order
+
+
+def nonzero_rows(mask: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """``np.flatnonzero(mask)``, as int32 where every index fits, made a block at a time:
+    no int64 array of them all (a cold compile's tens of millions of Python frames)."""
+    out = np.empty(int(np.count_nonzero(mask)), np.int32 if mask.size < 2**31 else np.int64)
+    at = 0
+    for lo in range(0, mask.size, block):
+        found = np.flatnonzero(mask[lo:lo + block])
+        found += lo
+        out[at:at + found.size] = found
+        at += found.size
+    return out
+
+
 def sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Exact int64 sums of ``values`` grouped by integer ``codes`` in ``range(n)``."""
     out = np.zeros(n, dtype=np.int64)
     np.add.at(out, np.asarray(codes, dtype=np.int64), np.asarray(values, dtype=np.int64))
     return out
+
+
+# ---------------------------------------------------------------- a sorted time column, packed
+#
+# A cold compile's main thread is cut into tens of millions of segments, and their int64
+# bounds were a quarter of explain's peak memory. Sorted times close to each other need
+# no 8 bytes each: ``PackedTimes`` holds them as an int64 base per block of
+# ``PACK_BLOCK`` values and each value's uint32 offset from its block's base, exactly
+# (every value is the base plus its offset, in integer ns). A block whose values span
+# more than ``PACK_MAX`` ns cannot be packed: the column then stays a plain int64 array
+# (``pack`` returns None, and the host sweep writes plain bounds).
+
+PACK_SHIFT = 12
+PACK_BLOCK = 1 << PACK_SHIFT
+# the largest offset held: one below uint32's top, so that a query clipped to the top
+# compares with every offset as the unclipped query would (``PackedTimes.searchsorted``)
+PACK_MAX = 2**32 - 2
+
+
+class PackedTimes:
+    """A sorted (non-decreasing) int64 ns column, packed: values ``[lo, lo + n)`` of
+    ``base[i >> PACK_SHIFT] + off[i]``. Reads as the int64 array it stands for where
+    explain reads its segment bounds: an index, a slice, an index array or mask (int64
+    arrays back), ``searchsorted`` (also through ``np.searchsorted``), ``size``, and
+    ``np.asarray`` for the whole column. Two views of one packing (``view``) hold a
+    timeline's segment starts and ends, as two views of one array of bounds did."""
+
+    __slots__ = ("base", "off", "lo", "n")
+
+    def __init__(self, base: np.ndarray, off: np.ndarray, lo: int = 0, n: int | None = None) -> None:
+        self.base = base
+        self.off = off
+        self.lo = lo
+        self.n = off.size - lo if n is None else n
+
+    @staticmethod
+    def pack(values: np.ndarray) -> PackedTimes | None:
+        """``values`` (sorted int64) packed, or None where a block spans more than
+        ``PACK_MAX`` ns."""
+        values = np.asarray(values, np.int64)
+        base = values[::PACK_BLOCK].copy()
+        off = np.empty(values.size, np.uint32)
+        for lo in range(0, values.size, 1 << 20):  # a multiple of PACK_BLOCK
+            part = values[lo:lo + (1 << 20)]
+            part = part - base[np.arange(lo, lo + part.size) >> PACK_SHIFT]
+            if int(part.min()) < 0 or int(part.max()) > PACK_MAX:
+                return None
+            off[lo:lo + part.size] = part
+        return PackedTimes(base, off)
+
+    def view(self, lo: int, n: int) -> PackedTimes:
+        """Values ``[lo, lo + n)`` of this column, sharing its packing."""
+        return PackedTimes(self.base, self.off, self.lo + lo, n)
+
+    @property
+    def size(self) -> int:
+        return self.n
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    @property
+    def ndim(self) -> int:
+        return 1
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return self.n * self.off.itemsize + ((self.n >> PACK_SHIFT) + 1) * self.base.itemsize
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _at(self, j: np.ndarray) -> np.ndarray:
+        """Values at storage indices ``j`` (int64 array)."""
+        out = self.base[j >> PACK_SHIFT]
+        out += self.off[j]
+        return out
+
+    def _span(self, a: int, b: int) -> np.ndarray:
+        """Values at storage indices ``[a, b)``, a block of the packing at a time."""
+        out = self.off[a:b].astype(np.int64)
+        for blk in range(a >> PACK_SHIFT, ((b - 1) >> PACK_SHIFT) + 1 if b > a else 0):
+            lo, hi = max(a, blk << PACK_SHIFT), min(b, (blk + 1) << PACK_SHIFT)
+            out[lo - a:hi - a] += self.base[blk]
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.n)
+            if step == 1:
+                return self._span(self.lo + start, self.lo + max(start, stop))
+            key = np.arange(start, stop, step)
+        elif isinstance(key, (int, np.integer)):
+            i = int(key)
+            if i < 0:
+                i += self.n
+            if not 0 <= i < self.n:
+                raise IndexError(f"index {int(key)} is out of bounds for size {self.n}")
+            j = self.lo + i
+            return np.int64(int(self.base[j >> PACK_SHIFT]) + int(self.off[j]))
+        key = np.asarray(key)
+        if key.dtype == bool:
+            if key.shape != (self.n,):
+                raise IndexError("boolean index of the wrong length")
+            key = np.flatnonzero(key)
+        idx = key.astype(np.int64)
+        if idx.size and (int(idx.min()) < -self.n or int(idx.max()) >= self.n):
+            raise IndexError(f"index out of bounds for size {self.n}")
+        idx[idx < 0] += self.n
+        idx += self.lo
+        return self._at(idx)
+
+    def searchsorted(self, v, side: Literal["left", "right"] = "left", sorter=None):
+        """``np.searchsorted`` of the int64 column: the block from the bases, then a
+        binary search among the block's offsets (the query less the block's base, where
+        no offset is greater than ``PACK_MAX``: clipped to ``PACK_MAX + 1`` it compares
+        with each offset as the query itself would)."""
+        if sorter is not None:
+            raise TypeError("a packed column is sorted: no sorter")
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+        scalar = np.ndim(v) == 0
+        q = np.atleast_1d(np.asarray(v, np.int64))
+        b = np.searchsorted(self.base, q, side=side) - 1  # the block holding the answer
+        has = b >= 0
+        bb = np.where(has, b, 0)
+        d = np.minimum(q - self.base[bb], PACK_MAX + 1)
+        lo = bb << PACK_SHIFT
+        hi = np.minimum(lo + PACK_BLOCK, self.off.size)
+        lo = np.where(has, lo, 0)
+        hi = np.where(has, hi, 0)
+        while True:  # lo: the first offset not below (left) or above (right) d
+            go = lo < hi
+            if not go.any():
+                break
+            mid = (lo + hi) >> 1
+            val = np.where(go, self.off[np.minimum(mid, self.off.size - 1)].astype(np.int64), 0)
+            below = (val < d) if side == "left" else (val <= d)
+            move = go & below
+            lo = np.where(move, mid + 1, lo)
+            hi = np.where(go & ~below, mid, hi)
+        out = np.clip(lo - self.lo, 0, self.n)
+        return out[0] if scalar else out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self._span(self.lo, self.lo + self.n)
+        return out if dtype is None else out.astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __sub__(self, other) -> np.ndarray:
+        return np.asarray(self) - np.asarray(other)
+
+    def __rsub__(self, other) -> np.ndarray:
+        return np.asarray(other) - np.asarray(self)

@@ -39,7 +39,7 @@ from traceview import intervals, native
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded
+from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded, IdColumn
 from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
@@ -62,6 +62,8 @@ KNOWN_CATS = ACTIVITY_CATS | {"gpu_user_annotation", "ac2g", "Trace", "overhead"
 # record (CUPTI has written kernels of "236 years"). Dropped, with a diagnostic, so it
 # cannot poison totals.
 ABSURD_DUR_NS = 3_600 * 10**9
+# rows taken at a time by the build's passes that need no row-sized temporary
+ROW_BLOCK = 1 << 20
 
 
 LaneKind = Literal["host", "device"]
@@ -127,12 +129,15 @@ class Slices:
     off): an analysis that wrote to one would change what the next explain of the
     same trace reads, so a write raises instead."""
 
-    cat: np.ndarray  # int32 code into Trace.cat_names
-    name: np.ndarray  # int32 code into Trace.names
-    lane: np.ndarray  # int32 index into Trace.lanes
+    cat: np.ndarray  # code into Trace.cat_names (int8 while they fit: narrow_codes)
+    name: np.ndarray  # code into Trace.names (int16 while they fit: narrow_codes)
+    lane: np.ndarray  # index into Trace.lanes (int8 or int16 while they fit: narrow_codes)
     start: np.ndarray  # int64 ns
     end: np.ndarray  # int64 ns
-    corr: np.ndarray  # int64 correlation id, NO_ID when absent
+    # correlation id, NO_ID when absent (int32 when every id fits: narrow_ids), held as the
+    # rows that have one (io.columns.IdColumn): a cold compile's tens of millions of Python
+    # frames have none, and a dense column of them was 4 bytes a row of explain's peak
+    corr: IdColumn
     args: RowArgs  # row -> decoded args (on access), for io's ARGS_KEPT_CATS only
 
     def __len__(self) -> int:
@@ -205,7 +210,16 @@ class Trace:
 
     def rows_of_cats(self, cats: frozenset[str] | set[str]) -> np.ndarray:
         codes = [i for i, c in enumerate(self.cat_names) if c in cats]
-        return np.flatnonzero(np.isin(self.slices.cat, codes))
+        return np.flatnonzero(codes_in(self.slices.cat, codes, len(self.cat_names)))
+
+    def has_cat(self, cats: frozenset[str] | set[str]) -> np.ndarray:
+        """Per row: whether its category is one of ``cats`` (``codes_in``)."""
+        codes = [i for i, c in enumerate(self.cat_names) if c in cats]
+        return codes_in(self.slices.cat, codes, len(self.cat_names))
+
+    def has_name(self, codes) -> np.ndarray:
+        """Per row: whether its name code is one of ``codes`` (``codes_in``)."""
+        return codes_in(self.slices.name, codes, len(self.names))
 
     @property
     def name_rank(self) -> np.ndarray:
@@ -238,6 +252,17 @@ class Trace:
         return [lane for lane in self.lanes if lane.kind == "host"]
 
 
+def codes_in(col: np.ndarray, codes, size: int) -> np.ndarray:
+    """``np.isin(col, codes)`` for a column of codes in ``range(size)`` (categories, names,
+    lanes), through a table of ``size`` flags: numpy's isin copies the column's matching
+    codes to 64-bit integers first, 8 bytes a row of a cold compile's tens of millions
+    (hundreds of MB at explain's peak)."""
+    table = np.zeros(size + 1, bool)
+    codes = np.asarray(list(codes), np.int64)
+    table[codes[(codes >= 0) & (codes < size)]] = True
+    return table[col]
+
+
 def _rebuild_trace(fields: dict[str, Any]) -> Trace:
     return Trace(**fields)
 
@@ -267,6 +292,7 @@ def build(decoded: Decoded) -> Trace:
     cat_names, key_device, cat_of_row, unknown = _categories(decoded.keys, x.key, keep)
     _legacy_annotations(decoded.keys, x, decoded.names, cat_names, cat_of_row)
     lanes, lane_of_row = _lanes(decoded.keys, x, key_device, decoded.phases.thread_names)
+    _release_lane_columns(x)
     slices = _kept_slices(x, dur, keep, cat_of_row, lane_of_row)
     del dur, keep, cat_of_row, lane_of_row
     _release_columns(x)
@@ -308,14 +334,24 @@ def _read_only(slices: Slices) -> None:
         col.flags.writeable = False
 
 
-def _release_columns(x: Columns) -> None:
-    """Drop the decoder's columns the slices do not share (durations, key codes, device
-    and stream ids: four row-sized arrays) once the slices are made: ``build`` owns what
-    it was given, and on a big trace they would otherwise stay alive through the rest of
-    the build, the load's peak."""
+def _release_lane_columns(x: Columns) -> None:
+    """Drop the key codes and the device and stream ids once the lanes are made (nothing
+    after reads them): on a cold compile's tens of millions of rows, three row-sized
+    columns alive while the slices' columns are made were the load's peak."""
     empty = np.zeros(0, np.int64)
-    x.dur = x.stream = x.device = empty
+    x.stream = x.device = IdColumn(0, empty, empty)
     x.key = empty.astype(np.int32)
+
+
+def _release_columns(x: Columns) -> None:
+    """Drop the decoder's columns the slices do not share (durations, and the name codes
+    and correlation ids the slices hold narrowed) once the slices are made: ``build``
+    owns what it was given, and on a big trace they would otherwise stay alive through
+    the rest of the build, the load's peak."""
+    empty = np.zeros(0, np.int64)
+    x.dur = empty
+    x.corr = IdColumn(0, empty, empty)
+    x.name = empty.astype(np.int32)
 
 
 def _placeable(start: np.ndarray, dur: np.ndarray,
@@ -354,10 +390,18 @@ def _categories(keys: list[tuple[str, str, int | str, int | str]], key_of_row: n
             cat_names.append(cat)
         key_cat[i] = cat_index[cat]
         key_device[i] = cat in DEVICE_CATS
-    cat_of_row = key_cat[key_of_row]  # int32 codes index the per-key tables directly
-    for c, n in zip(*np.unique(cat_of_row[keep], return_counts=True), strict=True):
+    # int8 while the categories fit with room for one more (_legacy_annotations): a code
+    # per row, and a cold compile has tens of millions of rows
+    cat_of_row = key_cat.astype(np.int8 if len(cat_names) < 127 else np.int32)[key_of_row]
+    # the kept rows of each category, counted a block at a time: np.unique sorted a copy
+    # of every kept row's code, the load's peak on a cold compile
+    kept = np.zeros(len(cat_names), np.int64)
+    for lo in range(0, cat_of_row.size, ROW_BLOCK):
+        kept += np.bincount(cat_of_row[lo:lo + ROW_BLOCK][keep[lo:lo + ROW_BLOCK]],
+                            minlength=len(cat_names))
+    for c in np.flatnonzero(kept).tolist():
         if cat_names[c] not in KNOWN_CATS:
-            unknown[cat_names[c]] += int(n)
+            unknown[cat_names[c]] += int(kept[c])
     return cat_names, key_device, cat_of_row, unknown
 
 
@@ -407,14 +451,16 @@ def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_de
                 lanes.append(Lane(idx, "host", key[1], key[2], name=nm))
         return idx
 
-    lane_of_row = np.empty(key_of_row.size, np.int32)
-    host_rows = ~key_device[key_of_row]
-    host_lut = np.full(len(keys), -1, np.int32)
+    # int16 while the keys fit (a lane per row, of tens of millions on a cold compile);
+    # widened below if the device streams take the lanes past it
+    host_lut = np.full(len(keys), -1, np.int16 if len(keys) < 2**14 else np.int32)
     for i, (_, _, pid, tid) in enumerate(keys):
         if not key_device[i]:
             host_lut[i] = lane_for(("host", thread_id(pid), thread_id(tid)))
-    lane_of_row[host_rows] = host_lut[key_of_row[host_rows]]
-    dev_rows = np.flatnonzero(~host_rows)
+    # every row through the host table (device rows read -1 there and are set below):
+    # no row-sized mask and masked gathers, which on a cold compile were the load's peak
+    lane_of_row = host_lut[key_of_row]
+    dev_rows = np.flatnonzero(key_device[key_of_row])
     if dev_rows.size:
         key_pid = np.asarray([id_or_no_id(k[2]) for k in keys], np.int64)
         key_tid = np.asarray([id_or_no_id(k[3]) for k in keys], np.int64)
@@ -424,6 +470,8 @@ def _lanes(keys: list[tuple[str, str, int | str, int | str]], x: Columns, key_de
         pairs, inverse = np.unique(np.stack([d, s]), axis=1, return_inverse=True)
         codes = np.asarray([lane_for(("device", a, b, a, b)) for a, b in pairs.T.tolist()],
                            np.int32)
+        if codes.max() > np.iinfo(lane_of_row.dtype).max:
+            lane_of_row = lane_of_row.astype(np.int32)
         lane_of_row[dev_rows] = codes[inverse.ravel()]
     return lanes, lane_of_row
 
@@ -432,20 +480,46 @@ def _kept_slices(x: Columns, dur: np.ndarray, keep: np.ndarray, cat_of_row: np.n
                  lane_of_row: np.ndarray) -> Slices:
     """The placeable rows as slices: the columns themselves when every row is kept."""
     start, args = x.ts, x.args
-    corr = np.asarray(x.corr, np.int64)
+    corr = x.corr.narrowed(narrow_ids)
     if keep.all():  # the usual case: no copies
-        return Slices(cat=cat_of_row.astype(np.int32, copy=False), name=x.name,
-                      lane=lane_of_row, start=start, end=start + dur, corr=corr, args=args)
+        return Slices(cat=narrow_codes(cat_of_row), name=narrow_codes(x.name),
+                      lane=narrow_codes(lane_of_row), start=start, end=start + dur, corr=corr,
+                      args=args)
     rows = np.flatnonzero(keep)
     return Slices(
-        cat=cat_of_row[rows].astype(np.int32, copy=False),
-        name=x.name[rows].astype(np.int32, copy=False),
-        lane=lane_of_row[rows],
+        cat=narrow_codes(cat_of_row[rows]),
+        name=narrow_codes(x.name[rows]),
+        lane=narrow_codes(lane_of_row[rows]),
         start=start[rows],
         end=start[rows] + dur[rows],
-        corr=corr[rows],
+        corr=corr.take(rows),
         args=args.subset(_renumber(args, rows)),
     )
+
+
+def narrow_codes(codes: np.ndarray) -> np.ndarray:
+    """Category, name or lane codes (0 up) as the narrowest signed integer that holds
+    them all (int8 for a trace's dozen categories, int16 for its names), else int32: a cold
+    compile holds tens of millions of rows, and each byte per row is tens of MB of
+    explain's peak. Signed, so that a comparison with a missing code (-1) stays false."""
+    top = int(codes.max()) if codes.size else 0
+    for dtype in (np.int8, np.int16):
+        if top <= np.iinfo(dtype).max:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int32, copy=False)
+
+
+def narrow_ids(ids: np.ndarray) -> np.ndarray:
+    """An id column as int32 when every id fits (the same values, half the bytes),
+    else as it is. Correlation ids count launches from one, and on a cold compile all but
+    a few of the tens of millions of rows are Python frames holding ``NO_ID``: a row-sized
+    int64 column of them was 8 of the ~90 bytes per event of explain's peak."""
+    if ids.dtype == np.int32:
+        return ids
+    ids = np.asarray(ids, np.int64)
+    if ids.size and int(ids.min()) >= -2**31 and int(ids.max()) < 2**31:
+        return ids.astype(np.int32)
+    return ids
 
 
 def _diagnostics(problems: list[tuple[str, int, str]], counts: dict[str, int],
@@ -502,7 +576,7 @@ def _dedupe(slices: Slices) -> tuple[Slices, int]:
     keep = np.sort(first)
     args = slices.args.subset(_renumber(slices.args, keep))
     return Slices(slices.cat[keep], slices.name[keep], slices.lane[keep], slices.start[keep],
-                  slices.end[keep], slices.corr[keep], args), n - int(first.size)
+                  slices.end[keep], slices.corr.take(keep), args), n - int(first.size)
 
 
 def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
@@ -512,17 +586,20 @@ def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
         return slices
     linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
                 or c in ("cuda_runtime", "cuda_driver")]
-    missing = np.flatnonzero((slices.corr == NO_ID) & np.isin(slices.cat, linkable))
+    missing = np.flatnonzero((slices.corr == NO_ID) & codes_in(slices.cat, linkable, len(cat_names)))
     if not missing.size:
         return slices
-    corr = slices.corr.copy()  # it may be the decoder's column
+    rows, ids = [], []
     for row in missing.tolist():
         lane = lanes[int(slices.lane[row])]
         key = (lane.pid, lane.tid, int(slices.start[row]))
         fid = flow_end.get(key) if lane.kind == "device" else flow_start.get(key)
         if fid is not None:
-            corr[row] = fid
-    return replace(slices, corr=corr)
+            rows.append(row)
+            ids.append(fid)
+    # a new column (the old one may be shared), ids int64 (enough for any flow id), narrowed
+    return replace(slices, corr=slices.corr.with_ids(np.asarray(rows, np.int64),
+                                                     np.asarray(ids, np.int64)).narrowed(narrow_ids))
 
 
 def _link(slices: Slices, cat_names: Sequence[str]
@@ -530,8 +607,8 @@ def _link(slices: Slices, cat_names: Sequence[str]
     """Launch -> device work by correlation id (one launch may own many kernels: graphs)."""
     work_codes = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS]
     host_codes = [i for i, c in enumerate(cat_names) if c in ("cuda_runtime", "cuda_driver")]
-    is_work = np.isin(slices.cat, work_codes) & (slices.corr != NO_ID)
-    is_api = np.isin(slices.cat, host_codes) & (slices.corr != NO_ID)
+    is_work = codes_in(slices.cat, work_codes, len(cat_names)) & (slices.corr != NO_ID)
+    is_api = codes_in(slices.cat, host_codes, len(cat_names)) & (slices.corr != NO_ID)
     # the first launch of each correlation id (the lowest row), found for all at once
     api_rows = np.flatnonzero(is_api)
     corrs, first = np.unique(slices.corr[api_rows], return_index=True)
@@ -616,7 +693,7 @@ def _drop_implausible_device_work(trace: Trace) -> Trace:
     s = trace.slices
     keep = np.setdiff1d(np.arange(len(s)), np.concatenate([after_sync, far]))
     slices = Slices(s.cat[keep], s.name[keep], s.lane[keep], s.start[keep], s.end[keep],
-                    s.corr[keep], s.args.subset(_renumber(s.args, keep)))
+                    s.corr.take(keep), s.args.subset(_renumber(s.args, keep)))
     launch_to_work, work_to_launch = _link(slices, trace.cat_names)
     found: list[Diagnostic] = []
     if after_sync.size:
@@ -667,6 +744,7 @@ def _tell_work_before_launch(trace: Trace) -> Trace:
 # inside another, and is left as recorded.
 
 OVERHANGS_LISTED = 5  # frames named in the diagnostic
+_CLIP_BLOCK = 1 << 20  # frames compared at a time for the clipped ones
 _NATIVE_CLIP = native.load("clip")
 
 
@@ -674,17 +752,23 @@ def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False,
                     in_place: bool = False) -> np.ndarray:
     """Python frames in start order (longest first): each frame's end clipped to its
     caller's (the innermost open frame, whose end is already clipped). Compiled
-    (``analyses/_host_sweep.c``: ``tv_clip_frames``) when built; the loop is the reference
-    (``general``) and the fallback. ``in_place``: ``en`` (int64, contiguous) is rewritten
-    and returned, where the compiled loop can (no second column of ends)."""
-    if _NATIVE_CLIP is not None and not general:
+    (``analyses/_host_sweep.c``: ``tv_clip_rows``, over every position) when built; the
+    loop is the reference (``general``) and the fallback. ``in_place``: ``en`` (int64,
+    contiguous) is rewritten and returned, where the compiled loop can (no second column
+    of ends)."""
+    if _NATIVE_CLIP is not None and not general and en.size < 2**31:
         s64 = np.ascontiguousarray(st, np.int64)
         if in_place and en.dtype == np.int64 and en.flags.c_contiguous and en.flags.writeable:
             out64 = en
         else:
             out64 = np.array(en, np.int64, copy=True)
-        scratch = np.empty(max(out64.size, 1), np.int64)  # the stack: pages touched to its depth
-        _NATIVE_CLIP(out64.size, s64.ctypes.data, out64.ctypes.data, scratch.ctypes.data)
+        n = max(out64.size, 1)
+        # the stack and the clipped frames' buffers: pages touched to the nesting depth
+        # and to the count clipped
+        scratch, hit_rows, hit_by = np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.int64)
+        at = np.arange(out64.size, dtype=np.int32)
+        _NATIVE_CLIP(out64.size, at.ctypes.data, s64.ctypes.data, out64.ctypes.data,
+                     scratch.ctypes.data, hit_rows.ctypes.data, hit_by.ctypes.data)
         return out64
     out = en.tolist()
     stack: list[int] = []  # clipped ends of the open frames, innermost last
@@ -696,6 +780,45 @@ def clip_to_callers(st: np.ndarray, en: np.ndarray, *, general: bool = False,
             out[i] = stack[-1]
         push(out[i])
     return np.asarray(out, np.int64)
+
+
+def _clip_in_place(s: Slices, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One thread's frames (rows in start order) clipped by the compiled loop, read where
+    they lie and their ends rewritten in the model's end column: (clipped rows, by how
+    much each)."""
+    assert _NATIVE_CLIP is not None
+    stack = np.empty(part.size, np.int64)  # pages touched to the nesting depth
+    hit_rows = np.empty(part.size, np.int32)  # and to the count clipped
+    hit_by = np.empty(part.size, np.int64)
+    k = _NATIVE_CLIP(part.size, part.ctypes.data, s.start.ctypes.data, s.end.ctypes.data,
+                     stack.ctypes.data, hit_rows.ctypes.data, hit_by.ctypes.data)
+    return hit_rows[:k].copy(), hit_by[:k].copy()
+
+
+def _clip_gathered(s: Slices, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_clip_in_place`` through gathered copies of the frames' starts and ends (the
+    loop, or a column the compiled loop cannot write)."""
+    st = s.start[part]
+    en = s.end[part]
+    en = clip_to_callers(st, en, in_place=True)
+    del st
+    # the clipped frames, found a block at a time (no second gather of every end)
+    hit = np.concatenate([np.flatnonzero(en[lo:lo + _CLIP_BLOCK]
+                                         < s.end[part[lo:lo + _CLIP_BLOCK]]) + lo
+                          for lo in range(0, part.size, _CLIP_BLOCK)])
+    rows, new_end = part[hit], en[hit]
+    by = s.end[rows] - new_end
+    s.end[rows] = new_end  # the model's own column (made by _kept_slices or a drop)
+    return rows, by
+
+
+def _increasing_at(col: np.ndarray, idx: np.ndarray) -> bool:
+    """``intervals.increasing(col[idx])``, gathered a block at a time."""
+    for lo in range(0, max(idx.size - 1, 0), _CLIP_BLOCK):
+        v = col[idx[lo:lo + _CLIP_BLOCK + 1]]
+        if not (v[1:] > v[:-1]).all():
+            return False
+    return True
 
 
 def _longest_first(end: np.ndarray, part: np.ndarray, sub: np.ndarray) -> tuple[np.ndarray]:
@@ -715,43 +838,45 @@ def _clip_python_frames(trace: Trace) -> Trace:
     py = trace.cat_code("python_function")
     if py < 0:
         return trace
-    rows = np.flatnonzero((s.cat == py) & (s.end > s.start))
+    rows = intervals.nonzero_rows((s.cat == py) & (s.end > s.start))
     if rows.size < 2:
         return trace
-    if rows.size < 2**31:
-        rows = rows.astype(np.int32)
     lanes = s.lane[rows]
     if lanes.size and lanes.min() != lanes.max():  # the frames of each thread together
-        rows = rows[np.argsort(lanes, kind="stable")]
+        rows = rows[intervals.grouped_order(lanes, len(trace.lanes))]  # no int64 order
         lanes = s.lane[rows]
     bounds = [0, *(np.flatnonzero(lanes[1:] != lanes[:-1]) + 1).tolist(), rows.size]
     del lanes
+    threads = [rows] if len(bounds) == 2 else [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:],
+                                                                        strict=False)]
+    del rows  # each thread's frames are held by ``threads`` alone, and dropped once clipped
+    clip = _clip_in_place if (_NATIVE_CLIP is not None and s.end.dtype == np.int64
+                              and s.start.dtype == np.int64 and s.end.flags.c_contiguous
+                              and s.start.flags.c_contiguous and s.end.flags.writeable
+                              and threads[0].dtype == np.int32) else _clip_gathered
     hits: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
-        part = rows[a:b]
-        st = s.start[part]
-        # in start order, longest first: the innermost open frame is the caller
-        order = intervals.start_order(st, partial(_longest_first, s.end, part))
-        part = part[order]
-        del order, st
-        st = s.start[part]
-        en = s.end[part]
-        en = clip_to_callers(st, en, in_place=True)
-        del st
-        hit = np.flatnonzero(en < s.end[part])
-        hits.append(part[hit])
-        ends.append(en[hit])
-        del en, part, hit
-    del rows
+    overs: list[np.ndarray] = []  # by how much each clipped frame was clipped
+    while threads:
+        part = threads.pop(0)
+        # in start order, longest first: the innermost open frame is the caller (a
+        # profiler writes a thread's frames in start order, as a rule: no sort then)
+        if not _increasing_at(s.start, part):
+            st = s.start[part]
+            order = intervals.start_order(st, partial(_longest_first, s.end, part))
+            del st
+            part = part[order]
+            del order
+        hit, by = clip(s, part)
+        hits.append(hit)
+        overs.append(by)
+        del part
     at = np.concatenate(hits)
     if at.size == 0:
         return trace
-    new_end = np.concatenate(ends)
+    by_ns = np.concatenate(overs)
     worst: dict[int, int] = {}
-    for code, by in zip(s.name[at].tolist(), (s.end[at] - new_end).tolist(), strict=True):
+    for code, by in zip(s.name[at].tolist(), by_ns.tolist(), strict=True):
         worst[code] = max(worst.get(code, 0), by)
-    s.end[at] = new_end  # the model's own column (made by _kept_slices or a drop)
     top = sorted(worst.items(), key=lambda kv: (-kv[1], trace.names[kv[0]]))[:OVERHANGS_LISTED]
     named = "; ".join(f"{trace.names[c]} by up to {fmt_ns(ns)}" for c, ns in top)
     return replace(trace, diagnostics=(*trace.diagnostics, Diagnostic(

@@ -58,14 +58,15 @@ LIBRARIES = {
     "scan": Library(ROOT / "io" / f"_kineto_scan{_SUFFIX}", "tv_scan_chunk",
                     (_P, _I64, _I64, _I64) + (_P,) * 9, abi=1),
     # tv_host_sweep(n, rows, start, end, own, subtree, w0, w1, untraced, other, bounds,
-    #               seg_cat, seg_pos, seg_cap, resolved, self_ns, non_nested)
+    #               base, off, seg_cat, seg_pos, seg_cap, resolved, non_nested)
     "sweep": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_host_sweep",
-                     (_I64,) + (_P,) * 5 + (_I64, _I64, _I32, _I32, _P, _P, _P, _I64, _P, _P, _P),
-                     abi=2),
-    # tv_clip_frames(n, starts, ends, stack): the same library's second function
-    # (model.clip_to_callers)
-    "clip": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_clip_frames",
-                    (_I64, _P, _P, _P), abi=2),
+                     (_I64,) + (_P,) * 5 + (_I64, _I64, _I32, _I32) + (_P,) * 5
+                     + (_I64, _P, _P),
+                     abi=4),
+    # tv_clip_rows(n, rows, start_col, end_col, stack, hit_rows, hit_by): the same
+    # library's second function (model.clip_to_callers and _clip_python_frames)
+    "clip": Library(ROOT / "analyses" / f"_host_sweep{_SUFFIX}", "tv_clip_rows",
+                    (_I64,) + (_P,) * 6, abi=4),
 }
 
 #: name -> (the function or None, why: "in use" or the reason it is not)

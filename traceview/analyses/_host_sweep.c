@@ -9,22 +9,36 @@
  * as the Python loop in host.py, so its answers are the reference's by construction; the
  * tests compare the two (tests/test_sweep.py).
  *
- * Inputs: rows (the thread's slice rows in sweep order: start, then longest first), the
+ * Inputs: rows (the thread's slice rows in sweep order: start, then longest first; int32,
+ * as the caller holds them: an int64 copy of a cold compile's rows was the peak), the
  * trace's start and end columns (indexed by row; clipped to [w0, w1) here, so no clipped
  * copies of them are made), own (category code per position, -1 inherit), subtree (0/1).
- * Outputs: bounds (segments + 1 times; the segments are contiguous from w0 to w1),
- * seg_cat, seg_pos (row position, -1 untraced), resolved (per position), self_ns (the ns
- * each position owns: zeroed by the caller), *non_nested.
+ * Outputs: the bounds (segments + 1 times; the segments are contiguous from w0 to w1), as
+ * int64 in bounds, or, where off is not NULL, packed as intervals.py's PackedTimes holds
+ * them (base: the first bound of each block of 1 << PACK_SHIFT, off: each bound less its
+ * block's base, at most PACK_MAX; a bound further from its base returns -4 and the caller
+ * sweeps again into int64 bounds): a cold compile's tens of millions of int64 bounds were
+ * a quarter of explain's peak memory,
+ * seg_cat (may be NULL: each segment's category is its owner's resolved one, or untraced,
+ * and host.py reads it so), seg_pos (row position, -1 untraced), resolved (per position),
+ * *non_nested. Each
+ * position's owned ns are not summed here: a row-sized int64 column of them, alive beside
+ * the segments, was the peak of a cold compile's sweep; they follow from the segments
+ * (host.py: HostTimeline.self_ns, and hot_functions sums them per function).
  * Codes are int8 (the caller checks that every category code fits). The stack of open
  * slices is allocated here and grows as needed: it is as deep as the nesting, far less
  * than n, so preallocating n entries reserved memory the sweep never used. Returns the
  * number of segments, -2 if more than seg_cap (cannot happen with 2n + 1), -3 when the
- * stack cannot grow (out of memory).
+ * stack cannot grow (out of memory), -4 when a packed bound does not fit.
  *
  * Built by setup.py (setuptools Extension); loaded with ctypes by traceview/native.py.
  */
 #include <stdint.h>
 #include <stdlib.h>
+
+/* as intervals.py's PACK_SHIFT and PACK_MAX */
+#define PACK_SHIFT 12
+#define PACK_MAX 4294967294LL
 
 typedef struct {
     int64_t end;
@@ -33,11 +47,11 @@ typedef struct {
     int8_t forced;
 } open_slice;
 
-int64_t tv_host_sweep(int64_t n, const int64_t *rows, const int64_t *start_col,
+int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
                       const int64_t *end_col, const int8_t *own, const uint8_t *subtree,
                       int64_t w0, int64_t w1, int32_t untraced, int32_t other, int64_t *bounds,
-                      int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
-                      int64_t *self_ns, int64_t *non_nested) {
+                      int64_t *base, uint32_t *off, int8_t *seg_cat, int32_t *seg_pos, int64_t seg_cap, int8_t *resolved,
+                      int64_t *non_nested) {
     int64_t cap = 256;
     open_slice *stack = malloc((size_t)cap * sizeof(open_slice));
     if (stack == NULL) return -3;
@@ -45,17 +59,32 @@ int64_t tv_host_sweep(int64_t n, const int64_t *rows, const int64_t *start_col,
     int64_t segs = 0;
     int64_t t = w0;
     int64_t nn = 0;
+#define PUT(k, v)                                                   \
+    do {                                                            \
+        int64_t k_ = (k), v_ = (v);                                 \
+        if (off == NULL) {                                          \
+            bounds[k_] = v_;                                        \
+        } else {                                                    \
+            int64_t b_ = k_ >> PACK_SHIFT;                          \
+            if ((k_ & ((1 << PACK_SHIFT) - 1)) == 0) base[b_] = v_; \
+            int64_t d_ = v_ - base[b_];                             \
+            if (d_ < 0 || d_ > PACK_MAX) {                          \
+                free(stack);                                        \
+                return -4;                                          \
+            }                                                       \
+            off[k_] = (uint32_t)d_;                                 \
+        }                                                           \
+    } while (0)
 #define EMIT(s, e, c, o)                          \
     do {                                          \
         if (segs >= seg_cap) {                    \
             free(stack);                          \
             return -2;                            \
         }                                         \
-        bounds[segs] = (s);                       \
-        bounds[segs + 1] = (e);                   \
-        seg_cat[segs] = (int8_t)(c);              \
+        PUT(segs, (s));                           \
+        PUT(segs + 1, (e));                       \
+        if (seg_cat != NULL) seg_cat[segs] = (int8_t)(c); \
         seg_pos[segs] = (o);                      \
-        if ((o) >= 0) self_ns[(o)] += (e) - (s);  \
         segs++;                                   \
     } while (0)
     for (int64_t pos = 0; pos < n; pos++) {
@@ -122,23 +151,34 @@ int64_t tv_host_sweep(int64_t n, const int64_t *rows, const int64_t *start_col,
     *non_nested = nn;
     return segs;
 #undef EMIT
+#undef PUT
 }
 
-/* The compiled twin of traceview/model.py's clip_to_callers: Python frames
- * in start order (longest first), each clipped to the end of the innermost open frame
- * (whose end is already clipped). Same loop as the Python reference, line for line
- * (tests/test_training_invariants.py compares both). ends is rewritten in place; stack is
- * scratch of n entries. Returns the number of frames clipped. */
-int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t *stack) {
+/* The compiled twin of traceview/model.py's clip_to_callers: Python frames in start
+ * order (longest first), each clipped to the end of the innermost open frame (whose end
+ * is already clipped). Same loop as the Python reference, line for line
+ * (tests/test_explain_pure.py compares both). The frames are read where they lie: rows
+ * (int32) index the start and end columns, and each clipped end is rewritten in end_col
+ * in place, so no gathered copies of the frames' starts and ends
+ * are made (on a cold compile's tens of millions of frames they were the load's peak).
+ * Each clipped frame's row and by how much go to hit_rows and hit_by (the caller's
+ * buffers of n entries, written from the start). Returns the number clipped. */
+int64_t tv_clip_rows(int64_t n, const int32_t *rows, const int64_t *start_col,
+                     int64_t *end_col, int64_t *stack, int32_t *hit_rows, int64_t *hit_by) {
     int64_t top = 0, clipped = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t a = starts[i];
+        int64_t row = rows[i];
+        int64_t a = start_col[row];
+        int64_t e = end_col[row];
         while (top > 0 && stack[top - 1] <= a) top--;
-        if (top > 0 && ends[i] > stack[top - 1]) {
-            ends[i] = stack[top - 1];
+        if (top > 0 && e > stack[top - 1]) {
+            hit_rows[clipped] = (int32_t)row;
+            hit_by[clipped] = e - stack[top - 1];
             clipped++;
+            e = stack[top - 1];
+            end_col[row] = e;
         }
-        stack[top++] = ends[i];
+        stack[top++] = e;
     }
     return clipped;
 }
@@ -150,5 +190,5 @@ int64_t tv_clip_frames(int64_t n, const int64_t *starts, int64_t *ends, int64_t 
 #ifndef TV_SOURCE_SHA256
 #define TV_SOURCE_SHA256 "unknown"
 #endif
-int64_t tv_abi_version(void) { return 2; }
+int64_t tv_abi_version(void) { return 4; }
 const char *tv_source_sha256(void) { return TV_SOURCE_SHA256; }

@@ -46,7 +46,7 @@ from traceview.analyses.nesting import Levels
 from traceview.analyses.threads import step_thread
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
-from traceview.model import Trace
+from traceview.model import Trace, codes_in
 from traceview.rules import RuleSet
 
 _DIGITS = re.compile(r"\d+")
@@ -215,12 +215,12 @@ def option_thread(trace: Trace, window: Window, regex: str) -> int | None:
     s = trace.slices
     live = (s.start >= window.start_ns) & (s.start < window.end_ns)
     names = np.flatnonzero([bool(pat.search(n)) for n in trace.names])
-    hit = live & np.isin(s.name, names)
+    hit = live & trace.has_name(names)
     host = np.asarray([ln.kind == "host" for ln in trace.lanes] + [False], bool)
     for cats in ({"user_annotation"}, {"python_function"}, None):
         codes = [i for i, c in enumerate(trace.cat_names)
                  if (c in cats if cats else c not in ("user_annotation", "python_function"))]
-        rows = np.flatnonzero(hit & np.isin(s.cat, codes))
+        rows = np.flatnonzero(hit & codes_in(s.cat, codes, len(trace.cat_names)))
         rows = rows[host[s.lane[rows]]]
         if rows.size:
             lanes = np.unique(s.lane[rows])
@@ -435,9 +435,9 @@ def _training_steps(trace: Trace, rules: RuleSet, steps: list[CallSpan]) -> bool
         codes = [i for i, n in enumerate(trace.names) if r.pattern.search(n)]
         if not codes:
             continue
-        mine = np.isin(s.name, codes)
+        mine = trace.has_name(codes)
         if r.cats is not None:
-            mine &= np.isin(s.cat, [c for c in map(trace.cat_code, r.cats) if c >= 0])
+            mine &= codes_in(s.cat, [trace.cat_code(c) for c in r.cats], len(trace.cat_names))
         hit |= mine
     if not hit.any():
         return False

@@ -39,7 +39,10 @@ OVERLAY_CATS = frozenset({"overhead"})
 
 
 def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
-    """Every host lane's rows (see ``host_rows``), in one pass over the slices."""
+    """Every host lane's rows (see ``host_rows``), in one pass over the slices. As int32
+    where the trace's rows fit (``attribute_host`` sweeps them so): a cold compile's main
+    thread has tens of millions, and an int64 column of them was alive through the sort
+    before the sweep, its peak memory."""
     s = trace.slices
     ncat = len(trace.cat_names)
     is_label = np.zeros(ncat + 1, bool)
@@ -48,20 +51,21 @@ def host_rows_by_lane(trace: Trace, window: Window) -> dict[int, np.ndarray]:
     is_overlay[[i for i, c in enumerate(trace.cat_names) if c in OVERLAY_CATS]] = True
     live = (s.end > window.start_ns) & (s.start < window.end_ns) & (s.end > s.start)
     overlay = np.flatnonzero(live & is_overlay[s.cat])
-    own = np.flatnonzero(live & ~(is_label | is_overlay)[s.cat])
+    live &= ~(is_label | is_overlay)[s.cat]
+    own = intervals.nonzero_rows(live)
+    del live
     lane_of = s.lane[own]
-    if len(trace.lanes) < 2**15:
-        lane_of = lane_of.astype(np.int16)  # a radix sort
-    order = np.argsort(lane_of, kind="stable")
-    lane_of = lane_of[order]
-    by_lane = own[order]
-    del own, order
-    bounds = np.searchsorted(lane_of, np.arange(len(trace.lanes) + 1))
+    counts = np.bincount(lane_of, minlength=len(trace.lanes)) if lane_of.size else \
+        np.zeros(len(trace.lanes), np.int64)
+    if np.count_nonzero(counts) > 1:  # one thread's rows are in order already
+        own = own[intervals.grouped_order(lane_of, len(trace.lanes))]  # int32, no int64 order
+    del lane_of
+    bounds = np.append(0, np.cumsum(counts))
     out = {}
     for lane in trace.host_lanes:
-        rows = by_lane[bounds[lane.index]:bounds[lane.index + 1]]
+        rows = own[bounds[lane.index]:bounds[lane.index + 1]]
         if overlay.size:  # both sorted and disjoint: one merged copy
-            rows = np.insert(rows, np.searchsorted(rows, overlay), overlay)
+            rows = np.insert(rows, np.searchsorted(rows, overlay), overlay.astype(rows.dtype))
         out[lane.index] = rows
     return out
 
@@ -81,14 +85,30 @@ class HostTimeline:
 
     lane: Lane | None
     categories: list[str]  # category ids; codes below index into this list
-    seg_start: np.ndarray
-    seg_end: np.ndarray
-    seg_cat: np.ndarray  # int code per segment (int8: a cold compile has millions)
+    # the segment bounds: int64 ns, or packed exactly (intervals.PackedTimes, 4 bytes each)
+    seg_start: np.ndarray | intervals.PackedTimes
+    seg_end: np.ndarray | intervals.PackedTimes
     seg_pos: np.ndarray  # position in ``rows`` of the slice owning the segment, -1: untraced
-    rows: np.ndarray  # slice rows swept (clipped to the window)
+    rows: np.ndarray  # slice rows swept (clipped to the window; int32 where rows fit)
     row_cat: np.ndarray  # resolved category code per swept row (aligned with rows; int8 too)
-    self_ns: np.ndarray  # owned ns per swept row (aligned with rows)
     non_nested: int  # slices that overlapped their parent without nesting
+
+    @property
+    def seg_cat(self) -> SegmentCodes:
+        """Each segment's category code (int8 while the categories fit): its owner's
+        resolved category, ``untraced`` where no slice owns it, read from ``row_cat``
+        when indexed. The sweep gives a segment its owner's category, so a column of
+        them repeated what the rows hold: a byte per segment, tens of millions on a cold
+        compile."""
+        return SegmentCodes(self.seg_pos, self.row_cat, self.categories.index(UNTRACED))
+
+    @property
+    def self_ns(self) -> np.ndarray:
+        """Owned ns per swept row (aligned with ``rows``), summed from the segments on
+        each access. Not held: on a cold compile's millions of frames a row-sized int64
+        column of it, made by the sweep beside the segments, was explain's peak memory;
+        explain sums the segments per function instead (``hot_functions``)."""
+        return _self_ns(self.rows.size, self.seg_start, self.seg_end, self.seg_pos)
 
     @property
     def seg_owner(self) -> np.ndarray:
@@ -151,6 +171,61 @@ class HostTimeline:
         code = self.categories.index(category)
         m = self.seg_cat == code
         return self.seg_start[m], self.seg_end[m]
+
+
+class SegmentCodes:
+    """The segments' category codes (``HostTimeline.seg_cat``), each its owner's
+    ``row_cat`` (``untraced`` at position -1), made for what is indexed: an index, a
+    slice, an index array (arrays back, of ``row_cat``'s dtype); ``np.asarray`` for all."""
+
+    __slots__ = ("pos", "row_cat", "untraced")
+
+    def __init__(self, pos: np.ndarray, row_cat: np.ndarray, untraced: int) -> None:
+        self.pos = pos
+        self.row_cat = row_cat
+        self.untraced = untraced
+
+    @property
+    def size(self) -> int:
+        return int(self.pos.size)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.pos.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.row_cat.dtype
+
+    def __len__(self) -> int:
+        return int(self.pos.size)
+
+    def __getitem__(self, key):
+        pos = self.pos[key]
+        if np.ndim(pos) == 0:
+            p = int(pos)
+            return self.row_cat.dtype.type(self.row_cat[p] if p >= 0 else self.untraced)
+        out = np.full(pos.shape, self.untraced, self.row_cat.dtype)
+        owned = pos >= 0
+        out[owned] = self.row_cat[pos[owned]]
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = np.empty(self.pos.size, self.row_cat.dtype)
+        for lo in range(0, self.pos.size, BLOCK):
+            out[lo:lo + BLOCK] = self[lo:lo + BLOCK]
+        return out if dtype is None else out.astype(dtype)
+
+    def __eq__(self, other) -> np.ndarray:  # type: ignore[override]
+        return np.asarray(self) == other
+
+    def __ne__(self, other) -> np.ndarray:  # type: ignore[override]
+        return np.asarray(self) != other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
 
 
 def category_ids(rules: RuleSet) -> list[str]:
@@ -225,14 +300,13 @@ def attribute_host(trace: Trace, lane: Lane | None, window: Window, rules: RuleS
         fast = _loop_sweep(np.maximum(s.start[rows], w0), np.minimum(s.end[rows], w1),
                            own_code, own_subtree, w0, w1, untraced, other)
     del own_code, own_subtree
-    seg_start, seg_end, seg_cat, seg_pos, row_cat, self_ns, non_nested = fast
+    seg_start, seg_end, _, seg_pos, row_cat, non_nested = fast  # seg_cat: from row_cat
     del fast
     return HostTimeline(
         lane=lane, categories=cats, seg_start=seg_start, seg_end=seg_end,
-        seg_cat=seg_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
         seg_pos=seg_pos.astype(np.int32, copy=False),
         rows=rows, row_cat=row_cat.astype(np.int8 if len(cats) <= 127 else np.int32, copy=False),
-        self_ns=self_ns, non_nested=non_nested,
+        non_nested=non_nested,
     )
 
 
@@ -241,7 +315,13 @@ def _in_sweep_order(trace: Trace, rows: np.ndarray, w0: int, w1: int) -> np.ndar
     their caller were clipped when the trace was built: ``model``), then longest first.
     Only the starts are gathered here (the sweep reads the spans from the trace's own
     columns): on a cold compile's millions of rows, the clipped copies of starts and
-    ends, in file order and then in sweep order, were the analysis's peak memory."""
+    ends, in file order and then in sweep order, were the analysis's peak memory. As
+    int32 where the trace's rows fit."""
+    if len(trace.slices) < 2**31:
+        # the rows index the trace's columns: as int32 a cold compile's main thread holds
+        # 4 bytes less per frame through the sweep (which reads them so) and every
+        # analysis after it
+        rows = rows.astype(np.int32, copy=False)
     starts = trace.slices.start[rows]
     np.maximum(starts, w0, out=starts)
     order = sweep_order(trace, rows, starts, w1)
@@ -253,8 +333,7 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
                 own_subtree: np.ndarray, w0: int, w1: int, untraced: int, other: int):
     """The sweep as a plain Python loop: the reference (``compiled_sweep`` is this loop
     in C). Segments (start, end, category code, owning position), each position's
-    resolved category, the ns each position owns, and the count of slices overlapping
-    their parent."""
+    resolved category, and the count of slices overlapping their parent."""
     row_cat = np.empty(starts.size, dtype=np.int32)
     seg_s: list[int] = []
     seg_e: list[int] = []
@@ -313,14 +392,13 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
         t = end
     row_cat[:] = resolved_list
     seg_start, seg_end = np.asarray(seg_s, np.int64), np.asarray(seg_e, np.int64)
-    seg_pos = np.asarray(seg_o, np.int64)
-    return (seg_start, seg_end, np.asarray(seg_c, np.int32), seg_pos, row_cat,
-            _self_ns(starts.size, seg_start, seg_end, seg_pos), non_nested)
+    return (seg_start, seg_end, np.asarray(seg_c, np.int32), np.asarray(seg_o, np.int64),
+            row_cat, non_nested)
 
 
-def _self_ns(n: int, seg_start: np.ndarray, seg_end: np.ndarray, seg_pos: np.ndarray) -> np.ndarray:
-    """Owned ns per swept row, a block of segments at a time (the compiled sweep sums
-    them as it goes)."""
+def _self_ns(n: int, seg_start: np.ndarray | intervals.PackedTimes,
+             seg_end: np.ndarray | intervals.PackedTimes, seg_pos: np.ndarray) -> np.ndarray:
+    """Owned ns per swept row, a block of segments at a time."""
     self_ns = np.zeros(n, np.int64)
     for lo in range(0, seg_pos.size, BLOCK):
         pos = seg_pos[lo:lo + BLOCK]

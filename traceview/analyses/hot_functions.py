@@ -16,6 +16,8 @@ from traceview.model import Trace
 UNION_OFFSET_LIMIT = 2**62
 # rows taken at a time (a few MB per temporary array)
 BLOCK = 1 << 18
+# rows grouped by function at a time for the unions (tens of MB)
+UNION_BATCH = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -30,66 +32,86 @@ class FunctionStat:
 def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     """Host functions (Python frames, ops, API calls) by self time, biggest first.
 
-    Grouped by name with array operations: the swept rows are in start order, so after
-    a stable sort by name each group is too, and the union of a group's intervals is a
-    running maximum of ends that restarts at each group (made to restart by offsetting
-    each group's times past the previous group's; the per-group loop is kept for
-    windows too long for that offset). The rows are taken ``BLOCK`` at a time in that
-    order (the running maximum carried from one block to the next, each group's sums
-    added up over its blocks), so besides the order only block-sized arrays exist: the
-    row-sized columns of a cold compile's millions of frames were the run's peak memory.
+    Grouped by name with array operations: taken in groups' order (each group's rows in
+    start order), the union of a group's intervals is a running maximum of ends that
+    restarts at each group (made to restart by offsetting each group's times past the
+    previous group's; the per-group loop is kept for windows too long for that offset).
+    The rows are grouped ``UNION_BATCH`` at a time (the groups of a batch picked from the
+    timeline's rows a block at a time) and swept ``BLOCK`` at a time (the running maximum
+    carried from one block and batch to the next), and the self times are summed over
+    the timeline's segments a block at a time: no column of every row exists besides the
+    timeline's own. On a cold compile's tens of millions of frames, each row-sized column
+    made here (the names, their order) was explain's peak memory.
     """
     rows = timeline.rows
     n = rows.size
     if n == 0:
         return []
     s = trace.slices
-    names = s.name[rows]
-    if len(trace.names) <= 1 << 16:
-        names = names.astype(np.uint16)
-    order = grouped_order(names, len(trace.names))
-    names = names[order]
-    first = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
-    codes = names[first]
-    del names
-    count = np.diff(np.append(first, n))
-    ngroups = first.size
+    # the rows of each name, counted a block at a time (no column of every row's name)
+    per_code = np.zeros(len(trace.names), np.int64)
+    for lo in range(0, n, BLOCK):
+        per_code += np.bincount(s.name[rows[lo:lo + BLOCK]], minlength=len(trace.names))
+    codes = np.flatnonzero(per_code)
+    count = per_code[codes]
+    del per_code
+    ngroups = codes.size
     ncat = len(timeline.categories)
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
     span = w1 - w0 + 1
     offset = ngroups * span < UNION_OFFSET_LIMIT
-    self_ns = np.zeros(ngroups, np.int64)
+    # name code -> its group (the groups are the present codes, in code order)
+    group_of = np.full(len(trace.names), -1, np.int32)
+    group_of[codes] = np.arange(ngroups, dtype=np.int32)
+    self_ns, by_cat = _self_by_group(s, timeline, group_of, ngroups, ncat)
     total = np.zeros(ngroups, np.int64)
-    by_cat = np.zeros(ngroups * ncat, np.int64)
     carry = -1  # the running maximum of offset ends before the block (row 0: none)
-    for lo in range(0, n, BLOCK):
-        o = order[lo:lo + BLOCK]
-        # each row's group, and where each group's run starts within the block
-        g = np.searchsorted(first, np.arange(lo, lo + o.size), side="right") - 1
-        heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
-        at = g[heads]  # distinct within the block
-        own = timeline.self_ns[o]
-        self_ns[at] += np.add.reduceat(own, heads)
-        # the category holding most of the function's self time (+1 each: a tie-break
-        # that still names a category for functions with no self time)
-        own += 1
-        key = g * ncat
-        key += timeline.row_cat[o]
-        by_cat += intervals.sum_by(key, own, ngroups * ncat)
-        del own, key
-        if not offset:
-            continue
-        covered, carry = _block_union(s, rows[o], g, heads, w0, w1, span, carry)
-        total[at] += covered
-    del order
+    for g0, g1 in _batches(count) if offset else ():
+        # the batch's rows, grouped (each group's rows stay in start order)
+        picked = _batch_rows(s, rows, group_of, count, g0, g1)
+        first = np.cumsum(count[g0:g1]) - count[g0:g1]  # where each group starts in it
+        for lo in range(0, picked.size, BLOCK):
+            block = picked[lo:lo + BLOCK]
+            # each row's group (offset by group * span below: int64)
+            gb = np.searchsorted(first, np.arange(lo, lo + block.size), side="right") - 1 + g0
+            heads = np.flatnonzero(np.append(True, gb[1:] != gb[:-1]))
+            covered, carry = _block_union(s, block, gb, heads, w0, w1, span, carry)
+            total[gb[heads]] += covered
+        del picked
     category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
     if not offset:
-        total = _union_per_function(s, rows, first, count, w0, w1)
+        total = _union_per_function(s, rows, np.cumsum(count) - count, count, w0, w1)
     out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
            for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
                                         total.tolist(), count.tolist(), strict=True)]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
     return out
+
+
+def _self_by_group(s, timeline: HostTimeline, group_of: np.ndarray, ngroups: int,
+                   ncat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each function's self time, and per (function, category) its rows' self time plus
+    their count (the count: a tie-break that still names a category for a function
+    with no self time). Summed over the segments, each owned by a row, a block at a
+    time: no per-row column of self times is made (``HostTimeline.self_ns``)."""
+    rows = timeline.rows
+    counts = np.zeros(ngroups * ncat, np.int64)
+    for lo in range(0, rows.size, BLOCK):  # the count of each (function, category)
+        key = group_of[s.name[rows[lo:lo + BLOCK]]].astype(np.int64)
+        key *= ncat
+        key += timeline.row_cat[lo:lo + BLOCK]
+        counts += np.bincount(key, minlength=ngroups * ncat)
+    owned_ns = np.zeros(ngroups * ncat, np.int64)
+    for lo in range(0, timeline.seg_pos.size, BLOCK):  # the self time of each
+        pos = timeline.seg_pos[lo:lo + BLOCK]
+        owned = np.flatnonzero(pos >= 0)
+        pos = pos[owned]
+        lens = (timeline.seg_end[lo:lo + BLOCK] - timeline.seg_start[lo:lo + BLOCK])[owned]
+        key = group_of[s.name[rows[pos]]].astype(np.int64)
+        key *= ncat
+        key += timeline.row_cat[pos]
+        owned_ns += intervals.sum_by(key, lens, ngroups * ncat)
+    return owned_ns.reshape(ngroups, ncat).sum(axis=1), owned_ns + counts
 
 
 def _block_union(s, block_rows: np.ndarray, g: np.ndarray, heads: np.ndarray, w0: int, w1: int,
@@ -133,23 +155,40 @@ def _union_per_function(s, rows: np.ndarray, first: np.ndarray, count: np.ndarra
                       np.int64)
 
 
-def grouped_order(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """``np.argsort(codes, kind="stable")`` (codes in ``range(n_codes)``), as int32 when
-    the rows fit, made a block of rows at a time (a counting sort: each code's rows go
-    after the code's rows of earlier blocks), so no int64 array of every row is made
-    on the way: on a cold compile's millions of frames that array was this stage's peak."""
-    n = codes.size
-    order = np.empty(n, np.int32 if n < 2**31 else np.int64)
-    counts = np.bincount(codes, minlength=n_codes)
-    next_at = np.cumsum(counts) - counts  # where each code's next row goes
-    del counts
-    for lo in range(0, n, BLOCK):
-        block = codes[lo:lo + BLOCK]
-        o = np.argsort(block, kind="stable")  # a radix sort for 16-bit codes
-        sorted_codes = block[o]
-        first = np.flatnonzero(np.append(True, sorted_codes[1:] != sorted_codes[:-1]))
+def _batches(count: np.ndarray) -> list[tuple[int, int]]:
+    """The groups cut into runs of consecutive groups holding up to ``UNION_BATCH`` rows
+    together (a group holding more: a run of its own)."""
+    out = []
+    g0, held = 0, 0
+    for g, c in enumerate(count.tolist()):
+        if held and held + c > UNION_BATCH:
+            out.append((g0, g))
+            g0, held = g, 0
+        held += c
+    out.append((g0, count.size))
+    return out
+
+
+def _batch_rows(s, rows: np.ndarray, group_of: np.ndarray, count: np.ndarray, g0: int,
+                g1: int) -> np.ndarray:
+    """The slice rows of groups ``[g0, g1)`` in group order, each group's in the
+    timeline's (start) order: a counting sort of the timeline's rows a block at a time
+    (each group's rows go after its rows of earlier blocks), so the batch's own column
+    is the only one its size."""
+    out = np.empty(int(count[g0:g1].sum()), rows.dtype)
+    next_at = np.cumsum(count[g0:g1]) - count[g0:g1]  # where each group's next row goes
+    for lo in range(0, rows.size, BLOCK):
+        block = rows[lo:lo + BLOCK]
+        g = group_of[s.name[block]]
+        m = np.flatnonzero((g >= g0) & (g < g1))
+        if not m.size:
+            continue
+        g = g[m] - g0
+        o = np.argsort(g, kind="stable")
+        sorted_g = g[o]
+        first = np.flatnonzero(np.append(True, sorted_g[1:] != sorted_g[:-1]))
         size = np.diff(np.append(first, o.size))
-        rank = np.arange(o.size) - np.repeat(first, size)  # among the block's rows of its code
-        order[next_at[sorted_codes] + rank] = o + lo
-        next_at[sorted_codes[first]] += size
-    return order
+        rank = np.arange(o.size) - np.repeat(first, size)  # among the block's rows of its group
+        out[next_at[sorted_g] + rank] = block[m[o]]
+        next_at[sorted_g[first]] += size
+    return out

@@ -210,7 +210,7 @@ def _api_rows(trace: Trace, window: Window, names: frozenset[str]) -> np.ndarray
     codes = [i for i, n in enumerate(trace.names) if n in names]
     if not codes:
         return np.zeros(0, np.int64)
-    m = np.isin(s.name, codes) & (s.start >= window.start_ns) & (s.start < window.end_ns)
+    m = trace.has_name(codes) & (s.start >= window.start_ns) & (s.start < window.end_ns)
     host = np.asarray([ln.kind != "device" for ln in trace.lanes], bool)
     m &= host[s.lane] if host.size else False
     rows = np.flatnonzero(m)

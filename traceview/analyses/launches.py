@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from traceview.analyses.window import Window
-from traceview.model import Lane, Trace
+from traceview.model import Lane, Trace, codes_in
 from traceview.rules import RuleSet
 from traceview.stats import Stats, summarize
 
@@ -34,8 +34,8 @@ def capture_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     e_codes = [i for i, n in enumerate(trace.names) if n in CAPTURE_END]
     if not b_codes or not e_codes:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    begins = np.flatnonzero(np.isin(s.name, b_codes))
-    ends = np.flatnonzero(np.isin(s.name, e_codes))
+    begins = np.flatnonzero(trace.has_name(b_codes))
+    ends = np.flatnonzero(trace.has_name(e_codes))
     st, en = [], []
     for lane in np.unique(s.lane[begins]).tolist():
         b = np.sort(s.start[begins[s.lane[begins] == lane]])
@@ -82,7 +82,7 @@ def launch_rows(trace: Trace, rules: RuleSet) -> np.ndarray:
     codes = [i for i, n in enumerate(trace.names) if n in apis]
     api_cats = [i for i, c in enumerate(trace.cat_names) if c in ("cuda_runtime", "cuda_driver")]
     s = trace.slices
-    m = np.isin(s.name, codes) & np.isin(s.cat, api_cats)
+    m = trace.has_name(codes) & codes_in(s.cat, api_cats, len(trace.cat_names))
     return np.flatnonzero(m)
 
 
@@ -107,7 +107,7 @@ def pick_thread(trace: Trace, rules: RuleSet, window: Window, override: str | No
     label_cats = {"user_annotation", "Trace", "overhead"}
     skip = [i for i, c in enumerate(trace.cat_names) if c in label_cats]
     for lane in sorted(hosts, key=lambda ln: (str(ln.pid), str(ln.tid))):
-        m = (s.lane == lane.index) & ~np.isin(s.cat, skip)
+        m = (s.lane == lane.index) & ~codes_in(s.cat, skip, len(trace.cat_names))
         total = int(np.clip(np.minimum(s.end[m], window.end_ns)
                             - np.maximum(s.start[m], window.start_ns), 0, None).sum())
         if total > best_ns:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from traceview import intervals
+from traceview.model import codes_in
 from traceview.stats import median
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ class _Ops:
     def __init__(self, trace: Trace) -> None:
         s = trace.slices
         codes = [trace.cat_code(c) for c in HOLDER_CATS]
-        rows = np.flatnonzero(np.isin(s.cat, [c for c in codes if c >= 0]))
+        rows = np.flatnonzero(codes_in(s.cat, codes, len(trace.cat_names)))
         self.rows = rows[np.argsort(s.start[rows], kind="stable")]
         self.st = s.start[self.rows]
         self.trace = trace

@@ -36,7 +36,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.critical_path import CriticalPath, critical_path
 from traceview.analyses.host import LABEL_CATS, HostTimeline
-from traceview.model import Trace
+from traceview.model import Trace, codes_in
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
 
 OTHER_PHASE = "other"
@@ -97,7 +97,7 @@ def _step_thread_work(trace: Trace, lane: int, start: int, end: int
     s = trace.slices
     labels = [i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]
     rows = np.flatnonzero((s.lane == lane) & (s.start >= start) & (s.end <= end)
-                          & ~np.isin(s.cat, labels))
+                          & ~codes_in(s.cat, labels, len(trace.cat_names)))
     order = rows[np.argsort(s.start[rows], kind="stable")]
     return s.start[order], s.end[order]
 

@@ -31,7 +31,7 @@ from traceview.analyses.host import OVERLAY_CATS, HostTimeline
 from traceview.analyses.launches import launch_rows
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
-from traceview.model import DEVICE_CATS, NON_ACTIVITY_CATS, Lane, Trace
+from traceview.model import DEVICE_CATS, NON_ACTIVITY_CATS, Lane, Trace, codes_in
 from traceview.rules import UNTRACED, RuleSet
 
 ThreadRole = Literal["main", "autograd", "data", "helper", "other"]
@@ -107,7 +107,7 @@ def _most_steps(trace: Trace) -> Lane | None:
     if ua < 0:
         return None
     codes = [i for i, n in enumerate(trace.names) if STEP.match(n)]
-    rows = np.flatnonzero((s.cat == ua) & np.isin(s.name, codes))
+    rows = np.flatnonzero((s.cat == ua) & trace.has_name(codes))
     if rows.size == 0:
         return None
     counts = Counter(s.lane[rows].tolist())
@@ -140,7 +140,8 @@ def _own_rows(trace: Trace) -> np.ndarray:
     s = trace.slices
     not_own = {i for i, c in enumerate(trace.cat_names)
                if c in NON_ACTIVITY_CATS or c in OVERLAY_CATS or c in DEVICE_CATS}
-    return np.flatnonzero(~np.isin(s.cat, list(not_own))) if not_own else np.arange(len(s))
+    return np.flatnonzero(~trace.has_cat({trace.cat_names[i] for i in not_own})) if not_own \
+        else np.arange(len(s))
 
 
 def resolve_thread(trace: Trace, spec: str) -> Lane:
@@ -192,13 +193,17 @@ def step_thread(trace: Trace, window: Window) -> Lane | None:
     return trace.lanes[best]
 
 
+# rows read at a time by thread_figures
+FRAME_BLOCK = 1 << 20
+
+
 def thread_figures(trace: Trace, rules: RuleSet, window: Window,
                    timelines: dict[int, HostTimeline]) -> list[ThreadFigures]:
     """Every host thread with rows in the window, main thread first, then by TID."""
     s = trace.slices
     launches = Counter(s.lane[_in(trace, launch_rows(trace, rules), window)].tolist())
     api = [i for i, c in enumerate(trace.cat_names) if c in ("cuda_runtime", "cuda_driver")]
-    api_rows = np.flatnonzero(np.isin(s.cat, api))
+    api_rows = np.flatnonzero(codes_in(s.cat, api, len(trace.cat_names)))
     sync_names = [int(n) for n in np.unique(s.name[api_rows]).tolist()
                   if rules.classify("cuda_runtime", trace.names[int(n)])[0] == "sync"]
     sync_rows = _in(trace, api_rows[np.isin(s.name[api_rows], sync_names)], window)
@@ -209,7 +214,9 @@ def thread_figures(trace: Trace, rules: RuleSet, window: Window,
     for idx, tl in timelines.items():
         lane = trace.lanes[idx]
         cats = tl.totals()
-        frames = int(np.count_nonzero(s.cat[tl.rows] == py)) if py >= 0 else 0
+        # counted a block of rows at a time (a cold compile's main thread: tens of millions)
+        frames = sum(int(np.count_nonzero(s.cat[tl.rows[lo:lo + FRAME_BLOCK]] == py))
+                     for lo in range(0, tl.rows.size, FRAME_BLOCK)) if py >= 0 else 0
         out.append(ThreadFigures(
             lane=lane, role=_role(lane, main), launches=int(launches.get(idx, 0)),
             syncs=int(syncs.get(idx, 0)), python_frames=frames,

@@ -22,7 +22,7 @@ import numpy as np
 from traceview.coerce import INT64, NO_ID, id_or_no_id, int_or_none, thread_id
 from traceview.io import fastscan, limits
 from traceview.io.annotations import ANNOTATION_CAT
-from traceview.io.columns import ARGS_KEPT_CATS, Columns, LazyArgs, Phases
+from traceview.io.columns import ARGS_KEPT_CATS, Columns, IdColumn, LazyArgs, Phases
 from traceview.io.events import (
     ANY,
     EVENTS,
@@ -422,16 +422,29 @@ class Collector:
         name = _joined(self.name_parts, n, np.int32)
         ts = _joined(self.ts_parts, n, np.int64)
         dur = _joined(self.dur_parts, n, np.int64)
-        corr = np.full(n, -1, np.int64)
-        stream = np.full(n, -1, np.int64)
-        device = np.full(n, -1, np.int64)
         parts = self.link_parts
         if self.link_rows:
             parts.append((np.asarray(self.link_rows, np.int64),
                           np.asarray(self.link_vals, np.int64)))
-        for rows, vals in parts:
-            corr[rows], stream[rows], device[rows] = vals[:, 0], vals[:, 1], vals[:, 2]
+        # int32 when every id fits: on a cold compile nearly every row is a Python frame
+        # with none, and three row-sized int64 columns of -1 were most of the load's peak
+        narrow = all(vals.size == 0 or (int(vals.min()) >= -2**31 and int(vals.max()) < 2**31)
+                     for _, vals in parts)
+        dtype = np.int32 if narrow else np.int64
+        # each id column as the rows that have an id (sparse: row-sized columns of -1 for
+        # every Python frame were most of the load's peak), rows in order
+        rows = np.concatenate([r for r, _ in parts]) if parts else np.zeros(0, np.int64)
+        vals = np.concatenate([v for _, v in parts]) if parts else np.zeros((0, 3), np.int64)
         self.link_parts, self.link_rows, self.link_vals = [], [], []
+        order = np.argsort(rows, kind="stable")
+        rows, vals = rows[order], vals[order].astype(dtype)
+        last = np.append(rows[1:] != rows[:-1], True) if rows.size else np.zeros(0, bool)
+        rows, vals = rows[last], vals[last]  # a row's last ids, as a dense write kept them
+        ids = []
+        for k in range(3):
+            has = vals[:, k] != -1
+            ids.append(IdColumn(n, rows[has], np.ascontiguousarray(vals[has, k]), -1))
+        corr, stream, device = ids
         return Columns(key, name, ts, dur, corr, stream, device, LazyArgs(self.args_raw))
 
 

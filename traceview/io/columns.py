@@ -18,7 +18,8 @@ import numpy as np
 from traceview.io.events import decode_args
 from traceview.io.exact_time import MISSING
 
-__all__ = ["ARGS_KEPT_CATS", "LEGACY_CATS", "MISSING", "Columns", "Decoded", "LazyArgs", "Phases"]
+__all__ = ["ARGS_KEPT_CATS", "LEGACY_CATS", "MISSING", "Columns", "Decoded", "IdColumn", "LazyArgs",
+           "Phases"]
 
 # The category of every event ``explain --annotate`` adds to a trace (io/annotations.py
 # says why the loader and the model leave them out).
@@ -81,6 +82,167 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
         return out
 
 
+class _Flags:
+    """``flags.writeable`` of an ``IdColumn``: the model makes its columns read-only."""
+
+    def __init__(self, owner: IdColumn) -> None:
+        self._owner = owner
+
+    @property
+    def writeable(self) -> bool:
+        return bool(self._owner.vals.flags.writeable)
+
+    @writeable.setter
+    def writeable(self, value: bool) -> None:
+        self._owner.rows.flags.writeable = value
+        self._owner.vals.flags.writeable = value
+
+
+class IdColumn:
+    """A row-sized id column that holds ids on few rows (correlation ids: a cold compile
+    has tens of millions of Python frames and a few hundred launches), kept as the rows
+    that have one (sorted) and their ids; every other row reads ``absent`` (-1). Read as
+    the dense column it stands for: an index (a numpy integer back), a slice, an index
+    array or mask (arrays back), ``==``/``!=`` a value (a row-sized bool array), and
+    ``np.asarray``/``astype``/``tolist`` for all of it. ``take`` keeps it sparse where
+    rows are dropped."""
+
+    __slots__ = ("n", "rows", "vals", "absent")
+
+    def __init__(self, n: int, rows: np.ndarray, vals: np.ndarray, absent: int = -1) -> None:
+        self.n = n
+        self.rows = rows
+        self.vals = vals
+        self.absent = absent
+
+    @staticmethod
+    def of(dense: np.ndarray, absent: int = -1, block: int = 1 << 20) -> IdColumn:
+        """The sparse form of a dense column (its present rows found a block at a time)."""
+        parts = []
+        for lo in range(0, dense.size, block):
+            found = np.flatnonzero(dense[lo:lo + block] != absent)
+            if found.size:
+                parts.append(found + lo)
+        rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return IdColumn(int(dense.size), rows, dense[rows], absent)
+
+    @property
+    def size(self) -> int:
+        return self.n
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    @property
+    def ndim(self) -> int:
+        return 1
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.vals.dtype
+
+    @property
+    def flags(self) -> _Flags:
+        return _Flags(self)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _at(self, idx: np.ndarray) -> np.ndarray:
+        out = np.full(idx.shape, self.absent, self.vals.dtype)
+        if self.rows.size and idx.size:
+            at = np.minimum(np.searchsorted(self.rows, idx), self.rows.size - 1)
+            hit = self.rows[at] == idx
+            out[hit] = self.vals[at[hit]]
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self._at(np.arange(self.n)[key])
+        if isinstance(key, (int, np.integer)):
+            i = int(key) + (self.n if int(key) < 0 else 0)
+            if not 0 <= i < self.n:
+                raise IndexError(f"index {int(key)} is out of bounds for size {self.n}")
+            return self._at(np.asarray([i]))[0]
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            if idx.shape != (self.n,):
+                raise IndexError("boolean index of the wrong length")
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64)
+        if idx.size and (int(idx.min()) < -self.n or int(idx.max()) >= self.n):
+            raise IndexError(f"index out of bounds for size {self.n}")
+        idx[idx < 0] += self.n
+        return self._at(idx)
+
+    def __setitem__(self, key, value) -> None:
+        """Never written in place (as a read-only numpy column, ValueError): ``with_ids``
+        makes a changed copy."""
+        raise ValueError("an id column is read-only: with_ids makes a changed copy")
+
+    def take(self, keep: np.ndarray) -> IdColumn:
+        """The column of rows ``keep`` (sorted, distinct), renumbered: still sparse."""
+        keep = np.asarray(keep)
+        if not self.rows.size:
+            return IdColumn(int(keep.size), self.rows[:0], self.vals[:0], self.absent)
+        at = np.searchsorted(keep, self.rows)
+        ok = at < keep.size
+        ok[ok] = keep[at[ok]] == self.rows[ok]
+        return IdColumn(int(keep.size), at[ok], self.vals[ok], self.absent)
+
+    def with_ids(self, rows: np.ndarray, ids: np.ndarray) -> IdColumn:
+        """A copy with ``ids`` set at ``rows`` (int64 values: any id fits)."""
+        dense_rows = np.concatenate([self.rows.astype(np.int64), np.asarray(rows, np.int64)])
+        vals = np.concatenate([self.vals.astype(np.int64), np.asarray(ids, np.int64)])
+        keep = np.unique(dense_rows[::-1], return_index=True)[1]  # the last one set wins
+        keep = dense_rows.size - 1 - keep
+        order = np.argsort(dense_rows[keep], kind="stable")
+        keep = keep[order]
+        rows_, vals_ = dense_rows[keep], vals[keep]
+        present = vals_ != self.absent
+        return IdColumn(self.n, rows_[present], vals_[present], self.absent)
+
+    def extended(self, tail: np.ndarray) -> IdColumn:
+        """This column followed by the dense ``tail`` (ids of rows appended after it)."""
+        tail = np.asarray(tail, np.int64)
+        at = np.flatnonzero(tail != self.absent)
+        return IdColumn(self.n + int(tail.size),
+                        np.concatenate([self.rows.astype(np.int64), at + self.n]),
+                        np.concatenate([self.vals, tail[at]]), self.absent)
+
+    def narrowed(self, narrow) -> IdColumn:
+        """The same column with its ids passed through ``narrow`` (a dtype choice)."""
+        return IdColumn(self.n, self.rows, narrow(self.vals), self.absent)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = np.full(self.n, self.absent, self.vals.dtype if dtype is None else dtype)
+        out[self.rows] = self.vals
+        return out
+
+    def astype(self, dtype, *, copy: bool = True) -> np.ndarray:
+        """The dense column as ``dtype`` (always a new array)."""
+        return self.__array__(dtype)
+
+    def copy(self) -> IdColumn:
+        return IdColumn(self.n, self.rows.copy(), self.vals.copy(), self.absent)
+
+    def tolist(self) -> list[int]:
+        return np.asarray(self).tolist()
+
+    def __eq__(self, other) -> np.ndarray:  # type: ignore[override]
+        if np.ndim(other) != 0:
+            return np.asarray(self) == other
+        out = np.full(self.n, self.absent == other, bool)
+        out[self.rows] = self.vals == other
+        return out
+
+    def __ne__(self, other) -> np.ndarray:  # type: ignore[override]
+        return ~(self == other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass
 class Columns:
     """Complete ('X') events as columns, in file order. ``key`` codes index ``keys``,
@@ -90,9 +252,11 @@ class Columns:
     name: np.ndarray
     ts: np.ndarray  # int64 ns, MISSING where absent or unusable
     dur: np.ndarray  # int64 ns, MISSING where absent
-    corr: np.ndarray  # int64, -1 when absent
-    stream: np.ndarray  # int64, -1 when absent
-    device: np.ndarray  # int64, -1 when absent
+    # the link ids, -1 when absent (int32 when every one of them fits, else int64), held
+    # as the rows that have one: a cold compile's Python frames have none
+    corr: IdColumn
+    stream: IdColumn
+    device: IdColumn
     args: LazyArgs
 
 

@@ -140,7 +140,7 @@ def slices_frame(ex: Analysis, path: str, rank: int) -> pl.DataFrame:
         "start_ns": s.start.astype(np.int64, copy=False),
         "end_ns": s.end.astype(np.int64, copy=False),
         "dur_ns": (s.end - s.start).astype(np.int64, copy=False),
-        "correlation": _nullable(s.corr, NO_ID),
+        "correlation": _nullable(np.asarray(s.corr), NO_ID),
         "host_category": host_names.gather(np.where(host_cat < 0, len(categories), host_cat)),
         "host_self_ns": _nullable(host_self, -1),
     }, schema=SLICES_SCHEMA)

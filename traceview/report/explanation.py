@@ -231,7 +231,7 @@ def _are_steps(trace: Trace, calls: CallsSummary, thread_lane: int) -> bool:
     codes = [i for i, n in enumerate(trace.names)
              if n.startswith("autograd::engine::evaluate_function")]
     s = trace.slices
-    rows = np.flatnonzero(np.isin(s.name, codes) & (s.lane != thread_lane))
+    rows = np.flatnonzero(trace.has_name(codes) & (s.lane != thread_lane))
     if rows.size == 0:
         return False
     st = np.sort(s.start[rows])
