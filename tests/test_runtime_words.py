@@ -175,14 +175,16 @@ def test_a_projection_above_the_call_is_no_gain(tmp_path):
 
 
 def _kinds_with_a_slow_first(tb: TraceBuilder) -> None:
-    """Three calls of three kinds (one each), the first 30 ms in its launch (a first
-    profiled launch), nothing compiled: the first call is slow but not cold."""
+    """Three calls of three kinds (one each), the first 30 ms in its launch and 40 ms more
+    of host work, nothing compiled: the first call is slow but not cold (its launch is
+    under half the call, so it is not profiler start-up either)."""
     t = 0
-    for name, launch in (("embed", 30 * MS), ("block", 50 * US), ("head", 40 * US)):
-        tb.annotation(name, t, launch + 20 * US)
+    for name, launch, host in (("embed", 30 * MS, 40 * MS), ("block", 50 * US, 0),
+                               ("head", 40 * US, 0)):
+        tb.annotation(name, t, launch + 20 * US + host)
         tb.launched_kernel("void at::native::vectorized_elementwise_kernel<4>", t + 5 * US,
                            launch, t + launch + 10 * US, 2 * US)
-        t += launch + 100 * US
+        t += launch + 100 * US + host
 
 
 def test_a_slow_first_call_among_the_warm_is_not_said_left_out(tmp_path):

@@ -432,6 +432,28 @@ def _kinds(calls: list[Call]) -> list[CallKind]:
     return kinds
 
 
+def _compile_ranges_starting_in(trace: Trace, c_st: np.ndarray, c_en: np.ndarray) -> np.ndarray:
+    """Per call, the compile ranges (user annotations named like one) starting inside it."""
+    s = trace.slices
+    ua = trace.rows_of_cats({"user_annotation"})
+    ua = ua[[bool(COMPILE_RANGE.search(trace.names[int(c)])) for c in s.name[ua].tolist()]] \
+        if ua.size else ua
+    ua_st = np.sort(s.start[ua])
+    return np.searchsorted(ua_st, c_en) - np.searchsorted(ua_st, c_st)
+
+
+def _categories_per_call(cat_names: Sequence[str], cat_table: np.ndarray
+                         ) -> list[dict[str, int]]:
+    """The categories present in each call with their ns, from the (category, call) table:
+    only the non-zero cells are read."""
+    per_call: list[dict[str, int]] = [{} for _ in range(cat_table.shape[1])]
+    nz_call, nz_cat = np.nonzero(cat_table.T)
+    for k, i, v in zip(nz_call.tolist(), nz_cat.tolist(), cat_table[nz_cat, nz_call].tolist(),
+                       strict=True):
+        per_call[k][cat_names[i]] = v
+    return per_call
+
+
 def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
                   busy: intervals.Set, regex: str | None, rules: RuleSet | None = None,
                   depth: int = 1) -> CallsSummary:
@@ -455,11 +477,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     l_st = s.start[l_rows]
     lo = np.searchsorted(l_st, c_st, side="left")
     hi = np.searchsorted(l_st, c_en, side="left")
-    ua = trace.rows_of_cats({"user_annotation"})
-    ua = ua[[bool(COMPILE_RANGE.search(trace.names[int(c)])) for c in s.name[ua].tolist()]] \
-        if ua.size else ua
-    ua_st = np.sort(s.start[ua])
-    n_compile = np.searchsorted(ua_st, c_en) - np.searchsorted(ua_st, c_st)
+    n_compile = _compile_ranges_starting_in(trace, c_st, c_en)
 
     kernel_cat = trace.cat_code("kernel")
     calls = []
@@ -473,13 +491,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                         _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
                         no_record)
     m = {f.name: getattr(cols, f.name).tolist() for f in fields(cols)}
-    # the categories present in each call, as (call, category, ns) in call order
-    cat_names = timeline.categories
-    per_call: list[dict[str, int]] = [{} for _ in spans]
-    nz_call, nz_cat = np.nonzero(cat_table.T)
-    for k, i, v in zip(nz_call.tolist(), nz_cat.tolist(), cat_table[nz_cat, nz_call].tolist(),
-                       strict=True):
-        per_call[k][cat_names[i]] = v
+    per_call = _categories_per_call(timeline.categories, cat_table)
     busy_l, compile_l = busy_in.tolist(), n_compile.tolist()
     for i, sp in enumerate(spans):
         st, en = sp.start_ns, sp.end_ns
