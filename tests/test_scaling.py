@@ -71,6 +71,9 @@ def test_time_per_call_does_not_grow_with_calls(tmp_path):
 # docs/performance.md).
 HELD_PER_EVENT = 24
 PEAK_PER_EVENT = 72
+# The pure-Python paths (TRACEVIEW_NO_NATIVE=1, or an install without a C compiler) sweep
+# the frames with Python lists: 261-268 bytes an event at the peak (held: the same 16.0).
+PEAK_PER_EVENT_PURE = 290
 
 
 def _held_and_peak(path: Path) -> tuple[int, int, int]:
@@ -108,4 +111,7 @@ def test_memory_per_event_does_not_grow(tmp_path):
     assert n6 - n1 > 300_000
     held, peak = (h6 - h1) / (n6 - n1), (p6 - p1) / (n6 - n1)
     assert held < HELD_PER_EVENT, f"the loaded trace holds {held:.1f} bytes an event"
-    assert peak < PEAK_PER_EVENT, f"explain peaks at {peak:.1f} bytes an event"
+    from traceview import native
+
+    bound = PEAK_PER_EVENT_PURE if native.load("sweep") is None else PEAK_PER_EVENT
+    assert peak < bound, f"explain peaks at {peak:.1f} bytes an event"
