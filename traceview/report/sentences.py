@@ -745,6 +745,22 @@ def result_words(r: Report) -> dict[str, str]:
     return got
 
 
+def _busy_in_window(at: tuple[str | int, ...], busy_ns: int, window_ns: int,
+                    all_busy_ns: int, counts: list[Figure]
+                    ) -> tuple[list[Figure], list[Relation]]:
+    """A device's or stream's busy time at ``at``, cited with the window, the busy union
+    over every device and its ``counts``: at most that union, and its share its busy time
+    over the window (no share of an empty window)."""
+    figs = [Figure("busy", busy_ns, pointer(*at, "busy_ns")),
+            Figure("window", window_ns, pointer("window", "dur_ns")),
+            Figure("all_busy", all_busy_ns, pointer("device", "busy_ns")), *counts]
+    rels: list[Relation] = [rel("le", "busy", "all_busy")]
+    if window_ns > 0:
+        figs.append(Figure("share", busy_ns / window_ns))
+        rels.append(rel("ratio", "busy", "window", "share"))
+    return figs, rels
+
+
 def device_row_claims(d: DeviceInfo, window_ns: int) -> list[Claim]:
     """Under the device's line, one line per device where the trace has several (``device
     0: busy 1.2 ms (40.1%), 30 kernels 1.1 ms, 2 copies/sets 80 us``): each device's busy
@@ -755,15 +771,9 @@ def device_row_claims(d: DeviceInfo, window_ns: int) -> list[Claim]:
     out = []
     for k, dev in enumerate(d.per_device):
         at = ("device", "per_device", k)
-        figs = [Figure("busy", dev.busy_ns, pointer(*at, "busy_ns")),
-                Figure("window", window_ns, pointer("window", "dur_ns")),
-                Figure("all_busy", d.busy_ns, pointer("device", "busy_ns")),
-                Figure("kernels", dev.kernel_count, pointer(*at, "kernel_count")),
-                Figure("kernel_sum", dev.kernel_sum_ns, pointer(*at, "kernel_sum_ns"))]
-        rels: list[Relation] = [rel("le", "busy", "all_busy")]
-        if window_ns > 0:
-            figs.append(Figure("share", dev.busy_ns / window_ns))
-            rels.append(rel("ratio", "busy", "window", "share"))
+        figs, rels = _busy_in_window(at, dev.busy_ns, window_ns, d.busy_ns, [
+            Figure("kernels", dev.kernel_count, pointer(*at, "kernel_count")),
+            Figure("kernel_sum", dev.kernel_sum_ns, pointer(*at, "kernel_sum_ns"))])
         text = (f"device {dev.device}: busy {fmt_ns(dev.busy_ns)} "
                 f"({fmt_share(dev.busy_ns, window_ns)}), {plural(dev.kernel_count, 'kernel')} "
                 f"{fmt_ns(dev.kernel_sum_ns)}")
@@ -791,14 +801,8 @@ def stream_claims(d: DeviceInfo, window_ns: int) -> list[Claim]:
     out = []
     for k, s in enumerate(d.per_stream):
         at = ("device", "per_stream", k)
-        figs = [Figure("busy", s.busy_ns, pointer(*at, "busy_ns")),
-                Figure("window", window_ns, pointer("window", "dur_ns")),
-                Figure("all_busy", d.busy_ns, pointer("device", "busy_ns")),
-                Figure("items", s.work_count, pointer(*at, "work_count"))]
-        rels: list[Relation] = [rel("le", "busy", "all_busy")]
-        if window_ns > 0:
-            figs.append(Figure("share", s.busy_ns / window_ns))
-            rels.append(rel("ratio", "busy", "window", "share"))
+        figs, rels = _busy_in_window(at, s.busy_ns, window_ns, d.busy_ns, [
+            Figure("items", s.work_count, pointer(*at, "work_count"))])
         mine = next((j for j, dev in enumerate(d.per_device) if dev.device == s.device), None)
         if mine is not None:
             figs.append(Figure("device_busy", d.per_device[mine].busy_ns,
