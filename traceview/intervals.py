@@ -330,7 +330,47 @@ PACK_BLOCK = 1 << PACK_SHIFT
 PACK_MAX = 2**32 - 2
 
 
-class PackedTimes:
+# What the stand-in columns (PackedTimes here, io.columns.IdColumn) share with the
+# one-dimensional int arrays they stand for. Not np.ndarray subclasses: a subclass holds
+# the dense values, and not holding them is the point of both.
+class OneDimensional:
+    """A column of ``n`` values (``n`` a slot or attribute of the subclass)."""
+
+    __slots__ = ()
+    n: int
+
+    @property
+    def size(self) -> int:
+        return self.n
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    @property
+    def ndim(self) -> int:
+        return 1
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def positions(key, n: int) -> np.ndarray:
+    """An index array or boolean mask over ``n`` values as int64 positions in ``[0, n)``,
+    negative indices counted from the end, as numpy reads them (IndexError likewise)."""
+    idx = np.asarray(key)
+    if idx.dtype == bool:
+        if idx.shape != (n,):
+            raise IndexError("boolean index of the wrong length")
+        idx = np.flatnonzero(idx)
+    idx = idx.astype(np.int64)
+    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+        raise IndexError(f"index out of bounds for size {n}")
+    idx[idx < 0] += n
+    return idx
+
+
+class PackedTimes(OneDimensional):
     """A sorted (non-decreasing) int64 ns column, packed: values ``[lo, lo + n)`` of
     ``base[i >> PACK_SHIFT] + off[i]``. Reads as the int64 array it stands for where
     explain reads its segment bounds: an index, a slice, an index array or mask (int64
@@ -366,27 +406,12 @@ class PackedTimes:
         return PackedTimes(self.base, self.off, self.lo + lo, n)
 
     @property
-    def size(self) -> int:
-        return self.n
-
-    @property
-    def shape(self) -> tuple[int]:
-        return (self.n,)
-
-    @property
-    def ndim(self) -> int:
-        return 1
-
-    @property
     def dtype(self) -> np.dtype:
         return np.dtype(np.int64)
 
     @property
     def nbytes(self) -> int:
         return self.n * self.off.itemsize + ((self.n >> PACK_SHIFT) + 1) * self.base.itemsize
-
-    def __len__(self) -> int:
-        return self.n
 
     def _at(self, j: np.ndarray) -> np.ndarray:
         """Values at storage indices ``j`` (int64 array)."""
@@ -416,15 +441,7 @@ class PackedTimes:
                 raise IndexError(f"index {int(key)} is out of bounds for size {self.n}")
             j = self.lo + i
             return np.int64(int(self.base[j >> PACK_SHIFT]) + int(self.off[j]))
-        key = np.asarray(key)
-        if key.dtype == bool:
-            if key.shape != (self.n,):
-                raise IndexError("boolean index of the wrong length")
-            key = np.flatnonzero(key)
-        idx = key.astype(np.int64)
-        if idx.size and (int(idx.min()) < -self.n or int(idx.max()) >= self.n):
-            raise IndexError(f"index out of bounds for size {self.n}")
-        idx[idx < 0] += self.n
+        idx = positions(key, self.n)
         idx += self.lo
         return self._at(idx)
 

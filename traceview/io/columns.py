@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.intervals import OneDimensional, positions
 from traceview.io.events import decode_args
 from traceview.io.exact_time import MISSING
 
@@ -98,7 +99,7 @@ class _Flags:
         self._owner.vals.flags.writeable = value
 
 
-class IdColumn:
+class IdColumn(OneDimensional):
     """A row-sized id column that holds ids on few rows (correlation ids: a cold compile
     has tens of millions of Python frames and a few hundred launches), kept as the rows
     that have one (sorted) and their ids; every other row reads ``absent`` (-1). Read as
@@ -127,27 +128,12 @@ class IdColumn:
         return IdColumn(int(dense.size), rows, dense[rows], absent)
 
     @property
-    def size(self) -> int:
-        return self.n
-
-    @property
-    def shape(self) -> tuple[int]:
-        return (self.n,)
-
-    @property
-    def ndim(self) -> int:
-        return 1
-
-    @property
     def dtype(self) -> np.dtype:
         return self.vals.dtype
 
     @property
     def flags(self) -> _Flags:
         return _Flags(self)
-
-    def __len__(self) -> int:
-        return self.n
 
     def _at(self, idx: np.ndarray) -> np.ndarray:
         out = np.full(idx.shape, self.absent, self.vals.dtype)
@@ -165,16 +151,7 @@ class IdColumn:
             if not 0 <= i < self.n:
                 raise IndexError(f"index {int(key)} is out of bounds for size {self.n}")
             return self._at(np.asarray([i]))[0]
-        idx = np.asarray(key)
-        if idx.dtype == bool:
-            if idx.shape != (self.n,):
-                raise IndexError("boolean index of the wrong length")
-            idx = np.flatnonzero(idx)
-        idx = idx.astype(np.int64)
-        if idx.size and (int(idx.min()) < -self.n or int(idx.max()) >= self.n):
-            raise IndexError(f"index out of bounds for size {self.n}")
-        idx[idx < 0] += self.n
-        return self._at(idx)
+        return self._at(positions(key, self.n))
 
     def __setitem__(self, key, value) -> None:
         """Never written in place (as a read-only numpy column, ValueError): ``with_ids``
