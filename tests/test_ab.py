@@ -334,6 +334,58 @@ def test_same_process_ab_finds_a_delay_between_two_callables(tmp_path, monkeypat
     assert doc["order"].startswith("both sides in each process")
 
 
+FIRST_BUILT_SLOWER = textwrap.dedent('''
+    import time
+    import torch
+
+    FIRST = []
+
+    def spin(ns):
+        end = time.perf_counter_ns() + ns
+        while time.perf_counter_ns() < end:
+            pass
+
+    def add(a, b):
+        # the first inputs this process ever sees (the side it built first: its
+        # correctness check is the first call) are 20 us slower for the process's life
+        if not FIRST:
+            FIRST.append(id(a))
+        if FIRST[0] == id(a):
+            spin(20_000)
+        return torch.add(a, b)
+''')
+
+
+@pytest.mark.capture
+@pytest.mark.parametrize("start", [[], ["--spawn"]], ids=["forked", "spawned"])
+def test_same_process_alternates_which_side_is_built_first(tmp_path, monkeypatch, start):
+    """A planted lean that follows the build order, not the variant (an A/A of one
+    callable that is 20 us slower for whichever side's inputs it saw first): rounds build A
+    first in even rounds and B first in odd ones, so the lean reads -20 us and +20 us in
+    alternate rounds and the A/A is not called a difference. Always building A first read
+    B 20 us faster in every round ("B faster")."""
+    pytest.importorskip("torch")
+    from traceview.cli.app import app
+
+    (tmp_path / "leanfns.py").write_text(FIRST_BUILT_SLOWER)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, [
+        "ab", "--no-split", "--op", "add", "--shape", "4x64", "--device", "cpu",
+        "--warmup", "2", "--baseline-n", "30", "--rounds", "4", "--same-process",
+        "--blocks", "4", "--a-fn", "leanfns:add", "--b-fn", "leanfns:add",
+        "--format", "json", *start])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    procs = sorted(doc["sides"]["A"]["processes"], key=lambda p: p["round"])
+    assert [p["built_first"] for p in procs] == ["A", "B", "A", "B"]
+    for p in procs:  # the side built first is the slower one, by about the planted 20 us
+        lean = p["pair_estimate_ns"] if p["built_first"] == "A" else -p["pair_estimate_ns"]
+        assert -30_000 < lean < -15_000, procs
+    c = doc["comparisons"]["full_api_ns_p50"]
+    assert c["b_faster_rounds"] == 2 and c["b_slower_rounds"] == 2, c
+    assert c["verdict"] not in ("B faster", "B slower"), c
+
+
 @pytest.mark.capture
 def test_same_process_refuses_sides_that_need_two_interpreters(tmp_path, monkeypatch):
     pytest.importorskip("torch")

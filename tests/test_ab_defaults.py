@@ -170,6 +170,22 @@ def test_accuracy_counts_resolved_and_covered_runs():
     assert [a["quiet"] for a in aa] == [True, False] and aa[0]["resolved"] is None
 
 
+def test_build_order_lean_is_half_the_difference_of_the_two_orders():
+    """Rounds whose blocks are planted so that the side built first is 60 ns slower on
+    top of a +1 us difference: A-first rounds read B - A = +940 ns, B-first ones +1060 ns;
+    the lean is their half difference, +60 ns, and rounds without ``built_first`` (results
+    recorded before the order alternated) give None."""
+    def rnd(first, diff):
+        a = [10_000, 10_000]  # two pairs, A B then B A: every pair reads ``diff``
+        return {"a": a, "b": [x + diff for x in a], "built_first": first}
+
+    rounds = [rnd("A", 940), rnd("B", 1060), rnd("A", 940), rnd("B", 1060), rnd("A", 940)]
+    lean = cal.build_order_lean(rounds)
+    assert lean == {"a_first_ns": 940, "b_first_ns": 1060, "rounds": [3, 2], "lean_ns": 60}
+    assert cal.build_order_lean([{**r, "built_first": None} for r in rounds]) is None
+    assert cal.build_order_lean([r for r in rounds if r["built_first"] == "A"]) is None
+
+
 def test_acceptance_lines_pass_at_nine_of_ten(tmp_path):
     summary = {"same_1us": {"planted_ns": 1000, "runs": _runs(RUNS),
                             "truth": {"estimate_ns": 1500.0,

@@ -35,6 +35,7 @@ from typing import Any
 
 from traceview.multi import block_pairs
 from traceview.paired import compare
+from traceview.stats import median
 
 STEPS = {"same_1us": 1000, "same_aa": 0, "fresh_3us": 3000, "fresh_aa": 0}
 #: The callable of tools/planted_delay_add.py whose cost tools/planted_delay_truth.py
@@ -100,7 +101,8 @@ def rounds_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
                         "recorded_ns": pb["vs_reference_ns"] - pa["vs_reference_ns"]})
         else:
             out.append({"a": pa["blocks_full_ns"], "b": pb["blocks_full_ns"],
-                        "recorded_ns": pb["pair_estimate_ns"]})
+                        "recorded_ns": pb["pair_estimate_ns"],
+                        "built_first": pa.get("built_first")})
     return out
 
 
@@ -110,6 +112,22 @@ def round_diff(r: dict[str, Any]) -> int:
         return (block_pairs.estimate(r["b_ref"], r["b"]).estimate_ns
                 - block_pairs.estimate(r["a_ref"], r["a"]).estimate_ns)
     return block_pairs.estimate(r["a"], r["b"]).estimate_ns
+
+
+def build_order_lean(rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The rounds' B - A by which side their process built first: the median over the
+    A-first rounds, over the B-first ones, and half their difference (the lean that
+    building a side first gives it; alternating by round cancels it in the estimate).
+    None for results recorded before the build order alternated."""
+    by: dict[str, list[int]] = {"A": [], "B": []}
+    for r in rounds:
+        if r.get("built_first") in by:
+            by[r["built_first"]].append(round_diff(r))
+    if not by["A"] or not by["B"]:
+        return None
+    a_first, b_first = (int(median(by[x])) for x in ("A", "B"))
+    return {"a_first_ns": a_first, "b_first_ns": b_first,
+            "rounds": [len(by["A"]), len(by["B"])], "lean_ns": round((b_first - a_first) / 2)}
 
 
 def judge(diffs: list[int], alpha: float = 0.05) -> dict[str, Any]:
@@ -149,7 +167,7 @@ def summarize(folders: list[Path]) -> dict[str, Any]:
                     "block_calls": proto.get("baseline_n")
                     or _chosen(proto.get("block_calls")),
                     "seconds": sum(p["seconds"] or 0 for p in parts), "parts": parts,
-                    "rounds": rounds,
+                    "rounds": rounds, "build_order": build_order_lean(rounds),
                     "runs": [judge(diffs[i:i + RUN]) for i in range(0, len(diffs), RUN)]}
         truth = truths(folders).get(TRUTH_OF.get(name, ""))
         if truth is not None:
@@ -208,6 +226,13 @@ def acceptance(summary: dict[str, Any], serve: dict[str, Any] | None = None) -> 
                          f"{_verdict(quiet, n)}")
         if rows:
             lines.append(f"  {rows}")
+        lean = s.get("build_order")
+        if lean is not None:
+            lines.append(f"  by build order: B - A {_us(lean['a_first_ns'])} us over "
+                         f"{lean['rounds'][0]} rounds building A first, "
+                         f"{_us(lean['b_first_ns'])} us over {lean['rounds'][1]} building B "
+                         f"first: the side built first reads {_us(lean['lean_ns'])} us slower "
+                         "(the alternation cancels it)")
     if serve is not None:
         lines.append(f"serve cold: {serve['wall_s']:.1f} s (bound {SERVE_COLD_S} s), "
                      f"complete {serve['complete']}: "

@@ -9,7 +9,9 @@ measured in the same process, so it cancels in their difference.
 
 Reads ``{"a": config, "b": config, "blocks": K}`` (``runner.wire`` configs; with
 ``"block_ns": T`` the calls per block are chosen here, :func:`block_calls`) on
-stdin. Builds each side's seeded inputs and implementation, checks each first output
+stdin, with the round's number as ``"round"``. Builds each side's seeded inputs and
+implementation (A first in even rounds, B first in odd ones: :func:`build_order`), checks
+each first output
 against the float64 reference, warms both up, then runs ``K`` blocks per side (``K``
 even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side goes
 first in half of the pairs); a block is one side's ``baseline_n`` (or the chosen
@@ -93,8 +95,20 @@ def block_order(blocks: int) -> list[str]:
     return [side for i in range(blocks) for side in (("A", "B") if i % 2 == 0 else ("B", "A"))]
 
 
+def build_order(round_: int) -> tuple[str, str]:
+    """Which side a round's process builds first: A in even rounds, B in odd ones.
+
+    Why: whatever a process builds first (its seeded inputs, its closure, the memory they
+    take) can make that side's calls a little faster or slower for the life of the process
+    in a way that is no difference between the variants. On the H200 an A/A always built A
+    first read B +50 to +80 ns slower, and the interval covered a planted delay's true cost
+    in only 7 of 10 runs. Alternating the order by round turns that into a lean of
+    opposite sign in half the rounds, which the rounds' paired statistics cancel."""
+    return ("B", "A") if round_ % 2 else ("A", "B")
+
+
 def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
-                 block_ns: int | None = None) -> dict[str, Any]:
+                 block_ns: int | None = None, first: str = "A") -> dict[str, Any]:
     from traceview.checks import correctness
     from traceview.opcapture import baseline as baseline_mod
     from traceview.opcapture.metadata import versions
@@ -108,8 +122,11 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
     mark("cuda_init")
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        sides = {label: prepare(cfg, dev, stack, check=correctness.check)
-                 for label, cfg in (("A", config_a), ("B", config_b))}
+        configs = {"A": config_a, "B": config_b}
+        order = ("A", "B") if first == "A" else ("B", "A")
+        built = {label: prepare(configs[label], dev, stack, check=correctness.check)
+                 for label in order}
+        sides = {label: built[label] for label in ("A", "B")}
         mark("build_compile_warmup")
         n = config_a.baseline_n
         pilot_ns = None
@@ -129,7 +146,6 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
             s, c = baseline_mod.amortized(dev, call, n)
             submit[label].append(s)
             complete[label].append(c)
-        configs = {"A": config_a, "B": config_b}
         p50s = {label: int(median(samples[label])) for label in configs}
         for label in configs:
             out[label] = {
@@ -157,6 +173,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
             for label in configs:
                 out[label]["device_ns"] = None
     mark("measure")
+    out["built_first"] = first
     out["versions"] = versions(dev.torch)
     out["device"] = dev.info()
     return out
@@ -174,7 +191,8 @@ def measure_both(text: str) -> dict[str, Any]:
     import_libraries(phases, triton="triton" in (config_a.impl, config_b.impl))
     block_ns = doc.get("block_ns")
     out = measure_pair(config_a, config_b, int(doc["blocks"]), phases,
-                       block_ns=None if block_ns is None else int(block_ns))
+                       block_ns=None if block_ns is None else int(block_ns),
+                       first=build_order(int(doc.get("round", 0)))[0])
     out["phases_ns"] = phases.ns
     return out
 

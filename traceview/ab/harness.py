@@ -456,7 +456,8 @@ def pair_side(configs: Mapping[str, Any], made: Mapping[str, ChildSpec],
                         **({} if block_ns is None else {"block_ns": block_ns})},
                 python=a.python, env=pair_env, path=a.path, cwd=a.cwd, cpus=a.cpus,
                 call="traceview.ab.ab_pair_child:measure_both",
-                preload=preload_for(*(c.impl for c in configs.values())))
+                preload=preload_for(*(c.impl for c in configs.values())),
+                round_key="round")
 
 
 def _described(label: str, config: Any, side: ChildSpec, opts: Mapping[str, Any],

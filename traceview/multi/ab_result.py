@@ -32,9 +32,10 @@ FIGURE_LABELS = {
 }
 #: What a process may also report: its blocks (``--same-process``, ``--reference``), the
 #: round's B - A from neighbouring blocks, its figure against the reference, the calls
-#: per block it chose from the call's time (``--same-process`` without ``--baseline-n``).
+#: per block it chose from the call's time (``--same-process`` without ``--baseline-n``),
+#: which side it built first (``--same-process``: alternating by round).
 PER_PROCESS_EXTRA = ("blocks_full_ns", "pair_estimate_ns", "pair_estimate",
-                     "vs_reference_ns", "reference", "block_calls")
+                     "vs_reference_ns", "reference", "block_calls", "built_first")
 METHOD = ("Hodges-Lehmann estimate of the paired per-round difference B - A (with both "
           "sides in one process, or each against one reference call: the mean of the "
           "median A->B and the median B->A neighbouring-block differences); exact "

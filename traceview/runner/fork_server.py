@@ -150,7 +150,7 @@ class Template:
         out, err = (self.folder / f"round{round_ + 1}.{x}" for x in ("stdout", "stderr"))
         t0 = time.perf_counter_ns()
         try:
-            self._send({"config": json.dumps(self.side.config), "stdout": str(out),
+            self._send({"config": self.side.config_text(round_), "stdout": str(out),
                         "stderr": str(err)})
             self._reply(timeout_s, "forked")
             done = self._reply(timeout_s, "done")

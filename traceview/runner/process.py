@@ -64,6 +64,16 @@ class ChildSpec:
     call: str | None = None
     #: Modules the template imports before it forks (``"?name"``: only if importable).
     preload: tuple[str, ...] = ()
+    #: When set, each round's config (a JSON object) also carries the round's number
+    #: (from 0) under this key, so a child can counterbalance by round what it must do in
+    #: some order (``ab --same-process`` builds the two sides in alternating order).
+    round_key: str | None = None
+
+    def config_text(self, round_: int) -> str:
+        """The JSON text round ``round_``'s child reads on stdin."""
+        if self.round_key is None:
+            return json.dumps(self.config)
+        return json.dumps({**self.config, self.round_key: round_})
 
     def describe(self) -> dict[str, Any]:
         return {"label": self.label, "python": self.python, "env": dict(self.env),
@@ -134,7 +144,7 @@ def run_process(spec: ChildSpec, round_: int = 0, timeout_s: float = CHILD_TIMEO
     env = child_env(spec)
     env[SPAWNED_ENV] = str(time.monotonic_ns())  # the child's start-to-ready clock
     try:
-        done = spawn([spec.python, *spec.entry], json.dumps(spec.config), env,
+        done = spawn([spec.python, *spec.entry], spec.config_text(round_), env,
                      timeout_s=timeout_s, cwd=spec.cwd, cpus=spec.cpus)
     except OSError as exc:
         raise CaptureError(f"{where}: cannot start {spec.python!r}: {exc.strerror}") from None
