@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from traceview.report.claims import Claim, Figure, Relation, pointer, rel
+
 
 def _dims(v: list[int] | None) -> str:
     return "(" + ", ".join(map(str, v)) + ")" if v else "?"
@@ -28,6 +30,26 @@ def describe(block: dict[str, Any] | None, limit: int = 4) -> str:
     vary = "" if block.get("same_every_call", True) else \
         f"; NOT the same in all {block.get('calls')} probed calls"
     return "; ".join(parts) + more + vary
+
+
+def describe_claim(cid: str, lead: str, block: dict[str, Any] | None, at: tuple[str, ...],
+                   limit: int = 4) -> Claim:
+    """``lead`` and ``describe``'s line as a claim over the document holding ``block`` at
+    ``at``: each kernel's count per call it shows, the kernels it leaves out (all of
+    them counted: the block's list) and the probed calls where they varied."""
+    figs: list[Figure] = []
+    rels: list[Relation] = []
+    if block and not block.get("note"):
+        ks = block.get("kernels") or []
+        figs += [Figure(f"count:{i}", k["count"], pointer(*at, "kernels", i, "count"))
+                 for i, k in enumerate(ks[:limit])]
+        if len(ks) > limit:
+            figs += [Figure("kernels", len(ks), pointer(*at, "kernels")),
+                     Figure("shown", limit), Figure("rest", len(ks) - limit)]
+            rels.append(rel("sum", "shown", "rest", "kernels"))
+        if ks and not block.get("same_every_call", True):
+            figs.append(Figure("calls", block.get("calls"), pointer(*at, "calls")))
+    return Claim(cid, lead + describe(block, limit), tuple(figs), tuple(rels))
 
 
 def differences(a: dict[str, Any] | None, b: dict[str, Any] | None,
