@@ -117,11 +117,11 @@ def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[i
 @laid_out
 def render_diff_console(d: Diff, console: Console) -> None:
     console.print(Text(header_claims(d)[0].text))
-    shown, rest = top_warnings(d.warnings)
-    for w in shown:
+    for w in top_warnings(d.warnings)[0]:
         console.print(Text(f"warning: {w}", style="yellow"))
-    if rest:
-        console.print(Text(f"warning: {rest}", style="yellow"))
+    left_out = warnings_claim(d.warnings)
+    if left_out is not None:
+        console.print(Text(f"warning: {left_out.text}", style="yellow"))
     # the verdict first: the tables after it are its evidence, and profiled differences
     # read before it would look like the answer
     console.print(Text(f"verdict: {verdict_line(d)}", style="bold"))
