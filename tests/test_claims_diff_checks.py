@@ -57,6 +57,7 @@ def _diff_problems(d: Diff) -> list[str]:
     from traceview.multi.compare import KERNEL_ROWS, kernel_row_claims
     from traceview.render.diff_report import claims_printed
     from traceview.render.diff_top import TOP_FUNCTIONS, TOP_KERNELS, TOP_WARNINGS
+    from traceview.report.kernel_words import difference_claims
 
     doc, text, md = _diff_outputs(d)
     claims = claims_printed(d)
@@ -101,6 +102,13 @@ def _diff_problems(d: Diff) -> list[str]:
             out.append(f"the kernel rows' differences are not their claims' texts: "
                        f"{ku['differences']}")
         out += check_all(rows, doc)
+    elif ku and ku.get("before") is not None and ku.get("differences") is not None:
+        said = difference_claims(ku["before"], ku["after"], ("before", "after"),
+                                 (("kernels_used", "before"), ("kernels_used", "after")))
+        if said is None or [c.text for c in said] != ku["differences"]:
+            out.append(f"the probe's differences are not their claims' texts: "
+                       f"{ku['differences']}")
+        out += check_all(said or [], doc)
     return out
 
 
@@ -275,6 +283,48 @@ def test_kernels_said_the_same_where_a_count_per_call_differs_are_caught():
     assert check(_with(c, **{"count_after:0": 7}), moved)[-1].startswith(
         "diff-kernels-launched: ratio('count_after:0', 'calls_after', 'per_call:0') does not "
         "hold")
+
+
+def _probe(*kernels: tuple[str, int, list[int]]) -> dict[str, Any]:
+    """capture's kernel probe block: (name, count per call, grid) per row."""
+    return {"calls": 3, "same_every_call": True, "kernels": [
+        {"name": n, "kind": "kernel", "grid": g, "block": [128, 1, 1], "count": c}
+        for n, c, g in kernels]}
+
+
+def test_kernels_the_probe_says_differ_are_claims_that_hold():
+    """From capture's probe: a kernel launched once per call before and, in two grids,
+    once each after (two per call), and one only before. Each side's line and the
+    differences hold and are printed; a row's count moved is caught, and a per-call count
+    said other than its rows' sum breaks the sum."""
+    from traceview.metadata import CaptureMeta
+    from traceview.multi.compare import kernels_used
+    from traceview.render.diff_report import kernels_used_claims
+
+    before = _probe(("add", 1, [16, 1, 1]), ("copy", 1, [4, 1, 1]))
+    after = _probe(("add", 1, [16, 1, 1]), ("add", 1, [8, 1, 1]))
+
+    class _Side:  # what ``kernels_used`` reads of a report: its capture's probe
+        def __init__(self, block: dict[str, Any]) -> None:
+            self.capture_meta = CaptureMeta(kernels_used=block)
+
+    ku = kernels_used(_Side(before), _Side(after), [])  # type: ignore[arg-type]
+    assert ku is not None and ku["same"] is False
+    assert ku["differences"] == ["add: 1 per call in before, 2 in after",
+                                 "add: grid/block (16, 1, 1) (128, 1, 1) in before, "
+                                 "(16, 1, 1) (128, 1, 1), (8, 1, 1) (128, 1, 1) in after",
+                                 "only before launched copy"]
+    d = Diff("a", "b", 3, 3, [_api()], [], kernels_used=ku)
+    assert _diff_problems(d) == []
+    line = kernels_used_claims(d)[-1]
+    assert line.id == "diff-kernels-launched" and check(line, d.as_dict()) == []
+    moved = d.as_dict()
+    moved["kernels_used"]["after"]["kernels"][1]["count"] = 2
+    assert check(line, moved) == ["diff-kernels-launched: d0.count1:1 is 1, the report has 2 "
+                                  "at /kernels_used/after/kernels/1/count"]
+    assert check(_with(line, **{"d0.per_call1": 3}), d.as_dict()) == [
+        "diff-kernels-launched: sum('d0.count1:0', 'd0.count1:1', 'd0.per_call1') does not "
+        "hold: the parts add up to 2, not 3"]
 
 
 # --- annotate ----------------------------------------------------------------------------

@@ -105,6 +105,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "one kernel the traces' rows differ in: launched on one side only, "
          "or as a different number per call (each side's launches over its "
          "calls)"),
+    Code("kernels-differ", "info",
+         "one way two variants' kernels from capture's probe differ: a kernel one "
+         "launched, counts per call (each its rows' counts summed), grids"),
     Code("diff-kernels-probe", "info",
          "one side's kernels per call from capture's probe: each kernel's "
          "count, those left out, the probed calls where they varied"),

@@ -172,10 +172,11 @@ def kernels_used_claims(d: Diff) -> list[Claim]:
     """``kernels launched: the same ...`` or ``kernels launched DIFFER: ...`` (and, from
     capture's probe, each side's kernels) as claims over the diff document: each side's
     kernels per call where the probe recorded them, the differences' figures (from the
-    traces' kernel rows: each side's launches over its calls) or, where the same, every
-    kernel's one count per call on both sides."""
+    traces' kernel rows: each side's launches over its calls; from the probe: each
+    side's counts per call) or, where the rows are the same, every kernel's one count
+    per call on both sides."""
     from traceview.multi.compare import KERNEL_ROWS, kernel_row_claims, same_rows_figures
-    from traceview.report.kernel_words import describe_claim
+    from traceview.report.kernel_words import describe_claim, difference_claims
 
     ku = d.kernels_used
     if not ku or ku.get("same") is None:
@@ -193,8 +194,11 @@ def kernels_used_claims(d: Diff) -> list[Claim]:
                          f"kernels launched: the same in both ({ku['source']})",
                          tuple(figs), tuple(rels)))
     else:
-        parts = kernel_row_claims(d.kernels, d.calls_before, d.calls_after) if rows else []
-        said = [c.text for c in parts] if rows else list(ku["differences"])
+        parts = (kernel_row_claims(d.kernels, d.calls_before, d.calls_after) if rows
+                 else difference_claims(ku["before"], ku["after"], ("before", "after"),
+                                        (("kernels_used", "before"),
+                                         ("kernels_used", "after"))) or [])
+        said = [c.text for c in parts]
         figs = [Figure(f"d{j}.{f.name}", f.value, f.path) for j, c in enumerate(parts)
                 for f in c.figures]
         rels = [Relation(r.kind, tuple(f"d{j}.{n}" for n in r.figures))

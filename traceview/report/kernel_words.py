@@ -56,30 +56,58 @@ def differences(a: dict[str, Any] | None, b: dict[str, Any] | None,
                 names: tuple[str, str] = ("A", "B")) -> list[str] | None:
     """How the kernels of two variants differ, one sentence each; [] when they launched
     the same kernels with the same counts and grids; None when a side has no record."""
+    found = difference_claims(a, b, names)
+    return None if found is None else [c.text for c in found]
+
+
+def difference_claims(a: dict[str, Any] | None, b: dict[str, Any] | None,
+                      names: tuple[str, str] = ("A", "B"),
+                      at: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+                      ) -> list[Claim] | None:
+    """``differences``' sentences as claims over the document holding the two blocks at
+    ``at`` (each block's path; None: the figures cite no path): a kernel's count per
+    call on each side, the sum of its rows' counts there (a kernel of several grids has
+    a row per grid)."""
     if not a or not b or a.get("note") or b.get("note"):
         return None
     x, y = names
-    ka: dict[str, list[dict[str, Any]]] = {}
-    kb: dict[str, list[dict[str, Any]]] = {}
+    ka: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    kb: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for src, dst in ((a, ka), (b, kb)):
-        for k in src.get("kernels") or []:
-            dst.setdefault(k["name"], []).append(k)
+        for i, k in enumerate(src.get("kernels") or []):
+            dst.setdefault(k["name"], []).append((i, k))
+
+    def counts(side: int, rows: list[tuple[int, dict[str, Any]]]) -> list[Figure]:
+        base = None if at is None else at[side]
+        return [Figure(f"count{side}:{i}", k["count"],
+                       None if base is None else pointer(*base, "kernels", i, "count"))
+                for i, k in rows]
+
     out = []
     for name in sorted(set(ka) | set(kb)):
         if name not in kb:
-            out.append(f"only {x} launched {name}")
+            out.append(Claim("kernels-differ", f"only {x} launched {name}",
+                             tuple(counts(0, ka[name]))))
             continue
         if name not in ka:
-            out.append(f"only {y} launched {name}")
+            out.append(Claim("kernels-differ", f"only {y} launched {name}",
+                             tuple(counts(1, kb[name]))))
             continue
-        ca, cb = sum(k["count"] for k in ka[name]), sum(k["count"] for k in kb[name])
+        ca, cb = sum(k["count"] for _, k in ka[name]), sum(k["count"] for _, k in kb[name])
         if ca != cb:
-            out.append(f"{name}: {ca} per call in {x}, {cb} in {y}")
-        ga = sorted(_dims(k["grid"]) + " " + _dims(k["block"]) for k in ka[name])
-        gb = sorted(_dims(k["grid"]) + " " + _dims(k["block"]) for k in kb[name])
+            fa, fb = counts(0, ka[name]), counts(1, kb[name])
+            out.append(Claim("kernels-differ", f"{name}: {ca} per call in {x}, {cb} in {y}",
+                             (*fa, *fb, Figure("per_call0", ca), Figure("per_call1", cb)),
+                             (rel("sum", *(f.name for f in fa), "per_call0"),
+                              rel("sum", *(f.name for f in fb), "per_call1"))))
+        ga = sorted(_dims(k["grid"]) + " " + _dims(k["block"]) for _, k in ka[name])
+        gb = sorted(_dims(k["grid"]) + " " + _dims(k["block"]) for _, k in kb[name])
         if ga != gb:
-            out.append(f"{name}: grid/block {', '.join(ga)} in {x}, {', '.join(gb)} in {y}")
+            out.append(Claim("kernels-differ", f"{name}: grid/block {', '.join(ga)} in {x}, "
+                             f"{', '.join(gb)} in {y}", ()))
     for label, blk in ((x, a), (y, b)):
         if not blk.get("same_every_call", True):
-            out.append(f"{label} did not launch the same kernels in every probed call")
+            out.append(Claim("kernels-differ",
+                             f"{label} did not launch the same kernels in every probed call",
+                             ()))
     return out
