@@ -85,8 +85,8 @@ def _diff_problems(d: Diff) -> list[str]:
              TOP_WARNINGS),
             ("functions (--format json)", len(cp.get("functions") or ()), TOP_FUNCTIONS),
             ("kernel changes (--format json)", changed, TOP_KERNELS)):
-        c = more.pop(what, None)
-        said = None if c is None else (c.value("total"), c.value("shown"), c.value("rest"))
+        m = more.pop(what) if what in more else None
+        said = None if m is None else (m.value("total"), m.value("shown"), m.value("rest"))
         want = (total, top, total - top) if total > top else None
         if said != want:
             out.append(f"+N more {what}: the claim says {said}, the JSON lists {want}")
@@ -103,12 +103,12 @@ def _diff_problems(d: Diff) -> list[str]:
                        f"{ku['differences']}")
         out += check_all(rows, doc)
     elif ku and ku.get("before") is not None and ku.get("differences") is not None:
-        said = difference_claims(ku["before"], ku["after"], ("before", "after"),
+        made = difference_claims(ku["before"], ku["after"], ("before", "after"),
                                  (("kernels_used", "before"), ("kernels_used", "after")))
-        if said is None or [c.text for c in said] != ku["differences"]:
+        if made is None or [c.text for c in made] != ku["differences"]:
             out.append(f"the probe's differences are not their claims' texts: "
                        f"{ku['differences']}")
-        out += check_all(said or [], doc)
+        out += check_all(made or [], doc)
     return out
 
 
@@ -308,7 +308,7 @@ def test_kernels_the_probe_says_differ_are_claims_that_hold():
         def __init__(self, block: dict[str, Any]) -> None:
             self.capture_meta = CaptureMeta(kernels_used=block)
 
-    ku = kernels_used(_Side(before), _Side(after), [])  # type: ignore[arg-type]
+    ku = kernels_used(_Side(before), _Side(after), [])
     assert ku is not None and ku["same"] is False
     assert ku["differences"] == ["add: 1 per call in before, 2 in after",
                                  "add: grid/block (16, 1, 1) (128, 1, 1) in before, "
