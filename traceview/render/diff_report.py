@@ -3,6 +3,10 @@
 Three tables, in the order a reader should trust them: the unprofiled figures (the
 speed verdict rests on these), the profiled per-call figures (titled as diagnosis),
 and the code-path changes. Readable at 80 columns: metric names in full, wrapping.
+
+Every sentence with a figure is a claim over the diff's JSON (``claims_printed``): the
+document's own (the verdict, the machine-speed note), the header, the counts of what the
+terminal leaves out (``diff_top``) and the kernels' lines.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ a failure report (``traceview_check``, with ``cache_check`` inside it for the ca
 check), the cache check's passing result (``traceview_cache_check``) and the layout
 matrix (``traceview_check_layouts``). ``failure_headline`` is also the exception's
 message.
+
+Every line with a figure is a claim over the report it is printed from
+(``report.claims``: ``failure_claims``, ``cache_check_claims``,
+``cache_check_pass_claims``, ``layouts_title_claim``), made with its text from the same
+figures, so ``tests/test_claims_diff_checks.py`` reads each back against the report.
 """
 
 from __future__ import annotations
