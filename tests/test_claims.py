@@ -326,9 +326,10 @@ RENDERED_ELSEWHERE = {
 }
 
 
-def _worded_in(path: Path) -> set[tuple[str, str]]:
+def _worded_in(path: Path, source: re.Pattern[str] = FIGURE_SOURCE) -> set[tuple[str, str]]:
     """(module, function) of every f-string in ``path`` that formats a figure (as
-    ``_formatted_figures`` reads one), by the innermost function holding it."""
+    ``_formatted_figures`` reads one, or as ``source`` does), by the innermost function
+    holding it."""
     import ast
 
     out: set[tuple[str, str]] = set()
@@ -340,7 +341,7 @@ def _worded_in(path: Path) -> set[tuple[str, str]]:
             if isinstance(child, ast.JoinedStr) and any(
                     isinstance(v, ast.FormattedValue) and (
                         v.format_spec is not None
-                        or FIGURE_SOURCE.search(src := ast.unparse(v.value))
+                        or source.search(src := ast.unparse(v.value))
                         or any(f in src for f in FORMATTERS)) for v in child.values):
                 out.add((path.name, name))
             visit(child, name)

@@ -93,6 +93,64 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "all moved by about one factor: the profiled runs ran at different machine speeds"),
     Code("diff-unprofiled", "info", "diff's unprofiled line: the processes or rounds on "
          "each side and the difference's interval on the side of zero its word says"),
+    Code("diff-header", "info",
+         "diff's terminal header: each side's path and calls"),
+    Code("diff-heading", "info",
+         "diff's markdown line under its heading: each side's path and calls"),
+    Code("diff-more", "info",
+         "what diff's terminal leaves out of a long list (warnings, "
+         "functions, kernel changes): the items listed, those shown and the "
+         "rest adding up to them"),
+    Code("diff-kernel-rows", "info",
+         "one kernel the traces' rows differ in: launched on one side only, "
+         "or as a different number per call (each side's launches over its "
+         "calls)"),
+    Code("kernels-differ", "info",
+         "one way two variants' kernels from capture's probe differ: a kernel one "
+         "launched, counts per call (each its rows' counts summed), grids"),
+    Code("diff-kernels-probe", "info",
+         "one side's kernels per call from capture's probe: each kernel's "
+         "count, those left out, the probed calls where they varied"),
+    Code("diff-kernels-launched", "info",
+         "whether the two sides launched the same kernels: from the traces' "
+         "rows, every kernel on both sides at one count per call, or how "
+         "they differ"),
+    Code("check-failure", "info",
+         "the correctness check's failure headline: the wrong elements, some "
+         "of the elements, their share and the tolerances, or the time limit "
+         "a hang ran into"),
+    Code("check-element", "info",
+         "a compared element of a failed check (the worst, the first): its "
+         "index, the value got and expected, the error (the largest error at "
+         "least it)"),
+    Code("check-wrong", "info",
+         "a failed check's wrong elements, some of the elements, and per "
+         "dimension its indices holding one, some of the output's size there"),
+    Code("check-range", "info",
+         "whether a failed check's wrong values lie near the reference's "
+         "range or outside it: the values outside (none or some), the "
+         "range's ends in order"),
+    Code("check-layouts-title", "info",
+         "the layout matrix's title: the layouts that passed, some of the "
+         "layouts, one row each"),
+    Code("cache-check-failure", "info",
+         "the cache check's failure headline: the failing call, one of the "
+         "sequence's, its wrong elements, the calls before it that were "
+         "right"),
+    Code("cache-check-call", "info",
+         "the cache check's failing call, one of the sequence's calls"),
+    Code("cache-check-changed", "info",
+         "the call before the failing one that the change is from"),
+    Code("cache-check-also", "info",
+         "the other wrong calls of the cache check: those named and the "
+         "rest, with the failing call as many as the report lists"),
+    Code("cache-check-title", "info",
+         "the passing cache check's title: its calls, a row each"),
+    Code("cache-check-skipped", "info",
+         "a call the cache check skipped, and why"),
+    Code("cache-check-passed", "info",
+         "the passing cache check's last line: the calls that ran, the calls "
+         "less those skipped"),
     Code("ab-verdict", "info", "ab's verdict: the paired difference's estimate and "
          "interval, the rounds that agree, the share of A's median"),
     Code("serve-result", "info", "serve's one-line result: the measured throughput and "

@@ -302,16 +302,60 @@ def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
     nb, na = before.calls.count or 0, after.calls.count or 0
     if not nb or not na or not kernels:
         return None
-    diffs = []
-    for k in kernels:
+    diffs = [c.text for c in kernel_row_claims(kernels, nb, na) if c.id == "diff-kernel-rows"]
+    return {"source": KERNEL_ROWS, "same": not diffs, "differences": diffs}
+
+
+KERNEL_ROWS = "the traces' kernel rows (launches / calls; grids not compared)"
+
+
+def kernel_row_claims(kernels: list[dict[str, Any]], nb: int, na: int) -> list[Claim]:
+    """How the traces' kernel rows differ per call, one claim over the diff document per
+    kernel that differs: one only one side launched (none on the other), or one launched
+    a different number of times per call (each side's launches over its calls, as the
+    sentence shows them)."""
+    out = []
+    for i, k in enumerate(kernels):
+        at = ("kernels", i)
+        cb, ca = k["count_before"], k["count_after"]
+        figs = (Figure("count_before", cb, pointer(*at, "count_before")),
+                Figure("count_after", ca, pointer(*at, "count_after")))
         if k["status"] != "common":
-            diffs.append(f"only {'after' if k['status'] == 'added' else 'before'} launched "
-                         f"{k['name']}")
-        elif k["count_before"] * na != k["count_after"] * nb:
-            diffs.append(f"{k['name']}: {k['count_before'] / nb:.3g} per call before, "
-                         f"{k['count_after'] / na:.3g} after")
-    return {"source": "the traces' kernel rows (launches / calls; grids not compared)",
-            "same": not diffs, "differences": diffs}
+            side, gone, there = (("after", "count_before", "count_after")
+                                 if k["status"] == "added"
+                                 else ("before", "count_after", "count_before"))
+            out.append(Claim("diff-kernel-rows", f"only {side} launched {k['name']}",
+                             (*figs, Figure("zero", 0)),
+                             (rel("eq", gone, "zero"), rel("gt", there, "zero"))))
+        elif cb * na != ca * nb:
+            out.append(Claim(
+                "diff-kernel-rows", f"{k['name']}: {cb / nb:.3g} per call before, "
+                f"{ca / na:.3g} after",
+                (*figs, Figure("calls_before", nb, pointer("calls", "before")),
+                 Figure("calls_after", na, pointer("calls", "after")),
+                 Figure("per_call_before", cb / nb), Figure("per_call_after", ca / na)),
+                (rel("ratio", "count_before", "calls_before", "per_call_before"),
+                 rel("ratio", "count_after", "calls_after", "per_call_after"))))
+    return out
+
+
+def same_rows_figures(kernels: list[dict[str, Any]], nb: int, na: int
+                      ) -> tuple[list[Figure], list[Relation]]:
+    """What "the same in both" asserts of the traces' kernel rows: every kernel launched
+    on both sides, as many times per call (one per-call count, each side's launches over
+    its calls)."""
+    figs = [Figure("calls_before", nb, pointer("calls", "before")),
+            Figure("calls_after", na, pointer("calls", "after")), Figure("zero", 0)]
+    rels: list[Relation] = []
+    for i, k in enumerate(kernels):
+        at = ("kernels", i)
+        figs += [Figure(f"count_before:{i}", k["count_before"], pointer(*at, "count_before")),
+                 Figure(f"count_after:{i}", k["count_after"], pointer(*at, "count_after")),
+                 Figure(f"per_call:{i}", k["count_before"] / nb if nb else None)]
+        rels += [rel("gt", f"count_before:{i}", "zero"), rel("gt", f"count_after:{i}", "zero"),
+                 rel("ratio", f"count_before:{i}", "calls_before", f"per_call:{i}"),
+                 rel("ratio", f"count_after:{i}", "calls_after", f"per_call:{i}")]
+    return figs, rels
 
 
 def unlinked_warnings(before: Report, after: Report) -> list[str]:

@@ -3,6 +3,10 @@
 Three tables, in the order a reader should trust them: the unprofiled figures (the
 speed verdict rests on these), the profiled per-call figures (titled as diagnosis),
 and the code-path changes. Readable at 80 columns: metric names in full, wrapping.
+
+Every sentence with a figure is a claim over the diff's JSON (``claims_printed``): the
+document's own (the verdict, the machine-speed note), the header, the counts of what the
+terminal leaves out (``diff_top``) and the kernels' lines.
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ from traceview.multi.compare import Diff
 from traceview.render.diff_top import (
     KERNEL_HEADER,
     TOP_FUNCTIONS,
+    functions_claim,
+    kernels_claim,
     more,
     top_kernels,
     top_warnings,
+    warnings_claim,
 )
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
 from traceview.render.names import kernel_labels, short_frame, short_kernel
 from traceview.render.text import laid_out
+from traceview.report.claims import Claim, Figure, Relation, pointer
 from traceview.units import fmt_ns, fmt_signed_ns
 
 PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
@@ -112,13 +120,12 @@ def _table(title: str, header: list[str], rows: list[list[str]], widths: tuple[i
 
 @laid_out
 def render_diff_console(d: Diff, console: Console) -> None:
-    console.print(Text(f"before {d.before_path} ({d.calls_before} calls)\n"
-                       f"after  {d.after_path} ({d.calls_after} calls)"))
-    shown, rest = top_warnings(d.warnings)
-    for w in shown:
+    console.print(Text(header_claims(d)[0].text))
+    for w in top_warnings(d.warnings)[0]:
         console.print(Text(f"warning: {w}", style="yellow"))
-    if rest:
-        console.print(Text(f"warning: {rest}", style="yellow"))
+    left_out = warnings_claim(d.warnings)
+    if left_out is not None:
+        console.print(Text(f"warning: {left_out.text}", style="yellow"))
     # the verdict first: the tables after it are its evidence, and profiled differences
     # read before it would look like the answer
     console.print(Text(f"verdict: {verdict_line(d)}", style="bold"))
@@ -143,7 +150,7 @@ def render_diff_console(d: Diff, console: Console) -> None:
         console.print(_table("code path: what changed between the profiled traces (per call)",
                              CODE_HEADER, rows[:TOP_FUNCTIONS], (0, 6, 8, 8, 8, 11)))
         if len(rows) > TOP_FUNCTIONS:
-            console.print(Text(more(len(rows) - TOP_FUNCTIONS, "functions"), style="grey50"))
+            console.print(Text(more(functions_claim(cp["functions"])), style="grey50"))
         if any(r["status"].endswith("*") for r in cp["functions"]):
             console.print(Text(cp["status_note"], style="grey50"))
         if cp.get("families"):
@@ -165,29 +172,85 @@ def render_diff_console(d: Diff, console: Console) -> None:
         console.print(Text(line))
 
 
-def kernels_used_lines(d: Diff) -> list[str]:
+def kernels_used_claims(d: Diff) -> list[Claim]:
     """``kernels launched: the same ...`` or ``kernels launched DIFFER: ...`` (and, from
-    capture's probe, each side's kernels)."""
-    from traceview.report.kernel_words import describe
+    capture's probe, each side's kernels) as claims over the diff document: each side's
+    kernels per call where the probe recorded them, the differences' figures (from the
+    traces' kernel rows: each side's launches over its calls; from the probe: each
+    side's counts per call) or, where the rows are the same, every kernel's one count
+    per call on both sides."""
+    from traceview.multi.compare import KERNEL_ROWS, kernel_row_claims, same_rows_figures
+    from traceview.report.kernel_words import describe_claim, difference_claims
 
     ku = d.kernels_used
     if not ku or ku.get("same") is None:
         return []
     out = []
     if "before" in ku:
-        out += [f"kernels per call before: {describe(ku['before'])}",
-                f"kernels per call after:  {describe(ku['after'])}"]
-    out.append(f"kernels launched: the same in both ({ku['source']})" if ku["same"] else
-               f"kernels launched DIFFER ({ku['source']}): " + "; ".join(ku["differences"]))
+        out += [describe_claim("diff-kernels-probe", f"kernels per call {side}:{pad} ",
+                               ku[side], ("kernels_used", side))
+                for side, pad in (("before", ""), ("after", " "))]
+    rows = ku["source"] == KERNEL_ROWS
+    if ku["same"]:
+        figs, rels = (same_rows_figures(d.kernels, d.calls_before, d.calls_after) if rows
+                      else ([], []))
+        out.append(Claim("diff-kernels-launched",
+                         f"kernels launched: the same in both ({ku['source']})",
+                         tuple(figs), tuple(rels)))
+    else:
+        parts = (kernel_row_claims(d.kernels, d.calls_before, d.calls_after) if rows
+                 else difference_claims(ku["before"], ku["after"], ("before", "after"),
+                                        (("kernels_used", "before"),
+                                         ("kernels_used", "after"))) or [])
+        said = [c.text for c in parts]
+        figs = [Figure(f"d{j}.{f.name}", f.value, f.path) for j, c in enumerate(parts)
+                for f in c.figures]
+        rels = [Relation(r.kind, tuple(f"d{j}.{n}" for n in r.figures))
+                for j, c in enumerate(parts) for r in c.relations]
+        out.append(Claim("diff-kernels-launched",
+                         f"kernels launched DIFFER ({ku['source']}): " + "; ".join(said),
+                         tuple(figs), tuple(rels)))
     # full C++ signatures stay in the JSON; the text names kernels as the tables do
     names = sorted({k["name"] for k in d.kernels if isinstance(k.get("name"), str)},
                    key=len, reverse=True)
-    for i, line in enumerate(out):
+    for i, c in enumerate(out):
+        line = c.text
         for name in names:
             if name in line:
                 line = line.replace(name, short_kernel(name))
-        out[i] = line
+        out[i] = Claim(c.id, line, c.figures, c.relations)
     return out
+
+
+def kernels_used_lines(d: Diff) -> list[str]:
+    return [c.text for c in kernels_used_claims(d)]
+
+
+def header_claims(d: Diff) -> list[Claim]:
+    """The two sides and their calls: the terminal's header (``diff-header``) and the
+    markdown's line under its heading (``diff-heading``), each side's calls where the
+    diff document holds them."""
+    figs = (Figure("calls_before", d.calls_before, pointer("calls", "before")),
+            Figure("calls_after", d.calls_after, pointer("calls", "after")))
+    return [Claim("diff-header", f"before {d.before_path} ({d.calls_before} calls)\n"
+                                 f"after  {d.after_path} ({d.calls_after} calls)", figs),
+            Claim("diff-heading", f"before: {code(d.before_path)} ({d.calls_before} calls) "
+                                  f"· after: {code(d.after_path)} ({d.calls_after} calls)",
+                  figs)]
+
+
+def claims_printed(d: Diff) -> list[Claim]:
+    """Every claim the terminal or the markdown prints of ``d``, over its document: the
+    document's own (the verdict, the machine-speed note), the header, the counts of what
+    the terminal leaves out, the kernels' lines."""
+    from traceview.multi.compare import claims
+
+    cp = d.code_path or {}
+    more_claims = (warnings_claim(d.warnings),
+                   functions_claim(cp["functions"]) if cp.get("functions") else None,
+                   kernels_claim(d.kernels))
+    return [*claims(d), *header_claims(d), *(c for c in more_claims if c is not None),
+            *kernels_used_claims(d)]
 
 
 def verdict_line(d: Diff) -> str:
@@ -197,9 +260,7 @@ def verdict_line(d: Diff) -> str:
 
 
 def render_diff_markdown(d: Diff) -> str:
-    parts = ["### traceview diff: before / after",
-             (f"before: {code(d.before_path)} ({d.calls_before} calls) · after: "
-              f"{code(d.after_path)} ({d.calls_after} calls)")]
+    parts = ["### traceview diff: before / after", header_claims(d)[1].text]
     for w in d.warnings:
         parts.append(f"> **warning:** {esc(w)}")
     parts.append(f"**Verdict:** {esc(verdict_line(d))}")

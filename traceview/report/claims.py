@@ -14,7 +14,10 @@ runs it on every fixture and public trace, in every view). The claims are in the
 (``claims``; ``docs/json.md``), so any reader can run the same check.
 
 A figure without a path is a threshold (a named constant of ``report.findings``) or a
-figure derived from others, which a relation then fixes (a share: ``ratio``).
+figure derived from others, which a relation then fixes (a share: ``ratio``). A count
+whose path holds an array is that array's length ("+3 more functions", "12 of 17 layouts
+pass"): a document lists the items rather than counting them, and the count a sentence
+says is checked against the list itself.
 """
 
 from __future__ import annotations
@@ -177,6 +180,8 @@ def check(claim: Claim, doc: dict[str, Any]) -> list[str]:
         except KeyError as exc:
             out.append(f"{claim.id}: {f.name}: {exc.args[0]}")
             continue
+        if isinstance(got, list) and isinstance(f.value, int) and not isinstance(f.value, bool):
+            got = len(got)  # a count of the items the document lists
         if not _same(f.value, got):
             out.append(f"{claim.id}: {f.name} is {f.value!r}, the report has {got!r} at {f.path}")
     for r in claim.relations:
