@@ -103,6 +103,20 @@ def _stop(pool) -> None:
                 p.kill()
             except (OSError, ValueError):
                 pass
+        # shutdown() (and, at exit, the interpreter) joins the pool's threads, and two of
+        # them can wait forever on a killed worker: the manager thread reading a result
+        # the worker was killed in the middle of writing (the driver holds the result
+        # pipe's write end, so the read never sees its end: the CPython pool hung here
+        # after Ctrl-C about 1 run in 30 on a loaded machine), and the feeder thread
+        # writing work that no worker will read. Closing the driver's write end makes
+        # that read end once the workers are gone; nothing queued matters any more.
+        results = getattr(pool, "_result_queue", None)
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            writer.close()
+        calls = getattr(pool, "_call_queue", None)
+        if calls is not None:
+            calls.cancel_join_thread()
         pool.shutdown(wait=True, cancel_futures=True)
         for p in procs:
             p.join(5)
