@@ -35,6 +35,9 @@ BUDGET_S=${1:-470}
 export PYTHONUNBUFFERED=1 COLUMNS=120
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PLANTED_OP=${PLANTED_OP:-argmax}; PLANTED_NS=${PLANTED_NS:-5000000}
+# which of the three runs to make (the planted one alone: STEPS=planted, its attribution
+# budget PLANTED_ATTR_S, candidates the planted op alone)
+STEPS=${STEPS:-run1 run2 planted}
 # the attribution's workload: one batch of 8 requests keeps a process to a few seconds
 WORK=${WORK:---requests 8 --output-len 16 --profile-steps 4}
 work=$(mktemp -d /tmp/attribute-serve.XXXXXX)
@@ -69,62 +72,11 @@ run() {  # run NAME ATTRIBUTION_BUDGET_S LIMIT_S ARGS...: one timed serve --attr
 # is around it: run1's cold check (FlagGems' compiles and mm autotuning, the bisect, the
 # reproducer), each run's op listing and two profiled runs.
 spare=$(( BUDGET_S > 260 ? BUDGET_S - 200 : 60 ))
-a1=$(( spare * 36 / 100 )); a3=$(( spare * 20 / 100 ))
-run run1 "$a1" $(( a1 + 190 ))
-run run2 "$a1" $(( a1 + 70 ))
-# the planted check: a sitecustomize on the variants' path wraps PLANTED_OP on import
-mkdir -p "$work/planted"
-cat >"$work/planted/sitecustomize.py" <<'PY'
-"""Wraps one FlagGems op with a busy-wait (PLANTED_FLAG_GEMS_SLOW=op:ns) when FlagGems is
-imported: every entry of its op table whose function has that name."""
-import functools, importlib.abc, importlib.util, os, sys, time
-
-OP, _, NS = os.environ.get("PLANTED_FLAG_GEMS_SLOW", "").partition(":")
-
-
-def slow(fn):
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        end = time.perf_counter_ns() + int(NS)
-        while time.perf_counter_ns() < end:
-            pass
-        return fn(*args, **kwargs)
-    return wrapped
-
-
-def plant(mod):
-    table = getattr(mod, "_FULL_CONFIG", None)
-    if table is None:
-        print("planted: flag_gems has no _FULL_CONFIG", file=sys.stderr)
-        return
-    out, n = [], 0
-    for item in table:
-        if isinstance(item, tuple) and len(item) > 1 and getattr(item[1], "__name__", "") == OP:
-            item = (item[0], slow(item[1]), *item[2:])
-            n += 1
-        out.append(item)
-    mod._FULL_CONFIG = tuple(out) if isinstance(table, tuple) else out
-    print(f"planted: {n} entries of {OP} busy-wait {NS} ns", file=sys.stderr)
-
-
-class Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "flag_gems":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        load = spec.loader.exec_module
-
-        def exec_module(module):
-            load(module)
-            plant(module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-if OP and NS:
-    sys.meta_path.insert(0, Finder())
-PY
+a1=$(( spare * 36 / 100 )); a3=${PLANTED_ATTR_S:-$(( spare * 20 / 100 ))}
+case " $STEPS " in *" run1 "*) run run1 "$a1" $(( a1 + 190 ));; esac
+case " $STEPS " in *" run2 "*) run run2 "$a1" $(( a1 + 70 ));; esac
+# the planted check: tools/plant_flag_gems_slowdown/sitecustomize.py on the variants' path
+# wraps PLANTED_OP on import (both of FlagGems' op tables: its docstring)
 ops=$(python3 - "$work/run1.json" "$PLANTED_OP" <<'PY'
 import json, sys
 try:
@@ -138,7 +90,8 @@ PY
 # the shim goes on the parent's path (the children inherit it): the variants' own
 # environment stays as run1's, so the kept correctness check applies
 last=$(( $(left) > a3 + 30 ? $(left) - 10 : a3 + 30 ))
-PYTHONPATH="$work/planted:$PYTHONPATH" PLANTED_FLAG_GEMS_SLOW="$PLANTED_OP:$PLANTED_NS" \
+case " $STEPS " in *" planted "*) ;; *) last=0;; esac
+[ "$last" -gt 0 ] && PYTHONPATH="$PWD/tools/plant_flag_gems_slowdown:$PYTHONPATH" PLANTED_FLAG_GEMS_SLOW="$PLANTED_OP:$PLANTED_NS" \
   run planted "$a3" "$last" --attribute-ops "$ops"
 echo "planted: $PLANTED_OP busy-waits $PLANTED_NS ns per call; candidates $ops" >>"$OUT/summary.txt"
 python3 tools/attribution_verdicts.py "$work" "$PLANTED_OP" "$PLANTED_NS" >>"$OUT/summary.txt" 2>&1

@@ -82,6 +82,12 @@ def mean_dim(x, dim=None, keepdim=False, dtype=None):
 
 _FULL_CONFIG = (("silu", silu), ("rsqrt", rsqrt), ("neg", neg),
                 ("pow.Tensor_Scalar", pow_tensor_scalar), ("mean.dim", mean_dim))
+#: FlagGems 5.0.2 indexes its table by function name at import, and ``use_gems(include=...)``
+#: registers from that index, ``use_gems(exclude=...)`` from the table: the same here, so a
+#: plant that wraps only one of them (tools/plant_flag_gems_slowdown) is caught on the CPU.
+FULL_CONFIG_BY_FUNC: dict[str, list[tuple[str, object]]] = {}
+for _item in _FULL_CONFIG:
+    FULL_CONFIG_BY_FUNC.setdefault(_item[1].__name__, []).append(_item)
 _registered: list[tuple[str, object]] | None = None
 
 
@@ -94,7 +100,7 @@ class use_gems:
         global _registered
         self.lib = torch.library.Library("aten", "IMPL")
         if self.include:
-            ops = [(k, f) for k, f in _FULL_CONFIG if f.__name__ in self.include]
+            ops = [(k, f) for name in self.include for k, f in FULL_CONFIG_BY_FUNC.get(name, [])]
         else:
             ops = [(k, f) for k, f in _FULL_CONFIG if f.__name__ not in self.exclude]
         slow, _ = planted()
