@@ -32,12 +32,13 @@ def main() -> int:
     if not doc_path.exists():
         doc_path = a.folder / "what_if_measured.json"
     doc = json.loads(doc_path.read_text())
-    if a.write_table:
+    if a.write_table:  # this card's row, beside the other cards' rows already there
         g = doc["graph_costs"]
+        cards = json.loads(TABLE.read_text())["cards"] if TABLE.exists() else {}
+        cards[doc["card"]] = {k: g[k] for k in KEYS}
         TABLE.write_text(json.dumps({
             "measured_by": "tools/measure_what_if_counterfactuals_on_gpu.py",
-            "date": doc["date"], "torch": doc["torch"],
-            "cards": {doc["card"]: {k: g[k] for k in KEYS}}}, indent=1) + "\n")
+            "date": doc["date"], "torch": doc["torch"], "cards": cards}, indent=1) + "\n")
     print(f"card {doc['card']}, torch {doc['torch']}, {doc['date']}; errors: {doc['errors']}")
     print(f"{'shape':18} {'scenario':18} {'now':>9} {'projected':>10} {'low':>9} {'high':>9} "
           f"{'measured':>9} {'error':>7}")
