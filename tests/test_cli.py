@@ -86,6 +86,22 @@ def test_help_and_explain_do_not_import_torch_or_triton():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("args", [["--format", "json"], ["-f", "md"]])
+def test_the_plain_explain_imports_no_typer_rich_or_torch(args):
+    """``explain TRACE [--format F]`` runs without typer's parser (``explain_body``): its
+    import was a tenth of the start-up; JSON and markdown need no rich either."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print([m for m in ('typer', 'click', 'rich', 'torch',"
+            " 'triton', 'transformers') if m in sys.modules], file=sys.stderr))\n"
+            f"sys.argv = ['traceview', 'explain', {str(SMALL)!r}, *{args!r}]\n"
+            "from traceview.cli.entry import main\n"
+            "main()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0 and out.stdout, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "md"])
 def test_a_closed_pipe_is_exit_0_and_silent(fmt):
     """`traceview explain T | head -1`: the reader has what it wanted; no error, rc 0."""
@@ -113,23 +129,29 @@ def test_help_shows_the_ray_extra_in_full():
     ["explain", "T.json", "-f", "md"], ["explain", "T.json", "--format=text"],
 ])
 def test_the_direct_explain_gets_what_typer_would_pass(argv):
-    """The console entry point calls ``explain`` itself for these command lines
-    (``explain_cmd.plain_arguments``): with every other option at the signature's
-    default, exactly the arguments typer's parser gives the command."""
+    """The console entry point calls ``explain_body.explain`` itself for these command
+    lines (``explain_body.plain_arguments``): with every other option at that signature's
+    default, exactly the arguments typer's parser gives the command; and the typer
+    command's own defaults are the same ones."""
     import inspect
 
     import typer.main
 
-    from traceview.cli import explain_cmd
+    from traceview.cli import explain_body, explain_cmd
 
-    given = explain_cmd.plain_arguments(argv)
-    assert given is not None
-    defaults = {n: p.default for n, p in inspect.signature(explain_cmd.explain).parameters.items()
+    def defaults(f) -> dict:
+        return {n: p.default for n, p in inspect.signature(f).parameters.items()
                 if p.default is not inspect.Parameter.empty}
+
+    given = explain_body.plain_arguments(argv)
+    assert given is not None
     command = typer.main.get_command(app).commands["explain"]
     with command.make_context("explain", argv[1:]) as ctx:
         parsed = dict(ctx.params)
-    assert {**defaults, **given} == parsed
+    assert {**defaults(explain_body.explain), **given} == parsed
+    assert defaults(explain_body.explain) == defaults(explain_cmd.explain)
+    assert list(inspect.signature(explain_body.explain).parameters) == \
+        list(inspect.signature(explain_cmd.explain).parameters)
 
 
 @pytest.mark.parametrize("argv", [
@@ -139,9 +161,9 @@ def test_the_direct_explain_gets_what_typer_would_pass(argv):
     ["explain", "a.json", "b.json"], ["explain", "-"], ["diff", "a.json", "b.json"], [],
 ])
 def test_every_other_command_line_goes_through_typer(argv):
-    from traceview.cli import explain_cmd
+    from traceview.cli import explain_body
 
-    assert explain_cmd.plain_arguments(argv) is None
+    assert explain_body.plain_arguments(argv) is None
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "md"])
