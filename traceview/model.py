@@ -39,7 +39,15 @@ from traceview import intervals, native
 from traceview.codes import Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
-from traceview.io.columns import ANNOTATION_CAT, LEGACY_CATS, MISSING, Columns, Decoded, IdColumn
+from traceview.io.columns import (
+    ANNOTATION_CAT,
+    LEGACY_CATS,
+    MISSING,
+    Columns,
+    Decoded,
+    IdColumn,
+    Phases,
+)
 from traceview.metadata import CaptureMeta, capture_meta, clean_metadata
 from traceview.units import fmt_ns
 
@@ -299,8 +307,7 @@ def build(decoded: Decoded) -> Trace:
     slices, dups = _dedupe(slices)
     if dups:
         counts["duplicate"] += dups
-    slices = _fill_corr_from_flows(decoded.phases.flow_start, decoded.phases.flow_end, slices,
-                                   lanes, cat_names)
+    slices = _fill_corr_from_flows(decoded.phases, slices, lanes, cat_names)
     launch_to_work, work_to_launch = _link(slices, cat_names)
     metadata, malformed = clean_metadata(decoded.metadata)
     trace = Trace(
@@ -579,16 +586,18 @@ def _dedupe(slices: Slices) -> tuple[Slices, int]:
                   slices.end[keep], slices.corr.take(keep), args), n - int(first.size)
 
 
-def _fill_corr_from_flows(flow_start: dict, flow_end: dict, slices: Slices,
-                          lanes: list[Lane], cat_names: list[str]) -> Slices:
-    """Where a launch or kernel lacks ``args.correlation``, take the ac2g flow id."""
-    if not (flow_start or flow_end):
+def _fill_corr_from_flows(phases: Phases, slices: Slices, lanes: list[Lane],
+                          cat_names: list[str]) -> Slices:
+    """Where a launch or kernel lacks ``args.correlation``, take the ac2g flow id (the
+    flow tables are made only then: ``Phases``)."""
+    if not phases.has_flows():
         return slices
     linkable = [i for i, c in enumerate(cat_names) if c in DEVICE_WORK_CATS
                 or c in ("cuda_runtime", "cuda_driver")]
     missing = np.flatnonzero((slices.corr == NO_ID) & codes_in(slices.cat, linkable, len(cat_names)))
     if not missing.size:
         return slices
+    flow_start, flow_end = phases.flow_start, phases.flow_end
     rows, ids = [], []
     for row in missing.tolist():
         lane = lanes[int(slices.lane[row])]

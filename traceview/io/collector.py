@@ -371,18 +371,16 @@ class Collector:
 
     def _fold_flows(self, keys: list[Key], codes: np.ndarray, fk: np.ndarray, ts: np.ndarray,
                     fids: np.ndarray, folded: np.ndarray) -> None:
-        """A scanned chunk's flows into the tables (file order: a later flow at one
-        (pid, tid, ts) replaces an earlier one, as the event-by-event fold does), and its
-        instants and ignored phases counted."""
+        """A scanned chunk's flows handed to the tables (``Phases.add_flows``, in file
+        order: a later flow at one (pid, tid, ts) replaces an earlier one, as the
+        event-by-event fold does), and its instants and ignored phases counted."""
         pids = [self._thread(k[2]) for k in keys]
         tids = [self._thread(k[3]) for k in keys]
         ok = (ts != MISSING) & (fids != NO_ID)
-        for kind, table in ((FLOW_START, self.phases.flow_start),
-                            (FLOW_END, self.phases.flow_end)):
+        for kind in (FLOW_START, FLOW_END):
             sel = ok & (fk == kind)
-            c = codes[sel].tolist()
-            table.update(zip(zip(map(pids.__getitem__, c), map(tids.__getitem__, c),
-                                 ts[sel].tolist(), strict=True), fids[sel].tolist(), strict=True))
+            self.phases.add_flows(pids, tids, codes[sel], ts[sel], fids[sel],
+                                  start=kind == FLOW_START)
         self.phases.instants += int(np.count_nonzero(folded == INSTANT))
         counts = self.phases.counts
         firsts = sorted((int(np.argmax(folded == kind)), kind) for kind in _COUNTED
