@@ -86,22 +86,6 @@ def test_help_and_explain_do_not_import_torch_or_triton():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("args", [["--format", "json"], ["-f", "md"]])
-def test_the_plain_explain_imports_no_typer_rich_or_torch(args):
-    """``explain TRACE [--format F]`` runs without typer's parser (``explain_body``): its
-    import was a tenth of the start-up; JSON and markdown need no rich either."""
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print([m for m in ('typer', 'click', 'rich', 'torch',"
-            " 'triton', 'transformers') if m in sys.modules], file=sys.stderr))\n"
-            f"sys.argv = ['traceview', 'explain', {str(SMALL)!r}, *{args!r}]\n"
-            "from traceview.cli.entry import main\n"
-            "main()\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False)
-    assert out.returncode == 0 and out.stdout, out.stderr
-    assert out.stderr.strip().splitlines()[-1] == "[]"
-
-
 @pytest.mark.parametrize("fmt", ["text", "json", "md"])
 def test_a_closed_pipe_is_exit_0_and_silent(fmt):
     """`traceview explain T | head -1`: the reader has what it wanted; no error, rc 0."""
