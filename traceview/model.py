@@ -30,6 +30,7 @@ from collections import defaultdict
 from collections.abc import ItemsView, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import chain
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeVar, overload
 
@@ -164,7 +165,8 @@ class Trace:
     function of it (``tests/test_explain_pure.py``), so an analysis returns what it finds
     (its diagnostics included, ``Analysis.diagnostics``) and never writes here; an
     attempt raises instead of changing what the next explain of the same trace reads.
-    The one thing added after the build is a cache of derived data (``name_rank``).
+    The one thing added after the build is a cache of derived data (``name_rank``,
+    ``launch_work``).
     ``metadata``'s top level is read-only; the values under it are the file's JSON as
     decoded (the report copies what it shows of them)."""
 
@@ -228,6 +230,33 @@ class Trace:
     def has_name(self, codes) -> np.ndarray:
         """Per row: whether its name code is one of ``codes`` (``codes_in``)."""
         return codes_in(self.slices.name, codes, len(self.names))
+
+    def launch_work(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For launch rows ``rows``: how many device work rows each launched
+        (``len(launch_to_work.get(r, ()))``), and those work rows, launch after launch,
+        each launch's in its tuple's order. Arrays from a table made once (a cache of
+        derived data, as ``name_rank``): a Python step per launch, in three analyses,
+        cost 3 ms per 20,000 launches each time."""
+        table = self.__dict__.get("_launch_table")
+        if table is None:
+            ltw = self.launch_to_work
+            keys = np.fromiter(ltw, np.int64, len(ltw))
+            count = np.fromiter(map(len, ltw.values()), np.int64, len(ltw))
+            flat = np.fromiter(chain.from_iterable(ltw.values()), np.int64, int(count.sum()))
+            first = np.cumsum(count) - count
+            order = np.argsort(keys, kind="stable")
+            table = (keys[order], first[order], count[order], flat)
+            self.__dict__["_launch_table"] = table
+        keys, first, count, flat = table
+        rows = np.asarray(rows, np.int64).reshape(-1)
+        if keys.size == 0 or rows.size == 0:
+            return np.zeros(rows.size, np.int64), np.zeros(0, np.int64)
+        at = np.minimum(np.searchsorted(keys, rows), keys.size - 1)
+        hit = keys[at] == rows
+        n = np.where(hit, count[at], 0)
+        starts = np.where(hit, first[at], 0)
+        idx = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(n) - n), n)
+        return n, flat[idx]
 
     @property
     def name_rank(self) -> np.ndarray:
