@@ -113,23 +113,29 @@ def test_help_shows_the_ray_extra_in_full():
     ["explain", "T.json", "-f", "md"], ["explain", "T.json", "--format=text"],
 ])
 def test_the_direct_explain_gets_what_typer_would_pass(argv):
-    """The console entry point calls ``explain`` itself for these command lines
-    (``explain_cmd.plain_arguments``): with every other option at the signature's
-    default, exactly the arguments typer's parser gives the command."""
+    """The console entry point calls ``explain_body.explain`` itself for these command
+    lines (``explain_body.plain_arguments``): with every other option at that signature's
+    default, exactly the arguments typer's parser gives the command; and the typer
+    command's own defaults are the same ones."""
     import inspect
 
     import typer.main
 
-    from traceview.cli import explain_cmd
+    from traceview.cli import explain_body, explain_cmd
 
-    given = explain_cmd.plain_arguments(argv)
-    assert given is not None
-    defaults = {n: p.default for n, p in inspect.signature(explain_cmd.explain).parameters.items()
+    def defaults(f) -> dict:
+        return {n: p.default for n, p in inspect.signature(f).parameters.items()
                 if p.default is not inspect.Parameter.empty}
+
+    given = explain_body.plain_arguments(argv)
+    assert given is not None
     command = typer.main.get_command(app).commands["explain"]
     with command.make_context("explain", argv[1:]) as ctx:
         parsed = dict(ctx.params)
-    assert {**defaults, **given} == parsed
+    assert {**defaults(explain_body.explain), **given} == parsed
+    assert defaults(explain_body.explain) == defaults(explain_cmd.explain)
+    assert list(inspect.signature(explain_body.explain).parameters) == \
+        list(inspect.signature(explain_cmd.explain).parameters)
 
 
 @pytest.mark.parametrize("argv", [
@@ -139,9 +145,9 @@ def test_the_direct_explain_gets_what_typer_would_pass(argv):
     ["explain", "a.json", "b.json"], ["explain", "-"], ["diff", "a.json", "b.json"], [],
 ])
 def test_every_other_command_line_goes_through_typer(argv):
-    from traceview.cli import explain_cmd
+    from traceview.cli import explain_body
 
-    assert explain_cmd.plain_arguments(argv) is None
+    assert explain_body.plain_arguments(argv) is None
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "md"])

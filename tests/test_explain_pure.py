@@ -12,6 +12,7 @@ leaned on an earlier one's writes would differ from it.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,9 @@ from traceview.errors import UsageError
 from traceview.model import ACTIVITY_CATS, Trace, clip_to_callers
 from traceview.report.schema import to_json
 
-# the trace's own state; a cache of derived data (the name ranks) may be added
-CACHES = {"_name_rank"}
+# the trace's own state; a cache of derived data (the name ranks, the launches'
+# work table) may be added
+CACHES = {"_name_rank", "_launch_table"}
 
 
 def option_pool(trace: Trace) -> list[traceview.Options]:
@@ -285,3 +287,25 @@ def test_links_taken_from_flows_are_made_before_the_columns_are_frozen(tmp_path)
     assert int(s.corr[launch]) == int(s.corr[kernel]) == 77
     assert dict(trace.launch_to_work) == {launch: (kernel,)}
     assert not s.corr.flags.writeable
+
+
+@pytest.mark.parametrize("name", ["torch_mul_1x4096_f32.json.gz", "shape_loop_two_ops.json.gz",
+                                  "generate_llama_16_tokens.json.gz"])
+def test_launch_work_is_each_launch_s_links_counted_and_in_order(name):
+    """``Trace.launch_work`` (arrays from a cached table) against the links themselves:
+    per row its count of device work and the rows, launch after launch, for every launch,
+    rows that launched nothing, repeats and any order; a trace without links gives
+    zeros."""
+    trace = traceview.load(Path(ROOT) / "fixtures" / name)
+    ltw = trace.launch_to_work
+    assert ltw
+    launches = list(ltw)
+    others = [r for r in range(0, len(trace.slices), 7) if r not in ltw][:200]
+    for rows in (launches, launches[::-1], others + launches[:5] + launches[:5], [],
+                 [launches[0]]):
+        counts, work = trace.launch_work(np.asarray(rows, np.int64))
+        assert counts.tolist() == [len(ltw.get(r, ())) for r in rows]
+        assert work.tolist() == [w for r in rows for w in ltw.get(r, ())]
+    bare = replace(trace, launch_to_work={}, work_to_launch={})
+    counts, work = bare.launch_work(np.asarray(launches[:3], np.int64))
+    assert counts.tolist() == [0] * min(3, len(launches)) and work.size == 0

@@ -14,9 +14,10 @@ from conftest import FIXTURES
 
 # packages the JSON, markdown and text explain never calls: the measuring half's
 # (torch, triton, transformers), tables and frames (polars, pandas), the serve and
-# capture stacks (pydantic: typer's validators; fsspec: remote traces only)
+# capture stacks (pydantic: typer's validators; fsspec: remote traces only), and typer
+# itself (``explain TRACE [--format F]`` runs without its parser: ``cli/explain_body.py``)
 NEVER = ("torch", "triton", "transformers", "polars", "pandas", "pydantic", "scipy",
-         "matplotlib", "fsspec", "flag_gems")
+         "matplotlib", "fsspec", "flag_gems", "typer", "click")
 
 CODE = """
 import atexit, sys

@@ -227,15 +227,17 @@ sorted_times = st.tuples(st.integers(-2**45, 2**45),
 @given(sorted_times, st.data())
 def test_packed_times_read_as_the_int64_column(case, data):
     """A packed column (``intervals.PackedTimes``) reads exactly as the int64 column it
-    packs: each value, a slice, an index array, a mask, both ``searchsorted`` sides, for
-    the whole column and its views, with blocks made small (``PACK_SHIFT``) so that a
-    few values make many blocks. A column a block of which spans more than ``PACK_MAX``
+    packs: each value, a slice, an index array, a mask, both ``searchsorted`` sides (its
+    search block by block and all blocks at once), for the whole column and its views,
+    with blocks made small (``PACK_SHIFT``) so that a few values make many blocks. A column a block of which spans more than ``PACK_MAX``
     ns is not packed (None): the answer is then the plain int64 column."""
     start, steps, shift = case
     want = np.cumsum(np.asarray([start, *steps], np.int64))
     saved = intervals.PACK_SHIFT, intervals.PACK_BLOCK
+    searched, per_block = intervals.PACK_BLOCKS_SEARCHED, intervals.PACK_QUERIES_PER_BLOCK
     intervals.PACK_SHIFT, intervals.PACK_BLOCK = shift, 1 << shift
     try:
+        intervals.PACK_QUERIES_PER_BLOCK = 10**9  # the number of blocks alone decides
         packed = intervals.PackedTimes.pack(want)
         blocks = [want[b:b + (1 << shift)] for b in range(0, want.size, 1 << shift)]
         fits = all(int(b[-1] - b[0]) <= intervals.PACK_MAX for b in blocks)
@@ -261,13 +263,18 @@ def test_packed_times_read_as_the_int64_column(case, data):
                 assert np.array_equal(col[mask], ref[mask])
             near = [int(v) + d for v in want.tolist() for d in (-1, 0, 1)]
             q = np.asarray([int(want[0]) - 2**40, *near, int(want[-1]) + 2**40], np.int64)
-            for side in ("left", "right"):
-                assert np.array_equal(np.searchsorted(col, q, side=side),
-                                      np.searchsorted(ref, q, side=side))
-                for v in q.tolist():
-                    assert int(col.searchsorted(v, side=side)) == int(np.searchsorted(ref, v, side=side))
+            # block by block, all blocks at once, and as the defaults choose
+            for blocks in (10**9, 0, searched):
+                intervals.PACK_BLOCKS_SEARCHED = blocks
+                for side in ("left", "right"):
+                    assert np.array_equal(np.searchsorted(col, q, side=side),
+                                          np.searchsorted(ref, q, side=side))
+                    for v in q.tolist():
+                        assert int(col.searchsorted(v, side=side)) == \
+                            int(np.searchsorted(ref, v, side=side))
     finally:
         intervals.PACK_SHIFT, intervals.PACK_BLOCK = saved
+        intervals.PACK_BLOCKS_SEARCHED, intervals.PACK_QUERIES_PER_BLOCK = searched, per_block
 
 
 def _far_apart(tmp_path, pairs: int, gap: int):

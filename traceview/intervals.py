@@ -328,6 +328,12 @@ PACK_BLOCK = 1 << PACK_SHIFT
 # the largest offset held: one below uint32's top, so that a query clipped to the top
 # compares with every offset as the unclipped query would (``PackedTimes.searchsorted``)
 PACK_MAX = 2**32 - 2
+# ``PackedTimes.searchsorted`` searches block by block (numpy's search in each block its
+# queries fall in) while the queries fall in at most this many blocks, or in at most one
+# block per ``PACK_QUERIES_PER_BLOCK`` queries; past that, all queries at once, bisecting
+# every block together
+PACK_BLOCKS_SEARCHED = 64
+PACK_QUERIES_PER_BLOCK = 8
 
 
 # What the stand-in columns (PackedTimes here, io.columns.IdColumn) share with the
@@ -460,6 +466,42 @@ class PackedTimes(OneDimensional):
         has = b >= 0
         bb = np.where(has, b, 0)
         d = np.minimum(q - self.base[bb], PACK_MAX + 1)
+        out = self._by_block(bb, has, d, side)
+        if out is None:
+            out = self._all_blocks(bb, has, d, side)
+        out = np.clip(out - self.lo, 0, self.n)
+        return out[0] if scalar else out
+
+    def _by_block(self, bb: np.ndarray, has: np.ndarray, d: np.ndarray,
+                  side: Literal["left", "right"]) -> np.ndarray | None:
+        """The storage index of each query's answer, numpy's search run once per block
+        the queries fall in (the queries of a block together); None where they fall in
+        more blocks than ``PACK_BLOCKS_SEARCHED`` and one per ``PACK_QUERIES_PER_BLOCK``
+        queries. A few queries (a step's bounds, the walk's instants) took the bisection
+        of ``_all_blocks``, a dozen rounds of numpy calls, each."""
+        out = np.zeros(bb.size, np.int64)  # 0: before the first block
+        at = np.flatnonzero(has)
+        if at.size == 0:
+            return out
+        if at.size > 1:
+            at = at[np.argsort(bb[at], kind="stable")]
+        blk = bb[at]
+        cut = np.flatnonzero(blk[1:] != blk[:-1]) + 1
+        if cut.size >= max(PACK_BLOCKS_SEARCHED, at.size // PACK_QUERIES_PER_BLOCK):
+            return None
+        dq = d.astype(np.uint32)  # exact: 0 <= d <= PACK_MAX + 1, uint32's top
+        for a, z, k in zip([0, *cut.tolist()], [*cut.tolist(), at.size],
+                           blk[np.r_[0, cut]].tolist(), strict=True):
+            lo = k << PACK_SHIFT
+            sel = at[a:z]
+            out[sel] = lo + np.searchsorted(self.off[lo:min(lo + PACK_BLOCK, self.off.size)],
+                                            dq[sel], side=side)
+        return out
+
+    def _all_blocks(self, bb: np.ndarray, has: np.ndarray, d: np.ndarray,
+                    side: Literal["left", "right"]) -> np.ndarray:
+        """``_by_block``'s answer for queries spread over many blocks: one bisection of all
+        their blocks at once."""
         lo = bb << PACK_SHIFT
         hi = np.minimum(lo + PACK_BLOCK, self.off.size)
         lo = np.where(has, lo, 0)
@@ -474,8 +516,7 @@ class PackedTimes(OneDimensional):
             move = go & below
             lo = np.where(move, mid + 1, lo)
             hi = np.where(go & ~below, mid, hi)
-        out = np.clip(lo - self.lo, 0, self.n)
-        return out[0] if scalar else out
+        return lo
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         out = self._span(self.lo, self.lo + self.n)

@@ -351,11 +351,8 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     per call in one pass over all of them (``intervals.union_length_by_group``)."""
     s = trace.slices
     n = c_st.size
-    ltw = trace.launch_to_work
     # the launches' device work as a CSR table: launch position -> work rows
-    w_count = np.fromiter((len(ltw.get(r, ())) for r in l_rows.tolist()), np.int64, l_rows.size)
-    w_rows = np.fromiter((w for r in l_rows.tolist() for w in ltw.get(r, ())), np.int64,
-                         int(w_count.sum()))
+    w_count, w_rows = trace.launch_work(l_rows)
     w_first = np.cumsum(w_count) - w_count
     w_min_start = np.zeros(l_rows.size, np.int64)
     linked = w_count > 0

@@ -34,7 +34,7 @@ could at most save: the path may move to another chain once it is shorter.
 from __future__ import annotations
 
 import functools
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -50,6 +50,9 @@ PathKind = Literal["host", "device", "launch_latency", "queued"]
 # a kernel whose start its launch and its stream's previous work leave unexplained by more
 # than this looks at other streams (event waits)
 CROSS_STREAM_SLACK_NS = 2_000
+# a thread's plain segments one after another are charged at once (``_Run``) from this
+# many on: fewer cost less one by one
+RUN_MIN = 16
 
 
 @dataclass(frozen=True)
@@ -73,15 +76,31 @@ class PathSegment:
     row: int | None = None
 
 
+Stretch = tuple[PathKind, int | None, str, int, int, int | None]  # PathSegment's fields
+
+
 @dataclass(frozen=True)
 class CriticalPath:
     start_ns: int
     end_ns: int
     items: tuple[PathItem, ...]  # biggest first; sums to end - start
     edges: Counter  # edge kind -> times the path took it
-    # the walk's stretches as PathSegment's fields, in time order
-    stretches: tuple[tuple[PathKind, int | None, str, int, int, int | None], ...] = field(
-        default=(), compare=False, repr=False)
+    # the walk's stretches in its (backward) order: a stretch each, or a ``_Run`` of a
+    # thread's plain segments one after another (``stretches`` reads them out)
+    pieces: tuple[Stretch | _Run, ...] = field(default=(), compare=False, repr=False)
+
+    @functools.cached_property
+    def stretches(self) -> tuple[Stretch, ...]:
+        """The walk's stretches as PathSegment's fields, in time order: made when asked
+        (``--annotate`` asks); a tuple each for a step's path of 12,000 segments was a
+        sixth of the walk."""
+        out: list[Stretch] = []
+        for p in reversed(self.pieces):
+            if isinstance(p, _Run):
+                out.extend(p.stretches())
+            else:
+                out.append(p)
+        return tuple(out)
 
     @functools.cached_property
     def segments(self) -> tuple[PathSegment, ...]:
@@ -148,7 +167,7 @@ def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
         w.charge("host", step_lane, UNTRACED, start_ns, w.t)
     items = tuple(sorted((PathItem(k, ln, what, ns) for (k, ln, what), ns in w.got.items()),
                          key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
-    path = CriticalPath(start_ns, end_ns, items, w.edges, tuple(reversed(w.segments)))
+    path = CriticalPath(start_ns, end_ns, items, w.edges, tuple(w.segments))
     if path.total_ns != end_ns - start_ns:
         raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
     return path
@@ -176,8 +195,8 @@ class _Walk:
         self.lane: int = step_lane
         self.on_device: int | None = None  # device row the walk stands on
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
-        # PathSegment's fields, in the walk's (backward) order
-        self.segments: list[tuple[PathKind, int | None, str, int, int, int | None]] = []
+        # PathSegment's fields, or a ``_Run`` of them, in the walk's (backward) order
+        self.segments: list[Stretch | _Run] = []
         self.end_ns = end_ns
         self.budget = 0  # steps left (``critical_path`` sets it): a cycle would be a bug
         self._windows: dict[int, _Window] = {}
@@ -192,10 +211,42 @@ class _Walk:
             j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
             pos = tl.seg_pos[j0:j1]
             owner = np.where(pos >= 0, tl.rows[np.maximum(pos, 0)] if tl.rows.size else -1, -1)
+            start = np.asarray(tl.seg_start[j0:j1], np.int64)
+            end = np.asarray(tl.seg_end[j0:j1], np.int64)
+            cat = np.asarray(tl.seg_cat[j0:j1])
             w = self._windows[lane] = _Window(
-                tl.seg_start[j0:j1].tolist(), tl.seg_end[j0:j1].tolist(),
-                tl.seg_cat[j0:j1].tolist(), owner.tolist())
+                start.tolist(), end.tolist(), cat.tolist(), owner.tolist(),
+                self._run_from(lane, start, end, cat), start, cat, owner)
         return w
+
+    def _run_from(self, lane: int, start: np.ndarray, end: np.ndarray,
+                  cat: np.ndarray) -> list[int]:
+        """For each segment of a window, the first segment of the run of plain ones that
+        ends with it (-1 for a segment that is not plain): the segments ``on_host`` would
+        charge one after another as they are, each the one its predecessor's start finds
+        (``bisect_left`` of the ends) and starting before it. Plain: a category the walk
+        never leaves the thread at (no sync, no wait, no untraced time of a thread other
+        than the step's). No runs where the ends are out of order: each segment is then
+        found one at a time, as always."""
+        n = start.size
+        if n == 0 or (n > 1 and bool((end[1:] < end[:-1]).any())):
+            return [-1] * n
+        bad = [self.sync_code, self.wait_code]
+        if lane != self.step_lane:
+            bad += [c for c in self.idle_codes if c >= 0]
+        plain = ~np.isin(cat, [c for c in bad if c >= 0])
+        idx = np.arange(n)
+        # segment i follows segment i + 1: the walk at i + 1's start finds i
+        follows = np.zeros(n, bool)
+        follows[:-1] = (np.searchsorted(end, start[1:], side="left") == idx[:-1]) \
+            & (start[:-1] < start[1:])
+        follows[:-1] &= plain[:-1] & plain[1:]
+        # a run's first segment in time (the walk reaches it last): a plain one that the
+        # segment before it does not follow
+        first = plain.copy()
+        first[1:] &= ~follows[:-1]
+        lo = np.maximum.accumulate(np.where(first, idx, -1))
+        return np.where(plain, lo, -1).tolist()
 
     def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
                row: int | None = None) -> None:
@@ -266,6 +317,7 @@ class _Walk:
             return True
         w = self.window(lane, tl)
         w_start, w_end, w_cat, w_owner = w.start, w.end, w.cat, w.owner
+        run_from = w.run_from
         while True:
             j = bisect_left(w_end, t)
             if j >= len(w_end) or w_start[j] >= t:
@@ -274,9 +326,23 @@ class _Walk:
                 self.charge("host", lane, UNTRACED, start_ns, t)
                 self.t = start_ns
                 return True
-            a = max(w_start[j], start_ns)
+            lower = start_ns
             if returns and returns[-1][0] != lane:
-                a = max(a, returns[-1][1])
+                lower = max(lower, returns[-1][1])
+            k = run_from[j]  # -1: not plain
+            if k >= 0 and j + 1 - k >= RUN_MIN:
+                # the run's segments that start after ``lower``, each charged whole, as
+                # many as the budget allows: one step of the loop below each, in bulk
+                k = max(bisect_right(w_start, lower, k, j + 1), j + 1 - self.budget)
+                if j + 1 - k >= RUN_MIN:
+                    run = _Run(lane, w, k, j, t, cats)
+                    for code, ns in run.charged():
+                        got[("host", lane, cats[code])] += ns
+                    segments.append(run)
+                    self.t = t = w_start[k]
+                    self.budget -= j + 1 - k
+                    continue
+            a = max(w_start[j], lower)
             code = w_cat[j]
             if lane != step_lane and code in self.idle_codes and not returns:
                 self.lane = step_lane  # an idle helper thread hands the path back
@@ -318,12 +384,52 @@ class _Walk:
 
 @dataclass(frozen=True)
 class _Window:
-    """Segments of one thread as lists: start, end, category code, owning slice row (-1)."""
+    """Segments of one thread as lists: start, end, category code, owning slice row (-1),
+    the first segment of each one's run of plain segments (-1: not plain); and the
+    columns as arrays, which a run is charged from."""
 
     start: list[int]
     end: list[int]
     cat: list[int]
     owner: list[int]
+    run_from: list[int]
+    start_a: np.ndarray
+    cat_a: np.ndarray
+    owner_a: np.ndarray
+
+
+class _Run:
+    """Plain segments ``k..j`` of one thread charged at once by ``on_host``: their starts,
+    codes and owners (copied: the window goes with the walk), the end of the last one
+    (the rest end where the next one starts), and the category names."""
+
+    __slots__ = ("lane", "start", "end", "cat", "owner", "cats")
+
+    def __init__(self, lane: int, w: _Window, k: int, j: int, end: int,
+                 cats: list[str]) -> None:
+        self.lane, self.end, self.cats = lane, end, cats
+        self.start = w.start_a[k:j + 1].copy()
+        self.cat = w.cat_a[k:j + 1].copy()
+        self.owner = w.owner_a[k:j + 1].copy()
+
+    def charged(self) -> list[tuple[int, int]]:
+        """(category code, ns) summed per code, exact (int64)."""
+        ns = np.diff(self.start, append=self.end)
+        if self.cat.size and self.cat.min() == self.cat.max():
+            return [(int(self.cat[0]), int(ns.sum()))]
+        order = np.argsort(self.cat, kind="stable")
+        c = self.cat[order]
+        at = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        return list(zip(c[at].tolist(), np.add.reduceat(ns[order], at).tolist(), strict=True))
+
+    def stretches(self) -> list[Stretch]:
+        """Its stretches in time order, as ``on_host`` charges one segment."""
+        starts = self.start.tolist()
+        ends = [*starts[1:], self.end]
+        cats, lane = self.cats, self.lane
+        return [("host", lane, cats[c], a, b, o if o >= 0 else None)
+                for a, b, c, o in zip(starts, ends, self.cat.tolist(), self.owner.tolist(),
+                                      strict=True)]
 
 
 def _last_worker(timelines: dict[int, HostTimeline], waiter: int, lo: int, hi: int,

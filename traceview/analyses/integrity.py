@@ -129,7 +129,7 @@ def analyze_integrity(trace: Trace, window: Window, launches: LaunchSummary,
     ltw = trace.launch_to_work
     rows = launches.rows
     names = [trace.names[c] for c in s.name[rows].tolist()]
-    n_work = np.fromiter((len(ltw.get(r, ())) for r in rows.tolist()), np.int64, rows.size)
+    n_work = trace.launch_work(rows)[0]
     empty = (n_work == 0) & ~no_record_due(trace, rows)
     checks: list[Check] = []
 

@@ -123,18 +123,19 @@ def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane 
     rows = rows[(s.start[rows] >= window.start_ns) & (s.start[rows] < window.end_ns)]
     rows = rows[np.lexsort((s.corr[rows], s.end[rows], s.start[rows]))]  # content order
     names = [trace.names[c] for c in s.name[rows].tolist()]
-    by_api = dict(Counter(names).most_common())
-    by_kind = Counter(rules.launch_kind(n) or "other" for n in names)
+    per_name = Counter(names)  # (in order of first sight)
+    by_api = dict(per_name.most_common())
+    # each distinct name's kind once, not each launch's: kinds in order of first sight
+    by_kind: Counter[str] = Counter()
+    for name, n in per_name.items():
+        by_kind[rules.launch_kind(name) or "other"] += n
     # each launch's first device work start, for all launches at once (a table of their
     # work rows: one numpy call per launch cost seconds at 100,000 launches)
-    ltw = trace.launch_to_work
-    n_work = np.fromiter((len(ltw.get(r, ())) for r in rows.tolist()), np.int64, rows.size)
+    n_work, work = trace.launch_work(rows)
     has = n_work > 0
     linked = int(has.sum())
     latencies: list[int] = []
     if linked:
-        work = np.fromiter((w for r in rows[has].tolist() for w in ltw[r]), np.int64,
-                           int(n_work.sum()))
         first = np.cumsum(n_work[has]) - n_work[has]
         latencies = (np.minimum.reduceat(s.start[work], first) - s.start[rows[has]]).tolist()
     wtl = trace.work_to_launch

@@ -105,8 +105,7 @@ def _call_launches(trace: Trace, launches: LaunchSummary, call: Call) -> np.ndar
 def _work_of(trace: Trace, launch_rows: np.ndarray) -> np.ndarray:
     """The device work rows the launches produced, by start."""
     s = trace.slices
-    ltw = trace.launch_to_work
-    work = np.fromiter((w for r in launch_rows.tolist() for w in ltw.get(r, ())), np.int64)
+    work = trace.launch_work(launch_rows)[1]
     return work[np.argsort(s.start[work], kind="stable")]
 
 
@@ -164,24 +163,21 @@ def pointwise_run(trace: Trace, launches: np.ndarray) -> tuple[int, int]:
     """(first position, length) of the longest run of consecutive launches that each
     produced one pointwise kernel; length 0 for none."""
     s = trace.slices
-    ltw = trace.launch_to_work
     kcat = trace.cat_code("kernel")
-    ok = []
-    for r in launches.tolist():
-        w = ltw.get(r, ())
-        ok.append(len(w) == 1 and int(s.cat[w[0]]) == kcat
-                  and bool(POINTWISE.search(trace.names[int(s.name[w[0]])])))
-    best, best_at, run, at = 0, 0, 0, 0
-    for i, k in enumerate(ok):
-        if k:
-            if run == 0:
-                at = i
-            run += 1
-            if run > best:
-                best, best_at = run, at
-        else:
-            run = 0
-    return best_at, best
+    counts, work = trace.launch_work(launches)
+    one = counts == 1
+    only = work[(np.cumsum(counts) - counts)[one]]  # the one work row of each such launch
+    codes = s.name[only].tolist()
+    pointwise = {c: bool(POINTWISE.search(trace.names[c])) for c in set(codes)}
+    ok = np.zeros(counts.size, bool)
+    ok[one] = (s.cat[only] == kcat) & np.fromiter(map(pointwise.__getitem__, codes), bool,
+                                                  len(codes))
+    if not ok.any():
+        return 0, 0
+    edges = np.diff(np.r_[0, ok.astype(np.int8), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    k = int(np.argmax(ends - starts))  # the first of the longest runs
+    return int(starts[k]), int(ends[k] - starts[k])
 
 
 def fuse_chain(trace: Trace, launches: np.ndarray, call: Call,

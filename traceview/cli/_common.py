@@ -11,9 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from traceview.errors import TraceviewError
 
@@ -37,30 +35,40 @@ def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
         print(f"traceview: error: {exc}", file=sys.stderr)
-        raise typer.Exit(exc.exit_code) from None
+        raise _exit(exc.exit_code) from None
     except MemoryError:
         print("traceview: error: out of memory while reading the trace", file=sys.stderr)
-        raise typer.Exit(2) from None
+        raise _exit(2) from None
     except KeyboardInterrupt as exc:  # Ctrl-C 130, SIGTERM 143 (cli/_signals.py)
         from traceview.cli import _signals
 
         old = _signals.ignore()  # a second signal would cut the message short
         try:
             print(_signals.message(exc), file=sys.stderr)
+            stop = _exit(_signals.exit_code(exc))  # typer's import, with them ignored too
         finally:  # the console entry point ignores them for the exit itself
             _signals.restore(old)
-        raise typer.Exit(_signals.exit_code(exc)) from None
+        raise stop from None
     except BrokenPipeError:  # `traceview explain ... | head`: the reader has what it wanted
         # the interpreter flushes stdout again at exit; point it at /dev/null first
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(0) from None
+        raise _exit(0) from None
     except OSError as exc:  # a full disk, an unwritable file: one line naming it
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
         print(os_error_line(exc), file=sys.stderr)
         if exc.filename is None:  # standard output's: the exit's own flush would fail too
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(2) from None
+        raise _exit(2) from None
+
+
+def _exit(code: int) -> BaseException:
+    """typer's ``Exit`` with ``code``, which typer (and the console entry point) turn into
+    the process's exit code. typer is imported here, when a command ends this way: the
+    plain ``explain`` run never imports it (``explain_body``)."""
+    import typer
+
+    return typer.Exit(code)
 
 
 def os_error_line(exc: OSError) -> str:
@@ -87,8 +95,8 @@ def stdout_console(width: int | None):
 
 def analysis_options(window: str | None, calls: str | None, rules: Path | None,
                      thread: str | None, **more: Any) -> Options:
-    """The ``Options`` the shared flags below stand for (``more``: further ``Options``
-    fields, by name)."""
+    """The ``Options`` the shared flags (``_flags.py``) stand for (``more``: further
+    ``Options`` fields, by name)."""
     from traceview.options import Options
 
     return Options(window=window, calls=calls, rules=str(rules) if rules else None,
@@ -99,56 +107,6 @@ def analysis_options(window: str | None, calls: str | None, rules: Path | None,
 # a few letters each and the report says nothing readable; the widest: what any screen has.
 MIN_WIDTH = 40
 MAX_WIDTH = 1000
-WidthOpt = Annotated[int | None, typer.Option(
-    "--width", min=MIN_WIDTH, max=MAX_WIDTH, metavar="COLUMNS", help="Terminal width for text output.")]
-TopOpt = Annotated[int, typer.Option(
-    "--top", min=1, metavar="N", help="Rows in the kernel and function tables.")]
-
-# Analysis options shared by several commands, defined once (typer ``Annotated`` aliases).
-WindowOpt = Annotated[str | None, typer.Option(
-    "--window", help="Narrow the window: a regex over record_function names, or START:END "
-                     "(e.g. 1ms:5ms) from the first event, widened to whole profiler steps "
-                     "where it cuts one.")]
-CallsOpt = Annotated[str | None, typer.Option(
-    "--calls", help="Regex selecting the calls: record_function ranges, else Python "
-                    "functions, else aten ops (default: numbered ranges, else Python "
-                    "frames, else launches; the output says which).")]
-CallsDepthOpt = Annotated[int, typer.Option(
-    "--calls-depth", min=1, metavar="N", help="Calls from Python frames: levels below the frame enclosing "
-                          "every launch (1: what the loop body calls).")]
-def _rules_file(value: Path | None) -> Path | None:
-    """``--rules``: read and check the file before any work (``rules.load_rules`` names
-    the file and the field at fault, or says the file holds no rule)."""
-    from traceview.errors import UsageError
-    from traceview.rules import load_rules
-
-    if value is not None:
-        try:
-            load_rules(value)
-        except UsageError as exc:
-            raise typer.BadParameter(str(exc)) from None
-    return value
-
-
-RulesOpt = Annotated[Path | None, typer.Option(
-    "--rules", callback=_rules_file, help="JSON file of category rules matched before the defaults.")]
-ThreadOpt = Annotated[str | None, typer.Option(
-    "--thread", help="The host thread to attribute: a TID, a name (pt_autograd_0), main, "
-                     "or PID/TID (default: the launching thread).")]
-JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1, metavar="N", help="With several traces: worker processes (default: one per trace, "
-                         "at most one per CPU).")]
-RecursiveOpt = Annotated[bool, typer.Option(
-    "--recursive/--no-recursive", help="Search directories' subfolders for traces too.")]
-# rich reads '[ray]' in help as a style tag and drops it: the bracket is escaped
-EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="With several traces: where they are analysed. local: this process, "
-                     "or a process pool when the traces are big enough to pay for it; ray: "
-                     "one Ray task per trace (pip install 'traceview\\[ray]').")]
-AddressOpt = Annotated[str | None, typer.Option(
-    "--address", help="--engine ray: the cluster to join (auto: the running one; "
-                      "host:port, ray://host:10001). Default: the running one, else a new "
-                      "local one.")]
 
 
 def check_output_file(path: Path | None, flag: str, *,

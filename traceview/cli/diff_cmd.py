@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import WidthOpt, run_guarded, stdout_console
+from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli._flags import WidthOpt
 from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 

@@ -86,22 +86,25 @@ def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
 
 
 def _command(argv: list[str]) -> None:
-    """The command: ``explain TRACE [--format F]`` called directly (see
-    ``explain_cmd.plain_arguments``), anything else through typer's parser."""
-    from traceview.cli import explain_cmd
+    """The command: ``explain TRACE [--format F]`` called directly, without typer (see
+    ``explain_body.plain_arguments``), anything else through typer's parser."""
+    from traceview.cli import explain_body
 
-    given = explain_cmd.plain_arguments(argv)
+    given = explain_body.plain_arguments(argv)
     if given is None:
         from traceview.cli.app import main as app_main
 
         app_main()
         return
-    import typer
-
     try:
-        explain_cmd.explain(**given)
-    except typer.Exit as exc:  # as typer ends a command that raised it
-        sys.exit(exc.exit_code)
+        explain_body.explain(**given)
+    except Exception as exc:
+        # typer's Exit, as typer ends a command that raised it: only a command's guard
+        # raises one (``_common.run_guarded``), and imports typer to do so
+        typer = sys.modules.get("typer")
+        if typer is not None and isinstance(exc, typer.Exit):
+            sys.exit(exc.exit_code)
+        raise
 
 
 def main() -> None:

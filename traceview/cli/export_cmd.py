@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import (
+from traceview.cli._common import analysis_options, check_output_dir, run_guarded
+from traceview.cli._flags import (
     AddressOpt,
     CallsOpt,
     EngineOpt,
@@ -21,9 +22,6 @@ from traceview.cli._common import (
     RulesOpt,
     ThreadOpt,
     WindowOpt,
-    analysis_options,
-    check_output_dir,
-    run_guarded,
 )
 
 

@@ -240,17 +240,69 @@ class Columns:
 FlowKey = tuple[int | str, int | str, int]  # (pid, tid, ts ns) of a flow event
 
 
-@dataclass
+@dataclass(eq=False)
 class Phases:
-    """What the non-X events said, besides the slices they added to the columns."""
+    """What the non-X events said, besides the slices they added to the columns.
 
-    flow_start: dict[FlowKey, int] = field(default_factory=dict)  # 's' events
-    flow_end: dict[FlowKey, int] = field(default_factory=dict)  # 'f' events
+    The flows, (pid, tid, ts ns) -> flow id of the ``s`` events (``flow_start``) and of
+    the ``f`` events (``flow_end``), a later one at a key replacing an earlier one: the
+    collector hands each chunk's flows over as columns (``add_flows``), and they become
+    the tables when the tables are first read. A trace whose launches and kernels all
+    carry their correlation never reads them (the model reads them only for those that
+    do not), and a dict entry per flow was a twentieth of explaining a 200,000-event
+    trace."""
+
     # ("thread_name" | "process_name", pid, tid) -> name
     thread_names: dict[tuple[str, int | str, int | str], str] = field(default_factory=dict)
     instants: int = 0
     # diagnostic code -> events: unmatched-end, unclosed-begin, other-phase, unknown-phase
     counts: dict[str, int] = field(default_factory=dict)
+    _tables: tuple[dict[FlowKey, int], dict[FlowKey, int]] = field(
+        default_factory=lambda: ({}, {}), repr=False)
+    # (start?, pids, tids, key codes, ts, ids) per chunk, in file order, not yet in _tables
+    _pending: list[tuple[bool, list, list, np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=list, repr=False)
+
+    @property
+    def flow_start(self) -> dict[FlowKey, int]:
+        """The ``s`` events' table (written to in place by the event-by-event folds)."""
+        if self._pending:
+            self._flush()
+        return self._tables[0]
+
+    @property
+    def flow_end(self) -> dict[FlowKey, int]:
+        """The ``f`` events' table."""
+        if self._pending:
+            self._flush()
+        return self._tables[1]
+
+    def has_flows(self) -> bool:
+        return bool(self._pending) or any(self._tables)
+
+    def add_flows(self, pids: list, tids: list, codes: np.ndarray, ts: np.ndarray,
+                  ids: np.ndarray, *, start: bool) -> None:
+        """A chunk's flows of one kind, after every flow before them in the file: flow k
+        is (pids[codes[k]], tids[codes[k]], ts[k]) -> ids[k]."""
+        if codes.size:
+            self._pending.append((start, pids, tids, codes, ts, ids))
+
+    def _flush(self) -> None:
+        for start, pids, tids, codes, ts, ids in self._pending:
+            c = codes.tolist()
+            self._tables[0 if start else 1].update(zip(
+                zip(map(pids.__getitem__, c), map(tids.__getitem__, c), ts.tolist(),
+                    strict=True), ids.tolist(), strict=True))
+        self._pending.clear()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Phases):
+            return NotImplemented
+        return (self.flow_start, self.flow_end, self.thread_names, self.instants,
+                self.counts) == (other.flow_start, other.flow_end, other.thread_names,
+                                 other.instants, other.counts)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq is
 
 
 @dataclass

@@ -64,7 +64,7 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
     passes on only its ``B``/``E`` and ``M`` events; this pass still reads any phase)."""
     extra: list[tuple[str, str, Any, Any, int, int, bytes]] = []  # cat, name, pid, tid, s, e, args
     open_b: dict[tuple, list[tuple[Any, int]]] = defaultdict(list)
-    flow_start, flow_end, thread_names = phases.flow_start, phases.flow_end, phases.thread_names
+    thread_names = phases.thread_names  # (the flow tables read only for a flow here)
     instants = 0
     thread_ids: dict[int | str, int | str] = {}  # a trace has few distinct pids and tids
 
@@ -94,9 +94,9 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
                 key = (thread_id(ev.pid) if pid is None else pid,
                        thread_id(ev.tid) if tid is None else tid, ts)
                 if ph == "s":
-                    flow_start[key] = fid
+                    phases.flow_start[key] = fid
                 elif ph == "f":
-                    flow_end[key] = fid  # 't' (flow step) links nothing here
+                    phases.flow_end[key] = fid  # 't' (flow step) links nothing here
         elif ph in ("B", "E"):
             paired.append(o)
         elif ph == "M":

@@ -115,7 +115,9 @@ class Splitter:
             if _complete(head):  # a top-level key iff the header closes into an object
                 self.meta_raw.append(head)  # deep nesting is capped where it is decoded
                 self.offset = m.end()
-                self.buf = bytearray(b"[") + self.buf[m.end():]
+                # the header dropped in place, keeping the array's '[': the first piece
+                # is megabytes, and a copy of it a fresh buffer's page faults
+                del self.buf[:m.end() - 1]
                 return True
             start = m.end()
         return False
