@@ -23,6 +23,7 @@ from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import (
     Cause,
     ColdWork,
+    FirstUse,
     Holder,
     ProfilerBurst,
     ProfilerStartup,
@@ -299,6 +300,22 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
         text = (f"profiler start-up: the trace's first launch took {fmt_ns(cause.launch_ns)} "
                 f"of the call's {fmt_ns(cause.api_ns)} before its device work began (the "
                 f"other launches' median {fmt_ns(cause.median_launch_ns)})")
+    elif isinstance(cause, FirstUse):
+        from traceview.analyses.calls import STARTUP_SHARE
+
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("launches", cause.launches),
+                 Figure("before", cause.before_ns), Figure("later", cause.later_ns),
+                 Figure("excess", cause.excess_ns),
+                 Figure("share", cause.excess_ns / cause.api_ns),
+                 Figure("share_threshold", STARTUP_SHARE)]
+        rels += [rel("le", "before", "api"), rel("sum", "later", "excess", "before"),
+                 rel("ratio", "excess", "api", "share"), rel("gt", "share", "share_threshold")]
+        n = cause.launches
+        text = (f"first use: {n} launch{'es' if n != 1 else ''} of kernels the trace had not "
+                f"launched before took {fmt_ns(cause.before_ns)} of the call's "
+                f"{fmt_ns(cause.api_ns)} before their device work began; the same kernels' "
+                f"later launches take {fmt_ns(cause.later_ns)} (their medians, summed)")
     else:
         assert isinstance(cause, SlowCall)
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
