@@ -150,7 +150,7 @@ def _reproducer(d: Detected) -> str:
         return ("the trace lacks what a reproducer needs: "
                 + ", ".join(item for item, _ in missing)
                 + "; the profiler does not record them: note them beside the trace")
-    txt = "; ".join(f"{item} (add with {how})" for item, how in missing)
+    txt = "; ".join(f"{item} ({how})" for item, how in missing)
     return f"the trace lacks what a reproducer needs: {txt}"
 
 
