@@ -648,12 +648,16 @@ def calls_title_claim(calls: CallsInfo, unit: str) -> Claim | None:
     figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
             Figure("count", calls.count, pointer("calls", "count"))]
     text = f"Per {unit}: {calls.warm_count} warm of {calls.count}"
+    incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
+    left_out = {calls.per_call[k].index for k in incomplete}
+    # an outlier whose launches lost their device records is incomplete: left out, so
+    # not among the outliers the figures count
     for key, word, ids in (("cold", "left out", calls.cold),
                            ("outliers", "counted", calls.outliers)):
-        if ids:
-            figs += [Figure(f"{key}:{k}", i, pointer("calls", key, k)) for k, i in enumerate(ids)]
-            text += f"; {key}: #{', #'.join(map(str, ids))} {word}"
-    incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
+        shown_ids = [(k, i) for k, i in enumerate(ids) if key == "cold" or i not in left_out]
+        if shown_ids:
+            figs += [Figure(f"{key}:{k}", i, pointer("calls", key, k)) for k, i in shown_ids]
+            text += f"; {key}: #{', #'.join(str(i) for _, i in shown_ids)} {word}"
     if incomplete:
         shown = incomplete[:INCOMPLETE_NAMED]
         figs += [Figure(f"incomplete:{k}", calls.per_call[k].index,
