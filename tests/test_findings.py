@@ -220,3 +220,27 @@ def test_reproducer_advises_the_flag_where_it_was_off(tmp_path):
     f = next(f for f in traceview.analyze(p).findings if f.id == "reproducer-incomplete")
     for item in ("shapes", "dtypes", "strides", "scalar arguments"):
         assert _said_for(f.message, item) == "add with record_shapes=True"
+
+
+def test_a_training_trace_keeps_the_advice_the_profiler_can_follow(tmp_path):
+    """In a trace of profiler steps (a training script, where traceview capture would not
+    help) the items only capture records are to be noted beside the trace; shapes, which
+    the profiler records with record_shapes=True, keep that advice: "the profiler does not
+    record them" said of shapes was untrue."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    for i in range(3):
+        tb.annotation(f"ProfilerStep#{i}", 1_000 + 100_000 * i, 90_000)
+        tb.op("aten::mul", 2_000 + 100_000 * i, 10_000)
+    p = tb.write(tmp_path / "steps.json")
+    events = json.loads(p.read_text())["traceEvents"]
+    assert not any(e.get("args", {}).get("Input Dims") for e in events)
+    r = traceview.analyze(p)
+    assert r.steps is not None and len(r.steps.steps) == 3
+    f = next(f for f in r.findings if f.id == "reproducer-incomplete")
+    for item in ("shapes", "dtypes", "strides", "scalar arguments"):
+        assert _said_for(f.message, item) == "add with record_shapes=True"
+    assert f.message.endswith("framework and compiler versions, synchronization protocol, "
+                              "correctness reference (the profiler does not record them: note "
+                              "them beside the trace)")

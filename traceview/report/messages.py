@@ -146,10 +146,16 @@ def _cold(d: Detected) -> str:
 
 def _reproducer(d: Detected) -> str:
     missing = d.terms["missing"]
-    if d.terms.get("steps"):  # a training script, not a capture: capture would not help
-        return ("the trace lacks what a reproducer needs: "
-                + ", ".join(item for item, _ in missing)
-                + "; the profiler does not record them: note them beside the trace")
+    if d.terms.get("steps"):
+        # a training script, not a capture: capture would not help with what only it
+        # records; what the profiler records (shapes, the device header) keeps its advice
+        capture = "add with traceview capture"
+        parts = [f"{item} ({how})" for item, how in missing if how != capture]
+        note = [item for item, how in missing if how == capture]
+        if note:
+            parts.append(", ".join(note) + " (the profiler does not record them: note them "
+                         "beside the trace)")
+        return "the trace lacks what a reproducer needs: " + "; ".join(parts)
     txt = "; ".join(f"{item} ({how})" for item, how in missing)
     return f"the trace lacks what a reproducer needs: {txt}"
 
