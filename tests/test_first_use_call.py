@@ -20,7 +20,9 @@ from decimal import Decimal
 
 import public_corpus
 import pytest
+import reference_count
 
+import rawcount
 import traceview
 from traceview.units import fmt_ns, fmt_pct
 
@@ -43,31 +45,40 @@ def _lower_median(values: list[int]) -> int:
 def first_uses_by_hand(events: list[dict], a: int, b: int, ratio: float = 5.0
                        ) -> tuple[int, int, int]:
     """The first-use launches in [a, b), from the raw events: (launches, their time before
-    their device work began, the same kernels' later launches' lower medians, summed). A
-    launch's kernel is the name of its device work; a first use is a kernel's first
-    launch in the trace whose time before its work began is over ``ratio`` times the
-    lower median of that kernel's later launches'."""
+    their device work began with the device idle, the same kernels' later launches' lower
+    medians of it, summed). A launch's kernel is the name of its device work; its time
+    is from its start to the earlier of its end and its work's start, less the time any
+    device work ran then (waiting behind queued work is no set-up). A first use is a
+    kernel's first launch in the trace whose time is over ``ratio`` times both the lower
+    median of that kernel's later launches' and the lower median duration of every
+    launch API call (``launch_apis`` of the rule table, as the reference reads it)."""
     work: dict = {}
     for e in events:
         if e.get("ph") == "X" and e.get("cat") in WORK_CATS:
             work.setdefault(e.get("args", {}).get("correlation"), []).append(e)
-    launches = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in LAUNCH_CATS
-                       and e.get("args", {}).get("correlation") in work),
+    busy = rawcount.union([(_ns(e["ts"]), _ns(e["ts"]) + _ns(e.get("dur", 0)))
+                           for w in work.values() for e in w])
+    apis = reference_count.launch_apis()
+    calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in LAUNCH_CATS]
+    typical = _lower_median([_ns(e.get("dur", 0)) for e in calls if e["name"] in apis])
+    launches = sorted((e for e in calls if e.get("args", {}).get("correlation") in work),
                       key=lambda e: _ns(e["ts"]))
     per_kernel: dict[str, list[tuple[int, int]]] = {}
     for e in launches:
         w = work[e["args"]["correlation"]]
         began = min(_ns(x["ts"]) for x in w)
         start, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e.get("dur", 0))
+        before = max(0, min(end, began) - start)
+        before -= rawcount.length(rawcount.clip(busy, start, start + before))
         name = min(w, key=lambda x: _ns(x["ts"]))["name"]
-        per_kernel.setdefault(name, []).append((start, max(0, min(end, began) - start)))
+        per_kernel.setdefault(name, []).append((start, before))
     n = took = usual = 0
     for runs in per_kernel.values():
         (start, before), later = runs[0], [r[1] for r in runs[1:]]
         if not later or not a <= start < b:
             continue
         med = _lower_median(later)
-        if before > ratio * med:
+        if before > ratio * max(med, typical):
             n, took, usual = n + 1, took + before, usual + med
     return n, took, usual
 
@@ -123,9 +134,10 @@ def test_a_first_use_call_of_its_own_kind_is_cold_and_not_typical(tb, analyze_bu
     assert [c.name for c in r.calls.per_call] == [c[0] for c in calls]
     assert r.calls.cold == (1,) and r.calls.warm_count == 3
     assert r.calls.per_call[1].cold_reason == (
-        f"first use: {n} launches of kernels the trace had not launched before took "
-        f"{fmt_ns(took)} of the call's {fmt_ns(b - a)} before their device work began; the "
-        f"same kernels' later launches take {fmt_ns(usual)} (their medians, summed)")
+        f"first use: {n} launches of kernels the trace had not launched before waited "
+        f"{fmt_ns(took)} of the call's {fmt_ns(b - a)}, the device idle, before their device "
+        f"work began; the same kernels' later launches wait {fmt_ns(usual)} (their medians, "
+        f"summed)")
     # the typical call: the warm kind with the most wall time, block_1 (12 ms)
     t = r.typical
     assert t is not None and t.index == 2 and (t.start_ns, t.end_ns) == spans[2]
@@ -148,6 +160,19 @@ def test_first_launches_as_slow_as_the_later_ones_stay_warm(tb, analyze_builder)
     calls[2] = (calls[2][0], 50_000_000, calls[2][2])
     calls[3] = (calls[3][0], 48_000_000, calls[3][2])
     spans = write_calls(tb, calls)
+    assert first_uses_by_hand(tb.events, *spans[1])[0] == 0
+    r = analyze_builder(tb)
+    assert r.calls.cold == ()
+
+
+def test_first_launches_waiting_behind_device_work_stay_warm(tb, analyze_builder):
+    """block_0's slow first launches wait while a 45 ms kernel it launched first runs (a
+    blocking launch queued behind work, as a copy behind 493 ms of kernels): the device is
+    busy all the while, the wait is no set-up of their own, and the call stays warm."""
+    calls = blocks(first_launch=10_000_000, first_wall=46_000_000)
+    spans = write_calls(tb, calls)
+    a, _ = spans[1]
+    tb.launched_kernel("k_long", a + 100, 500, a + 700, 45_500_000)
     assert first_uses_by_hand(tb.events, *spans[1])[0] == 0
     r = analyze_builder(tb)
     assert r.calls.cold == ()
@@ -213,9 +238,10 @@ def test_switch_transformer_first_block_is_a_first_use_call(name):
     assert took - usual > 0.5 * (b - a)  # the rule, by hand: most of the call
     assert block.cold and block.index in r.calls.cold
     assert block.cold_reason == (
-        f"first use: {n} launches of kernels the trace had not launched before took "
-        f"{fmt_ns(took)} of the call's {fmt_ns(b - a)} before their device work began; the "
-        f"same kernels' later launches take {fmt_ns(usual)} (their medians, summed)")
+        f"first use: {n} launches of kernels the trace had not launched before waited "
+        f"{fmt_ns(took)} of the call's {fmt_ns(b - a)}, the device idle, before their device "
+        f"work began; the same kernels' later launches wait {fmt_ns(usual)} (their medians, "
+        f"summed)")
     # every other call the rule leaves warm is warm; the typical call is the longest of
     # them (one call per kind), and no first-use call
     for c in r.calls.per_call:

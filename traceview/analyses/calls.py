@@ -263,13 +263,16 @@ def _lower_medians(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np
 
 
 def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: _LaunchWork,
-                    lo: np.ndarray, hi: np.ndarray, skip: Collection[int]
+                    lo: np.ndarray, hi: np.ndarray, busy: intervals.Set, skip: Collection[int]
                     ) -> dict[int, FirstUse]:
     """The calls (other than ``skip``) dominated by first uses. A launch is a first use
     when its kernel (its first device record's name) was not launched before in the trace,
     is launched again later, and this launch's time before its device work began (as
-    ``startup_calls`` reads it) is over ``STARTUP_LAUNCH_RATIO`` times the median of the
-    later launches'. A call is cold when its first-use launches took more than
+    ``startup_calls`` reads it) while the device ran nothing (``busy``: a blocking copy
+    queued behind 493 ms of kernels waits for them, which is no set-up of its own) is over
+    ``STARTUP_LAUNCH_RATIO`` times the median of the later launches' and times the median
+    duration of all the trace's launches (a few microseconds over later launches that
+    never wait is no evidence). A call is cold when its first-use launches took more than
     ``STARTUP_SHARE`` of its wall time beyond what the same kernels' later launches take.
     Evidence in the trace, not a name: a kernel's first launch loads its module (lazy
     loading) or creates a library handle, milliseconds that its later launches, in later
@@ -282,6 +285,7 @@ def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw:
     row = l_rows[pos]
     st = s.start[row]
     before = np.maximum(0, np.minimum(s.end[row], lw.min_start[pos]) - st)
+    before = before - intervals.overlap(busy, st, st + before)
     kernel = s.name[lw.rows[lw.first[pos]]].astype(np.int64)
     order = np.argsort(kernel, kind="stable")  # by kernel, then launch order
     k_sorted = kernel[order]
@@ -296,7 +300,8 @@ def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw:
     again = at < keys.size
     again[again] = keys[at[again]] == kernel[firsts[again]]
     f, f_med = firsts[again], med[at[again]]
-    use = before[f] > STARTUP_LAUNCH_RATIO * f_med
+    typical_launch = int(median((s.end[l_rows] - s.start[l_rows]).tolist()))
+    use = before[f] > STARTUP_LAUNCH_RATIO * np.maximum(f_med, typical_launch)
     f, f_med = f[use], f_med[use]
     if not f.size:
         return {}
@@ -368,7 +373,8 @@ def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork
 
 
 def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: _LaunchWork,
-                       lo: np.ndarray, hi: np.ndarray, works: dict[int, ColdWork]
+                       lo: np.ndarray, hi: np.ndarray, busy: intervals.Set,
+                       works: dict[int, ColdWork]
                        ) -> tuple[dict[int, ProfilerStartup], dict[int, Cause], dict[int, Cause]]:
     """The calls' cold and outlier classes set on ``calls`` (in place): the start-up
     call's, the first-use calls', then the slow calls'; with the start-up calls and why
@@ -378,7 +384,8 @@ def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: 
     startup = startup_calls(trace, calls, l_rows, lo, hi)
     # so are the calls dominated by first uses (their compile work, where they have it,
     # stays their reason)
-    first_use = first_use_calls(trace, calls, l_rows, lw, lo, hi, set(startup) | set(works))
+    first_use = first_use_calls(trace, calls, l_rows, lw, lo, hi, busy,
+                                set(startup) | set(works))
     early: dict[int, Cause] = {**first_use, **startup}
     for i in early:
         calls[i] = replace(calls[i], cold=True)
@@ -627,7 +634,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                           launches_without_work=m["empty"][i]))
         kernel_end.append(k_end)
     startup, cold_causes, outlier_causes = _cold_and_outliers(trace, calls, l_rows, lw, lo, hi,
-                                                              works)
+                                                              busy, works)
     warm = warm_calls(calls)
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

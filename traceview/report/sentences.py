@@ -313,9 +313,10 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
                  rel("ratio", "excess", "api", "share"), rel("gt", "share", "share_threshold")]
         n = cause.launches
         text = (f"first use: {n} launch{'es' if n != 1 else ''} of kernels the trace had not "
-                f"launched before took {fmt_ns(cause.before_ns)} of the call's "
-                f"{fmt_ns(cause.api_ns)} before their device work began; the same kernels' "
-                f"later launches take {fmt_ns(cause.later_ns)} (their medians, summed)")
+                f"launched before waited {fmt_ns(cause.before_ns)} of the call's "
+                f"{fmt_ns(cause.api_ns)}, the device idle, before their device work began; the "
+                f"same kernels' later launches wait {fmt_ns(cause.later_ns)} (their medians, "
+                f"summed)")
     else:
         assert isinstance(cause, SlowCall)
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
