@@ -617,7 +617,7 @@ def test_one_call_against_one_claims_no_interval():
                      -4_410_000, True, 1, 1)
     d = Diff("a", "b", 1, 1, [api], [])
     doc = d.as_dict()
-    assert "cannot be told from noise (1 against 1 warm calls: no interval)" in doc["verdict"]
+    assert "cannot be told from noise (1 against 1 calls: no interval)" in doc["verdict"]
     assert "CI" not in doc["verdict"] and "differs" not in doc["verdict"]
     claim = from_json(doc["claims"][0])
     assert check(claim, doc) == []
