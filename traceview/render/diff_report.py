@@ -28,8 +28,8 @@ from traceview.render.names import kernel_labels, short_frame, short_kernel
 from traceview.render.text import laid_out
 from traceview.units import fmt_ns, fmt_signed_ns
 
-PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
-                  "bootstrap CI)")
+PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls, every call "
+                  "on a side with none; 95% bootstrap CI)")
 
 
 def _ci(c) -> str:
