@@ -244,3 +244,24 @@ def test_a_training_trace_keeps_the_advice_the_profiler_can_follow(tmp_path):
     assert f.message.endswith("framework and compiler versions, synchronization protocol, "
                               "correctness reference (the profiler does not record them: note "
                               "them beside the trace)")
+
+
+def test_graph_replay_counts_the_trace_s_kernels_as_the_trace_s(tmp_path):
+    """One graph launch replaying three nodes beside one eager kernel: the finding counts
+    the trace's four kernels as the trace's, and one launch as one launch (it read "1
+    graph launches, 425 kernels" of a vLLM replay of 421 nodes beside 4 eager kernels)."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    corr = tb.launch(1_000, 5_000, api="cudaGraphLaunch")
+    for k in range(3):
+        tb.kernel(f"node{k}", 10_000 + 3_000 * k, 2_000, corr=corr)
+    tb.launched_kernel("eager", 30_000, 4_000, 36_000, 2_000)
+    p = tb.write(tmp_path / "graph.json")
+    events = json.loads(p.read_text())["traceEvents"]
+    kernels = sum(1 for e in events if e["cat"] == "kernel")
+    graphs = sum(1 for e in events if e.get("name") == "cudaGraphLaunch")
+    assert (kernels, graphs) == (4, 1)
+    f = next(f for f in traceview.analyze(p).findings if f.id == "graph-replay")
+    assert f.message == (f"results are CUDA graph replay ({graphs} graph launch; {kernels} "
+                         "kernels in the trace); they do not show eager launch cost")

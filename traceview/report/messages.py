@@ -110,9 +110,13 @@ def _range_idle(d: Detected) -> str:
 
 
 def _graph(d: Detected) -> str:
+    # the kernels are the trace's, eager ones included, not the replays' nodes (the
+    # integrity block counts those): "1 graph launches, 425 kernels" read as one replay
+    # of 425 kernels where it replayed 421
+    n = d.value("graph_launches")
     return (f"results are {d.terms.get('api', 'CUDA')} graph replay "
-            f"({d.value('graph_launches')} graph launches, "
-            f"{d.value('kernels')} kernels); they do not show eager launch cost")
+            f"({n} graph launch{'es' if n != 1 else ''}; {d.value('kernels')} kernels in "
+            f"the trace); they do not show eager launch cost")
 
 
 def _cold(d: Detected) -> str:
