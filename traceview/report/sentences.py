@@ -434,15 +434,18 @@ def unprofiled_claims(u: UnprofiledInfo | None,
 
 def window_claim(w: Window) -> Claim:
     """What the window is (the line beside its length): the activity's span, the
-    ``--window`` time range (and the steps it was widened to hold), or the user ranges a
-    ``--window`` regex matched, counted."""
+    ``--window`` time range or the user ranges a ``--window`` regex matched, counted
+    (and the steps either was widened to hold)."""
     if w.source == "empty":
         return Claim("window", "no activity events",
                      (Figure("dur", w.dur_ns, pointer("window", "dur_ns")), Figure("none", 0)),
                      (rel("eq", "dur", "none"),))
     if w.source == "annotation":
         # find_window refuses a regex that matches no range
-        return Claim("window", f"span of {w.ranges} user range(s) matching {w.spec!r}",
+        text = f"span of {w.ranges} user range(s) matching {w.spec!r}"
+        if w.cut_steps:
+            text += f", widened to the whole steps it cut: {', '.join(w.cut_steps)}"
+        return Claim("window", text,
                      (Figure("ranges", w.ranges, pointer("window", "ranges")),
                       Figure("one", 1)), (rel("ge", "ranges", "one"),))
     if w.source == "range":
