@@ -76,8 +76,10 @@ def unprofiled_rows(u: dict[str, Any], sep: str = "\n") -> list[list[str]]:
 
 UNPROFILED_HEADER = ["figure (unprofiled)", "before, per process", "after, per process",
                      "after - before", "95% CI"]
+# a function's p50 per call over the warm calls holding it, against the p50 call: above
+# 100% where it runs in calls longer than the p50 (one call per kind), so not a "share"
 CODE_HEADER = ["function (per call, inclusive)", "status", "before", "after", "change",
-               "share of call"]
+               "of a p50 call"]
 FAMILY_HEADER = ["module family (innermost frame, per call)", "before", "after", "change",
                  "share of call"]
 
