@@ -93,6 +93,12 @@ def _problems(r: Report) -> list[str]:
                 out.append(f"call {row.index}: {sid} {words!r} is not its claim's text")
             if not flag and (sid, row.index) in said:
                 out.append(f"call {row.index}: a {sid} claim for a call that is not so")
+    # the outliers the per-call title says are counted are warm (an incomplete one is not)
+    warm = {row.index: row.warm for row in r.calls.per_call}
+    for c in r.claims:
+        if c.id == "calls-title":
+            out += [f"calls-title: outlier #{f.value} is said counted but is not warm"
+                    for f in c.figures if f.name.startswith("outliers:") and not warm[f.value]]
     return out
 
 
@@ -612,7 +618,7 @@ def test_one_call_against_one_claims_no_interval():
                      -4_410_000, True, 1, 1)
     d = Diff("a", "b", 1, 1, [api], [])
     doc = d.as_dict()
-    assert "cannot be told from noise (1 against 1 warm calls: no interval)" in doc["verdict"]
+    assert "cannot be told from noise (1 against 1 calls: no interval)" in doc["verdict"]
     assert "CI" not in doc["verdict"] and "differs" not in doc["verdict"]
     claim = from_json(doc["claims"][0])
     assert check(claim, doc) == []

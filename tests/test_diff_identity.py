@@ -33,7 +33,7 @@ def test_one_call_against_one_has_no_interval(tmp_path):
     assert (api.before, api.after, api.delta) == (9_000, 4_590, 4_590 - 9_000)
     assert api.ci_low is None and api.ci_high is None and not api.significant
     line = profiled_line(d)
-    assert "cannot be told from noise" in line and "1 against 1 warm calls: no interval" in line
+    assert "cannot be told from noise" in line and "1 against 1 calls: no interval" in line
     text = renderer("text", "diff").render(d, RenderOptions(width=120))
     assert "[-4.41 us, -4.41 us]" not in text and "cannot tell" in text
 
@@ -114,3 +114,23 @@ def test_device_work_without_launch_records_is_counted_and_said(tmp_path, analyz
     assert any("no launch record: 0 item(s) before, 4 after" in w for w in d.warnings)
     k = next(c for c in d.comparisons if c.metric == "calls.kernel_ns.p50")
     assert (k.before, k.after) == (1_000, 4_000)
+
+
+def test_a_side_with_no_warm_call_is_not_said_to_have_one(tmp_path):
+    """A side whose one call lost a device record has no warm call (it is incomplete);
+    diff compares its every call, and the no-interval line does not call them warm (a
+    real H100 step with 22 launches missing records was said "1 against 1 warm calls")."""
+    tb = TraceBuilder()
+    tb.annotation("call_0", 0, 9_000)
+    tb.launch(1_000, 500)  # no device record
+    tb.launched_kernel("k", 2_000, 500, 3_000, 800)
+    events = tb.events
+    kernels = {e["args"]["correlation"] for e in events if e["cat"] == "kernel"}
+    assert any(e["cat"] in ("cuda_runtime", "cuda_driver")
+               and e["args"]["correlation"] not in kernels for e in events)
+    opts = traceview.Options(calls="^call_0$")
+    before = traceview.analyze(tb.write(tmp_path / "a.json"), opts)
+    after = traceview.analyze(one_call(tmp_path, "b.json", 4_590), opts)
+    assert before.calls.warm_count == 0 and after.calls.warm_count == 1
+    line = profiled_line(diff_reports(before, after))
+    assert "(1 against 1 calls: no interval)" in line and "warm" not in line

@@ -110,6 +110,7 @@ def test_reproducer_incomplete_names_what_is_missing(tmp_path):
     """A real fixture with its capture metadata and shapes stripped (record_shapes off)."""
     doc = json.loads(gzip.decompress((FIXTURES / "torch_mul_1x4096_f32.json.gz").read_bytes()))
     doc.pop("traceview")
+    doc.pop("record_shapes")  # the header's flag goes with the shapes it recorded
     for ev in doc["traceEvents"]:
         for key in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
             ev.get("args", {}).pop(key, None)
@@ -159,3 +160,108 @@ def test_host_bound_threshold(tb, analyze_builder, kernel, verdict):
 def test_cold_first_call_threshold(tb, analyze_builder, first, fires):
     _calls(tb, 6, api=10_000, kernel=1_000, first_api=first)  # 5x the 10 us median
     assert ("cold-path" in _found(analyze_builder, tb)) is fires
+
+
+def _record_shapes_trace(tmp_path, *, header: bool, ops: list[dict]):
+    """A trace of ``ops`` (cpu_op args), with the header's record_shapes flag or not."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    if header:
+        tb.metadata["record_shapes"] = 1
+    for i, args in enumerate(ops):
+        tb.raw({"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1,
+                "ts": 10 + 20 * i, "dur": 10, "args": args})
+    if not ops:  # an event with a duration, so the trace is not empty of activity
+        tb.raw({"ph": "X", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1,
+                "ts": 10, "dur": 10, "args": {}})
+    return tb.write(tmp_path / "t.json")
+
+
+def _said_for(message: str, item: str) -> str:
+    """The parenthesis the reproducer finding gives ``item``."""
+    start = message.index(f"{item} (") + len(item) + 2
+    return message[start:message.index(")", start)]
+
+
+def test_reproducer_does_not_advise_a_flag_the_trace_had_on(tmp_path):
+    """An older PyTorch with record_shapes on records shapes and dtypes but no strides or
+    scalar arguments: the finding names them missing, and says the flag was on rather
+    than advising it (a real trace's header said record_shapes: 1 beside the advice)."""
+    args = {"Input Dims": [[4096], [4096]], "Input type": ["float", "float"]}
+    p = _record_shapes_trace(tmp_path, header=True, ops=[args, args])
+    events = json.loads(p.read_text())["traceEvents"]
+    keys = {k for e in events if e.get("cat") == "cpu_op" for k in e["args"]}
+    assert keys == {"Input Dims", "Input type"}  # no strides, no concrete inputs
+    f = next(f for f in traceview.analyze(p).findings if f.id == "reproducer-incomplete")
+    assert {"strides", "scalar arguments"} <= set(f.evidence["missing"])
+    assert not {"shapes", "dtypes"} & set(f.evidence["missing"])
+    assert "record_shapes=True" not in f.message
+    for item in ("strides", "scalar arguments"):
+        assert _said_for(f.message, item) == ("record_shapes was on: the profiler that wrote "
+                                              "this trace does not record them")
+
+
+def test_reproducer_with_the_flag_on_and_no_operator(tmp_path):
+    """The header says record_shapes was on, and no operator was recorded (a profile of
+    nothing): the shape items are missing because nothing ran, not for want of the flag."""
+    p = _record_shapes_trace(tmp_path, header=True, ops=[])
+    assert not [e for e in json.loads(p.read_text())["traceEvents"] if e["cat"] == "cpu_op"]
+    f = next(f for f in traceview.analyze(p).findings if f.id == "reproducer-incomplete")
+    for item in ("shapes", "dtypes", "strides", "scalar arguments"):
+        assert item in f.evidence["missing"]
+        assert _said_for(f.message, item) == ("record_shapes was on, but the trace records "
+                                              "no operator")
+
+
+def test_reproducer_advises_the_flag_where_it_was_off(tmp_path):
+    """The converse: no header flag and no shapes on the ops: the advice stands."""
+    p = _record_shapes_trace(tmp_path, header=False, ops=[{}, {}])
+    f = next(f for f in traceview.analyze(p).findings if f.id == "reproducer-incomplete")
+    for item in ("shapes", "dtypes", "strides", "scalar arguments"):
+        assert _said_for(f.message, item) == "add with record_shapes=True"
+
+
+def test_a_training_trace_keeps_the_advice_the_profiler_can_follow(tmp_path):
+    """In a trace of profiler steps (a training script, where traceview capture would not
+    help) the items only capture records are to be noted beside the trace; shapes, which
+    the profiler records with record_shapes=True, keep that advice: "the profiler does not
+    record them" said of shapes was untrue."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    for i in range(3):
+        tb.annotation(f"ProfilerStep#{i}", 1_000 + 100_000 * i, 90_000)
+        tb.op("aten::mul", 2_000 + 100_000 * i, 10_000)
+    p = tb.write(tmp_path / "steps.json")
+    events = json.loads(p.read_text())["traceEvents"]
+    assert not any(e.get("args", {}).get("Input Dims") for e in events)
+    r = traceview.analyze(p)
+    assert r.steps is not None and len(r.steps.steps) == 3
+    f = next(f for f in r.findings if f.id == "reproducer-incomplete")
+    for item in ("shapes", "dtypes", "strides", "scalar arguments"):
+        assert _said_for(f.message, item) == "add with record_shapes=True"
+    assert f.message.endswith("framework and compiler versions, synchronization protocol, "
+                              "correctness reference (the profiler does not record them: note "
+                              "them beside the trace)")
+
+
+def test_graph_replay_counts_the_trace_s_kernels_as_the_trace_s(tmp_path):
+    """One graph launch replaying three nodes beside one eager kernel: the finding counts
+    the trace's four kernels as the trace's, and one launch as one launch (it read "1
+    graph launches, 425 kernels" of a vLLM replay of 421 nodes beside 4 eager kernels)."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    corr = tb.launch(1_000, 5_000, api="cudaGraphLaunch")
+    for k in range(3):
+        tb.kernel(f"node{k}", 10_000 + 3_000 * k, 2_000, corr=corr)
+    tb.launched_kernel("eager", 30_000, 4_000, 36_000, 2_000)
+    p = tb.write(tmp_path / "graph.json")
+    events = json.loads(p.read_text())["traceEvents"]
+    kernels = sum(1 for e in events if e["cat"] == "kernel")
+    graphs = sum(1 for e in events if e.get("name") == "cudaGraphLaunch")
+    assert (kernels, graphs) == (4, 1)
+    f = next(f for f in traceview.analyze(p).findings if f.id == "graph-replay")
+    assert f.message == (f"results are CUDA graph replay ({graphs} graph launch; {kernels} "
+                         "kernels in the trace); they do not show eager launch cost")

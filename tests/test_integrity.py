@@ -49,6 +49,39 @@ def test_launches_without_device_record_are_counted_and_their_calls_left_out(tb,
     assert r.calls.stats["device_busy_ns"].max == 9 * US
 
 
+def test_an_incomplete_outlier_is_left_out_not_counted(tb, analyze_builder):
+    """A call far slower than the others (an outlier, counted in the warm figures) whose
+    launch lost its device record is incomplete and left out: the per-call title names it
+    among the incomplete calls only, never among the outliers it says are counted (a real
+    trace's title listed one call as both)."""
+    t, walls = 0, [100 * US] * 10
+    walls[3] = 400 * US
+    for i, wall in enumerate(walls):
+        tb.annotation("call", t, wall)
+        for j in range(3):
+            ls = t + 5 * US + j * 20 * US
+            if i == 3 and j == 1:
+                tb.launch(ls, 5 * US)
+            else:
+                tb.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
+                                   3 * US)
+        t += wall + 100 * US
+    # independent count from the events: call 3 is 4x the others and lost a record
+    events = tb.events
+    kernels = {e["args"]["correlation"] for e in events if e["cat"] == "kernel"}
+    calls = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["cat"] == "user_annotation")
+    lost = {k for k, (a, b) in enumerate(calls) for e in events if e["cat"] in ("cuda_runtime", "cuda_driver")
+            and a <= e["ts"] < b and e["args"]["correlation"] not in kernels}
+    assert lost == {3}
+    r = analyze_builder(tb, calls="call")
+    row = r.calls.per_call[3]
+    assert row.outlier and row.launches_without_work == 1 and not row.warm
+    assert r.calls.warm_count == 9
+    title = next(c.text for c in r.claims if c.id == "calls-title")
+    assert title == ("Per call: 9 warm of 10; incomplete (launches without device records): "
+                     "#3 left out")
+
+
 def test_a_run_of_empty_launches_before_the_first_recorded_one_is_a_dropped_prefix(
         tb, analyze_builder):
     for j in range(4):

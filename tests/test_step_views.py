@@ -124,3 +124,61 @@ def test_device_and_empty_lanes_are_refused_in_one_line(spec):
                                    "--thread", "/"])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "host threads: main thread [1175/1175]" in " ".join(res.output.split())
+
+
+def test_a_range_window_inside_steps_holds_the_whole_steps(tb, analyze_builder):
+    """``--window attn``, a record_function inside each of three steps, spans the middle
+    of the first step to the middle of the last: like a time range, it is widened to the
+    whole steps it cuts, and says so. Unwidened, the last step was a call reaching past
+    the window and the first none at all (a real tutorial trace's 'Self-Attention')."""
+    steps = []
+    for i in range(3):
+        a = 1_000 + 100_000 * i
+        tb.annotation(f"ProfilerStep#{i + 1}", a, 90_000)
+        tb.annotation("attn", a + 20_000, 30_000)
+        tb.launched_kernel("k", a + 25_000, 5_000, a + 31_000, 10_000)
+        steps.append((a, a + 90_000))
+    events = json.loads(tb.text())["traceEvents"]
+    attn = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+            for e in events if e["name"] == "attn"]
+    lo, hi = min(a for a, _ in attn), max(b for _, b in attn)
+    cut = [f"ProfilerStep#{k + 1}" for k, (a, b) in enumerate(steps)
+           if a < hi and b > lo and (a < lo or b > hi)]
+    assert cut == ["ProfilerStep#1", "ProfilerStep#3"]
+    r = analyze_builder(tb, window="attn")
+    assert (r.window.start_ns, r.window.end_ns) == (steps[0][0], steps[-1][1])
+    assert r.window.description == ("span of 3 user range(s) matching 'attn', widened to the "
+                                    "whole steps it cut: ProfilerStep#1, ProfilerStep#3")
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == steps
+
+
+TUTORIAL = ("Quentin-Anthony__torch-profiling-tutorial/"
+            "log__transformer__dc3b0e7228dd_851.1752215573993169006.pt.trace.json.gz")
+
+
+def test_the_tutorial_s_attention_window_holds_whole_steps():
+    """The real trace: 'Self-Attention' ranges inside ProfilerStep#1-#3; the window is the
+    first cut step's start to the last's end, every step a whole call inside it."""
+    from decimal import Decimal
+
+    import public_corpus
+
+    path = public_corpus.locate(TUTORIAL)
+    if path is None:
+        pytest.skip(f"public corpus trace {TUTORIAL} absent")
+    with gzip.open(path, "rt") as f:
+        events = json.load(f, parse_float=Decimal)["traceEvents"]
+
+    def span(e):
+        a = int(Decimal(e["ts"]) * 1000)
+        return a, a + int(Decimal(e["dur"]) * 1000)
+
+    host = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
+    attn = [span(e) for e in host if e["name"] == "Self-Attention"]
+    steps = sorted(span(e) for e in host if e["name"].startswith("ProfilerStep#"))
+    lo, hi = min(a for a, _ in attn), max(b for _, b in attn)
+    inside = [(a, b) for a, b in steps if a < hi and b > lo]
+    r = traceview.analyze(path, traceview.Options(window="Self-Attention"))
+    assert (r.window.start_ns, r.window.end_ns) == (min(a for a, _ in inside),
+                                                   max(b for _, b in inside))
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == inside

@@ -187,7 +187,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("proton-device", "info", "a device a Proton tree names: its figures as recorded "
          "and its peak (bus width times memory clock, twice)"),
     Code("window", "info", "what the window is: the activity's span, a --window time "
-         "range (widened to whole steps it cut), or the user ranges a --window regex matched"),
+         "range, or the user ranges a --window regex matched (either widened to whole steps "
+         "it cut)"),
     Code("integrity-check", "info", "one kind of damage in the records: how many, the "
          "calls and steps it falls in, and what it means for the figures"),
     Code("integrity-graphs", "info",

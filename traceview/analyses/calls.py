@@ -36,7 +36,11 @@ kind are classed cold or outlier by ``analyses.slow_calls``, with what holds the
 cold whatever its kind when that launch is profiler start-up (``startup_calls``: the
 launch's time before its device work began over half the call's wall time and over
 ``STARTUP_LAUNCH_RATIO`` times the median of the trace's other launches): a kind of one call has no others to be slow
-against, and its start-up would stand as the typical call. Cold calls are left out of the warm statistics
+against, and its start-up would stand as the typical call. So is a call dominated by first
+uses (``first_use_calls``: the first launches of kernels launched again later, each over
+``STARTUP_LAUNCH_RATIO`` times those later launches before its device work began, took over
+``STARTUP_SHARE`` of the call beyond what the later launches take: lazy module loading and
+library handles). Cold calls are left out of the warm statistics
 (when warm calls remain); an outlier is a warm call that is named, never dropped: a real
 warm call at 2x the others is part of the p90 and the max. ``warm_calls`` is that one
 rule, and ``typical`` the one typical call, for every reader (explain's statistics and
@@ -56,7 +60,14 @@ from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary, no_record_due
-from traceview.analyses.slow_calls import Cause, ColdWork, ProfilerBurst, ProfilerStartup, Slow
+from traceview.analyses.slow_calls import (
+    Cause,
+    ColdWork,
+    FirstUse,
+    ProfilerBurst,
+    ProfilerStartup,
+    Slow,
+)
 from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
@@ -241,6 +252,79 @@ def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
     return {}
 
 
+def _lower_medians(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (sorted) and each one's nearest-rank lower median of its
+    ``values`` (``stats.median``), from one sort."""
+    order = np.lexsort((values, keys))
+    k, v = keys[order], values[order]
+    starts = np.flatnonzero(np.append(True, k[1:] != k[:-1]))
+    counts = np.diff(np.append(starts, k.size))
+    return k[starts], v[starts + np.maximum(1, (counts + 1) // 2) - 1]
+
+
+def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: _LaunchWork,
+                    lo: np.ndarray, hi: np.ndarray, busy: intervals.Set, skip: Collection[int]
+                    ) -> dict[int, FirstUse]:
+    """The calls (other than ``skip``) dominated by first uses. A launch is a first use
+    when its kernel (its first device record's name) was not launched before in the trace,
+    is launched again later, and this launch's time before its device work began (as
+    ``startup_calls`` reads it) while the device ran nothing (``busy``: a blocking copy
+    queued behind 493 ms of kernels waits for them, which is no set-up of its own) is over
+    ``STARTUP_LAUNCH_RATIO`` times the median of the later launches' and times the median
+    duration of all the trace's launches (a few microseconds over later launches that
+    never wait is no evidence). A call is cold when its first-use launches took more than
+    ``STARTUP_SHARE`` of its wall time beyond what the same kernels' later launches take.
+    Evidence in the trace, not a name: a kernel's first launch loads its module (lazy
+    loading) or creates a library handle, milliseconds that its later launches, in later
+    calls of any kind, never pay; a call of a kind of its own has no others of its kind
+    to be slow against, and such a call stood as the typical call."""
+    s = trace.slices
+    pos = np.flatnonzero(lw.linked)  # launch positions with device work, in start order
+    if pos.size < 2 or not calls:
+        return {}
+    row = l_rows[pos]
+    st = s.start[row]
+    before = np.maximum(0, np.minimum(s.end[row], lw.min_start[pos]) - st)
+    before = before - intervals.overlap(busy, st, st + before)
+    kernel = s.name[lw.rows[lw.first[pos]]].astype(np.int64)
+    order = np.argsort(kernel, kind="stable")  # by kernel, then launch order
+    k_sorted = kernel[order]
+    heads = np.flatnonzero(np.append(True, k_sorted[1:] != k_sorted[:-1]))
+    later = np.ones(pos.size, bool)
+    later[order[heads]] = False
+    if not later.any():
+        return {}
+    keys, med = _lower_medians(kernel[later], before[later])
+    firsts = order[heads]  # each kernel's first launch (index into ``pos``)
+    at = np.searchsorted(keys, kernel[firsts])
+    again = at < keys.size
+    again[again] = keys[at[again]] == kernel[firsts[again]]
+    f, f_med = firsts[again], med[at[again]]
+    durs = s.end[l_rows] - s.start[l_rows]
+    k = (durs.size + 1) // 2 - 1  # ``stats.median``'s nearest rank, without a Python sort
+    typical_launch = int(np.partition(durs, k)[k])
+    use = before[f] > STARTUP_LAUNCH_RATIO * np.maximum(f_med, typical_launch)
+    f, f_med = f[use], f_med[use]
+    if not f.size:
+        return {}
+    by_pos = np.argsort(pos[f], kind="stable")
+    f_pos, f_before, f_med = pos[f][by_pos], before[f][by_pos], f_med[by_pos]
+    c_before = np.append(0, np.cumsum(f_before))
+    c_med = np.append(0, np.cumsum(f_med))
+    out = {}
+    for c in calls:
+        if c.index in skip:
+            continue
+        a = int(np.searchsorted(f_pos, lo[c.index]))
+        b = int(np.searchsorted(f_pos, hi[c.index]))
+        if b <= a:
+            continue
+        took, usual = int(c_before[b] - c_before[a]), int(c_med[b] - c_med[a])
+        if took - usual > STARTUP_SHARE * c.api_ns:
+            out[c.index] = FirstUse(b - a, took, usual, c.api_ns)
+    return out
+
+
 def _cold_work(cats: dict[str, int], compile_ranges: int, *, recorded: bool, api_ns: int,
                rules: RuleSet) -> ColdWork | None:
     """Why a call is cold, as figures, or None: compile/import work of a size the rules
@@ -290,6 +374,32 @@ def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork
     return cold, outlier
 
 
+def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: _LaunchWork,
+                       lo: np.ndarray, hi: np.ndarray, busy: intervals.Set,
+                       works: dict[int, ColdWork]
+                       ) -> tuple[dict[int, ProfilerStartup], dict[int, Cause], dict[int, Cause]]:
+    """The calls' cold and outlier classes set on ``calls`` (in place): the start-up
+    call's, the first-use calls', then the slow calls'; with the start-up calls and why
+    each cold call and each outlier is so."""
+    # the start-up call is cold before the slow calls are classed: it is no call the
+    # others of its kind are compared with
+    startup = startup_calls(trace, calls, l_rows, lo, hi)
+    # so are the calls dominated by first uses (their compile work, where they have it,
+    # stays their reason)
+    first_use = first_use_calls(trace, calls, l_rows, lw, lo, hi, busy,
+                                set(startup) | set(works))
+    early: dict[int, Cause] = {**first_use, **startup}
+    for i in early:
+        calls[i] = replace(calls[i], cold=True)
+    slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
+    cold_causes, outlier_causes = _classed(calls, slow, works)
+    for i, cause in early.items():  # start-up or first use is why, whatever else it is slow for
+        calls[i] = replace(calls[i], cold=True, outlier=False)
+        cold_causes[i] = cause
+        outlier_causes.pop(i, None)
+    return startup, cold_causes, outlier_causes
+
+
 def _kind_stats(calls: list[Call]) -> tuple[dict[str, Stats], Stats]:
     warm = warm_calls(calls)
     return ({m: summarize([c.metrics[m] for c in warm]) for m in METRICS},
@@ -313,6 +423,29 @@ class _Metrics:
     copy: np.ndarray
     k_end: np.ndarray
     empty: np.ndarray  # launches with no device record (where one was due)
+
+
+@dataclass(frozen=True)
+class _LaunchWork:
+    """The launches' device work as a CSR table (launch position -> work rows), and when
+    each launch's work began: what the per-call figures and the first-use rule read."""
+
+    count: np.ndarray  # work rows per launch
+    rows: np.ndarray  # the work rows, launch by launch
+    first: np.ndarray  # where each launch's rows begin in ``rows``
+    linked: np.ndarray  # the launch has device work
+    min_start: np.ndarray  # the start of its earliest work (0 where it has none)
+
+
+def _launch_work(trace: Trace, l_rows: np.ndarray) -> _LaunchWork:
+    s = trace.slices
+    w_count, w_rows = trace.launch_work(l_rows)
+    w_first = np.cumsum(w_count) - w_count
+    w_min_start = np.zeros(l_rows.size, np.int64)
+    linked = w_count > 0
+    if w_rows.size:
+        w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
+    return _LaunchWork(w_count, w_rows, w_first, linked, w_min_start)
 
 
 def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -340,8 +473,8 @@ def _unlinked_in_calls(trace: Trace, unlinked: np.ndarray, c_st: np.ndarray,
     return cand[ok], unlinked[ok]
 
 
-def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 c_st: np.ndarray, own_lane: int | None, kernel_cat: int,
+def _all_metrics(trace: Trace, l_rows: np.ndarray, lw: _LaunchWork, lo: np.ndarray,
+                 hi: np.ndarray, c_st: np.ndarray, own_lane: int | None, kernel_cat: int,
                  unlinked: tuple[np.ndarray, np.ndarray] | None = None,
                  no_record: np.ndarray | None = None) -> _Metrics:
     """Each call's figures from the launches in it (``l_rows[lo:hi]``, on any thread: its
@@ -351,13 +484,8 @@ def _all_metrics(trace: Trace, l_rows: np.ndarray, lo: np.ndarray, hi: np.ndarra
     per call in one pass over all of them (``intervals.union_length_by_group``)."""
     s = trace.slices
     n = c_st.size
-    # the launches' device work as a CSR table: launch position -> work rows
-    w_count, w_rows = trace.launch_work(l_rows)
-    w_first = np.cumsum(w_count) - w_count
-    w_min_start = np.zeros(l_rows.size, np.int64)
-    linked = w_count > 0
-    if w_rows.size:
-        w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
+    w_count, w_rows, w_first = lw.count, lw.rows, lw.first
+    w_min_start, linked = lw.min_start, lw.linked
 
     call, pos = intervals.expand_ranges(lo, hi)  # (call, launch position) for every launch in a call
     n_launch = np.bincount(call, minlength=n)
@@ -484,7 +612,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
     # costs several times a list's)
     no_record = no_record_due(trace, l_rows)
-    cols = _all_metrics(trace, l_rows, lo, hi, c_st, own_lane, kernel_cat,
+    lw = _launch_work(trace, l_rows)
+    cols = _all_metrics(trace, l_rows, lw, lo, hi, c_st, own_lane, kernel_cat,
                         _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
                         no_record)
     m = {f.name: getattr(cols, f.name).tolist() for f in fields(cols)}
@@ -503,17 +632,8 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                           m["work"][i], metrics, cats, kind=sp.kind, api_sync_ns=call_sync,
                           launches_without_work=m["empty"][i]))
         kernel_end.append(k_end)
-    # the start-up call is cold before the slow calls are classed: it is no call the
-    # others of its kind are compared with
-    startup = startup_calls(trace, calls, l_rows, lo, hi)
-    for i in startup:
-        calls[i] = replace(calls[i], cold=True)
-    slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
-    cold_causes, outlier_causes = _classed(calls, slow, works)
-    for i, cause in startup.items():  # start-up is why, whatever else it is slow for
-        calls[i] = replace(calls[i], cold=True, outlier=False)
-        cold_causes[i] = cause
-        outlier_causes.pop(i, None)
+    startup, cold_causes, outlier_causes = _cold_and_outliers(trace, calls, l_rows, lw, lo, hi,
+                                                              busy, works)
     warm = warm_calls(calls)
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

@@ -109,7 +109,25 @@ class ProfilerStartup:
     median_launch_ns: int  # the median duration of the trace's other launches
 
 
-Cause = ColdWork | ProfilerBurst | SlowCall | ProfilerStartup
+@dataclass(frozen=True)
+class FirstUse:
+    """A call dominated by first uses: the launches in it of kernels the trace had not
+    launched before, each far slower to reach its device work than the same kernel's
+    later launches (``calls.first_use_calls``), took most of the call's wall time. Their
+    time is the kernels' first-use set-up (lazy module loading, library handles), which
+    later calls launching the same kernels do not pay."""
+
+    launches: int  # the first-use launches in the call
+    before_ns: int  # their time before their device work began, summed
+    later_ns: int  # the same kernels' later launches' (median) times, summed
+    api_ns: int  # the call's wall time
+
+    @property
+    def excess_ns(self) -> int:
+        return self.before_ns - self.later_ns
+
+
+Cause = ColdWork | ProfilerBurst | SlowCall | ProfilerStartup | FirstUse
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@
 Default: earliest start to latest end of activity slices (host ops, Python frames,
 runtime/driver calls, device work, and slices of unknown categories). Profiler spans (``Trace``), ``overhead``, device
 annotations and metadata never widen it. ``--window`` narrows it to the span of the
-user ranges whose name matches a regex, or to a time range; a time range that cuts a
-profiler step (``ProfilerStep#N``) is widened to hold the whole step, and says so: every
-figure of a step is of the whole step (docs/training.md).
+user ranges whose name matches a regex, or to a time range; a window of either kind that
+cuts a profiler step (``ProfilerStep#N``) is widened to hold the whole step, and says so:
+every figure of a step is of the whole step (docs/training.md). Ranges of one name inside
+steps (a ``record_function`` in the model) spanned the middle of the first step to the
+middle of the last: the last step was a call reaching past the window, the first none.
 """
 
 from __future__ import annotations
@@ -135,5 +137,7 @@ def find_window(trace: Trace, spec: str | None) -> Window:
     if not hits:
         raise UsageError(f"--window {spec!r}: no user range (record_function) matches")
     idx = np.asarray(hits)
-    return Window(int(trace.slices.start[idx].min()), int(trace.slices.end[idx].max()),
-                  "annotation", spec, ranges=len(hits))
+    # ranges inside steps span parts of the first and last: widened as a time range is
+    wlo, whi, cut = _whole_steps(trace, int(trace.slices.start[idx].min()),
+                                 int(trace.slices.end[idx].max()))
+    return Window(wlo, whi, "annotation", spec, ranges=len(hits), cut_steps=cut)

@@ -422,8 +422,9 @@ def _api(d: Diff) -> tuple[int, Comparison]:
 def _profiled_claim(d: Diff) -> tuple[str, list[Figure], list[Relation]]:
     """The profiled per-call API comparison, worded as diagnosis (never faster/slower):
     its words, the figures they show and what they assert. An interval and "differs" are
-    said only from at least ``MIN_CALLS_FOR_INTERVAL`` warm calls a side: one call
-    against one resamples to a point, which is no interval."""
+    said only from at least ``MIN_CALLS_FOR_INTERVAL`` calls compared a side (its warm
+    calls, every call where none is warm): one call against one resamples to a point,
+    which is no interval."""
     i, api = _api(d)
     if api.before is None or api.after is None:
         return "no per-call samples on one side", [], []
@@ -459,7 +460,9 @@ def _profiled_claim(d: Diff) -> tuple[str, list[Figure], list[Relation]]:
         figs.append(Figure("p.fewest", MIN_CALLS_FOR_INTERVAL))
         least = "p.n_before" if api.n_before < MIN_CALLS_FOR_INTERVAL else "p.n_after"
         rels.append(rel("lt", least, "p.fewest"))
-        what = (f"cannot be told from noise ({api.n_before} against {api.n_after} warm "
+        # the calls compared: a side's warm calls, or every call where none is warm (an
+        # incomplete call's side), so "warm" would not be true of every side
+        what = (f"cannot be told from noise ({api.n_before} against {api.n_after} "
                 "calls: no interval)")
         ci = ""
     text = (f"the profiled per-call API time {what}: p50 {fmt_ns(api.before)} -> "

@@ -36,8 +36,8 @@ from traceview.render.text import laid_out
 from traceview.report.claims import Claim, Figure, Relation, pointer
 from traceview.units import fmt_ns, fmt_signed_ns
 
-PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls; 95% "
-                  "bootstrap CI)")
+PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls, every call "
+                  "on a side with none; 95% bootstrap CI)")
 
 
 def _ci(c) -> str:
@@ -84,8 +84,10 @@ def unprofiled_rows(u: dict[str, Any], sep: str = "\n") -> list[list[str]]:
 
 UNPROFILED_HEADER = ["figure (unprofiled)", "before, per process", "after, per process",
                      "after - before", "95% CI"]
+# a function's p50 per call over the warm calls holding it, against the p50 call: above
+# 100% where it runs in calls longer than the p50 (one call per kind), so not a "share"
 CODE_HEADER = ["function (per call, inclusive)", "status", "before", "after", "change",
-               "share of call"]
+               "of a p50 call"]
 FAMILY_HEADER = ["module family (innermost frame, per call)", "before", "after", "change",
                  "share of call"]
 

@@ -473,13 +473,21 @@ def _reproducer(ex: Analysis) -> list[Detected]:
     missing = [(item, how) for item, how in REPRODUCER_ITEMS if not present[item]]
     if not missing:
         return []
+    missing = [(item, f"add with {how}") for item, how in missing]
+    if meta.get("record_shapes") or present["shapes"]:
+        # the flag was on (the header says so, or the ops carry shapes): advising it
+        # would contradict the trace; what is missing was not recorded with it on
+        why = ("record_shapes was on: the profiler that wrote this trace does not record "
+               "them" if ops else "record_shapes was on, but the trace records no operator")
+        missing = [(item, why if how == "add with record_shapes=True" else how)
+                   for item, how in missing]
     if ex.device.work_rows.size:
         # the device activity was on (its work is here): the header that names the
         # device and driver is what is missing (a tool that rewrote the file dropped it)
-        header = {"device": "the profiler's deviceProperties header: this file has device "
-                            "work but not the header",
-                  "driver and CUDA versions": f"the profiler's {rt.driver_key}: this file "
-                                              "has device work but not the header"}
+        header = {"device": "add with the profiler's deviceProperties header: this file has "
+                            "device work but not the header",
+                  "driver and CUDA versions": f"add with the profiler's {rt.driver_key}: this "
+                                              "file has device work but not the header"}
         missing = [(item, header.get(item, how)) for item, how in missing]
     if rt.toolkit != "CUDA":  # the flag keeps its name: ProfilerActivity.CUDA records HIP
         missing = [(f"driver and {rt.toolkit} versions" if item == "driver and CUDA versions"

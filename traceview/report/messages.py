@@ -110,9 +110,13 @@ def _range_idle(d: Detected) -> str:
 
 
 def _graph(d: Detected) -> str:
+    # the kernels are the trace's, eager ones included, not the replays' nodes (the
+    # integrity block counts those): "1 graph launches, 425 kernels" read as one replay
+    # of 425 kernels where it replayed 421
+    n = d.value("graph_launches")
     return (f"results are {d.terms.get('api', 'CUDA')} graph replay "
-            f"({d.value('graph_launches')} graph launches, "
-            f"{d.value('kernels')} kernels); they do not show eager launch cost")
+            f"({n} graph launch{'es' if n != 1 else ''}; {d.value('kernels')} kernels in "
+            f"the trace); they do not show eager launch cost")
 
 
 def _cold(d: Detected) -> str:
@@ -146,11 +150,17 @@ def _cold(d: Detected) -> str:
 
 def _reproducer(d: Detected) -> str:
     missing = d.terms["missing"]
-    if d.terms.get("steps"):  # a training script, not a capture: capture would not help
-        return ("the trace lacks what a reproducer needs: "
-                + ", ".join(item for item, _ in missing)
-                + "; the profiler does not record them: note them beside the trace")
-    txt = "; ".join(f"{item} (add with {how})" for item, how in missing)
+    if d.terms.get("steps"):
+        # a training script, not a capture: capture would not help with what only it
+        # records; what the profiler records (shapes, the device header) keeps its advice
+        capture = "add with traceview capture"
+        parts = [f"{item} ({how})" for item, how in missing if how != capture]
+        note = [item for item, how in missing if how == capture]
+        if note:
+            parts.append(", ".join(note) + " (the profiler does not record them: note them "
+                         "beside the trace)")
+        return "the trace lacks what a reproducer needs: " + "; ".join(parts)
+    txt = "; ".join(f"{item} ({how})" for item, how in missing)
     return f"the trace lacks what a reproducer needs: {txt}"
 
 

@@ -23,6 +23,7 @@ from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
 from traceview.analyses.slow_calls import (
     Cause,
     ColdWork,
+    FirstUse,
     Holder,
     ProfilerBurst,
     ProfilerStartup,
@@ -299,6 +300,23 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
         text = (f"profiler start-up: the trace's first launch took {fmt_ns(cause.launch_ns)} "
                 f"of the call's {fmt_ns(cause.api_ns)} before its device work began (the "
                 f"other launches' median {fmt_ns(cause.median_launch_ns)})")
+    elif isinstance(cause, FirstUse):
+        from traceview.analyses.calls import STARTUP_SHARE
+
+        figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
+                 Figure("launches", cause.launches),
+                 Figure("before", cause.before_ns), Figure("later", cause.later_ns),
+                 Figure("excess", cause.excess_ns),
+                 Figure("share", cause.excess_ns / cause.api_ns),
+                 Figure("share_threshold", STARTUP_SHARE)]
+        rels += [rel("le", "before", "api"), rel("sum", "later", "excess", "before"),
+                 rel("ratio", "excess", "api", "share"), rel("gt", "share", "share_threshold")]
+        n = cause.launches
+        text = (f"first use: {n} launch{'es' if n != 1 else ''} of kernels the trace had not "
+                f"launched before waited {fmt_ns(cause.before_ns)} of the call's "
+                f"{fmt_ns(cause.api_ns)}, the device idle, before their device work began; the "
+                f"same kernels' later launches wait {fmt_ns(cause.later_ns)} (their medians, "
+                f"summed)")
     else:
         assert isinstance(cause, SlowCall)
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
@@ -416,15 +434,18 @@ def unprofiled_claims(u: UnprofiledInfo | None,
 
 def window_claim(w: Window) -> Claim:
     """What the window is (the line beside its length): the activity's span, the
-    ``--window`` time range (and the steps it was widened to hold), or the user ranges a
-    ``--window`` regex matched, counted."""
+    ``--window`` time range or the user ranges a ``--window`` regex matched, counted
+    (and the steps either was widened to hold)."""
     if w.source == "empty":
         return Claim("window", "no activity events",
                      (Figure("dur", w.dur_ns, pointer("window", "dur_ns")), Figure("none", 0)),
                      (rel("eq", "dur", "none"),))
     if w.source == "annotation":
         # find_window refuses a regex that matches no range
-        return Claim("window", f"span of {w.ranges} user range(s) matching {w.spec!r}",
+        text = f"span of {w.ranges} user range(s) matching {w.spec!r}"
+        if w.cut_steps:
+            text += f", widened to the whole steps it cut: {', '.join(w.cut_steps)}"
+        return Claim("window", text,
                      (Figure("ranges", w.ranges, pointer("window", "ranges")),
                       Figure("one", 1)), (rel("ge", "ranges", "one"),))
     if w.source == "range":
@@ -631,12 +652,16 @@ def calls_title_claim(calls: CallsInfo, unit: str) -> Claim | None:
     figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
             Figure("count", calls.count, pointer("calls", "count"))]
     text = f"Per {unit}: {calls.warm_count} warm of {calls.count}"
+    incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
+    left_out = {calls.per_call[k].index for k in incomplete}
+    # an outlier whose launches lost their device records is incomplete: left out, so
+    # not among the outliers the figures count
     for key, word, ids in (("cold", "left out", calls.cold),
                            ("outliers", "counted", calls.outliers)):
-        if ids:
-            figs += [Figure(f"{key}:{k}", i, pointer("calls", key, k)) for k, i in enumerate(ids)]
-            text += f"; {key}: #{', #'.join(map(str, ids))} {word}"
-    incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
+        shown_ids = [(k, i) for k, i in enumerate(ids) if key == "cold" or i not in left_out]
+        if shown_ids:
+            figs += [Figure(f"{key}:{k}", i, pointer("calls", key, k)) for k, i in shown_ids]
+            text += f"; {key}: #{', #'.join(str(i) for _, i in shown_ids)} {word}"
     if incomplete:
         shown = incomplete[:INCOMPLETE_NAMED]
         figs += [Figure(f"incomplete:{k}", calls.per_call[k].index,
