@@ -86,7 +86,28 @@ def main() -> int:
     print(f"planted: {op} {got / 1e6:+.2f} ms against truth {truth / 1e6:+.2f} ms "
           f"(busy-wait x calls per step + unplanted {before / 1e6:+.2f} ms): within 25%: "
           f"{within}; other parts whose interval excludes zero: {others or 'none'}")
-    return 0 if within else 1
+    # an op with a real cost of its own excludes zero planted or not: what the plant must
+    # not do is move it, so each is set beside its unplanted part (run1's, where run1
+    # isolated it): disjoint intervals would show the plant leaking into it
+    unplanted = {p["name"]: tpot(p) for p in (r1 or {}).get("parts", [])}
+    moved, unknown = [], []
+    for n in others:
+        if n not in unplanted:
+            unknown.append(n)
+        elif not _overlap(tpot(parts[n]), unplanted[n]):
+            moved.append(n)
+    print(f"planted: of those, moved by the plant (interval disjoint from run1's): "
+          f"{moved or 'none'}; without an unplanted figure to compare: {unknown or 'none'}")
+    return 0 if within and not moved else 1
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    """Whether two parts' TPOT intervals share a point (a missing bound is open)."""
+    lo_a, hi_a = a["ci_low_ns"], a["ci_high_ns"]
+    lo_b, hi_b = b["ci_low_ns"], b["ci_high_ns"]
+    if None in (lo_a, hi_a, lo_b, hi_b):
+        return True
+    return max(lo_a, lo_b) <= min(hi_a, hi_b)
 
 
 if __name__ == "__main__":
