@@ -40,7 +40,10 @@ PLANTED_OP=${PLANTED_OP:-argmax}; PLANTED_NS=${PLANTED_NS:-5000000}
 STEPS=${STEPS:-run1 run2 planted}
 # the attribution's workload: one batch of 8 requests keeps a process to a few seconds
 WORK=${WORK:---requests 8 --output-len 16 --profile-steps 4}
-work=$(mktemp -d /tmp/attribute-serve.XXXXXX)
+# WORK_DIR: keep the runs' documents there (one device call per run on a warm machine:
+# STEPS=run1, then STEPS=run2, then STEPS=planted, each reading the earlier runs' files)
+work=${WORK_DIR:-$(mktemp -d /tmp/attribute-serve.XXXXXX)}
+mkdir -p "$work"
 began=$(date +%s)
 left() { echo $((BUDGET_S - ($(date +%s) - began))); }
 
