@@ -36,7 +36,8 @@ export PYTHONUNBUFFERED=1 COLUMNS=120
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PLANTED_OP=${PLANTED_OP:-argmax}; PLANTED_NS=${PLANTED_NS:-5000000}
 # which of the three runs to make (the planted one alone: STEPS=planted, its attribution
-# budget PLANTED_ATTR_S, candidates the planted op alone)
+# budget PLANTED_ATTR_S, candidates the planted op alone; RUN_ATTR_S: run 1's and run 2's
+# attribution budget, when each run is a call of its own)
 STEPS=${STEPS:-run1 run2 planted}
 # the attribution's workload: one batch of 8 requests keeps a process to a few seconds
 WORK=${WORK:---requests 8 --output-len 16 --profile-steps 4}
@@ -75,7 +76,7 @@ run() {  # run NAME ATTRIBUTION_BUDGET_S LIMIT_S ARGS...: one timed serve --attr
 # is around it: run1's cold check (FlagGems' compiles and mm autotuning, the bisect, the
 # reproducer), each run's op listing and two profiled runs.
 spare=$(( BUDGET_S > 260 ? BUDGET_S - 200 : 60 ))
-a1=$(( spare * 36 / 100 )); a3=${PLANTED_ATTR_S:-$(( spare * 20 / 100 ))}
+a1=${RUN_ATTR_S:-$(( spare * 36 / 100 ))}; a3=${PLANTED_ATTR_S:-$(( spare * 20 / 100 ))}
 case " $STEPS " in *" run1 "*) run run1 "$a1" $(( a1 + 190 ));; esac
 case " $STEPS " in *" run2 "*) run run2 "$a1" $(( a1 + 70 ));; esac
 # the planted check: tools/plant_flag_gems_slowdown/sitecustomize.py on the variants' path
