@@ -1,0 +1,221 @@
+"""Field cases read right on real traces, where the case's own test was synthetic.
+
+Each test here takes a real trace (a public corpus trace, skipped with the reason when
+the corpus copy is absent, or a committed real capture under fixtures/) of the shape a
+field report named, and checks the words and figures against counts made here from the
+raw events (Decimal microseconds to integer ns, ``rawcount``'s plain interval
+arithmetic), never against traceview's earlier output. The map from each field case to
+its tests is in tests/data/public_corpus/README.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from public_corpus import locate
+from test_trace_shapes import API_CATS, WORK_CATS, ns, raw_events
+
+import traceview
+from conftest import FIXTURES
+from rawcount import clip, length, union
+
+HOST_CATS = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
+NON_ACTIVITY = ("Trace", "overhead", "gpu_user_annotation", "ac2g", "cuda_sync")
+
+
+def span(e) -> list[int]:
+    return [ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])]
+
+
+def nearest_rank(values: list[int], p: float) -> int:
+    v = sorted(values)
+    return v[max(1, -(-len(v) * p // 100)) - 1]
+
+
+# --- CUPTI's sync records are device-side lanes, never host threads ------------------
+
+ALEXNET = ("facebookresearch__HolisticTraceAnalysis/"
+           "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz")
+
+
+def test_cuda_sync_records_of_a_real_trace_are_no_host_threads():
+    """HTA's AlexNet critical-path trace: 41 ``cuda_sync`` records on the device's pid 0
+    (on the streams' tids and on tid -1) beside the kernels. The host threads listed are
+    exactly those holding host events, the sync lanes none of them, and device busy is the
+    union of the kernels, memcpys and memsets alone."""
+    path = locate(ALEXNET)
+    if path is None:
+        pytest.skip(f"public corpus trace {ALEXNET} not present")
+    events = raw_events(path)
+    sync_lanes = {(e["pid"], e["tid"]) for e in events if e.get("cat") == "cuda_sync"}
+    host = {(e["pid"], e["tid"]) for e in events if e.get("cat") in HOST_CATS}
+    assert sync_lanes and not sync_lanes & host  # the shape: sync rows of their own
+    r = traceview.analyze(path)
+    assert {(t.pid, t.tid) for t in r.threads} == host
+    assert r.device.busy_ns == length(union(
+        [span(e) for e in events if e.get("cat") in WORK_CATS]))
+    main = [t for t in r.threads if t.role == "main"]
+    launchers = {(e["pid"], e["tid"]) for e in events if e.get("cat") in API_CATS}
+    assert len(main) == 1 and (main[0].pid, main[0].tid) in launchers
+
+
+# --- a time window cutting a step, on a real training trace -------------------------
+
+def test_a_time_window_cutting_a_real_step_shows_the_whole_step():
+    """The H200 Llama training capture (fixtures/train_llama_eager, six steps): a window
+    from a third to two thirds of the third step cuts it. The window widens to the step's range,
+    and the call's wall, device work and the device busy are all the whole step's: the
+    wall its ``ProfilerStep#N`` range, the device work the union of the kernels, copies and sets launched
+    (by correlation) inside it, the busy the union of all device work clipped to it."""
+    path = FIXTURES / "train_llama_eager.json.gz"
+    events = raw_events(path)
+    named = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in events
+                   if e.get("cat") == "user_annotation"
+                   and re.match(r"^ProfilerStep#\d+$", e["name"]))
+    steps = [(x, y) for x, y, _ in named]
+    first = min(ns(e["ts"]) for e in events if e.get("cat") not in NON_ACTIVITY)
+    a, b, name = named[2]
+    lo, hi = a + (b - a) // 3, a + 2 * (b - a) // 3
+    cut = [(x, y) for x, y in steps if x < hi and y > lo and (x < lo or y > hi)]
+    assert cut == [(a, b)]  # the shape: the window cuts the third step alone
+    r = traceview.analyze(path, traceview.Options(window=f"{lo - first}ns:{hi - first}ns"))
+    assert (r.window.start_ns, r.window.end_ns) == (a, b)
+    assert r.window.description.endswith(f"widened to the whole steps it cut: {name}")
+    launch_at = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+                 if e.get("cat") in API_CATS and "correlation" in e.get("args", {})}
+    kernels = union([span(e) for e in events if e.get("cat") in WORK_CATS
+                     and a <= launch_at.get(e["args"].get("correlation"), -1) < b])
+    (call,) = r.calls.per_call
+    assert (call.start_ns, call.end_ns) == (a, b)
+    assert call.metrics["api_ns"] == b - a
+    assert call.metrics["kernel_ns"] == length(kernels)
+    work = union([span(e) for e in events if e.get("cat") in WORK_CATS])
+    assert r.device.busy_ns == length(clip(work, a, b))
+    assert r.steps is not None and [(s.start_ns, s.range_end_ns) for s in r.steps.steps] == [
+        (a, b)]
+
+
+# --- two call kinds, and a real warm call at over 2x its kind's median ----------------
+
+TWO_OPS = FIXTURES / "shape_loop_two_ops.json.gz"
+
+
+def raw_calls(path) -> list[tuple[int, int, str]]:
+    """The calls, from the raw events: the outermost Python frames under the loop's
+    ``<module>`` frame on the thread that launches, those that launch device work (a
+    runtime call inside whose correlation names a kernel), as (start, end, frame name) in
+    time order; a call's kind is its frame's name."""
+    events = raw_events(path)
+    launcher = next((e["pid"], e["tid"]) for e in events if e.get("cat") in API_CATS)
+    frames = [e for e in events if e.get("cat") == "python_function"
+              and (e["pid"], e["tid"]) == launcher]
+    module = max((e for e in frames if e["name"].endswith(": <module>")),
+                 key=lambda e: ns(e["dur"]))
+    m0, m1 = span(module)
+    inside = sorted(((*span(e), e["name"]) for e in frames if e is not module
+                     and m0 <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= m1),
+                    key=lambda x: (x[0], -x[1]))
+    top: list[tuple[int, int, str]] = []
+    for s, t, name in inside:
+        if not top or s >= top[-1][1]:
+            top.append((s, t, name))
+    work = {e["args"].get("correlation") for e in events if e.get("cat") in WORK_CATS}
+    launches = [ns(e["ts"]) for e in events if e.get("cat") in API_CATS
+                and (e["pid"], e["tid"]) == launcher
+                and e.get("args", {}).get("correlation") in work]
+    return [(s, t, name) for s, t, name in top if any(s <= x < t for x in launches)]
+
+
+def warm_walls(r, calls) -> dict[str, list[tuple[int, int]]]:
+    """(call index, wall) of each kind's calls that traceview did not judge cold; the walls
+    are the raw frames' (the rows are matched to them by start and end)."""
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == [(s, t) for s, t, _ in calls]
+    out: dict[str, list[tuple[int, int]]] = {}
+    for c, (s, t, name) in zip(r.calls.per_call, calls, strict=True):
+        assert c.kind == name
+        if not c.cold:
+            out.setdefault(name, []).append((c.index, t - s))
+    return out
+
+
+def test_a_real_two_kind_loop_s_typical_call_is_its_kinds_median_call(fixture_reports):
+    """``shape_loop_two_ops`` (H200 capture): a loop of two ops per iteration, two call
+    kinds. The typical call is a call of the kind holding the most time, at that kind's
+    nearest-rank median wall, never the p50 of both kinds mixed."""
+    calls = raw_calls(TWO_OPS)
+    r = fixture_reports[TWO_OPS.name]
+    warm = warm_walls(r, calls)
+    assert len(warm) == 2  # the shape: two kinds
+    dominant = max(warm, key=lambda k: sum(w for _, w in warm[k]))
+    t = r.typical
+    assert t is not None and t.kind == dominant
+    assert t.api_ns == nearest_rank([w for _, w in warm[dominant]], 50)
+    assert (t.start_ns, t.end_ns) in [(s, e) for s, e, n in calls if n == dominant]
+    mixed = nearest_rank([w for v in warm.values() for _, w in v], 50)
+    assert mixed != t.api_ns  # the shape: the p50 over both kinds is another call's
+
+
+def test_a_real_warm_call_over_twice_its_kinds_median_stays_in_its_statistics(
+        fixture_reports):
+    """``shape_loop_two_ops``: a warm call over 2x the median of the others of its kind
+    is named an outlier and stays in its kind's n, p90 and max, counted here from the raw
+    frames; ``diff T T`` prints the same p50 as explain."""
+    from traceview.multi.compare import diff_reports
+
+    calls = raw_calls(TWO_OPS)
+    r = fixture_reports[TWO_OPS.name]
+    warm = warm_walls(r, calls)
+    over = [(kind, i, w) for kind, v in warm.items() for i, w in v
+            if w > 2 * nearest_rank([x for j, x in v if j != i], 50)]
+    assert over  # the shape: a real warm call at over 2x the others of its kind
+    for kind, i, _ in over:
+        assert i in r.calls.outliers
+        walls = [w for _, w in warm[kind]]
+        st = next(k for k in r.calls.kinds if k.name == kind).stats["api_ns"]
+        assert (st.n, st.p90, st.max) == (len(walls), nearest_rank(walls, 90), max(walls))
+    d = diff_reports(r, r)
+    comp = next(x for x in d.comparisons if x.metric == "calls.api_ns.p50")
+    assert comp.before == comp.after == r.calls.stats["api_ns"].p50
+
+
+# --- a step whose device work outlasts its range: the verdict and the path agree ------
+
+STEP_TRACES = [e.name for e in __import__("public_corpus").entries() if not e.held_out
+               and ("Kineto's tb_plugin" in e.what or "replay" in e.what
+                    or "ns-resolution" in e.what or "DLRM" in e.what)]
+
+
+@pytest.mark.parametrize("name", STEP_TRACES or ["(none)"])
+def test_a_real_step_verdict_never_calls_a_host_path_hidden(name):
+    """A device-bound verdict that says host work is hidden behind the device must stand
+    beside a typical step whose critical path is mostly the device's; and a step whose
+    device work outlasts its range ends where that work ends (counted here from the raw
+    launches by correlation), so the path is walked back from the extent's end."""
+    path = locate(name) if name != "(none)" else None
+    if path is None:
+        pytest.skip(f"public corpus trace {name} not present")
+    events = raw_events(path)
+    r = traceview.analyze(path)
+    if r.steps is None or not r.steps.steps:
+        pytest.skip(f"{name}: no steps")
+    launch_at = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+                 if e.get("cat") in API_CATS and "correlation" in e.get("args", {})}
+    work = [(launch_at[e["args"]["correlation"]], ns(e["ts"]) + ns(e["dur"]))
+            for e in events if e.get("cat") in WORK_CATS
+            and e.get("args", {}).get("correlation") in launch_at]
+    rows = r.steps.steps
+    for k, s in enumerate(rows):
+        assert s.range_end_ns is not None
+        last = max([t for lt, t in work if s.start_ns <= lt < s.range_end_ns],
+                   default=s.range_end_ns)
+        nxt = rows[k + 1].start_ns if k + 1 < len(rows) else last
+        assert s.end_ns == max(s.range_end_ns, min(last, nxt))
+        assert sum(p.ns for p in s.critical_path) == s.end_ns - s.start_ns
+    v = r.verdict
+    if v is not None and "host work is hidden behind device execution" in v.message:
+        t = r.typical
+        assert t is not None
+        s = next(x for x in rows if x.start_ns == t.start_ns)
+        on_host = sum(p.ns for p in s.critical_path if p.kind == "host")
+        assert 2 * on_host < s.end_ns - s.start_ns, (s.name, on_host)
