@@ -269,3 +269,40 @@ def test_a_real_device_bound_step_on_a_host_path_is_not_called_hidden():
     assert f"of the step's critical path ({fmt_ns(end - a)}) is host-thread time" in v.message
     assert v.message.endswith("its host work is not hidden behind the device")
     assert "host work is hidden behind device execution" not in v.message
+
+
+# --- the same op traced with and without Python frames reads the same -----------------
+
+@pytest.mark.parametrize("name", ["torch_mul_1x4096_f32.json.gz",
+                                  "torch_mul_1x4096_f32_stack.json.gz"])
+def test_a_real_op_with_or_without_stacks_reads_its_typical_calls_own_kernel(name):
+    """The torch mul captured on the H200 with and without ``with_stack``: the verdict
+    cites the typical call's own wall, idle share and device work, counted here from the
+    raw events (the call its ``call_N`` range, its device work the union of the work its
+    launches inside the range started, by correlation; the idle the call's wall less the
+    union of all device work clipped to it). The kernel is never longer than the call,
+    and both captures read host-bound: the op is a 1x4096 mul, under a microsecond on
+    the device."""
+    from traceview.units import fmt_ns, fmt_pct
+
+    path = FIXTURES / name
+    events = raw_events(path)
+    calls = {int(e["name"].split("_")[-1]): span(e) for e in events
+             if e.get("cat") == "user_annotation" and re.match(r"^call_\d+$", e["name"])}
+    r = traceview.analyze(path)
+    t = r.typical
+    assert t is not None
+    a, b = calls[t.index]
+    assert (t.start_ns, t.end_ns) == (a, b)
+    launched = {e["args"]["correlation"] for e in events if e.get("cat") in API_CATS
+                and a <= ns(e["ts"]) < b and "correlation" in e.get("args", {})}
+    mine = union([span(e) for e in events if e.get("cat") in WORK_CATS
+                  and e.get("args", {}).get("correlation") in launched])
+    busy = clip(union([span(e) for e in events if e.get("cat") in WORK_CATS]), a, b)
+    assert 0 < length(mine) < b - a
+    v = r.verdict
+    assert v is not None and v.id == "host-bound"
+    assert v.message.startswith(
+        f"host-bound: the device is idle {fmt_pct((b - a - length(busy)) / (b - a))} of a "
+        f"typical call ({fmt_ns(b - a)}); kernel {fmt_ns(length(mine))};")
+    assert "longer than the call" not in v.message
