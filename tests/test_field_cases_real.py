@@ -306,3 +306,37 @@ def test_a_real_op_with_or_without_stacks_reads_its_typical_calls_own_kernel(nam
         f"host-bound: the device is idle {fmt_pct((b - a - length(busy)) / (b - a))} of a "
         f"typical call ({fmt_ns(b - a)}); kernel {fmt_ns(length(mine))};")
     assert "longer than the call" not in v.message
+
+
+# --- capture from an editable install: absolute frame paths are still the harness -----
+
+EDITABLE = (FIXTURES.parent / "tests" / "data" / "capture_editable"
+            / "torch_mul_cpu_editable_stack.json.gz")
+
+
+def test_a_real_capture_from_an_editable_install_charges_its_harness_to_traceview():
+    """``traceview capture --op mul --impl torch --shape 1x4096 --device cpu --iters 20
+    --with-stack`` run from outside the checkout with traceview installed editable
+    (``pip install -e``): its frames name the checkout's absolute paths
+    (``/work/main/traceview/workload/impls.py(56): <lambda>``). They are traceview's
+    modules, so the harness's own Python per call is the wrapper lambda's own time
+    (its duration less the union of the events inside it on its thread), median over
+    the warm calls after the first, counted here from the raw frames, never 0 ns."""
+    from traceview.analyses.calltree import module_of
+    from traceview.render.measured.capture import harness_python, owner_split
+
+    events = raw_events(EDITABLE)
+    lambdas = [e for e in events if e.get("cat") == "python_function"
+               and re.match(r"^/\S+/traceview/workload/impls\.py\(\d+\): <lambda>$", e["name"])]
+    assert len(lambdas) == 20  # the shape: one wrapper frame per call, an absolute path
+    assert {module_of(e["name"]) for e in lambdas} == {"traceview.workload.impls"}
+    own = []
+    for lam in lambdas:
+        lo, hi = span(lam)
+        inside = [span(e) for e in events if e is not lam and e["tid"] == lam["tid"]
+                  and lo <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= hi]
+        own.append(hi - lo - length(union(inside)))
+    warm = sorted(own[1:])
+    r = traceview.analyze(EDITABLE)
+    assert harness_python(r) == warm[(len(warm) + 1) // 2 - 1] > 0
+    assert dict(owner_split(r))["harness (traceview)"] >= harness_python(r)
