@@ -340,3 +340,51 @@ def test_a_real_capture_from_an_editable_install_charges_its_harness_to_tracevie
     r = traceview.analyze(EDITABLE)
     assert harness_python(r) == warm[(len(warm) + 1) // 2 - 1] > 0
     assert dict(owner_split(r))["harness (traceview)"] >= harness_python(r)
+
+
+CHECKOUT = EDITABLE.parent / "torch_mul_cpu_checkout_stack.json.gz"
+
+
+def lambda_p50(path, report) -> int:
+    """The wrapper lambda's wall per warm call, from the raw frames: the nearest-rank p50
+    of the lambda frames' durations inside the calls traceview counts warm (``call_N``
+    ranges, one lambda each)."""
+    events = raw_events(path)
+    calls = {int(e["name"].split("_")[-1]): span(e) for e in events
+             if e.get("cat") == "user_annotation" and re.match(r"^call_\d+$", e["name"])}
+    lambdas = [span(e) for e in events if e.get("cat") == "python_function"
+               and re.search(r"traceview/workload/impls\.py\(\d+\): <lambda>$", e["name"])]
+    walls = []
+    for c in report.calls.per_call:
+        if c.cold:
+            continue
+        a, b = calls[c.index]
+        (lam,) = [x for x in lambdas if a <= x[0] and x[1] <= b]
+        walls.append(lam[1] - lam[0])
+    return nearest_rank(walls, 50)
+
+
+def test_a_real_pair_from_a_checkout_and_an_editable_install_matches_its_functions():
+    """The same CPU capture run twice: from the repository root (``PYTHONPATH=.``: frame
+    paths relative, ``traceview/workload/impls.py``) and from an editable install
+    (absolute, ``/work/main/traceview/workload/impls.py``). ``diff`` matches each
+    function by module and name: the harness lambda is in both, "moved" or "same" with
+    each side's own per-call figure (counted here from the raw frames), never "new" or
+    "gone" with its full size."""
+    from traceview.multi.compare import diff_reports
+
+    for p in (CHECKOUT, EDITABLE):  # the shape: one relative path, one absolute
+        names = {e["name"] for e in raw_events(p) if e["name"].endswith(": <lambda>")
+                 and "workload/impls.py" in e["name"]}
+        assert len(names) == 1 and next(iter(names)).startswith("/") == (p == EDITABLE)
+    before, after = traceview.analyze(CHECKOUT), traceview.analyze(EDITABLE)
+    d = diff_reports(before, after)
+    rows = [r for r in d.code_path["functions"] if r["function"].endswith(": <lambda>")
+            and r["family"] == "traceview.workload.impls"]
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["status"] in ("moved", "same")
+    want_b, want_a = lambda_p50(CHECKOUT, before), lambda_p50(EDITABLE, after)
+    assert (row["before_inclusive_ns_per_call"], row["after_inclusive_ns_per_call"]) == (
+        want_b, want_a)
+    assert row["change_inclusive_ns_per_call"] == want_a - want_b
