@@ -28,7 +28,8 @@ def span(e) -> list[int]:
     return [ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])]
 
 
-def nearest_rank(values: list[int], p: float) -> int:
+def nearest_rank(values: list[int], p: int) -> int:
+    """The nearest-rank percentile: the smallest value with p% of the values at or below."""
     v = sorted(values)
     return v[max(1, -(-len(v) * p // 100)) - 1]
 
