@@ -105,6 +105,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "one kernel the traces' rows differ in: launched on one side only, "
          "or as a different number per call (each side's launches over its "
          "calls)"),
+    Code("diff-unlinked-work", "info",
+         "diff's warning that device work has no launch record: each side's items, "
+         "some on one side at least"),
     Code("kernels-differ", "info",
          "one way two variants' kernels from capture's probe differ: a kernel one "
          "launched, counts per call (each its rows' counts summed), grids"),
