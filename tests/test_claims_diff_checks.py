@@ -22,7 +22,15 @@ from typing import Any
 
 import public_corpus
 import pytest
-from test_claims import DIFF_PAIRS, FIGURE_SOURCE, FIXTURES, ROOT, _flat, _views, _worded_in
+from test_claims import (
+    DIFF_PAIRS,
+    FIXTURES,
+    ROOT,
+    STRICT_FIGURE_SOURCE,
+    _flat,
+    _views,
+    _worded_in,
+)
 
 import traceview
 from traceview.codes import SENTENCES
@@ -619,12 +627,6 @@ def test_a_check_sentence_its_report_contradicts_is_caught():
 # --- the guard ---------------------------------------------------------------------------
 
 RENDERERS = ("diff_report.py", "diff_top.py", "annotate.py", "measured/checks.py")
-# In these renderers, besides what reads as a figure everywhere: the sides' calls, a
-# list's total, what is shown and the rest, the wrong, passed and ran counts, a call's
-# number, a time limit, an error or index, and spaced arithmetic.
-STRICT_FIGURE_SOURCE = re.compile(
-    FIGURE_SOURCE.pattern + r"|calls_|\btotal\b|\bshown\b|\brest\b|\bwrong\b|\bpassed\b"
-    r"|\bran\b|\bcall\b|timeout|out_of_range|_err\b|index|\w \S?[-+*/] \w")
 #: (module, function) -> the claim it makes, or why its f-string with a figure is no
 #: sentence (an entry that no longer occurs fails the test: it is removed with it)
 WORDED_ELSEWHERE = {
