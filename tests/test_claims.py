@@ -278,7 +278,7 @@ def _formatted_figures(path: Path) -> set[tuple[str, str]]:
                 if not isinstance(v, ast.FormattedValue):
                     continue
                 src = ast.unparse(v.value)
-                if v.format_spec is not None or FIGURE_SOURCE.search(src):
+                if v.format_spec is not None or STRICT_FIGURE_SOURCE.search(src):
                     out.add((path.name, src.split("(")[0] if "fmt_" in src else src))
     return out
 
