@@ -11,6 +11,7 @@ contradicting its report is caught: a check that cannot fail proves nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -243,6 +244,13 @@ CLAIMS_LAYER = ("claims.py", "sentences.py", "messages.py", "integrity_claims.py
                 "measured_lines.py")
 # An f-string value that reads as a figure: a length, a time, a count, a share.
 FIGURE_SOURCE = re.compile(r"\blen\(|_ns\b|count|ratio|share|\bn\b|rounds|calls\b")
+# What the renderers' guards read as a figure besides: the sides' or a row's calls
+# (``d.calls_before``), a list's total, what is shown and the rest, the wrong, passed and
+# ran counts, a call's number, a time limit, an error or index, and spaced arithmetic
+# (``total - shown``).
+STRICT_FIGURE_SOURCE = re.compile(
+    FIGURE_SOURCE.pattern + r"|calls_|\btotal\b|\bshown\b|\brest\b|\bwrong\b|\bpassed\b"
+    r"|\bran\b|\bcall\b|timeout|out_of_range|_err\b|index|\w \S?[-+*/] \w")
 #: (module, the formatted expression) -> why it is still worded outside the claims layer
 #: (an entry that no longer occurs fails the test: it is removed with the fix)
 WORDED_ELSEWHERE = {
@@ -270,7 +278,7 @@ def _formatted_figures(path: Path) -> set[tuple[str, str]]:
                 if not isinstance(v, ast.FormattedValue):
                     continue
                 src = ast.unparse(v.value)
-                if v.format_spec is not None or FIGURE_SOURCE.search(src):
+                if v.format_spec is not None or STRICT_FIGURE_SOURCE.search(src):
                     out.add((path.name, src.split("(")[0] if "fmt_" in src else src))
     return out
 
@@ -329,10 +337,20 @@ RENDERED_ELSEWHERE = {
     ("training.py", "threads_table"): "table cells",
     ("training.py", "step_sections"): "table rows ('4 more')",
     ("training.py", "_markdown_lines"): "table rows (markdown pipe rows)",
+    ("console.py", "_calls"): "the per-call table's title: the calls-title and "
+                              "unprofiled-share claims' texts (calls_title_words)",
+    ("markdown.py", "render_markdown"): "the same title",
+    ("console.py", "_functions"): "table cells (in calls: the warm calls holding a function)",
+    ("markdown.py", "_pc"): "the same table cells",
+    ("markdown.py", "left_out_claim"): "makes the rows-left-out claim",
+    ("percall.py", "reasons_lines"): "a call's number and name labelling its cold and "
+                                     "outlier reasons (the cold-reason and outlier-reason "
+                                     "claims' texts)",
 }
 
 
-def _worded_in(path: Path, source: re.Pattern[str] = FIGURE_SOURCE) -> set[tuple[str, str]]:
+def _worded_in(path: Path, source: re.Pattern[str] = STRICT_FIGURE_SOURCE
+               ) -> set[tuple[str, str]]:
     """(module, function) of every f-string in ``path`` that formats a figure (as
     ``_formatted_figures`` reads one, or as ``source`` does), by the innermost function
     holding it."""
@@ -431,6 +449,85 @@ def test_the_render_guard_sees_a_formatted_figure(tmp_path):
                  "def h(r):\n"
                  "    return f'busy {fmt_ns(r.busy)}'\n")
     assert _worded_in(p) == {("lines.py", "g"), ("lines.py", "h")}
+
+
+def test_the_widened_guard_sees_a_hand_written_sentence_in_a_renderer(tmp_path):
+    """The renderers' guard reads attribute access and arithmetic as figures: markdown's
+    "3 more not shown" formatted by hand again (``total - shown``) and a line of ab's
+    report worded from a document's field (``d.calls_before``) are each seen in their own
+    module, where the guard's earlier pattern saw neither."""
+    md = (ROOT / "traceview" / "render" / "markdown.py").read_text()
+    made = '    return "" if claim is None else f"\\n\\n_{claim.text}._"\n'
+    assert made in md
+    p = tmp_path / "markdown.py"
+    p.write_text(md.replace("def _more(claim: Claim | None) -> str:\n" + made,
+                            "def _more(shown: int, total: int) -> str:\n"
+                            "    return f'_{total - shown} more not shown._'\n"))
+    assert _worded_in(p) - set(RENDERED_ELSEWHERE) == {("markdown.py", "_more")}
+    assert ("markdown.py", "_more") not in _worded_in(p, FIGURE_SOURCE)
+    ab = tmp_path / "ab_report.py"
+    ab.write_text((ROOT / "traceview" / "render" / "ab_report.py").read_text()
+                  + "\n\ndef sides(d):\n"
+                    "    return f'before ({d.calls_before} of them), after {d.after}'\n")
+    assert _worded_in(ab) - set(MEASURED_ELSEWHERE) == {("ab_report.py", "sides")}
+    assert ("ab_report.py", "sides") not in _worded_in(ab, FIGURE_SOURCE)
+
+
+def _left_out_said(doc: dict) -> dict[str, int]:
+    """What markdown's tables leave out, recounted from the report's JSON: the rows each
+    lists less those its table shows."""
+    from traceview.render.markdown import MAX_CALL_ROWS, MAX_FUNCTION_ROWS, MAX_KERNEL_ROWS
+
+    lists = {"functions": (sum(1 for f in doc["host"]["functions"] if f["self_ns"] > 0),
+                           MAX_FUNCTION_ROWS),
+             "kernels": (len(doc["device"]["kernels"]), MAX_KERNEL_ROWS),
+             "calls": (len(doc["calls"]["per_call"]), MAX_CALL_ROWS)}
+    return {what: n - top for what, (n, top) in lists.items() if n > top}
+
+
+def test_every_count_of_rows_the_markdown_leaves_out_is_a_claim_that_holds(fixture_reports):
+    """Under each table it cuts, explain's markdown says how many rows it left out: that
+    sentence is a claim holding against the report's JSON, printed as its text says, once
+    for each table cut, its count the rows recounted here from the JSON."""
+    from traceview.render.markdown import left_out_claims
+    from traceview.render.registry import RenderOptions, renderer
+
+    seen = set()
+    for name in FIXTURES:
+        r = fixture_reports[name]
+        doc = json.loads(str(renderer("json").render(r, RenderOptions())))
+        md = str(renderer("md").render(r, RenderOptions()))
+        claims = left_out_claims(r)
+        assert check_all(claims, doc) == [], name
+        assert all(c.id in SENTENCES for c in claims)
+        said = [int(n) for n in re.findall(r"^_(\d+) more not shown\._$", md, re.M)]
+        assert said == [c.value("rest") for c in claims], name
+        assert sorted(said) == sorted(_left_out_said(doc).values()), name
+        seen |= {w for w in _left_out_said(doc)}
+    assert seen == {"functions", "kernels", "calls"}  # every cut table is checked
+
+
+def test_a_count_of_rows_left_out_that_the_report_contradicts_is_caught(fixture_reports):
+    """A count made from one kernel more than the report lists, and one whose shown and
+    rest do not add up to its total: caught."""
+    from traceview.render.markdown import MAX_KERNEL_ROWS, left_out_claim
+
+    r = next(r for n in FIXTURES if len((r := fixture_reports[n]).device.kernels)
+             > MAX_KERNEL_ROWS)
+    doc = r.to_dict()
+    n = len(doc["device"]["kernels"])
+    c = left_out_claim(n + 1, MAX_KERNEL_ROWS, ("device", "kernels"))
+    assert c is not None and c.text == f"{n + 1 - MAX_KERNEL_ROWS} more not shown"
+    assert check(c, doc) == [f"rows-left-out: total is {n + 1}, the report has {n} at "
+                             "/device/kernels"]
+    right = left_out_claim(n, MAX_KERNEL_ROWS, ("device", "kernels"))
+    assert right is not None and check(right, doc) == []
+    bent = Claim(right.id, right.text, tuple(
+        Figure(f.name, f.value + 1 if f.name == "rest" else f.value, f.path)
+        for f in right.figures), right.relations)
+    assert check(bent, doc) == [
+        f"rows-left-out: sum('shown', 'rest', 'total') does not hold: the parts add up to "
+        f"{n + 1}, not {n}"]
 
 
 def test_docs_list_the_sentence_table_exactly():

@@ -22,11 +22,20 @@ from typing import Any
 
 import public_corpus
 import pytest
-from test_claims import DIFF_PAIRS, FIGURE_SOURCE, FIXTURES, ROOT, _flat, _views, _worded_in
+from test_claims import (
+    DIFF_PAIRS,
+    FIXTURES,
+    ROOT,
+    STRICT_FIGURE_SOURCE,
+    _flat,
+    _views,
+    _worded_in,
+)
 
 import traceview
 from traceview.codes import SENTENCES
 from traceview.multi.compare import Comparison, Diff, diff_reports
+from traceview.render.diff_top import TOP_WARNINGS
 from traceview.render.markdown import esc, prose
 from traceview.render.registry import RenderOptions, renderer
 from traceview.report.claims import Claim, Figure, check, check_all
@@ -56,7 +65,7 @@ def _diff_problems(d: Diff) -> list[str]:
     out that is not the document's own, recounted here from the JSON."""
     from traceview.multi.compare import KERNEL_ROWS, kernel_row_claims
     from traceview.render.diff_report import claims_printed
-    from traceview.render.diff_top import TOP_FUNCTIONS, TOP_KERNELS, TOP_WARNINGS
+    from traceview.render.diff_top import TOP_FUNCTIONS, TOP_KERNELS
     from traceview.report.kernel_words import difference_claims
 
     doc, text, md = _diff_outputs(d)
@@ -70,6 +79,13 @@ def _diff_problems(d: Diff) -> list[str]:
     bare = "".join(text.split())
     for c in claims:
         where = DIFF_ONE_OUTPUT.get(c.id)
+        if c.id == "diff-unlinked-work":
+            # a warning among the others: the terminal prints it where it is among the
+            # first it shows, the markdown always
+            if c.text not in doc["warnings"]:
+                out.append(f"{c.id}: not among the document's warnings: {c.text!r}")
+            elif doc["warnings"].index(c.text) >= TOP_WARNINGS:
+                where = "markdown"
         if where in (None, "text") and _flat(c.text) not in flat_text \
                 and "".join(c.text.split()) not in bare:
             out.append(f"{c.id}: not printed in text: {c.text!r}")
@@ -150,6 +166,7 @@ def test_the_diffs_cover_every_diff_sentence(fixture_reports):
         "diff-unprofiled",  # diff --ab's line: tests/test_claims.py checks it on ab documents
         "diff-kernel-rows",  # folded into diff-kernels-launched (checked on its own above)
         "diff-machine-speed",  # no two fixtures' shared functions moved by one factor: next
+        "diff-unlinked-work",  # no fixture has device work with no launch record: below
     }, seen
 
 
@@ -168,6 +185,90 @@ def test_every_printed_claim_of_a_diff_on_machines_of_two_speeds_holds():
     d = diff_reports(from_dict(gems), from_dict(_slower(gems, 1.5)), ab=_ab_doc(a, b))
     assert [c["id"] for c in d.as_dict()["claims"]] == ["diff-verdict", "diff-machine-speed"]
     assert _diff_problems(d) == []
+
+
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+
+
+def _unlinked_in(path: Path) -> int:
+    """Device records in the trace at ``path`` whose correlation no launch carries (or
+    that carry none), counted from its raw events."""
+    events = json.loads(path.read_text())["traceEvents"]
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+    return sum(1 for e in events if e.get("cat") in DEVICE_CATEGORIES
+               and e.get("args", {}).get("correlation") not in launched)
+
+
+def _unlinked_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Two traces of four 10 us calls each launching a 1 us kernel. Before: two calls run a
+    kernel whose correlation was dropped. After: every call does, and a copy whose launch
+    record is missing (its correlation names no launch) runs after the last call."""
+    from tracebuilder import TraceBuilder
+
+    paths = []
+    for name, orphans, lost_copy in (("before.json", (0, 2), False),
+                                     ("after.json", (0, 1, 2, 3), True)):
+        tb = TraceBuilder()
+        for i in range(4):
+            s = i * 20_000
+            tb.annotation(f"call_{i}", s, 10_000)
+            tb.launched_kernel("k", s + 1_000, 500, s + 2_000, 1_000)
+            if i in orphans:
+                tb.kernel("orphan", s + 4_000, 3_000)
+        if lost_copy:
+            tb.kernel("Memcpy DtoH", 85_000, 2_000, corr=999, cat="gpu_memcpy")
+        paths.append(tb.write(tmp_path / name))
+    return paths[0], paths[1]
+
+
+def test_the_warning_about_device_work_with_no_launch_record_is_a_claim_that_holds(tmp_path):
+    """The warning's counts are the diff document's ``unlinked_device_work``, each side's
+    device records that no launch names, counted here from the traces' events; the
+    warning is the claim's text, printed by the text and the markdown, and holds."""
+    from traceview.render.diff_report import claims_printed
+
+    before, after = _unlinked_pair(tmp_path)
+    nb, na = _unlinked_in(before), _unlinked_in(after)
+    assert (nb, na) == (2, 5)
+    d = diff_reports(traceview.analyze(before), traceview.analyze(after))
+    doc, text, md = _diff_outputs(d)
+    assert doc["unlinked_device_work"] == {"before": nb, "after": na}
+    (c,) = [c for c in claims_printed(d) if c.id == "diff-unlinked-work"]
+    assert (c.value("unlinked_before"), c.value("unlinked_after")) == (nb, na)
+    assert c.text.startswith(f"device work with no launch record: {nb} item(s) before, "
+                             f"{na} after;")
+    assert c.text in doc["warnings"] and f"warning: {c.text}" in _flat(text)
+    assert _diff_problems(d) == []
+    # a trace against itself: as many on both sides; a trace with none: no warning
+    same = diff_reports(traceview.analyze(after), traceview.analyze(after))
+    assert same.as_dict()["unlinked_device_work"] == {"before": na, "after": na}
+    assert _diff_problems(same) == []
+    fixture = traceview.analyze(ROOT / "fixtures" / "torch_mul_1x4096_f32.json.gz")
+    plain = diff_reports(fixture, fixture)
+    assert plain.as_dict()["unlinked_device_work"] == {"before": 0, "after": 0}
+    assert not [c for c in claims_printed(plain) if c.id == "diff-unlinked-work"]
+    assert not any("no launch record" in w for w in plain.warnings)
+
+
+def test_a_warning_that_miscounts_the_device_work_with_no_launch_record_is_caught(tmp_path):
+    """The warning made from other counts than the document's, or saying the sides add up
+    to another figure: caught at the figures' paths."""
+    from traceview.multi.compare import UnlinkedWork, unlinked_claim
+
+    before, after = _unlinked_pair(tmp_path)
+    doc = diff_reports(traceview.analyze(before), traceview.analyze(after)).as_dict()
+    said = unlinked_claim(UnlinkedWork(2, 4))
+    assert said is not None and "2 item(s) before, 4 after" in said.text
+    assert check(said, doc) == ["diff-unlinked-work: unlinked_after is 4, the report has 5 "
+                                "at /unlinked_device_work/after"]
+    right = unlinked_claim(UnlinkedWork(2, 5))
+    assert right is not None and check(right, doc) == []
+    assert check(_with(right, unlinked=8), doc) == [
+        "diff-unlinked-work: sum('unlinked_before', 'unlinked_after', 'unlinked') does not "
+        "hold: the parts add up to 7, not 8"]
+    assert unlinked_claim(UnlinkedWork(0, 0)) is None and unlinked_claim(None) is None
 
 
 # Small public traces: each against itself, each against the next (different programs,
@@ -526,12 +627,6 @@ def test_a_check_sentence_its_report_contradicts_is_caught():
 # --- the guard ---------------------------------------------------------------------------
 
 RENDERERS = ("diff_report.py", "diff_top.py", "annotate.py", "measured/checks.py")
-# In these renderers, besides what reads as a figure everywhere: the sides' calls, a
-# list's total, what is shown and the rest, the wrong, passed and ran counts, a call's
-# number, a time limit, an error or index, and spaced arithmetic.
-STRICT_FIGURE_SOURCE = re.compile(
-    FIGURE_SOURCE.pattern + r"|calls_|\btotal\b|\bshown\b|\brest\b|\bwrong\b|\bpassed\b"
-    r"|\bran\b|\bcall\b|timeout|out_of_range|_err\b|index|\w \S?[-+*/] \w")
 #: (module, function) -> the claim it makes, or why its f-string with a figure is no
 #: sentence (an entry that no longer occurs fails the test: it is removed with it)
 WORDED_ELSEWHERE = {

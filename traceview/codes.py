@@ -105,6 +105,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "one kernel the traces' rows differ in: launched on one side only, "
          "or as a different number per call (each side's launches over its "
          "calls)"),
+    Code("diff-unlinked-work", "info",
+         "diff's warning that device work has no launch record: each side's items, "
+         "some on one side at least"),
     Code("kernels-differ", "info",
          "one way two variants' kernels from capture's probe differ: a kernel one "
          "launched, counts per call (each its rows' counts summed), grids"),
@@ -210,6 +213,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("unprofiled-baseline", "info", "capture's unprofiled baseline from the same run: "
          "the full API p50 (in graph mode the synchronized replay first), the amortized "
          "submit and the device time per op"),
+    Code("rows-left-out", "info",
+         "what a table of explain's markdown leaves out (hot functions, kernels, calls): "
+         "the rows the report lists, those shown and the rest adding up to them"),
     Code("calls-title", "info", "the per-call table's title: the warm calls its figures "
          "are over, of how many, and the cold (left out), outlier (counted) and incomplete "
          "(left out) calls"),

@@ -62,7 +62,7 @@ LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout"
 #: schemas and prints the new hashes)
 SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (3, "9804960e9c7c1d6b"),
                                               "ranks": (2, "bba7fcd3dbf5bdee"),
-                                              "diff": (3, "b6a73abed8d516cd"),
+                                              "diff": (3, "1a19a462ba566b04"),
                                               "ab": (2, "cd72a3f64c00012d"),
                                               "serve": (2, "bfd048b911c3201a"),
                                               "capture": (2, "664b61ac4e9fda7d"),

@@ -65,6 +65,14 @@ class CallCounts(msgspec.Struct, frozen=True):
     after: int
 
 
+class UnlinkedWork(msgspec.Struct, frozen=True):
+    """Each side's device work with no launch record (explain's
+    ``launches.unlinked_device_work``): the figures diff's warning about them cites."""
+
+    before: int
+    after: int
+
+
 class DiffDocument(msgspec.Struct, frozen=True):
     """The diff document's layout (``diff --format json``, docs/diff.md), in its key
     order: what is written and what a saved one is read back as (``read_diff``). The
@@ -86,6 +94,9 @@ class DiffDocument(msgspec.Struct, frozen=True):
     # the verdict as a claim: the figures it shows, where this document holds each, and
     # what it asserts between them (``report.claims``; docs/diff.md)
     claims: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # each side's device work with no launch record; null in a document saved before
+    # diff wrote it
+    unlinked_device_work: UnlinkedWork | None = None
 
 
 @dataclass
@@ -103,13 +114,16 @@ class Diff:
     code_path: dict[str, Any] | None = None
     #: Which kernels each side launched per call and how they differ (:func:`kernels_used`).
     kernels_used: dict[str, Any] | None = None
+    #: Each side's device work with no launch record (:func:`unlinked_claim` words it).
+    unlinked_device_work: UnlinkedWork | None = None
 
     def document(self) -> DiffDocument:
         return DiffDocument(
             VERSIONS["diff"], self.before_path, self.after_path,
             CallCounts(self.calls_before, self.calls_after), self.unprofiled,
             list(self.comparisons), self.code_path, self.kernels, self.kernels_used,
-            self.warnings, agreement(self), verdict(self), [c.as_json() for c in claims(self)])
+            self.warnings, agreement(self), verdict(self), [c.as_json() for c in claims(self)],
+            self.unlinked_device_work)
 
     def as_dict(self) -> dict[str, Any]:
         return builtins(self.document())
@@ -276,12 +290,16 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
                         "count_before": x.count if x else 0, "count_after": y.count if y else 0,
                         "p50_before": x.stats.p50 if x else None,
                         "p50_after": y.stats.p50 if y else None})
+    unlinked = UnlinkedWork(before.launches.unlinked_device_work,
+                            after.launches.unlinked_device_work)
+    said = unlinked_claim(unlinked)
     return Diff(printable_path(before_path), printable_path(after_path), before.calls.count,
                 after.calls.count, comps, kernels,
-                same_question_warnings(before, after) + unlinked_warnings(before, after),
+                same_question_warnings(before, after) + ([said.text] if said else []),
                 unprofiled=from_ab(ab) if ab is not None else from_captures(before, after),
                 code_path=code_path_changes(before, after),
-                kernels_used=kernels_used(before, after, kernels))
+                kernels_used=kernels_used(before, after, kernels),
+                unlinked_device_work=unlinked)
 
 
 def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
@@ -358,16 +376,24 @@ def same_rows_figures(kernels: list[dict[str, Any]], nb: int, na: int
     return figs, rels
 
 
-def unlinked_warnings(before: Report, after: Report) -> list[str]:
+def unlinked_claim(u: UnlinkedWork | None) -> Claim | None:
     """How much device work has no launch record on each side (a profiler that dropped
-    correlations, common on ROCm): per-call device work counts it in the call it started
-    in, and the reader must know the figure rests on that."""
-    nb = before.launches.unlinked_device_work
-    na = after.launches.unlinked_device_work
-    if not nb and not na:
-        return []
-    return [f"device work with no launch record: {nb} item(s) before, {na} after; per-call "
-            "device work counts each in the call it started in, device busy counts all"]
+    correlations, common on ROCm), as a claim over the diff document's
+    ``unlinked_device_work``: per-call device work counts it in the call it started in,
+    and the reader must know the figure rests on that. None where neither side has any
+    (or a saved document does not say)."""
+    if u is None or not (u.before or u.after):
+        return None
+    at = "unlinked_device_work"
+    return Claim("diff-unlinked-work",
+                 f"device work with no launch record: {u.before} item(s) before, {u.after} "
+                 "after; per-call device work counts each in the call it started in, device "
+                 "busy counts all",
+                 (Figure("unlinked_before", u.before, pointer(at, "before")),
+                  Figure("unlinked_after", u.after, pointer(at, "after")),
+                  Figure("unlinked", u.before + u.after), Figure("zero", 0)),
+                 (rel("sum", "unlinked_before", "unlinked_after", "unlinked"),
+                  rel("gt", "unlinked", "zero")))
 
 
 def same_question_warnings(before: Report, after: Report) -> list[str]:

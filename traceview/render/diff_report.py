@@ -6,7 +6,8 @@ and the code-path changes. Readable at 80 columns: metric names in full, wrappin
 
 Every sentence with a figure is a claim over the diff's JSON (``claims_printed``): the
 document's own (the verdict, the machine-speed note), the header, the counts of what the
-terminal leaves out (``diff_top``) and the kernels' lines.
+terminal leaves out (``diff_top``), the kernels' lines and the warning about device work
+with no launch record (a warning among the others, worded by its claim).
 """
 
 from __future__ import annotations
@@ -244,15 +245,17 @@ def header_claims(d: Diff) -> list[Claim]:
 def claims_printed(d: Diff) -> list[Claim]:
     """Every claim the terminal or the markdown prints of ``d``, over its document: the
     document's own (the verdict, the machine-speed note), the header, the counts of what
-    the terminal leaves out, the kernels' lines."""
-    from traceview.multi.compare import claims
+    the terminal leaves out, the kernels' lines, the device work with no launch record
+    (printed among the warnings: the terminal's only where it is among those it shows)."""
+    from traceview.multi.compare import claims, unlinked_claim
 
     cp = d.code_path or {}
     more_claims = (warnings_claim(d.warnings),
                    functions_claim(cp["functions"]) if cp.get("functions") else None,
                    kernels_claim(d.kernels))
+    unlinked = unlinked_claim(d.unlinked_device_work)
     return [*claims(d), *header_claims(d), *(c for c in more_claims if c is not None),
-            *kernels_used_claims(d)]
+            *kernels_used_claims(d), *([unlinked] if unlinked is not None else [])]
 
 
 def verdict_line(d: Diff) -> str:

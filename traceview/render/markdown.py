@@ -20,6 +20,7 @@ from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
 from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
+from traceview.report.claims import Claim, Figure, pointer, rel
 from traceview.report.sentences import step_word
 from traceview.units import fmt_ns, fmt_share, plural
 from traceview.version import __version__
@@ -335,8 +336,54 @@ def _details(summary: str, body: str) -> str:
     return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
-def _more(shown: int, total: int) -> str:
-    return f"\n\n_{total - shown} more not shown._" if total > shown else ""
+def left_out_claim(total: int, shown: int, total_at: tuple[str, ...] = (),
+                   within: Figure | None = None) -> Claim | None:
+    """``3 more not shown`` under a table cut to its first ``shown`` rows, as a claim
+    over the explain report's JSON: the rows the report lists at ``total_at`` (their
+    count: ``claims.check`` reads a list's length), or some of the list ``within`` cites,
+    the ``shown`` the table prints and the rest adding up to them. None when the table
+    shows them all."""
+    if total <= shown:
+        return None
+    figs = [Figure("total", total, pointer(*total_at) if total_at else None),
+            Figure("shown", shown), Figure("rest", total - shown)]
+    rels = [rel("sum", "shown", "rest", "total")]
+    if within is not None:
+        figs.append(within)
+        rels.append(rel("le", "total", within.name))
+    return Claim("rows-left-out", f"{total - shown} more not shown", tuple(figs), tuple(rels))
+
+
+def hot_functions(r: Report) -> list[Any]:
+    """The host functions the hot functions table lists: those with self time."""
+    return [f for f in r.host.functions if f.self_ns > 0]
+
+
+def functions_left_out(r: Report) -> Claim | None:
+    """The hot functions the table leaves out: some of the report's functions."""
+    fs = hot_functions(r)
+    return left_out_claim(len(fs), min(len(fs), MAX_FUNCTION_ROWS), within=Figure(
+        "functions", len(r.host.functions), pointer("host", "functions")))
+
+
+def kernels_left_out(r: Report) -> Claim | None:
+    ks = r.device.kernels
+    return left_out_claim(len(ks), min(len(ks), MAX_KERNEL_ROWS), ("device", "kernels"))
+
+
+def calls_left_out(r: Report) -> Claim | None:
+    calls = r.calls.per_call
+    return left_out_claim(len(calls), min(len(calls), MAX_CALL_ROWS), ("calls", "per_call"))
+
+
+def left_out_claims(r: Report) -> list[Claim]:
+    """Every count of rows the markdown's tables leave out, as claims over the report."""
+    return [c for c in (functions_left_out(r), kernels_left_out(r), calls_left_out(r))
+            if c is not None]
+
+
+def _more(claim: Claim | None) -> str:
+    return "" if claim is None else f"\n\n_{claim.text}._"
 
 
 def render_markdown(r: Report, figure: str | None = None) -> str:
@@ -426,7 +473,7 @@ def _heading(r: Report) -> list[str]:
 def _hot_functions(r: Report) -> str | None:
     """The hot host functions table, folded (None: no function has self time)."""
     c = r.calls
-    fs = [f for f in r.host.functions if f.self_ns > 0]
+    fs = hot_functions(r)
     warm = c.tree_warm_calls
 
     def _pc(f) -> list[str]:
@@ -442,7 +489,7 @@ def _hot_functions(r: Report) -> str | None:
                         "that contain it)",
                         table(["function", "category", "self", "self/call", "incl/call",
                                "in calls", "inclusive", "count"], rows)
-                        + _more(len(rows), len(fs)))
+                        + _more(functions_left_out(r)))
     return None
 
 
@@ -455,7 +502,7 @@ def _kernels(r: Report) -> str | None:
                  fmt_ns(k.stats.min), fmt_ns(k.stats.max)] for k in ks[:MAX_KERNEL_ROWS]]
         return _details(f"Kernels ({KERNEL_NAMES_NOTE})",
                         table(["kernel", "count", "sum", "p50", "min", "max"], rows)
-                        + _more(len(rows), len(ks)))
+                        + _more(kernels_left_out(r)))
     return None
 
 
@@ -476,5 +523,5 @@ def _every_call(r: Report) -> str | None:
         head = ["#", "range", "kind", "wall", "device work",
                 *(("kernels", "memcpy/memset") if split else ()), "launch latency",
                 "host overhead"]
-        return _details("Every call", table(head, rows) + _more(len(rows), len(calls)))
+        return _details("Every call", table(head, rows) + _more(calls_left_out(r)))
     return None
