@@ -72,7 +72,13 @@ from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.stats import Stats, median, medians_of_others, summarize
+from traceview.stats import (
+    Stats,
+    median_of_array,
+    medians_by_group,
+    medians_of_others,
+    summarize,
+)
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "kernel_only_ns", "copy_ns", "sync_ns", "device_busy_ns", "host_overhead_ns")
@@ -243,23 +249,13 @@ def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
     began = min((int(s.start[w]) for w in work), default=en)
     first = max(0, min(en, began) - st)
     dur = s.end[l_rows[1:]] - s.start[l_rows[1:]]
-    others = int(median(dur.tolist()))
+    others = median_of_array(dur)
     if first <= STARTUP_LAUNCH_RATIO * others:
         return {}
     for c in calls:
         if lo[c.index] == 0 < hi[c.index] and first > STARTUP_SHARE * c.api_ns:
             return {c.index: ProfilerStartup(first, c.api_ns, others)}
     return {}
-
-
-def _lower_medians(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``keys`` (sorted) and each one's nearest-rank lower median of its
-    ``values`` (``stats.median``), from one sort."""
-    order = np.lexsort((values, keys))
-    k, v = keys[order], values[order]
-    starts = np.flatnonzero(np.append(True, k[1:] != k[:-1]))
-    counts = np.diff(np.append(starts, k.size))
-    return k[starts], v[starts + np.maximum(1, (counts + 1) // 2) - 1]
 
 
 def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: _LaunchWork,
@@ -294,15 +290,13 @@ def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw:
     later[order[heads]] = False
     if not later.any():
         return {}
-    keys, med = _lower_medians(kernel[later], before[later])
+    keys, med = medians_by_group(kernel[later], before[later])
     firsts = order[heads]  # each kernel's first launch (index into ``pos``)
     at = np.searchsorted(keys, kernel[firsts])
     again = at < keys.size
     again[again] = keys[at[again]] == kernel[firsts[again]]
     f, f_med = firsts[again], med[at[again]]
-    durs = s.end[l_rows] - s.start[l_rows]
-    k = (durs.size + 1) // 2 - 1  # ``stats.median``'s nearest rank, without a Python sort
-    typical_launch = int(np.partition(durs, k)[k])
+    typical_launch = median_of_array(s.end[l_rows] - s.start[l_rows])
     use = before[f] > STARTUP_LAUNCH_RATIO * np.maximum(f_med, typical_launch)
     f, f_med = f[use], f_med[use]
     if not f.size:
