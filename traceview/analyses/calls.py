@@ -59,7 +59,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
-from traceview.analyses.launches import LaunchSummary, no_record_due
+from traceview.analyses.launches import LaunchSummary, LaunchWork, launch_work, no_record_due
 from traceview.analyses.slow_calls import (
     Cause,
     ColdWork,
@@ -258,7 +258,7 @@ def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
     return {}
 
 
-def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: _LaunchWork,
+def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: LaunchWork,
                     lo: np.ndarray, hi: np.ndarray, busy: intervals.Set, skip: Collection[int]
                     ) -> dict[int, FirstUse]:
     """The calls (other than ``skip``) dominated by first uses. A launch is a first use
@@ -368,7 +368,7 @@ def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork
     return cold, outlier
 
 
-def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: _LaunchWork,
+def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: LaunchWork,
                        lo: np.ndarray, hi: np.ndarray, busy: intervals.Set,
                        works: dict[int, ColdWork]
                        ) -> tuple[dict[int, ProfilerStartup], dict[int, Cause], dict[int, Cause]]:
@@ -419,29 +419,6 @@ class _Metrics:
     empty: np.ndarray  # launches with no device record (where one was due)
 
 
-@dataclass(frozen=True)
-class _LaunchWork:
-    """The launches' device work as a CSR table (launch position -> work rows), and when
-    each launch's work began: what the per-call figures and the first-use rule read."""
-
-    count: np.ndarray  # work rows per launch
-    rows: np.ndarray  # the work rows, launch by launch
-    first: np.ndarray  # where each launch's rows begin in ``rows``
-    linked: np.ndarray  # the launch has device work
-    min_start: np.ndarray  # the start of its earliest work (0 where it has none)
-
-
-def _launch_work(trace: Trace, l_rows: np.ndarray) -> _LaunchWork:
-    s = trace.slices
-    w_count, w_rows = trace.launch_work(l_rows)
-    w_first = np.cumsum(w_count) - w_count
-    w_min_start = np.zeros(l_rows.size, np.int64)
-    linked = w_count > 0
-    if w_rows.size:
-        w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
-    return _LaunchWork(w_count, w_rows, w_first, linked, w_min_start)
-
-
 def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Whether each of ``range(n)`` occurs in sorted ``group``, and where it first does."""
     first = np.searchsorted(group, np.arange(n), side="left")
@@ -467,7 +444,7 @@ def _unlinked_in_calls(trace: Trace, unlinked: np.ndarray, c_st: np.ndarray,
     return cand[ok], unlinked[ok]
 
 
-def _all_metrics(trace: Trace, l_rows: np.ndarray, lw: _LaunchWork, lo: np.ndarray,
+def _all_metrics(trace: Trace, l_rows: np.ndarray, lw: LaunchWork, lo: np.ndarray,
                  hi: np.ndarray, c_st: np.ndarray, own_lane: int | None, kernel_cat: int,
                  unlinked: tuple[np.ndarray, np.ndarray] | None = None,
                  no_record: np.ndarray | None = None) -> _Metrics:
@@ -606,7 +583,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
     # costs several times a list's)
     no_record = no_record_due(trace, l_rows)
-    lw = _launch_work(trace, l_rows)
+    lw = launch_work(trace, l_rows)
     cols = _all_metrics(trace, l_rows, lw, lo, hi, c_st, own_lane, kernel_cat,
                         _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
                         no_record)
