@@ -20,7 +20,8 @@ import pytest
 
 import traceview
 from traceview.analyses import what_if
-from traceview.analyses.what_if import Projection, load_costs
+from traceview.analyses.what_if import load_costs
+from traceview.report.model import WhatIfRow
 
 DATA = Path(__file__).resolve().parent / "data" / "what_if"
 #: One folder per card: its ``measured.json`` and one trace per shape.
@@ -45,7 +46,7 @@ def _doc(card: str) -> dict:
     return json.loads(path.read_text())
 
 
-def _projections(card: str) -> Iterator[tuple[str, Projection, float]]:
+def _projections(card: str) -> Iterator[tuple[str, WhatIfRow, float]]:
     """(shape, projection, (projected - measured) / measured) of every projection of the
     card's traces that has a measured counterfactual, recomputed from the traces."""
     doc = _doc(card)
