@@ -4,8 +4,10 @@ here from the construction, never from the code's earlier output."""
 
 from __future__ import annotations
 
+import gzip
 import json
 
+import public_corpus
 import pytest
 
 import traceview
@@ -145,3 +147,21 @@ def test_the_trace_s_card_picks_its_row_and_a_nameless_device_none(tmp_path, pro
                        6 * US, KERNEL)
     trace = traceview.load(tb.write(tmp_path / "t.json"))
     assert costs_for(trace, table) == (table[want], matched)
+
+
+def test_a_real_trace_whose_devices_have_no_name_is_not_said_to_be_the_table_s_card():
+    """TraceLens' vLLM decode trace (an AMD card: warps of 64, 304 compute units) names
+    none of its devices (``"name": ""``, counted from the file here): its graph
+    projections use the table's first card and say it is not the trace's."""
+    name = "AMD-AGI__TraceLens/inference__vllm_decode_full__graph_execution.json.gz"
+    path = public_corpus.locate(name)
+    if path is None:
+        pytest.skip(f"{name} is not in this machine's corpus copy")
+    with gzip.open(path) as f:
+        props = json.load(f)["deviceProperties"]
+    assert props and all(p.get("name") == "" for p in props)
+    rows = traceview.analyze(path).what_if
+    graphs = [w for w in rows if w.scenario in ("cuda-graph", "no-host-overhead")]
+    assert graphs
+    first = next(iter(load_costs()))
+    assert all(w.basis["card"] == first and w.basis["card_matched"] == 0 for w in graphs)
