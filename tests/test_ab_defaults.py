@@ -182,6 +182,12 @@ def test_build_order_lean_is_half_the_difference_of_the_two_orders():
     rounds = [rnd("A", 940), rnd("B", 1060), rnd("A", 940), rnd("B", 1060), rnd("A", 940)]
     lean = cal.build_order_lean(rounds)
     assert lean == {"a_first_ns": 940, "b_first_ns": 1060, "rounds": [3, 2], "lean_ns": 60}
+    runs = _runs([("cannot tell", -50, 50)])
+    for le, word in ((lean, "0.06 us slower"), ({**lean, "lean_ns": -60}, "0.06 us faster")):
+        step = {"planted_ns": 0, "runs": runs, "accuracy": cal.accuracy(runs, 0, None),
+                "build_order": le}
+        lines = cal.acceptance({"same_aa": step})
+        assert any(f"the side built first reads {word} " in ln for ln in lines), lines
     assert cal.build_order_lean([{**r, "built_first": None} for r in rounds]) is None
     assert cal.build_order_lean([r for r in rounds if r["built_first"] == "A"]) is None
 

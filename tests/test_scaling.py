@@ -1,7 +1,7 @@
 """explain is linear in the number of calls: the time per call at 16,000 calls is under
 twice that at 2,000 (a ratio of two sizes measured side by side, never an absolute time;
 a stage that sorts all calls once per call, as the outlier rule once did, makes it 8x).
-And the one-sort helper behind the outlier rule is the project's median of the others.
+And the one-sort helpers behind the outlier and first-use rules are the project's median.
 And the memory explain holds per event of a cold compile's trace stays bounded (the
 bytes a trace of more events takes beyond a smaller one's, counted by tracemalloc:
 exact, whatever the machine's other processes do)."""
@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 import traceview
 from traceview.report import schema
-from traceview.stats import median, medians_of_others, sort_within_groups
+from traceview.stats import (
+    median,
+    median_of_array,
+    medians_by_group,
+    medians_of_others,
+    sort_within_groups,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import make_large_trace  # noqa: E402  (benchmarks/, not a package)
@@ -30,6 +36,20 @@ def test_medians_of_others_is_the_median_of_the_others(values):
     v = np.asarray(values, np.int64)
     got = medians_of_others(v).tolist()
     assert got == [median(values[:j] + values[j + 1:]) for j in range(len(values))]
+
+
+@given(st.lists(st.integers(-2**62, 2**62), min_size=1, max_size=12))
+def test_the_array_median_is_the_median(values):
+    assert median_of_array(np.asarray(values, np.int64)) == median(values)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(-9, 9)), max_size=12))
+def test_medians_by_group_are_each_group_s_median(pairs):
+    g = np.asarray([p[0] for p in pairs], np.int64)
+    v = np.asarray([p[1] for p in pairs], np.int64)
+    keys, meds = medians_by_group(g, v)
+    want = {k: median([b for a, b in pairs if a == k]) for k in sorted({a for a, _ in pairs})}
+    assert dict(zip(keys.tolist(), meds.tolist(), strict=True)) == want
 
 
 @given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.integers(-9, 9),

@@ -4,12 +4,15 @@ here from the construction, never from the code's earlier output."""
 
 from __future__ import annotations
 
+import gzip
 import json
 
+import public_corpus
 import pytest
 
+import traceview
 from tests.tracebuilder import TraceBuilder
-from traceview.analyses.what_if import GraphCosts, load_costs, project
+from traceview.analyses.what_if import GraphCosts, costs_for, load_costs, project
 from traceview.report import schema
 
 US = 1000
@@ -125,3 +128,40 @@ def test_the_costs_table_names_its_card_date_and_script():
     for c in load_costs().values():
         assert c.date and c.source.startswith("tools/measure_what_if_counterfactuals")
         assert c.floor_ns > 0 and c.queued_floor_ns > 0 and c.per_node_ns > 0
+
+
+@pytest.mark.parametrize("props, want, matched", [
+    ([{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "NVIDIA H100 80GB HBM3", True),
+    ([{"id": 0, "name": "NVIDIA H200"}], "NVIDIA H200", True),
+    ([{"id": 0}], "NVIDIA H200", False),  # no name: the first card, said not to match
+    ([{"id": 0, "name": ""}], "NVIDIA H200", False),
+    ([{"id": 0, "name": "AMD Instinct MI300X"}], "NVIDIA H200", False),
+])
+def test_the_trace_s_card_picks_its_row_and_a_nameless_device_none(tmp_path, props, want,
+                                                                    matched):
+    table = {"NVIDIA H200": COSTS, "NVIDIA H100 80GB HBM3": GraphCosts(
+        "NVIDIA H100 80GB HBM3", 1, 2, 3, 4, 5, 6)}
+    tb = TraceBuilder()
+    tb.metadata["deviceProperties"] = props
+    tb.launched_kernel("void at::native::vectorized_elementwise_kernel<4>", 0, 4 * US,
+                       6 * US, KERNEL)
+    trace = traceview.load(tb.write(tmp_path / "t.json"))
+    assert costs_for(trace, table) == (table[want], matched)
+
+
+def test_a_real_trace_whose_devices_have_no_name_is_not_said_to_be_the_table_s_card():
+    """TraceLens' vLLM decode trace (an AMD card: warps of 64, 304 compute units) names
+    none of its devices (``"name": ""``, counted from the file here): its graph
+    projections use the table's first card and say it is not the trace's."""
+    name = "AMD-AGI__TraceLens/inference__vllm_decode_full__graph_execution.json.gz"
+    path = public_corpus.locate(name)
+    if path is None:
+        pytest.skip(f"{name} is not in this machine's corpus copy")
+    with gzip.open(path) as f:
+        props = json.load(f)["deviceProperties"]
+    assert props and all(p.get("name") == "" for p in props)
+    rows = traceview.analyze(path).what_if
+    graphs = [w for w in rows if w.scenario in ("cuda-graph", "no-host-overhead")]
+    assert graphs
+    first = next(iter(load_costs()))
+    assert all(w.basis["card"] == first and w.basis["card_matched"] == 0 for w in graphs)

@@ -13,6 +13,7 @@ with the H200's graph costs alone, as for a card the table does not know.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 import traceview
 from traceview.analyses import what_if
 from traceview.analyses.what_if import load_costs
+from traceview.report.model import WhatIfRow
 
 DATA = Path(__file__).resolve().parent / "data" / "what_if"
 #: One folder per card: its ``measured.json`` and one trace per shape.
@@ -44,18 +46,24 @@ def _doc(card: str) -> dict:
     return json.loads(path.read_text())
 
 
-def errors(card: str) -> dict[tuple[str, str], float]:
-    """(shape, scenario) -> (projected - measured) / measured, recomputed from the traces."""
+def _projections(card: str) -> Iterator[tuple[str, WhatIfRow, float]]:
+    """(shape, projection, (projected - measured) / measured) of every projection of the
+    card's traces that has a measured counterfactual, recomputed from the traces."""
     doc = _doc(card)
-    out = {}
     for shape, m in doc["shapes"].items():
         r = traceview.analyze(CARDS[card] / f"{shape}.json.gz",
                               traceview.Options(calls="whatif_call", unprofiled_call=m["eager"]))
         for w in r.what_if:
             key = COUNTERFACTUAL[w.scenario]
-            if key in m and (shape, w.scenario) not in NOT_THE_COUNTERFACTUAL[card]:
-                out[(shape, w.scenario)] = (w.projected_ns - m[key]) / m[key]
-    return out
+            if key in m:
+                yield shape, w, (w.projected_ns - m[key]) / m[key]
+
+
+def errors(card: str) -> dict[tuple[str, str], float]:
+    """(shape, scenario) -> (projected - measured) / measured, for the measured variants
+    that are their scenario's counterfactual."""
+    return {(shape, w.scenario): err for shape, w, err in _projections(card)
+            if (shape, w.scenario) not in NOT_THE_COUNTERFACTUAL[card]}
 
 
 @pytest.mark.parametrize("card", CARDS)
@@ -88,18 +96,10 @@ def test_a_card_the_table_does_not_know_gets_another_cards_costs_and_still_holds
     h200 = _doc("h200")["card"]
     only = {h200: load_costs()[h200]}
     monkeypatch.setattr(what_if, "load_costs", lambda: only)
-    doc = _doc("h100")
     seen = 0
-    for shape, m in doc["shapes"].items():
-        r = traceview.analyze(CARDS["h100"] / f"{shape}.json.gz",
-                              traceview.Options(calls="whatif_call", unprofiled_call=m["eager"]))
-        for w in r.what_if:
-            key = COUNTERFACTUAL[w.scenario]
-            if key not in m:
-                continue
-            if w.scenario != "fewer-launches":
-                assert w.basis["card"] == h200 and w.basis["card_matched"] == 0, w.basis
-            err = (w.projected_ns - m[key]) / m[key]
-            assert abs(err) <= TOLERANCE, (shape, w.scenario, round(err, 3))
-            seen += 1
+    for shape, w, err in _projections("h100"):
+        if w.scenario != "fewer-launches":
+            assert w.basis["card"] == h200 and w.basis["card_matched"] == 0, w.basis
+        assert abs(err) <= TOLERANCE, (shape, w.scenario, round(err, 3))
+        seen += 1
     assert seen >= 12

@@ -231,7 +231,7 @@ def acceptance(summary: dict[str, Any], serve: dict[str, Any] | None = None) -> 
             lines.append(f"  by build order: B - A {_us(lean['a_first_ns'])} us over "
                          f"{lean['rounds'][0]} rounds building A first, "
                          f"{_us(lean['b_first_ns'])} us over {lean['rounds'][1]} building B "
-                         f"first: the side built first reads {_us(lean['lean_ns'])} us slower "
+                         f"first: the side built first reads {_lean_words(lean['lean_ns'])} "
                          "(the alternation cancels it)")
     if serve is not None:
         lines.append(f"serve cold: {serve['wall_s']:.1f} s (bound {SERVE_COLD_S} s), "
@@ -243,6 +243,12 @@ def acceptance(summary: dict[str, Any], serve: dict[str, Any] | None = None) -> 
             lines.append("  stages (s): " + ", ".join(
                 f"{k} {v / 1e9:.1f}" for k, v in stages.items() if isinstance(v, int)))
     return lines
+
+
+def _lean_words(ns: int) -> str:
+    """The build-order lean as a size and a direction: a negative lean is the side built
+    first reading faster, which "-0.03 us slower" said backwards."""
+    return f"{abs(ns) / 1e3:.2f} us {'faster' if ns < 0 else 'slower'}"
 
 
 def _us(ns: float | None) -> str:

@@ -59,7 +59,7 @@ import numpy as np
 from traceview import intervals
 from traceview.analyses.callfind import CallsSource, FoundCalls, find_calls
 from traceview.analyses.host import HostTimeline
-from traceview.analyses.launches import LaunchSummary, no_record_due
+from traceview.analyses.launches import LaunchSummary, LaunchWork, launch_work, no_record_due
 from traceview.analyses.slow_calls import (
     Cause,
     ColdWork,
@@ -72,7 +72,13 @@ from traceview.analyses.slow_calls import classify as classify_slow
 from traceview.analyses.window import Window
 from traceview.model import Trace
 from traceview.rules import RuleSet
-from traceview.stats import Stats, median, medians_of_others, summarize
+from traceview.stats import (
+    Stats,
+    median_of_array,
+    medians_by_group,
+    medians_of_others,
+    summarize,
+)
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "kernel_only_ns", "copy_ns", "sync_ns", "device_busy_ns", "host_overhead_ns")
@@ -243,7 +249,7 @@ def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
     began = min((int(s.start[w]) for w in work), default=en)
     first = max(0, min(en, began) - st)
     dur = s.end[l_rows[1:]] - s.start[l_rows[1:]]
-    others = int(median(dur.tolist()))
+    others = median_of_array(dur)
     if first <= STARTUP_LAUNCH_RATIO * others:
         return {}
     for c in calls:
@@ -252,17 +258,7 @@ def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
     return {}
 
 
-def _lower_medians(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``keys`` (sorted) and each one's nearest-rank lower median of its
-    ``values`` (``stats.median``), from one sort."""
-    order = np.lexsort((values, keys))
-    k, v = keys[order], values[order]
-    starts = np.flatnonzero(np.append(True, k[1:] != k[:-1]))
-    counts = np.diff(np.append(starts, k.size))
-    return k[starts], v[starts + np.maximum(1, (counts + 1) // 2) - 1]
-
-
-def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: _LaunchWork,
+def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw: LaunchWork,
                     lo: np.ndarray, hi: np.ndarray, busy: intervals.Set, skip: Collection[int]
                     ) -> dict[int, FirstUse]:
     """The calls (other than ``skip``) dominated by first uses. A launch is a first use
@@ -294,15 +290,13 @@ def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw:
     later[order[heads]] = False
     if not later.any():
         return {}
-    keys, med = _lower_medians(kernel[later], before[later])
+    keys, med = medians_by_group(kernel[later], before[later])
     firsts = order[heads]  # each kernel's first launch (index into ``pos``)
     at = np.searchsorted(keys, kernel[firsts])
     again = at < keys.size
     again[again] = keys[at[again]] == kernel[firsts[again]]
     f, f_med = firsts[again], med[at[again]]
-    durs = s.end[l_rows] - s.start[l_rows]
-    k = (durs.size + 1) // 2 - 1  # ``stats.median``'s nearest rank, without a Python sort
-    typical_launch = int(np.partition(durs, k)[k])
+    typical_launch = median_of_array(s.end[l_rows] - s.start[l_rows])
     use = before[f] > STARTUP_LAUNCH_RATIO * np.maximum(f_med, typical_launch)
     f, f_med = f[use], f_med[use]
     if not f.size:
@@ -311,14 +305,17 @@ def first_use_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray, lw:
     f_pos, f_before, f_med = pos[f][by_pos], before[f][by_pos], f_med[by_pos]
     c_before = np.append(0, np.cumsum(f_before))
     c_med = np.append(0, np.cumsum(f_med))
+    # each call's first uses, all calls at once (a search per call was most of this rule
+    # on a trace of 6,000 calls); the few calls holding one are then judged one by one
+    idx = np.fromiter((c.index for c in calls), np.int64, len(calls))
+    first_at = np.searchsorted(f_pos, lo[idx])
+    end_at = np.searchsorted(f_pos, hi[idx])
     out = {}
-    for c in calls:
+    for k in np.flatnonzero(end_at > first_at).tolist():
+        c = calls[k]
         if c.index in skip:
             continue
-        a = int(np.searchsorted(f_pos, lo[c.index]))
-        b = int(np.searchsorted(f_pos, hi[c.index]))
-        if b <= a:
-            continue
+        a, b = int(first_at[k]), int(end_at[k])
         took, usual = int(c_before[b] - c_before[a]), int(c_med[b] - c_med[a])
         if took - usual > STARTUP_SHARE * c.api_ns:
             out[c.index] = FirstUse(b - a, took, usual, c.api_ns)
@@ -374,7 +371,7 @@ def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork
     return cold, outlier
 
 
-def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: _LaunchWork,
+def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: LaunchWork,
                        lo: np.ndarray, hi: np.ndarray, busy: intervals.Set,
                        works: dict[int, ColdWork]
                        ) -> tuple[dict[int, ProfilerStartup], dict[int, Cause], dict[int, Cause]]:
@@ -425,29 +422,6 @@ class _Metrics:
     empty: np.ndarray  # launches with no device record (where one was due)
 
 
-@dataclass(frozen=True)
-class _LaunchWork:
-    """The launches' device work as a CSR table (launch position -> work rows), and when
-    each launch's work began: what the per-call figures and the first-use rule read."""
-
-    count: np.ndarray  # work rows per launch
-    rows: np.ndarray  # the work rows, launch by launch
-    first: np.ndarray  # where each launch's rows begin in ``rows``
-    linked: np.ndarray  # the launch has device work
-    min_start: np.ndarray  # the start of its earliest work (0 where it has none)
-
-
-def _launch_work(trace: Trace, l_rows: np.ndarray) -> _LaunchWork:
-    s = trace.slices
-    w_count, w_rows = trace.launch_work(l_rows)
-    w_first = np.cumsum(w_count) - w_count
-    w_min_start = np.zeros(l_rows.size, np.int64)
-    linked = w_count > 0
-    if w_rows.size:
-        w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
-    return _LaunchWork(w_count, w_rows, w_first, linked, w_min_start)
-
-
 def _first_of_group(group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Whether each of ``range(n)`` occurs in sorted ``group``, and where it first does."""
     first = np.searchsorted(group, np.arange(n), side="left")
@@ -473,7 +447,7 @@ def _unlinked_in_calls(trace: Trace, unlinked: np.ndarray, c_st: np.ndarray,
     return cand[ok], unlinked[ok]
 
 
-def _all_metrics(trace: Trace, l_rows: np.ndarray, lw: _LaunchWork, lo: np.ndarray,
+def _all_metrics(trace: Trace, l_rows: np.ndarray, lw: LaunchWork, lo: np.ndarray,
                  hi: np.ndarray, c_st: np.ndarray, own_lane: int | None, kernel_cat: int,
                  unlinked: tuple[np.ndarray, np.ndarray] | None = None,
                  no_record: np.ndarray | None = None) -> _Metrics:
@@ -612,7 +586,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
     # the columns as lists of Python ints: read once per call below (a numpy scalar read
     # costs several times a list's)
     no_record = no_record_due(trace, l_rows)
-    lw = _launch_work(trace, l_rows)
+    lw = launch_work(trace, l_rows)
     cols = _all_metrics(trace, l_rows, lw, lo, hi, c_st, own_lane, kernel_cat,
                         _unlinked_in_calls(trace, launches.unlinked_rows, c_st, c_en),
                         no_record)

@@ -115,6 +115,31 @@ def pick_thread(trace: Trace, rules: RuleSet, window: Window, override: str | No
     return best
 
 
+@dataclass(frozen=True)
+class LaunchWork:
+    """The launches' device work as a CSR table (launch position -> work rows), and when
+    each launch's work began: what the launch latencies, the per-call figures and the
+    first-use rule read."""
+
+    count: np.ndarray  # work rows per launch
+    rows: np.ndarray  # the work rows, launch by launch
+    first: np.ndarray  # where each launch's rows begin in ``rows``
+    linked: np.ndarray  # the launch has device work
+    min_start: np.ndarray  # the start of its earliest work (0 where it has none)
+
+
+def launch_work(trace: Trace, l_rows: np.ndarray) -> LaunchWork:
+    """``LaunchWork`` of launch rows ``l_rows`` (``Trace.launch_work``'s table)."""
+    s = trace.slices
+    w_count, w_rows = trace.launch_work(l_rows)
+    w_first = np.cumsum(w_count) - w_count
+    w_min_start = np.zeros(l_rows.size, np.int64)
+    linked = w_count > 0
+    if w_rows.size:
+        w_min_start[linked] = np.minimum.reduceat(s.start[w_rows], w_first[linked])
+    return LaunchWork(w_count, w_rows, w_first, linked, w_min_start)
+
+
 def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane | None,
                      work_rows: np.ndarray) -> LaunchSummary:
     s = trace.slices
@@ -131,13 +156,9 @@ def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane 
         by_kind[rules.launch_kind(name) or "other"] += n
     # each launch's first device work start, for all launches at once (a table of their
     # work rows: one numpy call per launch cost seconds at 100,000 launches)
-    n_work, work = trace.launch_work(rows)
-    has = n_work > 0
-    linked = int(has.sum())
-    latencies: list[int] = []
-    if linked:
-        first = np.cumsum(n_work[has]) - n_work[has]
-        latencies = (np.minimum.reduceat(s.start[work], first) - s.start[rows[has]]).tolist()
+    lw = launch_work(trace, rows)
+    linked = int(lw.linked.sum())
+    latencies = (lw.min_start[lw.linked] - s.start[rows[lw.linked]]).tolist()
     wtl = trace.work_to_launch
     unlinked = np.asarray([r for r in work_rows.tolist() if r not in wtl], np.int64)
     unlinked = unlinked[np.argsort(s.start[unlinked], kind="stable")]

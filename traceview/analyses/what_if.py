@@ -87,7 +87,8 @@ def costs_for(trace: Trace, table: dict[str, GraphCosts]) -> tuple[GraphCosts | 
     if not table:
         return None, False
     props = trace.metadata.get("deviceProperties")
-    names = [str(p.get("name", "")) for p in props if isinstance(p, dict)] \
+    # a device with no name matches no card ("" is in every card's name)
+    names = [str(p["name"]) for p in props if isinstance(p, dict) and p.get("name")] \
         if isinstance(props, list) else []
     for n in names:
         for card, c in table.items():

@@ -320,7 +320,7 @@ def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
     nb, na = before.calls.count or 0, after.calls.count or 0
     if not nb or not na or not kernels:
         return None
-    diffs = [c.text for c in kernel_row_claims(kernels, nb, na) if c.id == "diff-kernel-rows"]
+    diffs = [c.text for c in kernel_row_claims(kernels, nb, na)]
     return {"source": KERNEL_ROWS, "same": not diffs, "differences": diffs}
 
 

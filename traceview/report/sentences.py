@@ -19,7 +19,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from traceview.analyses.calls import COLD_CATEGORIES, CallsSummary
+from traceview.analyses.calls import (
+    COLD_CATEGORIES,
+    STARTUP_LAUNCH_RATIO,
+    STARTUP_SHARE,
+    CallsSummary,
+)
 from traceview.analyses.slow_calls import (
     Cause,
     ColdWork,
@@ -286,8 +291,6 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
                 f"profiler work {fmt_ns(cause.profiler_ns)} inside (typically "
                 f"{fmt_ns(cause.typical_profiler_ns)}), the profiler's buffer set-up")
     elif isinstance(cause, ProfilerStartup):
-        from traceview.analyses.calls import STARTUP_LAUNCH_RATIO, STARTUP_SHARE
-
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
                  Figure("launch", cause.launch_ns),
                  Figure("median", cause.median_launch_ns),
@@ -301,8 +304,6 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
                 f"of the call's {fmt_ns(cause.api_ns)} before its device work began (the "
                 f"other launches' median {fmt_ns(cause.median_launch_ns)})")
     elif isinstance(cause, FirstUse):
-        from traceview.analyses.calls import STARTUP_SHARE
-
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
                  Figure("launches", cause.launches),
                  Figure("before", cause.before_ns), Figure("later", cause.later_ns),

@@ -228,10 +228,6 @@ def operand_text(op: dict[str, Any], *, show_device: bool = False) -> str:
             f"{layout}{extra}{dev}")
 
 
-def out_of_range_text(c: dict[str, Any]) -> str:
-    return out_of_range_claim(c).text
-
-
 def out_of_range_claim(c: dict[str, Any], at: tuple[str, ...] = ("comparison",)) -> Claim:
     """Whether the wrong values lie near the reference's range or far outside it, as a
     claim over the report: the values outside (none, or some), the range's ends in
