@@ -62,6 +62,19 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "auto"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Take Ctrl-C back where the suite was started with it ignored. A shell without job
+    control starts a background command (`python -m pytest ... &`, a script's `( ... ) &`)
+    with SIGINT ignored, and every process started from it inherits that: the tests that
+    send Ctrl-C to a traceview child would then see it run on (traceview keeps a Ctrl-C
+    its starter ignored, as a background job should) and fail, for the way the suite was
+    started, not for what they test. Runs in the controller and in each xdist worker."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 #: markers whose tests start child processes running torch, or a Ray cluster: seconds to
 #: minutes each, so they belong to the slow tier with the tests marked ``slow`` by hand
 SLOW_MARKERS = ("slow", "capture", "ray")
