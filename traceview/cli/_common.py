@@ -17,6 +17,7 @@ from traceview.errors import TraceviewError
 
 if TYPE_CHECKING:
     from traceview.options import Options
+    from traceview.render.registry import Subject
 
 
 def run_guarded(body: Callable[[], None], *, reads_traces: bool = False) -> None:
@@ -91,6 +92,18 @@ def stdout_console(width: int | None):
             raise BrokenPipeError
 
     return _Console(width=width, highlight=False)
+
+
+def write_document(fmt: str, kind: Subject, doc: Any, width: int | None = None) -> None:
+    """``doc`` rendered by ``kind``'s renderer in ``fmt`` on standard output: at ``width``
+    (default: the terminal's), in colour for text only."""
+    from traceview.cli._output import as_text
+    from traceview.render.registry import RenderOptions, renderer
+
+    console = stdout_console(None)
+    sys.stdout.write(as_text(renderer(fmt, kind).render(doc, RenderOptions(
+        width=width or console.width,
+        color=console.color_system if fmt == "text" else None))))
 
 
 def analysis_options(window: str | None, calls: str | None, rules: Path | None,

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from traceview.cli._common import MAX_WIDTH, MIN_WIDTH, run_guarded, stdout_console
+from traceview.cli._common import MAX_WIDTH, MIN_WIDTH, run_guarded, write_document
 from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 
@@ -353,6 +353,4 @@ def _print(doc, format, out, width) -> None:
         from traceview.atomic import write_text_atomic
 
         write_text_atomic(out, as_text(renderer("json", "ab").render(doc, RenderOptions())))
-    sys.stdout.write(as_text(renderer(format.value, "ab").render(doc, RenderOptions(
-        width=width or stdout_console(None).width,
-        color=stdout_console(None).color_system if format is Format.text else None))))
+    write_document(format.value, "ab", doc, width)

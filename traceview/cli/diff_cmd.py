@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli._common import run_guarded, stdout_console
+from traceview.cli._common import run_guarded, write_document
 from traceview.cli._flags import WidthOpt
-from traceview.cli._output import as_text
 from traceview.cli.explain_cmd import Format
 
 
@@ -32,16 +31,12 @@ def diff(
     def body() -> None:
         from traceview.multi.compare import diff_reports, load_report
         from traceview.multi.unprofiled import load_ab
-        from traceview.render.registry import RenderOptions, renderer
 
         saved_ab = load_ab(ab) if ab is not None else None
         d = diff_reports(load_report(before), load_report(after), str(before), str(after),
                          ab=saved_ab)
 
-        sys.stdout.write(as_text(renderer(format.value, "diff").render(
-            d, RenderOptions(width=width or stdout_console(None).width,
-                             color=stdout_console(None).color_system
-                             if format is Format.text else None))))
+        write_document(format.value, "diff", d, width)
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

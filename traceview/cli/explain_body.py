@@ -22,6 +22,7 @@ from traceview.cli._common import (
     check_output_file,
     run_guarded,
     stdout_console,
+    write_document,
 )
 from traceview.cli._output import as_text
 
@@ -228,12 +229,7 @@ def _explain_ranks(paths: list[str], format: Format, window: str | None, calls: 
             import typer
 
             raise typer.Exit(2)
-        from traceview.render.registry import RenderOptions, renderer
-
-        sys.stdout.write(as_text(renderer(format.value, "ranks").render(
-            report, RenderOptions(width=width or stdout_console(None).width,
-                                  color=stdout_console(None).color_system
-                                  if format is Format.text else None))))
+        write_document(format.value, "ranks", report, width)
         sys.stdout.flush()
 
     run_guarded(body, reads_traces=True)

@@ -179,11 +179,9 @@ def _serve(*, backend, exclude_ops, env, python, vs, vs_exclude_ops, vs_env, vs_
                                    argv=_argv(), on_stage=save,
                                    report_dir=out.parent if out is not None else None))
     save(doc)
-    from traceview.cli._common import stdout_console
+    from traceview.cli._common import write_document
 
-    sys.stdout.write(as_text(renderer(fmt, "serve").render(doc, RenderOptions(
-        width=stdout_console(None).width,
-        color=stdout_console(None).color_system if fmt == "text" else None))))
+    write_document(fmt, "serve", doc)
     if doc["stopped"]:
         sys.stdout.flush()
         print(f"traceview: error: {doc['stopped']}", file=sys.stderr)
