@@ -26,6 +26,11 @@ def clip(iv, lo, hi):
     return [[max(a, lo), min(b, hi)] for a, b in iv if min(b, hi) > max(a, lo)]
 
 
+def covered(iv, lo, hi) -> int:
+    """The ns of [lo, hi) that any of ``iv`` covers."""
+    return length(union(clip(iv, lo, hi)))
+
+
 def minus(iv, sub):
     """iv minus sub, both unions."""
     out = []

@@ -178,11 +178,6 @@ def _ns(x) -> int:
     return int(Decimal(x) * 1000)
 
 
-def union_inside(spans: list[tuple[int, int]], a: int, b: int) -> int:
-    """The ns of [a, b) covered by any of ``spans`` (rawcount's plain arithmetic)."""
-    return rawcount.length(rawcount.union(rawcount.clip(spans, a, b)))
-
-
 def test_switch_transformer_start_up_call_is_not_typical():
     path = public_corpus.locate(SWITCH)
     if path is None:
@@ -241,7 +236,7 @@ def test_switch_transformer_start_up_call_is_not_typical():
     assert (t.start_ns, t.end_ns) == (a, b)
     work = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in xs
             if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    busy = union_inside(work, a, b)
+    busy = rawcount.covered(work, a, b)
     assert t.metrics["device_busy_ns"] == busy
     v = verdict(r)
     idle = (b - a - busy) / (b - a)

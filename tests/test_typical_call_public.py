@@ -29,11 +29,6 @@ def _ns(x) -> int:
     return int(Decimal(x) * 1000)
 
 
-def union_inside(spans: list[tuple[int, int]], a: int, b: int) -> int:
-    """The ns of [a, b) covered by any of ``spans`` (rawcount's plain arithmetic)."""
-    return rawcount.length(rawcount.union(rawcount.clip(spans, a, b)))
-
-
 def test_sglang_decode_verdict_is_the_decode_steps_own():
     path = public_corpus.locate(DECODE)
     if path is None:
@@ -45,7 +40,7 @@ def test_sglang_decode_verdict_is_the_decode_steps_own():
     a, b = _ns(step["ts"]), _ns(step["ts"]) + _ns(step["dur"])
     work = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
             if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    busy = union_inside(work, a, b)
+    busy = rawcount.covered(work, a, b)
     idle = (b - a) - busy
     assert 0.99 < idle / (b - a) < 1.0  # the decode step is 99.7% device idle
 
