@@ -30,6 +30,8 @@ CallsOpt = Annotated[str | None, typer.Option(
 CallsDepthOpt = Annotated[int, typer.Option(
     "--calls-depth", min=1, metavar="N", help="Calls from Python frames: levels below the frame enclosing "
                           "every launch (1: what the loop body calls).")]
+
+
 def _rules_file(value: Path | None) -> Path | None:
     """``--rules``: read and check the file before any work (``rules.load_rules`` names
     the file and the field at fault, or says the file holds no rule)."""
