@@ -11,8 +11,7 @@ Reads ``{"a": config, "b": config, "blocks": K}`` (``runner.wire`` configs; with
 ``"block_ns": T`` the calls per block are chosen here, :func:`block_calls`) on
 stdin, with the round's number as ``"round"``. Builds each side's seeded inputs and
 implementation (A first in even rounds, B first in odd ones: :func:`build_order`), checks
-each first output
-against the float64 reference, warms both up, then runs ``K`` blocks per side (``K``
+each first output against the float64 reference, warms both up, then runs ``K`` blocks per side (``K``
 even, 2K in all) in the order A B, B A, A B, ... (:func:`block_order`: each side goes
 first in half of the pairs); a block is one side's ``baseline_n`` (or the chosen
 number of) synchronized calls and one amortized batch. Per side: the median of
@@ -108,7 +107,8 @@ def build_order(round_: int) -> tuple[str, str]:
 
 
 def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
-                 block_ns: int | None = None, first: str = "A") -> dict[str, Any]:
+                 block_ns: int | None = None,
+                 order: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
     from traceview.checks import correctness
     from traceview.opcapture import baseline as baseline_mod
     from traceview.opcapture.metadata import versions
@@ -123,7 +123,6 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
     out: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         configs = {"A": config_a, "B": config_b}
-        order = ("A", "B") if first == "A" else ("B", "A")
         built = {label: prepare(configs[label], dev, stack, check=correctness.check)
                  for label in order}
         sides = {label: built[label] for label in ("A", "B")}
@@ -173,7 +172,7 @@ def measure_pair(config_a: Any, config_b: Any, blocks: int, phases: Any = None,
             for label in configs:
                 out[label]["device_ns"] = None
     mark("measure")
-    out["built_first"] = first
+    out["built_first"] = order[0]
     out["versions"] = versions(dev.torch)
     out["device"] = dev.info()
     return out
@@ -192,7 +191,7 @@ def measure_both(text: str) -> dict[str, Any]:
     block_ns = doc.get("block_ns")
     out = measure_pair(config_a, config_b, int(doc["blocks"]), phases,
                        block_ns=None if block_ns is None else int(block_ns),
-                       first=build_order(int(doc.get("round", 0)))[0])
+                       order=build_order(int(doc.get("round", 0))))
     out["phases_ns"] = phases.ns
     return out
 
