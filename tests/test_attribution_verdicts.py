@@ -16,7 +16,7 @@ MS = 1_000_000
 
 
 def part(name: str, est: int, lo: int, hi: int) -> dict:
-    return {"name": name, "host_ns_per_step_b": 0,
+    return {"name": name, "ops": name.split("+"), "host_ns_per_step_b": 0,
             "figures": {"tpot_p50": {"estimate_ns": est, "ci_low_ns": lo, "ci_high_ns": hi,
                                      "excludes_zero": lo > 0 or hi < 0}}}
 
@@ -58,3 +58,14 @@ def test_a_part_the_plant_moved_fails(tmp_path):
 def test_a_planted_op_off_by_more_than_a_quarter_fails(tmp_path):
     rc, out = judge(tmp_path, doc(), doc(part("argmax", int(0.14 * MS), 10_000, 240_000)))
     assert "within 25%: False" in out and rc == 1, out
+
+
+def test_an_op_run1_kept_in_a_group_is_judged_against_both_ends_of_its_range(tmp_path):
+    # unplanted, argmax costs between nothing and its whole group's +2 ms: truth 5..7 ms
+    run1 = doc(part("argmax+bitwise_not", 2 * MS, 1 * MS, 3 * MS))
+    rc, out = judge(tmp_path, run1, doc(part("argmax", int(5.6 * MS), 4 * MS, 7 * MS)))
+    assert "truth +5.00..+7.00 ms" in out and "within 25% of both ends: True" in out, out
+    assert rc == 0, out
+    # 4.2 ms is within a quarter of 5 ms but not of 7 ms: the range does not excuse it
+    rc, out = judge(tmp_path, run1, doc(part("argmax", int(4.2 * MS), 3 * MS, 5 * MS)))
+    assert "within 25% of both ends: False" in out and rc == 1, out
