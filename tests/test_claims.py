@@ -1626,7 +1626,9 @@ def _serve_text(doc: dict) -> str:
     return _flat(buf.getvalue())
 
 
-SERVE_ALL = [*SERVE_DOCS, ROOT / "tests" / "data" / "serve_attribute_cpu.json"]
+ATTRIBUTION_DOCS = [ROOT / "tests" / "data" / "serve_attribute_cpu.json",
+                    *sorted((ROOT / "tests" / "data" / "serve_attribute_h100").glob("*.json"))]
+SERVE_ALL = [*SERVE_DOCS, *ATTRIBUTION_DOCS]
 
 
 @pytest.mark.parametrize("path", SERVE_ALL, ids=lambda p: p.name)
@@ -1915,7 +1917,8 @@ def test_a_wrong_figure_of_a_decode_line_is_caught():
                        f"{step + 1} le {step} is false"), got
 
 
-def test_the_attribution_caption_is_a_claim_it_prints():
+@pytest.mark.parametrize("path", ATTRIBUTION_DOCS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_attribution_caption_is_a_claim_it_prints(path):
     """The attribution caption holds against its document: each screening stage ran
     ``screen_rounds`` processes and the final ``rounds`` (each stage's processes counted
     here from the orders it ran), the candidate ops are the units (every part's ops among
@@ -1927,7 +1930,7 @@ def test_the_attribution_caption_is_a_claim_it_prints():
     from traceview.render.serve_common import attribution_caption_claim
     from traceview.render.serve_markdown import render_serve_markdown
 
-    doc = json.loads((ROOT / "tests" / "data" / "serve_attribute_cpu.json").read_text())
+    doc = json.loads(path.read_text())
     att = doc["attribution"]
     c = attribution_caption_claim(att)
     assert check(c, doc) == []
@@ -1935,7 +1938,7 @@ def test_the_attribution_caption_is_a_claim_it_prints():
     assert c.value("units") == len(units) and all(o in units for p in att["parts"]
                                                    for o in p["ops"])
     screens = [s for s in att["stages"] if s["kind"] == "screen"]
-    assert c.value("screens") == len(screens) == 2
+    assert c.value("screens") == len(screens) >= 1
     assert all(len(s["orders"]) == c.value("screen_rounds") for s in screens)
     assert [len(s["orders"]) for s in att["stages"] if s["kind"] == "final"] == [c.value("rounds")]
     assert _flat(c.text) in _serve_text(doc)

@@ -104,6 +104,40 @@ def test_every_process_measures_eager_and_orders_change_by_round():
     assert whole_in and whole_in[0]["include"] is None  # the whole swap as side B runs it
 
 
+def test_a_slow_eager_pass_moves_no_part():
+    """One eager pass per process 4 ms slow (a collection, a clock step): with eager
+    measured once that pass is the baseline of every part in its round, so each part
+    reads 4 ms low in those rounds and the interaction N - 1 times 4 ms high; the
+    median of three passes ignores it: every part keeps its exact cost."""
+    def slow_first_eager(costs, base, noise, pair=None):
+        launch, calls = fake_launch(costs, base, noise, pair=pair)
+
+        def wrapped(variant, task):
+            out = launch(variant, task)
+            for cfg in out.value["configs"]:
+                if cfg["name"] == at.BASELINE:  # eager's first pass in every process
+                    for q in cfg["requests"]:
+                        q["first_token_ns"] += 8_000_000
+                        q["last_token_ns"] += 8_000_000 + 4 * 4_000_000
+            return out
+        return wrapped, calls
+
+    for passes, exact in ((3, True), (1, False)):
+        launch, calls = slow_first_eager(COSTS, 5_000_000, 0)
+        att = at.attribute(sorted(COSTS), at.Settings(baseline_passes=passes),
+                           Variant("B", backend="flag_gems"), {"model": {}, "workload": {}},
+                           launch, lambda s: None)
+        by = {p.name: p.figures["tpot_p50"].estimate_ns for p in att.parts}
+        assert (by["mm"] == 8_000_000 and by["add"] == 3_000_000) is exact, by
+        assert (att.interaction["tpot_p50"].estimate_ns == 0) is exact
+        assert att.baseline_passes == passes
+        eager = [sum(1 for c in t["configs"] if c["name"].split("#")[0] == at.BASELINE)
+                 for t in calls]
+        assert set(eager) == {passes} and all(
+            c["include"] == [] for t in calls for c in t["configs"]
+            if c["name"].startswith(at.BASELINE))
+
+
 def test_a_budget_stops_screening_but_the_final_stage_runs():
     att, calls = run(budget_s=1e-9)
     assert "time budget" in att.screening_ended
@@ -229,15 +263,24 @@ def _hodges_lehmann(d: list[int]) -> float:
     return walsh[n // 2] if n % 2 else (walsh[n // 2 - 1] + walsh[n // 2]) / 2
 
 
-def test_the_saved_document_adds_up_and_its_sentences_hold():
-    """The saved CPU attribution (tests/data/serve_attribute_cpu.json, the golden's):
-    each estimate recomputed from its per-round differences, the identity, the claims."""
+SAVED = [ROOT / "tests" / "data" / "serve_attribute_cpu.json",
+         *sorted((ROOT / "tests" / "data" / "serve_attribute_h100").glob("*.json"))]
+
+
+def _walsh(d: list[int]) -> list[float]:
+    return sorted((d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d)))
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_saved_document_adds_up_and_its_sentences_hold(path):
+    """The saved attributions (the CPU golden's; the H100 acceptance's three): each
+    estimate recomputed from its per-round differences, the identity, the claims."""
     import json
 
     from traceview.report.claims import check, from_json
     from traceview.serve.runner import read_serve
 
-    doc = json.loads((ROOT / "tests" / "data" / "serve_attribute_cpu.json").read_text())
+    doc = json.loads(path.read_text())
     att = read_serve(doc).attribution
     assert att is not None and at.check_identity(att) == []
     raw = doc["attribution"]
@@ -245,6 +288,13 @@ def test_the_saved_document_adds_up_and_its_sentences_hold():
         for e in [raw["whole"][f]] + [p["figures"][f] for p in raw["parts"]]:
             assert e["estimate_ns"] == round(_hodges_lehmann(e["diffs_ns"]))
             assert len(e["diffs_ns"]) == raw["rounds"]
+            if e["confidence"] == 0.96875:
+                # six rounds: the exact signed-rank interval at 31/32 spans every Walsh
+                # average (each tail holds 1/64 of the 2^6 sign patterns)
+                assert raw["rounds"] == 6
+                w = _walsh(e["diffs_ns"])
+                assert (e["ci_low_ns"], e["ci_high_ns"]) == (w[0], w[-1])
+                assert e["excludes_zero"] == (w[0] > 0 or w[-1] < 0)
         # the interaction's per-round residuals: whole minus the parts, round by round
         for r, res in enumerate(raw["interaction"][f]["diffs_ns"]):
             assert res == raw["whole"][f]["diffs_ns"][r] - sum(
@@ -308,3 +358,47 @@ def test_cli_attributes_in_forked_processes(tmp_path):
     assert "| silu |" in proc.stdout and "attribution round" not in proc.stdout
     assert "attribution final: round 6/6" in proc.stderr
     assert all(v["diagnosis"] and "decode" in v["diagnosis"] for v in doc["variants"])
+
+
+H100 = ROOT / "tests" / "data" / "serve_attribute_h100"
+
+
+def _tpot_parts(name: str) -> list[dict]:
+    import json
+
+    return json.loads((H100 / name).read_text())["attribution"]["parts"]
+
+
+def test_on_the_h100_two_runs_name_the_same_three_single_ops_first():
+    """The acceptance's repeatability on the GPU: the two runs' three largest TPOT
+    parts, ranked here from their per-round differences, are the same single ops."""
+    tops = []
+    for name in ("run1.json", "run2.json"):
+        parts = _tpot_parts(name)
+        ranked = sorted(parts, key=lambda p: -round(_hodges_lehmann(
+            p["figures"]["tpot_p50"]["diffs_ns"])))
+        assert [len(p["ops"]) for p in ranked[:3]] == [1, 1, 1]
+        assert all(p["figures"]["tpot_p50"]["excludes_zero"] for p in ranked[:3])
+        tops.append({p["name"] for p in ranked[:3]})
+    assert tops[0] == tops[1] == {"add", "copy_", "mm"}
+
+
+def test_on_the_h100_the_planted_wait_is_found_and_moves_no_other_part():
+    """FlagGems' argmax busy-waiting 5 ms once per decode step: its part is within 25%
+    of the truth, which lies between the wait alone and the wait plus run 1's group
+    that held argmax; the other parts whose interval excludes zero (real costs) overlap
+    their unplanted intervals in run 1."""
+    planted = {p["name"]: p["figures"]["tpot_p50"] for p in _tpot_parts("planted.json")}
+    run1 = _tpot_parts("run1.json")
+    group = next(p for p in run1 if "argmax" in p["ops"])["figures"]["tpot_p50"]
+    wait = 5_000_000
+    got = _hodges_lehmann(planted["argmax"]["diffs_ns"])
+    for truth in (wait, wait + _hodges_lehmann(group["diffs_ns"])):
+        assert abs(got - truth) <= 0.25 * truth, (got, truth)
+    unplanted = {p["name"]: p["figures"]["tpot_p50"] for p in run1}
+    for name, e in planted.items():
+        if name == "argmax" or not e["excludes_zero"]:
+            continue
+        before = _walsh(unplanted[name]["diffs_ns"])
+        after = _walsh(e["diffs_ns"])
+        assert max(before[0], after[0]) <= min(before[-1], after[-1]), name

@@ -64,7 +64,7 @@ SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (3, "9804960e9c7c1d6b")
                                               "ranks": (2, "bba7fcd3dbf5bdee"),
                                               "diff": (3, "1a19a462ba566b04"),
                                               "ab": (2, "cd72a3f64c00012d"),
-                                              "serve": (2, "bfd048b911c3201a"),
+                                              "serve": (2, "69803d1e45434852"),
                                               "capture": (2, "664b61ac4e9fda7d"),
                                               "check": (2, "45bd5634fa1e6f16"),
                                               "cache_check": (2, "1d7e2bfca453914d"),

@@ -201,10 +201,20 @@ def protocol_claim(doc: dict[str, Any]) -> Claim:
                                pointer("attribution", "stages", i, "rounds")))
             rels.append(rel("eq", f"stage:{i}",
                             "screen_rounds" if s["kind"] == "screen" else "rounds"))
+        passes = att.get("baseline_passes", 1)
+        if passes > 1:
+            figs.append(Figure("eager_passes", passes, pointer("attribution", "baseline_passes")))
+            # the passes each round's order ran, counted from its names (eager, eager#2, ...)
+            for i, s in enumerate(att["stages"]):
+                for r, order in enumerate(s["orders"]):
+                    figs.append(Figure(f"eager_in:{i}:{r}", sum(
+                        1 for n in order if n.split("#", 1)[0] == "eager")))
+                    rels.append(rel("eq", f"eager_in:{i}:{r}", "eager_passes"))
         return Claim("serve-protocol", (
             f"correctness against torch eager first; then {screens} screening stage(s) of "
             f"{att['screen_rounds']} and {att['rounds']} fresh processes, each measuring "
-            "eager, the whole swap and every part in its own order"), tuple(figs), tuple(rels))
+            f"{eager_words(att)}, the whole swap and every part in its own order"),
+            tuple(figs), tuple(rels))
     rounds = doc["protocol"]["rounds"]
     figs.append(Figure("rounds", rounds, pointer("protocol", "rounds")))
     for i, v in enumerate(doc["variants"]):
@@ -304,10 +314,12 @@ def result_claim(doc: dict[str, Any]) -> Claim:
     att = doc.get("attribution")
     if att is not None:  # the split's own claims cite its figures; this line repeats the first
         c.fig("rounds", att["rounds"], "/attribution/rounds")
+        if att.get("baseline_passes", 1) > 1:
+            c.fig("eager_passes", att["baseline_passes"], "/attribution/baseline_passes")
         return Claim("serve-result", (
             f"{head}. A = {variants[0]['description']}, B = {variants[1]['description']}"
-            f", split by op over {att['rounds']} fresh processes (each measuring eager, "
-            f"the whole swap and every part): "
+            f", split by op over {att['rounds']} fresh processes (each measuring "
+            f"{eager_words(att)}, the whole swap and every part): "
             + " ".join(c["text"] for c in att["claims"][:1])), tuple(c.figs), tuple(c.rels))
     if doc.get("ab") is None:
         s = variants[0]["summary"]
@@ -394,6 +406,13 @@ def attribution_caption(att: dict[str, Any]) -> str:
     return attribution_caption_claim(att).text
 
 
+def eager_words(att: dict[str, Any]) -> str:
+    """How a process measured eager: once, or ``baseline_passes`` times with the median
+    as the round's baseline (documents written before the repeat have no field: once)."""
+    passes = att.get("baseline_passes", 1)
+    return "eager" if passes <= 1 else f"eager {passes} times for a median baseline"
+
+
 def attribution_caption_claim(att: dict[str, Any], root: str = "attribution") -> Claim:
     """The attribution table's caption as a claim over the serve document: the candidate
     ops (counted from ``units``), each screening stage of ``screen_rounds`` processes and
@@ -406,6 +425,9 @@ def attribution_caption_claim(att: dict[str, Any], root: str = "attribution") ->
     figs = [Figure("units", len(att["units"])), Figure("screens", screens),
             Figure("screen_rounds", att["screen_rounds"], pointer(root, "screen_rounds")),
             Figure("rounds", att["rounds"], pointer(root, "rounds"))]
+    if att.get("baseline_passes", 1) > 1:
+        figs.append(Figure("eager_passes", att["baseline_passes"],
+                           pointer(root, "baseline_passes")))
     rels: list[Relation] = []
     for i, s in enumerate(stages):
         figs.append(Figure(f"stage:{i}", s["rounds"], pointer(root, "stages", i, "rounds")))
@@ -424,7 +446,7 @@ def attribution_caption_claim(att: dict[str, Any], root: str = "attribution") ->
     return Claim("serve-attribution-caption", (
         f"{len(att['units'])} candidate ops; {screens} screening stage(s) of "
         f"{att['screen_rounds']} processes, then {att['rounds']} processes measuring "
-        f"eager, the whole swap and every part; screening ended: "
+        f"{eager_words(att)}, the whole swap and every part; screening ended: "
         f"{att['screening_ended']}; * interval excludes zero; parts + interaction = "
         f"whole exactly; host/step: profiled self host time of the part's ATen ops "
         f"per decode step"), tuple(figs), tuple(rels))

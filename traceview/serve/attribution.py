@@ -14,6 +14,13 @@ effect in a round is its figure minus the baseline's in the same process, so a
 process's own speed (clocks, allocator, neighbours) cancels in every difference, as the
 A/B's rounds cancel drift.
 
+**Eager is measured ``baseline_passes`` (3) times per process**, at places of the
+shuffled order like any configuration, and the round's baseline is their median. Every
+part's difference in a round subtracts that one baseline, so its noise does not average
+out across parts: it enters the sum of N parts N times and the interaction (whole minus
+that sum) N - 1 times; on a GPU one slow eager pass moved a 20-part interaction by tens
+of ms (docs/serving.md). The median of three passes ignores one slow pass.
+
 **Which groups (the bisection).** The candidate ops are those the model calls
 (:mod:`.opcalls`, as the correctness bisect lists them), less the excluded ones.
 Screening stages (``screen_rounds`` processes each) start from the two halves of the
@@ -58,6 +65,8 @@ FIGURES = ("tpot_p50", "ttft_p50", "wall")
 #: The figure the bisection splits on: what a decode-bound backend swap changes most.
 SPLIT_ON = "tpot_p50"
 BASELINE = "eager"
+#: The repeated baseline passes' names (``eager``, ``eager#2``, ...): '#' is in no op name.
+PASS_MARK = "#"
 WHOLE = "whole"
 IDENTITY = ("sum(parts[].figures[f].estimate_ns) + interaction[f].estimate_ns == "
             "whole[f].estimate_ns, exactly, for every figure f")
@@ -114,6 +123,9 @@ class Attribution(msgspec.Struct, frozen=True, kw_only=True):
     screening_ended: str  # why no further group was split
     claims: list[dict[str, Any]]
     environment: dict[str, Any] | None = None  # versions and device, as a process saw them
+    # eager passes per process, their median the round's baseline (documents written
+    # before eager was repeated read 1)
+    baseline_passes: int = 1
 
 
 def check_identity(att: Attribution) -> list[str]:
@@ -168,14 +180,24 @@ class Measured(msgspec.Struct, frozen=True, kw_only=True):
     environment: dict[str, Any] | None = None
 
 
+def baseline_passes(configs: Sequence[tuple[str, tuple[str, ...] | None]], passes: int
+                    ) -> list[tuple[str, tuple[str, ...] | None]]:
+    """The configs with eager's extra passes added (``eager#2`` ...), each a config of
+    its own in the shuffle."""
+    extra = [(f"{BASELINE}{PASS_MARK}{k}", ()) for k in range(2, passes + 1)]
+    return [*configs, *extra] if any(n == BASELINE for n, _ in configs) else list(configs)
+
+
 def run_stage(configs: Sequence[tuple[str, tuple[str, ...] | None]], rounds: int,
               seed: int, variant: Variant, base_task: dict[str, Any], launch: Launcher,
-              log: Log, what: str) -> Measured:
-    """``rounds`` fresh processes, each measuring every config once in its own order.
+              log: Log, what: str, passes: int = 1) -> Measured:
+    """``rounds`` fresh processes, each measuring every config once in its own order,
+    eager ``passes`` times (its figure per round: the median of its passes).
 
     A config is ``(name, ops)``: ``ops`` ``()`` is eager (the backend off), ``None`` the
     whole backend as side B runs it, otherwise those ops alone."""
     t0 = time.perf_counter_ns()
+    configs = baseline_passes(configs, passes)
     values: dict[str, dict[str, list[int]]] = {n: {f: [] for f in FIGURES} for n, _ in configs}
     cost: dict[str, int] = {n: 0 for n, _ in configs}
     setup = 0
@@ -199,8 +221,23 @@ def run_stage(configs: Sequence[tuple[str, tuple[str, ...] | None]], rounds: int
             for f in FIGURES:
                 values[got["name"]][f].append(_figure(figs, f))
             cost[got["name"]] = max(cost[got["name"]], int(got["elapsed_ns"]))
+    extra = [n for n in values if n.startswith(BASELINE + PASS_MARK)]
+    if extra:
+        for f in FIGURES:
+            per_pass = [values[n][f] for n in (BASELINE, *extra)]
+            values[BASELINE][f] = [_median_int(v) for v in zip(*per_pass, strict=True)]
+        cost[BASELINE] = sum(cost.pop(n) for n in (BASELINE, *extra))
+        for n in extra:
+            del values[n]
     return Measured(values=values, cost_ns=cost, setup_ns=setup, orders=orders,
                     wall_ns=time.perf_counter_ns() - t0, environment=env)
+
+
+def _median_int(values: Sequence[int]) -> int:
+    """The median of a round's eager passes (an odd count is one of them; an even count
+    the lower middle one: the baseline is always a measured pass, a whole ns)."""
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def effects(m: Measured, alpha: float) -> dict[str, dict[str, Estimate]]:
@@ -251,6 +288,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     alpha: float = 0.05
     budget_s: float | None = None
     seed: int = 0
+    baseline_passes: int = 3
 
 
 def screen(units: Sequence[str], settings: Settings, run: Callable[..., Measured],
@@ -323,7 +361,7 @@ def attribute(units: Sequence[str], settings: Settings, variant: Variant,
 
     def run(configs: Any, rounds: int, index: int, what: str) -> Measured:
         return run_stage(configs, rounds, settings.seed + index, variant, base_task,
-                         launch, log, what)
+                         launch, log, what, settings.baseline_passes)
 
     plan, stages = screen(units, settings, run, log, t0)
     leaves = plan.leaves
@@ -345,7 +383,8 @@ def attribute(units: Sequence[str], settings: Settings, variant: Variant,
                       rounds=settings.rounds, screen_rounds=settings.screen_rounds,
                       min_share=settings.min_share, budget_s=settings.budget_s,
                       spent_ns=time.perf_counter_ns() - t0, screening_ended=plan.ended,
-                      claims=[], environment=m.environment)
+                      claims=[], environment=m.environment,
+                      baseline_passes=settings.baseline_passes)
     bad = check_identity(att)
     if bad:  # by construction never; a broken invariant must not be printed as a result
         raise AssertionError("attribution identity broken: " + "; ".join(bad))
