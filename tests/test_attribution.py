@@ -164,3 +164,36 @@ def test_user_rules_file_is_matched_first(tb, tmp_path):
     }))
     ex = traceview.analyze(tb.write(tmp_path / "t.json"), traceview.Options(rules=str(rules)))
     assert ex.host.categories["mine"] == 1_200 and ex.host.categories["user"] == 0
+
+
+def test_triton_per_launch_arg_specialization_is_no_compile(tb, analyze_builder):
+    # Triton's backends specialise each argument on every launch through their
+    # compiler.py (AMD's get_arg_specialization checks a knob and the 2 GB range): that
+    # is the launch's specialisation, not a compile, so no call of a warm loop is cold
+    for i in range(3):
+        base = 20_000 * i
+        tb.annotation(f"call_{i}", base, 10_000)
+        tb.py("user.py(1): f", base + 100, 8_900)
+        tb.py("triton/runtime/jit.py(574): run", base + 1_000, 7_000)
+        tb.py("triton/runtime/jit.py(325): specialize_impl", base + 1_200, 1_500)
+        tb.py("triton/backends/amd/compiler.py(174): get_arg_specialization", base + 1_300, 1_000)
+        tb.py("triton/backends/compiler.py(81): get_arg_specialization", base + 1_350, 300)
+        tb.py("triton/knobs.py(89): get", base + 1_700, 400)
+        tb.launched_kernel("k", base + 4_000, 2_000, base + 6_500, 1_000)
+    r = analyze_builder(tb)
+    cats = r.host.categories
+    # specialize_impl's whole subtree, 1,500 ns a call, and nothing compiled
+    assert cats["specialize"] == 3 * 1_500 and not cats.get("compile")
+    assert r.calls.count == 3 and r.calls.cold == () and r.calls.warm_count == 3
+    assert "cold-path" not in {f.id for f in r.findings}
+    rules = traceview.rules.load_rules()
+    for name in ("triton/backends/amd/compiler.py(174): get_arg_specialization",
+                 "triton/backends/amd/compiler.py(436): get_tensor_specialization",
+                 "triton/backends/amd/compiler.py(411): is_within_2gb",
+                 "triton/backends/compiler.py(84): get_int_specialization"):
+        assert rules.classify("python_function", name) == ("specialize", True), name
+    # the backends' compile stages stay compile
+    assert rules.classify("python_function", "triton/backends/amd/compiler.py(443): make_ttir") == (
+        "compile", True)
+    assert rules.classify("python_function", "triton/backends/nvidia/compiler.py(300): make_cubin") == (
+        "compile", True)
