@@ -92,6 +92,39 @@ def test_a_trace_against_itself_moves_no_function(tmp_path):
     assert " moved " not in text
 
 
+def zero_length_loop(tmp_path: Path, name: str, helper_ns: int) -> Path:
+    """Four calls, each running ``mylib/core.py(3): work`` (3 us) which calls
+    ``<built-in function check>`` twice, each lasting ``helper_ns`` (0: recorded as a
+    zero-length slice, as the profiler writes a call under its 1 us resolution)."""
+    tb = TraceBuilder()
+    for i in range(4):
+        s = 10_000 * i
+        tb.annotation(f"call_{i}", s, 5_000)
+        tb.py("mylib/core.py(3): work", s + 100, 3_000)
+        tb.py("<built-in function check>", s + 200, helper_ns)
+        tb.py("<built-in function check>", s + 1_200, helper_ns)
+        tb.launched_kernel("k", s + 2_000, 300, s + 2_500, 800)
+    return tb.write(tmp_path / name)
+
+
+def test_a_function_recorded_only_zero_length_is_in_both_traces(tmp_path):
+    """A function that ran in every call of both traces, recorded with time in one and
+    only as zero-length slices in the other, is the same function in both: moved by its
+    time per call, never "gone" (a real pair of traces called such functions new and
+    gone). Its count is every slice of it, zero-length ones included."""
+    before = traceview.analyze(zero_length_loop(tmp_path, "a.json", 500))
+    after = traceview.analyze(zero_length_loop(tmp_path, "b.json", 0))
+    check = next(f for f in after.host.functions if f.name == "<built-in function check>")
+    # as written: 2 slices in each of 4 calls, no time
+    assert (check.count, check.total_ns, check.self_ns) == (8, 0, 0)
+    rows = {r["function"]: r for r in diff_reports(before, after).code_path["functions"]}
+    row = rows["<built-in function check>"]
+    # 2 x 500 ns per call before, none after
+    assert (row["status"], row["before_inclusive_ns_per_call"], row["after_inclusive_ns_per_call"],
+            row["change_inclusive_ns_per_call"]) == ("moved", 1_000, 0, -1_000)
+    assert not {r["status"] for r in rows.values()} & {"new", "gone", "new*", "gone*"}
+
+
 def test_device_work_without_launch_records_is_counted_and_said(tmp_path, analyze_builder):
     """Four calls of 10 us; each launches a 1 us kernel, and a 3 us kernel with no launch
     record (its correlation dropped) runs inside it: the call's device work is the union

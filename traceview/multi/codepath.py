@@ -122,9 +122,15 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
         if per_warm_call:
-            if f.inclusive_ns_per_call is None or f.self_ns_per_call is None:
+            if f.total_ns == 0 and f.inclusive_ns_per_call is None:
+                # recorded only as zero-length slices (under the profiler's resolution):
+                # no time in any call, so 0 per call, the same function as the other
+                # side's, never "new" or "gone" beside it
+                inc, self_ = 0.0, 0.0
+            elif f.inclusive_ns_per_call is None or f.self_ns_per_call is None:
                 continue  # in no warm call
-            inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
+            else:
+                inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
         else:
             inc, self_ = f.total_ns / calls, f.self_ns / calls
         old = out.get(key)
