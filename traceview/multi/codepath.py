@@ -185,10 +185,14 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
             "before_share": inc_b / call_b if x and call_b else None,
             "after_share": inc_a / call_a if y and call_a else None,
         })
-    # What appeared or went first (the code path itself changed), then what moved most.
+    # What appeared or went first (the code path itself changed), then what moved most;
+    # among equal changes (a trace against itself: every one 0) the biggest per call, so
+    # the rows shown are the call's main functions, not the first names in the alphabet
     rows.sort(key=lambda r: (r["status"] in ("moved", "same", "outside calls before",
                                              "outside calls after"),
-                             -abs(r["change_inclusive_ns_per_call"] or 0), r["function"]))
+                             -abs(r["change_inclusive_ns_per_call"] or 0),
+                             -max(r["before_inclusive_ns_per_call"] or 0,
+                                  r["after_inclusive_ns_per_call"] or 0), r["function"]))
     families, families_note = family_changes(before, after)
     return {
         "source": "host.functions of each profiled trace: p50 per warm call (window "
@@ -243,7 +247,9 @@ def family_changes(before: Report, after: Report) -> tuple[list[dict[str, Any]],
             "before_share": x.share if x else None,
             "after_share": y.share if y else None,
         })
-    rows.sort(key=lambda r: (-abs(r["change_ns_per_call"]), r["family"]))
+    rows.sort(key=lambda r: (-abs(r["change_ns_per_call"]),
+                             -max(r["before_ns_per_call"] or 0, r["after_ns_per_call"] or 0),
+                             r["family"]))
     return rows, None
 
 
