@@ -101,9 +101,11 @@ _STEP = re.compile(r"^ProfilerStep#\d+$")
 def _whole_steps(trace: Trace, lo: int, hi: int) -> tuple[int, int, tuple[str, ...]]:
     """[lo, hi) widened to the profiler steps it cuts, and which it cut (none: ()). A
     time window that cut a step gave figures of two definitions in one sentence: the
-    step's wall whole beside its device work clipped. A step is whole with its extent
-    (``_extent_ends``): a window ending at a step's range, before the device work the
-    step launched ran, cut that step as much as one ending inside the range."""
+    step's wall whole beside its device work clipped. A step the window holds part of
+    the range of is whole with its extent (``_extent_ends``): a window ending at a
+    step's range, before the device work the step launched ran, cut that step as much
+    as one ending inside the range. A window inside a step's device tail alone (after
+    its range) holds none of its calls and is left as asked."""
     s = trace.slices
     rows = trace.rows_of_cats({"user_annotation"})
     if rows.size == 0:
@@ -112,7 +114,7 @@ def _whole_steps(trace: Trace, lo: int, hi: int) -> tuple[int, int, tuple[str, .
     if rows.size == 0:
         return lo, hi, ()
     ends = _extent_ends(trace, rows)
-    inside = (s.start[rows] < hi) & (ends > lo)
+    inside = (s.start[rows] < hi) & (s.end[rows] > lo)
     rows, ends = rows[inside], ends[inside]
     cut = (s.start[rows] < lo) | (ends > hi)
     if not cut.any():
