@@ -197,3 +197,19 @@ def test_triton_per_launch_arg_specialization_is_no_compile(tb, analyze_builder)
         "compile", True)
     assert rules.classify("python_function", "triton/backends/nvidia/compiler.py(300): make_cubin") == (
         "compile", True)
+
+
+def test_a_call_that_launched_nothing_says_so_in_its_verdict(tb, analyze_builder):
+    # three calls of 5 us that launch nothing (the kernels come between them): the
+    # verdict's device work is no figure, said in words, never "kernel -"
+    for i in range(3):
+        s = 20_000 * i
+        tb.annotation("step_a", s, 5_000)
+        tb.op("aten::empty", s + 100, 4_000)
+        tb.launched_kernel("k", s + 6_000, 1_000, s + 8_000, 500)
+    r = analyze_builder(tb, calls="^step_a$")
+    assert r.calls.count == 3 and all(c.metrics["kernel_ns"] is None for c in r.calls.per_call)
+    verdict = next(c.text for c in r.claims if c.id == "host-bound")
+    # idle all of the 5 us call; dispatch: aten::empty's 4 us, untraced the rest
+    assert verdict == ("host-bound: the device is idle 100% of a typical call (5 us); no device "
+                       "work launched in it; host time goes to dispatch 4 us, untraced 1 us")
