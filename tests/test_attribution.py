@@ -164,3 +164,52 @@ def test_user_rules_file_is_matched_first(tb, tmp_path):
     }))
     ex = traceview.analyze(tb.write(tmp_path / "t.json"), traceview.Options(rules=str(rules)))
     assert ex.host.categories["mine"] == 1_200 and ex.host.categories["user"] == 0
+
+
+def test_triton_per_launch_arg_specialization_is_no_compile(tb, analyze_builder):
+    # Triton's backends specialise each argument on every launch through their
+    # compiler.py (AMD's get_arg_specialization checks a knob and the 2 GB range): that
+    # is the launch's specialisation, not a compile, so no call of a warm loop is cold
+    for i in range(3):
+        base = 20_000 * i
+        tb.annotation(f"call_{i}", base, 10_000)
+        tb.py("user.py(1): f", base + 100, 8_900)
+        tb.py("triton/runtime/jit.py(574): run", base + 1_000, 7_000)
+        tb.py("triton/runtime/jit.py(325): specialize_impl", base + 1_200, 1_500)
+        tb.py("triton/backends/amd/compiler.py(174): get_arg_specialization", base + 1_300, 1_000)
+        tb.py("triton/backends/compiler.py(81): get_arg_specialization", base + 1_350, 300)
+        tb.py("triton/knobs.py(89): get", base + 1_700, 400)
+        tb.launched_kernel("k", base + 4_000, 2_000, base + 6_500, 1_000)
+    r = analyze_builder(tb)
+    cats = r.host.categories
+    # specialize_impl's whole subtree, 1,500 ns a call, and nothing compiled
+    assert cats["specialize"] == 3 * 1_500 and not cats.get("compile")
+    assert r.calls.count == 3 and r.calls.cold == () and r.calls.warm_count == 3
+    assert "cold-path" not in {f.id for f in r.findings}
+    rules = traceview.rules.load_rules()
+    for name in ("triton/backends/amd/compiler.py(174): get_arg_specialization",
+                 "triton/backends/amd/compiler.py(436): get_tensor_specialization",
+                 "triton/backends/amd/compiler.py(411): is_within_2gb",
+                 "triton/backends/compiler.py(84): get_int_specialization"):
+        assert rules.classify("python_function", name) == ("specialize", True), name
+    # the backends' compile stages stay compile
+    assert rules.classify("python_function", "triton/backends/amd/compiler.py(443): make_ttir") == (
+        "compile", True)
+    assert rules.classify("python_function", "triton/backends/nvidia/compiler.py(300): make_cubin") == (
+        "compile", True)
+
+
+def test_a_call_that_launched_nothing_says_so_in_its_verdict(tb, analyze_builder):
+    # three calls of 5 us that launch nothing (the kernels come between them): the
+    # verdict's device work is no figure, said in words, never "kernel -"
+    for i in range(3):
+        s = 20_000 * i
+        tb.annotation("step_a", s, 5_000)
+        tb.op("aten::empty", s + 100, 4_000)
+        tb.launched_kernel("k", s + 6_000, 1_000, s + 8_000, 500)
+    r = analyze_builder(tb, calls="^step_a$")
+    assert r.calls.count == 3 and all(c.metrics["kernel_ns"] is None for c in r.calls.per_call)
+    verdict = next(c.text for c in r.claims if c.id == "host-bound")
+    # idle all of the 5 us call; dispatch: aten::empty's 4 us, untraced the rest
+    assert verdict == ("host-bound: the device is idle 100% of a typical call (5 us); no device "
+                       "work launched in it; host time goes to dispatch 4 us, untraced 1 us")

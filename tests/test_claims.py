@@ -328,7 +328,7 @@ RENDERED_ELSEWHERE = {
     ("markdown.py", "_operation"): "the kernels named with their counts in code spans and "
                                    "the op's launches: a list of names in markdown's code "
                                    "spans that a claim's plain text cannot hold",
-    ("names.py", "kernel_labels"): "a kernel table's name cell ('[3 variants]')",
+    ("names.py", "kernel_labels"): "a kernel table's name cell ('[1 of 3 variants]')",
     ("percall.py", "unprofiled_parts"): "table cells (the unprofiled table's share column)",
     ("percall.py", "console_sections"): "a table row ('4 more') and the tree's fixed fold share",
     ("percall.py", "markdown_sections"): "the tree's fixed fold share",

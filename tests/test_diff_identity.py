@@ -92,6 +92,65 @@ def test_a_trace_against_itself_moves_no_function(tmp_path):
     assert " moved " not in text
 
 
+def zero_length_loop(tmp_path: Path, name: str, helper_ns: int) -> Path:
+    """Four calls, each running ``mylib/core.py(3): work`` (3 us) which calls
+    ``<built-in function check>`` twice, each lasting ``helper_ns`` (0: recorded as a
+    zero-length slice, as the profiler writes a call under its 1 us resolution)."""
+    tb = TraceBuilder()
+    for i in range(4):
+        s = 10_000 * i
+        tb.annotation(f"call_{i}", s, 5_000)
+        tb.py("mylib/core.py(3): work", s + 100, 3_000)
+        tb.py("<built-in function check>", s + 200, helper_ns)
+        tb.py("<built-in function check>", s + 1_200, helper_ns)
+        tb.launched_kernel("k", s + 2_000, 300, s + 2_500, 800)
+    return tb.write(tmp_path / name)
+
+
+def test_a_function_recorded_only_zero_length_is_in_both_traces(tmp_path):
+    """A function that ran in every call of both traces, recorded with time in one and
+    only as zero-length slices in the other, is the same function in both: moved by its
+    time per call, never "gone" (a real pair of traces called such functions new and
+    gone). Its count is every slice of it, zero-length ones included."""
+    before = traceview.analyze(zero_length_loop(tmp_path, "a.json", 500))
+    after = traceview.analyze(zero_length_loop(tmp_path, "b.json", 0))
+    check = next(f for f in after.host.functions if f.name == "<built-in function check>")
+    # as written: 2 slices in each of 4 calls, no time
+    assert (check.count, check.total_ns, check.self_ns) == (8, 0, 0)
+    rows = {r["function"]: r for r in diff_reports(before, after).code_path["functions"]}
+    row = rows["<built-in function check>"]
+    # 2 x 500 ns per call before, none after
+    assert (row["status"], row["before_inclusive_ns_per_call"], row["after_inclusive_ns_per_call"],
+            row["change_inclusive_ns_per_call"]) == ("moved", 1_000, 0, -1_000)
+    assert not {r["status"] for r in rows.values()} & {"new", "gone", "new*", "gone*"}
+
+
+def test_a_trace_against_itself_lists_its_biggest_functions_first(tmp_path):
+    """Against itself every function changes by 0 ns: the rows shown are then the
+    biggest per call, never the first names in the alphabet (a real self-diff listed
+    1 us builtins while the call's 800 us forward was cut off)."""
+    tb = TraceBuilder()
+    sizes = {"mylib/a.py(1): a_small": 1_000, "mylib/b.py(1): b_mid": 2_000,
+             "mylib/c.py(1): c_big": 3_000}
+    for i in range(4):
+        s = 20_000 * i
+        tb.annotation(f"call_{i}", s, 10_000)
+        t = s + 100
+        for name, dur in sizes.items():
+            tb.py(name, t, dur)
+            t += dur + 100
+        tb.launched_kernel("k", t, 300, t + 500, 800)
+    r = traceview.analyze(tb.write(tmp_path / "a.json"))
+    d = diff_reports(r, r)
+    rows = [(row["function"].rsplit(": ", 1)[-1], row["before_inclusive_ns_per_call"])
+            for row in d.code_path["functions"] if row["function"].startswith("mylib/")]
+    assert rows == sorted(((n.rsplit(": ", 1)[-1], ns) for n, ns in sizes.items()),
+                          key=lambda x: -x[1])
+    fams = [(f["family"], f["before_ns_per_call"]) for f in d.code_path["families"]
+            if f["family"].startswith("mylib.")]
+    assert fams == [("mylib.c", 3_000), ("mylib.b", 2_000), ("mylib.a", 1_000)]
+
+
 def test_device_work_without_launch_records_is_counted_and_said(tmp_path, analyze_builder):
     """Four calls of 10 us; each launches a 1 us kernel, and a 3 us kernel with no launch
     record (its correlation dropped) runs inside it: the call's device work is the union

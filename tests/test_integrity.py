@@ -82,6 +82,67 @@ def test_an_incomplete_outlier_is_left_out_not_counted(tb, analyze_builder):
                      "#3 left out")
 
 
+def _steps_with_drops(tb: TraceBuilder, n: int, dropped: set[int]) -> list[tuple[int, int]]:
+    """``n`` profiler steps, each loading data then making three launches; in the steps of ``dropped`` the
+    second launch has no kernel record. Returns the steps' (start, end)."""
+    t, out = 0, []
+    for i in range(n):
+        tb.annotation(f"ProfilerStep#{i}", t, 100 * US)
+        # a data-loading phase: a step view with a phase beside "other"
+        tb.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + US, 3 * US)
+        out.append((t, t + 100 * US))
+        for j in range(3):
+            ls = t + 5 * US + j * 20 * US
+            if i in dropped and j == 1:
+                tb.launch(ls, 5 * US)
+            else:
+                tb.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
+                                   3 * US)
+        t += 200 * US
+    return out
+
+
+def _incomplete_steps(events: list[dict], steps: list[tuple[int, int]]) -> set[int]:
+    """The steps holding a launch whose correlation no kernel record carries, counted
+    from the raw events."""
+    kernels = {e["args"]["correlation"] for e in events if e["cat"] == "kernel"}
+    return {k for k, (a, b) in enumerate(steps) for e in events
+            if e["cat"] in ("cuda_runtime", "cuda_driver") and a <= e["ts"].ns < b
+            and e["args"]["correlation"] not in kernels}
+
+
+def test_steps_that_lost_device_records_are_no_warm_steps_in_the_step_sentence(tb,
+                                                                              analyze_builder):
+    """The step sentence's warm steps are the per-step table's: a step whose launch lost
+    its device record is incomplete there, so it is no warm step in the sentence either
+    (a real trace's sentence said "typical of 5 warm of 5 steps" above a table of none)."""
+    steps = _steps_with_drops(tb, 4, {1})
+    assert _incomplete_steps(tb.events, steps) == {1}
+    r = analyze_builder(tb)
+    assert r.steps is not None and r.steps.count == 4
+    assert r.steps.warm_count == r.calls.warm_count == 3
+    step = next(c.text for c in r.claims if c.id == "typical-step")
+    assert "typical of 3 warm of 4 steps" in step
+
+
+def test_with_every_step_incomplete_none_is_warm_and_every_one_is_counted(tb, analyze_builder):
+    """No step warm: the figures are over every step (``calls.warm_calls``), so no sentence
+    says the incomplete steps are left out, and the step sentence says none is warm."""
+    steps = _steps_with_drops(tb, 3, {0, 1, 2})
+    assert _incomplete_steps(tb.events, steps) == {0, 1, 2}
+    r = analyze_builder(tb)
+    assert r.steps is not None and r.steps.warm_count == r.calls.warm_count == 0
+    # the figures are over all three steps: two kernels of 3 us in each
+    assert r.calls.stats["kernel_ns"].n == 3 and r.calls.stats["device_busy_ns"].max == 6 * US
+    texts = {c.id: c.text for c in r.claims}
+    assert "typical of 3 steps, none warm" in texts["typical-step"]
+    assert texts["calls-title"] == ("Per step: 0 warm of 3; incomplete (launches without device "
+                                    "records): #0, #1, #2 counted: none is warm")
+    integrity = [c.text for c in r.claims if c.id.startswith("integrity-")]
+    assert integrity and not any("left out" in t for t in integrity)
+    assert "3 incomplete call(s) counted in the figures, since no call is warm: 0, 1, 2" in integrity
+
+
 def test_a_run_of_empty_launches_before_the_first_recorded_one_is_a_dropped_prefix(
         tb, analyze_builder):
     for j in range(4):

@@ -179,3 +179,42 @@ def test_holder_words_never_hold_more_than_the_excess(ns: int, excess: int) -> N
         assert "holds" not in words and "more than the call's whole" in words
     else:
         assert words == f"f holds {fmt_ns(ns)} of the {fmt_ns(excess)} excess"
+
+
+US = 1000
+RELU = "autograd::engine::evaluate_function: ReluBackward0"
+
+
+def test_a_call_that_took_in_a_rarer_event_is_not_held_by_its_own_frame(tb, analyze_builder):
+    """Calls found as the outermost event around each launch: a rarer event (two
+    ``AccumulateGrad`` among eight ``ReluBackward0``) joins the call after it, so that
+    call starts before its own frame. Call 5 is slow in its frame's own time: its excess
+    is the host's dispatch time, never the call's own frame "taking more than in nearby
+    calls" (a real backward trace said so, of more than the call's whole excess)."""
+    t, walls = 0, {}
+    for i in range(8):
+        start = t
+        if i in (2, 5):  # the rarer event, 2 us with a 1 us launch, then a 1 us gap
+            tb.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", t, 2 * US)
+            tb.launched_kernel("acc", t + 500, 1 * US, t + 2 * US, 300)
+            t += 3 * US
+        relu = 40 * US if i == 5 else 10 * US
+        tb.op(RELU, t, relu)
+        tb.launched_kernel("relu", t + 2 * US, 1 * US, t + 4 * US, 500)
+        t += relu
+        walls[i] = t - start
+        t += 20 * US
+    r = analyze_builder(tb)
+    assert r.calls.source == "launches" and r.calls.count == 8
+    assert [c.metrics["api_ns"] for c in r.calls.per_call] == [walls[i] for i in range(8)]
+    # independent count: the median of the other calls' walls, and each call's dispatch
+    # (its events' time less the 1 us launches inside them)
+    median = statistics.median_low([walls[i] for i in range(8) if i != 5])
+    dispatch = {i: walls[i] - (1 * US if i in (2, 5) else 0) - US * (2 if i in (2, 5) else 1)
+                for i in range(8)}
+    near = statistics.median_low([dispatch[i] for i in range(8) if i != 5])
+    call = r.calls.per_call[5]
+    assert call.outlier and (median, walls[5]) == (10 * US, 43 * US)
+    assert call.outlier_reason.endswith(
+        f"host: dispatch holds {(dispatch[5] - near) // US} us of the {(walls[5] - median) // US} us excess")
+    assert RELU not in call.outlier_reason

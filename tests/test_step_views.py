@@ -152,6 +152,34 @@ def test_a_range_window_inside_steps_holds_the_whole_steps(tb, analyze_builder):
     assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == steps
 
 
+def test_a_window_ending_where_a_step_s_range_ends_holds_its_device_work(tb, analyze_builder):
+    """Three steps; the last launches work that runs 200 us past its range (no step
+    after it to stop at). A time window ending at that range's end cuts the step as
+    much as one ending inside it: the step's extent runs to its device work's end, so
+    the window is widened to it, and the window's device busy is the steps' (a real
+    trace's window ended at the range, its last step reaching 89 ms past the window)."""
+    steps = []
+    for i in range(3):
+        a = 100_000 * i
+        tail = 200_000 if i == 2 else 0
+        tb.annotation(f"ProfilerStep#{i + 1}", a, 90_000)
+        tb.launched_kernel("k", a + 10_000, 5_000, a + 20_000, 60_000 + tail)
+        steps.append((a, a + 90_000, a + 80_000 + tail))
+    events = json.loads(tb.text())["traceEvents"]
+    kernels = sorted((round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+                     for e in events if e["cat"] == "kernel")
+    # the last step's extent: its range, then its kernel running on to 280 us past its start
+    last_end = kernels[-1][1]
+    assert last_end == 200_000 + 280_000 > steps[-1][1]
+    r = analyze_builder(tb, window=f"{50_000}ns:{steps[-1][1]}ns")
+    assert (r.window.start_ns, r.window.end_ns) == (0, last_end)
+    assert r.window.description.endswith("widened to the whole steps it cut: "
+                                         "ProfilerStep#1, ProfilerStep#3")
+    assert r.steps is not None and [s.end_ns for s in r.steps.steps] == [90_000, 190_000, last_end]
+    busy = sum(b - a for a, b in kernels)  # the kernels do not overlap
+    assert r.device.busy_ns == busy == sum(s.device_busy_ns for s in r.steps.steps)
+
+
 TUTORIAL = ("Quentin-Anthony__torch-profiling-tutorial/"
             "log__transformer__dc3b0e7228dd_851.1752215573993169006.pt.trace.json.gz")
 

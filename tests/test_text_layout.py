@@ -100,6 +100,28 @@ def test_module_names_are_whole_at_200_columns(reports):
     assert "code_cache.pointwise_dynamic_2bc9b7c9~_add_func_kernel_rank_1_bptr" in out
 
 
+def test_a_module_table_without_rows_says_why(tb, analyze_builder):
+    """Warm calls of two kinds alternating, each all in its own module (``pkga.moda`` in
+    calls 0 and 2, ``pkgb.modb`` in 1 and 3): each module runs in two of the four warm
+    calls, so its nearest-rank p50 per call is 0 and the table has no row. The title then
+    says why on its own line, never above an empty table (a real vLLM trace's was)."""
+    t = 0
+    for fn in ["pkga/moda.py(1): f", "pkgb/modb.py(1): g"] * 2:
+        tb.py(fn, t, 10_000)
+        tb.launched_kernel("k", t + 2_000, 1_000, t + 4_000, 500)
+        t += 20_000
+    r = analyze_builder(tb)
+    assert r.calls.warm_count == 4
+    # the p50 of [10 us, 0, 10 us, 0] is the second smallest: 0, for both modules
+    assert {f.name: f.ns_per_call for f in r.host.families} == {"pkga.moda": 0, "pkgb.modb": 0}
+    out = text(r, 120)
+    assert "┃module (innermost frame)" not in out
+    assert ("A warm call by Python module (p50 of 4 warm calls; share of a call's p50, 10 us): "
+            "no module has time in the p50 warm call") in " ".join(out.split())
+    md = renderer("md").render(r, RenderOptions())
+    assert "| module (innermost frame) |" not in md and "no module has time in the p50 warm call" in md
+
+
 @pytest.mark.parametrize("width", GOLDEN_WIDTHS)
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_golden_text(reports, fixture, width):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.host import HostTimeline
+from traceview.analyses.host import LABEL_CATS, HostTimeline
 from traceview.model import Trace
 
 # hot_functions offsets each function's times past the previous one's: only while that
@@ -47,6 +47,7 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     n = rows.size
     if n == 0:
         return []
+    zero = _zero_length(trace, timeline)
     s = trace.slices
     # the rows of each name, counted a block at a time (no column of every row's name)
     per_code = np.zeros(len(trace.names), np.int64)
@@ -81,10 +82,47 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     category = np.argmax(by_cat.reshape(ngroups, ncat), axis=1)
     if not offset:
         total = _union_per_function(s, rows, np.cumsum(count) - count, count, w0, w1)
-    out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn, cnt)
+    out = [FunctionStat(trace.names[c], timeline.categories[k], sn, tn,
+                        cnt + zero.pop(c, (0, 0))[0])
            for c, k, sn, tn, cnt in zip(codes.tolist(), category.tolist(), self_ns.tolist(),
                                         total.tolist(), count.tolist(), strict=True)]
+    # functions recorded only as zero-length slices (calls under the profiler's 1 us
+    # resolution): they ran, so they are in the list, with no time
+    out += [FunctionStat(trace.names[c], timeline.categories[k], 0, 0, cnt)
+            for c, (cnt, k) in zero.items()]
     out.sort(key=lambda f: (-f.self_ns, -f.total_ns, f.name))
+    return out
+
+
+def _zero_length(trace: Trace, timeline: HostTimeline) -> dict[int, tuple[int, int]]:
+    """name code -> (count, category code) of the thread's zero-length slices in the
+    window, which the timeline does not sweep (they own no instant). Each takes the
+    category of the instant it was recorded at: the slice around it (its parent) owns
+    that instant, and a child without time of its own inherits its parent's category,
+    as the sweep resolves ``inherit`` rules. Label categories (ranges, device work)
+    are no functions."""
+    lane = timeline.lane
+    if lane is None or timeline.seg_start.size == 0:
+        return {}
+    s = trace.slices
+    w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
+    function_cats = np.ones(len(trace.cat_names) + 1, bool)
+    function_cats[[i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]] = False
+    found = []
+    for lo in range(0, s.start.size, UNION_BATCH):  # no column of every row at once
+        st, en = s.start[lo:lo + UNION_BATCH], s.end[lo:lo + UNION_BATCH]
+        hit = np.flatnonzero((st == en) & (st >= w0) & (st < w1))
+        hit = hit[(s.lane[lo + hit] == lane.index) & function_cats[s.cat[lo + hit]]]
+        found.append(hit + lo)
+    rows = np.concatenate(found) if found else np.zeros(0, np.int64)
+    if rows.size == 0:
+        return {}
+    seg = np.searchsorted(np.asarray(timeline.seg_start), s.start[rows], side="right") - 1
+    cats = np.asarray(timeline.seg_cat[np.maximum(seg, 0)], np.int64)
+    out: dict[int, tuple[int, int]] = {}
+    for code, cat in zip(s.name[rows].tolist(), cats.tolist(), strict=True):
+        cnt, k = out.get(code, (0, cat))
+        out[code] = (cnt + 1, k)
     return out
 
 

@@ -49,6 +49,8 @@ class SlowCandidate(Protocol):
     @property
     def index(self) -> int: ...
     @property
+    def name(self) -> str: ...
+    @property
     def kind(self) -> str: ...
     @property
     def start_ns(self) -> int: ...
@@ -169,6 +171,13 @@ class _Ops:
         self.st = s.start[self.rows]
         self.trace = trace
         self._every: dict[tuple[int, int], dict[int, int]] = {}
+        self._codes: dict[str, int] | None = None
+
+    def code(self, name: str) -> int | None:
+        """The name's code in the trace, or None."""
+        if self._codes is None:
+            self._codes = {n: i for i, n in enumerate(self.trace.names)}
+        return self._codes.get(name)
 
     def inside(self, a: int, b: int, floor: int = 0,
                only: set[int] | None = None) -> dict[int, int]:
@@ -241,6 +250,12 @@ def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
     near = sorted(window, key=lambda c: (abs(c.index - call.index), c.index))[:TYPICAL_CALLS]
     need = int(HOLDER_SHARE * excess)
     mine = ops.inside(call.start_ns, call.end_ns, floor=need)
+    # the call's own frame is the call, never what holds its excess: ``inside`` leaves it
+    # out only where it spans the whole call, and a call that took in a rarer event
+    # before or after it (``callfind``: it joins the call) is longer than its frame
+    own = ops.code(call.name)
+    if own is not None:
+        mine.pop(own, None)
     theirs = [ops.inside(c.start_ns, c.end_ns, only=set(mine)) for c in near] if mine else []
     best: tuple[int, str] | None = None
     for code, ns in mine.items():

@@ -5,7 +5,8 @@ runtime/driver calls, device work, and slices of unknown categories). Profiler s
 annotations and metadata never widen it. ``--window`` narrows it to the span of the
 user ranges whose name matches a regex, or to a time range; a window of either kind that
 cuts a profiler step (``ProfilerStep#N``) is widened to hold the whole step, and says so:
-every figure of a step is of the whole step (docs/training.md). Ranges of one name inside
+every figure of a step is of the whole step (docs/training.md), its extent included (the
+device work it launched running on after its range). Ranges of one name inside
 steps (a ``record_function`` in the model) spanned the middle of the first step to the
 middle of the last: the last step was a call reaching past the window, the first none.
 """
@@ -100,19 +101,57 @@ _STEP = re.compile(r"^ProfilerStep#\d+$")
 def _whole_steps(trace: Trace, lo: int, hi: int) -> tuple[int, int, tuple[str, ...]]:
     """[lo, hi) widened to the profiler steps it cuts, and which it cut (none: ()). A
     time window that cut a step gave figures of two definitions in one sentence: the
-    step's wall whole beside its device work clipped."""
+    step's wall whole beside its device work clipped. A step the window holds part of
+    the range of is whole with its extent (``_extent_ends``): a window ending at a
+    step's range, before the device work the step launched ran, cut that step as much
+    as one ending inside the range. A window inside a step's device tail alone (after
+    its range) holds none of its calls and is left as asked."""
     s = trace.slices
     rows = trace.rows_of_cats({"user_annotation"})
     if rows.size == 0:
         return lo, hi, ()
-    rows = rows[(s.start[rows] < hi) & (s.end[rows] > lo)]
     rows = rows[[bool(_STEP.match(trace.names[int(n)])) for n in s.name[rows].tolist()]]
-    cut = rows[(s.start[rows] < lo) | (s.end[rows] > hi)]
-    if cut.size == 0:
+    if rows.size == 0:
         return lo, hi, ()
-    names = sorted({trace.names[int(n)] for n in s.name[cut].tolist()},
+    ends = _extent_ends(trace, rows)
+    inside = (s.start[rows] < hi) & (s.end[rows] > lo)
+    rows, ends = rows[inside], ends[inside]
+    cut = (s.start[rows] < lo) | (ends > hi)
+    if not cut.any():
+        return lo, hi, ()
+    names = sorted({trace.names[int(n)] for n in s.name[rows[cut]].tolist()},
                    key=lambda n: int(n.rsplit("#", 1)[1]))
-    return min(lo, int(s.start[cut].min())), max(hi, int(s.end[cut].max())), tuple(names)
+    return (min(lo, int(s.start[rows[cut]].min())), max(hi, int(ends[cut].max())),
+            tuple(names))
+
+
+def _extent_ends(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Each step range's extent end, as ``analyses.steps`` draws it: the range's end, or
+    the end of the device work launched inside the range where that runs on after it,
+    never past the next step's start on the same thread (steps do not overlap)."""
+    s = trace.slices
+    ends = s.end[rows].astype(np.int64)
+    w2l = trace.work_to_launch
+    if not w2l:
+        return ends
+    work = np.fromiter(w2l.keys(), np.int64, len(w2l))
+    l_st = s.start[np.fromiter(w2l.values(), np.int64, len(w2l))]
+    order = np.argsort(l_st, kind="stable")
+    l_st, w_end = l_st[order], s.end[work[order]]
+    starts = s.start[rows].astype(np.int64)
+    # each step's next start on its thread (by thread, then start): -1 for the last
+    by = np.lexsort((starts, s.lane[rows]))
+    nxt = np.full(rows.size, -1, np.int64)
+    same = s.lane[rows][by][1:] == s.lane[rows][by][:-1]
+    nxt[by[:-1][same]] = starts[by[1:][same]]
+    lo_i = l_st.searchsorted(starts, side="left")
+    hi_i = l_st.searchsorted(ends, side="left")
+    for i in np.flatnonzero(hi_i > lo_i).tolist():
+        last = int(w_end[lo_i[i]:hi_i[i]].max())
+        if nxt[i] >= 0:
+            last = min(last, int(nxt[i]))
+        ends[i] = max(int(ends[i]), last)
+    return ends
 
 
 def find_window(trace: Trace, spec: str | None) -> Window:

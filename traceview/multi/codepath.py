@@ -122,9 +122,15 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
         if call_ns and each > ENCLOSING * call_ns:
             continue  # the harness loop around all the calls, not part of a call
         if per_warm_call:
-            if f.inclusive_ns_per_call is None or f.self_ns_per_call is None:
+            if f.total_ns == 0 and f.inclusive_ns_per_call is None:
+                # recorded only as zero-length slices (under the profiler's resolution):
+                # no time in any call, so 0 per call, the same function as the other
+                # side's, never "new" or "gone" beside it
+                inc, self_ = 0.0, 0.0
+            elif f.inclusive_ns_per_call is None or f.self_ns_per_call is None:
                 continue  # in no warm call
-            inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
+            else:
+                inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
         else:
             inc, self_ = f.total_ns / calls, f.self_ns / calls
         old = out.get(key)
@@ -179,10 +185,14 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
             "before_share": inc_b / call_b if x and call_b else None,
             "after_share": inc_a / call_a if y and call_a else None,
         })
-    # What appeared or went first (the code path itself changed), then what moved most.
+    # What appeared or went first (the code path itself changed), then what moved most;
+    # among equal changes (a trace against itself: every one 0) the biggest per call, so
+    # the rows shown are the call's main functions, not the first names in the alphabet
     rows.sort(key=lambda r: (r["status"] in ("moved", "same", "outside calls before",
                                              "outside calls after"),
-                             -abs(r["change_inclusive_ns_per_call"] or 0), r["function"]))
+                             -abs(r["change_inclusive_ns_per_call"] or 0),
+                             -max(r["before_inclusive_ns_per_call"] or 0,
+                                  r["after_inclusive_ns_per_call"] or 0), r["function"]))
     families, families_note = family_changes(before, after)
     return {
         "source": "host.functions of each profiled trace: p50 per warm call (window "
@@ -237,7 +247,9 @@ def family_changes(before: Report, after: Report) -> tuple[list[dict[str, Any]],
             "before_share": x.share if x else None,
             "after_share": y.share if y else None,
         })
-    rows.sort(key=lambda r: (-abs(r["change_ns_per_call"]), r["family"]))
+    rows.sort(key=lambda r: (-abs(r["change_ns_per_call"]),
+                             -max(r["before_ns_per_call"] or 0, r["after_ns_per_call"] or 0),
+                             r["family"]))
     return rows, None
 
 

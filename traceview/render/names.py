@@ -100,7 +100,7 @@ def kernel_labels(names: list[str]) -> dict[str, str]:
     ``(…)``) unless several kernels fold to the same one (``elementwise_kernel<…>(…)`` for
     an add and a mul): those show the template arguments that differ between them
     (namespaces dropped, nested arguments one level deep), ``…`` for those that do not,
-    and how many variants share the template (``[2 variants]``), numbered when even their
+    and how many variants share the template (``[1 of 2 variants]``), numbered when even their
     arguments agree. The full names stay in the JSON."""
     groups: dict[str, list[str]] = {}
     for n in dict.fromkeys(names):
@@ -138,7 +138,9 @@ def kernel_labels(names: list[str]) -> dict[str, str]:
             if seen[label] > 1:
                 k[label] += 1
                 label = f"{label} #{k[label]}"
-            out[m] = f"{label} [{len(members)} variants]"
+            # one row of the template's variants: "[53 variants]" beside a count of 8
+            # launches read as the row holding all 53
+            out[m] = f"{label} [1 of {len(members)} variants]"
     return out
 
 

@@ -175,6 +175,13 @@ def _device_columns(c) -> tuple[tuple[str, ...], Any]:
     return ("kernel", "copy"), cells
 
 
+# Where no module has time in the p50 warm call (the nearest-rank p50 of a module is 0
+# unless it runs in more than half of the warm calls: calls of different kinds), a table
+# of no rows under its title said nothing; this says why.
+NO_FAMILY_ROWS = ("no module has time in the p50 warm call: each runs in half of the warm "
+                  "calls or fewer (every module's figures: --format json)")
+
+
 def family_rows(r: Report) -> list[tuple[str, int, str]]:
     """The module table's rows: (module, ns per call, share), the share computed from the
     figure shown over the one whole the title names (a warm call's p50), sorted by that
@@ -249,7 +256,7 @@ def console_sections(r: Report) -> list[Any]:
             t.add_row(name_text(name), fmt_ns(ns), share)
         if len(rows) > FAMILY_ROWS:
             t.add_row(Text(f"{len(rows) - FAMILY_ROWS} more (--format json)"), "", "")
-        out.append(t)
+        out.append(t if rows else Text(f"{family_title(r)}{unprofiled_short(r)}: {NO_FAMILY_ROWS}"))
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
         u = unit(r)
@@ -297,7 +304,8 @@ def markdown_sections(r: Report, esc, code, table, details) -> list[str]:
     if r.host.families and r.trace.python_frames:
         rows = [[code(name), fmt_ns(ns), share] for name, ns, share in family_rows(r)[:FAMILY_ROWS]]
         parts.append(f"#### {esc(family_title(r))}{unprofiled_short(r)}")
-        parts.append(table(["module (innermost frame)", "per call", "share"], rows))
+        parts.append(table(["module (innermost frame)", "per call", "share"], rows) if rows
+                     else esc(NO_FAMILY_ROWS))
     if c.tree:
         floor = TREE_MIN_SHARE_TEXT * _call_p50(r)
         lines: list[str] = []

@@ -131,7 +131,8 @@ def build_report(a: Analysis) -> m.Report:
         unprofiled=unprofiled,
         claims=(*claims, found, *said, *unprofiled_claims(unprofiled, _calibration(a)),
                 *reasons,
-                *integrity_claims(integrity, a.launches.count, runtime_api),
+                *integrity_claims(integrity, a.launches.count, runtime_api, none_warm=(
+                    bool(calls_info.count) and calls_info.warm_count == 0)),
                 *what_if_claims(projections, unprofiled,
                                 None if drawn is None else drawn.index, runtime_api)),
         integrity=integrity,
@@ -317,7 +318,10 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
             range_end_ns=st.range_end_ns,
             segments=tuple(m.PhaseSegment(ph, a, b) for ph, a, b in st.segments),
         ))
-    return m.StepsInfo(len(rows), sum(1 for r in rows if not r.cold),
+    # warm as the per-step table counts it (``Call.warm``: not cold, every launch's device
+    # work recorded), so the step sentence and the table never say two warm counts
+    warm = {c.index for c in a.calls.calls if c.warm}
+    return m.StepsInfo(len(rows), sum(1 for r in rows if r.index in warm),
                        _label(a, a.step_lane if a.step_lane is not None
                               else a.timeline.lane.index), tuple(rows))
 

@@ -71,8 +71,11 @@ def _calls(c: _Cited, ids: tuple[int, ...], *path: str | int) -> str:
     return f"call{'s' if len(ids) != 1 else ''} {c.ids('call', ids, *path)}"
 
 
-def check_claim(k: int, chk: IntegrityCheck, launches: int, api: str = "CUDA") -> Claim:
-    """Check ``k``'s sentence: its count, where it falls, what it means for the figures."""
+def check_claim(k: int, chk: IntegrityCheck, launches: int, api: str = "CUDA", *,
+                none_warm: bool = False) -> Claim:
+    """Check ``k``'s sentence: its count, where it falls, what it means for the figures.
+    ``none_warm``: no call is warm, so the figures are over every call, incomplete ones
+    included (``calls.warm_calls``)."""
     c = _Cited()
     at = ("integrity", "checks", k)
     c.fig("count", chk.count, *at, "count")
@@ -81,7 +84,12 @@ def check_claim(k: int, chk: IntegrityCheck, launches: int, api: str = "CUDA") -
         # the launches without a record are some of the window's launches
         c.fig("launches", launches, "launches", "count")
         c.rels.append(rel("le", "count", "launches"))
-    if chk.id == "launch-without-device-work":
+    if chk.id == "launch-without-device-work" and none_warm:
+        text = (f"{chk.count} of {launches} launches have no device record{where}: "
+                "those calls are marked incomplete; no call is warm, so the figures are "
+                "over every call, incomplete ones included, and their idle may be the "
+                "missing records'")
+    elif chk.id == "launch-without-device-work":
         text = (f"{chk.count} of {launches} launches have no device record{where}: "
                 "those calls are marked incomplete and left out of the warm-call and idle "
                 "figures, since their idle would be the missing records'")
@@ -113,13 +121,15 @@ def check_claim(k: int, chk: IntegrityCheck, launches: int, api: str = "CUDA") -
     return c.claim("integrity-check", text)
 
 
-def integrity_claims(g: IntegrityInfo | None, launches: int, api: str = "CUDA") -> list[Claim]:
+def integrity_claims(g: IntegrityInfo | None, launches: int, api: str = "CUDA", *,
+                     none_warm: bool = False) -> list[Claim]:
     """The integrity section's sentences; none for a trace with nothing to say (no
     damage, no graphs). ``launches``: the window's launch count (``launches.count``);
-    ``api``: the runtime whose graphs they are (``analyses.runtime``: CUDA or HIP)."""
+    ``api``: the runtime whose graphs they are (``analyses.runtime``: CUDA or HIP);
+    ``none_warm``: no call is warm (``calls.warm_count`` 0), so no call is left out."""
     if g is None:
         return []
-    out = [check_claim(k, chk, launches, api) for k, chk in enumerate(g.checks)]
+    out = [check_claim(k, chk, launches, api, none_warm=none_warm) for k, chk in enumerate(g.checks)]
     gr = g.graphs
     if gr.replays:
         c = _Cited()
@@ -142,9 +152,10 @@ def integrity_claims(g: IntegrityInfo | None, launches: int, api: str = "CUDA") 
         c.fig("incomplete", len(g.incomplete_calls))
         if len(g.incomplete_calls) > IDS_NAMED:
             c.rels.append(rel("eq", "incomplete", "call:listed"))
+        left = ("counted in the figures, since no call is warm" if none_warm
+                else "left out of the warm figures")
         out.append(c.claim("integrity-incomplete", (
-            f"{len(g.incomplete_calls)} incomplete call(s) left out of the warm "
-            f"figures: {named}")))
+            f"{len(g.incomplete_calls)} incomplete call(s) {left}: {named}")))
     if g.unreliable:
         # names the figures (JSON paths), asserting no number about them
         out.append(Claim("integrity-unreliable",
@@ -267,7 +278,9 @@ def integrity_lines(r: Report) -> list[str]:
     """The integrity section's lines: the texts of the report's integrity claims (made
     now for a report read back from a JSON written before they were claims)."""
     said = [c.text for c in r.claims if c.id in INTEGRITY_IDS]
-    return said or [c.text for c in integrity_claims(r.integrity, r.launches.count, _api(r))]
+    none_warm = r.calls.count > 0 and r.calls.warm_count == 0
+    return said or [c.text for c in integrity_claims(r.integrity, r.launches.count, _api(r),
+                                                     none_warm=none_warm)]
 
 
 def what_if_lines(r: Report) -> list[str]:

@@ -26,7 +26,10 @@ def _scope(d: Detected) -> str:
 
 def _device_work(d: Detected, ns: int | float | None) -> str:
     """``kernel 1 us``; where the calls launched copies, ``device work 3 us (kernels 1 us,
-    memcpy/memset 2 us)``: the figure holds both."""
+    memcpy/memset 2 us)``: the figure holds both. A call that launched nothing has no
+    figure: said in words, never ``kernel -``."""
+    if ns is None:
+        return "no device work launched in it"
     if not d.has("copy"):
         return f"kernel {fmt_ns(ns)}"
     return (f"device work {fmt_ns(ns)} (kernels {fmt_ns(d.value('kernel_only'))}, "

@@ -99,6 +99,14 @@ def step_word(steps: StepsInfo | None) -> str:
     return "training step" if trains else "step"
 
 
+def _warm_of(steps: StepsInfo) -> str:
+    """``3 warm of 4 steps``; ``5 steps, none warm`` where no step is warm (every one
+    cold or incomplete): the figures are then over every step (``calls.warm_calls``)."""
+    if steps.warm_count == 0:
+        return f"{plural(steps.count, 'step')}, none warm"
+    return f"{steps.warm_count} warm of {plural(steps.count, 'step')}"
+
+
 def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | None:
     """The headline of a training trace: the typical step and who holds its path."""
     found = typical_step(steps, typical)
@@ -153,7 +161,7 @@ def step_claim(steps: StepsInfo | None, typical: TypicalCall | None) -> Claim | 
             tail = (f"its range {fmt_ns(rng - step.start_ns)}, then {fmt_ns(step.end_ns - rng)} "
                     "until the next step starts, device work it launched still unfinished; ")
     text = (f"{step_word(steps)} {step.name}: {fmt_ns(step.wall_ns)} ({tail}typical of "
-            f"{steps.warm_count} warm of {plural(steps.count, 'step')}); {words}; "
+            f"{_warm_of(steps)}); {words}; "
             f"device busy {fmt_share(step.device_busy_ns, step.wall_ns)}; critical path: {who}")
     return Claim("typical-step", text, tuple(figs), tuple(rels))
 
@@ -653,11 +661,15 @@ def calls_title_claim(calls: CallsInfo, unit: str) -> Claim | None:
     figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
             Figure("count", calls.count, pointer("calls", "count"))]
     text = f"Per {unit}: {calls.warm_count} warm of {calls.count}"
+    # with no warm call the figures are over every call (``calls.warm_calls``): the cold
+    # and incomplete ones are then counted, not left out
+    none_warm = calls.warm_count == 0
+    left = "counted: none is warm" if none_warm else "left out"
     incomplete = [k for k, x in enumerate(calls.per_call) if x.launches_without_work and not x.cold]
     left_out = {calls.per_call[k].index for k in incomplete}
     # an outlier whose launches lost their device records is incomplete: left out, so
     # not among the outliers the figures count
-    for key, word, ids in (("cold", "left out", calls.cold),
+    for key, word, ids in (("cold", left, calls.cold),
                            ("outliers", "counted", calls.outliers)):
         shown_ids = [(k, i) for k, i in enumerate(ids) if key == "cold" or i not in left_out]
         if shown_ids:
@@ -669,7 +681,7 @@ def calls_title_claim(calls: CallsInfo, unit: str) -> Claim | None:
                         pointer("calls", "per_call", k, "index")) for k in shown]
         more = " ..." if len(incomplete) > len(shown) else ""
         text += (f"; incomplete (launches without device records): "
-                 f"#{', #'.join(str(calls.per_call[k].index) for k in shown)}{more} left out")
+                 f"#{', #'.join(str(calls.per_call[k].index) for k in shown)}{more} {left}")
     return Claim("calls-title", text, tuple(figs), (rel("le", "warm", "count"),))
 
 
@@ -1045,7 +1057,7 @@ def step_title_claims(steps: StepsInfo | None, typical: TypicalCall | None) -> l
                   f"({fmt_ns(step.wall_ns)} on {steps.thread}; device: all streams)", (wall,)),
             Claim("step-heading", (
                 f"{word[0].upper()}{word[1:]} {step.name} ({fmt_ns(step.wall_ns)}, typical of "
-                f"{steps.warm_count} warm of {plural(steps.count, 'step')}, on {steps.thread})"),
+                f"{_warm_of(steps)}, on {steps.thread})"),
                 (wall, Figure("warm", steps.warm_count, pointer("steps", "warm_count")),
                  Figure("count", steps.count, pointer("steps", "count"))),
                 (rel("le", "warm", "count"),))]
