@@ -59,11 +59,12 @@ def test_other_views_of_the_fixtures_too(name, opts):
 
 def test_a_kernel_longer_than_its_op_is_said_to_run_on_after_it():
     """Op calls (``--calls aten::mul``) inside synchronized ranges: the op returns before
-    its 24 us kernel starts; the headline and the legend say so."""
+    its 24 us kernel starts; the headline and the legend say so, and the headline calls
+    the op's work device-bound (its host time is shorter than the kernel it launched)."""
     r = traceview.analyze(FIXTURES / "torch_mul_4096x4096_f16.json.gz",
                           traceview.Options(calls="aten::mul"))
     v = verdict(r)
-    assert v.id == "host-bound" and "runs on after the call returns" in v.message
+    assert v.id == "device-bound" and "the device, not the host, bounds" in v.message
     assert r.calls.stats["kernel_ns"].p50 > r.calls.stats["api_ns"].p50
     text = renderer("text").render(r, RenderOptions(width=200))
     assert "after it (a cell's height: its busy share)" in text
@@ -111,6 +112,28 @@ def check_verdict(r) -> None:
         whole, idle = mc["api_ns"], mc["host_overhead_ns"]
         kind = "step" if r.steps is not None else "call"
         scope = f"a typical {kind} ({fmt_ns(whole)})"
+        row = next((s for s in r.steps.steps if s.index == call.index), None) \
+            if r.steps is not None else None
+        kernel = mc["kernel_ns"]
+        if row is not None and row.range_end_ns is not None \
+                and row.end_ns > row.range_end_ns and (kernel is None or kernel <= row.wall_ns):
+            # a step whose device work runs on past its range: judged over its extent
+            whole, idle = row.wall_ns, row.device_idle_ns
+            scope = (f"a typical step ({fmt_ns(whole)}: its range {fmt_ns(mc['api_ns'])} "
+                     "and the device work it launched running on after it)")
+        if kernel is not None and kernel > whole and idle / whole >= HOST_BOUND_IDLE_SHARE:
+            # the device idles most of the call, whose device work is longer than it: it
+            # runs on after the call returns, and the device, not the host, bounds it
+            t = r.typical_call
+            assert v.id == "device-bound", v.message
+            assert v.message.startswith(
+                f"device-bound: a typical {kind} returns after {fmt_ns(whole)} of host time "
+                f"while the device work it launched ("), v.message
+            assert f"{fmt_ns(kernel)}" in v.message
+            assert (f"runs on until {fmt_ns(t.axis_end_ns - t.end_ns)} after it: the device, "
+                    f"not the host, bounds the work the {kind} starts") in v.message
+            assert "idle" not in v.message and "host-bound" not in v.message
+            return
     else:
         whole, idle = r.window.dur_ns, r.device.idle_ns
         kind, scope = "window", f"the window ({fmt_ns(whole)})"
@@ -122,8 +145,8 @@ def check_verdict(r) -> None:
         assert f"idle {fmt_pct(share)} of" in msg
         work = mc["kernel_ns"] if calls else r.device.busy_ns
         assert fmt_ns(work) in msg
-        # device work longer than the call it is said to be part of runs on after it
-        assert ("runs on after" in msg) == (kind != "window" and (work or 0) > whole), msg
+        # device work longer than the call is never part of a host-bound verdict
+        assert "runs on" not in msg and (kind == "window" or (work or 0) <= whole), msg
         cats = call.categories if calls else None
         named = re.findall(r"([a-z_]+) (\d+(?:\.\d+)? (?:ns|us|ms|s))",
                            msg.split("host time goes to ")[1].split(" (")[0])

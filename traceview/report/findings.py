@@ -104,6 +104,19 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     rels += _biggest_first("host", top)
     evidence: dict[str, Any] = {"device_idle_share": round(share, 4),
                                 "top_host_categories": dict(top)}
+    if calls and typical is not None and not measured and kernel is not None \
+            and kernel > call and share >= HOST_BOUND_IDLE_SHARE:
+        # the device idles most of the call, but only because the call returns before
+        # the device work it launched runs: that work, longer than the call, not the
+        # host's, bounds what the call started (removing the host's part gains nothing:
+        # the what-if says so too). A call the device is busy most of stays as it was.
+        terms["outlasts"] = True
+        evidence["device_work_outlasts"] = True
+        rels.append(rel("gt", "kernel", "call"))
+        figs += _copy_figures_of_call(ex, typical)
+        _tail(ex, typical, figs, rels)
+        _drawn(ex, typical, "gt", figs, rels)
+        return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
     if measured:
         assert unprofiled is not None
         top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
@@ -121,10 +134,6 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     if host_bound:
         if calls and typical is not None:
             figs += _copy_figures_of_call(ex, typical)
-        kind = terms["scope"]
-        if kind != "window" and kernel is not None and kernel > call:
-            terms["outlasts"] = True
-            rels.append(rel("gt", "kernel", "call"))
         return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
     if calls and typical is not None and not measured \
             and _path_on_host(ex, typical, figs, rels):
@@ -181,15 +190,25 @@ def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
            rels: list[Relation]) -> None:
     """The typical call every output draws, cited beside the verdict's medians: it is
     idle on the same side of the threshold (``side``), and so is its step's device over
-    all streams where the calls are steps."""
+    all streams (over the step's extent: its range and the device work it launched after
+    it) where the calls are steps. ``side`` "gt": the verdict is that the device work the
+    call launched outlasts it, and the drawn call's and step's do so too."""
     drawn = ex.calls.calls[typical]
     at = ("calls", "per_call", typical, "metrics")
     d_call, d_idle = drawn.metrics["api_ns"], drawn.metrics["host_overhead_ns"]
-    figs += [Figure("drawn_call", d_call, pointer(*at, "api_ns")),
-             Figure("drawn_idle", d_idle, pointer(*at, "host_overhead_ns")),
-             Figure("drawn_idle_share", (d_idle or 0) / d_call if d_call else None)]
-    rels += [rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
-             rel(side, "drawn_idle_share", "threshold")]
+    outlasts = side == "gt"
+    figs += [Figure("drawn_call", d_call, pointer(*at, "api_ns"))]
+    if outlasts:
+        figs.append(Figure("drawn_kernel", drawn.metrics["kernel_ns"],
+                           pointer(*at, "kernel_ns")))
+        rels.append(rel("gt", "drawn_kernel", "drawn_call"))
+    elif _extended_step(ex, typical)[1] is None:
+        # (a step judged over its extent is judged by the steps' row below, not by its
+        # range: the range alone is idle while its device work runs after it)
+        figs += [Figure("drawn_idle", d_idle, pointer(*at, "host_overhead_ns")),
+                 Figure("drawn_idle_share", (d_idle or 0) / d_call if d_call else None)]
+        rels += [rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
+                 rel(side, "drawn_idle_share", "threshold")]
     j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
     if j is not None and ex.timeline.lane is not None:
         # a step is drawn with its device over all streams (the steps' table): the
@@ -197,13 +216,43 @@ def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
         step = ex.steps[j]
         wall = step.end_ns - step.start_ns
         row = ("steps", "steps", j)
-        figs += [Figure("step_wall", wall, pointer(*row, "wall_ns")),
-                 Figure("step_idle", wall - step.device_busy_ns,
+        figs.append(Figure("step_wall", wall, pointer(*row, "wall_ns")))
+        if outlasts:  # its work outlasts the step's extent too (cut at the next step)
+            rels.append(rel("gt", "drawn_kernel", "step_wall"))
+            return
+        figs += [Figure("step_idle", wall - step.device_busy_ns,
                         pointer(*row, "device_idle_ns")),
                  Figure("step_idle_share", (wall - step.device_busy_ns) / wall
                         if wall else None)]
         rels += [rel("ratio", "step_idle", "step_wall", "step_idle_share"),
                  rel(side, "step_idle_share", "threshold")]
+
+
+def _tail(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation]) -> None:
+    """How long the device work the typical call launched runs on after the call
+    returns: the drawn call's end to its axis's end (the end of that work), both cited
+    where the report's ``typical_call`` holds them (it draws the same call)."""
+    c = ex.calls.calls[typical]
+    end = ex.calls.kernel_end_ns[typical]
+    if end is None or end <= c.end_ns:
+        return
+    figs += [Figure("end", c.end_ns, pointer("typical_call", "end_ns")),
+             Figure("work_end", end, pointer("typical_call", "axis_end_ns")),
+             Figure("tail", end - c.end_ns)]
+    rels.append(rel("sum", "end", "tail", "work_end"))
+
+
+def _extended_step(ex: Analysis, typical: int):
+    """The typical call's row in the steps' table (its index there and the step) where
+    the step's extent runs past its range (device work it launched still running after
+    it), else (None, None)."""
+    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    if j is None or ex.timeline.lane is None:
+        return None, None
+    step = ex.steps[j]
+    if step.range_end_ns is None or step.end_ns <= step.range_end_ns:
+        return None, None
+    return j, step
 
 
 def _verdict_figures(ex: Analysis, unprofiled: UnprofiledInfo | None, figs: list[Figure],
@@ -238,8 +287,21 @@ def _verdict_figures(ex: Analysis, unprofiled: UnprofiledInfo | None, figs: list
         else:
             call = api
             idle = c.metrics["host_overhead_ns"] or 0
-            figs += [Figure("call", call, pointer(*row, "metrics", "api_ns")),
-                     Figure("idle", idle, pointer(*row, "metrics", "host_overhead_ns"))]
+            j, step = _extended_step(ex, typical)
+            wall = 0 if step is None else step.end_ns - step.start_ns
+            if step is not None and (kernel is None or kernel <= wall):
+                # a step whose device work runs on past its range is judged over its
+                # extent (the steps' table's row): its range alone reads idle what the
+                # device spends on the work the step launched
+                srow = ("steps", "steps", j)
+                call, idle = wall, wall - step.device_busy_ns
+                figs += [Figure("call", call, pointer(*srow, "wall_ns")),
+                         Figure("idle", idle, pointer(*srow, "device_idle_ns")),
+                         Figure("range", api, pointer(*row, "metrics", "api_ns"))]
+                rels.append(rel("lt", "range", "call"))
+            else:
+                figs += [Figure("call", call, pointer(*row, "metrics", "api_ns")),
+                         Figure("idle", idle, pointer(*row, "metrics", "host_overhead_ns"))]
         cats = sorted(c.categories.items(), key=lambda kv: (-kv[1], kv[0]))
         cat_path: tuple[Any, ...] = (*row, "categories")
     else:

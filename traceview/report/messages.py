@@ -21,7 +21,31 @@ def _scope(d: Detected) -> str:
         return f"the window ({ns})"
     if d.has("profiled"):
         return f"a typical {kind} ({ns}; profiled {fmt_ns(d.value('profiled'))})"
+    if d.has("range"):
+        return (f"a typical {kind} ({ns}: its range {fmt_ns(d.value('range'))} and the "
+                "device work it launched running on after it)")
     return f"a typical {kind} ({ns})"
+
+
+def _outlasting(d: Detected) -> str:
+    """The call returns after its host work; the device work it launched, longer than
+    that, runs on after it: the device bounds the work the call started. Said as what
+    ran where, so that nobody reads the host's idle share of the call as the verdict."""
+    kind = d.terms["scope"]
+    ns = d.value("kernel")
+    work = (f"kernel {fmt_ns(ns)}" if not d.has("copy") else
+            f"{fmt_ns(ns)}: kernels {fmt_ns(d.value('kernel_only'))}, memcpy/memset "
+            f"{fmt_ns(d.value('copy'))}")
+    until = f" until {fmt_ns(d.value('tail'))} after it" if d.has("tail") else " after it"
+    whose = ""
+    if d.terms.get("threads"):
+        own, others = d.terms["threads"]
+        whose = f" ({own}; also working: {', '.join(others)})"
+    top = d.cat_figures("host")
+    goes = f"; the {kind}'s host time goes to {_cats(top)}{whose}" if top else whose
+    return (f"device-bound: a typical {kind} returns after {fmt_ns(d.value('call'))} of host "
+            f"time while the device work it launched ({work}) runs on{until}: the device, "
+            f"not the host, bounds the work the {kind} starts{goes}")
 
 
 def _device_work(d: Detected, ns: int | float | None) -> str:
@@ -42,8 +66,9 @@ def _cats(pairs: list[tuple[str, int]]) -> str:
 
 def verdict_words(d: Detected) -> str:
     """The verdict sentence, from the figures its claim cites and nothing else: the idle
-    share of the typical call, the device work (said to run past the call where its
-    median outlasts the call's), the host categories it names; "hidden behind device
+    share of the typical call (over a step's extent where its device work runs on past
+    its range), the device work, the host categories it names; where that device work is
+    longer than the call, device-bound, said as the call returning while its work runs on; "hidden behind device
     execution" only where the device waits for the host under ``HIDDEN_IDLE_SHARE`` of
     the call. Where the split was measured (``unprofiled:`` figures) the call is the
     unprofiled one, said so, with the profiled call and its categories beside it."""
@@ -57,15 +82,14 @@ def verdict_words(d: Detected) -> str:
         if unprofiled:
             top += " (profiled: " + _cats(d.cat_figures("host")) + ")"
         work = _device_work(d, d.value("kernel"))
-        if d.terms.get("outlasts"):
-            kind = d.terms["scope"]
-            work += f", longer than the {kind}: it runs on after the {kind} returns"
         whose = ""
         if d.terms.get("threads"):
             own, others = d.terms["threads"]
             whose = f" ({own}; also working: {', '.join(others)})"
         return (f"host-bound: {basis}the device is idle {fmt_pct(share)} of {scope}; "
                 f"{work}; host time goes to {top}{whose}")
+    if d.terms.get("outlasts"):
+        return _outlasting(d)
     head = f"device-bound: {basis}the device is busy {fmt_pct(1 - share)} of {scope}"
     if d.terms.get("path_on_host"):
         untraced = d.value("path_untraced") or 0
