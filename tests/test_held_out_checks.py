@@ -106,3 +106,50 @@ def test_tutorial_runs_share_their_functions_in_the_diff():
     wrong = [(r["function"], r["status"]) for r in rows
              if r["status"] in ("new", "gone", "new*", "gone*") and r["function"] in shared]
     assert not wrong
+
+
+def _union(spans) -> int:
+    total, end = 0, None
+    for a, b in sorted(spans):
+        if end is None or a > end:
+            total, end = total + b - a, b
+        elif b > end:
+            total, end = total + b - end, b
+    return total
+
+
+def test_vllm_forward_returns_while_its_device_work_runs_on():
+    """The typical call (the 21.5 ms ``_model_forward`` frame) returns long before the
+    device work it launched runs (the device idle all of the call): that work, longer
+    than the call, bounds it. The verdict says device-bound, the call returning while its
+    work runs on, and agrees with the what-if beside it (no gain without host overhead).
+    The call and its work (by correlation, launched inside the frame) are counted here."""
+    from traceview.report.claims import check_all
+    from traceview.units import fmt_ns
+
+    ev = _events(VLLM)
+    (a, b), = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in ev
+               if e.get("cat") == "python_function" and e["name"].endswith(": _model_forward")]
+    corr = {e["args"]["correlation"] for e in ev if e.get("cat") == "cuda_runtime"
+            and a <= _ns(e["ts"]) < b and "correlation" in e.get("args", {})}
+    work = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in ev
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+            and e.get("args", {}).get("correlation") in corr]
+    all_work = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in ev
+                if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert _union([(max(s, a), min(e, b)) for s, e in all_work if e > a and s < b]) == 0
+    kernel, end = _union(work), max(e for _, e in work)
+    assert kernel > b - a
+    r = traceview.analyze(str(_path(VLLM)))
+    assert check_all(r.claims, r.to_dict()) == []
+    assert r.typical is not None and (r.typical.start_ns, r.typical.end_ns) == (a, b)
+    v = next(f for f in r.findings if f.id in ("host-bound", "device-bound"))
+    assert v.id == "device-bound" and v.message.startswith(
+        f"device-bound: a typical call returns after {fmt_ns(b - a)} of host time while the "
+        f"device work it launched (kernel {fmt_ns(kernel)}) runs on until "
+        f"{fmt_ns(end - b)} after it: the device, not the host, bounds the work the call "
+        "starts"), v.message
+    no_host = next(w for w in r.what_if if w.scenario == "no-host-overhead")
+    assert no_host.projected_ns > no_host.measured_ns == b - a
+    assert "no gain" in next(c.text for c in r.claims
+                             if c.id == "what-if" and "without host overhead" in c.text)
