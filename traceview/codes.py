@@ -25,7 +25,8 @@ class Code:
 
 FINDINGS: dict[str, Code] = {c.id: c for c in (
     Code("host-bound", "info", "the device is idle for at least half of a typical call"),
-    Code("device-bound", "info", "the device is busy for more than half of a typical call"),
+    Code("device-bound", "info", "the device is busy for more than half of a typical call, "
+         "or runs the call's device work, longer than the call, after it returns"),
     Code("unsynchronized-range", "warning",
          "device work ends after its call's range: ranges time submission, not completion"),
     Code("range-includes-idle", "warning",
