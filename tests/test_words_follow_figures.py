@@ -120,7 +120,9 @@ def check_verdict(r) -> None:
             # a step whose device work runs on past its range: judged over its extent
             whole, idle = row.wall_ns, row.device_idle_ns
             scope = (f"a typical step ({fmt_ns(whole)}: its range {fmt_ns(mc['api_ns'])} "
-                     "and the device work it launched running on after it)")
+                     "and the device work it launched running on after it)"
+                     if fmt_ns(whole) != fmt_ns(mc["api_ns"]) else
+                     f"a typical step ({fmt_ns(whole)})")
         if kernel is not None and kernel > whole and idle / whole >= HOST_BOUND_IDLE_SHARE:
             # the device idles most of the call, whose device work is longer than it: it
             # runs on after the call returns, and the device, not the host, bounds it

@@ -21,7 +21,7 @@ def _scope(d: Detected) -> str:
         return f"the window ({ns})"
     if d.has("profiled"):
         return f"a typical {kind} ({ns}; profiled {fmt_ns(d.value('profiled'))})"
-    if d.has("range"):
+    if d.has("range") and fmt_ns(d.value("range")) != ns:
         return (f"a typical {kind} ({ns}: its range {fmt_ns(d.value('range'))} and the "
                 "device work it launched running on after it)")
     return f"a typical {kind} ({ns})"
