@@ -31,6 +31,7 @@ from traceview.report.model import Finding
 from traceview.report.unprofiled import MEASURED
 
 if TYPE_CHECKING:
+    from traceview.analyses.steps import StepFigures
     from traceview.report.explanation import Analysis
     from traceview.report.unprofiled import UnprofiledInfo
     from traceview.stats import Stats
@@ -242,7 +243,8 @@ def _tail(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation]) 
     rels.append(rel("sum", "end", "tail", "work_end"))
 
 
-def _extended_step(ex: Analysis, typical: int):
+def _extended_step(ex: Analysis, typical: int
+                   ) -> tuple[int, StepFigures] | tuple[None, None]:
     """The typical call's row in the steps' table (its index there and the step) where
     the step's extent runs past its range (device work it launched still running after
     it), else (None, None)."""
@@ -289,7 +291,7 @@ def _verdict_figures(ex: Analysis, unprofiled: UnprofiledInfo | None, figs: list
             idle = c.metrics["host_overhead_ns"] or 0
             j, step = _extended_step(ex, typical)
             wall = 0 if step is None else step.end_ns - step.start_ns
-            if step is not None and (kernel is None or kernel <= wall):
+            if j is not None and step is not None and (kernel is None or kernel <= wall):
                 # a step whose device work runs on past its range is judged over its
                 # extent (the steps' table's row): its range alone reads idle what the
                 # device spends on the work the step launched
