@@ -113,8 +113,10 @@ def build_report(a: Analysis) -> m.Report:
             category_descriptions=dict(a.rules.categories),
             functions=tuple(_function(a, f) for f in a.functions[: a.options.functions_limit]),
             functions_total=len(a.functions),
-            other_threads=tuple(m.OtherThread(t.pid, t.tid, t.label, t.launches,
-                                              dict(t.categories)) for t in a.other_threads),
+            other_threads=tuple(m.OtherThread(
+                t.pid, t.tid, t.label, t.launches, dict(t.categories),
+                tuple(m.ThreadFunction(*f) for f in t.functions[: a.options.functions_limit]),
+                len(t.functions)) for t in a.other_threads),
             families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
                            for f in (pc.families if pc else ()))),
         breakdown=tuple(a.cells),
@@ -344,7 +346,7 @@ def _function(a: Analysis, f) -> m.FunctionRow:
     if per is None:
         return m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count)
     return m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count, per.inclusive_ns,
-                         per.self_ns, per.calls_with, per.few_calls)
+                         per.self_ns, per.calls_with, per.few_calls, per.call_ns)
 
 
 #: Levels of the typical call's tree the report keeps. A node's children below it are

@@ -121,6 +121,9 @@ class FunctionRow:
     self_ns_per_call: int | None = None
     calls_with: int = 0
     few_calls: bool = True
+    # p50 over the same warm calls of their wall time: what ``inclusive_ns_per_call`` is
+    # a share of (at most all of it); None in a report saved before it was kept
+    call_ns_per_call: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,12 +137,27 @@ class FamilyRow:
 
 
 @dataclass(frozen=True)
+class ThreadFunction:
+    """A function one of the other host threads ran in the window: ``diff`` matches a
+    function on any thread, so one that runs on the calls' thread in one trace and on
+    another thread in the other is the same function, never new or gone."""
+
+    name: str
+    self_ns: int
+    count: int  # its events on this thread in the window (zero-length ones included)
+
+
+@dataclass(frozen=True)
 class OtherThread:
     pid: int | str
     tid: int | str
     label: str
     launches: int
     categories: dict[str, int]
+    # the thread's functions by self time, cut as ``host.functions`` is
+    # (``functions_limit``); ``functions_total`` before the cut
+    functions: tuple[ThreadFunction, ...] = ()
+    functions_total: int = 0
 
 
 @dataclass(frozen=True)
