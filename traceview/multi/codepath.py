@@ -118,14 +118,17 @@ def report_functions(report: Report) -> Functions:
     for f in report.host.functions:
         present.setdefault(function_identity(f.name), function_key(f.name))
     elsewhere: dict[str, tuple[str, tuple[str, ...]]] = {}
+    # each thread named as explain's threads table names it (``main thread [1/1]``)
+    labels = {(str(t.pid), str(t.tid)): t.label for t in report.threads}
     for t in report.host.other_threads:
+        label = labels.get((str(t.pid), str(t.tid)), t.label)
         for tf in t.functions:
             key = function_identity(tf.name)
             if key in present:
                 continue
             shown, threads = elsewhere.get(key, (function_key(tf.name), ()))
-            if t.label not in threads:
-                elsewhere[key] = (shown, (*threads, t.label))
+            if label not in threads:
+                elsewhere[key] = (shown, (*threads, label))
         # a thread's list cut to its top functions: a function may be below the cut
         complete = complete and t.functions_total <= len(t.functions)
     return Functions(figs, present, complete, elsewhere)
@@ -150,8 +153,12 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
     for f in funcs:
         key = function_identity(f.name)
         each = f.total_ns / max(1, f.count or 1)
-        if call_ns and each > ENCLOSING * call_ns:
-            continue  # the harness loop around all the calls, not part of a call
+        inside = per_warm_call and f.call_ns_per_call is not None
+        if call_ns and each > ENCLOSING * call_ns and not inside:
+            # the harness loop around all the calls, not part of a call; explain's
+            # per-call figures are of the calls' insides already (a function running only
+            # in calls longer than the p50 one is no harness)
+            continue
         if per_warm_call:
             if f.total_ns == 0 and f.inclusive_ns_per_call is None:
                 # recorded only as zero-length slices (under the profiler's resolution):
