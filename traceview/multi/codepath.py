@@ -188,6 +188,19 @@ def _call_ns(report: Report) -> int | None:
     return None if api is None else api.p50
 
 
+def _one_side(key: str, side: Functions, name: str, absent: str
+              ) -> tuple[str, list[str] | None]:
+    """The status of a function with per-call figures on one side only, seen from the
+    side ``side`` without them, and the threads it ran on there where not the calls'.
+    In that side's list without per-call figures (it encloses the calls, or runs in no
+    warm call), or on another thread there: the same function, not a new or gone one."""
+    if key in side.present:
+        return f"outside calls {name}", None
+    if key in side.elsewhere:
+        return f"other thread {name}", list(side.elsewhere[key][1])
+    return (absent if side.complete else absent + "*"), None
+
+
 def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str, Any]:
     """The ``code_path`` block of ``diff``: changed functions, families, speed note."""
     sb, sa = report_functions(before), report_functions(after)
@@ -199,19 +212,9 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
         x, y = fb.get(key), fa.get(key)
         threads: dict[str, list[str] | None] = {"before": None, "after": None}
         if x is None:
-            # in before's list without per-call figures (it encloses the calls, or runs
-            # in no warm call), or on another thread there: the same function, not a new one
-            status = ("outside calls before" if key in sb.present
-                      else "other thread before" if key in sb.elsewhere
-                      else "new" if complete_b else "new*")
-            if key not in sb.present and key in sb.elsewhere:
-                threads["before"] = list(sb.elsewhere[key][1])
+            status, threads["before"] = _one_side(key, sb, "before", "new")
         elif y is None:
-            status = ("outside calls after" if key in sa.present
-                      else "other thread after" if key in sa.elsewhere
-                      else "gone" if complete_a else "gone*")
-            if key not in sa.present and key in sa.elsewhere:
-                threads["after"] = list(sa.elsewhere[key][1])
+            status, threads["after"] = _one_side(key, sa, "after", "gone")
         inc_b = x.inclusive_ns_per_call if x else 0.0
         inc_a = y.inclusive_ns_per_call if y else 0.0
         if x is not None and y is not None:

@@ -113,10 +113,7 @@ def build_report(a: Analysis) -> m.Report:
             category_descriptions=dict(a.rules.categories),
             functions=tuple(_function(a, f) for f in a.functions[: a.options.functions_limit]),
             functions_total=len(a.functions),
-            other_threads=tuple(m.OtherThread(
-                t.pid, t.tid, t.label, t.launches, dict(t.categories),
-                tuple(m.ThreadFunction(*f) for f in t.functions[: a.options.functions_limit]),
-                len(t.functions)) for t in a.other_threads),
+            other_threads=tuple(_other_thread(a, t) for t in a.other_threads),
             families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
                            for f in (pc.families if pc else ()))),
         breakdown=tuple(a.cells),
@@ -339,6 +336,14 @@ def bytes_moved(op: m.OpInfo | None, capture: CaptureMeta | None,
     got = for_report(op.name if op else None, op.args if op else None,
                      None if capture is None else capture.bandwidth, k.p50 if k else None)
     return m.BytesMoved(**got)
+
+
+def _other_thread(a: Analysis, t) -> m.OtherThread:
+    """A thread other than the calls', with its functions cut as ``host.functions`` is."""
+    return m.OtherThread(t.pid, t.tid, t.label, t.launches, dict(t.categories),
+                         tuple(m.ThreadFunction(*f)
+                               for f in t.functions[: a.options.functions_limit]),
+                         len(t.functions))
 
 
 def _function(a: Analysis, f) -> m.FunctionRow:
