@@ -151,9 +151,11 @@ def test_a_function_on_another_thread_is_never_new_or_gone(tmp_path):
     assert "mylib/train.py: log_loss" not in rows
     text = renderer("text", "diff").render(d, RenderOptions(width=120))
     line = next(ln for ln in text.splitlines() if "mylib/train.py: backward" in ln)
-    assert " other " in line and " new " not in line  # the status column wraps
+    assert "(before: on main thread [1/1])" in line and " other " in line
+    assert " new " not in line
     md = renderer("md", "diff").render(d, RenderOptions())
-    assert "| `mylib/train.py: backward` | other thread before: main thread [1/1] |" in md
+    assert ("| `mylib/train.py: backward` (before: on main thread [1/1]) | other thread "
+            "before |") in md
 
 
 def test_the_other_threads_functions_are_in_the_report(tmp_path):

@@ -12,6 +12,7 @@ with no launch record (a warning among the others, worded by its claim).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
@@ -94,14 +95,21 @@ FAMILY_HEADER = ["module family (innermost frame, per call)", "before", "after",
                  "share of call"]
 
 
-def _status(r: dict[str, Any]) -> str:
-    """The row's status, and the threads it ran on where they are not the calls'."""
-    threads = r.get("before_threads") or r.get("after_threads")
-    return f"{r['status']}: {', '.join(threads)}" if threads else r["status"]
+def _threads(r: dict[str, Any]) -> str:
+    """`` (before: on main thread [1/1])`` where the function ran on one side only on
+    threads other than the calls' (its status says which side), else nothing: beside the
+    name, where the column is wide enough to read it."""
+    for side in ("before", "after"):
+        if r.get(f"{side}_threads"):
+            return f" ({side}: on {', '.join(r[f'{side}_threads'])})"
+    return ""
 
 
-def code_rows(cp: dict[str, Any]) -> list[list[str]]:
-    return [[short_frame(r["function"]), _status(r), fmt_ns(r["before_inclusive_ns_per_call"]),
+def code_rows(cp: dict[str, Any], name: Callable[[str], str] = str) -> list[list[str]]:
+    """The code-path table's rows; ``name`` formats the function's name (markdown's code
+    span), the threads it ran on stay outside it."""
+    return [[name(short_frame(r["function"])) + _threads(r), r["status"],
+             fmt_ns(r["before_inclusive_ns_per_call"]),
              fmt_ns(r["after_inclusive_ns_per_call"]), fmt_signed_ns(r["change_inclusive_ns_per_call"]),
              f"{_share(r['before_share'])} -> {_share(r['after_share'])}"]
             for r in cp["functions"]]
@@ -297,8 +305,7 @@ def render_diff_markdown(d: Diff) -> str:
     cp = d.code_path
     if cp and cp["functions"]:
         parts.append("**Code path: what changed between the profiled traces** (per call)")
-        parts.append(table(CODE_HEADER, [[code(r[0])] + r[1:] for r in code_rows(cp)],
-                           "llrrrr"))
+        parts.append(table(CODE_HEADER, code_rows(cp, code), "llrrrr"))
         column = share_claim(cp)  # what the last column is, as a claim that holds
         if column is not None:
             parts.append("<sub>" + esc(column.text) + "</sub>")
