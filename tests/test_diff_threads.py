@@ -238,3 +238,32 @@ def test_the_share_note_is_a_claim_that_holds_and_catches_a_share_of_the_p50_cal
     assert any(f"share:{i}:before" in p for p in problems)
     problems = check_all([share_claim(doc["code_path"])], doc)
     assert any(f"le('share:{i}:before', 'all')" in p for p in problems)
+
+
+# --- one function at two lines ---------------------------------------------------------
+
+def test_one_identity_at_two_lines_nested_is_counted_once(tmp_path):
+    """A model's ``forward`` (line 10) around its block's ``forward`` (line 20), in each
+    of four 50 us calls: diff matches both as ``mylib/model.py: forward``, and its time
+    per call is the union of their intervals (the block's inside the model's), not their
+    sum; self times add up (they are disjoint)."""
+    launch = _Launches()
+    events: list[dict[str, Any]] = [_thread(1, "python3")]
+    for i in range(4):
+        s = 10 + i * 100
+        events += [_x("user_annotation", f"call_{i}", s, 50, 1),
+                   _x("python_function", "mylib/model.py(10): forward", s + 2, 40 + i, 1),
+                   _x("python_function", "mylib/model.py(20): forward", s + 5, 30, 1),
+                   *launch(s + 6, 1)]
+    path = _write(tmp_path / "nested.json", events)
+    r = load_report(path)
+    row = next(x for x in diff_reports(r, r).code_path["functions"]
+               if x["function"] == "mylib/model.py: forward")
+    inc, wall, n = _per_call(events, "mylib/model.py: forward", 1)
+    assert (inc, wall, n) == (41_000, 50_000, 4)  # p50 of 40, 41, 42, 43 us (nearest rank)
+    assert row["before_inclusive_ns_per_call"] == row["after_inclusive_ns_per_call"] == inc
+    assert row["before_call_ns_per_call"] == wall
+    assert row["before_share"] == pytest.approx(inc / wall)
+    # self: the outer's time outside the inner (10 + i us), the inner's 30 us minus the
+    # launch under it (2 us): 38 + i us per call
+    assert row["before_self_ns_per_call"] == _p50([(38 + i) * NS for i in range(4)])

@@ -34,11 +34,10 @@ function row's ``family`` is the module of its own frame by the same ``module_of
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceview.analyses.calltree import module_of
+from traceview.analyses.calltree import function_identity, function_key, module_of
 from traceview.stats import nearest_rank
 
 if TYPE_CHECKING:
@@ -63,28 +62,6 @@ SHARE_NOTE = (f"{SHARE_HEADER}: the function's p50 per call against the p50 wall
 
 #: A function whose every occurrence lasts longer than this many calls encloses them.
 ENCLOSING = 2
-
-_LINE = re.compile(r"\(\d+\): ")
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def function_key(name: str) -> str:
-    """``torch/_prims_common/__init__.py(1575): elementwise_dtypes`` ->
-    ``torch/_prims_common/__init__.py: elementwise_dtypes``; addresses dropped."""
-    return _ADDR.sub("", _LINE.sub(": ", name))
-
-
-def function_identity(name: str) -> str:
-    """What makes two traces' functions one function: a Python frame's module
-    (``module_of``: the package path, wherever the checkout or site-packages lies on each
-    machine) and its name, without line number or object address; anything else its
-    name without them (``function_key``)."""
-    key = function_key(name)
-    mod = module_of(name)
-    if mod is None:
-        return key
-    return f"{mod}: {key.partition(': ')[2]}"
-
 
 @dataclass(frozen=True)
 class FunctionFigures:
@@ -147,6 +124,7 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
     """
     funcs = report.host.functions
     per_warm_call = report.calls.tree_warm_calls > 0
+    shared = {r.identity: r for r in report.host.identities}
     calls = max(1, report.calls.count or 1)
     call_ns = _call_ns(report)
     out: dict[str, FunctionFigures] = {}
@@ -171,14 +149,19 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
                 inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
         else:
             inc, self_ = f.total_ns / calls, f.self_ns / calls
-        call_ns = f.call_ns_per_call if per_warm_call and f.inclusive_ns_per_call else None
+        whole = f.call_ns_per_call if per_warm_call and f.inclusive_ns_per_call else None
         old = out.get(key)
         if old is not None:  # same function at two lines: one entry
-            inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
-            call_ns = None  # two p50s over two sets of calls: no one whole they share
+            one = shared.get(key) if per_warm_call else None
+            if one is not None:  # explain's figures for them together: nesting counted once
+                inc, self_ = float(one.inclusive_ns_per_call), float(one.self_ns_per_call)
+                whole = one.call_ns_per_call
+            else:  # a report saved before it had them: their sum, of no one whole
+                inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
+                whole = None
         out[key] = FunctionFigures(inc, self_, module_of(f.name),
                                    old.shown if old is not None else function_key(f.name),
-                                   call_ns)
+                                   whole)
     complete = (report.host.functions_total or len(funcs)) <= len(funcs)
     return out, complete
 

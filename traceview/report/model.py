@@ -127,6 +127,19 @@ class FunctionRow:
 
 
 @dataclass(frozen=True)
+class IdentityRow:
+    """Per warm call, one function several names share (a module's ``forward`` at two
+    lines: a model's and its blocks'), as ``diff`` matches functions: the union of
+    their intervals in each call (the nested one counted once), p50 over the calls."""
+
+    identity: str  # module and name, no line number (``calltree.function_identity``)
+    inclusive_ns_per_call: int
+    self_ns_per_call: int
+    call_ns_per_call: int
+    calls_with: int
+
+
+@dataclass(frozen=True)
 class FamilyRow:
     """A warm call's time by Python module (the innermost frame's module owns an instant)."""
 
@@ -169,6 +182,8 @@ class HostInfo:
     functions_total: int
     other_threads: tuple[OtherThread, ...]
     families: tuple[FamilyRow, ...] = ()
+    # the functions several names share, per warm call (``IdentityRow``)
+    identities: tuple[IdentityRow, ...] = ()
 
 
 @dataclass(frozen=True)
