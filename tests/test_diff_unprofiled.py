@@ -61,7 +61,7 @@ def _slower(report: dict, factor: float) -> dict:
     api["p50"] = int(api["p50"] * factor)
     for f in r["host"]["functions"]:
         f["self_ns"], f["total_ns"] = int(f["self_ns"] * factor), int(f["total_ns"] * factor)
-        for k in ("inclusive_ns_per_call", "self_ns_per_call"):
+        for k in ("inclusive_ns_per_call", "self_ns_per_call", "call_ns_per_call"):
             if f.get(k) is not None:
                 f[k] = int(f[k] * factor)
     r["host"]["functions"] = [f for f in r["host"]["functions"]

@@ -2,7 +2,7 @@
 the final check found them read wrong: skipped unless ``TRACEVIEW_HELD_OUT=1``, so that
 nothing is tuned on them. Each expected figure is counted here from the raw events; the
 synthetic tests of each fix are beside the code they test (test_attribution,
-test_integrity, test_diff_identity)."""
+test_integrity, test_diff_identity, test_diff_threads)."""
 
 from __future__ import annotations
 
@@ -153,3 +153,82 @@ def test_vllm_forward_returns_while_its_device_work_runs_on():
     assert no_host.projected_ns > no_host.measured_ns == b - a
     assert "no gain" in next(c.text for c in r.claims
                              if c.id == "what-if" and "without host overhead" in c.text)
+
+
+DDP = "AMD-AGI__TraceLens/mi300__ddp_resnet18_no_pool__train_resnet18.json.gz"
+ACT_CHECKPOINT = "AMD-AGI__TraceLens/mi300_resnet_act_checkpoint.json.gz"
+VLLM_DECODE = "AMD-AGI__TraceLens/inference__vllm_decode_full__graph_execution.json.gz"
+HOST_CATS = ("python_function", "cpu_op", "cuda_runtime", "cuda_driver")
+
+
+def _identity(name: str) -> str:
+    """A function as diff matches it, here from the raw name: line numbers and object
+    addresses dropped (both traces' frames are named by relative paths)."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", re.sub(r"\(\d+\): ", ": ", name))
+
+
+def test_ddp_backward_on_the_main_thread_is_not_new_against_act_checkpoint():
+    """The DDP trace's calls are autograd ops on pt_autograd_0; its ``backward`` frames
+    run on the main thread. Against the activation-checkpointing trace (backward inside
+    its steps): every function either trace ran on any thread is matched, so a row is
+    new or gone only where the other trace's raw events never name it."""
+    ddp, act = _events(DDP), _events(ACT_CHECKPOINT)
+    on = [{_identity(e["name"]): e["tid"] for e in ev
+           if e.get("ph") == "X" and e.get("cat") in HOST_CATS} for ev in (ddp, act)]
+    opts = traceview.Options(functions_limit=ALL_FUNCTIONS)  # as diff reads a trace
+    rb = traceview.analyze(str(_path(DDP)), opts)
+    assert rb.host.thread is not None and rb.host.thread.label.startswith("pt_autograd_0")
+    assert on[0]["torch/_tensor.py: backward"] == 1 and "torch/_tensor.py: backward" in on[1]
+    rows = code_path_changes(rb, traceview.analyze(str(_path(ACT_CHECKPOINT)), opts),
+                             top=10**6)["functions"]
+    wrong = [(r["function"], r["status"]) for r in rows
+             if (r["status"] in ("new", "new*") and r["function"] in on[0])
+             or (r["status"] in ("gone", "gone*") and r["function"] in on[1])]
+    assert not wrong
+    back = next(r for r in rows if r["function"] == "torch/_tensor.py: backward")
+    assert back["status"] == "other thread before"
+    assert back["before_threads"] == ["main thread [1/1]"]
+    # what only one trace ran is still new or gone
+    assert {r["status"] for r in rows if r["function"] == "train_ddp.py: train_step"} == {"new"}
+    assert "train_ddp.py: train_step" not in on[0]
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    total, end = 0, None
+    for s, e in sorted(spans):
+        if end is None or s > end:
+            total, end = total + e - s, e
+        elif e > end:
+            total, end = total + e - end, e
+    return total
+
+
+def test_vllm_function_share_is_of_the_call_it_runs_in():
+    """vLLM's three calls are of three kinds (prepare inputs, the model's forward, the
+    logits); the FX graph's ``call_wrapped`` runs only inside the forward. Its share is
+    its time in that call over that call's wall, counted here from the raw events (it
+    read 1532%: the forward's time over the trace's p50 call, a short one)."""
+    ev = _events(VLLM)
+    fwd = [e for e in ev if e.get("cat") == "python_function"
+           and re.fullmatch(r"vllm/v1/worker/gpu_model_runner\.py\(\d+\): _model_forward",
+                            e["name"])]
+    assert len(fwd) == 1
+    c0 = _ns(fwd[0]["ts"])
+    c1 = c0 + _ns(fwd[0]["dur"])
+    spans = [(_ns(e["ts"]), min(c1, _ns(e["ts"]) + _ns(e["dur"]))) for e in ev
+             if e.get("cat") == "python_function" and e["tid"] == fwd[0]["tid"]
+             and _identity(e["name"]) == "torch/fx/graph_module.py: call_wrapped"
+             and c0 <= _ns(e["ts"]) < c1]
+    inside = _union(spans)
+    opts = traceview.Options(functions_limit=ALL_FUNCTIONS)
+    r = traceview.analyze(str(_path(VLLM)), opts)
+    assert r.calls.count == len(r.calls.kinds) == 3
+    assert inside > r.calls.stats["api_ns"].p50  # over the p50 call: the old 1532%
+    cp = code_path_changes(r, traceview.analyze(str(_path(VLLM_DECODE)), opts), top=10**6)
+    row = next(x for x in cp["functions"]
+               if x["function"] == "torch/fx/graph_module.py: call_wrapped")
+    assert row["before_inclusive_ns_per_call"] == inside
+    assert row["before_call_ns_per_call"] == c1 - c0
+    assert row["before_share"] == pytest.approx(inside / (c1 - c0))
+    assert all(x[f"{s}_share"] is None or x[f"{s}_share"] <= 1
+               for x in cp["functions"] for s in ("before", "after"))

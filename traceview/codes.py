@@ -102,6 +102,9 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
          "what diff's terminal leaves out of a long list (warnings, "
          "functions, kernel changes): the items listed, those shown and the "
          "rest adding up to them"),
+    Code("diff-code-share", "info",
+         "diff's note on the code-path table's share column: each function's p50 per "
+         "call over the p50 wall of the warm calls it runs in, at most all of it"),
     Code("diff-kernel-rows", "info",
          "one kernel the traces' rows differ in: launched on one side only, "
          "or as a different number per call (each side's launches over its "

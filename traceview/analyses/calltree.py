@@ -87,6 +87,28 @@ def module_of(name: str) -> str | None:
     return path.strip("/").replace("/", ".")
 
 
+_LINE = re.compile(r"\(\d+\): ")
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def function_key(name: str) -> str:
+    """``torch/_prims_common/__init__.py(1575): elementwise_dtypes`` ->
+    ``torch/_prims_common/__init__.py: elementwise_dtypes``; addresses dropped."""
+    return _ADDR.sub("", _LINE.sub(": ", name))
+
+
+def function_identity(name: str) -> str:
+    """What makes two traces' functions one function: a Python frame's module
+    (``module_of``: the package path, wherever the checkout or site-packages lies on each
+    machine) and its name, without line number or object address; anything else its
+    name without them (``function_key``)."""
+    key = function_key(name)
+    mod = module_of(name)
+    if mod is None:
+        return key
+    return f"{mod}: {key.partition(': ')[2]}"
+
+
 def p50(values: list[int]) -> int | None:
     return percentile(sorted(values), 50) if values else None
 
@@ -99,6 +121,10 @@ class FunctionPerCall:
     self_ns: int  # p50 over those calls of its self time in the call
     count: int  # p50 occurrences per call
     few_calls: bool  # in fewer than half of the warm calls
+    # p50 over the same calls of their wall time: the whole its inclusive p50 is a share
+    # of (in each call its inclusive time is at most the call's wall, so the p50s keep
+    # that order: at most 100%, where the p50 call of a trace of several kinds is not)
+    call_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,6 +173,10 @@ class PerCall:
     families: list[Family]
     tree: list[TreeNode]  # the call's first level
     perturbation: Perturbation
+    # by identity (``function_identity``), for identities several names share (one
+    # module's ``forward`` at several lines: a model's and its blocks'): the union of
+    # their intervals per call, so the one nested in the other is counted once
+    identities: dict[str, FunctionPerCall] = field(default_factory=dict)
 
 
 def parents(st: np.ndarray, en: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -203,11 +233,13 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
     n_calls = len(warm)
     api_p50 = p50([c.api_ns for c in warm])
     perturbation = _perturbation(trace, warm, rows[pos], ci, api_p50, baseline_ns)
-    functions = _functions_per_call(trace, ci, names[pos], st[pos], ends, self_ns, c_st, c_en,
-                                    n_calls)
+    functions = _functions_per_call(trace.names, ci, names[pos], st[pos], ends, self_ns, c_st,
+                                    c_en, n_calls)
+    identities = _identities_per_call(trace.names, ci, names[pos], st[pos], ends, self_ns,
+                                      c_st, c_en, n_calls)
     tree = _tree(trace, tl.categories, row_cat, pos, ci, par, names, st, ends, self_ns,
                  n_calls, api_p50 or 0)
-    return PerCall(n_calls, functions, families, tree, perturbation)
+    return PerCall(n_calls, functions, families, tree, perturbation, identities)
 
 
 def _rows_in_calls(trace: Trace, tl: HostTimeline, warm: list[Call]):
@@ -313,12 +345,38 @@ def _perturbation(trace: Trace, warm: list[Call], rows_inside: np.ndarray, ci: n
         round(baseline_ns / api_p50, 4) if baseline_ns and api_p50 else None, baseline_ns)
 
 
-def _functions_per_call(trace: Trace, ci: np.ndarray, names: np.ndarray, st: np.ndarray,
-                        ends: np.ndarray, self_ns: np.ndarray, c_st: np.ndarray,
-                        c_en: np.ndarray, n_calls: int) -> dict[str, FunctionPerCall]:
+def _identities_per_call(labels: tuple[str, ...] | list[str], ci: np.ndarray,
+                         names: np.ndarray, st: np.ndarray, ends: np.ndarray,
+                         self_ns: np.ndarray, c_st: np.ndarray, c_en: np.ndarray,
+                         n_calls: int) -> dict[str, FunctionPerCall]:
+    """``_functions_per_call`` by identity, for the identities that several of the
+    calls' names share (only those: the others' figures are their name's)."""
+    present = np.unique(names).tolist()
+    ident = {c: function_identity(labels[c]) for c in present}
+    counts: dict[str, int] = defaultdict(int)
+    for v in ident.values():
+        counts[v] += 1
+    shared = sorted(k for k, n in counts.items() if n > 1)
+    if not shared:
+        return {}
+    code = {k: i for i, k in enumerate(shared)}
+    of_name = np.full(len(labels), -1, np.int64)
+    for c, v in ident.items():
+        of_name[c] = code.get(v, -1)
+    idc = of_name[names]
+    m = np.flatnonzero(idc >= 0)
+    return _functions_per_call(shared, ci[m], idc[m], st[m], ends[m], self_ns[m], c_st, c_en,
+                               n_calls)
+
+
+def _functions_per_call(labels: tuple[str, ...] | list[str], ci: np.ndarray,
+                        names: np.ndarray, st: np.ndarray, ends: np.ndarray,
+                        self_ns: np.ndarray, c_st: np.ndarray, c_en: np.ndarray,
+                        n_calls: int) -> dict[str, FunctionPerCall]:
     """Functions per call: union of intervals and self time per (call, name), then the
-    p50 over the calls each function is in (rows are inside calls, in start order)."""
-    key = ci * (len(trace.names) + 1) + names
+    p50 over the calls each function is in (rows are inside calls, in start order).
+    ``names`` are codes of ``labels`` (the trace's names, or identities)."""
+    key = ci * (len(labels) + 1) + names
     by = np.argsort(key, kind="stable")  # within a key, still in start order
     k_sorted = key[by]
     first = np.flatnonzero(np.append(True, k_sorted[1:] != k_sorted[:-1]))
@@ -332,7 +390,8 @@ def _functions_per_call(trace: Trace, ci: np.ndarray, names: np.ndarray, st: np.
                        minlength=first.size).astype(np.int64)
     slf = np.bincount(grp, weights=self_ns[by], minlength=first.size).astype(np.int64)
     cnt = np.bincount(grp, minlength=first.size)
-    g_name = k_sorted[first] % (len(trace.names) + 1)
+    wall = (c_en - c_st)[ci[by][first]]  # each (call, name) group's call wall time
+    g_name = k_sorted[first] % (len(labels) + 1)
     # per name, the p50 over the calls it is in of each figure: one sort per figure
     # (a sort of each name's values was most of this stage on a loop of 6,000 calls)
     by_name = np.argsort(g_name, kind="stable")
@@ -345,12 +404,12 @@ def _functions_per_call(trace: Trace, ci: np.ndarray, names: np.ndarray, st: np.
         return sort_within_groups(g_name, values)[1][at].tolist()
 
     figures = zip(named[n_first].tolist(), n_calls_with.tolist(), p50s(incl), p50s(slf),
-                  p50s(cnt), by_name[n_first].tolist(), strict=True)
+                  p50s(cnt), p50s(wall), by_name[n_first].tolist(), strict=True)
     functions = {}
     # in order of each name's first group (by call, then name code), as before
-    for nm, calls_with, inc, sf, count, _ in sorted(figures, key=lambda f: f[-1]):
-        functions[trace.names[nm]] = FunctionPerCall(trace.names[nm], calls_with, inc, sf, count,
-                                                     2 * calls_with < n_calls)
+    for nm, calls_with, inc, sf, count, call_ns, _ in sorted(figures, key=lambda f: f[-1]):
+        functions[labels[nm]] = FunctionPerCall(labels[nm], calls_with, inc, sf, count,
+                                                2 * calls_with < n_calls, call_ns)
     return functions
 
 

@@ -94,6 +94,52 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     return out
 
 
+def zero_length_rows(trace: Trace) -> np.ndarray:
+    """Every zero-length slice of a function category (not a label: ranges, device
+    work), on any lane: found once for all the threads ``thread_functions`` reads."""
+    s = trace.slices
+    function_cats = np.ones(len(trace.cat_names) + 1, bool)
+    function_cats[[i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]] = False
+    found = []
+    for lo in range(0, s.start.size, UNION_BATCH):  # no column of every row at once
+        hit = np.flatnonzero(s.start[lo:lo + UNION_BATCH] == s.end[lo:lo + UNION_BATCH])
+        found.append(hit[function_cats[s.cat[lo + hit]]] + lo)
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def thread_functions(trace: Trace, timeline: HostTimeline, zero_rows: np.ndarray
+                     ) -> list[tuple[str, int, int]]:
+    """(name, self ns, count) of each function a thread other than the calls' ran in the
+    window, by self time, biggest first: what ``diff`` needs to know a function is in the
+    trace at all when it runs on another thread. No union per function (``hot_functions``'
+    costliest part): the self times and counts are one pass over the thread's rows and
+    segments; the zero-length calls among ``zero_rows`` (``zero_length_rows``) on this
+    thread inside the window count as they do for the calls' thread."""
+    rows = timeline.rows
+    s = trace.slices
+    per_code = np.zeros(len(trace.names), np.int64)
+    for lo in range(0, rows.size, BLOCK):
+        per_code += np.bincount(s.name[rows[lo:lo + BLOCK]], minlength=len(trace.names))
+    codes = np.flatnonzero(per_code)
+    group_of = np.full(len(trace.names), -1, np.int32)
+    group_of[codes] = np.arange(codes.size, dtype=np.int32)
+    self_ns = (_self_by_group(s, timeline, group_of, codes.size, len(timeline.categories))[0]
+               if codes.size else np.zeros(0, np.int64))
+    found = {c: (sn, cnt) for c, sn, cnt in zip(codes.tolist(), self_ns.tolist(),
+                                                 per_code[codes].tolist(), strict=True)}
+    lane = timeline.lane
+    if lane is not None and timeline.seg_start.size and zero_rows.size:
+        w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
+        st = s.start[zero_rows]
+        zero = zero_rows[(s.lane[zero_rows] == lane.index) & (st >= w0) & (st < w1)]
+        for c, cnt in zip(*np.unique(s.name[zero], return_counts=True), strict=True):
+            sn, had = found.get(int(c), (0, 0))
+            found[int(c)] = (sn, had + int(cnt))
+    out = [(trace.names[c], sn, cnt) for c, (sn, cnt) in found.items()]
+    out.sort(key=lambda f: (-f[1], -f[2], f[0]))
+    return out
+
+
 def _zero_length(trace: Trace, timeline: HostTimeline) -> dict[int, tuple[int, int]]:
     """name code -> (count, category code) of the thread's zero-length slices in the
     window, which the timeline does not sweep (they own no instant). Each takes the

@@ -13,7 +13,16 @@ twin) or a report saved before those keys, the window totals divided by the call
 Functions are matched by identity (``function_identity``: a Python frame's module and
 name, without line numbers and object addresses), so a function whose line moved between
 library versions, or whose checkout lies elsewhere on the other machine, is still the
-same function; one in both lists is never "new" or "gone".
+same function; one in both lists is never "new" or "gone". Nor is one that runs on
+another thread than the calls' on one side (``host.other_threads[].functions``: the
+autograd engine's thread, the main thread around an autograd thread's calls): its row
+says so and names that thread, with no per-call figure on that side.
+
+A row's share is of the calls it runs in: its p50 inclusive time per call against the
+p50 wall time of the same warm calls (``call_ns_per_call``), at most 100% (in each call
+its time is inside the call, and p50s over the same calls keep that order). Against the
+trace's p50 call it read 1532% for a function that runs only in the longest of several
+kinds of call.
 
 Families are explain's, not a second definition: ``host.families`` of each report
 (``traceview.analyses.calltree``: each instant of a warm call goes to the module of the
@@ -25,11 +34,10 @@ function row's ``family`` is the module of its own frame by the same ``module_of
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from traceview.analyses.calltree import module_of
+from traceview.analyses.calltree import function_identity, function_key, module_of
 from traceview.stats import nearest_rank
 
 if TYPE_CHECKING:
@@ -47,30 +55,13 @@ SPEED_MIN_FUNCTIONS = 5
 #: and the median itself at least this far from 1.
 SPEED_SPREAD, SPEED_MIN_MOVE = 0.15, 0.15
 
+#: What a function row's share is (the code-path table's last column, as its note says).
+SHARE_HEADER = "share of the calls it runs in"
+SHARE_NOTE = (f"{SHARE_HEADER}: the function's p50 per call against the p50 wall time of "
+              "the same warm calls, at most 100%")
+
 #: A function whose every occurrence lasts longer than this many calls encloses them.
 ENCLOSING = 2
-
-_LINE = re.compile(r"\(\d+\): ")
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def function_key(name: str) -> str:
-    """``torch/_prims_common/__init__.py(1575): elementwise_dtypes`` ->
-    ``torch/_prims_common/__init__.py: elementwise_dtypes``; addresses dropped."""
-    return _ADDR.sub("", _LINE.sub(": ", name))
-
-
-def function_identity(name: str) -> str:
-    """What makes two traces' functions one function: a Python frame's module
-    (``module_of``: the package path, wherever the checkout or site-packages lies on each
-    machine) and its name, without line number or object address; anything else its
-    name without them (``function_key``)."""
-    key = function_key(name)
-    mod = module_of(name)
-    if mod is None:
-        return key
-    return f"{mod}: {key.partition(': ')[2]}"
-
 
 @dataclass(frozen=True)
 class FunctionFigures:
@@ -78,6 +69,9 @@ class FunctionFigures:
     self_ns_per_call: float
     family: str | None = None  # its frame's module (``module_of``); None: not a Python frame
     shown: str = ""  # the name as the table shows it (``function_key`` of the first row)
+    # p50 wall of the warm calls it runs in (what its share is of); None where there is no
+    # such one figure: window totals / calls, or two names of one identity added together
+    call_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +84,9 @@ class Functions:
     figures: dict[str, FunctionFigures]
     present: dict[str, str]  # identity -> shown name, every row of the list
     complete: bool
+    # identity -> (shown name, the other threads it ran on), for the functions that are
+    # not on the calls' thread at all
+    elsewhere: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def report_functions(report: Report) -> Functions:
@@ -97,7 +94,21 @@ def report_functions(report: Report) -> Functions:
     present: dict[str, str] = {}
     for f in report.host.functions:
         present.setdefault(function_identity(f.name), function_key(f.name))
-    return Functions(figs, present, complete)
+    elsewhere: dict[str, tuple[str, tuple[str, ...]]] = {}
+    # each thread named as explain's threads table names it (``main thread [1/1]``)
+    labels = {(str(t.pid), str(t.tid)): t.label for t in report.threads}
+    for t in report.host.other_threads:
+        label = labels.get((str(t.pid), str(t.tid)), t.label)
+        for tf in t.functions:
+            key = function_identity(tf.name)
+            if key in present:
+                continue
+            shown, threads = elsewhere.get(key, (function_key(tf.name), ()))
+            if label not in threads:
+                elsewhere[key] = (shown, (*threads, label))
+        # a thread's list cut to its top functions: a function may be below the cut
+        complete = complete and t.functions_total <= len(t.functions)
+    return Functions(figs, present, complete, elsewhere)
 
 
 def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
@@ -113,14 +124,19 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
     """
     funcs = report.host.functions
     per_warm_call = report.calls.tree_warm_calls > 0
+    shared = {r.identity: r for r in report.host.identities}
     calls = max(1, report.calls.count or 1)
     call_ns = _call_ns(report)
     out: dict[str, FunctionFigures] = {}
     for f in funcs:
         key = function_identity(f.name)
         each = f.total_ns / max(1, f.count or 1)
-        if call_ns and each > ENCLOSING * call_ns:
-            continue  # the harness loop around all the calls, not part of a call
+        inside = per_warm_call and f.call_ns_per_call is not None
+        if call_ns and each > ENCLOSING * call_ns and not inside:
+            # the harness loop around all the calls, not part of a call; explain's
+            # per-call figures are of the calls' insides already (a function running only
+            # in calls longer than the p50 one is no harness)
+            continue
         if per_warm_call:
             if f.total_ns == 0 and f.inclusive_ns_per_call is None:
                 # recorded only as zero-length slices (under the profiler's resolution):
@@ -133,11 +149,19 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
                 inc, self_ = float(f.inclusive_ns_per_call), float(f.self_ns_per_call)
         else:
             inc, self_ = f.total_ns / calls, f.self_ns / calls
+        whole = f.call_ns_per_call if per_warm_call and f.inclusive_ns_per_call else None
         old = out.get(key)
         if old is not None:  # same function at two lines: one entry
-            inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
+            one = shared.get(key) if per_warm_call else None
+            if one is not None:  # explain's figures for them together: nesting counted once
+                inc, self_ = float(one.inclusive_ns_per_call), float(one.self_ns_per_call)
+                whole = one.call_ns_per_call
+            else:  # a report saved before it had them: their sum, of no one whole
+                inc, self_ = inc + old.inclusive_ns_per_call, self_ + old.self_ns_per_call
+                whole = None
         out[key] = FunctionFigures(inc, self_, module_of(f.name),
-                                   old.shown if old is not None else function_key(f.name))
+                                   old.shown if old is not None else function_key(f.name),
+                                   whole)
     complete = (report.host.functions_total or len(funcs)) <= len(funcs)
     return out, complete
 
@@ -145,6 +169,19 @@ def function_figures(report: Report) -> tuple[dict[str, FunctionFigures], bool]:
 def _call_ns(report: Report) -> int | None:
     api = report.calls.stats.get("api_ns")
     return None if api is None else api.p50
+
+
+def _one_side(key: str, side: Functions, name: str, absent: str
+              ) -> tuple[str, list[str] | None]:
+    """The status of a function with per-call figures on one side only, seen from the
+    side ``side`` without them, and the threads it ran on there where not the calls'.
+    In that side's list without per-call figures (it encloses the calls, or runs in no
+    warm call), or on another thread there: the same function, not a new or gone one."""
+    if key in side.present:
+        return f"outside calls {name}", None
+    if key in side.elsewhere:
+        return f"other thread {name}", list(side.elsewhere[key][1])
+    return (absent if side.complete else absent + "*"), None
 
 
 def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str, Any]:
@@ -156,21 +193,18 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
     rows: list[dict[str, Any]] = []
     for key in set(fb) | set(fa):
         x, y = fb.get(key), fa.get(key)
+        threads: dict[str, list[str] | None] = {"before": None, "after": None}
         if x is None:
-            # in before's list without per-call figures (it encloses the calls, or runs
-            # in no warm call): the same function, not a new one
-            status = ("outside calls before" if key in sb.present
-                      else "new" if complete_b else "new*")
+            status, threads["before"] = _one_side(key, sb, "before", "new")
         elif y is None:
-            status = ("outside calls after" if key in sa.present
-                      else "gone" if complete_a else "gone*")
+            status, threads["after"] = _one_side(key, sa, "after", "gone")
         inc_b = x.inclusive_ns_per_call if x else 0.0
         inc_a = y.inclusive_ns_per_call if y else 0.0
         if x is not None and y is not None:
             # in both: moved by its change per call, or not at all (a trace against
             # itself): "moved" by 0 ns would contradict the change beside it
             status = "moved" if round(inc_a - inc_b) else "same"
-        both = status.startswith("outside")
+        both = status.startswith(("outside", "other thread"))
         rows.append({
             "function": (x if x is not None else fa[key]).shown,
             "family": (x if x is not None else fa[key]).family,
@@ -182,14 +216,22 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
             # no change figure where one side has no per-call figure for it: its full
             # size is not what changed
             "change_inclusive_ns_per_call": None if both else round(inc_a - inc_b),
-            "before_share": inc_b / call_b if x and call_b else None,
-            "after_share": inc_a / call_a if y and call_a else None,
+            # the p50 wall of the warm calls it runs in, and its share of them
+            "before_call_ns_per_call": x.call_ns if x else None,
+            "after_call_ns_per_call": y.call_ns if y else None,
+            "before_share": inc_b / x.call_ns if x and x.call_ns else None,
+            "after_share": inc_a / y.call_ns if y and y.call_ns else None,
+            # the threads it ran on where that is not the calls' thread (its side has no
+            # per-call figure then); None: on the calls' thread, or not in that trace
+            "before_threads": threads["before"],
+            "after_threads": threads["after"],
         })
     # What appeared or went first (the code path itself changed), then what moved most;
     # among equal changes (a trace against itself: every one 0) the biggest per call, so
     # the rows shown are the call's main functions, not the first names in the alphabet
     rows.sort(key=lambda r: (r["status"] in ("moved", "same", "outside calls before",
-                                             "outside calls after"),
+                                             "outside calls after", "other thread before",
+                                             "other thread after"),
                              -abs(r["change_inclusive_ns_per_call"] or 0),
                              -max(r["before_inclusive_ns_per_call"] or 0,
                                   r["after_inclusive_ns_per_call"] or 0), r["function"]))
@@ -202,7 +244,10 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
                        "per call; * that list is cut to its top functions by self "
                        "time, so the function may be below the cut rather than absent; "
                        "outside calls: in both traces, but on one side it encloses the "
-                       "calls or runs in no warm call (no per-call figure there)",
+                       "calls or runs in no warm call (no per-call figure there); other "
+                       "thread: in both traces, but on one side only on threads other than "
+                       "the calls' (named; no per-call figure there)",
+        "share_note": SHARE_NOTE,
         "complete": {"before": complete_b, "after": complete_a},
         "functions": rows[:top],
         "families": families[:top],
@@ -300,3 +345,29 @@ def speed_claim(speed: dict[str, Any]) -> Claim:
         f"x{q1:.2f} to x{q3:.2f}, {n} functions, self time per call): the two profiled runs "
         "ran at different machine speeds, so their per-call differences are not the "
         "code's; judge speed by unprofiled, interleaved runs"), figs, rels)
+
+
+def share_claim(cp: dict[str, Any]) -> Claim | None:
+    """The code-path table's note on its share column, as a claim over diff's
+    ``code_path``: every share a row shows is its inclusive p50 per call over the p50
+    wall of the warm calls it runs in, and at most all of it. None when no row has a
+    share (the note would describe an empty column)."""
+    from traceview.report.claims import Claim, Figure, pointer, rel
+
+    figs: list[Figure] = [Figure("all", 1)]
+    rels = []
+    for i, r in enumerate(cp.get("functions") or ()):
+        for side in ("before", "after"):
+            if r.get(f"{side}_share") is None:
+                continue
+            at = ("code_path", "functions", i)
+            names = (f"inclusive:{i}:{side}", f"calls:{i}:{side}", f"share:{i}:{side}")
+            for name, key in zip(names, ("inclusive_ns_per_call", "call_ns_per_call",
+                                         "share"), strict=True):
+                figs.append(Figure(name, r[f"{side}_{key}"], pointer(*at, f"{side}_{key}")))
+            rels += [rel("ratio", *names), rel("le", names[0], names[1]),
+                     rel("le", names[2], "all")]
+    if len(figs) == 1:
+        return None
+    return Claim("diff-code-share", cp.get("share_note") or SHARE_NOTE, tuple(figs),
+                 tuple(rels))

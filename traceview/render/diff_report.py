@@ -12,6 +12,7 @@ with no launch record (a warning among the others, worded by its claim).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from traceview.multi.codepath import SHARE_HEADER, share_claim
 from traceview.multi.compare import Diff
 from traceview.render.diff_top import (
     KERNEL_HEADER,
@@ -85,16 +87,29 @@ def unprofiled_rows(u: dict[str, Any], sep: str = "\n") -> list[list[str]]:
 
 UNPROFILED_HEADER = ["figure (unprofiled)", "before, per process", "after, per process",
                      "after - before", "95% CI"]
-# a function's p50 per call over the warm calls holding it, against the p50 call: above
-# 100% where it runs in calls longer than the p50 (one call per kind), so not a "share"
+# the share: of the warm calls the function runs in (``codepath.SHARE_NOTE``), never of
+# the trace's p50 call, which a function running only in longer calls exceeds
 CODE_HEADER = ["function (per call, inclusive)", "status", "before", "after", "change",
-               "of a p50 call"]
+               SHARE_HEADER]
 FAMILY_HEADER = ["module family (innermost frame, per call)", "before", "after", "change",
                  "share of call"]
 
 
-def code_rows(cp: dict[str, Any]) -> list[list[str]]:
-    return [[short_frame(r["function"]), r["status"], fmt_ns(r["before_inclusive_ns_per_call"]),
+def _threads(r: dict[str, Any]) -> str:
+    """`` (before: on main thread [1/1])`` where the function ran on one side only on
+    threads other than the calls' (its status says which side), else nothing: beside the
+    name, where the column is wide enough to read it."""
+    for side in ("before", "after"):
+        if r.get(f"{side}_threads"):
+            return f" ({side}: on {', '.join(r[f'{side}_threads'])})"
+    return ""
+
+
+def code_rows(cp: dict[str, Any], name: Callable[[str], str] = str) -> list[list[str]]:
+    """The code-path table's rows; ``name`` formats the function's name (markdown's code
+    span), the threads it ran on stay outside it."""
+    return [[name(short_frame(r["function"])) + _threads(r), r["status"],
+             fmt_ns(r["before_inclusive_ns_per_call"]),
              fmt_ns(r["after_inclusive_ns_per_call"]), fmt_signed_ns(r["change_inclusive_ns_per_call"]),
              f"{_share(r['before_share'])} -> {_share(r['after_share'])}"]
             for r in cp["functions"]]
@@ -154,6 +169,9 @@ def render_diff_console(d: Diff, console: Console) -> None:
                              CODE_HEADER, rows[:TOP_FUNCTIONS], (0, 6, 8, 8, 8, 11)))
         if len(rows) > TOP_FUNCTIONS:
             console.print(Text(more(functions_claim(cp["functions"])), style="grey50"))
+        column = share_claim(cp)  # what the last column is, as a claim that holds
+        if column is not None:
+            console.print(Text(column.text, style="grey50"))
         if any(r["status"].endswith("*") for r in cp["functions"]):
             console.print(Text(cp["status_note"], style="grey50"))
         if cp.get("families"):
@@ -252,6 +270,7 @@ def claims_printed(d: Diff) -> list[Claim]:
     cp = d.code_path or {}
     more_claims = (warnings_claim(d.warnings),
                    functions_claim(cp["functions"]) if cp.get("functions") else None,
+                   share_claim(cp) if cp.get("functions") else None,
                    kernels_claim(d.kernels))
     unlinked = unlinked_claim(d.unlinked_device_work)
     return [*claims(d), *header_claims(d), *(c for c in more_claims if c is not None),
@@ -286,8 +305,10 @@ def render_diff_markdown(d: Diff) -> str:
     cp = d.code_path
     if cp and cp["functions"]:
         parts.append("**Code path: what changed between the profiled traces** (per call)")
-        parts.append(table(CODE_HEADER, [[code(r[0])] + r[1:] for r in code_rows(cp)],
-                           "llrrrr"))
+        parts.append(table(CODE_HEADER, code_rows(cp, code), "llrrrr"))
+        column = share_claim(cp)  # what the last column is, as a claim that holds
+        if column is not None:
+            parts.append("<sub>" + esc(column.text) + "</sub>")
         if any(r["status"].endswith("*") for r in cp["functions"]):
             parts.append(f"<sub>{esc(cp['status_note'])}</sub>")
         if cp.get("families"):

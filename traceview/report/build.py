@@ -62,7 +62,6 @@ def explain(trace: Trace, options: Options | None = None) -> m.Report:
 def build_report(a: Analysis) -> m.Report:
     lane = a.timeline.lane
     calls = a.calls
-    pc = a.per_call
     # a training step runs many ops: no one op's name, shapes or bytes stands for it
     op = None if a.steps else op_info(a)
     steps = steps_info(a)
@@ -107,16 +106,7 @@ def build_report(a: Analysis) -> m.Report:
                             a.window.source, window.text,
                             a.window.ranges if a.window.source == "annotation" else None),
         device=device,
-        host=m.HostInfo(
-            thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, _label(a, lane.index)),
-            categories=dict(a.host_categories),
-            category_descriptions=dict(a.rules.categories),
-            functions=tuple(_function(a, f) for f in a.functions[: a.options.functions_limit]),
-            functions_total=len(a.functions),
-            other_threads=tuple(m.OtherThread(t.pid, t.tid, t.label, t.launches,
-                                              dict(t.categories)) for t in a.other_threads),
-            families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
-                           for f in (pc.families if pc else ()))),
+        host=_host_info(a, lane),
         breakdown=tuple(a.cells),
         launches=launches,
         calls=calls_info,
@@ -339,12 +329,37 @@ def bytes_moved(op: m.OpInfo | None, capture: CaptureMeta | None,
     return m.BytesMoved(**got)
 
 
+def _host_info(a: Analysis, lane) -> m.HostInfo:
+    """The attributed thread's functions and families, and the other threads'."""
+    pc = a.per_call
+    return m.HostInfo(
+        thread=None if lane is None else m.ThreadRef(lane.pid, lane.tid, _label(a, lane.index)),
+        categories=dict(a.host_categories),
+        category_descriptions=dict(a.rules.categories),
+        functions=tuple(_function(a, f) for f in a.functions[: a.options.functions_limit]),
+        functions_total=len(a.functions),
+        other_threads=tuple(_other_thread(a, t) for t in a.other_threads),
+        families=tuple(m.FamilyRow(f.name, f.ns_per_call, f.share, f.calls_with)
+                       for f in (pc.families if pc else ())),
+        identities=tuple(m.IdentityRow(f.name, f.inclusive_ns, f.self_ns, f.call_ns,
+                                       f.calls_with)
+                         for f in (pc.identities.values() if pc else ())))
+
+
+def _other_thread(a: Analysis, t) -> m.OtherThread:
+    """A thread other than the calls', with its functions cut as ``host.functions`` is."""
+    return m.OtherThread(t.pid, t.tid, t.label, t.launches, dict(t.categories),
+                         tuple(m.ThreadFunction(*f)
+                               for f in t.functions[: a.options.functions_limit]),
+                         len(t.functions))
+
+
 def _function(a: Analysis, f) -> m.FunctionRow:
     per = a.per_call.functions.get(f.name) if a.per_call else None
     if per is None:
         return m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count)
     return m.FunctionRow(f.name, f.category, f.self_ns, f.total_ns, f.count, per.inclusive_ns,
-                         per.self_ns, per.calls_with, per.few_calls)
+                         per.self_ns, per.calls_with, per.few_calls, per.call_ns)
 
 
 #: Levels of the typical call's tree the report keeps. A node's children below it are

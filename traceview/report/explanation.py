@@ -18,7 +18,12 @@ from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.device import DeviceSummary, analyze_device
 from traceview.analyses.host import OVERLAY_CATS, HostTimeline, attribute_host, host_rows_by_lane
-from traceview.analyses.hot_functions import FunctionStat, hot_functions
+from traceview.analyses.hot_functions import (
+    FunctionStat,
+    hot_functions,
+    thread_functions,
+    zero_length_rows,
+)
 from traceview.analyses.integrity import Integrity, analyze_integrity
 from traceview.analyses.launches import LaunchSummary, analyze_launches, of_process, pick_thread
 from traceview.analyses.steps import StepFigures, analyze_steps, own_devices
@@ -40,6 +45,7 @@ class ThreadSummary:
     tid: int | str
     launches: int
     categories: dict[str, int]
+    functions: tuple[tuple[str, int, int], ...] = ()  # (name, self ns, count): thread_functions
 
 
 @dataclass(frozen=True)
@@ -121,13 +127,16 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
                           rules, options.calls_depth)
     threads = thread_figures(trace, rules, window, timelines)
     others = []
+    zero_rows = zero_length_rows(trace) if len(threads) > 1 else np.zeros(0, np.int64)
     for t in sorted(threads, key=lambda t: (str(t.lane.pid), str(t.lane.tid))):
         if thread is not None and t.lane.index == thread.index:
             continue
         traced = {c: v for c, v in t.categories.items() if v and c != "untraced"}
         if traced:
+            tl = timelines.get(t.lane.index)
             others.append(ThreadSummary(t.lane.label, t.lane.pid, t.lane.tid,
-                                        launches.threads.get(t.lane.index, 0), traced))
+                                        launches.threads.get(t.lane.index, 0), traced,
+                                        () if tl is None else tuple(thread_functions(trace, tl, zero_rows))))
     steps: list[StepFigures] = []
     step_lane = _step_lane(trace, calls, thread)
     if step_lane is not None and calls.calls and _are_steps(trace, calls, step_lane):

@@ -121,6 +121,22 @@ class FunctionRow:
     self_ns_per_call: int | None = None
     calls_with: int = 0
     few_calls: bool = True
+    # p50 over the same warm calls of their wall time: what ``inclusive_ns_per_call`` is
+    # a share of (at most all of it); None in a report saved before it was kept
+    call_ns_per_call: int | None = None
+
+
+@dataclass(frozen=True)
+class IdentityRow:
+    """Per warm call, one function several names share (a module's ``forward`` at two
+    lines: a model's and its blocks'), as ``diff`` matches functions: the union of
+    their intervals in each call (the nested one counted once), p50 over the calls."""
+
+    identity: str  # module and name, no line number (``calltree.function_identity``)
+    inclusive_ns_per_call: int
+    self_ns_per_call: int
+    call_ns_per_call: int
+    calls_with: int
 
 
 @dataclass(frozen=True)
@@ -134,12 +150,27 @@ class FamilyRow:
 
 
 @dataclass(frozen=True)
+class ThreadFunction:
+    """A function one of the other host threads ran in the window: ``diff`` matches a
+    function on any thread, so one that runs on the calls' thread in one trace and on
+    another thread in the other is the same function, never new or gone."""
+
+    name: str
+    self_ns: int
+    count: int  # its events on this thread in the window (zero-length ones included)
+
+
+@dataclass(frozen=True)
 class OtherThread:
     pid: int | str
     tid: int | str
     label: str
     launches: int
     categories: dict[str, int]
+    # the thread's functions by self time, cut as ``host.functions`` is
+    # (``functions_limit``); ``functions_total`` before the cut
+    functions: tuple[ThreadFunction, ...] = ()
+    functions_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,6 +182,8 @@ class HostInfo:
     functions_total: int
     other_threads: tuple[OtherThread, ...]
     families: tuple[FamilyRow, ...] = ()
+    # the functions several names share, per warm call (``IdentityRow``)
+    identities: tuple[IdentityRow, ...] = ()
 
 
 @dataclass(frozen=True)
