@@ -107,17 +107,7 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
                                 "top_host_categories": dict(top)}
     if calls and typical is not None and not measured and kernel is not None \
             and kernel > call and share >= HOST_BOUND_IDLE_SHARE:
-        # the device idles most of the call, but only because the call returns before
-        # the device work it launched runs: that work, longer than the call, not the
-        # host's, bounds what the call started (removing the host's part gains nothing:
-        # the what-if says so too). A call the device is busy most of stays as it was.
-        terms["outlasts"] = True
-        evidence["device_work_outlasts"] = True
-        rels.append(rel("gt", "kernel", "call"))
-        figs += _copy_figures_of_call(ex, typical)
-        _tail(ex, typical, figs, rels)
-        _drawn(ex, typical, "gt", figs, rels)
-        return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+        return [_outlasting(ex, typical, evidence, figs, rels, terms)]
     if measured:
         assert unprofiled is not None
         top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
@@ -227,6 +217,21 @@ def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
                         if wall else None)]
         rels += [rel("ratio", "step_idle", "step_wall", "step_idle_share"),
                  rel(side, "step_idle_share", "threshold")]
+
+
+def _outlasting(ex: Analysis, typical: int, evidence: dict[str, Any], figs: list[Figure],
+                rels: list[Relation], terms: dict[str, Any]) -> Detected:
+    """The device idles most of the call, but only because the call returns before the
+    device work it launched runs: that work, longer than the call, not the host's,
+    bounds what the call started (removing the host's part gains nothing: the what-if
+    says so too). A call the device is busy most of is judged as any other."""
+    terms["outlasts"] = True
+    evidence["device_work_outlasts"] = True
+    rels.append(rel("gt", "kernel", "call"))
+    figs += _copy_figures_of_call(ex, typical)
+    _tail(ex, typical, figs, rels)
+    _drawn(ex, typical, "gt", figs, rels)
+    return Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)
 
 
 def _tail(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation]) -> None:
