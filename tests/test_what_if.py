@@ -282,3 +282,43 @@ def test_xdit_postprocess_waits_behind_the_denoising_loop_s_device_work():
         assert w.basis["foreign_device_ns"] == foreign
         assert w.low_ns >= foreign and w.projected_ns >= foreign
         assert w.measured_ns == hi - lo
+
+
+def test_fusing_a_chain_behind_a_backlog_keeps_the_backlog_under_its_floor(tb,
+                                                                           analysis_builder):
+    """``prev`` queues an 80 us kernel (10-90 us); ``call`` (20-100 us) launches three 2 us
+    elementwise kernels 10 us apart (at 25, 35, 45 us; run 90-96 us) and synchronizes.
+    Fusing removes 20 us of launch spacing from the 80 us call, but its kernels still
+    wait 70 us (20-90 us) behind the earlier kernel: floor 2 us + 70 us, not 60 us."""
+    tb.annotation("prev", 0, 10 * US)
+    tb.launched_kernel("void big_kernel<1>", 2 * US, 4 * US, 10 * US, 80 * US)
+    tb.annotation("call", 20 * US, 80 * US)
+    for j in range(3):
+        tb.launched_kernel("void at::native::vectorized_elementwise_kernel<4>",
+                           25 * US + j * 10 * US, 4 * US, 90 * US + j * KERNEL, KERNEL)
+    tb.sync(50 * US, 49 * US)
+    a = analysis_builder(tb, calls="^call$")
+    call = a.calls.typical
+    assert call is not None and call.api_ns == 80 * US
+    fused = _by(project(a.trace, a.launches, call, COSTS))["fewer-launches"]
+    assert fused.basis["removed_host_ns"] == 20 * US
+    assert fused.basis["foreign_device_ns"] == 70 * US
+    assert fused.basis["device_floor_ns"] == KERNEL + 70 * US
+    assert fused.projected_ns == KERNEL + 70 * US
+
+
+def test_particle_transformer_device_bound_call_is_promised_no_gain():
+    """The Particle Transformer fork's GPU trace: the typical call (an ``aten::mul``, 226 us)
+    runs while the device works through 34 ms of earlier calls' kernels (the device is
+    busy 99% of it). No model may promise it a speed-up: each keeps that backlog, and
+    the backlog is at least the device busy time inside the call less its own work."""
+    name = "harryjmoss__particle_transformer/gpu_working_chrome_trace.json.gz"
+    path = public_corpus.locate(name)
+    if path is None:
+        pytest.skip(f"{name} is not in this machine's corpus copy")
+    r = traceview.analyze(path)
+    assert r.what_if and {w.scenario for w in r.what_if} == {
+        "cuda-graph", "no-host-overhead", "fewer-launches"}
+    for w in r.what_if:
+        assert w.basis["foreign_device_ns"] > 0
+        assert w.projected_ns >= w.measured_ns

@@ -19,10 +19,10 @@ work (kernels, copies and sets its launches produced, durations as recorded):
 * ``fewer-launches`` — the longest run of consecutive single-kernel pointwise launches
   fused into one: the removed launches' host spacing (launch start to the next launch's
   start) taken off the call, scaled to the unprofiled call where its figure is known; the
-  device keeps the chain's longest kernel. Interval: the removed launches each costing the
+  device keeps the chain's longest kernel (and any backlog, below). Interval: the removed launches each costing the
   run's longest or shortest spacing.
 
-The graph and no-host-overhead models also keep the device work the call did not launch
+All three models also keep the device work the call did not launch
 that keeps the call's streams busy inside it (``foreign_device_ns``: work queued by earlier
 calls, or recorded with no launch): a stream runs one thing at a time, so the call's nodes
 queue behind it whatever the host does, and a call that waits for that backlog (a
@@ -223,7 +223,9 @@ def fuse_chain(trace: Trace, launches: np.ndarray, call: Call,
     chain_d = s.end[chain_work] - s.start[chain_work]
     work = _work_of(trace, launches)
     all_d = int((s.end[work] - s.start[work]).sum())
-    device_floor = all_d - int(chain_d.sum()) + int(chain_d.max())
+    # the backlog the call's nodes queue behind stays under the floor as well
+    foreign = _foreign_busy(trace, call, work)
+    device_floor = all_d - int(chain_d.sum()) + int(chain_d.max()) + foreign
     api = call.api_ns
     scale = unprofiled_call_ns / api if unprofiled_call_ns and api else 1.0
     k = n - 1
@@ -240,4 +242,5 @@ def fuse_chain(trace: Trace, launches: np.ndarray, call: Call,
                           "removed_host_ns": removed, "device_floor_ns": device_floor,
                           "spacing_min_ns": int(spacing.min()),
                           "spacing_max_ns": int(spacing.max()),
-                          "unprofiled_scale": round(scale, 4)})
+                          "unprofiled_scale": round(scale, 4),
+                          **({"foreign_device_ns": foreign} if foreign else {})})

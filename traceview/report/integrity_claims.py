@@ -260,6 +260,10 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
         c.rels.append(rel("sum", "removed", "fused", "chain"))
         spacing = basis("spacing", "removed_host_ns")
         floor = basis("floor", "device_floor_ns")
+        if b.get("foreign_device_ns"):
+            foreign = basis("foreign", "foreign_device_ns")
+            c.rels.append(rel("ge", "floor", "foreign"))
+            floor += f" ({foreign} of it device work the call did not launch)"
         # the device still runs the rest of the call's work and the chain's longest kernel
         c.rels.append(rel("ge", "projected", "floor"))
         return c.claim(WHAT_IF_ID, (
