@@ -150,7 +150,10 @@ def reasons_lines(r: Report) -> list[str]:
         if c.cold:
             out.append(f"cold #{c.index} ({c.name}): {c.cold_reason}")
     for c in r.calls.per_call:
-        if c.outlier:
+        if c.outlier and c.launches_without_work and not c.cold:
+            # the title names it incomplete, not among the outliers the figures count
+            out.append(f"incomplete #{c.index} ({c.name}), also slow: {c.outlier_reason}")
+        elif c.outlier:
             out.append(f"outlier #{c.index} ({c.name}): {c.outlier_reason}")
     return out
 
