@@ -66,3 +66,38 @@ def test_particle_transformer_s_incomplete_call_is_not_called_an_outlier():
     text = _text(r)
     assert f"outlier #{holder[0].index} " not in text
     assert f"incomplete #{holder[0].index} ({holder[0].name}), also slow" in text
+
+
+def test_call_kinds_with_no_warm_call_say_their_p50_is_over_every_call(tb: TraceBuilder,
+                                                                       analyze_builder):
+    """Two kinds of calls whose every launch lost its device record: none is warm, and the
+    kinds table's p50 is over every call (a: 10 us x3, b: 30 us x3), as its title says."""
+    for i in range(6):
+        t = i * 100 * US
+        name, dur = ("a", 10 * US) if i % 2 == 0 else ("b", 30 * US)
+        tb.annotation(name, t, dur)
+        tb.launch(t + 2 * US, 4 * US)
+    r = analyze_builder(tb, calls="^(a|b)$")
+    assert r.calls.warm_count == 0 and len(r.calls.kinds) == 2
+    assert sorted(k.stats["api_ns"].p50 for k in r.calls.kinds) == [10 * US, 30 * US]
+    text = _text(r)
+    assert "Call kinds (p50 over every call: none is warm)" in text
+    assert "p50 over warm calls" not in text
+
+
+def test_zoology_s_kinds_table_says_none_is_warm():
+    """Zoology's committed profile: launches but no device record at all (counted from the
+    raw events), so every call is incomplete and none is warm."""
+    name = "HazyResearch__zoology/trace.json.gz"
+    path = public_corpus.locate(name)
+    if path is None:
+        pytest.skip(f"{name} is not in this machine's corpus copy")
+    with gzip.open(path) as f:
+        events = json.load(f)["traceEvents"]
+    assert not [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert [e for e in events if e.get("name") == "cudaLaunchKernel"]
+    r = traceview.analyze(path)
+    assert r.calls.warm_count == 0 and len(r.calls.kinds) > 1
+    text = _text(r)
+    assert "Call kinds (p50 over every call: none is warm)" in text
+    assert " outlier #" not in text
