@@ -193,3 +193,50 @@ def test_a_side_with_no_warm_call_is_not_said_to_have_one(tmp_path):
     assert before.calls.warm_count == 0 and after.calls.warm_count == 1
     line = profiled_line(diff_reports(before, after))
     assert "(1 against 1 calls: no interval)" in line and "warm" not in line
+
+
+def two_calls(tmp_path: Path, name: str, *, lose_one: bool) -> Path:
+    """Two 9 us ``call_#`` ranges, each one launch of an 800 ns kernel; with ``lose_one``
+    the second call's kernel record is missing (that call is incomplete, not compared)."""
+    tb = TraceBuilder()
+    for i in range(2):
+        t = i * 20_000
+        tb.annotation(f"call_{i}", t, 9_000)
+        if lose_one and i == 1:
+            tb.launch(t + 1_000, 500)
+        else:
+            tb.launched_kernel("k", t + 1_000, 500, t + 2_000, 800)
+    return tb.write(tmp_path / name)
+
+
+def test_fewer_calls_compared_than_traced_are_told_apart(tmp_path):
+    """Two calls a side, one of the after side's incomplete: 2 against 1 compared, 2 vs 2
+    in all; the sentence says which count is which."""
+    opts = traceview.Options(calls="^call_")
+    before = traceview.analyze(two_calls(tmp_path, "a.json", lose_one=False), opts)
+    after = traceview.analyze(two_calls(tmp_path, "b.json", lose_one=True), opts)
+    assert (before.calls.warm_count, after.calls.warm_count) == (2, 1)
+    assert before.calls.count == after.calls.count == 2
+    line = profiled_line(diff_reports(before, after))
+    assert "(2 against 1 calls compared: no interval)" in line
+    assert line.endswith("; 2 vs 2 calls in all")
+
+
+def test_hta_trace_compare_tells_compared_calls_from_all():
+    """HTA's trace_compare pair: two calls a side, one of the after side's not compared
+    (counted from the two reports' warm calls, as the sentence's pairs are)."""
+    import public_corpus
+    import pytest
+
+    paths = [public_corpus.locate(f"facebookresearch__HolisticTraceAnalysis/trace_compare__{s}"
+                                  f"__{s}.json.gz") for s in ("base", "test")]
+    if None in paths:
+        pytest.skip("HTA's trace_compare pair is not in this machine's corpus copy")
+    before, after = (traceview.analyze(p) for p in paths)
+    counts = (before.calls.count, after.calls.count)
+    compared = (before.calls.warm_count or before.calls.count,
+                after.calls.warm_count or after.calls.count)
+    assert compared != counts
+    line = profiled_line(diff_reports(before, after))
+    assert f"({compared[0]} against {compared[1]} calls compared: no interval)" in line
+    assert line.endswith(f"; {counts[0]} vs {counts[1]} calls in all")

@@ -19,8 +19,14 @@ work (kernels, copies and sets its launches produced, durations as recorded):
 * ``fewer-launches`` — the longest run of consecutive single-kernel pointwise launches
   fused into one: the removed launches' host spacing (launch start to the next launch's
   start) taken off the call, scaled to the unprofiled call where its figure is known; the
-  device keeps the chain's longest kernel. Interval: the removed launches each costing the
+  device keeps the chain's longest kernel (and any backlog, below). Interval: the removed launches each costing the
   run's longest or shortest spacing.
+
+All three models also keep the device work the call did not launch
+that keeps the call's streams busy inside it (``foreign_device_ns``: work queued by earlier
+calls, or recorded with no launch): a stream runs one thing at a time, so the call's nodes
+queue behind it whatever the host does, and a call that waits for that backlog (a
+blocking copy at its end) cannot get faster than it by losing host overhead.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import numpy as np
 
 from traceview.analyses.calls import Call
 from traceview.analyses.launches import LaunchSummary
-from traceview.model import Trace
+from traceview.intervals import clip, length, subtract, union
+from traceview.model import DEVICE_WORK_CATS, Trace
 
 SCENARIOS = ("cuda-graph", "no-host-overhead", "fewer-launches")
 # Kernel names of elementwise work: PyTorch's elementwise kernels, Inductor's pointwise,
@@ -110,6 +117,20 @@ def _work_of(trace: Trace, launch_rows: np.ndarray) -> np.ndarray:
     return work[np.argsort(s.start[work], kind="stable")]
 
 
+def _foreign_busy(trace: Trace, call: Call, work: np.ndarray) -> int:
+    """Busy time inside the call, on the streams its own device work runs on, of device
+    work it did not launch: the backlog its nodes queue behind on those streams."""
+    s = trace.slices
+    rows = trace.rows_of_cats(DEVICE_WORK_CATS)
+    rows = rows[np.isin(s.lane[rows], np.unique(s.lane[work]))]
+    rows = rows[(s.start[rows] < call.end_ns) & (s.end[rows] > call.start_ns)]
+    rows = rows[~np.isin(rows, work)]
+    if rows.size == 0:
+        return 0
+    busy = clip(union(s.start[rows], s.end[rows]), call.start_ns, call.end_ns)
+    return length(subtract(busy, union(s.start[work], s.end[work])))
+
+
 def _bracket(floor: int, fixed: int, durs: np.ndarray, node: int) -> tuple[int, int, int]:
     """(projection, low, high) of N nodes of durations ``durs`` at ``node`` per node."""
     n = int(durs.size)
@@ -145,13 +166,17 @@ def project(trace: Trace, launches: LaunchSummary, call: Call | None,
     common: dict[str, int | float | str] = {
         "nodes": int(work.size), "device_work_ns": int(durs.sum()), "streams": streams,
         "card": costs.card, "card_matched": int(card_matched)}
+    foreign = _foreign_busy(trace, call, work)
+    if foreign:
+        common["foreign_device_ns"] = foreign
     if not is_graph:
-        p, lo, hi = _bracket(costs.floor_ns, costs.fixed_ns, durs, costs.per_node_ns)
+        p, lo, hi = (v + foreign for v in _bracket(costs.floor_ns, costs.fixed_ns, durs,
+                                                   costs.per_node_ns))
         out.append(Projection("cuda-graph", call.index, api, p, lo, hi, {
             **common, "fixed_ns": costs.fixed_ns, "per_node_ns": costs.per_node_ns,
             "floor_ns": costs.floor_ns}))
-    p, lo, hi = _bracket(costs.queued_floor_ns, costs.queued_fixed_ns, durs,
-                         costs.queued_per_node_ns)
+    p, lo, hi = (v + foreign for v in _bracket(costs.queued_floor_ns, costs.queued_fixed_ns,
+                                               durs, costs.queued_per_node_ns))
     out.append(Projection("no-host-overhead", call.index, api, p, lo, hi, {
         **common, "fixed_ns": costs.queued_fixed_ns,
         "per_node_ns": costs.queued_per_node_ns, "floor_ns": costs.queued_floor_ns}))
@@ -198,7 +223,9 @@ def fuse_chain(trace: Trace, launches: np.ndarray, call: Call,
     chain_d = s.end[chain_work] - s.start[chain_work]
     work = _work_of(trace, launches)
     all_d = int((s.end[work] - s.start[work]).sum())
-    device_floor = all_d - int(chain_d.sum()) + int(chain_d.max())
+    # the backlog the call's nodes queue behind stays under the floor as well
+    foreign = _foreign_busy(trace, call, work)
+    device_floor = all_d - int(chain_d.sum()) + int(chain_d.max()) + foreign
     api = call.api_ns
     scale = unprofiled_call_ns / api if unprofiled_call_ns and api else 1.0
     k = n - 1
@@ -215,4 +242,5 @@ def fuse_chain(trace: Trace, launches: np.ndarray, call: Call,
                           "removed_host_ns": removed, "device_floor_ns": device_floor,
                           "spacing_min_ns": int(spacing.min()),
                           "spacing_max_ns": int(spacing.max()),
-                          "unprofiled_scale": round(scale, 4)})
+                          "unprofiled_scale": round(scale, 4),
+                          **({"foreign_device_ns": foreign} if foreign else {})})

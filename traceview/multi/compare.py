@@ -469,6 +469,7 @@ def _profiled_claim(d: Diff) -> tuple[str, list[Figure], list[Relation]]:
         rels.append(rel("ratio", "p.delta", "p.before", "p.change"))
         ratio = f" ({api.delta / api.before:+.0%})"
     enough = min(api.n_before, api.n_after) >= MIN_CALLS_FOR_INTERVAL
+    fewer = False
     if enough and api.ci_low is not None and api.ci_high is not None:
         figs += [Figure("p.ci_low", api.ci_low, pointer(*at, "ci_low")),
                  Figure("p.ci_high", api.ci_high, pointer(*at, "ci_high")),
@@ -488,11 +489,15 @@ def _profiled_claim(d: Diff) -> tuple[str, list[Figure], list[Relation]]:
         rels.append(rel("lt", least, "p.fewest"))
         # the calls compared: a side's warm calls, or every call where none is warm (an
         # incomplete call's side), so "warm" would not be true of every side
+        # where a side's compared calls are fewer than its calls (cold ones left out), the
+        # two pairs of counts are told apart, or "2 against 1" reads against "2 vs 2"
+        fewer = (api.n_before, api.n_after) != (d.calls_before, d.calls_after)
         what = (f"cannot be told from noise ({api.n_before} against {api.n_after} "
-                "calls: no interval)")
+                f"calls{' compared' if fewer else ''}: no interval)")
         ci = ""
     text = (f"the profiled per-call API time {what}: p50 {fmt_ns(api.before)} -> "
-            f"{fmt_ns(api.after)}{ratio}{ci}; {d.calls_before} vs {d.calls_after} calls")
+            f"{fmt_ns(api.after)}{ratio}{ci}; {d.calls_before} vs {d.calls_after} calls"
+            f"{' in all' if fewer else ''}")
     return text, figs, rels
 
 

@@ -142,7 +142,7 @@ def _calls(r: Report) -> RenderableType | None:
     if c.cold:
         table.add_column(f"cold #{c.cold[0]}", justify="right")
     cold_call = c.per_call[c.cold[0]] if c.cold else None
-    for m, label in shown_metrics(copies=c.has_copies).items():
+    for m, label in shown_metrics(copies=c.has_copies, device=r.device.busy_ns > 0).items():
         s = c.stats.get(m)
         if s is None or s.n == 0:
             continue

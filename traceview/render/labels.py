@@ -21,9 +21,16 @@ METRIC_LABELS = {
 COPY_SPLIT = ("kernel_only_ns", "copy_ns")
 
 
-def shown_metrics(*, copies: bool) -> dict[str, str]:
-    """``METRIC_LABELS`` less the kernel/copy split when no call launched copies."""
-    return {m: label for m, label in METRIC_LABELS.items() if copies or m not in COPY_SPLIT}
+# Shown only where the window holds device work: without a device to wait for or to leave
+# idle (a CPU-only trace), the host's time is the work itself, neither a wait nor overhead.
+DEVICE_ONLY = ("sync_ns", "host_overhead_ns")
+
+
+def shown_metrics(*, copies: bool, device: bool = True) -> dict[str, str]:
+    """``METRIC_LABELS`` less the kernel/copy split when no call launched copies, and
+    less the sync wait and host overhead when the window holds no device work."""
+    return {m: label for m, label in METRIC_LABELS.items()
+            if (copies or m not in COPY_SPLIT) and (device or m not in DEVICE_ONLY)}
 
 
 def display_pattern(pattern: str | None) -> str | None:

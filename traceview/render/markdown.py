@@ -258,7 +258,7 @@ def bytes_sentence(r: Report) -> str:
 def _calls(r: Report) -> str:
     c = r.calls
     rows = []
-    for m, label in shown_metrics(copies=c.has_copies).items():
+    for m, label in shown_metrics(copies=c.has_copies, device=r.device.busy_ns > 0).items():
         s = c.stats.get(m)
         if s is not None and s.n:
             rows.append([label.strip(), fmt_ns(s.p50), fmt_ns(s.p90), fmt_ns(s.min),
@@ -512,16 +512,21 @@ def _every_call(r: Report) -> str | None:
     calls = c.per_call
     if calls:
         split = c.has_copies
+        # without device work in the window the device columns would say nothing: no
+        # work, no launch, and no overhead next to a device that never ran
+        device = r.device.busy_ns > 0
         rows = [[str(x.index), code(x.name),
                  "cold" if x.cold else "incomplete" if x.launches_without_work
                  else ("outlier" if x.outlier else "warm"),
-                 fmt_ns(x.metrics["api_ns"]), fmt_ns(x.metrics["kernel_ns"]),
+                 fmt_ns(x.metrics["api_ns"]),
+                 *((fmt_ns(x.metrics["kernel_ns"]),) if device else ()),
                  *((fmt_ns(x.metrics.get("kernel_only_ns")), fmt_ns(x.metrics.get("copy_ns")))
                    if split else ()),
-                 fmt_ns(x.metrics["launch_latency_ns"]), fmt_ns(x.metrics["host_overhead_ns"])]
+                 *((fmt_ns(x.metrics["launch_latency_ns"]),
+                    fmt_ns(x.metrics["host_overhead_ns"])) if device else ())]
                 for x in calls[:MAX_CALL_ROWS]]
-        head = ["#", "range", "kind", "wall", "device work",
-                *(("kernels", "memcpy/memset") if split else ()), "launch latency",
-                "host overhead"]
+        head = ["#", "range", "kind", "wall", *(("device work",) if device else ()),
+                *(("kernels", "memcpy/memset") if split else ()),
+                *(("launch latency", "host overhead") if device else ())]
         return _details("Every call", table(head, rows) + _more(calls_left_out(r)))
     return None

@@ -150,7 +150,10 @@ def reasons_lines(r: Report) -> list[str]:
         if c.cold:
             out.append(f"cold #{c.index} ({c.name}): {c.cold_reason}")
     for c in r.calls.per_call:
-        if c.outlier:
+        if c.outlier and c.launches_without_work and not c.cold:
+            # the title names it incomplete, not among the outliers the figures count
+            out.append(f"incomplete #{c.index} ({c.name}), also slow: {c.outlier_reason}")
+        elif c.outlier:
             out.append(f"outlier #{c.index} ({c.name}): {c.outlier_reason}")
     return out
 
@@ -227,7 +230,9 @@ def console_sections(r: Report) -> list[Any]:
     reasons = reasons_lines(r)
     head = Text("\n".join(reasons)) if reasons else None
     if len(c.kinds) > 1 or (c.api_sync is not None and c.api_sync.n):
-        t = Table(title="Call kinds (p50 over warm calls)", title_justify="left", pad_edge=False)
+        # with no warm call the figures are over every call (``calls.warm_calls``)
+        over = "warm calls" if c.warm_count else "every call: none is warm"
+        t = Table(title=f"Call kinds (p50 over {over})", title_justify="left", pad_edge=False)
         t.add_column("kind", overflow="fold", max_width=40)
         dev_cols, dev_cells = _device_columns(c)
         for col in ("calls", "warm", "call", "+ sync", *dev_cols):

@@ -227,6 +227,10 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
               *at, "basis", "card_matched")
         card = f"{b.get('card')}{'' if matched else ', not the trace card'}"
         nodes = "node" if b.get("nodes") == 1 else "nodes"
+        # the nodes queue behind device work the call did not launch (analyses.what_if)
+        behind = (f", behind {basis('foreign', 'foreign_device_ns')} of device work the "
+                  f"call did not launch that keeps its streams busy inside it"
+                  if b.get("foreign_device_ns") else "")
         if w.scenario == "cuda-graph":
             # the model runs the nodes one after another: their durations summed, which
             # exceeds the device busy time (a union over streams) where streams overlap
@@ -237,11 +241,12 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
             return c.claim(WHAT_IF_ID, (
                 f"as one {api} graph: {head}: {summed}, one graph "
                 f"launch of {basis('fixed', 'fixed_ns')} + "
-                f"{basis('per_node', 'per_node_ns')} per node (measured on {card})"))
+                f"{basis('per_node', 'per_node_ns')} per node (measured on {card}){behind}"))
         return c.claim(WHAT_IF_ID, (
             f"without host overhead (the device-bound limit): {head}: the "
             f"{basis('nodes', 'nodes')} {nodes} back to back, "
-            f"{basis('per_node', 'per_node_ns')} per node when queued (measured on {card})"))
+            f"{basis('per_node', 'per_node_ns')} per node when queued (measured on {card})"
+            f"{behind}"))
     if w.scenario == "fewer-launches":
         scale = b.get("unprofiled_scale", 1.0)
         scaled = ""
@@ -255,6 +260,10 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
         c.rels.append(rel("sum", "removed", "fused", "chain"))
         spacing = basis("spacing", "removed_host_ns")
         floor = basis("floor", "device_floor_ns")
+        if b.get("foreign_device_ns"):
+            foreign = basis("foreign", "foreign_device_ns")
+            c.rels.append(rel("ge", "floor", "foreign"))
+            floor += f" ({foreign} of it device work the call did not launch)"
         # the device still runs the rest of the call's work and the chain's longest kernel
         c.rels.append(rel("ge", "projected", "floor"))
         return c.claim(WHAT_IF_ID, (
