@@ -16,7 +16,7 @@ means, and the output must say what they are and how they were found.
    step: the same names in every step that holds them). Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
-4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step,
+4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame repeats inside a step,
    or when the steps are training steps (most hold backward work, by the rules file's
    ``backward`` phase rules): a step's micro-batches (two forwards and two backwards under
    gradient accumulation) are its parts, never calls of their own, in every window.
@@ -26,7 +26,9 @@ means, and the output must say what they are and how they were found.
 6. Python frames (``python_frames``): on the launching thread, the deepest frame that
    encloses every launch (a script's ``<module>``, a loop's function) and the frames
    ``depth`` levels below it (default 1: what the loop body calls) that contain a launch.
-   Grouped by name into *kinds*. A synchronize frame right after a call, before the next
+   Grouped by name into *kinds*; the numbered instances of one module class
+   (``nn.Module: Block_0`` .. ``Block_6``) are one kind, ``nn.Module: Block_#``
+   (``module_kinds``). A synchronize frame right after a call, before the next
    call, is that iteration's sync: ``sync_end_ns`` (the call + sync figures).
 7. Otherwise the outermost host event around each launch (``launches``).
 """
