@@ -89,3 +89,69 @@ def test_fixture_verdicts_cite_their_typical_calls_own_kernel(fixture_reports, w
     v = verdict(r)
     assert f"kernel {fmt_ns(t.metrics['kernel_ns'])};" in v.message
     assert t.metrics["kernel_ns"] < t.api_ns and "longer than the call" not in v.message
+
+
+BLOCK_DURS = [60_000, 90_000, 40_000, 50_000, 55_000]  # Block_0 .. Block_4, as they run
+BLOCK_GAP = 20_000
+BLOCK_HOST = 4_000  # each block's host time before its kernel starts, and after it ends
+
+
+def module_blocks(tb):
+    """A stack of layers: <module> calls nn.Module: Block_0 .. Block_4 once each (the
+    profiler numbers each instance after its class), each launching one kernel that keeps
+    the device busy all but BLOCK_HOST at each end of its call."""
+    t = 1_000
+    tb.py("script.py(1): <module>", 0, sum(BLOCK_DURS) + BLOCK_GAP * len(BLOCK_DURS) + 2_000)
+    for i, d in enumerate(BLOCK_DURS):
+        tb.py(f"nn.Module: Block_{i}", t, d)
+        tb.launched_kernel("k_block", t + 1_000, 500, t + BLOCK_HOST, d - 2 * BLOCK_HOST)
+        t += d + BLOCK_GAP
+
+
+def test_module_instances_are_one_kind_whose_median_call_is_typical(tb, analyze_builder):
+    """The instances of one module class are one kind of call: as five kinds of one call
+    each, the slowest layer (Block_1, 90 us) held the most time and was "a typical call";
+    it is the median layer, Block_4 (55 us), and each call keeps its own name."""
+    module_blocks(tb)
+    r = analyze_builder(tb)
+    names = [f"nn.Module: Block_{i}" for i in range(len(BLOCK_DURS))]
+    assert [c.name for c in r.calls.per_call] == names
+    warm = [c for c in r.calls.per_call if c.warm]
+    assert [c.name for c in warm] == names  # no layer is cold: one kernel, one launch each
+    want = nearest_rank_p50(BLOCK_DURS)
+    assert want == 55_000 and BLOCK_DURS.index(want) == 4
+    t = r.typical
+    assert t is not None and t.name == "nn.Module: Block_4" and t.api_ns == want, t
+    assert [k.name for k in r.calls.kinds] == ["nn.Module: Block_#"]
+    assert [k.count for k in r.calls.kinds] == [len(BLOCK_DURS)]
+    busy = want - 2 * BLOCK_HOST  # the kernel, the only device work inside the call
+    assert t.metrics["device_busy_ns"] == busy
+    v = verdict(r)
+    assert v.id == "device-bound", v.message
+    assert v.message.startswith(f"device-bound: the device is busy {fmt_pct(busy / want)} of "
+                                f"a typical call ({fmt_ns(want)})"), v.message
+    assert r.typical_call.index == t.index == 4
+
+
+@pytest.mark.parametrize("names, kinds", [
+    (["nn.Module: Block_0", "nn.Module: Blocks_1", "nn.Module: Block_2"],  # another class
+     ["nn.Module: Block_#", "nn.Module: Blocks_1"]),
+    (["nn.Module: Block_0", "nn.Module: Block", "nn.Module: Block_x1"],  # no instance index
+     ["nn.Module: Block_0", "nn.Module: Block", "nn.Module: Block_x1"]),
+    (["nn.Module: Embed_0", "nn.Module: Block_0", "nn.Module: Head_0"],  # one instance each
+     ["nn.Module: Embed_0", "nn.Module: Block_0", "nn.Module: Head_0"]),
+    (["script.py(1): run_0", "script.py(1): run_1", "script.py(1): run_2"],  # not a module
+     ["script.py(1): run_0", "script.py(1): run_1", "script.py(1): run_2"]),
+])
+def test_only_instances_of_one_module_class_fold(tb, analyze_builder, names, kinds):
+    """Only the profiler's ``_<index>`` after one module class, run by two instances or
+    more, folds; other names, digits or not, stay kinds of their own."""
+    t = 1_000
+    tb.py("script.py(1): <module>", 0, len(names) * 100_000)
+    for n in names:
+        tb.py(n, t, 50_000)
+        tb.launched_kernel("k", t + 1_000, 500, t + 4_000, 40_000)
+        t += 100_000
+    r = analyze_builder(tb)
+    assert [c.name for c in r.calls.per_call] == names
+    assert [k.name for k in r.calls.kinds] == kinds

@@ -16,7 +16,7 @@ means, and the output must say what they are and how they were found.
    step: the same names in every step that holds them). Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
-4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame kind repeats inside a step,
+4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame repeats inside a step,
    or when the steps are training steps (most hold backward work, by the rules file's
    ``backward`` phase rules): a step's micro-batches (two forwards and two backwards under
    gradient accumulation) are its parts, never calls of their own, in every window.
@@ -26,7 +26,9 @@ means, and the output must say what they are and how they were found.
 6. Python frames (``python_frames``): on the launching thread, the deepest frame that
    encloses every launch (a script's ``<module>``, a loop's function) and the frames
    ``depth`` levels below it (default 1: what the loop body calls) that contain a launch.
-   Grouped by name into *kinds*. A synchronize frame right after a call, before the next
+   Grouped by name into *kinds*; the numbered instances of one module class
+   (``nn.Module: Block_0`` .. ``Block_6``) are one kind, ``nn.Module: Block_#``
+   (``module_kinds``). A synchronize frame right after a call, before the next
    call, is that iteration's sync: ``sync_end_ns`` (the call + sync figures).
 7. Otherwise the outermost host event around each launch (``launches``).
 """
@@ -53,6 +55,9 @@ _DIGITS = re.compile(r"\d+")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 SYNC_NAME = re.compile(r"synchronize", re.IGNORECASE)
 MODULE_FRAME = "nn.Module: "
+#: A module instance's frame as PyTorch's profiler names it: the class, then the instance
+#: index (``nn.Module: SwitchTransformerBlock_3``)
+_MODULE_INSTANCE = re.compile(r"^(nn\.Module: .+)_\d+$")
 GENERATE_FRAME = re.compile(r"^transformers/generation/utils\.py\(\d+\): generate$")
 
 #: How the calls were found: ``calls.source`` in the JSON (docs/json.md)
@@ -169,6 +174,33 @@ def _spans_of_rows(trace: Trace, rows, kind_of) -> list[CallSpan]:
                          strict=True):
         name = names[c]
         out.append(CallSpan(st, en, name, kind_of(name)))
+    return out
+
+
+def module_kinds(spans: list[CallSpan]) -> list[CallSpan]:
+    """The calls, where the frames of several instances of one module class are calls
+    (``nn.Module: Block_0`` .. ``Block_6``, PyTorch's profiler numbering each instance
+    after its class), with those instances as one kind, ``nn.Module: Block_#``; each call
+    keeps its own name. The layers of a stack do the same work once each: as kinds of one
+    call each, every layer was its own candidate for the dominant kind and "a typical
+    call" was the slowest layer, not the median one. Only that suffix folds, and only
+    where two instances of the class are calls: other digits in a name, another class, or
+    a class run by one instance (its name as the profiler wrote it) stay apart."""
+    names: dict[str, set[str]] = defaultdict(set)
+    for sp in spans:
+        m = _MODULE_INSTANCE.match(sp.kind)
+        if m:
+            names[m.group(1)].add(sp.kind)
+    fold = {k for k, v in names.items() if len(v) > 1}
+    if not fold:
+        return spans
+    out = []
+    for sp in spans:
+        m = _MODULE_INSTANCE.match(sp.kind)
+        if m and m.group(1) in fold:
+            sp = CallSpan(sp.start_ns, sp.end_ns, sp.name, m.group(1) + "_#", sp.sync_end_ns,
+                          sp.recorded_cold)
+        out.append(sp)
     return out
 
 
@@ -448,13 +480,15 @@ def _training_steps(trace: Trace, rules: RuleSet, steps: list[CallSpan]) -> bool
 
 
 def _repeats_inside(calls: list[CallSpan], steps: list[CallSpan]) -> bool:
-    """Does some call kind occur at least twice inside one step?"""
+    """Does some call's frame occur at least twice inside one step? The frame's own name,
+    not its kind: the layers of a stack (``nn.Module: Block_0``, ``Block_1``, one kind)
+    each run once per step, a step's parts, not a loop inside it."""
     per: Counter[tuple[int, str]] = Counter()
     st = np.asarray([sp.start_ns for sp in steps], np.int64)
     for c in calls:
         i = int(np.searchsorted(st, c.start_ns, side="right")) - 1
         if i >= 0 and c.end_ns <= steps[i].end_ns:
-            per[(i, c.kind)] += 1
+            per[(i, c.name)] += 1
     return any(v >= 2 for v in per.values())
 
 
@@ -523,6 +557,7 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
             spans = below(modules[-1]) or spans
     if not spans:
         return None
+    spans = module_kinds(spans)
     kinds = list(dict.fromkeys(sp.kind for sp in spans))
     return FoundCalls(spans, "python_frames", "; ".join(kinds))
 
@@ -567,7 +602,7 @@ def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary)
         spans[-1] = CallSpan(last.start_ns, end, last.name, last.kind)
     sync = timeline.categories.index("sync") if "sync" in timeline.categories else -1
     o_sync = timeline.row_cat[o_pos] == sync
-    return _with_syncs(spans, o_st, o_en, o_sync)
+    return _with_syncs(module_kinds(spans), o_st, o_en, o_sync)
 
 
 def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:
