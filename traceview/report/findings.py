@@ -23,6 +23,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
@@ -125,7 +127,9 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     if host_bound:
         if calls and typical is not None:
             figs += _copy_figures_of_call(ex, typical)
-        return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
+        kind = "sync-stalled" if calls and typical is not None and not measured \
+            and _stalled(ex, typical, figs, rels, terms, evidence) else "host-bound"
+        return [Detected(kind, evidence, tuple(figs), tuple(rels), terms)]
     if calls and typical is not None and not measured \
             and _path_on_host(ex, typical, figs, rels):
         terms["path_on_host"] = True
@@ -136,6 +140,37 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     # the device was idle, never that it waited for a host nobody recorded
     terms["no_host"] = ex.timeline.lane is None
     return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+
+
+def _stalled(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation],
+             terms: dict[str, Any], evidence: dict[str, Any]) -> bool:
+    """Does the host wait in synchronizing calls, with no device work running anywhere,
+    for at least ``HOST_BOUND_IDLE_SHARE`` of the typical call? Then the device is idle
+    because it has nothing to run (a stream held by an event wait, work outside the
+    trace), not because the host is busy: the call is no host-bound one, and the sync
+    wait is no host time to remove. Its figures and the longest stalled call's name
+    (``terms["stalled_in"]``) are appended."""
+    from traceview.analyses.what_if import stalled_sync
+
+    tl, call = ex.timeline, ex.calls.calls[typical]
+    if tl.lane is None or "sync" not in tl.categories:
+        return False
+    st, en = stalled_sync(ex.trace, tl.category_set("sync"), call.start_ns, call.end_ns)
+    stalled = int((en - st).sum())
+    whole = next(f.value for f in figs if f.name == "call")
+    if not isinstance(whole, int) or not whole or stalled < HOST_BOUND_IDLE_SHARE * whole:
+        return False
+    # the synchronizing call that holds the longest stalled stretch: its owner's name
+    k = int(np.argmax(en - st))
+    seg = int(np.searchsorted(tl.seg_start, st[k], side="right")) - 1
+    owner = int(tl.seg_owner[seg]) if seg >= 0 else -1
+    if owner >= 0:
+        terms["stalled_in"] = ex.trace.names[int(ex.trace.slices.name[owner])]
+    figs += [Figure("stalled", stalled), Figure("stalled_share", stalled / whole)]
+    rels += [rel("ratio", "stalled", "call", "stalled_share"),
+             rel("ge", "stalled_share", "threshold")]
+    evidence["stalled_sync_ns"] = stalled
+    return True
 
 
 def _path_on_host(ex: Analysis, typical: int, figs: list[Figure],

@@ -64,6 +64,22 @@ def _cats(pairs: list[tuple[str, int]]) -> str:
     return ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in pairs)
 
 
+def _stalled(d: Detected, scope: str) -> str:
+    """The host blocked in synchronizing calls while the device runs nothing: said as a
+    wait for what the trace does not show, never as host time to remove; the host
+    categories named beside it are the call's others (its syncs and waits are no work)."""
+    share = d.value("idle_share")
+    assert isinstance(share, float)
+    inside = f" (in {d.terms['stalled_in']})" if d.terms.get("stalled_in") else ""
+    rest = [(c, ns) for c, ns in d.cat_figures("host") if c != "sync"]
+    others = f"; its other host time goes to {_cats(rest)}" if rest else ""
+    return (f"sync-stalled: the device is idle {fmt_pct(share)} of {scope} while the host "
+            f"waits {fmt_ns(d.value('stalled'))} of it in synchronizing calls{inside} with "
+            "no device work running: it waits for what the trace does not show (a stream "
+            "held by an event wait, or work outside the trace), not for host work; "
+            f"{_device_work(d, d.value('kernel'))}{others}")
+
+
 def verdict_words(d: Detected) -> str:
     """The verdict sentence, from the figures its claim cites and nothing else: the idle
     share of the typical call (over a step's extent where its device work runs on past
@@ -77,6 +93,8 @@ def verdict_words(d: Detected) -> str:
     basis = "without the profiler " if unprofiled else ""
     share = d.value("idle_share")
     assert isinstance(share, float)
+    if d.id == "sync-stalled":
+        return _stalled(d, scope)
     if d.id == "host-bound":
         top = _cats(d.cat_figures("unprofiled") if unprofiled else d.cat_figures("host"))
         if unprofiled:
@@ -221,6 +239,7 @@ def _no_py(d: Detected) -> str:
 
 MESSAGES: dict[str, Callable[[Detected], str]] = {
     "host-bound": verdict_words,
+    "sync-stalled": verdict_words,
     "device-bound": verdict_words,
     "unsynchronized-range": _unsync,
     "range-includes-idle": _range_idle,
