@@ -50,10 +50,11 @@ COLD_FIRST_CALL_RATIO = 5.0
 HOST_BOUND_IDLE_SHARE = 0.5
 # Under this share of the call idle, the host's work overlaps the device's: "hidden".
 HIDDEN_IDLE_SHARE = 0.1
-# A device-bound step whose critical path is more than this share host-thread time (not
-# counting the host's syncs and waits, which hand the path to what was waited for) is no
-# step whose host work is hidden: the stream the path follows waited for the host, the
-# device's other streams kept it busy meanwhile.
+# A step the device is busy most of whose critical path is more than this share
+# host-thread time (not counting the host's syncs and waits, which hand the path to what
+# was waited for) is host-bound, not device-bound: its length is its path, and the path
+# waited for the host while the device's work (other streams, or work queued earlier)
+# ran beside it.
 PATH_HOST_SHARE = 0.5
 # Profiler overhead inside one call above this share of the warm median is reported.
 PERTURBATION_CALL_SHARE = 0.25
@@ -132,8 +133,10 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
         return [Detected(kind, evidence, tuple(figs), tuple(rels), terms)]
     if calls and typical is not None and not measured \
             and _path_on_host(ex, typical, figs, rels):
+        # the device is busy most of the step, but the step's length is its critical
+        # path, and that is mostly the host thread's: the host, not the device, bounds it
         terms["path_on_host"] = True
-        return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+        return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
     figs.append(Figure("hidden", HIDDEN_IDLE_SHARE))
     rels.append(rel("le" if share <= HIDDEN_IDLE_SHARE else "gt", "idle_share", "hidden"))
     # a trace of device records alone (a filtered or fused trace, collectives only) says
@@ -176,7 +179,7 @@ def _stalled(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation
 def _path_on_host(ex: Analysis, typical: int, figs: list[Figure],
                   rels: list[Relation]) -> bool:
     """Is the typical step's critical path more than ``PATH_HOST_SHARE`` host-thread time?
-    Then the device-bound verdict says so, and how much of it is untraced (the profiler
+    Then the verdict is host-bound and says so, and how much of it is untraced (the profiler
     recorded nothing of what the thread did: its own work, or a wait it cannot see, such
     as polling memory the device writes), never that host work is hidden: its figures
     (each path item cited where the step's row holds it) are appended to ``figs``."""

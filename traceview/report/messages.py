@@ -80,6 +80,21 @@ def _stalled(d: Detected, scope: str) -> str:
             f"{_device_work(d, d.value('kernel'))}{others}")
 
 
+def _path_on_host(d: Detected, scope: str, basis: str) -> str:
+    """A step the device is busy most of whose critical path is mostly host-thread
+    time: host-bound, said from the path first, the device's busy share beside it, and
+    how much of the path is untraced (the thread's work, or a wait nobody recorded)."""
+    share = d.value("idle_share")
+    assert isinstance(share, float)
+    untraced = d.value("path_untraced") or 0
+    why = (f", {fmt_ns(untraced)} of it untraced (nothing recorded says whether the "
+           "thread worked or waited)") if untraced else ""
+    return (f"host-bound: {fmt_pct(d.value('path_host_share') or 0)} of the step's "
+            f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}, "
+            f"though {basis}the device is busy {fmt_pct(1 - share)} of {scope}: the step "
+            "waits for its host thread, and its host work is not hidden behind the device")
+
+
 def verdict_words(d: Detected) -> str:
     """The verdict sentence, from the figures its claim cites and nothing else: the idle
     share of the typical call (over a step's extent where its device work runs on past
@@ -95,6 +110,8 @@ def verdict_words(d: Detected) -> str:
     assert isinstance(share, float)
     if d.id == "sync-stalled":
         return _stalled(d, scope)
+    if d.id == "host-bound" and d.terms.get("path_on_host"):
+        return _path_on_host(d, scope, basis)
     if d.id == "host-bound":
         top = _cats(d.cat_figures("unprofiled") if unprofiled else d.cat_figures("host"))
         if unprofiled:
@@ -109,13 +126,6 @@ def verdict_words(d: Detected) -> str:
     if d.terms.get("outlasts"):
         return _outlasting(d)
     head = f"device-bound: {basis}the device is busy {fmt_pct(1 - share)} of {scope}"
-    if d.terms.get("path_on_host"):
-        untraced = d.value("path_untraced") or 0
-        why = (f", {fmt_ns(untraced)} of it untraced (nothing recorded says whether the "
-               "thread worked or waited)") if untraced else ""
-        return (head + f", but {fmt_pct(d.value('path_host_share') or 0)} of the step's "
-                f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}: "
-                "its host work is not hidden behind the device")
     if d.terms.get("no_host"):
         return (head + f"; it is idle {fmt_ns(d.value('idle'))} of it, and no host event "
                 "was recorded to say what it waited for")
