@@ -48,8 +48,10 @@ def test_sglang_decode_verdict_is_the_decode_steps_own():
     t = r.typical
     assert (t.start_ns, t.end_ns) == (a, b)
     assert t.metrics["device_busy_ns"] == busy
-    v = next(f for f in r.findings if f.id in ("host-bound", "device-bound"))
-    assert v.id == "host-bound", v.message
+    v = r.verdict
+    # the idle time is the host blocked in one copy with nothing running on the device:
+    # a wait for a held stream, not host work (tests/test_sync_stalled.py)
+    assert v is not None and v.id == "sync-stalled", v and v.message
     assert f"idle {fmt_pct(idle / (b - a))} of a typical call ({fmt_ns(b - a)})" in v.message
     # the waterfall draws the same call: its device row inside the call is that busy time
     tc = r.typical_call

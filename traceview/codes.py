@@ -24,9 +24,14 @@ class Code:
 
 
 FINDINGS: dict[str, Code] = {c.id: c for c in (
-    Code("host-bound", "info", "the device is idle for at least half of a typical call"),
-    Code("device-bound", "info", "the device is busy for more than half of a typical call, "
-         "or runs the call's device work, longer than the call, after it returns"),
+    Code("host-bound", "info", "the device is idle for at least half of a typical call, "
+         "or a typical step's critical path is more than half host-thread time"),
+    Code("sync-stalled", "info", "the host waits in synchronizing calls, with no device "
+         "work running, for at least half of a typical call: neither host nor device work "
+         "bounds it"),
+    Code("device-bound", "info", "the device is busy for more than half of a typical call "
+         "(a step's critical path not mostly host-thread time), or runs the call's device "
+         "work, longer than the call, after it returns"),
     Code("unsynchronized-range", "warning",
          "device work ends after its call's range: ranges time submission, not completion"),
     Code("range-includes-idle", "warning",

@@ -22,6 +22,12 @@ work (kernels, copies and sets its launches produced, durations as recorded):
   device keeps the chain's longest kernel (and any backlog, below). Interval: the removed launches each costing the
   run's longest or shortest spacing.
 
+The two models that take the host away (``cuda-graph``, ``no-host-overhead``) keep the
+time the host waits in synchronizing calls while no device work runs anywhere, in
+stretches of at least ``STALLED_MIN_NS`` (``stalled_sync_ns``): such a wait is for something the trace does not show (a stream
+held by an event wait, work of another process), not host work a graph or a faster host
+removes.
+
 All three models also keep the device work the call did not launch
 that keeps the call's streams busy inside it (``foreign_device_ns``: work queued by earlier
 calls, or recorded with no launch): a stream runs one thing at a time, so the call's nodes
@@ -40,7 +46,7 @@ import numpy as np
 
 from traceview.analyses.calls import Call
 from traceview.analyses.launches import LaunchSummary
-from traceview.intervals import clip, length, subtract, union
+from traceview.intervals import Set, clip, length, subtract, union
 from traceview.model import DEVICE_WORK_CATS, Trace
 
 SCENARIOS = ("cuda-graph", "no-host-overhead", "fewer-launches")
@@ -49,6 +55,11 @@ SCENARIOS = ("cuda-graph", "no-host-overhead", "fewer-launches")
 # ``add_func_kernel_rank_1``, ``sigmoid_forward_kernel_rank_1``).
 POINTWISE = re.compile(r"elementwise|pointwise|triton_poi_|_kernel_rank_\d+$", re.IGNORECASE)
 COSTS_FILE = "graph_launch_costs.json"
+# An idle stretch under a synchronize shorter than this is the synchronize's own return
+# or a launch on its way to the device (tens of us on the validation traces'
+# H100/H200 calls, tests/data/what_if); a device idle a whole millisecond while the host
+# waits for it has nothing it was given to run.
+STALLED_MIN_NS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,20 @@ def _foreign_busy(trace: Trace, call: Call, work: np.ndarray) -> int:
     return length(subtract(busy, union(s.start[work], s.end[work])))
 
 
+def stalled_sync(trace: Trace, sync: Set, start: int, end: int) -> Set:
+    """The stretches of ``sync`` (the host's synchronizing time) inside ``[start, end)``
+    with no device work running on any stream, each at least ``STALLED_MIN_NS``: the
+    host waits for the device, and the device has nothing to run, so it waits for what
+    the trace does not show."""
+    s = trace.slices
+    rows = trace.rows_of_cats(DEVICE_WORK_CATS)
+    rows = rows[(s.start[rows] < end) & (s.end[rows] > start)]
+    mine = clip(union(*sync), start, end)
+    st, en = subtract(mine, union(s.start[rows], s.end[rows]))
+    keep = en - st >= STALLED_MIN_NS
+    return st[keep], en[keep]
+
+
 def _bracket(floor: int, fixed: int, durs: np.ndarray, node: int) -> tuple[int, int, int]:
     """(projection, low, high) of N nodes of durations ``durs`` at ``node`` per node."""
     n = int(durs.size)
@@ -142,8 +167,11 @@ def _bracket(floor: int, fixed: int, durs: np.ndarray, node: int) -> tuple[int, 
 
 def project(trace: Trace, launches: LaunchSummary, call: Call | None,
             costs: GraphCosts | None = None, *, card_matched: bool = True,
-            unprofiled_call_ns: int | None = None) -> list[Projection]:
-    """The projections of one call (the typical call): none without device work."""
+            unprofiled_call_ns: int | None = None,
+            sync: Set | None = None) -> list[Projection]:
+    """The projections of one call (the typical call): none without device work.
+    ``sync``: the host thread's synchronizing time (``HostTimeline.category_set``), whose
+    part with the device idle the models that take the host away keep."""
     if call is None or call.launches_without_work:
         return []
     if costs is None:
@@ -169,13 +197,18 @@ def project(trace: Trace, launches: LaunchSummary, call: Call | None,
     foreign = _foreign_busy(trace, call, work)
     if foreign:
         common["foreign_device_ns"] = foreign
+    stalled = 0 if sync is None else length(stalled_sync(trace, sync, call.start_ns,
+                                                          call.end_ns))
+    if stalled:
+        common["stalled_sync_ns"] = stalled
+    kept = foreign + stalled
     if not is_graph:
-        p, lo, hi = (v + foreign for v in _bracket(costs.floor_ns, costs.fixed_ns, durs,
+        p, lo, hi = (v + kept for v in _bracket(costs.floor_ns, costs.fixed_ns, durs,
                                                    costs.per_node_ns))
         out.append(Projection("cuda-graph", call.index, api, p, lo, hi, {
             **common, "fixed_ns": costs.fixed_ns, "per_node_ns": costs.per_node_ns,
             "floor_ns": costs.floor_ns}))
-    p, lo, hi = (v + foreign for v in _bracket(costs.queued_floor_ns, costs.queued_fixed_ns,
+    p, lo, hi = (v + kept for v in _bracket(costs.queued_floor_ns, costs.queued_fixed_ns,
                                                durs, costs.queued_per_node_ns))
     out.append(Projection("no-host-overhead", call.index, api, p, lo, hi, {
         **common, "fixed_ns": costs.queued_fixed_ns,

@@ -213,9 +213,12 @@ def what_if(a: Analysis, calls: m.CallsInfo, unprofiled_ns: int | None) -> tuple
     from traceview.analyses.what_if import project
 
     call = pick_typical(calls, a.calls.startup)
+    tl = a.timeline
+    sync = tl.category_set("sync") if tl.lane is not None and "sync" in tl.categories else None
     return tuple(m.WhatIfRow(p.scenario, p.call, p.measured_ns, p.projected_ns, p.low_ns,
                              p.high_ns, dict(p.basis))
-                 for p in project(a.trace, a.launches, call, unprofiled_call_ns=unprofiled_ns))
+                 for p in project(a.trace, a.launches, call, unprofiled_call_ns=unprofiled_ns,
+                                  sync=sync))
 
 
 def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> UnprofiledInfo | None:

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
@@ -48,10 +50,11 @@ COLD_FIRST_CALL_RATIO = 5.0
 HOST_BOUND_IDLE_SHARE = 0.5
 # Under this share of the call idle, the host's work overlaps the device's: "hidden".
 HIDDEN_IDLE_SHARE = 0.1
-# A device-bound step whose critical path is more than this share host-thread time (not
-# counting the host's syncs and waits, which hand the path to what was waited for) is no
-# step whose host work is hidden: the stream the path follows waited for the host, the
-# device's other streams kept it busy meanwhile.
+# A step the device is busy most of whose critical path is more than this share
+# host-thread time (not counting the host's syncs and waits, which hand the path to what
+# was waited for) is host-bound, not device-bound: its length is its path, and the path
+# waited for the host while the device's work (other streams, or work queued earlier)
+# ran beside it.
 PATH_HOST_SHARE = 0.5
 # Profiler overhead inside one call above this share of the warm median is reported.
 PERTURBATION_CALL_SHARE = 0.25
@@ -125,11 +128,15 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     if host_bound:
         if calls and typical is not None:
             figs += _copy_figures_of_call(ex, typical)
-        return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
+        kind = "sync-stalled" if calls and typical is not None and not measured \
+            and _stalled(ex, typical, figs, rels, terms, evidence) else "host-bound"
+        return [Detected(kind, evidence, tuple(figs), tuple(rels), terms)]
     if calls and typical is not None and not measured \
             and _path_on_host(ex, typical, figs, rels):
+        # the device is busy most of the step, but the step's length is its critical
+        # path, and that is mostly the host thread's: the host, not the device, bounds it
         terms["path_on_host"] = True
-        return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+        return [Detected("host-bound", evidence, tuple(figs), tuple(rels), terms)]
     figs.append(Figure("hidden", HIDDEN_IDLE_SHARE))
     rels.append(rel("le" if share <= HIDDEN_IDLE_SHARE else "gt", "idle_share", "hidden"))
     # a trace of device records alone (a filtered or fused trace, collectives only) says
@@ -138,10 +145,41 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
 
 
+def _stalled(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation],
+             terms: dict[str, Any], evidence: dict[str, Any]) -> bool:
+    """Does the host wait in synchronizing calls, with no device work running anywhere,
+    for at least ``HOST_BOUND_IDLE_SHARE`` of the typical call? Then the device is idle
+    because it has nothing to run (a stream held by an event wait, work outside the
+    trace), not because the host is busy: the call is no host-bound one, and the sync
+    wait is no host time to remove. Its figures and the longest stalled call's name
+    (``terms["stalled_in"]``) are appended."""
+    from traceview.analyses.what_if import stalled_sync
+
+    tl, call = ex.timeline, ex.calls.calls[typical]
+    if tl.lane is None or "sync" not in tl.categories:
+        return False
+    st, en = stalled_sync(ex.trace, tl.category_set("sync"), call.start_ns, call.end_ns)
+    stalled = int((en - st).sum())
+    whole = next(f.value for f in figs if f.name == "call")
+    if not isinstance(whole, int) or not whole or stalled < HOST_BOUND_IDLE_SHARE * whole:
+        return False
+    # the synchronizing call that holds the longest stalled stretch: its owner's name
+    k = int(np.argmax(en - st))
+    seg = int(np.searchsorted(tl.seg_start, st[k], side="right")) - 1
+    owner = int(tl.seg_owner[seg]) if seg >= 0 else -1
+    if owner >= 0:
+        terms["stalled_in"] = ex.trace.names[int(ex.trace.slices.name[owner])]
+    figs += [Figure("stalled", stalled), Figure("stalled_share", stalled / whole)]
+    rels += [rel("ratio", "stalled", "call", "stalled_share"),
+             rel("ge", "stalled_share", "threshold")]
+    evidence["stalled_sync_ns"] = stalled
+    return True
+
+
 def _path_on_host(ex: Analysis, typical: int, figs: list[Figure],
                   rels: list[Relation]) -> bool:
     """Is the typical step's critical path more than ``PATH_HOST_SHARE`` host-thread time?
-    Then the device-bound verdict says so, and how much of it is untraced (the profiler
+    Then the verdict is host-bound and says so, and how much of it is untraced (the profiler
     recorded nothing of what the thread did: its own work, or a wait it cannot see, such
     as polling memory the device writes), never that host work is hidden: its figures
     (each path item cited where the step's row holds it) are appended to ``figs``."""

@@ -12,6 +12,8 @@ same thing and ``tests/test_claims.py`` reads each one back against the JSON.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from traceview.metadata import runtime_of
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
 from traceview.report.model import IntegrityCheck, IntegrityInfo, Report, WhatIfRow
@@ -192,6 +194,22 @@ def _projection_head(c: _Cited, w: WhatIfRow, at: tuple[str, int], measured: str
             f"{measured}")
 
 
+def _kept(c: _Cited, b: dict[str, int | float | str],
+          basis: Callable[[str, str], str]) -> str:
+    """What the models that take the host away keep (``analyses.what_if``): the device
+    work the call did not launch that its nodes queue behind, and the host's waits in
+    synchronizing calls with the device idle (waits for what the trace does not show)."""
+    behind = (f", behind {basis('foreign', 'foreign_device_ns')} of device work the "
+              f"call did not launch that keeps its streams busy inside it"
+              if b.get("foreign_device_ns") else "")
+    if b.get("stalled_sync_ns"):
+        stalled = basis("stalled", "stalled_sync_ns")
+        c.rels.append(rel("ge", "projected", "stalled"))
+        behind += (f", and the {stalled} the host waits in synchronizing calls with the "
+                   "device idle (a wait for what the trace does not show, not host work)")
+    return behind
+
+
 def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
                   typical: int | None, api: str = "CUDA") -> Claim:
     """Projection ``k``: its figure, interval and the figures it rests on. The call it
@@ -227,10 +245,7 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
               *at, "basis", "card_matched")
         card = f"{b.get('card')}{'' if matched else ', not the trace card'}"
         nodes = "node" if b.get("nodes") == 1 else "nodes"
-        # the nodes queue behind device work the call did not launch (analyses.what_if)
-        behind = (f", behind {basis('foreign', 'foreign_device_ns')} of device work the "
-                  f"call did not launch that keeps its streams busy inside it"
-                  if b.get("foreign_device_ns") else "")
+        behind = _kept(c, b, basis)
         if w.scenario == "cuda-graph":
             # the model runs the nodes one after another: their durations summed, which
             # exceeds the device busy time (a union over streams) where streams overlap

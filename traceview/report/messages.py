@@ -64,6 +64,37 @@ def _cats(pairs: list[tuple[str, int]]) -> str:
     return ", ".join(f"{c} {fmt_ns(ns)}" for c, ns in pairs)
 
 
+def _stalled(d: Detected, scope: str) -> str:
+    """The host blocked in synchronizing calls while the device runs nothing: said as a
+    wait for what the trace does not show, never as host time to remove; the host
+    categories named beside it are the call's others (its syncs and waits are no work)."""
+    share = d.value("idle_share")
+    assert isinstance(share, float)
+    inside = f" (in {d.terms['stalled_in']})" if d.terms.get("stalled_in") else ""
+    rest = [(c, ns) for c, ns in d.cat_figures("host") if c != "sync"]
+    others = f"; its other host time goes to {_cats(rest)}" if rest else ""
+    return (f"sync-stalled: the device is idle {fmt_pct(share)} of {scope} while the host "
+            f"waits {fmt_ns(d.value('stalled'))} of it in synchronizing calls{inside} with "
+            "no device work running: it waits for what the trace does not show (a stream "
+            "held by an event wait, or work outside the trace), not for host work; "
+            f"{_device_work(d, d.value('kernel'))}{others}")
+
+
+def _path_on_host(d: Detected, scope: str, basis: str) -> str:
+    """A step the device is busy most of whose critical path is mostly host-thread
+    time: host-bound, said from the path first, the device's busy share beside it, and
+    how much of the path is untraced (the thread's work, or a wait nobody recorded)."""
+    share = d.value("idle_share")
+    assert isinstance(share, float)
+    untraced = d.value("path_untraced") or 0
+    why = (f", {fmt_ns(untraced)} of it untraced (nothing recorded says whether the "
+           "thread worked or waited)") if untraced else ""
+    return (f"host-bound: {fmt_pct(d.value('path_host_share') or 0)} of the step's "
+            f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}, "
+            f"though {basis}the device is busy {fmt_pct(1 - share)} of {scope}: the step "
+            "waits for its host thread, and its host work is not hidden behind the device")
+
+
 def verdict_words(d: Detected) -> str:
     """The verdict sentence, from the figures its claim cites and nothing else: the idle
     share of the typical call (over a step's extent where its device work runs on past
@@ -77,6 +108,10 @@ def verdict_words(d: Detected) -> str:
     basis = "without the profiler " if unprofiled else ""
     share = d.value("idle_share")
     assert isinstance(share, float)
+    if d.id == "sync-stalled":
+        return _stalled(d, scope)
+    if d.id == "host-bound" and d.terms.get("path_on_host"):
+        return _path_on_host(d, scope, basis)
     if d.id == "host-bound":
         top = _cats(d.cat_figures("unprofiled") if unprofiled else d.cat_figures("host"))
         if unprofiled:
@@ -91,13 +126,6 @@ def verdict_words(d: Detected) -> str:
     if d.terms.get("outlasts"):
         return _outlasting(d)
     head = f"device-bound: {basis}the device is busy {fmt_pct(1 - share)} of {scope}"
-    if d.terms.get("path_on_host"):
-        untraced = d.value("path_untraced") or 0
-        why = (f", {fmt_ns(untraced)} of it untraced (nothing recorded says whether the "
-               "thread worked or waited)") if untraced else ""
-        return (head + f", but {fmt_pct(d.value('path_host_share') or 0)} of the step's "
-                f"critical path ({fmt_ns(d.value('path_wall'))}) is host-thread time{why}: "
-                "its host work is not hidden behind the device")
     if d.terms.get("no_host"):
         return (head + f"; it is idle {fmt_ns(d.value('idle'))} of it, and no host event "
                 "was recorded to say what it waited for")
@@ -221,6 +249,7 @@ def _no_py(d: Detected) -> str:
 
 MESSAGES: dict[str, Callable[[Detected], str]] = {
     "host-bound": verdict_words,
+    "sync-stalled": verdict_words,
     "device-bound": verdict_words,
     "unsynchronized-range": _unsync,
     "range-includes-idle": _range_idle,

@@ -479,7 +479,7 @@ class WhatIfRow:
     basis: dict[str, int | float | str]
 
 
-VERDICT_IDS = ("host-bound", "device-bound")
+VERDICT_IDS = ("host-bound", "sync-stalled", "device-bound")
 
 
 @dataclass(frozen=True)
