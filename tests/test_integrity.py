@@ -22,14 +22,20 @@ def _calls_with_drops(tb: TraceBuilder, n: int, dropped: set[int]) -> None:
     t = 0
     for i in range(n):
         tb.annotation("call", t, 100 * US)
-        for j in range(3):
-            ls = t + 5 * US + j * 20 * US
-            if i in dropped and j == 1:
-                tb.launch(ls, 5 * US)
-            else:
-                tb.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
-                                   3 * US)
+        _three_launches(tb, t, i in dropped)
         t += 200 * US
+
+
+def _three_launches(tb: TraceBuilder, t: int, drop_second: bool) -> None:
+    """A call's three launches from ``t``; the second without its kernel record where
+    ``drop_second``."""
+    for j in range(3):
+        ls = t + 5 * US + j * 20 * US
+        if drop_second and j == 1:
+            tb.launch(ls, 5 * US)
+        else:
+            tb.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
+                               3 * US)
 
 
 def test_launches_without_device_record_are_counted_and_their_calls_left_out(tb,
@@ -83,21 +89,17 @@ def test_an_incomplete_outlier_is_left_out_not_counted(tb, analyze_builder):
 
 
 def _steps_with_drops(tb: TraceBuilder, n: int, dropped: set[int]) -> list[tuple[int, int]]:
-    """``n`` profiler steps, each loading data then making three launches; in the steps of ``dropped`` the
-    second launch has no kernel record. Returns the steps' (start, end)."""
+    """``n`` profiler steps, each loading data then making three launches; in the steps
+    of ``dropped`` the second launch has no kernel record. Returns the steps' (start,
+    end)."""
     t, out = 0, []
     for i in range(n):
         tb.annotation(f"ProfilerStep#{i}", t, 100 * US)
         # a data-loading phase: a step view with a phase beside "other"
-        tb.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + US, 3 * US)
+        tb.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + US,
+                      3 * US)
         out.append((t, t + 100 * US))
-        for j in range(3):
-            ls = t + 5 * US + j * 20 * US
-            if i in dropped and j == 1:
-                tb.launch(ls, 5 * US)
-            else:
-                tb.launched_kernel("vectorized_elementwise_kernel", ls, 5 * US, ls + 8 * US,
-                                   3 * US)
+        _three_launches(tb, t, i in dropped)
         t += 200 * US
     return out
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -198,8 +198,7 @@ def module_kinds(spans: list[CallSpan]) -> list[CallSpan]:
     for sp in spans:
         m = _MODULE_INSTANCE.match(sp.kind)
         if m and m.group(1) in fold:
-            sp = CallSpan(sp.start_ns, sp.end_ns, sp.name, m.group(1) + "_#", sp.sync_end_ns,
-                          sp.recorded_cold)
+            sp = replace(sp, kind=m.group(1) + "_#")
         out.append(sp)
     return out
 

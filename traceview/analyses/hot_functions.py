@@ -29,7 +29,8 @@ class FunctionStat:
     count: int
 
 
-def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
+def hot_functions(trace: Trace, timeline: HostTimeline,
+                  zero_rows: np.ndarray | None = None) -> list[FunctionStat]:
     """Host functions (Python frames, ops, API calls) by self time, biggest first.
 
     Grouped by name with array operations: taken in groups' order (each group's rows in
@@ -47,7 +48,7 @@ def hot_functions(trace: Trace, timeline: HostTimeline) -> list[FunctionStat]:
     n = rows.size
     if n == 0:
         return []
-    zero = _zero_length(trace, timeline)
+    zero = _zero_length(trace, timeline, zero_rows)
     s = trace.slices
     # the rows of each name, counted a block at a time (no column of every row's name)
     per_code = np.zeros(len(trace.names), np.int64)
@@ -127,40 +128,39 @@ def thread_functions(trace: Trace, timeline: HostTimeline, zero_rows: np.ndarray
                if codes.size else np.zeros(0, np.int64))
     found = {c: (sn, cnt) for c, sn, cnt in zip(codes.tolist(), self_ns.tolist(),
                                                  per_code[codes].tolist(), strict=True)}
-    lane = timeline.lane
-    if lane is not None and timeline.seg_start.size and zero_rows.size:
-        w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
-        st = s.start[zero_rows]
-        zero = zero_rows[(s.lane[zero_rows] == lane.index) & (st >= w0) & (st < w1)]
-        for c, cnt in zip(*np.unique(s.name[zero], return_counts=True), strict=True):
-            sn, had = found.get(int(c), (0, 0))
-            found[int(c)] = (sn, had + int(cnt))
+    zero = _on_thread(trace, timeline, zero_rows)
+    for c, cnt in zip(*np.unique(s.name[zero], return_counts=True), strict=True):
+        sn, had = found.get(int(c), (0, 0))
+        found[int(c)] = (sn, had + int(cnt))
     out = [(trace.names[c], sn, cnt) for c, (sn, cnt) in found.items()]
     out.sort(key=lambda f: (-f[1], -f[2], f[0]))
     return out
 
 
-def _zero_length(trace: Trace, timeline: HostTimeline) -> dict[int, tuple[int, int]]:
-    """name code -> (count, category code) of the thread's zero-length slices in the
-    window, which the timeline does not sweep (they own no instant). Each takes the
-    category of the instant it was recorded at: the slice around it (its parent) owns
-    that instant, and a child without time of its own inherits its parent's category,
-    as the sweep resolves ``inherit`` rules. Label categories (ranges, device work)
-    are no functions."""
+def _on_thread(trace: Trace, timeline: HostTimeline, zero_rows: np.ndarray) -> np.ndarray:
+    """The rows of ``zero_rows`` on the timeline's thread inside its window."""
     lane = timeline.lane
-    if lane is None or timeline.seg_start.size == 0:
-        return {}
+    if lane is None or timeline.seg_start.size == 0 or zero_rows.size == 0:
+        return zero_rows[:0]
     s = trace.slices
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
-    function_cats = np.ones(len(trace.cat_names) + 1, bool)
-    function_cats[[i for i, c in enumerate(trace.cat_names) if c in LABEL_CATS]] = False
-    found = []
-    for lo in range(0, s.start.size, UNION_BATCH):  # no column of every row at once
-        st, en = s.start[lo:lo + UNION_BATCH], s.end[lo:lo + UNION_BATCH]
-        hit = np.flatnonzero((st == en) & (st >= w0) & (st < w1))
-        hit = hit[(s.lane[lo + hit] == lane.index) & function_cats[s.cat[lo + hit]]]
-        found.append(hit + lo)
-    rows = np.concatenate(found) if found else np.zeros(0, np.int64)
+    st = s.start[zero_rows]
+    return zero_rows[(s.lane[zero_rows] == lane.index) & (st >= w0) & (st < w1)]
+
+
+def _zero_length(trace: Trace, timeline: HostTimeline, zero_rows: np.ndarray | None
+                 ) -> dict[int, tuple[int, int]]:
+    """name code -> (count, category code) of the thread's zero-length slices in the
+    window (``zero_length_rows``, found here where not given), which the timeline does
+    not sweep (they own no instant). Each takes the category of the instant it was
+    recorded at: the slice around it (its parent) owns that instant, and a child without
+    time of its own inherits its parent's category, as the sweep resolves ``inherit``
+    rules."""
+    if timeline.lane is None or timeline.seg_start.size == 0:
+        return {}
+    s = trace.slices
+    rows = _on_thread(trace, timeline,
+                      zero_length_rows(trace) if zero_rows is None else zero_rows)
     if rows.size == 0:
         return {}
     seg = np.searchsorted(np.asarray(timeline.seg_start), s.start[rows], side="right") - 1

@@ -19,20 +19,20 @@ work (kernels, copies and sets its launches produced, durations as recorded):
 * ``fewer-launches`` — the longest run of consecutive single-kernel pointwise launches
   fused into one: the removed launches' host spacing (launch start to the next launch's
   start) taken off the call, scaled to the unprofiled call where its figure is known; the
-  device keeps the chain's longest kernel (and any backlog, below). Interval: the removed launches each costing the
-  run's longest or shortest spacing.
+  device keeps the chain's longest kernel (and any backlog, below). Interval: the removed
+  launches each costing the run's longest or shortest spacing.
 
 The two models that take the host away (``cuda-graph``, ``no-host-overhead``) keep the
 time the host waits in synchronizing calls while no device work runs anywhere, in
-stretches of at least ``STALLED_MIN_NS`` (``stalled_sync_ns``): such a wait is for something the trace does not show (a stream
-held by an event wait, work of another process), not host work a graph or a faster host
-removes.
+stretches of at least ``STALLED_MIN_NS`` (``stalled_sync_ns``): such a wait is for
+something the trace does not show (a stream held by an event wait, work of another
+process), not host work a graph or a faster host removes.
 
-All three models also keep the device work the call did not launch
-that keeps the call's streams busy inside it (``foreign_device_ns``: work queued by earlier
-calls, or recorded with no launch): a stream runs one thing at a time, so the call's nodes
-queue behind it whatever the host does, and a call that waits for that backlog (a
-blocking copy at its end) cannot get faster than it by losing host overhead.
+All three models also keep the device work the call did not launch that keeps the call's
+streams busy inside it (``foreign_device_ns``: work queued by earlier calls, or recorded
+with no launch): a stream runs one thing at a time, so the call's nodes queue behind it
+whatever the host does, and a call that waits for that backlog (a blocking copy at its
+end) cannot get faster than it by losing host overhead.
 """
 
 from __future__ import annotations

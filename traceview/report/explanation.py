@@ -127,7 +127,8 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
                           rules, options.calls_depth)
     threads = thread_figures(trace, rules, window, timelines)
     others = []
-    zero_rows = zero_length_rows(trace) if len(threads) > 1 else np.zeros(0, np.int64)
+    # the zero-length function slices of every thread: one scan for every thread's list
+    zero_rows = zero_length_rows(trace)
     for t in sorted(threads, key=lambda t: (str(t.lane.pid), str(t.lane.tid))):
         if thread is not None and t.lane.index == thread.index:
             continue
@@ -136,7 +137,8 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
             tl = timelines.get(t.lane.index)
             others.append(ThreadSummary(t.lane.label, t.lane.pid, t.lane.tid,
                                         launches.threads.get(t.lane.index, 0), traced,
-                                        () if tl is None else tuple(thread_functions(trace, tl, zero_rows))))
+                                        () if tl is None else
+                                        tuple(thread_functions(trace, tl, zero_rows))))
     steps: list[StepFigures] = []
     step_lane = _step_lane(trace, calls, thread)
     if step_lane is not None and calls.calls and _are_steps(trace, calls, step_lane):
@@ -145,7 +147,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     ex = Analysis(
         trace=trace, options=options, rules=rules, window=window, device=device,
         launches=launches, timeline=timeline, host_categories=host_categories,
-        functions=hot_functions(trace, timeline), cells=cells, calls=calls,
+        functions=hot_functions(trace, timeline, zero_rows), cells=cells, calls=calls,
         other_threads=others, has_python_frames=has_py,
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
         threads=tuple(threads), steps=tuple(steps), timelines=timelines,

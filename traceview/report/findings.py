@@ -183,7 +183,7 @@ def _path_on_host(ex: Analysis, typical: int, figs: list[Figure],
     recorded nothing of what the thread did: its own work, or a wait it cannot see, such
     as polling memory the device writes), never that host work is hidden: its figures
     (each path item cited where the step's row holds it) are appended to ``figs``."""
-    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    j = _step_row(ex, typical)
     if j is None:
         return False
     step = ex.steps[j]
@@ -238,7 +238,7 @@ def _drawn(ex: Analysis, typical: int, side: RelationKind, figs: list[Figure],
                  Figure("drawn_idle_share", (d_idle or 0) / d_call if d_call else None)]
         rels += [rel("ratio", "drawn_idle", "drawn_call", "drawn_idle_share"),
                  rel(side, "drawn_idle_share", "threshold")]
-    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    j = _step_row(ex, typical)
     if j is not None and ex.timeline.lane is not None:
         # a step is drawn with its device over all streams (the steps' table): the
         # step the verdict names is idle on the same side of the threshold there too
@@ -286,12 +286,17 @@ def _tail(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation]) 
     rels.append(rel("sum", "end", "tail", "work_end"))
 
 
+def _step_row(ex: Analysis, typical: int) -> int | None:
+    """The typical call's row in the steps' table, where the calls are steps."""
+    return next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+
+
 def _extended_step(ex: Analysis, typical: int
                    ) -> tuple[int, StepFigures] | tuple[None, None]:
     """The typical call's row in the steps' table (its index there and the step) where
     the step's extent runs past its range (device work it launched still running after
     it), else (None, None)."""
-    j = next((j for j, st_ in enumerate(ex.steps) if st_.index == typical), None)
+    j = _step_row(ex, typical)
     if j is None or ex.timeline.lane is None:
         return None, None
     step = ex.steps[j]
