@@ -352,10 +352,13 @@ def test_cli_attributes_in_forked_processes(tmp_path):
     assert att is not None and at.check_identity(att) == []
     # the plumbing is what this test checks (the planted test above checks the sizes): on
     # a machine loaded by other tests one process of six read -239 ms against +3 ms
-    # planted, so no figure of these few rounds is asserted here
-    assert "silu" in [p.name for p in att.parts]
+    # planted, so no figure of these few rounds is asserted here; for the same reason
+    # screening may keep silu in a group with a neighbour ("rsqrt+silu"), which is still
+    # the plumbing working: silu must be in exactly one part, alone or grouped
+    holding = [p for p in att.parts if "silu" in p.ops]
+    assert len(holding) == 1, [p.name for p in att.parts]
     assert doc["protocol"]["process_start"]["mode"] == "fork"
-    assert "| silu |" in proc.stdout and "attribution round" not in proc.stdout
+    assert f"| {holding[0].name} |" in proc.stdout and "attribution round" not in proc.stdout
     assert "attribution final: round 6/6" in proc.stderr
     assert all(v["diagnosis"] and "decode" in v["diagnosis"] for v in doc["variants"])
 
