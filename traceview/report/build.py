@@ -15,6 +15,7 @@ import numpy as np
 
 from traceview.analyses.threads import describe
 from traceview.diagnostics import Diagnostic
+from traceview.intervals import Set
 from traceview.metadata import CaptureMeta, runtime_of
 from traceview.model import Trace
 from traceview.options import Options
@@ -70,13 +71,17 @@ def build_report(a: Analysis) -> m.Report:
     found = calls_claim(calls)
     calls_info = _calls_info(a, unprofiled, reasons, found.text)
     typical = pick_typical(calls_info, a.calls.startup)
-    findings, claims = detect(a, unprofiled, None if typical is None else typical.index)
+    # the typical call's stalled sync stretches: the verdict and the what-if read these
+    stalled = typical_stalls(a, typical)
+    findings, claims = detect(a, unprofiled, None if typical is None else typical.index,
+                              stalled)
     drawn = typical_call(a, calls_info)
     step = step_claim(steps, drawn)
     moved = None if a.steps else bytes_moved(op, a.trace.capture, calls_info)
     kernel = calls_info.stats.get("kernel_ns")
     integrity = integrity_info(a)
-    projections = what_if(a, calls_info, unprofiled.call_ns if unprofiled is not None else None)
+    projections = what_if(a, typical, unprofiled.call_ns if unprofiled is not None else None,
+                          stalled)
     window = window_claim(a.window)
     device = _device_info(a)
     api = calls_info.stats.get("api_ns")
@@ -207,18 +212,23 @@ def integrity_info(a: Analysis) -> m.IntegrityInfo | None:
                             gr.instantiations, gr.capture_ns))
 
 
-def what_if(a: Analysis, calls: m.CallsInfo, unprofiled_ns: int | None) -> tuple[m.WhatIfRow, ...]:
+def typical_stalls(a: Analysis, call: m.CallRow | None) -> Set | None:
+    """The typical call's stalled sync stretches (``analyses.what_if.call_stalls``)."""
+    from traceview.analyses.what_if import call_stalls
+
+    return None if call is None else call_stalls(a.trace, a.timeline, call)
+
+
+def what_if(a: Analysis, call: m.CallRow | None, unprofiled_ns: int | None,
+            stalled: Set | None) -> tuple[m.WhatIfRow, ...]:
     """The typical call's projections (``analyses.what_if``), against its unprofiled
-    figure where one is known."""
+    figure where one is known, keeping its stalled sync stretches (``typical_stalls``)."""
     from traceview.analyses.what_if import project
 
-    call = pick_typical(calls, a.calls.startup)
-    tl = a.timeline
-    sync = tl.category_set("sync") if tl.lane is not None and "sync" in tl.categories else None
     return tuple(m.WhatIfRow(p.scenario, p.call, p.measured_ns, p.projected_ns, p.low_ns,
                              p.high_ns, dict(p.basis))
                  for p in project(a.trace, a.launches, call, unprofiled_call_ns=unprofiled_ns,
-                                  sync=sync))
+                                  stalled=stalled))
 
 
 def unprofiled_info(a: Analysis, steps: m.StepsInfo | None = None) -> UnprofiledInfo | None:

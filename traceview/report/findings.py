@@ -34,6 +34,7 @@ from traceview.report.unprofiled import MEASURED
 
 if TYPE_CHECKING:
     from traceview.analyses.steps import StepFigures
+    from traceview.intervals import Set
     from traceview.report.explanation import Analysis
     from traceview.report.unprofiled import UnprofiledInfo
     from traceview.stats import Stats
@@ -68,7 +69,7 @@ CUT_SHORT = frozenset({"truncated", "compressed-stream-cut"})
 
 
 def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
-             typical: int | None = None) -> list[Detected]:
+             typical: int | None = None, stalled: Set | None = None) -> list[Detected]:
     """host-bound / device-bound: the share of the typical call the device sits idle.
 
     Every figure is one call's (``typical``: the index of ``CallsSummary.typical``, the
@@ -84,7 +85,8 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
 
     The claim cites each figure where the report holds it (the typical call's row), and
     where the calls are steps, the drawn step's device idle over all streams too, which
-    must fall on the same side of the threshold."""
+    must fall on the same side of the threshold. ``stalled``: the typical call's stalled
+    sync stretches as the report has them (``analyses.what_if.call_stalls``)."""
     calls = ex.calls.warm
     if typical is None and ex.calls.typical is not None:
         typical = ex.calls.typical.index
@@ -129,7 +131,7 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
         if calls and typical is not None:
             figs += _copy_figures_of_call(ex, typical)
         kind = "sync-stalled" if calls and typical is not None and not measured \
-            and _stalled(ex, typical, figs, rels, terms, evidence) else "host-bound"
+            and _stalled(ex, typical, figs, rels, terms, evidence, stalled) else "host-bound"
         return [Detected(kind, evidence, tuple(figs), tuple(rels), terms)]
     if calls and typical is not None and not measured \
             and _path_on_host(ex, typical, figs, rels):
@@ -146,22 +148,27 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
 
 
 def _stalled(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation],
-             terms: dict[str, Any], evidence: dict[str, Any]) -> bool:
+             terms: dict[str, Any], evidence: dict[str, Any],
+             stalled: Set | None = None) -> bool:
     """Does the host wait in synchronizing calls, with no device work running anywhere,
     for at least ``HOST_BOUND_IDLE_SHARE`` of the typical call? Then the device is idle
     because it has nothing to run (a stream held by an event wait, work outside the
     trace), not because the host is busy: the call is no host-bound one, and the sync
     wait is no host time to remove. Its figures and the longest stalled call's name
-    (``terms["stalled_in"]``) are appended."""
-    from traceview.analyses.what_if import stalled_sync
+    (``terms["stalled_in"]``) are appended, and the stream-wait-event call that holds
+    the stream that call waits on where the trace has one (``_stream_wait``).
+    ``stalled``: the call's stretches as the report has them; made here without."""
+    from traceview.analyses.what_if import call_stalls
 
     tl, call = ex.timeline, ex.calls.calls[typical]
-    if tl.lane is None or "sync" not in tl.categories:
+    if stalled is None:
+        stalled = call_stalls(ex.trace, tl, call)
+    if stalled is None:
         return False
-    st, en = stalled_sync(ex.trace, tl.category_set("sync"), call.start_ns, call.end_ns)
-    stalled = int((en - st).sum())
+    st, en = stalled
+    stalled_ns = int((en - st).sum())
     whole = next(f.value for f in figs if f.name == "call")
-    if not isinstance(whole, int) or not whole or stalled < HOST_BOUND_IDLE_SHARE * whole:
+    if not isinstance(whole, int) or not whole or stalled_ns < HOST_BOUND_IDLE_SHARE * whole:
         return False
     # the synchronizing call that holds the longest stalled stretch: its owner's name
     k = int(np.argmax(en - st))
@@ -169,11 +176,51 @@ def _stalled(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation
     owner = int(tl.seg_owner[seg]) if seg >= 0 else -1
     if owner >= 0:
         terms["stalled_in"] = ex.trace.names[int(ex.trace.slices.name[owner])]
-    figs += [Figure("stalled", stalled), Figure("stalled_share", stalled / whole)]
+    figs += [Figure("stalled", stalled_ns), Figure("stalled_share", stalled_ns / whole)]
     rels += [rel("ratio", "stalled", "call", "stalled_share"),
              rel("ge", "stalled_share", "threshold")]
-    evidence["stalled_sync_ns"] = stalled
+    evidence["stalled_sync_ns"] = stalled_ns
+    if owner >= 0:
+        _stream_wait(ex, owner, int(st[k]), figs, rels, terms, evidence)
     return True
+
+
+def _stream_wait(ex: Analysis, owner: int, stall_start: int, figs: list[Figure],
+                 rels: list[Relation], terms: dict[str, Any],
+                 found: dict[str, Any]) -> None:
+    """The stream-wait-event call that holds the stream the stalled synchronizing call
+    ``owner`` waits on (``analyses.what_if.stream_wait``): which call, on which thread,
+    how long before the synchronizing call it was issued, the stream where the trace
+    says it, and whether the event it waits for is in the trace. Its evidence is the
+    wait's start and the sync's, the lead between them a relation of the two."""
+    from traceview.analyses.threads import describe
+    from traceview.analyses.what_if import stream_wait
+
+    trace = ex.trace
+    w = stream_wait(trace, owner, stall_start)
+    if w is None:
+        return
+    lane = trace.lanes[w.lane]
+    role = next((t.role for t in ex.threads if t.lane.index == w.lane), None)
+    sync_start = int(trace.slices.start[owner])
+    found.update(stream_wait_call=trace.names[int(trace.slices.name[w.row])],
+                 stream_wait_thread=describe(lane, role),
+                 stream_wait_start_ns=w.start_ns, stream_wait_sync_start_ns=sync_start,
+                 stream_wait_lead_ns=sync_start - w.start_ns,
+                 stream_wait_matched=w.matched, stream_wait_event=w.event)
+    figs += [Figure("wait_start", w.start_ns, evidence("stream_wait_start_ns")),
+             Figure("sync_start", sync_start, evidence("stream_wait_sync_start_ns")),
+             Figure("wait_lead", sync_start - w.start_ns, evidence("stream_wait_lead_ns"))]
+    rels += [rel("sum", "wait_start", "wait_lead", "sync_start"),
+             rel("lt", "wait_start", "sync_start")]
+    if w.stream is not None:
+        found["stream_wait_stream"] = w.stream
+        figs.append(Figure("wait_stream", w.stream, evidence("stream_wait_stream")))
+    terms["stream_wait"] = {
+        "call": found["stream_wait_call"], "thread": found["stream_wait_thread"],
+        "matched": w.matched, "event": w.event,
+        "event_call": None if w.event_row is None
+        else trace.names[int(trace.slices.name[w.event_row])]}
 
 
 def _path_on_host(ex: Analysis, typical: int, figs: list[Figure],
@@ -730,16 +777,18 @@ def _cut_short(ex: Analysis) -> bool:
 
 
 def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
-           typical: int | None = None) -> tuple[list[Finding], list[Claim]]:
+           typical: int | None = None, stalled: Set | None = None
+           ) -> tuple[list[Finding], list[Claim]]:
     """Every detector's findings, phrased, the most severe first, with the claim each
     message is made from (``report.claims``); from a file cut short, none that rests on
     something being absent (``FROM_ABSENCE``). ``unprofiled``: the call's unprofiled
     split, which the verdict cites where it was measured; ``typical``: the index of the
-    typical call the report draws, which the verdict cites too."""
+    typical call the report draws, which the verdict cites too; ``stalled``: that
+    call's stalled sync stretches, as the report has them for its what-if models too."""
     from traceview.report.messages import claim_of
 
     cut = _cut_short(ex)
-    detected = _verdict(ex, unprofiled, typical) + [
+    detected = _verdict(ex, unprofiled, typical, stalled) + [
         d for det in DETECTORS
         # the perturbation finding cites the report's one unprofiled call figure
         for d in (_perturbation(ex, unprofiled) if det is _perturbation else det(ex))]

@@ -202,12 +202,19 @@ def _kept(c: _Cited, b: dict[str, int | float | str],
     behind = (f", behind {basis('foreign', 'foreign_device_ns')} of device work the "
               f"call did not launch that keeps its streams busy inside it"
               if b.get("foreign_device_ns") else "")
-    if b.get("stalled_sync_ns"):
-        stalled = basis("stalled", "stalled_sync_ns")
-        c.rels.append(rel("ge", "projected", "stalled"))
-        behind += (f", and the {stalled} the host waits in synchronizing calls with the "
-                   "device idle (a wait for what the trace does not show, not host work)")
-    return behind
+    return behind + _stalled_kept(c, b, basis)
+
+
+def _stalled_kept(c: _Cited, b: dict[str, int | float | str],
+                  basis: Callable[[str, str], str], lead: str = ", and the") -> str:
+    """What every model keeps whole: the host's waits in synchronizing calls with the
+    device idle (a wait for what the trace does not show), cited in ``c``."""
+    if not b.get("stalled_sync_ns"):
+        return ""
+    stalled = basis("stalled", "stalled_sync_ns")
+    c.rels.append(rel("ge", "projected", "stalled"))
+    return (f"{lead} {stalled} the host waits in synchronizing calls with the "
+            "device idle (a wait for what the trace does not show, not host work)")
 
 
 def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
@@ -281,10 +288,12 @@ def what_if_claim(k: int, w: WhatIfRow, unprofiled: UnprofiledInfo | None,
             floor += f" ({foreign} of it device work the call did not launch)"
         # the device still runs the rest of the call's work and the chain's longest kernel
         c.rels.append(rel("ge", "projected", "floor"))
+        kept = _stalled_kept(c, b, basis, "; kept whole: the")
         return c.claim(WHAT_IF_ID, (
             f"with {removed} fewer {'launch' if removed == '1' else 'launches'} (the "
             f"{chain}-launch pointwise chain fused): "
-            f"{head}: {spacing} of launch spacing removed{scaled}, device floor {floor}"))
+            f"{head}: {spacing} of launch spacing removed{scaled}, device floor {floor}"
+            f"{kept}"))
     return c.claim(WHAT_IF_ID, f"{w.scenario}: {head}")
 
 

@@ -67,17 +67,41 @@ def _cats(pairs: list[tuple[str, int]]) -> str:
 def _stalled(d: Detected, scope: str) -> str:
     """The host blocked in synchronizing calls while the device runs nothing: said as a
     wait for what the trace does not show, never as host time to remove; the host
-    categories named beside it are the call's others (its syncs and waits are no work)."""
+    categories named beside it are the call's others (its syncs and waits are no work).
+    Where the trace holds the stream-wait-event call that holds the stream waited on,
+    that call is named instead of the possible causes (``_stream_wait``)."""
     share = d.value("idle_share")
     assert isinstance(share, float)
     inside = f" (in {d.terms['stalled_in']})" if d.terms.get("stalled_in") else ""
     rest = [(c, ns) for c, ns in d.cat_figures("host") if c != "sync"]
     others = f"; its other host time goes to {_cats(rest)}" if rest else ""
+    why = ("it waits for what the trace does not show (a stream held by an event wait, or "
+           "work outside the trace), not for host work")
+    if d.terms.get("stream_wait"):
+        why = ("it waits for what the trace does not show, not for host work: "
+               + _stream_wait(d))
     return (f"sync-stalled: the device is idle {fmt_pct(share)} of {scope} while the host "
             f"waits {fmt_ns(d.value('stalled'))} of it in synchronizing calls{inside} with "
-            "no device work running: it waits for what the trace does not show (a stream "
-            "held by an event wait, or work outside the trace), not for host work; "
-            f"{_device_work(d, d.value('kernel'))}{others}")
+            f"no device work running: {why}; {_device_work(d, d.value('kernel'))}{others}")
+
+
+def _stream_wait(d: Detected) -> str:
+    """The stream-wait-event call that holds the stream the stalled call waits on: which
+    call, on which thread, how long before the stalled call, the stream where the trace
+    says it (else that no device work starts anywhere from the wait until the stall
+    ends), and whether the event it waits for is in the trace."""
+    w = d.terms["stream_wait"]
+    if d.has("wait_stream"):
+        holds = f"holds stream {d.value('wait_stream')}, which that call waits on"
+    else:
+        holds = ("can hold the stream that call waits on from then through the stall (the trace "
+                 "does not say which stream the wait holds; no device work starts anywhere "
+                 "in between)")
+    event = {"absent": "an event that is not in the trace",
+             "unknown": "an event the trace does not name"}.get(
+                 w["event"], f"the event {w['event_call']} records")
+    return (f"{w['call']} on {w['thread']}, issued {fmt_ns(d.value('wait_lead'))} before "
+            f"the {d.terms['stalled_in']}, {holds}, for {event}")
 
 
 def _path_on_host(d: Detected, scope: str, basis: str) -> str:
