@@ -267,3 +267,59 @@ def test_one_identity_at_two_lines_nested_is_counted_once(tmp_path):
     # self: the outer's time outside the inner (10 + i us), the inner's 30 us minus the
     # launch under it (2 us): 38 + i us per call
     assert row["before_self_ns_per_call"] == _p50([(38 + i) * NS for i in range(4)])
+
+
+# --- the order of the rows -------------------------------------------------------------
+
+MOVERS = 14  # more functions that moved than the rows diff keeps
+
+
+def _thread_move_pair(tmp_path: Path) -> tuple[list, list, Path, Path]:
+    """Four calls (400 us) on one thread. Before: ``mylib/m.py: f<i>`` (i < 14) 3 us each,
+    and ``mylib/big.py: big`` 100 us, in each call. After: each ``f<i>`` 3 + i + 1 us (all
+    moved, by 1 to 14 us), and ``big`` only on a second thread, outside the calls."""
+    launch = _Launches()
+    sides: list[list[dict[str, Any]]] = []
+    for after in (False, True):
+        events: list[dict[str, Any]] = [_thread(1, "python3"), _thread(2, "worker")]
+        for c in range(4):
+            s = c * 500
+            events += [_x("user_annotation", f"call_{c}", s, 400, 1), *launch(s + 1, 1)]
+            for i in range(MOVERS):
+                events.append(_x("python_function", f"mylib/m.py({i + 1}): f{i}",
+                                 s + 10 + i * 20, 3 + (i + 1 if after else 0), 1))
+            events.append(_x("python_function", "mylib/big.py(1): big", s + 290, 100,
+                             2 if after else 1))
+        sides.append(events)
+    before, after = sides
+    return (before, after, _write(tmp_path / "before.json", before),
+            _write(tmp_path / "after.json", after))
+
+
+def test_a_function_that_left_the_calls_thread_ranks_by_its_size(tmp_path):
+    """``big`` left the calls' thread: it has no change figure, and ranked as no change it
+    fell below the 14 functions that moved, past the rows diff keeps. Ranked by its time
+    per call on the side it ran in the calls (counted here from the raw events), it is
+    the largest move and the first row."""
+    from traceview.multi.codepath import TOP
+
+    before, after, pb, pa = _thread_move_pair(tmp_path)
+    d = diff_reports(load_report(pb), load_report(pa))
+    rows = d.code_path["functions"]
+    assert len(rows) == TOP < MOVERS + 1
+    big, wall, n = _per_call(before, "mylib/big.py: big", 1)
+    assert (big, n) == (100 * NS, 4)
+    moves = {f"mylib/m.py: f{i}": abs(_per_call(after, f"mylib/m.py: f{i}", 1)[0]
+                                      - _per_call(before, f"mylib/m.py: f{i}", 1)[0])
+             for i in range(MOVERS)}
+    assert max(moves.values()) == MOVERS * NS < big
+    first = rows[0]
+    assert (first["function"], first["status"], first["after_threads"]) == \
+        ("mylib/big.py: big", "other thread after", ["worker [1/2]"])
+    assert first["before_inclusive_ns_per_call"] == big
+    assert first["change_inclusive_ns_per_call"] is None
+    # then the functions that moved, biggest move first, as many as the rows left
+    expected = sorted(moves, key=lambda f: -moves[f])[:TOP - 1]
+    assert [r["function"] for r in rows[1:]] == expected
+    assert [abs(r["change_inclusive_ns_per_call"]) for r in rows[1:]] == \
+        [moves[f] for f in expected]

@@ -184,6 +184,20 @@ def _one_side(key: str, side: Functions, name: str, absent: str
     return (absent if side.complete else absent + "*"), None
 
 
+def _moved_by(row: dict[str, Any]) -> int:
+    """How much a row moved per call, for the order of the rows: its change, or for a
+    function on another thread on one side (no change figure) its time per call on the
+    other, all of which left the calls' thread or came onto it. Ranked at 0 it fell
+    below every function that moved at all, past the rows shown."""
+    change = row["change_inclusive_ns_per_call"]
+    if change is not None:
+        return abs(change)
+    if row["status"].startswith("other thread"):
+        return max(row["before_inclusive_ns_per_call"] or 0,
+                   row["after_inclusive_ns_per_call"] or 0)
+    return 0
+
+
 def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str, Any]:
     """The ``code_path`` block of ``diff``: changed functions, families, speed note."""
     sb, sa = report_functions(before), report_functions(after)
@@ -232,7 +246,7 @@ def code_path_changes(before: Report, after: Report, top: int = TOP) -> dict[str
     rows.sort(key=lambda r: (r["status"] in ("moved", "same", "outside calls before",
                                              "outside calls after", "other thread before",
                                              "other thread after"),
-                             -abs(r["change_inclusive_ns_per_call"] or 0),
+                             -_moved_by(r),
                              -max(r["before_inclusive_ns_per_call"] or 0,
                                   r["after_inclusive_ns_per_call"] or 0), r["function"]))
     families, families_note = family_changes(before, after)
