@@ -145,6 +145,16 @@ def check_verdict(r) -> None:
     if v.id == "sync-stalled":
         # the host blocked in a sync with the device idle: no host work named as the wait
         assert share >= HOST_BOUND_IDLE_SHARE and "host time goes to sync" not in msg, msg
+        # the stream-wait-event call named where the evidence has one, else the causes
+        e = v.evidence
+        if "stream_wait_call" in e:
+            lead = e["stream_wait_lead_ns"]
+            assert e["stream_wait_sync_start_ns"] - e["stream_wait_start_ns"] == lead > 0
+            assert (f"{e['stream_wait_call']} on {e['stream_wait_thread']}, issued "
+                    f"{fmt_ns(lead)} before the ") in flat(msg), msg
+            assert "a stream held by an event wait" not in msg, msg
+        else:
+            assert "(a stream held by an event wait, or work outside the trace)" in flat(msg)
         return
     # a step whose critical path is mostly host-thread time (syncs and waits hand the
     # path on) is host-bound whatever the device's busy share: the sentence says so
