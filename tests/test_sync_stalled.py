@@ -173,7 +173,8 @@ def _stall_of(events, a: int, b: int) -> tuple[dict, int]:
 
 
 def _expected_wait(events, sync: dict, stall: int, waited: int | None) -> dict | None:
-    """By hand: the latest stream-wait call before ``sync`` whose stream (its cuda_sync
+    """By hand: the latest stream-wait call of ``sync``'s process (a stream is its
+    process's) before ``sync`` whose stream (its cuda_sync
     record's ``stream``, where it has one and the sync's stream ``waited`` is known; else
     every stream) starts no device work from the wait until the stall."""
     records = {e["args"]["correlation"]: e["args"]["stream"] for e in events
@@ -181,7 +182,8 @@ def _expected_wait(events, sync: dict, stall: int, waited: int | None) -> dict |
     work = [(round(e["ts"] * 1000), e["args"]["stream"]) for e in events
             if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     waits = sorted((e for e in events if e.get("name") in WAIT_NAMES
-                    and _ns(e) < _ns(sync)), key=_ns, reverse=True)
+                    and e["pid"] == sync["pid"] and _ns(e) < _ns(sync)),
+                   key=_ns, reverse=True)
     for w in waits:
         stream = records.get(w["args"]["correlation"])
         if stream is not None and waited is not None:
@@ -199,10 +201,13 @@ def test_a_stalled_sync_names_the_stream_wait_that_holds_its_stream(tmp_path, tb
     """Each call: the stalled calls above, and a cudaStreamWaitEvent issued on another
     thread 10 us into the call, with no record of the stream it holds: matched by time
     (nothing starts on the device from the wait until the stall ends), and no event is
-    recorded anywhere in the trace."""
+    recorded anywhere in the trace. Another process's wait, issued later, holds none of
+    this process's streams."""
     _stalled_calls(tb)
     for i in range(CALLS):
         _raw(tb, "cuda_runtime", "cudaStreamWaitEvent", i * PERIOD + 10 * US, 3 * US, tid=200)
+        _raw(tb, "cuda_runtime", "cudaStreamWaitEvent", i * PERIOD + 15 * US, 1 * US,
+             pid=300, tid=300)
     path = tb.write(tmp_path / "waits.json")
     events = json.loads(path.read_text())["traceEvents"]
     r = traceview.analyze(path, traceview.Options(calls="call"))

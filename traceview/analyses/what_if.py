@@ -44,6 +44,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Literal
 
 import numpy as np
 
@@ -109,8 +110,8 @@ class StreamWait:
     lane: int
     start_ns: int
     stream: int | None
-    matched: str
-    event: str
+    matched: Literal["stream", "time"]
+    event: Literal["absent", "recorded", "unknown"]
     event_row: int | None = None
 
 
@@ -265,7 +266,8 @@ def _streams_waited(trace: Trace, row: int) -> frozenset[StreamKey] | None:
     return frozenset(found) or None
 
 
-def _waited_event(trace: Trace, records: list[int], before: int) -> tuple[str, int | None]:
+def _waited_event(trace: Trace, records: list[int], before: int
+                  ) -> tuple[Literal["absent", "recorded", "unknown"], int | None]:
     """Whether the trace holds the record of the event a wait waits for: its
     ``cuda_sync`` record names the record call by correlation id
     (``wait_on_cuda_event_record_corr_id``: "recorded" where a call of the trace has it,
@@ -289,9 +291,10 @@ def stream_wait(trace: Trace, sync_row: int, stall_start: int) -> StreamWait | N
     ``stall_start`` (``stalled_sync``: no device work runs from there), the latest issued
     of those that qualify; None for none.
 
-    A wait qualifies if it is issued before the synchronizing call and the stream it
-    holds runs nothing from the wait until the stall begins (work on it would mean the
-    event had come). Where the trace says both streams (the wait's ``cuda_sync`` record,
+    A wait qualifies if it is issued, in the sync's process, before the synchronizing
+    call, and the stream it holds runs nothing from the wait until the stall begins
+    (work on it would mean the event had come). Where the trace says both streams (the
+    wait's ``cuda_sync`` record,
     the sync's device work or record), the wait's must be one the sync waits on, and
     only that stream must stay idle; where it does not, the wait is matched by time:
     no device work starts on any stream from the wait until the stall begins (and none
@@ -299,7 +302,11 @@ def stream_wait(trace: Trace, sync_row: int, stall_start: int) -> StreamWait | N
     s = trace.slices
     sync_start = int(s.start[sync_row])
     waits = _name_rows(trace, STREAM_WAIT)
-    waits = waits[s.start[waits] < sync_start]
+    # a stream is its process's: a wait of another process (ranks merged into one
+    # trace) holds none of this one's
+    pid = trace.lanes[int(s.lane[sync_row])].pid
+    ours = np.fromiter((ln.pid == pid for ln in trace.lanes), bool, len(trace.lanes))
+    waits = waits[(s.start[waits] < sync_start) & ours[s.lane[waits]]]
     if waits.size == 0:
         return None
     waited = _streams_waited(trace, sync_row)
@@ -314,19 +321,19 @@ def stream_wait(trace: Trace, sync_row: int, stall_start: int) -> StreamWait | N
             last_on[(ln.device, ln.stream)] = t
     records = _sync_records(trace, waits)
     for w in waits[np.argsort(-s.start[waits], kind="stable")].tolist():
-        mine = records.get(w, [])
-        streams = {x for x in (_record_stream(trace, r) for r in mine) if x is not None}
+        own = records.get(w, [])
+        streams = {x for x in (_record_stream(trace, r) for r in own) if x is not None}
         stream = next(iter(streams)) if len(streams) == 1 else None
         w0 = int(s.start[w])
+        matched: Literal["stream", "time"] = "time"
+        last = last_any
         if stream is not None and waited is not None:
             if waited and stream not in waited:
                 continue
             last, matched = last_on.get(stream), "stream"
-        else:
-            last, matched = last_any, "time"
         if last is not None and last >= w0:
             continue  # its stream (or, unmatched, the device) ran work after it
-        event, event_row = _waited_event(trace, mine, stall_start)
+        event, event_row = _waited_event(trace, own, stall_start)
         return StreamWait(w, int(s.lane[w]), w0, None if stream is None else stream[1],
                           matched, event, event_row)
     return None
