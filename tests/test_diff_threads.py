@@ -323,3 +323,52 @@ def test_a_function_that_left_the_calls_thread_ranks_by_its_size(tmp_path):
     assert [r["function"] for r in rows[1:]] == expected
     assert [abs(r["change_inclusive_ns_per_call"]) for r in rows[1:]] == \
         [moves[f] for f in expected]
+
+
+KINETO_0 = "pytorch__kineto/samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz"
+KINETO_4 = "pytorch__kineto/samples__resnet50_num_workers_4__worker0.1623212756351.pt.trace.json.gz"
+
+
+def test_kineto_resnet50_data_loader_workers_show_aten_div_leaving_the_steps_thread():
+    """Kineto's ResNet-50 samples, no data-loader workers against four: ``aten::div`` (the
+    input normalization) runs on the steps' thread before and only on another thread
+    after. Ranked as no change it fell past the 12 rows behind every function that
+    moved; ranked by its time per step before, it is shown, and the rows after the new
+    and gone ones stay biggest first."""
+    import gzip
+
+    import public_corpus
+
+    paths = [public_corpus.locate(n) for n in (KINETO_0, KINETO_4)]
+    if None in paths:
+        pytest.skip("the Kineto resnet50 samples are not in this machine's corpus copy")
+    pb, pa = paths
+    assert pb is not None and pa is not None
+    threads = []
+    for p in (pb, pa):
+        events = json.loads(gzip.decompress(p.read_bytes()))["traceEvents"]
+        steps = {(e["pid"], str(e["tid"])) for e in events
+                 if str(e.get("name", "")).startswith("ProfilerStep#")}
+        div = {(e["pid"], str(e["tid"])) for e in events if e.get("name") == "aten::div"}
+        threads.append((steps, div))
+    (steps_b, div_b), (steps_a, div_a) = threads
+    assert div_b & steps_b and div_a and not div_a & steps_a
+    (pid, tid), = div_a
+    d = diff_reports(load_report(pb), load_report(pa))
+    rows = d.code_path["functions"]
+    row = next(r for r in rows if r["function"] == "aten::div")
+    assert row["status"] == "other thread after"
+    assert row["after_threads"] == [f"python [{pid}/{tid}]"]
+    assert row["change_inclusive_ns_per_call"] is None and row["before_inclusive_ns_per_call"]
+    rest = [r for r in rows if not r["status"].startswith(("new", "gone"))]
+
+    def size(r: dict[str, Any]) -> int:
+        """Its change, or on another thread on one side its time on the other."""
+        if r["change_inclusive_ns_per_call"] is not None:
+            return abs(r["change_inclusive_ns_per_call"])
+        if r["status"].startswith("other thread"):
+            return r["before_inclusive_ns_per_call"] or r["after_inclusive_ns_per_call"]
+        return 0
+
+    sizes = [size(r) for r in rest]
+    assert sizes == sorted(sizes, reverse=True)
