@@ -421,3 +421,26 @@ def test_sglang_decode_names_the_hip_stream_wait_event_holding_the_stream():
     assert (f"hipStreamWaitEvent on main thread [{wait['pid']}/{wait['tid']}], issued "
             f"{fmt_ns(lead)} before the hipMemcpyWithStream") in words, words
     assert "for an event that is not in the trace" in words
+
+
+def test_the_stalled_stretches_and_the_backlog_are_made_once_per_report(tmp_path, tb,
+                                                                       monkeypatch):
+    """The verdict and the three projections read one typical call's stalled stretches,
+    and the graph models and the fusion model one backlog figure: each made once."""
+    from traceview.analyses import what_if
+
+    _chain_around_a_stall(tb)
+    path = tb.write(tmp_path / "once.json")
+    made: dict[str, int] = {"stalled_sync": 0, "_foreign_busy": 0}
+    for name in made:
+        real = getattr(what_if, name)
+
+        def counted(*args, _real=real, _name=name, **kw):
+            made[_name] += 1
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(what_if, name, counted)
+    r = traceview.analyze(path, traceview.Options(calls="call"))
+    assert r.verdict is not None and r.verdict.id == "sync-stalled"
+    assert {w.scenario for w in r.what_if} == set(what_if.SCENARIOS)
+    assert made == {"stalled_sync": 1, "_foreign_busy": 1}
