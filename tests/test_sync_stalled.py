@@ -233,12 +233,13 @@ def test_a_stalled_sync_names_the_stream_wait_that_holds_its_stream(tmp_path, tb
     assert "(a stream held by an event wait, or work outside the trace)" not in v.message
 
 
-def _stream_calls(tb: TraceBuilder, other_kernel_stream: int) -> None:
+def _stream_calls(tb: TraceBuilder, other_kernel_stream: int | None,
+                  sync_record: bool = True) -> None:
     """Each call (6 ms): cudaEventRecord at 6 us; a cudaStreamWaitEvent at 8 us that CUPTI
     records as holding stream 7 for that event; another at 12 us holding stream 9; a 2 us
-    kernel launched at 13 us that runs at 14 us on ``other_kernel_stream``; then
-    cudaStreamSynchronize on stream 7 from 20 us to 5.012 ms; stream 7's kernel runs
-    only at 5 ms."""
+    kernel launched at 13 us that runs at 14 us on ``other_kernel_stream`` (None: no such
+    kernel); then cudaStreamSynchronize from 20 us to 5.012 ms, recorded (if
+    ``sync_record``) as waiting on stream 7; stream 7's kernel runs only at 5 ms."""
     for i in range(CALLS):
         t = i * PERIOD
         tb.annotation("call", t, CALL)
@@ -249,11 +250,13 @@ def _stream_calls(tb: TraceBuilder, other_kernel_stream: int) -> None:
                  pid=0, tid=stream, stream=stream, device=0,
                  correlation=w["args"]["correlation"], wait_on_cuda_event_record_corr_id=on)
         tb.launched_kernel("gemm_kernel", t + 5 * US, 5 * US, t + 5 * MS, 10 * US)
-        tb.launched_kernel("small_kernel", t + 13 * US, 1 * US, t + 14 * US, 2 * US,
-                           stream=other_kernel_stream)
+        if other_kernel_stream is not None:
+            tb.launched_kernel("small_kernel", t + 13 * US, 1 * US, t + 14 * US, 2 * US,
+                               stream=other_kernel_stream)
         s = _raw(tb, "cuda_runtime", "cudaStreamSynchronize", t + 20 * US, 5 * MS - 8 * US)
-        _raw(tb, "cuda_sync", "Stream Sync", t + 5 * MS + 10 * US, 1 * US, pid=0, tid=7,
-             stream=7, device=0, correlation=s["args"]["correlation"])
+        if sync_record:
+            _raw(tb, "cuda_sync", "Stream Sync", t + 5 * MS + 10 * US, 1 * US, pid=0,
+                 tid=7, stream=7, device=0, correlation=s["args"]["correlation"])
 
 
 def test_a_stream_wait_matched_by_its_stream_is_named_with_the_stream_and_its_event(
@@ -282,6 +285,31 @@ def test_a_stream_wait_matched_by_its_stream_is_named_with_the_stream_and_its_ev
     assert (f"cudaStreamWaitEvent on main thread [100/100], issued {fmt_ns(lead)} before "
             "the cudaStreamSynchronize, holds stream 7, which that call waits on, for the "
             "event cudaEventRecord records") in " ".join(v.message.split()), v.message
+
+
+def test_a_wait_whose_stream_is_known_but_not_the_syncs_is_matched_by_time(tmp_path, tb):
+    """No record of the stream the sync waits on: the waits' own streams cannot be
+    matched to it, so the latest wait after which no device work starts is named (the
+    one holding stream 9), its stream said, and that the trace does not say the sync's."""
+    _stream_calls(tb, other_kernel_stream=None, sync_record=False)
+    path = tb.write(tmp_path / "unmatched.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    r = traceview.analyze(path, traceview.Options(calls="call"))
+    t = r.typical_call
+    assert t is not None
+    sync, stall = _stall_of(events, t.start_ns, t.end_ns)
+    wait = _expected_wait(events, sync, stall, None)
+    assert wait is not None and _ns(wait) == t.start_ns + 12 * US
+    v = r.verdict
+    assert v is not None and v.id == "sync-stalled", v and v.message
+    lead = _ns(sync) - _ns(wait)
+    assert (v.evidence["stream_wait_lead_ns"], v.evidence["stream_wait_stream"],
+            v.evidence["stream_wait_matched"], v.evidence["stream_wait_event"]) == \
+        (lead, 9, "time", "absent")  # its record names no event-record call (-1)
+    assert (f"issued {fmt_ns(lead)} before the cudaStreamSynchronize, holds stream 9 from "
+            "then through the stall (the trace does not say which stream that call waits "
+            "on; no device work starts anywhere in between), for an event that is not in "
+            "the trace") in " ".join(v.message.split()), v.message
 
 
 def test_a_stream_wait_whose_stream_ran_work_after_it_is_not_named(tmp_path, tb):

@@ -294,11 +294,11 @@ def stream_wait(trace: Trace, sync_row: int, stall_start: int) -> StreamWait | N
     A wait qualifies if it is issued, in the sync's process, before the synchronizing
     call, and the stream it holds runs nothing from the wait until the stall begins
     (work on it would mean the event had come). Where the trace says both streams (the
-    wait's ``cuda_sync`` record,
-    the sync's device work or record), the wait's must be one the sync waits on, and
-    only that stream must stay idle; where it does not, the wait is matched by time:
-    no device work starts on any stream from the wait until the stall begins (and none
-    runs through the stall), so the wait's hold, whatever its stream, spans the stall."""
+    wait's ``cuda_sync`` record, the sync's device work or record), the wait's must be
+    one the sync waits on, and only that stream must stay idle; where it does not, the
+    wait is matched by time: no device work starts on any stream from the wait until
+    the stall begins (and none runs through the stall), so the wait's hold, whatever
+    its stream, spans the stall."""
     s = trace.slices
     sync_start = int(s.start[sync_row])
     waits = _name_rows(trace, STREAM_WAIT)

@@ -88,15 +88,20 @@ def _stalled(d: Detected, scope: str) -> str:
 def _stream_wait(d: Detected) -> str:
     """The stream-wait-event call that holds the stream the stalled call waits on: which
     call, on which thread, how long before the stalled call, the stream where the trace
-    says it (else that no device work starts anywhere from the wait until the stall
-    ends), and whether the event it waits for is in the trace."""
+    says it, and whether the event it waits for is in the trace. Matched by stream, the
+    wait holds one the call waits on; matched by time, no device work starts anywhere
+    from the wait until the stall ends, and the sentence says which stream the trace
+    does not name."""
     w = d.terms["stream_wait"]
-    if d.has("wait_stream"):
+    between = "no device work starts anywhere in between"
+    if w["matched"] == "stream":
         holds = f"holds stream {d.value('wait_stream')}, which that call waits on"
+    elif d.has("wait_stream"):
+        holds = (f"holds stream {d.value('wait_stream')} from then through the stall (the "
+                 f"trace does not say which stream that call waits on; {between})")
     else:
-        holds = ("can hold the stream that call waits on from then through the stall (the trace "
-                 "does not say which stream the wait holds; no device work starts anywhere "
-                 "in between)")
+        holds = ("can hold the stream that call waits on from then through the stall (the "
+                 f"trace does not say which stream the wait holds; {between})")
     event = {"absent": "an event that is not in the trace",
              "unknown": "an event the trace does not name"}.get(
                  w["event"], f"the event {w['event_call']} records")
