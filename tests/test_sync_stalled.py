@@ -150,6 +150,7 @@ WAIT_NAMES = ("cudaStreamWaitEvent", "hipStreamWaitEvent", "cuStreamWaitEvent")
 
 
 def _ns(e, key="ts"):
+    """An event's time in ns (the builder writes whole ns as microseconds, 3 decimals)."""
     return round(e[key] * 1000)
 
 
@@ -174,9 +175,9 @@ def _stall_of(events, a: int, b: int) -> tuple[dict, int]:
 
 def _expected_wait(events, sync: dict, stall: int, waited: int | None) -> dict | None:
     """By hand: the latest stream-wait call of ``sync``'s process (a stream is its
-    process's) before ``sync`` whose stream (its cuda_sync
-    record's ``stream``, where it has one and the sync's stream ``waited`` is known; else
-    every stream) starts no device work from the wait until the stall."""
+    process's) before ``sync`` whose stream (its cuda_sync record's ``stream``, where it
+    has one and the sync's stream ``waited`` is known; else every stream) starts no
+    device work from the wait until the stall."""
     records = {e["args"]["correlation"]: e["args"]["stream"] for e in events
                if e.get("cat") == "cuda_sync"}
     work = [(round(e["ts"] * 1000), e["args"]["stream"]) for e in events
