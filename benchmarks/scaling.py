@@ -6,9 +6,10 @@
 Each point is a synthetic trace (``synth_calls.py``) analysed in this process, stage by
 stage, with process CPU time (not wall time: on a shared machine the wall clock mostly
 measures the neighbours): load (decode + model), every analysis ``analyze_trace``
-runs, the report and the JSON. For each series the table gives the seconds per stage
-and, per stage, the time per call and per event at the largest point over the smallest
-("growth": 1.0 is linear; a stage at 10x for 100x the calls is quadratic). A stage whose
+runs, the report and the JSON, then the text (80 columns) and markdown reports (outside
+the total, which is load, explain and JSON). For each series the table gives the seconds
+per stage and, per stage, the time per call and per event at the largest point over the
+smallest ("growth": 1.0 is linear; a stage at 10x for 100x the calls is quadratic). A stage whose
 growth passes ``--flag`` (default 2.0) is marked. The sweep over calls holds steps,
 threads and events per call at 0, 1 and 5; each other sweep holds the calls at
 ``--base-calls`` (default 6,000).
@@ -30,6 +31,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import synth_calls  # (same directory)
 
 import traceview
+import traceview.render.console
+import traceview.render.markdown  # (the renderers import these on first use: not in a point)
+from traceview.render.registry import RenderOptions, renderer
 from traceview.report import build as build_mod
 from traceview.report import explanation as E
 from traceview.report import schema
@@ -80,7 +84,12 @@ def measure(path: Path) -> dict[str, float]:
     t2 = clock()
     schema.to_json(report)
     t3 = clock()
-    out = {"load": t1 - t0, **SPENT, "render json": t3 - t2}
+    renderer("text").render(report, RenderOptions(width=80))
+    t4 = clock()
+    renderer("md").render(report, RenderOptions())
+    t5 = clock()
+    out = {"load": t1 - t0, **SPENT, "render json": t3 - t2,
+           "render text": t4 - t3, "render md": t5 - t4}
     out["explain (all)"] = t2 - t1
     out["total"] = t3 - t0
     out["events"] = len(trace.slices)

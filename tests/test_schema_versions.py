@@ -132,6 +132,28 @@ def test_schema_2_reads_a_new_metric_and_a_new_fixed_key_apart(fixture_reports):
     assert "some_future_key" not in r.calls.per_call[0].metrics
 
 
+def test_calls_read_from_keys_in_any_order_are_written_in_the_documented_order(
+        fixture_reports):
+    """The JSON writes the report's call rows as they are (orjson, field by field): a
+    report read from a document whose call rows hold their keys in another order, and
+    leave out the keys at their defaults, is written with every key, in the order of the
+    rows of the report it came from."""
+    want = json.loads(to_json(fixture_reports[FIXTURE]))
+    defaults = {"kind": "", "cold_reason": None, "outlier": False, "outlier_reason": None,
+                "api_sync_ns": None, "launches_without_work": 0}
+    d = json.loads(to_json(fixture_reports[FIXTURE]))
+    rows = d["calls"]["per_call"]
+    d["calls"]["per_call"] = [
+        {k: row[k] for k in reversed(row) if not (k in defaults and row[k] == defaults[k])}
+        for row in rows]
+    assert all(len(new) < len(row) for new, row in zip(d["calls"]["per_call"], rows,
+                                                          strict=True))
+    assert list(d["calls"]["per_call"][0])[0] != "index"
+    got = json.loads(to_json(from_dict(d)))["calls"]["per_call"]
+    assert [list(row.items()) for row in got] == [
+        list(row.items()) for row in want["calls"]["per_call"]]
+
+
 @pytest.mark.parametrize("version", [0, 4, 99, None, "2", True, 2.0])
 def test_a_schema_it_does_not_know_is_a_usage_error(version):
     doc = _moved_by_hand(_schema_1())

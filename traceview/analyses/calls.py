@@ -99,7 +99,13 @@ STARTUP_SHARE = 0.5  # the cold-path finding's "mostly profiler start-up" share
 STARTUP_LAUNCH_RATIO = 5.0  # slow_calls.FIRST_CALL_RATIO
 
 
-@dataclass(frozen=True)
+# Slots, so that every field is an attribute, in field order, however the call was made:
+# the JSON writes the calls as they are (``report.model.to_dict``), and orjson writes a
+# dataclass with slots field by field but one without from its ``__dict__``, which
+# ``msgspec.convert`` (a report read back) fills in its input's order and without the
+# fields left at their defaults. (A comment, not the docstring: the docstring is the
+# JSON Schema's description of a call, docs/schemas/explain.json.)
+@dataclass(frozen=True, slots=True)
 class Call:
     """One call: what the analysis finds and what the report holds (``Report.calls
     .per_call``, ``report.model.CallRow``): one type, so a figure added here is in the

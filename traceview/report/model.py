@@ -574,11 +574,19 @@ def _lists(x: Any) -> Any:
 _NO_CALLS = CallsInfo(0, "none", None, 0, (), {}, {}, ())
 
 
-def to_dict(r: Report, *, tuples: bool = False) -> dict[str, Any]:
-    """The report as JSON-ready builtins, in the documented key order. ``tuples``: keep
-    the report's tuples as they are (the JSON encoder writes them as arrays, as it does
-    lists: the walk that makes them lists took a tenth of a run with many steps)."""
-    lists = (lambda x: x) if tuples else _lists
+def to_dict(r: Report, *, for_orjson: bool = False) -> dict[str, Any]:
+    """The report as JSON-ready builtins, in the documented key order. ``for_orjson``: the
+    form orjson writes the same document from (``schema.to_json``), not builtins: the
+    report's tuples stay tuples (orjson writes them as arrays, as it does lists: the walk
+    that makes them lists took a tenth of a run with many steps), and ``per_call`` is the
+    report's own ``CallRow`` dataclasses, which orjson writes field by field, in order, as
+    ``to_builtins`` makes them (they have slots: orjson writes a dataclass without them
+    from its ``__dict__``, whose keys need not be the fields). Their builtin copy was three dicts a call made and dropped
+    at once: at 60,000 calls, 180,000 containers that set off the cyclic collector's
+    walks of every live object and 50 MB of fresh pages, so the JSON's time per call
+    doubled from 6,000 calls to 60,000; written directly, it stays flat
+    (``benchmarks/scaling.py``, docs/performance.md)."""
+    lists = (lambda x: x) if for_orjson else _lists
     # calls are written below, field by field: leave them out of the generic pass
     d = lists(msgspec.to_builtins(dataclasses.replace(r, calls=_NO_CALLS), order=None))
     tc = d.get("typical_call")
@@ -598,7 +606,7 @@ def to_dict(r: Report, *, tuples: bool = False) -> dict[str, Any]:
         "categories": {k: _stats(s) for k, s in c.categories.items()},
         # CallRow's fields, in order; they hold no sequences, so only the outer tuple
         # needs to become a list (a walk over 100,000 rows costs seconds)
-        "per_call": list(msgspec.to_builtins(c.per_call)),
+        "per_call": c.per_call if for_orjson else list(msgspec.to_builtins(c.per_call)),
         "description": c.description,
         "how": c.how,
         "outliers": list(c.outliers),

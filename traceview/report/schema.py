@@ -34,8 +34,11 @@ __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "document_layout", "from_dict"
 
 
 def to_json(r: Report) -> bytes:
-    return orjson.dumps(to_dict(r, tuples=True),
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    """The report's JSON document, indented, with its final newline. orjson appends the
+    newline itself: adding it after would copy the whole document once more (50 MB at
+    60,000 calls)."""
+    return orjson.dumps(to_dict(r, for_orjson=True), option=orjson.OPT_INDENT_2
+                        | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
 def from_json(data: bytes | str) -> Report:
