@@ -281,7 +281,7 @@ PUBLIC_PAIRS = [("pytorch__kineto/docs__traces__before_fix_trace.json.gz",
 
 
 def _public_cases() -> list[tuple[str, str]]:
-    small = [e.name for e in public_corpus.entries()
+    small = [e.name for e in public_corpus.kineto_entries()
              if (p := public_corpus.locate(e.name)) is not None
              and p.stat().st_size <= PUBLIC_LIMIT]
     small.sort()
