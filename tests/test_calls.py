@@ -449,3 +449,32 @@ def test_harness_frames_of_an_editable_install_are_the_harness(tb, analyze_build
     fams = {f.name: f.ns_per_call for f in r.host.families}
     assert fams["traceview.capture.impls"] == 5_000 - 2_000
     assert dict(owner_split(r))["harness (traceview)"] == 5_000 - 2_000
+
+
+def test_launch_calls_name_the_rarer_events_they_hold(tb, analysis_builder):
+    """An eager AlexNet's forward without ranges or frames (HTA's simple_add trace): the
+    linear layers are rarer than the relu_ after them, so each joins the relu_ call that
+    follows, and that "aten::relu_" call of 8 ms was mostly an aten::linear. The
+    description says which rarer events the calls hold."""
+    t, relu = 0, []
+    for i in range(4):
+        tb.op("aten::conv2d", t, 2_000)
+        tb.launched_kernel("conv", t + 500, 500, t + 1_000, 800)
+        t += 3_000
+        if i == 2:  # one linear layer, before the third relu_
+            tb.op("aten::linear", t, 6_000)
+            tb.launched_kernel("gemm", t + 500, 500, t + 1_000, 4_000)
+            linear_start = t
+            t += 7_000
+        tb.op("aten::relu_", t, 1_000)
+        tb.launched_kernel("relu", t + 200, 300, t + 600, 100)
+        relu.append((t, t + 1_000))
+        t += 2_000
+    c = analysis_builder(tb).calls
+    # counted from the events written above: 4 conv2d and 4 relu_ calls; the third relu_
+    # call starts where the linear layer does
+    assert c.source == "launches" and len(c.calls) == 8
+    spans = sorted((x.start_ns, x.end_ns) for x in c.calls if x.name == "aten::relu_")
+    assert spans == [relu[0], relu[1], (linear_start, relu[2][1]), relu[3]]
+    assert c.how.endswith("; rarer ones join the call that follows them (aten::linear)")
+    assert c.how in calls_claim(c).text
