@@ -326,6 +326,15 @@ def test_a_diff_header_that_miscounts_the_calls_is_caught():
         assert check(c, doc) == [f"{c.id}: calls_before is 5, the report has 4 at /calls/before"]
 
 
+def test_a_diff_header_of_one_call_says_one_call():
+    """Two DLRM ranks of one profiler step each: the header said "(1 calls)"."""
+    from traceview.render.diff_report import header_claims
+
+    said = header_claims(Diff("a.json", "b.json", 1, 2, [_api()], []))
+    assert said[0].text == "before a.json (1 call)\nafter  b.json (2 calls)"
+    assert "(1 call) · after" in said[1].text and said[1].text.endswith("(2 calls)")
+
+
 def test_a_diff_more_line_that_miscounts_its_list_is_caught():
     """"+2 more differences" made from 8 warnings over a document listing 7 (the count is
     checked against the list's length), and a line whose shown and rest do not add up to
