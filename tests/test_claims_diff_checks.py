@@ -639,7 +639,6 @@ RENDERERS = ("diff_report.py", "diff_top.py", "annotate.py", "measured/checks.py
 #: (module, function) -> the claim it makes, or why its f-string with a figure is no
 #: sentence (an entry that no longer occurs fails the test: it is removed with it)
 WORDED_ELSEWHERE = {
-    ("diff_report.py", "header_claims"): "makes the diff-header and diff-heading claims",
     ("diff_report.py", "kernels_used_claims"): "makes the diff-kernels-launched claim",
     ("diff_top.py", "more_claim"): "makes the diff-more claims",
     ("diff_report.py", "_change"): "table cells (the change and its share of before)",
