@@ -63,6 +63,28 @@ def entries() -> tuple[Entry, ...]:
     return tuple(sorted(found, key=lambda e: e.name))
 
 
+# Triton Proton profiles in the corpus (a ``.hatchet`` tree, a ``.chrome_trace``): explain
+# reads them on their own (docs/proton.md); the Kineto tests and the reference count do not
+PROTON_SUFFIXES = (".hatchet.gz", ".hatchet", ".chrome_trace.gz", ".chrome_trace")
+
+
+def is_proton(entry: Entry) -> bool:
+    """A Proton profile, by the name its manifest gives it."""
+    return entry.name.endswith(PROTON_SUFFIXES)
+
+
+def held_out_runs() -> bool:
+    """The held-out traces are read only by the final check (``TRACEVIEW_HELD_OUT=1``)."""
+    return os.environ.get("TRACEVIEW_HELD_OUT") == "1"
+
+
+def kineto_entries() -> tuple[Entry, ...]:
+    """The Chrome/Kineto traces a test that reads every trace may run: no Proton profile,
+    and no held-out trace unless the final check is running, so that no test reads a
+    held-out trace by iterating the corpus."""
+    return tuple(e for e in entries() if not is_proton(e) and (held_out_runs() or not e.held_out))
+
+
 @cache
 def locate(name: str) -> Path | None:
     """The path of the corpus trace ``name`` whose bytes match its manifest, or None."""

@@ -449,3 +449,59 @@ def test_harness_frames_of_an_editable_install_are_the_harness(tb, analyze_build
     fams = {f.name: f.ns_per_call for f in r.host.families}
     assert fams["traceview.capture.impls"] == 5_000 - 2_000
     assert dict(owner_split(r))["harness (traceview)"] == 5_000 - 2_000
+
+
+def test_launch_calls_name_the_rarer_events_they_hold(tb, analysis_builder):
+    """An eager AlexNet's forward without ranges or frames (HTA's simple_add trace): the
+    linear layers are rarer than the relu_ after them, so each joins the relu_ call that
+    follows, and that "aten::relu_" call of 8 ms was mostly an aten::linear. The
+    description says which rarer events the calls hold."""
+    t, relu = 0, []
+    for i in range(4):
+        tb.op("aten::conv2d", t, 2_000)
+        tb.launched_kernel("conv", t + 500, 500, t + 1_000, 800)
+        t += 3_000
+        if i == 2:  # one linear layer, before the third relu_
+            tb.op("aten::linear", t, 6_000)
+            tb.launched_kernel("gemm", t + 500, 500, t + 1_000, 4_000)
+            linear_start = t
+            t += 7_000
+        tb.op("aten::relu_", t, 1_000)
+        tb.launched_kernel("relu", t + 200, 300, t + 600, 100)
+        relu.append((t, t + 1_000))
+        t += 2_000
+    c = analysis_builder(tb).calls
+    # counted from the events written above: 4 conv2d and 4 relu_ calls; the third relu_
+    # call starts where the linear layer does
+    assert c.source == "launches" and len(c.calls) == 8
+    spans = sorted((x.start_ns, x.end_ns) for x in c.calls if x.name == "aten::relu_")
+    assert spans == [relu[0], relu[1], (linear_start, relu[2][1]), relu[3]]
+    assert c.how.endswith("; rarer ones join the call that follows them (aten::linear)")
+    assert c.how in calls_claim(c).text
+
+
+def test_events_recorded_per_call_count_every_event_inside_the_call(tb, analyze_builder):
+    """A DLRM rank's step said "recorded per warm step: 1000 events": the host timeline's
+    rows (ops and runtime calls of positive length), while the profiler recorded 1,288 on
+    the step's thread (its zero-length ops and runtime calls and the optimizer and
+    data-loader ranges too; docs/json.md). Each step here records, inside its range: two
+    ops, a zero-length op, a user range, a launch and a Python frame on another thread."""
+    us = 1_000
+    for n in range(3):
+        s = n * 1_000 * us
+        tb.annotation(f"ProfilerStep#{n}", s, 500 * us)
+        tb.annotation("Optimizer.step#Adam.step", s + 300 * us, 100 * us)
+        tb.op("aten::mul", s + 10 * us, 50 * us)
+        tb.op("aten::empty", s + 70 * us, 0)  # zero-length: recorded all the same
+        tb.op("aten::add_", s + 310 * us, 50 * us)
+        tb.launched_kernel("k", s + 20 * us, 10 * us, s + 40 * us, 30 * us)
+        tb.py("other.py(1): f", s + 5 * us, 10 * us, tid=999)  # another thread: not counted
+    r = analyze_builder(tb)
+    assert r.calls.source == "profiler_steps" and r.calls.warm_count == 3
+    # counted from the events written above: on the step thread, starting inside a step,
+    # less the step's own range
+    steps = [e for e in tb.events if e["name"].startswith("ProfilerStep#")]
+    want = [sum(1 for e in tb.events if e["tid"] == tb.tid and e is not st
+                and st["ts"].ns <= e["ts"].ns < st["ts"].ns + st["dur"].ns) for st in steps]
+    assert want == [5, 5, 5]
+    assert r.calls.perturbation.events_per_call == 5

@@ -216,7 +216,7 @@ def test_every_claim_of_a_fixture_holds(name, view):
     assert views[view] == []
 
 
-@pytest.mark.parametrize("entry", [e.name for e in public_corpus.entries()] or ["(none)"])
+@pytest.mark.parametrize("entry", [e.name for e in public_corpus.kineto_entries()] or ["(none)"])
 def test_every_claim_of_a_public_trace_holds(entry):
     path = public_corpus.locate(entry) if entry != "(none)" else None
     if path is None:
@@ -814,7 +814,7 @@ def test_integrity_sentences_name_each_call_or_count_the_rest(tmp_path):
     r = traceview.analyze(b.write(tmp_path / "t.json"), Options(calls="call"))
     said = [c for c in r.claims if c.id == "integrity-incomplete"]
     assert [c.text for c in said] == [
-        "15 incomplete call(s) left out of the warm figures: 0, 2, 4, 6, 8, 10, 12, 14 "
+        "15 incomplete call(s) left out of the warm figures: #0, #2, #4, #6, #8, #10, #12, #14 "
         "and 7 more"]
     assert check_all(said, r.to_dict()) == []
     c = said[0]

@@ -281,7 +281,7 @@ PUBLIC_PAIRS = [("pytorch__kineto/docs__traces__before_fix_trace.json.gz",
 
 
 def _public_cases() -> list[tuple[str, str]]:
-    small = [e.name for e in public_corpus.entries()
+    small = [e.name for e in public_corpus.kineto_entries()
              if (p := public_corpus.locate(e.name)) is not None
              and p.stat().st_size <= PUBLIC_LIMIT]
     small.sort()
@@ -324,6 +324,15 @@ def test_a_diff_header_that_miscounts_the_calls_is_caught():
     assert "(5 calls)" in said[0].text and "(5 calls)" in said[1].text
     for c in said:
         assert check(c, doc) == [f"{c.id}: calls_before is 5, the report has 4 at /calls/before"]
+
+
+def test_a_diff_header_of_one_call_says_one_call():
+    """Two DLRM ranks of one profiler step each: the header said "(1 calls)"."""
+    from traceview.render.diff_report import header_claims
+
+    said = header_claims(Diff("a.json", "b.json", 1, 2, [_api()], []))
+    assert said[0].text == "before a.json (1 call)\nafter  b.json (2 calls)"
+    assert "(1 call) · after" in said[1].text and said[1].text.endswith("(2 calls)")
 
 
 def test_a_diff_more_line_that_miscounts_its_list_is_caught():
@@ -630,7 +639,6 @@ RENDERERS = ("diff_report.py", "diff_top.py", "annotate.py", "measured/checks.py
 #: (module, function) -> the claim it makes, or why its f-string with a figure is no
 #: sentence (an entry that no longer occurs fails the test: it is removed with it)
 WORDED_ELSEWHERE = {
-    ("diff_report.py", "header_claims"): "makes the diff-header and diff-heading claims",
     ("diff_report.py", "kernels_used_claims"): "makes the diff-kernels-launched claim",
     ("diff_top.py", "more_claim"): "makes the diff-more claims",
     ("diff_report.py", "_change"): "table cells (the change and its share of before)",

@@ -265,3 +265,18 @@ def test_graph_replay_counts_the_trace_s_kernels_as_the_trace_s(tmp_path):
     f = next(f for f in traceview.analyze(p).findings if f.id == "graph-replay")
     assert f.message == (f"results are CUDA graph replay ({graphs} graph launch; {kernels} "
                          "kernels in the trace); they do not show eager launch cost")
+
+
+def test_a_sliver_of_untraced_host_time_is_said_under_one_percent_not_none(tb, analyze_builder):
+    """HTA's AlexNet trace: 145 ms untraced of a 41.6 s window, 0.3% in the window table,
+    was "0% of the window is untraced host time" in the no-python-frames finding."""
+    us = 1_000
+    tb.op("aten::conv2d", 0, 1_000 * us)
+    tb.launched_kernel("conv", 10 * us, 5 * us, 20 * us, 100 * us)
+    tb.op("aten::relu_", 1_003 * us, 997 * us)  # 3 us of the 2 ms window covered by nothing
+    tb.launched_kernel("relu", 1_010 * us, 5 * us, 1_020 * us, 10 * us)
+    r = analyze_builder(tb)
+    # independent count: the window is 0..2000 us, the host thread's ops leave 3 us uncovered
+    assert (r.window.start_ns, r.window.end_ns) == (0, 2_000 * us)
+    said = next(f.message for f in r.findings if f.id == "no-python-frames")
+    assert "; <1% of the window is untraced host time" in said

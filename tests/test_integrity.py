@@ -142,7 +142,7 @@ def test_with_every_step_incomplete_none_is_warm_and_every_one_is_counted(tb, an
                                     "records): #0, #1, #2 counted: none is warm")
     integrity = [c.text for c in r.claims if c.id.startswith("integrity-")]
     assert integrity and not any("left out" in t for t in integrity)
-    assert "3 incomplete call(s) counted in the figures, since no call is warm: 0, 1, 2" in integrity
+    assert "3 incomplete call(s) counted in the figures, since no call is warm: #0, #1, #2" in integrity
 
 
 def test_a_run_of_empty_launches_before_the_first_recorded_one_is_a_dropped_prefix(
@@ -312,3 +312,26 @@ def test_newer_kineto_fields_and_lanes(tb, analyze_builder):
     g = r.integrity.graphs
     assert (g.replays, g.nodes.p50, g.graph_ids) == (3, 4, 1)
     assert r.integrity.reliable
+
+
+def test_the_step_holding_launchless_device_work_is_named_as_a_step_not_a_count(
+        tb, analyze_builder):
+    """A DLRM rank's only step (step 0) held 64 kernels launched before the profiler's
+    window (no runtime event carries their correlation ids); the sentence said "steps
+    touched: 0", which reads as none. Steps and calls are named as elsewhere: "#0"."""
+    steps = _steps_with_drops(tb, 1, set())
+    # two kernels inside step 0 whose launch no runtime event records
+    tb.kernel("vectorized_elementwise_kernel", 70 * US, 2 * US, corr=1)
+    tb.kernel("vectorized_elementwise_kernel", 75 * US, 2 * US, corr=2)
+    launched = {e["args"]["correlation"] for e in tb.events
+                if e["cat"] in ("cuda_runtime", "cuda_driver")}
+    orphans = [e for e in tb.events if e["cat"] == "kernel"
+               and e["args"]["correlation"] not in launched]
+    a, b = steps[0]
+    assert len(orphans) == 2 and all(a <= e["ts"].ns < b for e in orphans)
+    r = analyze_builder(tb)
+    c = {c.id: c for c in r.integrity.checks}["device-work-without-launch"]
+    assert (c.count, c.calls, c.steps) == (2, (0,), (0,))
+    said = [x.text for x in r.claims if x.id == "integrity-check"]
+    assert said == ["2 device records have no launch record (call #0): their launch latency "
+                    "is unknown; steps touched: #0"]

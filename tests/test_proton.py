@@ -262,6 +262,8 @@ def test_kineto_only_options_are_refused_in_one_line(flag, tmp_path):
     r = runner.invoke(app, ["explain", str(NESTED_TREE), *flag])
     assert r.exit_code == 2
     assert "not for a Proton" in r.output and "Traceback" not in r.output
+    # the line names the file as given, never an object's repr
+    assert f"({NESTED_TREE})" in r.output and " object at 0x" not in r.output
 
 
 @pytest.mark.parametrize("text", [

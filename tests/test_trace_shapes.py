@@ -928,3 +928,31 @@ def test_the_per_step_table_of_fused_ranks_names_its_process(tmp_path):
     text = re.sub(r"\s+", " ", renderer("text").render(traceview.analyze(path),
                                                         RenderOptions(width=120)))
     assert f"device rows: work launched in the call by any thread of process {pid})" in text
+
+
+def test_a_threads_work_holds_its_syncs_and_the_note_says_so(tmp_path):
+    """A DLRM rank's main thread: "work 11.8 ms" held its 6.6 ms cudaStreamSynchronize while
+    the note said work is the time "not untraced, waiting or the profiler's own", and a
+    synchronize reads as waiting. The work is counted here from the thread's events: two
+    ops and a synchronize, back to back, 700 us; the note says a sync counts."""
+    tb = TraceBuilder()
+    tb.annotation("ProfilerStep#0", 0, 700_000)
+    tb.op("aten::mul", 0, 100_000)
+    tb.launched_kernel("k", 10_000, 5_000, 20_000, 400_000)
+    tb.sync(100_000, 500_000)
+    tb.op("aten::add", 600_000, 100_000)
+    tb.launched_kernel("k", 610_000, 5_000, 620_000, 50_000)
+    tb.annotation("other", 0, 800_000, tid=7)  # a second thread: the table is printed
+    tb.op("aten::relu", 0, 800_000, tid=7)
+    path = tb.write(tmp_path / "t.json")
+    main = [e for e in raw_events(path) if e["tid"] == tb.tid and e["cat"] != "user_annotation"]
+    work = length(union([[ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])] for e in main]))
+    assert work == 700_000
+    r = traceview.analyze(path)
+    assert next(t for t in r.threads if t.tid == tb.tid).work_ns == work
+    from typer.testing import CliRunner
+
+    from traceview.cli.app import app
+    out = CliRunner().invoke(app, ["explain", str(path), "--width", "160"]).stdout
+    assert "700 us (" in out
+    assert "a sync with the device counts as work" in out

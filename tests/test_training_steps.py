@@ -16,6 +16,7 @@ import pytest
 import traceview
 from conftest import FIXTURES
 from rawcount import clip, length, minus, union
+from tracebuilder import TraceBuilder
 from traceview.errors import UsageError
 
 EAGER = "train_llama_eager.json.gz"
@@ -238,3 +239,25 @@ def test_cold_compile_then_warm_calls_and_the_overhang_diagnostic():
     # the clipped frames no longer outlive their caller: the first call ends where its
     # Python frame ends, before the warm calls
     assert r.calls.per_call[0].end_ns < r.calls.per_call[1].start_ns
+
+
+def test_the_time_order_line_adds_up_to_the_step(tmp_path):
+    """Pieces of ``other`` under 1% of the step are no stretch of the time-order line; a
+    DLRM rank's step listed "other 213 us" beside its table's "other 307 us" and the
+    stretches summed to 19.81 of 19.90 ms. The line now says how much it leaves out,
+    counted here: a 5 us gap between the micro-batches and 5 us after the optimizer."""
+    us = 1_000
+    tb = TraceBuilder()
+    tb.annotation("ProfilerStep#0", 0, 1_000 * us)
+    for fwd, bwd in ((0, 300), (505, 700)):  # two micro-batches, 5 us apart
+        tb.py("nn.Module: Net_0", fwd * us, (bwd - fwd) * us)
+        tb.launched_kernel("k", (fwd + 10) * us, 5 * us, (fwd + 20) * us, 50 * us)
+        tb.py("torch/_tensor.py(625): backward", bwd * us, 200 * us)
+    tb.annotation("Optimizer.step#SGD.step", 900 * us, 95 * us)
+    path = tb.write(tmp_path / "two_micro_batches.json")
+    r = traceview.analyze(path)
+    step = r.steps.steps[0]
+    listed = sum(g.end_ns - g.start_ns for g in step.segments)
+    assert step.wall_ns == 1_000 * us and step.wall_ns - listed == 10 * us
+    said = next(c.text for c in r.claims if c.id == "step-segments")
+    assert said.endswith("; and other pieces under 1% of the step, 10 us in all")

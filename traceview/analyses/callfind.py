@@ -75,6 +75,10 @@ HOW: dict[CallsSource, str] = {
 }
 
 
+# The rarer events a launch-found calls' description names (``FoundCalls.joined``).
+JOINED_NAMED = 3
+
+
 @dataclass(frozen=True)
 class CallSpan:
     start_ns: int
@@ -92,10 +96,20 @@ class FoundCalls:
     pattern: str | None  # series pattern, regex, or frame name(s)
     # other numbered series beside the chosen one: (pattern, calls, --calls regex)
     others: tuple[tuple[str, int, str], ...] = ()
+    # launch-found calls: the rarer outermost events that joined the call after them, most
+    # frequent first (an eager model's linear layers join the relu_ calls that follow)
+    joined: tuple[str, ...] = ()
 
     @property
     def how(self) -> str:
-        return HOW[self.source]
+        """How the calls were found; for launch-found calls, which rarer events each holds
+        beside the one it is named after, so that "aten::relu_" calls of 8 ms holding an
+        aten::linear read as what they are."""
+        if not self.joined:
+            return HOW[self.source]
+        named = ", ".join(self.joined[:JOINED_NAMED])
+        more = " and others" if len(self.joined) > JOINED_NAMED else ""
+        return f"{HOW[self.source]}; rarer ones join the call that follows them ({named}{more})"
 
 
 def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
@@ -121,8 +135,8 @@ def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: L
         return forward
     if frames is not None:
         return frames
-    spans = _launch_calls(trace, timeline, launches)
-    return FoundCalls(spans, "launches" if spans else "none", None)
+    spans, joined = _launch_calls(trace, timeline, launches)
+    return FoundCalls(spans, "launches" if spans else "none", None, joined=joined)
 
 
 def _annotation_rows(trace: Trace, window: Window) -> np.ndarray:
@@ -561,13 +575,15 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
     return FoundCalls(spans, "python_frames", "; ".join(kinds))
 
 
-def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary) -> list[CallSpan]:
+def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary
+                  ) -> tuple[list[CallSpan], tuple[str, ...]]:
     """Outermost host slice around each launch. The kinds that repeat (at least half as
     often as the most frequent) are the calls; a rarer one (Dynamo's one-off ``dynamo``
     compile before the first ``Torch-Compiled Region``) joins the call that follows it.
-    A synchronize right after a call, before the next, is that call's sync."""
+    A synchronize right after a call, before the next, is that call's sync. Also the
+    names of the rarer events that joined a call, most frequent first."""
     if timeline.rows.size == 0 or launches.count == 0:
-        return []
+        return [], ()
     s = trace.slices
     rows = timeline.rows
     w0, w1 = int(timeline.seg_start[0]), int(timeline.seg_end[-1])
@@ -582,7 +598,7 @@ def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary)
     idx = np.searchsorted(o_st, l_st, side="right") - 1
     with_launch = sorted(set(idx[idx >= 0].tolist()))
     if not with_launch:
-        return []
+        return [], ()
     names = {i: trace.names[int(s.name[o_rows[i]])] for i in with_launch}
     counts = Counter(names.values())
     top = max(counts.values())
@@ -601,7 +617,9 @@ def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary)
         spans[-1] = CallSpan(last.start_ns, end, last.name, last.kind)
     sync = timeline.categories.index("sync") if "sync" in timeline.categories else -1
     o_sync = timeline.row_cat[o_pos] == sync
-    return _with_syncs(module_kinds(spans), o_st, o_en, o_sync)
+    joined = tuple(n for n, c in sorted(counts.items(), key=lambda nc: (-nc[1], nc[0]))
+                   if 2 * c < top) if spans else ()
+    return _with_syncs(module_kinds(spans), o_st, o_en, o_sync), joined
 
 
 def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:

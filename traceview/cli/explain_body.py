@@ -146,7 +146,7 @@ def _proton(source: Source, format: Format, width: int | None, *,
     if given:
         from traceview.errors import UsageError
 
-        raise UsageError(f"{', '.join(given)}: not for a Proton {kind} ({source}); Proton "
+        raise UsageError(f"{', '.join(given)}: not for a Proton {kind} ({source.name}); Proton "
                          "profiles have no host events, windows or Kineto calls")
     from traceview.render.registry import RenderOptions, renderer
     from traceview.report.proton import trace_report, tree_report

@@ -37,7 +37,7 @@ from traceview.render.markdown import code, esc, table
 from traceview.render.names import kernel_labels, short_frame, short_kernel
 from traceview.render.text import laid_out
 from traceview.report.claims import Claim, Figure, Relation, pointer
-from traceview.units import fmt_ns, fmt_signed_ns
+from traceview.units import fmt_ns, fmt_signed_ns, plural
 
 PROFILED_TITLE = ("profiled calls: diagnosis, not speed (medians over warm calls, every call "
                   "on a side with none; 95% bootstrap CI)")
@@ -253,10 +253,11 @@ def header_claims(d: Diff) -> list[Claim]:
     diff document holds them."""
     figs = (Figure("calls_before", d.calls_before, pointer("calls", "before")),
             Figure("calls_after", d.calls_after, pointer("calls", "after")))
-    return [Claim("diff-header", f"before {d.before_path} ({d.calls_before} calls)\n"
-                                 f"after  {d.after_path} ({d.calls_after} calls)", figs),
-            Claim("diff-heading", f"before: {code(d.before_path)} ({d.calls_before} calls) "
-                                  f"· after: {code(d.after_path)} ({d.calls_after} calls)",
+    b, a = plural(d.calls_before, "call"), plural(d.calls_after, "call")
+    return [Claim("diff-header", f"before {d.before_path} ({b})\n"
+                                 f"after  {d.after_path} ({a})", figs),
+            Claim("diff-heading", f"before: {code(d.before_path)} ({b}) "
+                                  f"· after: {code(d.after_path)} ({a})",
                   figs)]
 
 

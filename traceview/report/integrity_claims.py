@@ -48,13 +48,15 @@ class _Cited:
         return fmt_ns(value)
 
     def ids(self, name: str, ids: tuple[int, ...], *path: str | int) -> str:
-        """``3, 4, 9 and 5 more``: each id named cited at its place in the list; the
+        """``#3, #4, #9 and 5 more``: each id named cited at its place in the list; the
         number not named is the list's length (its last item cited where it stands: a
         pointer names no length) less those named."""
         shown = ids[:IDS_NAMED]
         for j, i in enumerate(shown):
             self.fig(f"{name}:{j}", i, *path, j)
-        text = ", ".join(str(i) for i in shown)
+        # "#3" as the per-call title and the cold/outlier lines name calls: a bare "0" in
+        # "steps touched: 0" reads as a count, not as step #0
+        text = ", ".join(f"#{i}" for i in shown)
         if len(ids) > len(shown):
             more = len(ids) - len(shown)
             self.fig(f"{name}:named", len(shown))

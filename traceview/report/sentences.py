@@ -188,9 +188,18 @@ def step_detail_claims(steps: StepsInfo | None, typical: TypicalCall | None) -> 
             rels.append(rel("sum", f"start:{k}", f"dur:{k}", f"end:{k}"))
             if k:  # in time order: each stretch starts where or after the one before ends
                 rels.append(rel("le", f"end:{k - 1}", f"start:{k}"))
-        out.append(Claim("step-segments", "in time order: " + ", ".join(
-            f"{g.phase} {fmt_ns(g.end_ns - g.start_ns)}" for g in segs), tuple(figs),
-            tuple(rels)))
+        text = "in time order: " + ", ".join(f"{g.phase} {fmt_ns(g.end_ns - g.start_ns)}"
+                                             for g in segs)
+        # the stretches leave out pieces of other under 1% of the step: say how much, so
+        # that the list adds up to the step (a DLRM step listed "other 213 us" beside a
+        # table's "other 307 us")
+        rest = step.wall_ns - sum(g.end_ns - g.start_ns for g in segs)
+        if rest > 0:
+            figs += [Figure("wall", step.wall_ns, pointer(*at, "wall_ns")),
+                     Figure("rest", rest)]
+            rels.append(rel("sum", *(f"dur:{k}" for k in range(len(segs))), "rest", "wall"))
+            text += f"; and other pieces under 1% of the step, {fmt_ns(rest)} in all"
+        out.append(Claim("step-segments", text, tuple(figs), tuple(rels)))
     if step.communication_ns:
         out.append(Claim("step-communication", (
             f"communication in {step.name}: {fmt_ns(step.communication_ns)} on the device, "
