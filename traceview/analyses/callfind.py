@@ -121,7 +121,7 @@ def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: L
         return forward
     if frames is not None:
         return frames
-    spans = _launch_calls(trace, timeline, launches)
+    spans = _launch_calls(trace, timeline, launches, rules)
     return FoundCalls(spans, "launches" if spans else "none", None)
 
 
@@ -561,11 +561,16 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
     return FoundCalls(spans, "python_frames", "; ".join(kinds))
 
 
-def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary) -> list[CallSpan]:
-    """Outermost host slice around each launch. The kinds that repeat (at least half as
-    often as the most frequent) are the calls; a rarer one (Dynamo's one-off ``dynamo``
-    compile before the first ``Torch-Compiled Region``) joins the call that follows it.
-    A synchronize right after a call, before the next, is that call's sync."""
+def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary,
+                  rules: RuleSet) -> list[CallSpan]:
+    """Outermost host slice around each launch, each a call of its name's kind. A rarer
+    one (under half as often as the most frequent kind) that holds compile or import work
+    of a size the rules count as evidence (Dynamo's one-off compile before the first
+    ``Torch-Compiled Region``) joins the call that follows it: it is that call's cold
+    path. Any other rarer event is a call of its own kind: folded into the next call, an
+    eager model's first ``aten::linear`` (6.9 ms) became part of an ``aten::relu_`` call
+    read as an 8 ms relu. A synchronize right after a call, before the next, is that
+    call's sync."""
     if timeline.rows.size == 0 or launches.count == 0:
         return []
     s = trace.slices
@@ -586,22 +591,48 @@ def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary)
     names = {i: trace.names[int(s.name[o_rows[i]])] for i in with_launch}
     counts = Counter(names.values())
     top = max(counts.values())
+    rarer = [i for i in with_launch if 2 * counts[names[i]] < top]
+    folds = _cold_events(timeline, rules, o_st, o_en, rarer)
     spans: list[CallSpan] = []
-    pending: int | None = None  # start of rarer events waiting for the next call
+    pending: int | None = None  # start of compile events waiting for the call they compile
     for i in with_launch:
-        if 2 * counts[names[i]] < top:
+        if i in folds:
             pending = int(o_st[i]) if pending is None else pending
             continue
         start = int(o_st[i]) if pending is None else pending
         pending = None
         spans.append(CallSpan(start, int(o_en[i]), names[i], names[i]))
-    if pending is not None and spans:  # rarer events after the last call join it
+    if pending is not None and spans:  # compile events after the last call join it
         last = spans[-1]
         end = max(int(o_en[i]) for i in with_launch if o_st[i] >= pending)
         spans[-1] = CallSpan(last.start_ns, end, last.name, last.kind)
     sync = timeline.categories.index("sync") if "sync" in timeline.categories else -1
     o_sync = timeline.row_cat[o_pos] == sync
     return _with_syncs(module_kinds(spans), o_st, o_en, o_sync)
+
+
+def _cold_events(timeline: HostTimeline, rules: RuleSet, o_st: np.ndarray, o_en: np.ndarray,
+                 events: list[int]) -> set[int]:
+    """Of the outermost events ``events``, those whose owned time on the thread holds
+    compile or import work of a size the rules count as evidence of a cold path
+    (``RuleSet.is_cold_work``): a one-off compile, never an op that merely runs rarely."""
+    cold = [timeline.categories.index(c) for c in ("compile", "import")
+            if c in timeline.categories]
+    if not cold or not events:
+        return set()
+    out = set()
+    for i in events:
+        a, b = int(o_st[i]), int(o_en[i])
+        j0 = int(timeline.seg_start.searchsorted(a, side="left"))
+        j1 = int(timeline.seg_start.searchsorted(b, side="left"))
+        if j1 <= j0:
+            continue
+        seg_st = np.maximum(np.asarray(timeline.seg_start[j0:j1], np.int64), a)
+        seg_en = np.minimum(np.asarray(timeline.seg_end[j0:j1], np.int64), b)
+        held = np.isin(np.asarray(timeline.seg_cat[j0:j1]), cold)
+        if rules.is_cold_work(int((seg_en - seg_st)[held].sum()), b - a):
+            out.add(i)
+    return out
 
 
 def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:
