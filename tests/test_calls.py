@@ -451,32 +451,48 @@ def test_harness_frames_of_an_editable_install_are_the_harness(tb, analyze_build
     assert dict(owner_split(r))["harness (traceview)"] == 5_000 - 2_000
 
 
-def test_launch_calls_name_the_rarer_events_they_hold(tb, analysis_builder):
+def test_a_rarer_eager_op_is_a_call_of_its_own_not_part_of_the_next(tb, analysis_builder):
     """An eager AlexNet's forward without ranges or frames (HTA's simple_add trace): the
-    linear layers are rarer than the relu_ after them, so each joins the relu_ call that
-    follows, and that "aten::relu_" call of 8 ms was mostly an aten::linear. The
-    description says which rarer events the calls hold."""
-    t, relu = 0, []
+    linear layer is rarer than the relu_ after it and holds no compile work, so it is a
+    call of its own kind, never folded into the relu_ call that follows (that "aten::relu_"
+    call of 8 ms was mostly an aten::linear); the description names no joined event."""
+    t, want = 0, []
     for i in range(4):
         tb.op("aten::conv2d", t, 2_000)
         tb.launched_kernel("conv", t + 500, 500, t + 1_000, 800)
+        want.append(("aten::conv2d", t, t + 2_000))
         t += 3_000
         if i == 2:  # one linear layer, before the third relu_
             tb.op("aten::linear", t, 6_000)
             tb.launched_kernel("gemm", t + 500, 500, t + 1_000, 4_000)
-            linear_start = t
+            want.append(("aten::linear", t, t + 6_000))
             t += 7_000
         tb.op("aten::relu_", t, 1_000)
         tb.launched_kernel("relu", t + 200, 300, t + 600, 100)
-        relu.append((t, t + 1_000))
+        want.append(("aten::relu_", t, t + 1_000))
         t += 2_000
     c = analysis_builder(tb).calls
-    # counted from the events written above: 4 conv2d and 4 relu_ calls; the third relu_
-    # call starts where the linear layer does
-    assert c.source == "launches" and len(c.calls) == 8
-    spans = sorted((x.start_ns, x.end_ns) for x in c.calls if x.name == "aten::relu_")
-    assert spans == [relu[0], relu[1], (linear_start, relu[2][1]), relu[3]]
-    assert c.how.endswith("; rarer ones join the call that follows them (aten::linear)")
+    # counted from the events written above: 4 conv2d, 1 linear and 4 relu_ calls
+    assert c.source == "launches"
+    assert [(x.name, x.start_ns, x.end_ns) for x in c.calls] == want
+    assert "join" not in c.how and c.how in calls_claim(c).text
+
+
+def test_a_compile_event_joining_a_call_is_named(tb, analysis_builder):
+    """A rarer event holding compile work (a 2 ms ``(dynamo_timed)`` compile with one
+    autotuning launch) joins the compiled call after it, and the description says so."""
+    tb.op("_compile.compile_inner (dynamo_timed)", 0, 2_000_000)
+    tb.launched_kernel("bench", 100_000, 1_000, 200_000, 300)
+    t = 2_010_000
+    for _ in range(3):
+        tb.op("Torch-Compiled Region: 0/0", t, 10_000)
+        tb.launched_kernel("triton_poi", t + 2_000, 1_000, t + 4_000, 500)
+        t += 30_000
+    c = analysis_builder(tb).calls
+    assert c.source == "launches" and len(c.calls) == 3 and c.calls[0].start_ns == 0
+    assert c.how.endswith(
+        "; compile events join the call that follows them "
+        "(_compile.compile_inner (dynamo_timed))")
     assert c.how in calls_claim(c).text
 
 

@@ -75,7 +75,7 @@ HOW: dict[CallsSource, str] = {
 }
 
 
-# The rarer events a launch-found calls' description names (``FoundCalls.joined``).
+# The compile events a launch-found calls' description names (``FoundCalls.joined``).
 JOINED_NAMED = 3
 
 
@@ -96,20 +96,21 @@ class FoundCalls:
     pattern: str | None  # series pattern, regex, or frame name(s)
     # other numbered series beside the chosen one: (pattern, calls, --calls regex)
     others: tuple[tuple[str, int, str], ...] = ()
-    # launch-found calls: the rarer outermost events that joined the call after them, most
-    # frequent first (an eager model's linear layers join the relu_ calls that follow)
+    # launch-found calls: the rarer outermost events holding compile work that joined the
+    # call after them, most frequent first (Dynamo's compile before a compiled region)
     joined: tuple[str, ...] = ()
 
     @property
     def how(self) -> str:
-        """How the calls were found; for launch-found calls, which rarer events each holds
-        beside the one it is named after, so that "aten::relu_" calls of 8 ms holding an
-        aten::linear read as what they are."""
+        """How the calls were found; for launch-found calls, which compile events joined
+        the call after them, so that a call longer than the event it is named after says
+        what else it holds."""
         if not self.joined:
             return HOW[self.source]
         named = ", ".join(self.joined[:JOINED_NAMED])
         more = " and others" if len(self.joined) > JOINED_NAMED else ""
-        return f"{HOW[self.source]}; rarer ones join the call that follows them ({named}{more})"
+        return (f"{HOW[self.source]}; compile events join the call that follows them "
+                f"({named}{more})")
 
 
 def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: LaunchSummary,
@@ -135,7 +136,7 @@ def find_calls(trace: Trace, window: Window, timeline: HostTimeline, launches: L
         return forward
     if frames is not None:
         return frames
-    spans, joined = _launch_calls(trace, timeline, launches)
+    spans, joined = _launch_calls(trace, timeline, launches, rules)
     return FoundCalls(spans, "launches" if spans else "none", None, joined=joined)
 
 
@@ -575,13 +576,17 @@ def _frame_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary, 
     return FoundCalls(spans, "python_frames", "; ".join(kinds))
 
 
-def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary
-                  ) -> tuple[list[CallSpan], tuple[str, ...]]:
-    """Outermost host slice around each launch. The kinds that repeat (at least half as
-    often as the most frequent) are the calls; a rarer one (Dynamo's one-off ``dynamo``
-    compile before the first ``Torch-Compiled Region``) joins the call that follows it.
-    A synchronize right after a call, before the next, is that call's sync. Also the
-    names of the rarer events that joined a call, most frequent first."""
+def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary,
+                  rules: RuleSet) -> tuple[list[CallSpan], tuple[str, ...]]:
+    """Outermost host slice around each launch, each a call of its name's kind. A rarer
+    one (under half as often as the most frequent kind) that holds compile or import work
+    of a size the rules count as evidence (Dynamo's one-off compile before the first
+    ``Torch-Compiled Region``) joins the call that follows it: it is that call's cold
+    path. Any other rarer event is a call of its own kind: folded into the next call, an
+    eager model's first ``aten::linear`` (6.9 ms) became part of an ``aten::relu_`` call
+    read as an 8 ms relu. A synchronize right after a call, before the next, is that
+    call's sync. Also the names of the compile events that joined a call, most frequent
+    first, for the calls' description."""
     if timeline.rows.size == 0 or launches.count == 0:
         return [], ()
     s = trace.slices
@@ -602,24 +607,51 @@ def _launch_calls(trace: Trace, timeline: HostTimeline, launches: LaunchSummary
     names = {i: trace.names[int(s.name[o_rows[i]])] for i in with_launch}
     counts = Counter(names.values())
     top = max(counts.values())
+    rarer = [i for i in with_launch if 2 * counts[names[i]] < top]
+    folds = _cold_events(timeline, rules, o_st, o_en, rarer)
     spans: list[CallSpan] = []
-    pending: int | None = None  # start of rarer events waiting for the next call
+    pending: int | None = None  # start of compile events waiting for the call they compile
     for i in with_launch:
-        if 2 * counts[names[i]] < top:
+        if i in folds:
             pending = int(o_st[i]) if pending is None else pending
             continue
         start = int(o_st[i]) if pending is None else pending
         pending = None
         spans.append(CallSpan(start, int(o_en[i]), names[i], names[i]))
-    if pending is not None and spans:  # rarer events after the last call join it
+    if pending is not None and spans:  # compile events after the last call join it
         last = spans[-1]
         end = max(int(o_en[i]) for i in with_launch if o_st[i] >= pending)
         spans[-1] = CallSpan(last.start_ns, end, last.name, last.kind)
     sync = timeline.categories.index("sync") if "sync" in timeline.categories else -1
     o_sync = timeline.row_cat[o_pos] == sync
-    joined = tuple(n for n, c in sorted(counts.items(), key=lambda nc: (-nc[1], nc[0]))
-                   if 2 * c < top) if spans else ()
+    folded = Counter(names[i] for i in folds)
+    joined = tuple(n for n, _ in sorted(folded.items(), key=lambda nc: (-nc[1], nc[0]))
+                   ) if spans else ()
     return _with_syncs(module_kinds(spans), o_st, o_en, o_sync), joined
+
+
+def _cold_events(timeline: HostTimeline, rules: RuleSet, o_st: np.ndarray, o_en: np.ndarray,
+                 events: list[int]) -> set[int]:
+    """Of the outermost events ``events``, those whose owned time on the thread holds
+    compile or import work of a size the rules count as evidence of a cold path
+    (``RuleSet.is_cold_work``): a one-off compile, never an op that merely runs rarely."""
+    cold = [timeline.categories.index(c) for c in ("compile", "import")
+            if c in timeline.categories]
+    if not cold or not events:
+        return set()
+    out = set()
+    for i in events:
+        a, b = int(o_st[i]), int(o_en[i])
+        j0 = int(timeline.seg_start.searchsorted(a, side="left"))
+        j1 = int(timeline.seg_start.searchsorted(b, side="left"))
+        if j1 <= j0:
+            continue
+        seg_st = np.maximum(np.asarray(timeline.seg_start[j0:j1], np.int64), a)
+        seg_en = np.minimum(np.asarray(timeline.seg_end[j0:j1], np.int64), b)
+        held = np.isin(np.asarray(timeline.seg_cat[j0:j1]), cold)
+        if rules.is_cold_work(int((seg_en - seg_st)[held].sum()), b - a):
+            out.add(i)
+    return out
 
 
 def _with_syncs(spans: list[CallSpan], o_st, o_en, o_sync) -> list[CallSpan]:

@@ -251,7 +251,7 @@ def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
     need = int(HOLDER_SHARE * excess)
     mine = ops.inside(call.start_ns, call.end_ns, floor=need)
     # the call's own frame is the call, never what holds its excess: ``inside`` leaves it
-    # out only where it spans the whole call, and a call that took in a rarer event
+    # out only where it spans the whole call, and a call that took in a compile event
     # before or after it (``callfind``: it joins the call) is longer than its frame
     own = ops.code(call.name)
     if own is not None:
