@@ -611,7 +611,6 @@ def _claim(*figures: Figure, relations=()) -> Claim:
 
 @pytest.mark.parametrize(("kind", "figures", "true", "false"), [
     ("eq", (CALL, Figure("c", 1_000)), ("call", "c"), ("call", "idle")),
-    ("ne", (CALL, Figure("c", 1_000)), ("call", "idle"), ("call", "c")),
     ("lt", (IDLE, CALL), ("idle", "call"), ("call", "idle")),
     ("le", (IDLE, CALL), ("idle", "call"), ("call", "idle")),
     ("gt", (IDLE, CALL), ("call", "idle"), ("idle", "call")),
@@ -632,7 +631,7 @@ def test_each_relation_holds_or_fails(kind, figures, true, false):
 
 
 def test_every_relation_kind_is_tested():
-    tested = {"eq", "ne", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"}
+    tested = {"eq", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"}
     assert set(RELATION_KINDS) == tested
 
 

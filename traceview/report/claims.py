@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# eq/ne/lt/le/gt/ge: two figures compared; ratio: (part, whole, share) with share = part /
+# eq/lt/le/gt/ge: two figures compared; ratio: (part, whole, share) with share = part /
 # whole; ratio_rounded: (part, whole, share, decimals) with share = part / whole rounded
 # to that many decimals (a rate the report rounds); sum: (part, ..., total) with the
 # parts adding up to the total exactly.
-RelationKind = Literal["eq", "ne", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"]
-RELATION_KINDS: tuple[RelationKind, ...] = ("eq", "ne", "lt", "le", "gt", "ge", "ratio",
+RelationKind = Literal["eq", "lt", "le", "gt", "ge", "ratio", "ratio_rounded", "sum"]
+RELATION_KINDS: tuple[RelationKind, ...] = ("eq", "lt", "le", "gt", "ge", "ratio",
                                             "ratio_rounded", "sum")
 # A share is carried unrounded; this much apart is float noise, not a different share.
 RATIO_TOLERANCE = 1e-9
@@ -158,8 +158,7 @@ def _holds(kind: RelationKind, vals: Sequence[Value]) -> str | None:
         got = sum(parts)
         return None if _same(got, total) else f"the parts add up to {got}, not {total}"
     a, b = v
-    ok = {"eq": _same(a, b), "ne": not _same(a, b), "lt": a < b, "le": a <= b, "gt": a > b,
-          "ge": a >= b}[kind]
+    ok = {"eq": _same(a, b), "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[kind]
     return None if ok else f"{a!r} {kind} {b!r} is false"
 
 

@@ -306,9 +306,13 @@ def _same_thread(ref: ThreadRef, call: ThreadRef | None, name: str, figs: list[F
                  Figure(f"call_{k}", theirs, pointer("host", "thread", k))]
     if same:
         rels += [rel("eq", f"{name}_{k}", f"call_{k}") for k, _, _ in ids]
-    else:  # another thread: its process differs, or its thread id within the process
+    else:
+        # another thread: its process differs, or its thread id within the process. The
+        # claims compare with lt/gt, never "not equal": the id on one side of the call
+        # thread's says it differs, and the documents' relation kinds stay as they are
         k = "pid" if ref.pid != call.pid else "tid"
-        rels.append(rel("ne", f"{name}_{k}", f"call_{k}"))
+        mine, theirs = getattr(ref, k), getattr(call, k)
+        rels.append(rel("lt" if mine < theirs else "gt", f"{name}_{k}", f"call_{k}"))
 
 
 def _concurrent(c: Concurrent, refs: Mapping[int, ThreadRef], call: ThreadRef | None,
