@@ -268,9 +268,10 @@ FILTERED = "facebookresearch__HolisticTraceAnalysis/trace_filter__sampled_rank-1
 def test_htas_filtered_rank_calls_no_idle_launch_latency():
     """HTA's trace-filter test data: a rank whose events a sampler thinned (1,465 holes in
     the numbering of its 2,367 numbered CPU events). The typical step's 162 ms of idle
-    after launches, where kernels sat queued for up to 98 ms behind nothing the trace
-    shows, is ``not in the trace`` (no thread: ``unknown``), never launch latency; each
-    step's figure is counted from the raw events, and a diagnostic says why."""
+    after launches (a GEMM launched 98 ms before the 13 ms gap it ends, nothing on the
+    device in the trace meanwhile) is ``not in the trace`` (no thread: ``unknown``), never
+    launch latency; each step's figure is counted from the raw events, and a diagnostic
+    says why."""
     from idle_count import after_launch, numbering_gaps, step_bounds
 
     from traceview.report.claims import check_all

@@ -24,9 +24,10 @@ Where the trace evidently lost events after the profiler wrote it (its CPU event
 numbering skips after many of them: ``integrity.event_numbering``; HTA's trace filter and
 sampler leave such traces), the part of a gap after the launch is charged to
 ``not in the trace`` instead of launch latency: the device may have been busy with, or
-waiting behind, work that was removed (HTA's sampled rank holds kernels launched 98 ms
-before the device, idle all that time by the trace, started them), and a reader told
-"162 ms of launch latency" looks for it in the launch path, where it is not.
+waiting behind, work that was removed (on HTA's sampled rank 1 a GEMM launched 98 ms
+before a 13 ms gap, during which the trace shows nothing on the device, starts only at
+its end), and a reader told "162 ms of launch latency" looks for it in the launch path,
+where it is not.
 
 **Communication**: device work whose name matches the rule table's
 ``communication_kernels`` (NCCL); exposed communication is the part of it during which
