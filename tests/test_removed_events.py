@@ -110,3 +110,15 @@ def test_htas_sampled_rank_says_its_idle_after_launches_is_not_in_the_trace():
     (d,) = [d for d in r.diagnostics if d.code == "events-removed"]
     assert (d.count, holes) == (missing, 1495)
     assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_numbers_that_are_no_small_integers_are_no_evidence(tb, analyze_builder):
+    """``Ev Idx`` as text, negative, fractional or past 64 bits (a damaged or foreign
+    file) is read as no number at all: no traceback, and among the whole numbers
+    (0, 1, 2, ... on every other op) nothing skips: no diagnostic, the idle stays launch
+    latency."""
+    odd = ["7", -3, 10**30, 2.5]
+    _steps(tb, lambda k: odd[(k // 2) % 4] if k % 2 else k // 2)
+    r = analyze_builder(tb)
+    assert "events-removed" not in {d.code for d in r.diagnostics}
+    assert _idle(r, "launch latency") and _idle(r, "not in the trace") == []

@@ -128,8 +128,9 @@ class Numbering:
 
 
 def event_numbering(trace: Trace) -> Numbering | None:
-    """The numbering of the trace's CPU events, or None where they carry no numbers (older
-    profilers, other tools: no evidence either way)."""
+    """The numbering of the trace's CPU ops and ranges (the events whose args the model
+    keeps; Kineto numbers its Python frames too, apart), or None where they carry no
+    numbers (older profilers, other tools: no evidence either way)."""
     s = trace.slices
     rows = np.flatnonzero(trace.has_cat(set(NUMBERED_CATS)))
     if rows.size == 0:
