@@ -16,9 +16,10 @@ own work when the main thread ran that copy while the autograd thread sat untrac
 reader who asks why a call was slow wants the call's own time first; what else ran then
 is still a lead (the thread it waited for, the GIL it lost), so where no frame of the
 call's thread holds the excess, the frame on another thread that grew most over the
-call, by the same rule, is named as **concurrent** (``Concurrent``: "while python
-[23442/23442] ran aten::copy_ ..."), never as held. A call on no known thread keeps the
-old rule over every thread: it has no thread of its own to prefer.
+call, by the same rule, is named as **concurrent** (``Concurrent``: "meanwhile python
+[23442/23442] ran aten::copy_, 142 ms more than during nearby calls (another thread's
+work, not this call's)"), never as held. A call on no known thread looks for its holder
+on every thread: it has no thread of its own to prefer.
 
 Classing, with that reason:
 

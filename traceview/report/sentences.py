@@ -276,8 +276,8 @@ class ThreadRef:
 
     row: int
     label: str
-    pid: object
-    tid: object
+    pid: int | str
+    tid: int | str
     attributed: bool  # the thread the calls are on
 
 
@@ -298,20 +298,22 @@ def _same_thread(ref: ThreadRef, call: ThreadRef | None, name: str, figs: list[F
     trace's odd thread names) are not cited."""
     if call is None:
         return
-    ids = [(k, getattr(ref, k), getattr(call, k)) for k in ("pid", "tid")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) for _, a, b in ids for v in (a, b)):
-        return
-    for k, mine, theirs in ids:
+    ids: dict[str, tuple[int, int]] = {}
+    for k, mine, theirs in (("pid", ref.pid, call.pid), ("tid", ref.tid, call.tid)):
+        if not (isinstance(mine, int) and isinstance(theirs, int)):
+            return
+        ids[k] = (mine, theirs)
+    for k, (mine, theirs) in ids.items():
         figs += [Figure(f"{name}_{k}", mine, pointer("threads", ref.row, k)),
                  Figure(f"call_{k}", theirs, pointer("host", "thread", k))]
     if same:
-        rels += [rel("eq", f"{name}_{k}", f"call_{k}") for k, _, _ in ids]
+        rels += [rel("eq", f"{name}_{k}", f"call_{k}") for k in ids]
     else:
         # another thread: its process differs, or its thread id within the process. The
         # claims compare with lt/gt, never "not equal": the id on one side of the call
         # thread's says it differs, and the documents' relation kinds stay as they are
-        k = "pid" if ref.pid != call.pid else "tid"
-        mine, theirs = getattr(ref, k), getattr(call, k)
+        k = "pid" if ids["pid"][0] != ids["pid"][1] else "tid"
+        mine, theirs = ids[k]
         rels.append(rel("lt" if mine < theirs else "gt", f"{name}_{k}", f"call_{k}"))
 
 
