@@ -122,3 +122,31 @@ def test_numbers_that_are_no_small_integers_are_no_evidence(tb, analyze_builder)
     r = analyze_builder(tb)
     assert "events-removed" not in {d.code for d in r.diagnostics}
     assert _idle(r, "launch latency") and _idle(r, "not in the trace") == []
+
+
+def test_the_annotated_trace_says_what_the_steps_say(tb, tmp_path):
+    """``--annotate`` writes the device's idle stretches as the steps' table charges them:
+    after each launch, ``not in the trace`` waited for ``unknown``, for the raw count."""
+    from collections import defaultdict
+
+    from typer.testing import CliRunner
+
+    from traceview.cli.app import app
+
+    _steps(tb, lambda k: 3 * k)
+    path, out = tb.write(tmp_path / "t.json"), tmp_path / "t.annotated.json.gz"
+    res = CliRunner().invoke(app, ["explain", str(path), "--annotate", str(out)])
+    assert res.exit_code == 0, res.output
+    added = [e for e in json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+             if e.get("cat") == "traceview" and e.get("ph") == "X"
+             and "waited_for" in e.get("args", {})]
+    events = json.loads(tb.text())["traceEvents"]
+    for s in range(3):
+        a, b = s * 1000 * US, s * 1000 * US + STEP
+        got: dict[tuple[str, str], int] = defaultdict(int)
+        for e in added:
+            st = int(Decimal(str(e["ts"])) * 1000)
+            if a <= st < b:
+                got[(e["args"]["waited_for"], e["args"]["what"])] += int(Decimal(str(e["dur"])) * 1000)
+        assert got[("unknown", "not in the trace")] == after_launch(events, a, b) == 93 * US
+        assert not [k for k in got if k[1] == "launch latency"]

@@ -44,6 +44,7 @@ from traceview.analyses.steps import LAUNCH_LATENCY, NOT_SHOWN, phase_intervals
 from traceview.atomic import replace_atomic
 from traceview.errors import TraceLoadError
 from traceview.io.annotations import ANNOTATION_CAT
+from traceview.report.build import UNKNOWN
 from traceview.report.build import _label as lane_label  # the report's names for lanes
 from traceview.report.explanation import Analysis
 from traceview.report.model import Report
@@ -392,7 +393,11 @@ def idle_track(a: Analysis, lane: int | None, start: int, end: int, step: int | 
         x0, x1, ln, what = _merged(*(np.concatenate(c) for c in zip(*blocks, strict=True)))
     else:
         x0 = x1 = ln = what = np.zeros(0, np.int64)
-    labels = {int(k): lane_label(a, None if k < 0 else int(k)) for k in np.unique(ln).tolist()}
+    # the stretches after a launch are the device's, or, where the trace lost events,
+    # waited for what it does not show (as the steps' table says: ``build.UNKNOWN``)
+    removed = a.numbering is not None and a.numbering.removed
+    labels = {int(k): (UNKNOWN if k < 0 and removed else lane_label(a, None if k < 0 else int(k)))
+              for k in np.unique(ln).tolist()}
     return IdleTrack(x0, x1, ln, what, np.full(x0.size, -1 if step is None else step,
                                                np.int64), labels)
 
