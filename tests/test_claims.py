@@ -257,6 +257,8 @@ WORDED_ELSEWHERE = {
     ("explanation.py", "len(lanes)"): "a diagnostic's message (input problems are not claims)",
     ("explanation.py", "MAX_HOST_THREADS"): "the same diagnostic",
     ("explanation.py", "left"): "the same diagnostic",
+    ("explanation.py", "n.holes"): "the events-removed diagnostic's message",
+    ("explanation.py", "n.numbered"): "the same diagnostic",
 }
 
 

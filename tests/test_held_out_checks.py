@@ -232,3 +232,63 @@ def test_vllm_function_share_is_of_the_call_it_runs_in():
     assert row["before_share"] == pytest.approx(inside / (c1 - c0))
     assert all(x[f"{s}_share"] is None or x[f"{s}_share"] <= 1
                for x in cp["functions"] for s in ("before", "after"))
+
+
+PARAM_RESNET = "facebookresearch__param/data__resnet_kineto.json.gz"
+DDP_RESNET = "AMD-AGI__TraceLens/mi300__ddp_resnet18_no_pool__train_resnet18.json.gz"
+
+
+@pytest.mark.parametrize(("name", "beside"), [
+    (PARAM_RESNET, ("aten::copy_", "aten::_to_copy")),
+    (DDP_RESNET, ("torchvision/models/resnet.py(89): forward",))])
+def test_backward_outliers_are_not_held_by_the_main_threads_work(name, beside):
+    """The calls are backward nodes on the autograd thread, each node a call of its own
+    kind, while the main thread works (param's resnet: the next batch's copies to the
+    device; the DDP resnet: the forward of ``torchvision``'s block). That work is never
+    what holds a node's excess; every holder named ran on the node's own thread inside
+    it, and any other thread's work named ran there for at least the time the words give
+    (counted from the raw events). While the rarer nodes joined the node after them, the
+    slowest calls spanned the main thread's work and at least 4 reasons named it beside
+    the call; as calls of their own, no node spans it by enough to be named."""
+    from outlier_threads import thread_words
+
+    from traceview.report.claims import check_all
+
+    r = traceview.analyze(str(_path(name)))
+    held, named_beside, problems = thread_words(_events(name), r)
+    assert not problems and held > 10
+    reasons = [c.cold_reason or c.outlier_reason or "" for c in r.calls.per_call]
+    assert not [w for w in reasons for b in beside if f"; {b} holds" in w or f"; {b} took" in w]
+    assert sum(any(f"ran {b}, " in w for b in beside) for w in reasons) == named_beside
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+FILTERED = "facebookresearch__HolisticTraceAnalysis/trace_filter__sampled_rank-1.json.gz"
+
+
+def test_htas_filtered_rank_calls_no_idle_launch_latency():
+    """HTA's trace-filter test data: a rank whose events a sampler thinned (1,465 holes in
+    the numbering of its 2,367 numbered CPU events). The typical step's 162 ms of idle
+    after launches (a GEMM launched 98 ms before the 13 ms gap it ends, nothing on the
+    device in the trace meanwhile) is ``not in the trace`` (no thread: ``unknown``), never
+    launch latency; each step's figure is counted from the raw events, and a diagnostic
+    says why."""
+    from idle_count import after_launch, numbering_gaps, step_bounds
+
+    from traceview.report.claims import check_all
+
+    events = _events(FILTERED)
+    r = traceview.analyze(str(_path(FILTERED)))
+    bounds = step_bounds(events)
+    assert [(s.start_ns, s.end_ns) for s in r.steps.steps] == bounds
+    for st, (a, b) in zip(r.steps.steps, bounds, strict=True):
+        assert [(c.resource, c.ns) for c in st.idle_causes if c.what == "not in the trace"] \
+            == [("unknown", after_launch(events, a, b))]
+        assert not [c for c in st.idle_causes if c.what == "launch latency"]
+    typical = next(s for s in r.steps.steps if s.name == "ProfilerStep#551")
+    shown = next(c.ns for c in typical.idle_causes if c.what == "not in the trace")
+    assert 161_500_000 <= shown < 162_500_000  # "162 ms", as launch latency said before
+    missing, holes = numbering_gaps(events)
+    (d,) = [d for d in r.diagnostics if d.code == "events-removed"]
+    assert (d.count, holes) == (missing, 1465)
+    assert check_all(r.claims, r.to_dict()) == []

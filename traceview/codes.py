@@ -353,6 +353,9 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
          "device work ending far past the last host event; dropped"),
     Code("device-work-before-launch", "warning",
          "device work starting before its launch (impossible); its launch latency left out"),
+    Code("events-removed", "warning",
+         "events removed after the profiler wrote the trace (its CPU event numbering skips); "
+         "device idle after a launch not charged to launch latency"),
     Code("python-frame-overhang", "warning",
          "Python frames recorded as ending after their caller (a profiler artifact); clipped"),
 )}

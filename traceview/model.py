@@ -128,6 +128,9 @@ class RowArgs(Protocol):
     def subset(self, rows: dict[int, int]) -> RowArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
         ...
+    def whole_numbers(self, rows: list[int], key: str) -> np.ndarray:
+        """The non-negative integer values of ``key`` in the args of ``rows``."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -379,11 +379,11 @@ def _classed(calls: list[Call], slow: dict[int, Slow], works: dict[int, ColdWork
 
 def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: LaunchWork,
                        lo: np.ndarray, hi: np.ndarray, busy: intervals.Set,
-                       works: dict[int, ColdWork]
+                       works: dict[int, ColdWork], lane: int | None = None
                        ) -> tuple[dict[int, ProfilerStartup], dict[int, Cause], dict[int, Cause]]:
     """The calls' cold and outlier classes set on ``calls`` (in place): the start-up
     call's, the first-use calls', then the slow calls'; with the start-up calls and why
-    each cold call and each outlier is so."""
+    each cold call and each outlier is so. ``lane``: the host thread the calls are on."""
     # the start-up call is cold before the slow calls are classed: it is no call the
     # others of its kind are compared with
     startup = startup_calls(trace, calls, l_rows, lo, hi)
@@ -394,7 +394,7 @@ def _cold_and_outliers(trace: Trace, calls: list[Call], l_rows: np.ndarray, lw: 
     early: dict[int, Cause] = {**first_use, **startup}
     for i in early:
         calls[i] = replace(calls[i], cold=True)
-    slow = classify_slow(trace, calls, _outliers(calls), works)  # analyses/slow_calls.py
+    slow = classify_slow(trace, calls, _outliers(calls), works, lane)  # analyses/slow_calls.py
     cold_causes, outlier_causes = _classed(calls, slow, works)
     for i, cause in early.items():  # start-up or first use is why, whatever else it is slow for
         calls[i] = replace(calls[i], cold=True, outlier=False)
@@ -613,7 +613,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                           launches_without_work=m["empty"][i]))
         kernel_end.append(k_end)
     startup, cold_causes, outlier_causes = _cold_and_outliers(trace, calls, l_rows, lw, lo, hi,
-                                                              busy, works)
+                                                              busy, works, own_lane)
     warm = warm_calls(calls)
     stats, api_sync = _kind_stats(calls)
     held = {c for call in warm for c, v in call.categories.items() if v}

@@ -4,11 +4,22 @@ extra time, and whether that makes them cold or outliers.
 A call is **slow** when its wall time is over ``SLOW_RATIO`` times the median of the
 other warm-candidate calls of its kind (the prefill of a ``generate()`` is compared with
 prefills, not with decode steps). A slow call's **excess** (its time less that median)
-is explained by what holds it: the CPU op or Python frame, on any host thread inside the
-call, whose time in this call exceeds its median over the other calls by the most while
-the smallest of those holding at least ``HOLDER_SHARE`` of the excess (the innermost
-one: the frames around it hold the same excess and more). Where no one op or frame
-does, the host category whose time grew most says where it went.
+is explained by what holds it: the CPU op or Python frame **on the call's own thread**
+whose time in this call exceeds its median over the other calls by the most while the
+smallest of those holding at least ``HOLDER_SHARE`` of the excess (the innermost one: the
+frames around it hold the same excess and more). Where no one op or frame does, the host
+category of the call's thread whose time grew most says where it went.
+
+Work on another thread is never what holds the call's excess: it ran beside the call, and
+"aten::copy_ holds 142 ms of the 166 ms excess" of a backward node reads as the node's
+own work when the main thread ran that copy while the autograd thread sat untraced. A
+reader who asks why a call was slow wants the call's own time first; what else ran then
+is still a lead (the thread it waited for, the GIL it lost), so where no frame of the
+call's thread holds the excess, the frame on another thread that grew most over the
+call, by the same rule, is named as **concurrent** (``Concurrent``: "meanwhile python
+[23442/23442] ran aten::copy_, 142 ms more than during nearby calls (another thread's
+work, not this call's)"), never as held. A call on no known thread looks for its holder
+on every thread: it has no thread of its own to prefer.
 
 Classing, with that reason:
 
@@ -90,13 +101,15 @@ class ProfilerBurst:
 class SlowCall:
     """A call over ``SLOW_RATIO`` times the median of the others of its kind: its wall,
     that median, what holds the excess (None: nothing does), whether it is the first of
-    its kind, and the call's own cold work where it was already cold."""
+    its kind, the call's own cold work where it was already cold, and the work another
+    thread ran beside the call where nothing of the call's own thread holds the excess."""
 
     api_ns: int
     median_ns: int
     holder: Holder | None
     first: bool
     cold_work: ColdWork | None = None
+    concurrent: Concurrent | None = None
 
 
 @dataclass(frozen=True)
@@ -153,20 +166,38 @@ HOLDER_CATS = ("cpu_op", "python_function")
 
 @dataclass(frozen=True)
 class Holder:
-    """What holds a slow call's excess."""
+    """What holds a slow call's excess: an op or frame of the call's own thread (``lane``;
+    None for a call on no known thread, whose ops are looked for on every thread), or a
+    host category of the call's thread."""
 
     what: str  # the op or frame name, or "host: <category>"
     ns: int  # its time in the call less its typical time
     excess_ns: int  # the call's wall time less the median of the others
+    lane: int | None = None
+
+
+@dataclass(frozen=True)
+class Concurrent:
+    """An op or frame on another host thread that grew over a slow call's span by at least
+    ``HOLDER_SHARE`` of its excess, where nothing of the call's own thread does: it ran
+    beside the call, and the report names it so, never as the call's own work."""
+
+    lane: int  # the other thread
+    what: str
+    ns: int  # its time in the call's span less its typical time over nearby calls' spans
 
 
 class _Ops:
-    """CPU ops and Python frames on every host thread, sorted by start."""
+    """CPU ops and Python frames of one host thread (``lane``; None: every host thread),
+    sorted by start."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, lane: int | None = None) -> None:
         s = trace.slices
         codes = [trace.cat_code(c) for c in HOLDER_CATS]
-        rows = np.flatnonzero(codes_in(s.cat, codes, len(trace.cat_names)))
+        on = codes_in(s.cat, codes, len(trace.cat_names))
+        if lane is not None:
+            on &= s.lane == lane
+        rows = np.flatnonzero(on)
         self.rows = rows[np.argsort(s.start[rows], kind="stable")]
         self.st = s.start[self.rows]
         self.trace = trace
@@ -233,23 +264,19 @@ class _Ops:
                         strict=True))
 
 
-def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
-           ops: _Ops | None = None,
-           med: int | None = None) -> Holder | None:
-    """What holds ``call``'s excess over the median of ``others`` (in index order; None:
-    no excess)."""
-    if not others:
-        return None
-    med = int(median([c.api_ns for c in others])) if med is None else med
-    excess = call.api_ns - med
-    if excess <= 0:
-        return None
-    ops = ops or _Ops(trace)
+def _near(call: SlowCandidate, others: list[SlowCandidate]) -> list[SlowCandidate]:
+    """The ``TYPICAL_CALLS`` calls of ``others`` (in index order) nearest ``call``."""
     at = bisect.bisect_left([c.index for c in others], call.index)
     window = others[max(0, at - TYPICAL_CALLS):at + TYPICAL_CALLS]
-    near = sorted(window, key=lambda c: (abs(c.index - call.index), c.index))[:TYPICAL_CALLS]
-    need = int(HOLDER_SHARE * excess)
-    mine = ops.inside(call.start_ns, call.end_ns, floor=need)
+    return sorted(window, key=lambda c: (abs(c.index - call.index), c.index))[:TYPICAL_CALLS]
+
+
+def _grown(trace: Trace, ops: _Ops, call: SlowCandidate, near: list[SlowCandidate],
+           excess: int) -> tuple[int, str] | None:
+    """(growth, name) of the op or frame of ``ops`` whose time in ``call`` exceeds its
+    median over ``near`` by the least while by at least ``HOLDER_SHARE`` of ``excess``
+    (the innermost such frame), or None."""
+    mine = ops.inside(call.start_ns, call.end_ns, floor=int(HOLDER_SHARE * excess))
     # the call's own frame is the call, never what holds its excess: ``inside`` leaves it
     # out only where it spans the whole call, and a call that took in a compile event
     # before or after it (``callfind``: it joins the call) is longer than its frame
@@ -264,8 +291,48 @@ def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
             name = trace.names[code]
             if best is None or (extra, name) < best:
                 best = (extra, name)
+    return best
+
+
+class _Threads:
+    """Each host thread's ops (``_Ops``), built when first asked for: a slow call's own
+    thread is asked for every call, another thread only where the call's holds nothing."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._of: dict[int | None, _Ops] = {}
+
+    def of(self, lane: int | None) -> _Ops:
+        if lane not in self._of:
+            self._of[lane] = _Ops(self.trace, lane)
+        return self._of[lane]
+
+    def beside(self, lane: int, a: int, b: int) -> list[int]:
+        """The other host threads with an op or frame starting inside [a, b)."""
+        every = self.of(None)
+        lo = int(np.searchsorted(every.st, a, side="left"))
+        hi = int(np.searchsorted(every.st, b, side="left"))
+        lanes = np.unique(self.trace.slices.lane[every.rows[lo:hi]]).tolist()
+        return [ln for ln in lanes if ln != lane]
+
+
+def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
+           ops: _Ops | None = None,
+           med: int | None = None, lane: int | None = None) -> Holder | None:
+    """What holds ``call``'s excess over the median of ``others`` (in index order; None:
+    no excess): an op or frame of ``ops`` (the call's thread ``lane``'s; every thread's
+    where the call is on none), else the host category of the call that grew most."""
+    if not others:
+        return None
+    med = int(median([c.api_ns for c in others])) if med is None else med
+    excess = call.api_ns - med
+    if excess <= 0:
+        return None
+    ops = ops or _Ops(trace, lane)
+    near = _near(call, others)
+    best = _grown(trace, ops, call, near, excess)
     if best is not None:
-        return Holder(best[1], best[0], excess)
+        return Holder(best[1], best[0], excess, lane)
     cats = {k for c in [call, *near] for k in c.categories}
     grew = {k: call.categories.get(k, 0) - int(median([c.categories.get(k, 0) for c in near]))
             for k in cats}
@@ -273,6 +340,25 @@ def holder(trace: Trace, call: SlowCandidate, others: list[SlowCandidate],
         return None
     cat = max(sorted(grew), key=lambda k: grew[k])
     return Holder(f"host: {cat}", grew[cat], excess) if grew[cat] > 0 else None
+
+
+def concurrent(trace: Trace, call: SlowCandidate, others: list[SlowCandidate], med: int,
+               lane: int, threads: _Threads) -> Concurrent | None:
+    """The op or frame on a thread other than ``lane`` that grew most over ``call``'s span
+    (each thread's by ``_grown``'s rule), or None: what ran beside the call."""
+    excess = call.api_ns - med
+    if excess <= 0 or not others:
+        return None
+    near = _near(call, others)
+    found: list[tuple[int, str, int]] = []
+    for ln in threads.beside(lane, call.start_ns, call.end_ns):
+        best = _grown(trace, threads.of(ln), call, near, excess)
+        if best is not None:
+            found.append((best[0], best[1], ln))
+    if not found:
+        return None
+    ns, what, ln = max(found, key=lambda f: (f[0], f[1], -f[2]))
+    return Concurrent(ln, what, ns)
 
 
 def _medians_without(sorted_api: np.ndarray, values: list[int],
@@ -292,14 +378,15 @@ def _medians_without(sorted_api: np.ndarray, values: list[int],
 
 def classify(trace: Trace, calls: Sequence[SlowCandidate],
              profiler_outliers: dict[int, ProfilerBurst],
-             cold_work: dict[int, ColdWork]) -> dict[int, Slow]:
+             cold_work: dict[int, ColdWork], lane: int | None = None) -> dict[int, Slow]:
     """Call index -> its class and why, for the slow calls (and the profiler's
     outliers); the calls not named stay as they are. ``cold_work``: why each cold call
-    is cold (a slow cold call's cause leads with its excess, then this)."""
+    is cold (a slow cold call's cause leads with its excess, then this). ``lane``: the
+    host thread the calls are on (None: none known)."""
     by_kind: dict[str, list[SlowCandidate]] = {}
     for c in calls:
         by_kind.setdefault(c.kind, []).append(c)
-    ops: _Ops | None = None
+    threads = _Threads(trace)
     out: dict[int, Slow] = {}
     for mine in by_kind.values():
         plain = [c for c in mine if not c.cold]
@@ -323,17 +410,22 @@ def classify(trace: Trace, calls: Sequence[SlowCandidate],
             at = bisect.bisect_left(plain_index, c.index)
             others = [o for o in plain[max(0, at - TYPICAL_CALLS):at + TYPICAL_CALLS + 1]
                       if o.index != c.index]
-            ops = ops or _Ops(trace)
-            h = holder(trace, c, others, ops, med)
+            h = holder(trace, c, others, threads.of(lane), med, lane)
+            beside = None
+            if lane is not None and (h is None or h.lane is None):
+                beside = concurrent(trace, c, others, med, lane, threads)
             if c.cold:
-                cause = SlowCall(c.api_ns, med, h, first=False, cold_work=cold_work.get(c.index))
+                cause = SlowCall(c.api_ns, med, h, first=False, cold_work=cold_work.get(c.index),
+                                 concurrent=beside)
                 out[c.index] = Slow(cold=True, outlier=False, cold_cause=cause,
                                     outlier_cause=None)
             elif first:
                 out[c.index] = Slow(cold=True, outlier=False,
-                                    cold_cause=SlowCall(c.api_ns, med, h, first=True),
+                                    cold_cause=SlowCall(c.api_ns, med, h, first=True,
+                                                        concurrent=beside),
                                     outlier_cause=None)
             else:
                 out[c.index] = Slow(cold=False, outlier=True, cold_cause=None,
-                                    outlier_cause=SlowCall(c.api_ns, med, h, first=False))
+                                    outlier_cause=SlowCall(c.api_ns, med, h, first=False,
+                                                           concurrent=beside))
     return out

@@ -20,6 +20,15 @@ host), then ``launch latency`` (the call was made; the work had not started yet)
 with no later work in the step is charged to the step thread's categories. Like HTA's
 idle-time breakdown (host wait / kernel wait), but per thread and category.
 
+Where the trace evidently lost events after the profiler wrote it (its CPU events'
+numbering skips after many of them: ``integrity.event_numbering``; HTA's trace filter and
+sampler leave such traces), the part of a gap after the launch is charged to
+``not in the trace`` instead of launch latency: the device may have been busy with, or
+waiting behind, work that was removed (on HTA's sampled rank 1 a GEMM launched 98 ms
+before a 13 ms gap, during which the trace shows nothing on the device, starts only at
+its end), and a reader told "162 ms of launch latency" looks for it in the launch path,
+where it is not.
+
 **Communication**: device work whose name matches the rule table's
 ``communication_kernels`` (NCCL); exposed communication is the part of it during which
 no other device work ran.
@@ -43,6 +52,8 @@ OTHER_PHASE = "other"
 # the part of a step's extent after its range: device work the step launched still running
 DEVICE_TAIL = "device_tail"
 LAUNCH_LATENCY = "launch latency"
+# the idle after a launch in a trace that lost events (``_idle_causes``)
+NOT_SHOWN = "not in the trace"
 QUEUED = "queued"
 # An ``other`` piece shorter than this share of the step (the instants between two
 # ranges) is no segment of its own in ``StepFigures.segments``.
@@ -60,8 +71,8 @@ class PhaseFigures:
 
 @dataclass(frozen=True)
 class IdleCause:
-    lane: int | None  # host lane the device waited for (None: launch latency, queued)
-    what: str  # that thread's category, or "launch latency"
+    lane: int | None  # host lane the device waited for (None: launch latency, not shown)
+    what: str  # that thread's category, "launch latency" or "not in the trace"
     ns: int
 
 
@@ -244,12 +255,12 @@ def _categories_over(tl: HostTimeline, iv: intervals.Set) -> dict[str, int]:
 
 
 def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: int,
-                 busy: intervals.Set, work_rows: np.ndarray, start: int, end: int
-                 ) -> list[IdleCause]:
+                 busy: intervals.Set, work_rows: np.ndarray, start: int, end: int,
+                 *, removed: bool = False) -> list[IdleCause]:
     """Each gap in the step's device work goes, up to the launch of the work that ends
     it, to the launching thread's categories (the step's thread when no launch is
     known; ``untraced`` for a thread with no timeline), and after that launch to launch
-    latency."""
+    latency, or, where the trace lost events (``removed``), to ``NOT_SHOWN``."""
     s = trace.slices
     g0, g1 = intervals.subtract((np.asarray([start]), np.asarray([end])), busy)
     g0, g1 = np.asarray(g0, np.int64), np.asarray(g1, np.int64)
@@ -278,7 +289,7 @@ def _idle_causes(trace: Trace, timelines: dict[int, HostTimeline], step_lane: in
             for cat, ns in _categories_over(tl, (g0[on], cut[on])).items():
                 got[(ln, cat)] += ns
     late = cut < g1
-    got[(None, LAUNCH_LATENCY)] += int((g1[late] - cut[late]).sum())
+    got[(None, NOT_SHOWN if removed else LAUNCH_LATENCY)] += int((g1[late] - cut[late]).sum())
     return sorted((IdleCause(ln, what, ns) for (ln, what), ns in got.items() if ns),
                   key=lambda c: (-c.ns, str(c.lane), c.what))
 
@@ -314,9 +325,10 @@ def own_devices(trace: Trace, step_lane: int, busy: intervals.Set, work_rows: np
 
 def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                   timelines: dict[int, HostTimeline], busy: intervals.Set,
-                  work_rows: np.ndarray) -> list[StepFigures]:
+                  work_rows: np.ndarray, *, removed: bool = False) -> list[StepFigures]:
     """Every call as a step (the caller decides that the calls are steps), with the
-    device work of the step thread's process's devices (``own_devices``)."""
+    device work of the step thread's process's devices (``own_devices``). ``removed``:
+    the trace evidently lost events (``integrity.Numbering.removed``)."""
     busy, work_rows = own_devices(trace, step_lane, busy, work_rows)
     s = trace.slices
     comm = re.compile(rules.communication_kernels) if rules.communication_kernels else None
@@ -349,7 +361,7 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
             index=c.index, name=c.name, start_ns=a, end_ns=b, cold=c.cold,
             device_busy_ns=intervals.length(step_busy), phases=tuple(phases),
             idle_causes=tuple(_idle_causes(trace, timelines, step_lane, step_busy, work_rows,
-                                           a, b)),
+                                           a, b, removed=removed)),
             communication_ns=intervals.length(comm_set),
             exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
             path=critical_path(trace, a, b, step_lane, timelines, work_rows, last_work),

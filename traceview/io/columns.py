@@ -9,6 +9,7 @@ io's decode helpers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,16 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
     def subset(self, rows: dict[int, int]) -> LazyArgs:
         """Renumbered copy: ``rows`` maps old row -> new row (dropped rows absent)."""
         return LazyArgs({rows[r]: b for r, b in self._raw.items() if r in rows})
+
+    def whole_numbers(self, rows: list[int], key: str) -> np.ndarray:
+        """The non-negative integer values of ``key`` in the args of ``rows`` (the rows
+        without it, or with a value that is no integer of at most 18 digits, left out),
+        read from the raw bytes without decoding them: a profiler numbers every one of a
+        big trace's CPU events."""
+        raw = self._raw
+        blob = b"\n".join(filter(None, map(raw.get, rows)))
+        found = re.findall(b'"' + re.escape(key.encode()) + rb'"\s*:\s*(\d{1,18})\s*[,}]', blob)
+        return np.array(found, dtype=bytes).astype(np.int64) if found else np.zeros(0, np.int64)
 
     def with_items(self, extra: dict[int, bytes]) -> LazyArgs:
         out = LazyArgs(dict(self._raw))

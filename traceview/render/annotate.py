@@ -40,10 +40,11 @@ import msgspec
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.steps import LAUNCH_LATENCY, phase_intervals
+from traceview.analyses.steps import LAUNCH_LATENCY, NOT_SHOWN, phase_intervals
 from traceview.atomic import replace_atomic
 from traceview.errors import TraceLoadError
 from traceview.io.annotations import ANNOTATION_CAT
+from traceview.report.build import UNKNOWN
 from traceview.report.build import _label as lane_label  # the report's names for lanes
 from traceview.report.explanation import Analysis
 from traceview.report.model import Report
@@ -204,7 +205,8 @@ def idle_segments(a: Analysis, step_lane: int | None, start: int, end: int
 
     Each gap goes, up to the launch of the work that ends it, to the launching thread's
     attributed segments (a thread without a timeline: ``untraced``), and after that
-    launch to launch latency. Computed over many gaps at once, a bounded block of
+    launch to launch latency (``not in the trace`` where the trace lost events, as the
+    steps say: ``Analysis.numbering``). Computed over many gaps at once, a bounded block of
     stretches at a time (``_block``): a trace of 12,000 calls has millions of such
     stretches, which a loop per stretch took seconds to cut."""
     trace, s = a.trace, a.trace.slices
@@ -228,7 +230,9 @@ def idle_segments(a: Analysis, step_lane: int | None, start: int, end: int
         cut[gi] = min(max(int(s.start[launch]), int(g0[gi])), int(g1[gi]))
     for lo in range(0, g0.size, GAP_BLOCK):
         hi = min(lo + GAP_BLOCK, g0.size)
-        yield from _block(timelines, g0[lo:hi], g1[lo:hi], cut[lo:hi], lane[lo:hi])
+        yield from _block(timelines, g0[lo:hi], g1[lo:hi], cut[lo:hi], lane[lo:hi],
+                          NOT_SHOWN if a.numbering is not None and a.numbering.removed
+                          else LAUNCH_LATENCY)
 
 
 # stretches made at a time: one gap of a compile can span millions of host segments,
@@ -253,7 +257,8 @@ class _Causes:
 CAUSES = _Causes()  # codes are only compared and named, so one table serves every run
 
 
-def _block(timelines: dict, g0: np.ndarray, g1: np.ndarray, cut: np.ndarray, lane: np.ndarray
+def _block(timelines: dict, g0: np.ndarray, g1: np.ndarray, cut: np.ndarray, lane: np.ndarray,
+           after: str = LAUNCH_LATENCY
            ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """The gaps' stretches in time order, merged, ``STRETCH_BLOCK`` at a time.
 
@@ -282,7 +287,7 @@ def _block(timelines: dict, g0: np.ndarray, g1: np.ndarray, cut: np.ndarray, lan
     ends = np.cumsum(count)
     firsts = ends - count
     total = int(ends[-1]) if n else 0
-    untraced, latency = CAUSES.code("untraced"), CAUSES.code(LAUNCH_LATENCY)
+    untraced, latency = CAUSES.code("untraced"), CAUSES.code(after)
     codes = {ln: np.asarray([CAUSES.code(c) for c in tl.categories], np.int64)
              for ln, tl in timelines.items()}
     for e0 in range(0, total, STRETCH_BLOCK):
@@ -388,7 +393,11 @@ def idle_track(a: Analysis, lane: int | None, start: int, end: int, step: int | 
         x0, x1, ln, what = _merged(*(np.concatenate(c) for c in zip(*blocks, strict=True)))
     else:
         x0 = x1 = ln = what = np.zeros(0, np.int64)
-    labels = {int(k): lane_label(a, None if k < 0 else int(k)) for k in np.unique(ln).tolist()}
+    # the stretches after a launch are the device's, or, where the trace lost events,
+    # waited for what it does not show (as the steps' table says: ``build.UNKNOWN``)
+    removed = a.numbering is not None and a.numbering.removed
+    labels = {int(k): (UNKNOWN if k < 0 and removed else lane_label(a, None if k < 0 else int(k)))
+              for k in np.unique(ln).tolist()}
     return IdleTrack(x0, x1, ln, what, np.full(x0.size, -1 if step is None else step,
                                                np.int64), labels)
 

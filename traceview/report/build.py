@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from traceview.analyses.steps import NOT_SHOWN
 from traceview.analyses.threads import describe
 from traceview.diagnostics import Diagnostic
 from traceview.intervals import Set
@@ -43,6 +44,7 @@ from traceview.report.sentences import (
     step_detail_claims,
     step_title_claims,
     stream_claims,
+    thread_refs,
     timer_claim,
     typical_call_claim,
     unprofiled_claims,
@@ -54,6 +56,9 @@ from traceview.report.sentences import (
 )
 from traceview.report.unprofiled import UnprofiledInfo, from_model, from_split, none_known
 
+# What the device waited for where the trace lost the events that would say
+# (``steps.NOT_SHOWN``): no thread, and not the device's own launch path either.
+UNKNOWN = "unknown"
 
 def explain(trace: Trace, options: Options | None = None) -> m.Report:
     """Every analysis, the findings and the diagnostics of one trace."""
@@ -67,7 +72,7 @@ def build_report(a: Analysis) -> m.Report:
     op = None if a.steps else op_info(a)
     steps = steps_info(a)
     unprofiled = unprofiled_info(a, steps)
-    reasons = cause_claims(calls.cold_causes, calls.outlier_causes)
+    reasons = cause_claims(calls.cold_causes, calls.outlier_causes, thread_refs(a.threads, None if lane is None else lane.index))
     found = calls_claim(calls)
     calls_info = _calls_info(a, unprofiled, reasons, found.text)
     typical = pick_typical(calls_info, a.calls.startup)
@@ -313,7 +318,8 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
                                     {_label(a, ln): dict(c) for ln, c in p.host.items()})
                          for p in st.phases),
             critical_path=path,
-            idle_causes=tuple(m.IdleCauseRow(_label(a, c.lane), c.what, c.ns)
+            idle_causes=tuple(m.IdleCauseRow(UNKNOWN if c.what == NOT_SHOWN
+                                             else _label(a, c.lane), c.what, c.ns)
                               for c in st.idle_causes),
             communication_ns=st.communication_ns,
             exposed_communication_ns=st.exposed_communication_ns,

@@ -24,9 +24,15 @@ from traceview.analyses.hot_functions import (
     thread_functions,
     zero_length_rows,
 )
-from traceview.analyses.integrity import Integrity, analyze_integrity
+from traceview.analyses.integrity import (
+    NUMBERING_KEY,
+    Integrity,
+    Numbering,
+    analyze_integrity,
+    event_numbering,
+)
 from traceview.analyses.launches import LaunchSummary, analyze_launches, of_process, pick_thread
-from traceview.analyses.steps import StepFigures, analyze_steps, own_devices
+from traceview.analyses.steps import NOT_SHOWN, StepFigures, analyze_steps, own_devices
 from traceview.analyses.threads import ThreadFigures, resolve_thread, step_thread, thread_figures
 from traceview.analyses.window import Window, activity_window, find_window
 from traceview.diagnostics import Diagnostic
@@ -73,6 +79,9 @@ class Analysis:
     # diagnostics in the report): the trace itself is never written
     diagnostics: tuple[Diagnostic, ...] = ()
     integrity: Integrity | None = None  # what the profiler failed to record, and where
+    # the trace's CPU event numbering where steps were analysed (None: not read, or no
+    # numbers): whether events were removed after the profiler wrote the trace
+    numbering: Numbering | None = None
 
 
 # Where calls may be analysed as training steps (phases, critical path): profiler steps
@@ -140,9 +149,18 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
                                         () if tl is None else
                                         tuple(thread_functions(trace, tl, zero_rows))))
     steps: list[StepFigures] = []
+    numbering: Numbering | None = None
     step_lane = _step_lane(trace, calls, thread)
     if step_lane is not None and calls.calls and _are_steps(trace, calls, step_lane):
-        steps = _step_facts(trace, rules, calls, step_lane, window, timelines, device, found)
+        # read only for steps: their idle by cause is what a trace that lost events
+        # words otherwise (``steps._idle_causes``)
+        numbering = event_numbering(trace)
+        removed = numbering is not None and numbering.removed
+        if removed:
+            assert numbering is not None
+            found.append(_removed_diagnostic(numbering))
+        steps = _step_facts(trace, rules, calls, step_lane, window, timelines, device, found,
+                            removed=removed)
     has_py = "python_function" in trace.cat_names
     ex = Analysis(
         trace=trace, options=options, rules=rules, window=window, device=device,
@@ -151,7 +169,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         other_threads=others, has_python_frames=has_py,
         per_call=analyze_per_call(trace, timeline, calls.calls, unprofiled_baseline(trace)),
         threads=tuple(threads), steps=tuple(steps), timelines=timelines,
-        step_lane=step_lane if steps else None, diagnostics=tuple(found),
+        step_lane=step_lane if steps else None, diagnostics=tuple(found), numbering=numbering,
         integrity=analyze_integrity(trace, window, launches, device, calls,
                                     frozenset(st.index for st in steps)),
     )
@@ -186,9 +204,21 @@ def _step_lane(trace: Trace, calls: CallsSummary, thread) -> int | None:
     return None if thread is None else thread.index
 
 
+def _removed_diagnostic(n: Numbering) -> Diagnostic:
+    """What a trace that lost events (``integrity.Numbering.removed``) cannot show."""
+    return Diagnostic(
+        "events-removed", "warning", n.missing,
+        f"numbers missing from the profiler's numbering of the CPU events "
+        f"('{NUMBERING_KEY}'), at {n.holes:,} places among {n.numbered:,} numbered events: "
+        f"events were removed after the profiler wrote the trace (a filter or sampler); "
+        f"device idle after a launch is charged to '{NOT_SHOWN}', not to launch latency: "
+        f"the trace does not show what the device waited for")
+
+
 def _step_facts(trace: Trace, rules: RuleSet, calls: CallsSummary, step_lane: int,
                 window: Window, timelines: dict[int, HostTimeline],
-                device: DeviceSummary, found: list[Diagnostic]) -> list[StepFigures]:
+                device: DeviceSummary, found: list[Diagnostic],
+                *, removed: bool = False) -> list[StepFigures]:
     """A step's phases, critical path and idle causes, from the whole trace: ``--window``
     and ``--thread`` choose what is shown, never what a step is. A narrower window would
     clip the threads' attribution (a frame recorded ending after its caller is trimmed
@@ -201,7 +231,7 @@ def _step_facts(trace: Trace, rules: RuleSet, calls: CallsSummary, step_lane: in
                      for idx in _working_lanes(trace, by_lane, found)}
         device = analyze_device(trace, full)
     return analyze_steps(trace, rules, calls.calls, step_lane, timelines, device.busy,
-                         device.work_rows)
+                         device.work_rows, removed=removed)
 
 
 def _working_lanes(trace: Trace, by_lane: dict, found: list[Diagnostic],

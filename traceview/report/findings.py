@@ -529,7 +529,10 @@ def _cold_path(ex: Analysis) -> list[Detected]:
     if not cold_ns and ratio <= COLD_FIRST_CALL_RATIO and not calls.cold_indices:
         return []
     cold_calls = [c for c in calls.calls if c.cold]
-    reasons = {c.index: _reason(calls.cold_causes.get(c.index), c.index, "cold-reason")
+    from traceview.report.sentences import thread_refs
+
+    refs = thread_refs(ex.threads, None if ex.timeline.lane is None else ex.timeline.lane.index)
+    reasons = {c.index: _reason(calls.cold_causes.get(c.index), c.index, "cold-reason", refs)
                for c in cold_calls}
     figs: list[Figure] = []
     rels: list[Relation] = []
@@ -576,17 +579,18 @@ def _cold_path(ex: Analysis) -> list[Detected]:
          "cold_calls": calls.cold_indices,
          "cold_reasons": {str(c.index): reasons[c.index] for c in cold_calls},
          "outliers": {str(c.index): _reason(calls.outlier_causes.get(c.index), c.index,
-                                            "outlier-reason")
+                                            "outlier-reason", refs)
                       for c in calls.calls if c.outlier}},
         tuple(figs), tuple(rels), terms,
     )]
 
 
-def _reason(cause, index: int, sid: str) -> str | None:
-    """A cold call's or an outlier's reason, worded as the report words it."""
+def _reason(cause, index: int, sid: str, refs) -> str | None:
+    """A cold call's or an outlier's reason, worded as the report words it (``refs``:
+    ``sentences.thread_refs``)."""
     from traceview.report.sentences import cause_claim
 
-    return None if cause is None else cause_claim(cause, index, sid).text
+    return None if cause is None else cause_claim(cause, index, sid, refs).text
 
 
 # What the reproducer template needs, and the flag that records it.

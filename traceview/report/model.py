@@ -394,8 +394,9 @@ class PathRow:
 class IdleCauseRow:
     """Device idle inside a step charged to what the device waited for."""
 
-    resource: str  # the thread the device waited for; "device" for launch latency
-    what: str  # that thread's category, or "launch latency"
+    resource: str  # the thread the device waited for; "device" for launch latency,
+    # "unknown" where the trace lost the events that would say (``steps.NOT_SHOWN``)
+    what: str  # that thread's category, "launch latency" or "not in the trace"
     ns: int
 
 

@@ -16,7 +16,8 @@ p50, rounded as ``analyses.kernel_bytes.gb_per_s`` rounds it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from traceview.analyses.calls import (
@@ -28,12 +29,14 @@ from traceview.analyses.calls import (
 from traceview.analyses.slow_calls import (
     Cause,
     ColdWork,
+    Concurrent,
     FirstUse,
     Holder,
     ProfilerBurst,
     ProfilerStartup,
     SlowCall,
 )
+from traceview.analyses.threads import ThreadFigures, describe
 from traceview.analyses.window import Window
 from traceview.metadata import CaptureMeta, ProtocolMeta
 from traceview.report.claims import Claim, Figure, Relation, pointer, rel
@@ -275,8 +278,75 @@ def _cold_work(w: ColdWork, at: tuple, figs: list[Figure]) -> str:
     return "; ".join(why)
 
 
-def _holder(h: Holder, figs: list[Figure], rels: list[Relation]) -> str:
+@dataclass(frozen=True)
+class ThreadRef:
+    """A host thread as the report lists it: its row in ``threads``, how the outputs name
+    it, its ids (cited where they are numbers), and whether the calls are on it."""
+
+    row: int
+    label: str
+    pid: int | str
+    tid: int | str
+    attributed: bool  # the thread the calls are on
+
+
+def thread_refs(threads: Sequence[ThreadFigures], call_lane: int | None
+                ) -> dict[int, ThreadRef]:
+    """Host lane -> where the report's ``threads`` lists it (in the analysis' order, the
+    report's); ``call_lane``: the thread the calls are on."""
+    return {t.lane.index: ThreadRef(k, describe(t.lane, t.role), t.lane.pid, t.lane.tid,
+                                    t.lane.index == call_lane)
+            for k, t in enumerate(threads)}
+
+
+def _same_thread(ref: ThreadRef, call: ThreadRef | None, name: str, figs: list[Figure],
+                 rels: list[Relation], *, same: bool) -> None:
+    """Cite ``ref``'s ids where the report lists it (``threads/N``) beside the call's
+    thread's (``host/thread``), and assert they are (``same``) or are not the same thread:
+    what the sentence says of the thread is read back. Ids that are not numbers (a
+    trace's odd thread names) are not cited."""
+    if call is None:
+        return
+    ids: dict[str, tuple[int, int]] = {}
+    for k, mine, theirs in (("pid", ref.pid, call.pid), ("tid", ref.tid, call.tid)):
+        if not (isinstance(mine, int) and isinstance(theirs, int)):
+            return
+        ids[k] = (mine, theirs)
+    for k, (mine, theirs) in ids.items():
+        figs += [Figure(f"{name}_{k}", mine, pointer("threads", ref.row, k)),
+                 Figure(f"call_{k}", theirs, pointer("host", "thread", k))]
+    if same:
+        rels += [rel("eq", f"{name}_{k}", f"call_{k}") for k in ids]
+    else:
+        # another thread: its process differs, or its thread id within the process. The
+        # claims compare with lt/gt, never "not equal": the id on one side of the call
+        # thread's says it differs, and the documents' relation kinds stay as they are
+        k = "pid" if ids["pid"][0] != ids["pid"][1] else "tid"
+        mine, theirs = ids[k]
+        rels.append(rel("lt" if mine < theirs else "gt", f"{name}_{k}", f"call_{k}"))
+
+
+def _concurrent(c: Concurrent, refs: Mapping[int, ThreadRef], call: ThreadRef | None,
+                figs: list[Figure], rels: list[Relation]) -> str | None:
+    """Another thread's work beside the call, worded as that thread's and never as held
+    by the call; None where the report lists no such thread to cite."""
+    ref = refs.get(c.lane)
+    if ref is None:
+        return None
+    figs.append(Figure("beside", c.ns))
+    # its growth is its time in the call's span less its typical time: at most the span
+    rels.append(rel("le", "beside", "api"))
+    _same_thread(ref, call, "beside", figs, rels, same=False)
+    return (f"meanwhile {ref.label} ran {c.what}, {fmt_ns(c.ns)} more than during nearby "
+            f"calls (another thread's work, not this call's)")
+
+
+def _holder(h: Holder, figs: list[Figure], rels: list[Relation],
+            refs: Mapping[int, ThreadRef] | None = None, call: ThreadRef | None = None) -> str:
     figs.append(Figure("held", h.ns))
+    if h.lane is not None and refs and h.lane in refs:
+        # an op or frame holds the excess only on the call's own thread: cited so
+        _same_thread(refs[h.lane], call, "held", figs, rels, same=True)
     if h.ns > h.excess_ns:
         # Its growth is measured against nearby calls, the excess against the median of
         # all: the rest of the call can be quicker than usual, and "holds 129 us of the
@@ -289,13 +359,18 @@ def _holder(h: Holder, figs: list[Figure], rels: list[Relation]) -> str:
     return f"{h.what} holds {fmt_ns(h.ns)} of the {fmt_ns(h.excess_ns)} excess"
 
 
-def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
+def cause_claim(cause: Cause, index: int, sid: str,
+                refs: Mapping[int, ThreadRef] | None = None) -> Claim:
     """Why call ``index`` is cold or an outlier (``sid``: ``cold-reason`` or
     ``outlier-reason``), from the figures the analyses found: the words the call's
-    ``cold_reason``/``outlier_reason`` hold."""
+    ``cold_reason``/``outlier_reason`` hold. ``refs`` (``thread_refs``): where the report
+    lists each host thread, to cite the thread of what holds the excess and of the work
+    beside the call."""
     at = ("calls", "per_call", index)
     figs = [Figure("call", index, pointer(*at, "index"))]
     rels: list[Relation] = []
+    # the thread the calls are on: the one the report's ``threads`` marks attributed
+    call_thread = next((r for r in (refs or {}).values() if r.attributed), None)
     if isinstance(cause, ColdWork):
         text = _cold_work(cause, at, figs)
     elif isinstance(cause, ProfilerBurst):
@@ -345,7 +420,11 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
         if cause.holder is not None:
             figs.append(Figure("excess", cause.holder.excess_ns))
             rels.append(rel("sum", "median", "excess", "api"))
-            text += "; " + _holder(cause.holder, figs, rels)
+            text += "; " + _holder(cause.holder, figs, rels, refs, call_thread)
+        if cause.concurrent is not None and refs:
+            beside = _concurrent(cause.concurrent, refs, call_thread, figs, rels)
+            if beside is not None:
+                text += "; " + beside
         if cause.first:
             text = "first call of its kind, " + text
         if cause.cold_work is not None:
@@ -353,10 +432,11 @@ def cause_claim(cause: Cause, index: int, sid: str) -> Claim:
     return Claim(sid, text, tuple(figs), tuple(rels))
 
 
-def cause_claims(cold: dict[int, Cause], outlier: dict[int, Cause]) -> list[Claim]:
+def cause_claims(cold: dict[int, Cause], outlier: dict[int, Cause],
+                 refs: Mapping[int, ThreadRef] | None = None) -> list[Claim]:
     """The reason of every cold call and every outlier, in call order."""
-    out = [cause_claim(c, i, "cold-reason") for i, c in cold.items()]
-    out += [cause_claim(c, i, "outlier-reason") for i, c in outlier.items()]
+    out = [cause_claim(c, i, "cold-reason", refs) for i, c in cold.items()]
+    out += [cause_claim(c, i, "outlier-reason", refs) for i, c in outlier.items()]
     return sorted(out, key=lambda c: (c.figures[0].value or 0, c.id))
 
 

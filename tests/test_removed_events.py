@@ -1,0 +1,152 @@
+"""A trace that lost events after the profiler wrote it (HTA's trace filter and sampler
+keep a few events of every stretch): its CPU events' numbering (Kineto's ``Ev Idx``)
+skips after most of them. Device idle after a launch is then no launch latency (the
+device may have waited behind work that was removed): the step's idle by cause says
+``not in the trace``, and a diagnostic says why. The same trace numbered without a skip
+keeps its launch latency. Every figure is counted here from the raw events (``rawcount``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+
+import public_corpus
+import pytest
+from idle_count import after_launch, numbering_gaps, step_bounds
+
+import traceview
+from traceview.report.claims import check_all
+
+US = 1000
+STEP = 500 * US
+OPS_PER_STEP = 30
+
+
+def _steps(tb, number) -> None:
+    """Three ``ProfilerStep#N`` of 500 us, each of 30 numbered ops (``number(k)``: the
+    k-th op's ``Ev Idx``). In each step the second kernel is launched at 11 us, while the
+    first still runs, and starts at 100 us: the device idles 80 us with it queued, as
+    behind removed work. A third launch at 201 us starts its kernel at 210 us."""
+    k = 0
+    for s in range(3):
+        t = s * 1000 * US
+        tb.annotation(f"ProfilerStep#{s}", t, STEP)
+        for j in range(OPS_PER_STEP):
+            ev = tb.op("aten::foo", t + j * 10 * US, 5 * US)
+            ev["args"]["Ev Idx"] = number(k)
+            k += 1
+        tb.launched_kernel("a", t + 1 * US, 2 * US, t + 5 * US, 15 * US)
+        tb.launched_kernel("b", t + 11 * US, 2 * US, t + 100 * US, 10 * US)
+        tb.launched_kernel("c", t + 201 * US, 2 * US, t + 210 * US, 10 * US)
+
+
+def _idle(r, what: str) -> list[tuple[str, int]]:
+    return [(c.resource, c.ns) for st in r.steps.steps for c in st.idle_causes if c.what == what]
+
+
+def test_a_trace_that_lost_events_charges_idle_after_a_launch_to_what_it_does_not_show(
+        tb, analyze_builder):
+    """Numbered every third (2 of every 3 numbers missing): 89 holes among 90 ops. Each
+    step's idle after the launches goes to ``not in the trace`` (no thread: ``unknown``),
+    none to launch latency, with the figures of a raw count; the diagnostic counts the
+    missing numbers."""
+    _steps(tb, lambda k: 3 * k)
+    r = analyze_builder(tb)
+    events = tb.document()["traceEvents"]
+    want = [after_launch(json.loads(tb.text())["traceEvents"], s * 1000 * US, s * 1000 * US + STEP)
+            for s in range(3)]
+    assert want == [93 * US] * 3  # 4 us before kernel a, 80 us queued b, 9 us before c
+    assert _idle(r, "launch latency") == []
+    assert _idle(r, "not in the trace") == [("unknown", w) for w in want]
+    missing, holes = numbering_gaps(events)
+    (d,) = [d for d in r.diagnostics if d.code == "events-removed"]
+    assert (d.count, holes) == (missing, 89) == (2 * 89, 89)
+    assert f"at {holes:,} places among {3 * OPS_PER_STEP:,} numbered events" in d.message
+    assert "the trace does not show what the device waited for" in d.message
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_the_same_trace_numbered_whole_keeps_its_launch_latency(tb, analyze_builder):
+    """Numbered one after another: nothing says events were lost, the same idle is launch
+    latency, and no diagnostic is raised."""
+    _steps(tb, lambda k: k)
+    r = analyze_builder(tb)
+    want = [after_launch(json.loads(tb.text())["traceEvents"], s * 1000 * US, s * 1000 * US + STEP)
+            for s in range(3)]
+    assert _idle(r, "launch latency") == [("device", w) for w in want]
+    assert _idle(r, "not in the trace") == []
+    assert "events-removed" not in {d.code for d in r.diagnostics}
+
+
+def test_a_few_skips_are_no_evidence(tb, analyze_builder):
+    """A profiler skips a number now and then (5 times in 884 events on a complete sglang
+    trace): 10 skips among 90 ops stay launch latency."""
+    _steps(tb, lambda k: k + (k // 9))
+    events = json.loads(tb.text())["traceEvents"]
+    assert numbering_gaps(events)[1] == 9
+    r = analyze_builder(tb)
+    assert _idle(r, "not in the trace") == [] and _idle(r, "launch latency")
+
+
+SAMPLED = "facebookresearch__HolisticTraceAnalysis/timeline_analysis__sampled_rank-0.json.gz"
+
+
+def test_htas_sampled_rank_says_its_idle_after_launches_is_not_in_the_trace():
+    """HTA's sampled rank 0 (its timeline-analysis test data): 1,495 holes among its
+    2,402 numbered events. Each step's idle after the launches (counted from the raw
+    events, steps ending with their ranges) is ``not in the trace``, none launch latency."""
+    path = public_corpus.locate(SAMPLED)
+    if path is None:
+        pytest.skip(f"{SAMPLED} is not in this machine's corpus copy")
+    events = json.loads(gzip.decompress(path.read_bytes()), parse_float=Decimal)["traceEvents"]
+    missing, holes = numbering_gaps(events)
+    r = traceview.analyze(str(path))
+    assert [(s.start_ns, s.end_ns) for s in r.steps.steps] == step_bounds(events)
+    want = [after_launch(events, a, b) for a, b in step_bounds(events)]
+    assert _idle(r, "launch latency") == []
+    assert _idle(r, "not in the trace") == [("unknown", w) for w in want]
+    assert min(want) > 100_000 * US  # over 100 ms a step
+    (d,) = [d for d in r.diagnostics if d.code == "events-removed"]
+    assert (d.count, holes) == (missing, 1495)
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_numbers_that_are_no_small_integers_are_no_evidence(tb, analyze_builder):
+    """``Ev Idx`` as text, negative, fractional or past 64 bits (a damaged or foreign
+    file) is read as no number at all: no traceback, and among the whole numbers
+    (0, 1, 2, ... on every other op) nothing skips: no diagnostic, the idle stays launch
+    latency."""
+    odd = ["7", -3, 10**30, 2.5]
+    _steps(tb, lambda k: odd[(k // 2) % 4] if k % 2 else k // 2)
+    r = analyze_builder(tb)
+    assert "events-removed" not in {d.code for d in r.diagnostics}
+    assert _idle(r, "launch latency") and _idle(r, "not in the trace") == []
+
+
+def test_the_annotated_trace_says_what_the_steps_say(tb, tmp_path):
+    """``--annotate`` writes the device's idle stretches as the steps' table charges them:
+    after each launch, ``not in the trace`` waited for ``unknown``, for the raw count."""
+    from collections import defaultdict
+
+    from typer.testing import CliRunner
+
+    from traceview.cli.app import app
+
+    _steps(tb, lambda k: 3 * k)
+    path, out = tb.write(tmp_path / "t.json"), tmp_path / "t.annotated.json.gz"
+    res = CliRunner().invoke(app, ["explain", str(path), "--annotate", str(out)])
+    assert res.exit_code == 0, res.output
+    added = [e for e in json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+             if e.get("cat") == "traceview" and e.get("ph") == "X"
+             and "waited_for" in e.get("args", {})]
+    events = json.loads(tb.text())["traceEvents"]
+    for s in range(3):
+        a, b = s * 1000 * US, s * 1000 * US + STEP
+        got: dict[tuple[str, str], int] = defaultdict(int)
+        for e in added:
+            st = int(Decimal(str(e["ts"])) * 1000)
+            if a <= st < b:
+                got[(e["args"]["waited_for"], e["args"]["what"])] += int(Decimal(str(e["dur"])) * 1000)
+        assert got[("unknown", "not in the trace")] == after_launch(events, a, b) == 93 * US
+        assert not [k for k in got if k[1] == "launch latency"]
