@@ -46,7 +46,9 @@ def test_a_slow_incomplete_call_is_named_incomplete_not_outlier(tb: TraceBuilder
 
 def test_particle_transformer_s_incomplete_call_is_not_called_an_outlier():
     """The Particle Transformer GPU trace: one cudaLaunchKernel (1.34 s, counted from the
-    raw events) has no device record; the call holding it is incomplete, and slow."""
+    raw events) has no device record; the call holding it is incomplete, and slow. It is
+    the first ``aten::conv1d`` (the calls are the outermost ops around launches, each op its
+    own kind), so it is cold, said as cold, never as an outlier."""
     name = "harryjmoss__particle_transformer/gpu_working_chrome_trace.json.gz"
     path = public_corpus.locate(name)
     if path is None:
@@ -64,8 +66,18 @@ def test_particle_transformer_s_incomplete_call_is_not_called_an_outlier():
     holder = [c for c in r.calls.per_call if c.start_ns <= at < c.end_ns]
     assert len(holder) == 1 and holder[0].launches_without_work == 1
     text = _text(r)
-    assert f"outlier #{holder[0].index} " not in text
-    assert f"incomplete #{holder[0].index} ({holder[0].name}), also slow" in text
+    call = holder[0]
+    assert f"outlier #{call.index} " not in text
+    # counted from the raw events: the outermost op around the lost launch, and whether an
+    # op of that name launching work came before it on its thread
+    outer = [e for e in events if e.get("cat") == "cpu_op" and e.get("tid") == lost[0]["tid"]
+             and e["ts"] <= lost[0]["ts"] < e["ts"] + e["dur"]]
+    name = min(outer, key=lambda e: e["ts"])["name"]
+    earlier = [e for e in events if e.get("cat") == "cpu_op" and e["name"] == name
+               and e.get("tid") == lost[0]["tid"] and e["ts"] < min(o["ts"] for o in outer)]
+    assert call.name == name == "aten::conv1d" and not earlier and call.cold
+    assert f"cold #{call.index} ({name}): first call of its kind, 1.34 s" in text
+    assert f"incomplete call(s) left out of the warm figures: #{call.index}" in text
 
 
 def test_call_kinds_with_no_warm_call_say_their_p50_is_over_every_call(tb: TraceBuilder,
