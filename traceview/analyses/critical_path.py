@@ -239,7 +239,7 @@ class _Walk:
                       for ln in timelines}
         self.ranges = ranges
         self._work: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._step_ranges: dict[int, tuple[list[int], list[int]]] = {}
+        self._step_ranges: dict[int, intervals.Set] = {}
         self.got: Counter = Counter()
         self.edges: Counter = Counter()
         self.t = end_ns
@@ -289,15 +289,15 @@ class _Walk:
                 np.asarray(tl.seg_end[j0:j1], np.int64)[busy])
         return got
 
-    def step_ranges(self, lane: int) -> tuple[list[int], list[int]]:
-        """The thread's ranges overlapping the step, clipped to it, sorted by start."""
+    def step_ranges(self, lane: int) -> intervals.Set:
+        """The thread's ranges overlapping the step, clipped to it, sorted by start
+        (nested, so not a disjoint set)."""
         got = self._step_ranges.get(lane)
         if got is None:
             st, en = self.ranges.get(lane, intervals.EMPTY)
             keep = (st < self.end_ns) & (en > self.start_ns)
-            got = self._step_ranges[lane] = (
-                np.maximum(st[keep], self.start_ns).tolist(),
-                np.minimum(en[keep], self.end_ns).tolist())
+            got = self._step_ranges[lane] = (np.maximum(st[keep], self.start_ns),
+                                             np.minimum(en[keep], self.end_ns))
         return got
 
     def _may_cross(self, lane: int, start: np.ndarray, end: np.ndarray,
@@ -306,7 +306,7 @@ class _Walk:
         a range while another thread of its process worked (what ``_held`` needs; it
         decides): only these are looked at when the walk stands on them."""
         out = np.zeros(start.size, bool)
-        if not self.peers.get(lane) or not self.step_ranges(lane)[0]:
+        if not self.peers.get(lane) or not self.step_ranges(lane)[0].size:
             return out
         gap = cat == self.untraced_code
         for other in self.peers[lane]:
@@ -326,10 +326,11 @@ class _Walk:
         a range, as (that thread, the end of its last work there, where the wait began),
         or None. See the module's docstring for the conditions."""
         best: tuple[int, int, int, int] | None = None  # (work, held start, other, its end)
-        r_start, r_end = self.step_ranges(lane)
-        for r0, r1 in zip(r_start, r_end, strict=True):
+        rs, rend = self.step_ranges(lane)
+        near = (rs < t) & (rend > max(g0, lo))  # the ranges held over some of (lo, t)
+        for r0, r1 in zip(rs[near].tolist(), rend[near].tolist(), strict=True):
             h0, h1 = max(g0, r0), min(g1, r1)
-            if h0 >= t or h0 >= h1 or max(h0, lo) >= t:
+            if max(h0, lo) >= t:
                 continue
             for other in self.peers[lane]:
                 ws, we = self.work(other)
