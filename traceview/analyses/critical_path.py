@@ -73,6 +73,7 @@ HELD_NUM, HELD_DEN = 1, 2
 RANGE_CATS = LABEL_CATS - DEVICE_CATS
 
 Ranges = dict[int, tuple[np.ndarray, np.ndarray]]  # host lane -> range starts, ends (int64)
+_Columns = tuple[int, int, np.ndarray, np.ndarray, np.ndarray]  # ``_Walk.columns``
 
 
 def host_ranges(trace: Trace) -> Ranges:
@@ -238,7 +239,8 @@ class _Walk:
         self.peers = {ln: [o for o in timelines if o != ln and lanes[o].pid == lanes[ln].pid]
                       for ln in timelines}
         self.ranges = ranges
-        self._work: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._work: dict[int, intervals.Set] = {}
+        self._columns: dict[int, _Columns] = {}
         self._step_ranges: dict[int, intervals.Set] = {}
         self.got: Counter = Counter()
         self.edges: Counter = Counter()
@@ -258,13 +260,9 @@ class _Walk:
         thousands of moves a step, and a numpy element read costs ten list reads."""
         w = self._windows.get(lane)
         if w is None:
-            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
-            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
+            j0, j1, start, end, cat = self.columns(lane, tl)
             pos = tl.seg_pos[j0:j1]
             owner = np.where(pos >= 0, tl.rows[np.maximum(pos, 0)] if tl.rows.size else -1, -1)
-            start = np.asarray(tl.seg_start[j0:j1], np.int64)
-            end = np.asarray(tl.seg_end[j0:j1], np.int64)
-            cat = np.asarray(tl.seg_cat[j0:j1])
             held = self._may_cross(lane, start, end, cat)
             run_from = self._run_from(lane, start, end, cat, held, inside=False)
             w = self._windows[lane] = _Window(
@@ -274,19 +272,28 @@ class _Walk:
                 self._run_from(lane, start, end, cat, held, inside=True))
         return w
 
-    def work(self, lane: int) -> tuple[np.ndarray, np.ndarray]:
+    def columns(self, lane: int, tl: HostTimeline) -> _Columns:
+        """The thread's segments that can hold an instant of the step: their positions
+        [j0, j1) in the timeline and their starts, ends (int64) and category codes. Made
+        once per thread and step: its window and its work (``work``) both read them, and
+        unpacking packed times is most of the cost of either."""
+        got = self._columns.get(lane)
+        if got is None:
+            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
+            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
+            got = self._columns[lane] = (
+                j0, j1, np.asarray(tl.seg_start[j0:j1], np.int64),
+                np.asarray(tl.seg_end[j0:j1], np.int64), np.asarray(tl.seg_cat[j0:j1]))
+        return got
+
+    def work(self, lane: int) -> intervals.Set:
         """The thread's work over the step (segments of a category that is not idle),
         as a disjoint set of intervals."""
         got = self._work.get(lane)
         if got is None:
-            tl = self.timelines[lane]
-            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
-            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
-            cat = np.asarray(tl.seg_cat[j0:j1])
+            _, _, start, end, cat = self.columns(lane, self.timelines[lane])
             busy = ~np.isin(cat, [c for c in self.idle_codes if c >= 0])
-            got = self._work[lane] = intervals.union(
-                np.asarray(tl.seg_start[j0:j1], np.int64)[busy],
-                np.asarray(tl.seg_end[j0:j1], np.int64)[busy])
+            got = self._work[lane] = intervals.union(start[busy], end[busy])
         return got
 
     def step_ranges(self, lane: int) -> intervals.Set:
