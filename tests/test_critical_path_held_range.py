@@ -73,8 +73,9 @@ def on(row, thread: str, what: str | None = None) -> int:
 
 def held_step() -> TraceBuilder:
     """One step: forward on the main thread; ``## backward ##`` held by the main thread
-    alone (after a short op at its start) while the autograd thread runs three nodes
-    that launch kernels; the optimizer on the main thread. Kernels end well before the
+    (after a short op at its start, and but for one 600 ns node of its own) while the
+    autograd thread runs three nodes that launch kernels; the optimizer on the main
+    thread. Kernels end well before the
     host gets to anything that waits for them: the path stays on the host. Controls: a
     helper thread's 100 ns call inside a 2 us pause of the main thread's Python, and a
     thread that works from before the backward into it (beside the main thread)."""
@@ -95,6 +96,10 @@ def held_step() -> TraceBuilder:
     for a, b in ((16_000, 30_000), (31_000, 50_000), (52_000, 77_000)):
         tb.op("autograd::engine::evaluate_function: MulBackward0", a, b - a, tid=AUTOGRAD)
         tb.launched_kernel("mul_backward_kernel", a + 1_000, 500, a + 2_000, 1_000, tid=AUTOGRAD)
+    # the engine's calling thread runs a CPU node itself between two of the autograd
+    # thread's: the main thread still holds the range for the rest
+    tb.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+          50_200, 600)
     tb.annotation("## optimizer ##", 81_000, 15_000)
     tb.op("Optimizer.step#SGD.step", 82_000, 13_000)
     tb.launched_kernel("sgd_kernel", 83_000, 500, 84_000, 1_000)
@@ -114,11 +119,13 @@ def test_main_thread_holding_backward_waits_for_the_autograd_thread(tmp_path: Pa
     # events' time there, and its silence between nodes as its untraced time
     assert on(row, "pt_autograd_0") == q - g0
     assert on(row, "pt_autograd_0", "untraced") == (q - g0) - covered(own(events, AUTOGRAD), g0, q)
-    # the main thread has the rest; its untraced time is its silence less the stretch
-    # the autograd thread stands for
+    # the main thread has the rest; its untraced time is its silence less its silence
+    # in the stretch the autograd thread stands for (its own node there included)
     assert on(row, "main thread") == (b - a) - (q - g0)
     main_silent = (b - a) - covered(own(events, MAIN), a, b)
-    assert on(row, "main thread", "untraced") == main_silent - (q - g0)
+    silent_held = (q - g0) - covered(own(events, MAIN), g0, q)
+    assert silent_held == q - g0 - 600
+    assert on(row, "main thread", "untraced") == main_silent - silent_held
     # the helper's call inside a pause and the thread working beside the main one
     # are not what the main thread waited for
     assert not any("helper" in p.resource or "worker" in p.resource for p in row.critical_path)

@@ -20,11 +20,12 @@ charging every nanosecond it passes to exactly one owner:
     The path charges the wake-up (the other thread's last work to the instant) to the
     holding thread's untraced time and moves to the other thread until the held stretch's
     start, as for a wait: the **held range -> the other thread's work** edge. The other
-    thread's work over the range must lie inside the stretch the range is held alone
-    (it starts after the holder fell silent and ends before it resumed) and fill at
-    least half of it from its first to its last instant; of several such threads, the
-    one that worked most. A thread working beside the holder, or a short call of a
-    helper thread inside a pause of the Python, fails these and the pause stays untraced;
+    thread's work over the range must lie inside the range, start after the holder fell
+    silent and end before it resumed, fill at least half of that held stretch from its
+    first to its last instant, and outweigh the holder's own work in between (the
+    engine's calling thread runs a few nodes itself); of several such threads, the one
+    that worked most. A thread working beside the holder, or a short call of a helper
+    thread inside a pause of the Python, fails these and the pause stays untraced;
   - a thread other than the step's that has nothing recorded (untraced) or waits itself
     hands the path back to the thread that waited for it, or, reached through a launch,
     to the step's thread, at the same instant; inside a wait, the untraced time of the
@@ -330,34 +331,54 @@ class _Walk:
     def _held(self, lane: int, g0: int, g1: int, t: int, lo: int) -> tuple[int, int, int] | None:
         """Standing at ``t`` in the thread's untraced stretch [g0, g1) (the walk goes no
         further back than ``lo``): the thread of its process it waited for while holding
-        a range, as (that thread, the end of its last work there, where the wait began),
-        or None. See the module's docstring for the conditions."""
+        a range, as (that thread, the end of its last work before ``t``, where the wait
+        began), or None. For each range held over some of (lo, t) and each other thread,
+        that thread's work over the range must lie inside it and start and end while the
+        holder is silent; the held stretch runs from the holder's last own work before it
+        to its next after it, inside the range. That work must span at least half the held
+        stretch and outweigh the holder's own work inside its span (the autograd engine's
+        calling thread runs a few nodes itself, AccumulateGrad), and it must have ended
+        after ``g0``: else the holder's own work after it came last. Of several, the one
+        that worked most."""
         best: tuple[int, int, int, int] | None = None  # (work, held start, other, its end)
         rs, rend = self.step_ranges(lane)
         near = (rs < t) & (rend > max(g0, lo))  # the ranges held over some of (lo, t)
+        if not near.any():
+            return None
+        mine = self.work(lane)
+        xs, xe = mine
+        nx = int(xs.size)
         for r0, r1 in zip(rs[near].tolist(), rend[near].tolist(), strict=True):
-            h0, h1 = max(g0, r0), min(g1, r1)
-            if max(h0, lo) >= t:
-                continue
             for other in self.peers[lane]:
                 ws, we = self.work(other)
-                # its work intervals overlapping the range: all inside the held stretch
+                # its work intervals overlapping the range, all inside it
                 i0 = int(np.searchsorted(we, r0, side="right"))
                 i1 = int(np.searchsorted(ws, r1, side="left"))
                 if i1 <= i0:
                     continue
                 first, last = int(ws[i0]), int(we[i1 - 1])
-                if first < h0 or last > h1 or \
-                        HELD_DEN * (last - first) < HELD_NUM * (h1 - h0):
+                if first < r0 or last > r1:
+                    continue
+                # the holder silent where that work starts and where it ends
+                a = int(np.searchsorted(xe, first, side="right"))
+                b = int(np.searchsorted(xe, last - 1, side="right"))
+                if (a < nx and int(xs[a]) <= first) or (b < nx and int(xs[b]) <= last - 1):
+                    continue
+                h0 = max(int(xe[a - 1]) if a else self.start_ns, r0)
+                h1 = min(int(xs[b]) if b < nx else self.end_ns, r1)
+                if HELD_DEN * (last - first) < HELD_NUM * (h1 - h0):
+                    continue
+                done = int(intervals.length((ws[i0:i1], we[i0:i1])))
+                own = int(intervals.overlap(mine, np.asarray([first]), np.asarray([last]))[0])
+                if own >= done:
                     continue
                 # the last of them starting before t
                 k = min(int(np.searchsorted(ws, t, side="left")), i1) - 1
                 if k < i0:
                     continue
                 q = min(int(we[k]), t)
-                if q <= max(h0, lo):
+                if q <= max(g0, lo):
                     continue
-                done = int(intervals.length((ws[i0:i1], we[i0:i1])))
                 key = (done, h0, -other, q)
                 if best is None or key > best:
                     best = key
