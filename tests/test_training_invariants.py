@@ -55,6 +55,10 @@ def training_step(draw):
                       t - bw0 + draw(st.integers(1, 9_000)))
         else:  # the main thread holds only a range while the autograd thread works
             tb.annotation("## backward ##", bw0, t - bw0)
+            if draw(st.booleans()):  # but runs a node itself, as the engine's caller may
+                at = bw0 + draw(st.integers(0, t - bw0 - 100))
+                tb.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                      at, draw(st.integers(1, min(500, bw0 + (t - bw0) - at))))
         t += draw(st.integers(50, 500))
         o0 = t
         t += draw(st.integers(200, 3_000))
