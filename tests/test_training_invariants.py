@@ -1,4 +1,5 @@
-"""Invariants of the step analysis on generated two-thread training steps (hypothesis):
+"""Invariants of the step analysis on generated two-thread training steps (hypothesis;
+the main thread waits in ``run_backward`` or holds only a ``## backward ##`` range):
 the critical path and the device idle causes add up to the step exactly, the phases tile
 it, every thread's categories sum to the window, and frames that overhang their caller are
 clipped so that no call tree has a child above its parent or self above inclusive."""
@@ -45,11 +46,19 @@ def training_step(draw):
                                tid=AUTOGRAD, stream=stream)
             bt += d + draw(st.integers(0, 2_000))
         t = bt + 100
-        tb.py("torch/_tensor.py(1): backward", bw0, t - bw0)
-        tb.py("<built-in method run_backward of torch._C._EngineBase object>", bw0 + 10,
-              t - bw0 - 20)
-        if draw(st.booleans()):  # a frame the profiler recorded ending after its caller
-            tb.py("<built-in method __exit__ of X>", bw0 + 20, t - bw0 + draw(st.integers(1, 9_000)))
+        if draw(st.booleans()):
+            tb.py("torch/_tensor.py(1): backward", bw0, t - bw0)
+            tb.py("<built-in method run_backward of torch._C._EngineBase object>", bw0 + 10,
+                  t - bw0 - 20)
+            if draw(st.booleans()):  # a frame the profiler recorded ending after its caller
+                tb.py("<built-in method __exit__ of X>", bw0 + 20,
+                      t - bw0 + draw(st.integers(1, 9_000)))
+        else:  # the main thread holds only a range while the autograd thread works
+            tb.annotation("## backward ##", bw0, t - bw0)
+            if draw(st.booleans()):  # but runs a node itself, as the engine's caller may
+                at = bw0 + draw(st.integers(0, t - bw0 - 100))
+                tb.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                      at, draw(st.integers(1, min(500, bw0 + (t - bw0) - at))))
         t += draw(st.integers(50, 500))
         o0 = t
         t += draw(st.integers(200, 3_000))

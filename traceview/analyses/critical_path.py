@@ -13,6 +13,19 @@ charging every nanosecond it passes to exactly one owner:
     moves to the host thread whose work ended last before the wait ended (the autograd
     engine's thread during ``backward``), until it reaches the wait's start, where it
     returns: the **main thread's wait -> the other thread's work** edge;
+  - ``untraced`` on a thread that holds only a range (a ``record_function`` label such as
+    ``## backward ##``, or the step's own range) while another thread of its process does
+    the work inside that range's time (the autograd engine's thread running a backward
+    whose ``run_backward`` the profiler did not record): the thread waited for that one.
+    The path charges the wake-up (the other thread's last work to the instant) to the
+    holding thread's untraced time and moves to the other thread until the held stretch's
+    start, as for a wait: the **held range -> the other thread's work** edge. The other
+    thread's work over the range must lie inside the range, start after the holder fell
+    silent and end before it resumed, fill at least half of that held stretch from its
+    first to its last instant, and outweigh the holder's own work in between (the
+    engine's calling thread runs a few nodes itself); of several such threads, the one
+    that worked most. A thread working beside the holder, or a short call of a helper
+    thread inside a pause of the Python, fails these and the pause stays untraced;
   - a thread other than the step's that has nothing recorded (untraced) or waits itself
     hands the path back to the thread that waited for it, or, reached through a launch,
     to the step's thread, at the same instant; inside a wait, the untraced time of the
@@ -41,9 +54,10 @@ from typing import Literal
 
 import numpy as np
 
-from traceview.analyses.host import HostTimeline
+from traceview import intervals
+from traceview.analyses.host import LABEL_CATS, HostTimeline
 from traceview.errors import IdentityError
-from traceview.model import Trace
+from traceview.model import DEVICE_CATS, Trace
 from traceview.rules import UNTRACED
 
 PathKind = Literal["host", "device", "launch_latency", "queued"]
@@ -53,6 +67,33 @@ CROSS_STREAM_SLACK_NS = 2_000
 # a thread's plain segments one after another are charged at once (``_Run``) from this
 # many on: fewer cost less one by one
 RUN_MIN = 16
+# a thread waited for by a thread holding only a range fills at least this share of the
+# held stretch, from its first to its last instant of work there (HELD_NUM / HELD_DEN)
+HELD_NUM, HELD_DEN = 1, 2
+# the host categories of ranges: labels that own no time (``host.LABEL_CATS``)
+RANGE_CATS = LABEL_CATS - DEVICE_CATS
+
+Ranges = dict[int, tuple[np.ndarray, np.ndarray]]  # host lane -> range starts, ends (int64)
+_Columns = tuple[int, int, np.ndarray, np.ndarray, np.ndarray]  # ``_Walk.columns``
+
+
+def host_ranges(trace: Trace) -> Ranges:
+    """Each host thread's ranges (``record_function`` labels, profiler spans): their
+    starts and ends, sorted by start. Found once per trace (``analyze_steps``), not per
+    step: a step's walk reads those overlapping it."""
+    s = trace.slices
+    rows = trace.rows_of_cats(RANGE_CATS)
+    rows = rows[s.end[rows] > s.start[rows]]
+    out: Ranges = {}
+    if rows.size == 0:
+        return out
+    lanes = s.lane[rows]
+    for lane in np.unique(lanes).tolist():
+        r = rows[lanes == lane]
+        st = np.asarray(s.start[r], np.int64)
+        order = np.argsort(st, kind="stable")
+        out[int(lane)] = (st[order], np.asarray(s.end[r], np.int64)[order])
+    return out
 
 
 @dataclass(frozen=True)
@@ -151,11 +192,14 @@ class _Device:
 
 def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
                   timelines: dict[int, HostTimeline], work_rows: np.ndarray,
-                  from_work: int | None = None) -> CriticalPath:
+                  from_work: int | None = None, ranges: Ranges | None = None) -> CriticalPath:
     """The path of [start_ns, end_ns), walked back from its end on the step's thread, or
     on the device work row ``from_work`` when the step's extent ends with work it
-    launched that outlasted its range (nothing on the host was waiting for it there)."""
-    w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows))
+    launched that outlasted its range (nothing on the host was waiting for it there).
+    ``ranges``: ``host_ranges(trace)``, when the caller has it."""
+    if ranges is None:
+        ranges = host_ranges(trace)
+    w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows), ranges)
     if from_work is not None:
         w.on_device = from_work
     w.budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
@@ -179,7 +223,7 @@ class _Walk:
     Each step moves ``t`` back and says whether the walk has ended."""
 
     def __init__(self, trace: Trace, start_ns: int, end_ns: int, step_lane: int,
-                 timelines: dict[int, HostTimeline], dev: _Device) -> None:
+                 timelines: dict[int, HostTimeline], dev: _Device, ranges: Ranges) -> None:
         self.trace, self.s = trace, trace.slices
         self.start_ns, self.step_lane = start_ns, step_lane
         self.timelines, self.dev = timelines, dev
@@ -188,7 +232,17 @@ class _Walk:
         self.sync_code = cats.index("sync") if "sync" in cats else -2
         self.wait_code = cats.index("wait") if "wait" in cats else -2
         untraced_code = cats.index(UNTRACED) if UNTRACED in cats else -2
+        self.untraced_code = untraced_code
         self.idle_codes = {untraced_code, self.wait_code}
+        # the other threads of each thread's process: where a thread holding a range may
+        # have waited (``_held``)
+        lanes = trace.lanes
+        self.peers = {ln: [o for o in timelines if o != ln and lanes[o].pid == lanes[ln].pid]
+                      for ln in timelines}
+        self.ranges = ranges
+        self._work: dict[int, intervals.Set] = {}
+        self._columns: dict[int, _Columns] = {}
+        self._step_ranges: dict[int, intervals.Set] = {}
         self.got: Counter = Counter()
         self.edges: Counter = Counter()
         self.t = end_ns
@@ -207,34 +261,149 @@ class _Walk:
         thousands of moves a step, and a numpy element read costs ten list reads."""
         w = self._windows.get(lane)
         if w is None:
-            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
-            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
+            j0, j1, start, end, cat = self.columns(lane, tl)
             pos = tl.seg_pos[j0:j1]
             owner = np.where(pos >= 0, tl.rows[np.maximum(pos, 0)] if tl.rows.size else -1, -1)
-            start = np.asarray(tl.seg_start[j0:j1], np.int64)
-            end = np.asarray(tl.seg_end[j0:j1], np.int64)
-            cat = np.asarray(tl.seg_cat[j0:j1])
+            held = self._may_cross(lane, start, end, cat)
+            run_from = self._run_from(lane, start, end, cat, held, inside=False)
             w = self._windows[lane] = _Window(
-                start.tolist(), end.tolist(), cat.tolist(), owner.tolist(),
-                self._run_from(lane, start, end, cat), start, cat, owner)
+                start.tolist(), end.tolist(), cat.tolist(), owner.tolist(), run_from,
+                start, cat, owner, held.tolist(),
+                run_from if lane == self.step_lane else
+                self._run_from(lane, start, end, cat, held, inside=True))
         return w
 
+    def columns(self, lane: int, tl: HostTimeline) -> _Columns:
+        """The thread's segments that can hold an instant of the step: their positions
+        [j0, j1) in the timeline and their starts, ends (int64) and category codes. Made
+        once per thread and step: its window and its work (``work``) both read them, and
+        unpacking packed times is most of the cost of either."""
+        got = self._columns.get(lane)
+        if got is None:
+            j0 = int(tl.seg_end.searchsorted(self.start_ns, side="left"))
+            j1 = int(tl.seg_start.searchsorted(self.end_ns, side="left")) + 1
+            got = self._columns[lane] = (
+                j0, j1, np.asarray(tl.seg_start[j0:j1], np.int64),
+                np.asarray(tl.seg_end[j0:j1], np.int64), np.asarray(tl.seg_cat[j0:j1]))
+        return got
+
+    def work(self, lane: int) -> intervals.Set:
+        """The thread's work over the step (segments of a category that is not idle),
+        as a disjoint set of intervals."""
+        got = self._work.get(lane)
+        if got is None:
+            _, _, start, end, cat = self.columns(lane, self.timelines[lane])
+            busy = ~np.isin(cat, [c for c in self.idle_codes if c >= 0])
+            got = self._work[lane] = intervals.union(start[busy], end[busy])
+        return got
+
+    def step_ranges(self, lane: int) -> intervals.Set:
+        """The thread's ranges overlapping the step, clipped to it, sorted by start
+        (nested, so not a disjoint set)."""
+        got = self._step_ranges.get(lane)
+        if got is None:
+            st, en = self.ranges.get(lane, intervals.EMPTY)
+            keep = (st < self.end_ns) & (en > self.start_ns)
+            got = self._step_ranges[lane] = (np.maximum(st[keep], self.start_ns),
+                                             np.minimum(en[keep], self.end_ns))
+        return got
+
+    def _may_cross(self, lane: int, start: np.ndarray, end: np.ndarray,
+                   cat: np.ndarray) -> np.ndarray:
+        """For each segment of a window: whether it is untraced time of a thread holding
+        a range while another thread of its process worked (what ``_held`` needs; it
+        decides): only these are looked at when the walk stands on them."""
+        out = np.zeros(start.size, bool)
+        if not self.peers.get(lane) or not self.step_ranges(lane)[0].size:
+            return out
+        gap = cat == self.untraced_code
+        for other in self.peers[lane]:
+            ws, we = self.work(other)
+            if ws.size:
+                # the first work interval ending after the segment's start begins before
+                # its end
+                i = np.searchsorted(we, start, side="right")
+                hit = i < ws.size
+                hit[hit] = ws[i[hit]] < end[hit]
+                out |= hit
+        return out & gap
+
+    def _held(self, lane: int, g0: int, g1: int, t: int, lo: int) -> tuple[int, int, int] | None:
+        """Standing at ``t`` in the thread's untraced stretch [g0, g1) (the walk goes no
+        further back than ``lo``): the thread of its process it waited for while holding
+        a range, as (that thread, the end of its last work before ``t``, where the wait
+        began), or None. For each range held over some of (lo, t) and each other thread,
+        that thread's work over the range must lie inside it and start and end while the
+        holder is silent; the held stretch runs from the holder's last own work before it
+        to its next after it, inside the range. That work must span at least half the held
+        stretch and outweigh the holder's own work inside its span (the autograd engine's
+        calling thread runs a few nodes itself, AccumulateGrad), and it must have ended
+        after ``g0``: else the holder's own work after it came last. Of several, the one
+        that worked most."""
+        best: tuple[int, int, int, int] | None = None  # (work, held start, other, its end)
+        rs, rend = self.step_ranges(lane)
+        near = (rs < t) & (rend > max(g0, lo))  # the ranges held over some of (lo, t)
+        if not near.any():
+            return None
+        mine = self.work(lane)
+        xs, xe = mine
+        nx = int(xs.size)
+        for r0, r1 in zip(rs[near].tolist(), rend[near].tolist(), strict=True):
+            for other in self.peers[lane]:
+                ws, we = self.work(other)
+                # its work intervals overlapping the range, all inside it
+                i0 = int(np.searchsorted(we, r0, side="right"))
+                i1 = int(np.searchsorted(ws, r1, side="left"))
+                if i1 <= i0:
+                    continue
+                first, last = int(ws[i0]), int(we[i1 - 1])
+                if first < r0 or last > r1:
+                    continue
+                # the holder silent where that work starts and where it ends
+                a = int(np.searchsorted(xe, first, side="right"))
+                b = int(np.searchsorted(xe, last - 1, side="right"))
+                if (a < nx and int(xs[a]) <= first) or (b < nx and int(xs[b]) <= last - 1):
+                    continue
+                h0 = max(int(xe[a - 1]) if a else self.start_ns, r0)
+                h1 = min(int(xs[b]) if b < nx else self.end_ns, r1)
+                if HELD_DEN * (last - first) < HELD_NUM * (h1 - h0):
+                    continue
+                done = int(intervals.length((ws[i0:i1], we[i0:i1])))
+                own = int(intervals.overlap(mine, np.asarray([first]), np.asarray([last]))[0])
+                if own >= done:
+                    continue
+                # the last of them starting before t
+                k = min(int(np.searchsorted(ws, t, side="left")), i1) - 1
+                if k < i0:
+                    continue
+                q = min(int(we[k]), t)
+                if q <= max(g0, lo):
+                    continue
+                key = (done, h0, -other, q)
+                if best is None or key > best:
+                    best = key
+        if best is None:
+            return None
+        return -best[2], best[3], best[1]
+
     def _run_from(self, lane: int, start: np.ndarray, end: np.ndarray,
-                  cat: np.ndarray) -> list[int]:
+                  cat: np.ndarray, held: np.ndarray, *, inside: bool) -> list[int]:
         """For each segment of a window, the first segment of the run of plain ones that
         ends with it (-1 for a segment that is not plain): the segments ``on_host`` would
         charge one after another as they are, each the one its predecessor's start finds
         (``bisect_left`` of the ends) and starting before it. Plain: a category the walk
         never leaves the thread at (no sync, no wait, no untraced time of a thread other
-        than the step's). No runs where the ends are out of order: each segment is then
-        found one at a time, as always."""
+        than the step's unless the walk is ``inside`` a wait for it, where that time is
+        the thread's, no untraced time of a thread holding a range that ``held``
+        marks). No runs where the ends are out of order: each segment is then found one
+        at a time, as always."""
         n = start.size
         if n == 0 or (n > 1 and bool((end[1:] < end[:-1]).any())):
             return [-1] * n
         bad = [self.sync_code, self.wait_code]
-        if lane != self.step_lane:
+        if lane != self.step_lane and not inside:
             bad += [c for c in self.idle_codes if c >= 0]
-        plain = ~np.isin(cat, [c for c in bad if c >= 0])
+        plain = ~np.isin(cat, [c for c in bad if c >= 0]) & ~held
         idx = np.arange(n)
         # segment i follows segment i + 1: the walk at i + 1's start finds i
         follows = np.zeros(n, bool)
@@ -317,7 +486,8 @@ class _Walk:
             return True
         w = self.window(lane, tl)
         w_start, w_end, w_cat, w_owner = w.start, w.end, w.cat, w.owner
-        run_from = w.run_from
+        # inside a wait for this thread (not the step's), its untraced time is plain
+        run_from = w.run_from_inside if returns and lane != step_lane else w.run_from
         while True:
             j = bisect_left(w_end, t)
             if j >= len(w_end) or w_start[j] >= t:
@@ -344,6 +514,15 @@ class _Walk:
                     continue
             a = max(w_start[j], lower)
             code = w_cat[j]
+            if w.held[j]:
+                hop = self._held(lane, w_start[j], w_end[j], t, lower)
+                if hop is not None:
+                    other, q, h0 = hop
+                    self.charge("host", lane, UNTRACED, q, t)
+                    returns.append((lane, max(h0, lower)))
+                    self.lane, self.t = other, q
+                    edges["range_to_thread"] += 1
+                    return False
             if lane != step_lane and code in self.idle_codes and not returns:
                 self.lane = step_lane  # an idle helper thread hands the path back
                 edges["back_to_step_thread"] += 1
@@ -385,8 +564,9 @@ class _Walk:
 @dataclass(frozen=True)
 class _Window:
     """Segments of one thread as lists: start, end, category code, owning slice row (-1),
-    the first segment of each one's run of plain segments (-1: not plain); and the
-    columns as arrays, which a run is charged from."""
+    the first segment of each one's run of plain segments (-1: not plain); the columns
+    as arrays, which a run is charged from; and each segment's ``held`` mark and run
+    start inside a wait for the thread."""
 
     start: list[int]
     end: list[int]
@@ -396,6 +576,8 @@ class _Window:
     start_a: np.ndarray
     cat_a: np.ndarray
     owner_a: np.ndarray
+    held: list[bool]  # untraced time of a thread holding a range: ``_Walk._held`` decides
+    run_from_inside: list[int]  # ``run_from`` while the walk is inside a wait for the thread
 
 
 class _Run:

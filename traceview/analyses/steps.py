@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.critical_path import CriticalPath, critical_path
+from traceview.analyses.critical_path import CriticalPath, critical_path, host_ranges
 from traceview.analyses.host import LABEL_CATS, HostTimeline
 from traceview.model import Trace, codes_in
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
@@ -338,6 +338,7 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
         is_comm = np.asarray([bool(comm.search(trace.names[int(c)])) for c in codes.tolist()],
                              bool)[of_row.reshape(-1)]
     out = []
+    ranges = host_ranges(trace)
     ends = _extent_ends(trace, calls, work_rows)
     for c, (b, last_work) in zip(calls, ends, strict=True):
         a, b_range = c.start_ns, c.end_ns
@@ -364,7 +365,8 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
                                            a, b, removed=removed)),
             communication_ns=intervals.length(comm_set),
             exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
-            path=critical_path(trace, a, b, step_lane, timelines, work_rows, last_work),
+            path=critical_path(trace, a, b, step_lane, timelines, work_rows, last_work,
+                               ranges),
             segments=segments(by_phase, int((b - a) * SEGMENT_MIN_SHARE)),
             range_end_ns=b_range,
         ))
