@@ -469,6 +469,49 @@ class _Walk:
             edges["unlinked_work"] += 1
         return False
 
+    def _leaves(self, lane: int, w: _Window, j: int, t: int, lower: int) -> bool:
+        """Whether the walk leaves ``lane`` at its segment ``j`` (the one before ``t``): a
+        held range to the thread working inside it, an idle helper thread back to the
+        step's, a waited-for thread's own wait back to its waiter, a sync to the device
+        work it waited for, a wait to the thread that worked meanwhile."""
+        s, start_ns, returns, edges = self.s, self.start_ns, self.returns, self.edges
+        step_lane, wait_code = self.step_lane, self.wait_code
+        code, owner = w.cat[j], w.owner[j]
+        if w.held[j]:
+            hop = self._held(lane, w.start[j], w.end[j], t, lower)
+            if hop is not None:
+                other, q, h0 = hop
+                self.charge("host", lane, UNTRACED, q, t)
+                returns.append((lane, max(h0, lower)))
+                self.lane, self.t = other, q
+                edges["range_to_thread"] += 1
+                return True
+        if lane != step_lane and code in self.idle_codes and not returns:
+            self.lane = step_lane  # an idle helper thread hands the path back
+            edges["back_to_step_thread"] += 1
+            return True
+        if lane != step_lane and code == wait_code and returns:
+            self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
+            return True
+        if code == self.sync_code and owner >= 0:
+            done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
+            if done is not None and int(s.end[done]) > start_ns:
+                self.charge("host", lane, "sync", int(s.end[done]), t, done)
+                self.t, self.on_device = int(s.end[done]), done
+                edges["kernel_to_sync"] += 1
+                return True
+        if code == wait_code and owner >= 0:
+            ws = max(int(s.start[owner]), start_ns)
+            src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
+            if src is not None:
+                q_lane, q = src
+                self.charge("host", lane, "wait", q, t, owner)
+                returns.append((lane, ws))
+                self.lane, self.t = q_lane, q
+                edges["wait_to_thread"] += 1
+                return True
+        return False
+
     def on_host(self) -> bool:
         """On a host thread: the segment owning the instant before ``t``; a sync jumps
         to the device work it waited for, a wait to the thread that worked meanwhile,
@@ -476,9 +519,8 @@ class _Walk:
         the walk goes on to the thread's previous segment here, without returning to
         ``critical_path``'s loop (each segment still takes one step of the budget): a
         step's path is mostly a thread's segments one after another."""
-        s, start_ns, lane, t, returns = self.s, self.start_ns, self.lane, self.t, self.returns
-        step_lane, wait_code, edges = self.step_lane, self.wait_code, self.edges
-        got, segments, cats = self.got, self.segments, self.cats
+        start_ns, lane, t, returns = self.start_ns, self.lane, self.t, self.returns
+        step_lane, got, segments, cats = self.step_lane, self.got, self.segments, self.cats
         tl = self.timelines.get(lane)
         if tl is None:
             self.charge("host", lane, UNTRACED, start_ns, t)
@@ -514,40 +556,9 @@ class _Walk:
                     continue
             a = max(w_start[j], lower)
             code = w_cat[j]
-            if w.held[j]:
-                hop = self._held(lane, w_start[j], w_end[j], t, lower)
-                if hop is not None:
-                    other, q, h0 = hop
-                    self.charge("host", lane, UNTRACED, q, t)
-                    returns.append((lane, max(h0, lower)))
-                    self.lane, self.t = other, q
-                    edges["range_to_thread"] += 1
-                    return False
-            if lane != step_lane and code in self.idle_codes and not returns:
-                self.lane = step_lane  # an idle helper thread hands the path back
-                edges["back_to_step_thread"] += 1
-                return False
-            if lane != step_lane and code == wait_code and returns:
-                self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
+            if self._leaves(lane, w, j, t, lower):
                 return False
             owner = w_owner[j]
-            if code == self.sync_code and owner >= 0:
-                done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
-                if done is not None and int(s.end[done]) > start_ns:
-                    self.charge("host", lane, "sync", int(s.end[done]), t, done)
-                    self.t, self.on_device = int(s.end[done]), done
-                    edges["kernel_to_sync"] += 1
-                    return False
-            if code == wait_code and owner >= 0:
-                ws = max(int(s.start[owner]), start_ns)
-                src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
-                if src is not None:
-                    q_lane, q = src
-                    self.charge("host", lane, "wait", q, t, owner)
-                    returns.append((lane, ws))
-                    self.lane, self.t = q_lane, q
-                    edges["wait_to_thread"] += 1
-                    return False
             if t > a:  # ``charge``, inlined: this is the walk's most frequent move
                 what = cats[code]
                 got[("host", lane, what)] += t - a
