@@ -11,6 +11,8 @@ counted here from the raw events with plain interval arithmetic (``tests/rawcoun
   user ranges own nothing (README "How it counts", ``analyses/host.py``), so untraced is
   what no op or runtime call of the thread covers, launch and sync the launch and sync
   calls' union (leaves here), dispatch the rest of the ops' union;
+* the main thread's split of the window crossed with the device's busy and idle time
+  ("Where the window went");
 * the step's communication (kernels the rule table's ``communication_kernels`` names) and
   its exposed part (no other device work running);
 * each phase's device busy, the phases counted as ``reference_count`` documents them.
@@ -69,16 +71,20 @@ def _slices(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _parts(ops: list[dict[str, Any]], lo: int, hi: int) -> dict[str, list[list[int]]]:
+    """One thread's launch/sync/dispatch/untraced instants over [lo, hi)."""
+    traced = union(clip([[o["s"], o["e"]] for o in ops], lo, hi))
+    launch = union(clip([[o["s"], o["e"]] for o in ops
+                         if o["cat"] == "cuda_runtime" and o["name"] in LAUNCH], lo, hi))
+    sync = union(clip([[o["s"], o["e"]] for o in ops
+                       if o["cat"] == "cuda_runtime" and SYNC.search(o["name"])], lo, hi))
+    return {"launch": launch, "sync": sync, "dispatch": minus(minus(traced, launch), sync),
+            "untraced": minus([[lo, hi]], traced)}
+
+
 def _split(ops: list[dict[str, Any]], lo: int, hi: int) -> dict[str, int]:
-    """One thread's launch/sync/dispatch/untraced over [lo, hi) (zero categories left out)."""
-    traced = length(union(clip([[o["s"], o["e"]] for o in ops], lo, hi)))
-    launch = length(union(clip([[o["s"], o["e"]] for o in ops
-                                if o["cat"] == "cuda_runtime" and o["name"] in LAUNCH], lo, hi)))
-    sync = length(union(clip([[o["s"], o["e"]] for o in ops
-                              if o["cat"] == "cuda_runtime" and SYNC.search(o["name"])], lo, hi)))
-    got = {"launch": launch, "sync": sync, "dispatch": traced - launch - sync,
-           "untraced": (hi - lo) - traced}
-    return {k: v for k, v in got.items() if v}
+    """Their lengths (zero categories left out)."""
+    return {k: length(v) for k, v in _parts(ops, lo, hi).items() if length(v)}
 
 
 def _counted(path: Path) -> dict[str, Any]:
@@ -120,6 +126,11 @@ def _counted(path: Path) -> dict[str, Any]:
     phase_busy["other"] = length(clip(busy, s0, s1)) - sum(phase_busy.values())
     comm = union(clip([[k["s"], k["e"]] for k in kernels if COMM.search(k["name"])], s0, s1))
     rest = union([[w["s"], w["e"]] for w in work if not COMM.search(w["name"])])
+    main = (step["pid"], step["tid"])  # the launching thread the report attributes
+    crossed = {}
+    for cat, iv in _parts(ops[main], lo, hi).items():
+        on_busy = length(iv) - length(minus(iv, busy))
+        crossed.update({(cat, "busy"): on_busy, (cat, "idle"): length(iv) - on_busy})
     return {
         "streams": {k: (length(union(v)), len(v)) for k, v in streams.items()},
         "kernel_sum_ns": sum(k["e"] - k["s"] for k in kernels),
@@ -130,6 +141,8 @@ def _counted(path: Path) -> dict[str, Any]:
         "step_split": {t: _split(ops[t], s0, s1) for t in threads},
         "communication": (length(comm), length(minus(comm, rest))),
         "phase_busy": phase_busy,
+        "breakdown": {k: v for k, v in crossed.items() if v},
+        "attributed": main,
     }
 
 
@@ -155,6 +168,8 @@ def _reported(path: Path) -> dict[str, Any]:
         "step_split": {k: {c: n for c, n in v.items() if n} for k, v in step_split.items()},
         "communication": (step["communication_ns"], step["exposed_communication_ns"]),
         "phase_busy": {p["phase"]: p["device_busy_ns"] for p in step["phases"]},
+        "breakdown": {(b["host"], b["device"]): b["ns"] for b in d["breakdown"] if b["ns"]},
+        "attributed": (d["host"]["thread"]["pid"], d["host"]["thread"]["tid"]),
     }
 
 
