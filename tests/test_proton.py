@@ -207,6 +207,52 @@ def test_each_scopes_kernel_time_and_count_equal_the_files(path):
     assert r.count == 20
 
 
+OLD_NAMES = {"count": "Count", "time (ns)": "Time (ns)", "device_id": "DeviceId",
+             "device_type": "DeviceType"}
+
+
+def test_an_earlier_protons_capitalised_metrics_read_as_todays(tmp_path):
+    """Earlier Proton releases wrote ``Count``, ``Time (ns)``, ``DeviceId``, ``DeviceType``
+    (a public Hopper matmul tree read as "0 kernel invocations, 0 ns"): the nested tree
+    with its keys renamed so gives every scope the time and count summed from the raw
+    file, and the kernels' device labels stay labels."""
+    doc = raw(NESTED_TREE)
+
+    def rename(node):
+        node["metrics"] = {OLD_NAMES.get(k, k): v for k, v in node["metrics"].items()}
+        for ch in node["children"]:
+            rename(ch)
+
+    rename(doc[0])
+    assert "Time (ns)" in json.dumps(doc) and '"time (ns)"' not in json.dumps(doc)
+    f = tmp_path / "old.hatchet"
+    f.write_text(json.dumps(doc))
+    want, _ = raw_tree_rows(NESTED_TREE)
+    got = report_rows(tree_report(proton.read_tree(f)))
+    assert {p: (row.time_ns, row.count) for p, row in got.items()} == {
+        p: (t, c) for p, (t, c, _, _) in want.items()}
+    labelled = sum("DeviceType" in n["metrics"] for n in _nodes_raw(doc[0]))
+    nodes = list(_nodes(proton.read_tree(f).root))
+    assert labelled > 0 and sum("device_type" in n.labels for n in nodes) == labelled
+    assert not any(k in n.metrics or k in n.labels for n in nodes for k in OLD_NAMES.values())
+
+
+def _nodes(root):
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
+def _nodes_raw(root):
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n["children"])
+
+
 def test_the_20_call_tree_has_a_scope_per_call_with_one_kernel():
     r = tree_report(proton.read_tree(CALLS_TREE))
     assert sorted(row.name for row in r.rows) == sorted(f"call_{i}" for i in range(20))

@@ -8,7 +8,8 @@
 * **Tree** (the default ``proton.start(name)`` -> ``<name>.hatchet``): a JSON list whose
   first item is the calling-context tree, ``{"frame": {"name", "type"}, "metrics": {...},
   "children": [...]}`` (``count``, ``time (ns)``, ``device_id``, ``device_type`` on kernel
-  nodes; ``flops8/16/32/64``, ``flops``, ``bytes`` and any other number from
+  nodes, capitalised by earlier releases: ``Count``, ``Time (ns)``, ``DeviceId``,
+  ``DeviceType``; ``flops8/16/32/64``, ``flops``, ``bytes`` and any other number from
   ``hook="triton"``'s ``launch_metadata`` or from ``proton.scope(name, metrics)``), and
   whose second item describes the devices (``{"CUDA": {"0": {"arch", "num_sms",
   "clock_rate", "memory_clock_rate", "bus_width"}}}``).
@@ -42,6 +43,10 @@ TIME_KEY = "time (ns)"
 COUNT_KEY = "count"
 # what Proton writes beside the numbers on a kernel node (strings, not metrics)
 NON_METRIC_KEYS = frozenset({"device_id", "device_type"})
+# earlier Proton releases wrote its own metrics capitalised ("Count", "Time (ns)",
+# "DeviceId", "DeviceType"); read as today's names, such a tree's kernels were 0 ns
+OLD_METRIC_NAMES = {"Count": COUNT_KEY, "Time (ns)": TIME_KEY, "DeviceId": "device_id",
+                    "DeviceType": "device_type"}
 
 
 @dataclass(frozen=True)
@@ -259,6 +264,7 @@ def _metrics(raw: Any) -> tuple[dict[str, int | float], dict[str, str]]:
     for k, v in raw.items():
         if isinstance(v, bool):
             continue
+        k = OLD_METRIC_NAMES.get(k, k) if isinstance(k, str) else k
         if isinstance(v, int):
             metrics[str(k)] = v
         elif isinstance(v, float):
