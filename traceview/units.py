@@ -6,9 +6,14 @@ by capture, so one number reads the same everywhere (863 ns, 25.5 us, 11.27 ms).
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
+
 
 def fmt_ns(ns: int | float | None) -> str:
-    """A duration in the unit that keeps 3-4 significant digits: 863 ns, 25.5 us, 11.27 ms."""
+    """A duration in the unit that keeps 3-4 significant digits: 863 ns, 25.5 us, 11.27 ms.
+    Halves round up, in decimal: binary floats rounded 3,655,000 ns to "3.65 ms" and
+    1,435,000 ns to "1.44 ms" (3.655 is stored just under its half, 1.435 just over), and
+    microsecond-resolution traces hit such halves often."""
     if ns is None:
         return "-"
     ns = round(ns)
@@ -16,10 +21,26 @@ def fmt_ns(ns: int | float | None) -> str:
     if a < 1_000:
         return f"{ns} ns"
     if a < 1_000_000:
-        return f"{ns / 1e3:.3g} us" if a < 100_000 else f"{ns / 1e3:.0f} us"
+        return f"{_sig3(ns, 3)} us" if a < 100_000 else f"{_whole(ns, 3)} us"
     if a < 1_000_000_000:
-        return f"{ns / 1e6:.3g} ms" if a < 100_000_000 else f"{ns / 1e6:.0f} ms"
+        return f"{_sig3(ns, 6)} ms" if a < 100_000_000 else f"{_whole(ns, 6)} ms"
+    if a < 999_500_000_000:
+        return f"{_sig3(ns, 9)} s"
     return f"{ns / 1e9:.3g} s"
+
+
+def _sig3(ns: int, shift: int) -> str:
+    """``ns / 10**shift`` to 3 significant digits, halves up, trailing zeros dropped (as
+    ``%.3g`` writes it, for values under 1000)."""
+    x = Decimal(ns).scaleb(-shift)
+    q = x.quantize(Decimal(1).scaleb(x.adjusted() - 2), ROUND_HALF_UP)
+    text = format(q, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _whole(ns: int, shift: int) -> str:
+    """``ns / 10**shift`` to a whole number, halves up."""
+    return format(Decimal(ns).scaleb(-shift).quantize(Decimal(1), ROUND_HALF_UP), "f")
 
 
 def fmt_signed_ns(ns: int | float | None) -> str:
