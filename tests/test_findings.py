@@ -280,3 +280,26 @@ def test_a_sliver_of_untraced_host_time_is_said_under_one_percent_not_none(tb, a
     assert (r.window.start_ns, r.window.end_ns) == (0, 2_000 * us)
     said = next(f.message for f in r.findings if f.id == "no-python-frames")
     assert "; <1% of the window is untraced host time" in said
+
+
+def test_a_window_without_device_work_keeps_the_files_device_work_in_mind(tmp_path):
+    """A trace with a kernel and no deviceProperties header, read through a window holding
+    only host work: the device activity was on (the file has its work), so the advice is
+    the header, never "add with a CUDA profiler activity"."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    tb.op("aten::mul", 0, 10_000)
+    tb.launched_kernel("mul", 1_000, 1_000, 3_000, 2_000)
+    tb.op("aten::add", 100_000, 10_000)
+    tb.metadata.pop("deviceProperties", None)
+    p = tb.write(tmp_path / "t.json")
+    events = json.loads(p.read_text())
+    assert "deviceProperties" not in events
+    assert [e for e in events["traceEvents"] if e.get("cat") == "kernel"]
+    r = traceview.analyze(p, traceview.Options(window="90us:120us"))
+    assert r.device.busy_ns == 0
+    f = next(f for f in r.findings if f.id == "reproducer-incomplete")
+    assert _said_for(f.message, "device") == ("add with the profiler's deviceProperties "
+                                              "header: this file has device work but not "
+                                              "the header")

@@ -644,9 +644,10 @@ def _reproducer(ex: Analysis) -> list[Detected]:
                "them" if ops else "record_shapes was on, but the trace records no operator")
         missing = [(item, why if how == "add with record_shapes=True" else how)
                    for item, how in missing]
-    if ex.device.work_rows.size:
-        # the device activity was on (its work is here): the header that names the
-        # device and driver is what is missing (a tool that rewrote the file dropped it)
+    if ex.device.work_rows.size or any(lane.kind == "device" for lane in ex.trace.lanes):
+        # the device activity was on (its work is in the file, if not in the window): the
+        # header that names the device and driver is what is missing (a tool that
+        # rewrote the file dropped it, or a profiler that did not write it)
         header = {"device": "add with the profiler's deviceProperties header: this file has "
                             "device work but not the header",
                   "driver and CUDA versions": f"add with the profiler's {rt.driver_key}: this "
