@@ -22,6 +22,8 @@ import pytest
 
 import traceview
 from tracebuilder import TraceBuilder
+from traceview.report.claims import Relation, check_all
+from traceview.units import fmt_ns
 
 MAIN, AUTOGRAD, HELPER, BESIDE = 100, 200, 300, 400
 HTA_NCCL = "facebookresearch__HolisticTraceAnalysis/nccl_parser_config__nccl_data.json.gz"
@@ -177,3 +179,94 @@ def test_hta_nccl_trace_crosses_to_the_autograd_thread():
         assert q - g0 > (b - a) // 3
         assert 10 * (main_silent - (q - g0)) < b - a
         assert row.path_edges.get("range_to_thread") == 1
+
+
+def verdict_of(r):
+    return next(f for f in r.findings if f.id in ("host-bound", "sync-stalled", "device-bound"))
+
+
+def held_words(r, thread: str, waited: int, untraced: int) -> None:
+    """The verdict names the main thread's silence while the path stood on ``thread``
+    as waiting for it, and the rest of its silence as untraced: figures the claim cites,
+    the two adding up to the call's untraced time as its row holds it, and every claim
+    holding against the report's JSON."""
+    v = verdict_of(r)
+    assert v.evidence["held_range_waits"] == {thread: waited}
+    assert v.evidence["untraced_not_waiting_ns"] == untraced
+    assert (f"waiting for {thread} {fmt_ns(waited)} (holding a range while that thread "
+            "works)") in v.message, v.message
+    assert f"untraced {fmt_ns(untraced)}" in v.message, v.message
+    claim = next(c for c in r.claims if c.id == v.id)
+    assert claim.value(f"host:waiting for {thread}") == waited
+    assert Relation("sum", ("host:untraced", f"host:waiting for {thread}", "untraced_all")) \
+        in claim.relations
+    assert claim.value("untraced_all") \
+        == r.calls.per_call[r.typical_call.index].categories["untraced"] \
+        == waited + untraced
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_the_verdict_names_the_held_range_as_a_wait_for_the_autograd_thread(tmp_path: Path):
+    """The step's one call: the main thread's silence inside the stretch the autograd
+    thread stands for on the path (the stretch less the main thread's own 600 ns node
+    there) is its wait for that thread, the rest of its silence untraced."""
+    path = held_step().write(tmp_path / "held.json")
+    events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
+    r = traceview.analyze(path)
+    a, b = 0, 100_000  # the step's range, as the builder wrote it
+    g0, q = held_wait(events, MAIN, AUTOGRAD, a, b)
+    mine = own(events, MAIN)
+    waited = (q - g0) - covered(mine, g0, q)
+    untraced = (b - a) - covered(mine, a, b) - waited
+    assert (waited, untraced) == (61_400, 14_500)  # the builder's numbers, read back
+    assert verdict_of(r).id == "host-bound"
+    held_words(r, "pt_autograd_0 [7/200]", waited, untraced)
+
+
+def test_without_the_autograd_thread_the_verdict_names_no_wait(tmp_path: Path):
+    """The same step with the autograd thread in another process: the path never
+    crossed, and the main thread's silence is named untraced, whole, as before."""
+    tb = held_step()
+    for e in tb.events:
+        if e.get("tid") == AUTOGRAD:
+            e["pid"] = 8
+    path = tb.write(tmp_path / "alone.json")
+    events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
+    r = traceview.analyze(path)
+    v = verdict_of(r)
+    silent = 100_000 - covered(own(events, MAIN), 0, 100_000)
+    assert "held_range_waits" not in v.evidence and "waiting for" not in v.message
+    assert f"untraced {fmt_ns(silent)}" in v.message, v.message
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_hta_nccl_verdict_names_the_wait_for_the_autograd_thread():
+    """HTA's NCCL trace: the typical step's main thread is silent inside
+    ``## backward ##`` while ``pt_autograd_0`` works; the verdict names that silence
+    (counted here from the raw events) as waiting for the autograd thread, not as
+    untraced host time."""
+    path = public_corpus.locate(HTA_NCCL)
+    if path is None:
+        pytest.skip(f"{HTA_NCCL} is not in this machine's corpus copy")
+    events = json.loads(gzip.decompress(path.read_bytes()), parse_float=Decimal)["traceEvents"]
+    meta = next(e for e in events if e.get("ph") == "M"
+                and e.get("name") == "thread_name" and "pt_autograd_0" in e["args"]["name"])
+    autograd = meta["tid"]
+    r = traceview.analyze(path)
+    t = r.typical_call
+    a, b = t.start_ns, t.end_ns
+    # the typical step's range as the file has it, and the thread that holds it
+    (main,) = {e["tid"] for e in events if e.get("ph") == "X"
+               and e["name"].startswith("ProfilerStep#") and ns(e["ts"]) == a
+               and ns(e["ts"]) + ns(e["dur"]) == b}
+    g0, q = held_wait(events, main, autograd, a, b)
+    mine = own(events, main)
+    # the main thread holds only ``## backward ##`` there: all of it is silence
+    assert covered(mine, g0, q) == 0
+    assert any(e["tid"] == main and e["name"] == "## backward ##"
+               and ns(e["ts"]) <= g0 and q <= ns(e["ts"]) + ns(e["dur"])
+               for e in events if e.get("ph") == "X")
+    waited = q - g0
+    untraced = (b - a) - covered(mine, a, b) - waited
+    assert waited > untraced  # the wait, not the untraced Python, holds most of it
+    held_words(r, f"pt_autograd_0 [{meta['pid']}/{autograd}]", waited, untraced)

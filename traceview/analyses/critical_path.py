@@ -129,6 +129,11 @@ class CriticalPath:
     # the walk's stretches in its (backward) order: a stretch each, or a ``_Run`` of a
     # thread's plain segments one after another (``stretches`` reads them out)
     pieces: tuple[Stretch | _Run, ...] = field(default=(), compare=False, repr=False)
+    # where the path crossed from a thread holding only a range to the thread working
+    # inside it: (holder lane, that thread's lane, start, end), the stretch the other
+    # thread stands for on the path (the holder waited for it then, whatever its own
+    # timeline calls that time), in the walk's order
+    held: tuple[tuple[int, int, int, int], ...] = field(default=(), compare=False)
 
     @functools.cached_property
     def stretches(self) -> tuple[Stretch, ...]:
@@ -211,7 +216,11 @@ def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
         w.charge("host", step_lane, UNTRACED, start_ns, w.t)
     items = tuple(sorted((PathItem(k, ln, what, ns) for (k, ln, what), ns in w.got.items()),
                          key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
-    path = CriticalPath(start_ns, end_ns, items, w.edges, tuple(w.segments))
+    # a crossing the walk never came back from (it ended, or left through the device)
+    # is taken from the held stretch's start: the holder waited no longer than that
+    held = tuple((int(h), int(o), int(lo if x is None else x), int(q))  # type: ignore[arg-type]
+                 for h, o, x, q, lo in w.held)
+    path = CriticalPath(start_ns, end_ns, items, w.edges, tuple(w.segments), held)
     if path.total_ns != end_ns - start_ns:
         raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
     return path
@@ -249,6 +258,11 @@ class _Walk:
         self.lane: int = step_lane
         self.on_device: int | None = None  # device row the walk stands on
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
+        # held-range crossings: [holder, other, where the walk came back (None: not yet),
+        # the other thread's last work before the hop, the held stretch's start]; an open
+        # one ends when ``returns`` is popped back to the depth it was pushed at
+        self.held: list[list[int | None]] = []
+        self._held_open: list[tuple[int, int]] = []  # (depth in ``returns``, index in held)
         # PathSegment's fields, or a ``_Run`` of them, in the walk's (backward) order
         self.segments: list[Stretch | _Run] = []
         self.end_ns = end_ns
@@ -417,6 +431,15 @@ class _Walk:
         lo = np.maximum.accumulate(np.where(first, idx, -1))
         return np.where(plain, lo, -1).tolist()
 
+    def pop_return(self, at: int) -> int:
+        """Back to the thread that waited, at ``at``: its lane. A held-range crossing
+        waiting for this return ends there (the walk stood on the other thread from its
+        hop back to ``at``)."""
+        lane, _ = self.returns.pop()
+        if self._held_open and self._held_open[-1][0] == len(self.returns):
+            self.held[self._held_open.pop()[1]][2] = at
+        return lane
+
     def charge(self, kind: PathKind, lane: int | None, what: str, a: int, b: int,
                row: int | None = None) -> None:
         if b > a:
@@ -482,6 +505,8 @@ class _Walk:
             if hop is not None:
                 other, q, h0 = hop
                 self.charge("host", lane, UNTRACED, q, t)
+                self._held_open.append((len(returns), len(self.held)))
+                self.held.append([lane, other, None, q, max(h0, lower)])
                 returns.append((lane, max(h0, lower)))
                 self.lane, self.t = other, q
                 edges["range_to_thread"] += 1
@@ -491,7 +516,7 @@ class _Walk:
             edges["back_to_step_thread"] += 1
             return True
         if lane != step_lane and code == wait_code and returns:
-            self.lane = returns.pop()[0]  # the thread waited for waits itself: back to its waiter
+            self.lane = self.pop_return(t)  # the thread waited for waits itself: back to its waiter
             return True
         if code == self.sync_code and owner >= 0:
             done = self.dev.last_ending(max(int(s.start[owner]), start_ns) - 1, t)
@@ -565,7 +590,7 @@ class _Walk:
                 segments.append(("host", lane, what, a, t, owner if owner >= 0 else None))
             self.t = t = a
             if returns and returns[-1][0] != lane and a <= returns[-1][1]:
-                self.lane = returns.pop()[0]
+                self.lane = self.pop_return(a)
                 return False
             if t <= start_ns or self.budget <= 0:
                 return False

@@ -13,6 +13,9 @@ from traceview.report.claims import Figure, Relation, Value
 # A figure path that starts here is the finding's own evidence (``/findings/<i>/evidence``):
 # a finding's index is known only once the findings are sorted (``findings.detect``).
 EVIDENCE = "@evidence/"
+# A host category a verdict names for the calls' thread's wait for another thread while
+# it held a range (``findings._held_categories``): this, then that thread.
+HELD_WAIT = "waiting for "
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
-from traceview.report.detected import Detected, evidence
+from traceview.report.detected import HELD_WAIT, Detected, evidence
 from traceview.report.model import Finding
 from traceview.report.unprofiled import MEASURED
 
@@ -103,25 +103,23 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     share = idle / call if call else 0.0
     figs.append(Figure("idle_share", share))
     rels += [rel("ratio", "idle", "call", "idle_share"), rel("le", "idle", "call")]
-    # waiting for another thread is not where host time goes: that thread's work is
-    # (the steps' critical path says whose)
-    top = [(c, ns) for c, ns in cats if ns > 0 and c != "wait"][:3]
-    figs += [Figure(f"host:{c}", ns, pointer(*cat_path, c)) for c, ns in top]
-    rels += _biggest_first("host", top)
-    evidence: dict[str, Any] = {"device_idle_share": round(share, 4),
-                                "top_host_categories": dict(top)}
+    evidence: dict[str, Any] = {"device_idle_share": round(share, 4)}
+    held = [] if measured or not calls or typical is None else _held_waits(ex, typical)
+    if held:
+        top = _held_categories(ex, held, cats, cat_path, figs, rels, evidence)
+    else:
+        # waiting for another thread is not where host time goes: that thread's work is
+        # (the steps' critical path says whose)
+        top = [(c, ns) for c, ns in cats if ns > 0 and c != "wait"][:3]
+        figs += [Figure(f"host:{c}", ns, pointer(*cat_path, c)) for c, ns in top]
+        rels += _biggest_first("host", top)
+    evidence["top_host_categories"] = dict(top)
     if calls and typical is not None and not measured and kernel is not None \
             and kernel > call and share >= HOST_BOUND_IDLE_SHARE:
         return [_outlasting(ex, typical, evidence, figs, rels, terms)]
     if measured:
         assert unprofiled is not None
-        top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
-                        if ns > 0 and c != "wait"), key=lambda kv: (-kv[1], kv[0]))[:3]
-        figs += [Figure(f"unprofiled:{c}", ns, pointer("unprofiled", "categories", c))
-                 for c, ns in top_u]
-        rels += _biggest_first("unprofiled", top_u)
-        evidence.update(unprofiled_call_ns=call, profiled_call_ns=api,
-                        top_host_categories_unprofiled=dict(top_u))
+        _unprofiled_categories(unprofiled, call, api, figs, rels, evidence)
     host_bound = share >= HOST_BOUND_IDLE_SHARE
     side: RelationKind = "ge" if host_bound else "lt"
     rels.append(rel(side, "idle_share", "threshold"))
@@ -145,6 +143,96 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     # the device was idle, never that it waited for a host nobody recorded
     terms["no_host"] = ex.timeline.lane is None
     return [Detected("device-bound", evidence, tuple(figs), tuple(rels), terms)]
+
+
+def _unprofiled_categories(unprofiled: UnprofiledInfo, call: int, api: int,
+                           figs: list[Figure], rels: list[Relation],
+                           evidence: dict[str, Any]) -> None:
+    """The measured (unprofiled) call's three biggest host categories, waiting apart,
+    as the verdict's figures, beside the profiled call's wall time."""
+    top_u = sorted(((c, ns) for c, ns in unprofiled.categories.items()
+                    if ns > 0 and c != "wait"), key=lambda kv: (-kv[1], kv[0]))[:3]
+    figs += [Figure(f"unprofiled:{c}", ns, pointer("unprofiled", "categories", c))
+             for c, ns in top_u]
+    rels += _biggest_first("unprofiled", top_u)
+    evidence.update(unprofiled_call_ns=call, profiled_call_ns=api,
+                    top_host_categories_unprofiled=dict(top_u))
+
+
+def _held_waits(ex: Analysis, typical: int) -> list[tuple[int, int]]:
+    """Where the typical step's critical path crossed from the calls' thread, holding
+    only a range, to another thread of its process working inside it
+    (``critical_path._Walk._held``): (that thread's lane, the calls' thread's untraced
+    time inside the typical call while the path stood on that thread), biggest first.
+    That silence is no untraced work of the thread: it waited for the other one (the
+    main thread holding ``## backward ##`` while the autograd engine's thread runs it)."""
+    from traceview import intervals
+
+    j = _step_row(ex, typical)
+    lane = ex.timeline.lane
+    if j is None or lane is None or not ex.steps[j].path.held:
+        return []
+    c = ex.calls.calls[typical]
+    tl = ex.timeline
+    if "untraced" not in tl.categories:
+        return []
+    code = tl.categories.index("untraced")
+    out: dict[int, int] = {}
+    for other in {o for h, o, _, _ in ex.steps[j].path.held if h == lane.index}:
+        st = [max(a, c.start_ns) for h, o, a, b in ex.steps[j].path.held
+              if h == lane.index and o == other]
+        en = [min(b, c.end_ns) for h, o, a, b in ex.steps[j].path.held
+              if h == lane.index and o == other]
+        us, ue = intervals.union(np.asarray(st, np.int64), np.asarray(en, np.int64))
+        keep = ue > us
+        if not keep.any():
+            continue
+        ns = int(tl.overlap_by_category(us[keep], ue[keep])[code].sum())
+        if ns > 0:
+            out[other] = ns
+    return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _held_categories(ex: Analysis, held: list[tuple[int, int]],
+                     cats: list[tuple[str, int]], cat_path: tuple[Any, ...],
+                     figs: list[Figure], rels: list[Relation],
+                     found: dict[str, Any]) -> list[tuple[str, int]]:
+    """The host categories to name where the calls' thread waited for another thread
+    while holding a range (``_held_waits``): its untraced time split into that wait, one
+    named category per thread waited for (``waiting for <thread>``, its figure in the
+    finding's evidence), and the untraced rest; the three biggest of the other
+    categories beside them, every wait named, biggest first. The parts add up to the
+    call's untraced time as its row holds it (a ``sum``), each ns once."""
+    from traceview.analyses.threads import describe
+
+    roles = {t.lane.index: t.role for t in ex.threads}
+    untraced = dict(cats).get("untraced", 0)
+    waited = sum(ns for _, ns in held)
+    whose = [(describe(ex.trace.lanes[o], roles.get(o)), ns) for o, ns in held]
+    waits = [(HELD_WAIT + who, ns) for who, ns in whose]
+    rest = [(c, ns - waited if c == "untraced" else ns) for c, ns in cats]
+    rest = sorted(((c, ns) for c, ns in rest if ns > 0 and c != "wait"),
+                  key=lambda kv: (-kv[1], kv[0]))[:3]
+    top = sorted(rest + waits, key=lambda kv: -kv[1])
+    found["held_range_waits"] = dict(whose)
+    found["untraced_not_waiting_ns"] = untraced - waited
+    at = {HELD_WAIT + who: evidence("held_range_waits" + pointer(who))
+          for who, _ in whose}
+    for c, ns in top:
+        if c in at:
+            figs.append(Figure(f"host:{c}", ns, at[c]))
+        elif c == "untraced":
+            figs.append(Figure("host:untraced", ns, evidence("untraced_not_waiting_ns")))
+        else:
+            figs.append(Figure(f"host:{c}", ns, pointer(*cat_path, c)))
+    named_rest = "host:untraced" if any(c == "untraced" for c, _ in top) else "untraced_rest"
+    if named_rest == "untraced_rest":
+        figs.append(Figure("untraced_rest", untraced - waited,
+                           evidence("untraced_not_waiting_ns")))
+    figs.append(Figure("untraced_all", untraced, pointer(*cat_path, "untraced")))
+    rels.append(rel("sum", named_rest, *(f"host:{c}" for c, _ in waits), "untraced_all"))
+    rels += _biggest_first("host", top)
+    return top
 
 
 def _stalled(ex: Analysis, typical: int, figs: list[Figure], rels: list[Relation],
