@@ -478,6 +478,12 @@ def calls_claim(calls: CallsSummary) -> Claim:
                    for k, c, rx in calls.others[:MAX_KINDS_NAMED])
     if len(calls.others) > MAX_KINDS_NAMED:
         also += f" and {len(calls.others) - MAX_KINDS_NAMED} more numbered series"
+    # matches on other threads than the calls' (``callfind._by_option``): left out, said
+    # so, with the option that shows them
+    for j, (thread, spec, c) in enumerate(calls.elsewhere):
+        figs.append(Figure(f"elsewhere:{j}", c, pointer("calls", "elsewhere", j, "calls")))
+        also += (f"; {c} more on {thread} left out (the calls and their host rows are one "
+                 f"thread's: --thread {spec} to see {'them' if c != 1 else 'it'})")
     return Claim("calls-found", f"{head}: {what}, {calls.how}{tail}{also}", tuple(figs),
                  tuple(rels))
 
