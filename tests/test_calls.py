@@ -572,3 +572,48 @@ def test_calls_option_keeps_the_calls_on_one_thread_and_counts_the_rest(tb, anal
         la["dur"].ns for la in launches if la["tid"] == 200)
     assert [(e.thread, e.calls) for e in a.calls.elsewhere] == \
         [("main thread [100/100]", len(main))]
+    from traceview.report.claims import check_all
+
+    assert check_all(r.claims, doc) == [] and check_all(a.claims, a.to_dict()) == []
+
+
+def test_calls_option_left_out_on_several_threads_is_said_once(tb, analyze_builder):
+    """Matches on three threads (ranks' steps fused into one file, one thread each): the
+    calls are the busiest thread's; the others' total is the sum of theirs, each named
+    with its ``--thread``, and the sentence is true of the report's JSON."""
+    from traceview.report.claims import check_all
+
+    us = 1_000
+    for n, tid in enumerate((100, 100, 100, 200, 300, 300)):
+        s = n * 1_000 * us
+        tb.annotation("step", s, 100 * us, tid=tid)
+        tb.launched_kernel("k", s + 10 * us, 5 * us, s + 20 * us, 50 * us, tid=tid)
+    r = analyze_builder(tb, calls="^step$")
+    steps = [e for e in tb.events if e.get("name") == "step"]
+    by_tid: dict[int, int] = {}
+    for e in steps:
+        by_tid[e["tid"]] = by_tid.get(e["tid"], 0) + 1
+    assert r.host.thread.tid == 100 and r.calls.count == by_tid[100]
+    assert [(e.thread, e.calls) for e in r.calls.elsewhere] == [
+        (f"thread 100/{tid}", by_tid[tid]) for tid in (300, 200)]  # most first
+    total = by_tid[200] + by_tid[300]
+    assert (f"; {total} more on 2 other threads left out (the calls and their host rows are "
+            f"one thread's): {by_tid[300]} on thread 100/300 (--thread 100/300), "
+            f"{by_tid[200]} on thread 100/200 (--thread 100/200)") in r.calls.description
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_calls_option_tied_threads_keep_the_default_thread(tb, analyze_builder):
+    """Two threads holding as many matches: the calls are the default thread's (here the
+    one running the profiler step), not the first lane's; the other's are left out."""
+    us = 1_000
+    for n, tid in enumerate((100, 200, 100, 200)):
+        s = n * 1_000 * us
+        tb.annotation("comm", s, 100 * us, tid=tid)
+        tb.launched_kernel("k", s + 10 * us, 5 * us, s + 20 * us, 50 * us, tid=tid)
+    tb.annotation("ProfilerStep#1", 0, 4_000 * us, tid=200)
+    r = analyze_builder(tb, calls="^comm$")
+    mine = [e for e in tb.events if e.get("name") == "comm" and e["tid"] == 200]
+    assert r.host.thread.tid == 200
+    assert [c.start_ns for c in r.calls.per_call] == [e["ts"].ns for e in mine]
+    assert [(e.thread, e.calls) for e in r.calls.elsewhere] == [("thread 100/100", 2)]
