@@ -617,3 +617,17 @@ def test_calls_option_tied_threads_keep_the_default_thread(tb, analyze_builder):
     assert r.host.thread.tid == 200
     assert [c.start_ns for c in r.calls.per_call] == [e["ts"].ns for e in mine]
     assert [(e.thread, e.calls) for e in r.calls.elsewhere] == [("thread 100/100", 2)]
+
+
+def test_calls_option_on_a_thread_holding_no_frame_it_matches_says_where_they_are(
+        tb, analysis_builder):
+    """A Python frame matched only on another thread than ``--thread``'s: refused in one
+    line naming the thread that holds it and the option that shows it."""
+    tb.py("a.py(1): f", 0, 1_000, tid=200)
+    tb.launched_kernel("k", 100, 50, 300, 100, tid=200)
+    tb.py("a.py(2): g", 2_000, 1_000)
+    tb.launched_kernel("k", 2_100, 50, 2_300, 100)
+    with pytest.raises(UsageError, match=r"matches on thread 100/200 \(--thread 100/200\)"):
+        analysis_builder(tb, calls=r": f$", thread="100")
+    a = analysis_builder(tb, calls=r": f$")
+    assert a.timeline.lane.tid == 200 and [c.start_ns for c in a.calls.calls] == [0]

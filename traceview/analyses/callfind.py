@@ -4,7 +4,10 @@ A user pastes the per-call view into an issue, so the calls must be what the use
 means, and the output must say what they are and how they were found.
 
 1. ``--calls REGEX`` (``option``): user ranges whose name matches; else Python frames on
-   the launching thread; else host ops (``aten::mul``) there. Outermost matches only.
+   the launching thread; else host ops (``aten::mul``) there. Outermost matches only, and
+   one thread's: a call's host rows are read from one thread's timeline, so matches on
+   other threads are left out and counted (``FoundCalls.elsewhere``), never measured on a
+   thread where they did not run.
 2. ``traceview capture`` metadata (``capture``): the ranges it recorded (``call_{i}``, or
    ``cold_call_0`` in a cold twin, which is cold because capture recorded it so).
 3. A *series* of user ranges (``annotations``): names equal after replacing each run of
@@ -264,6 +267,12 @@ def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str)
             picked = [r for r in cand.tolist() if int(s.name[r]) in names]
             if picked:
                 break
+    if not picked and by_lane:
+        # ``--thread`` names a thread holding no Python frame or host op it matches
+        where = ", ".join(f"{describe(trace.lanes[ln])} (--thread {trace.lanes[ln].pid}/"
+                          f"{trace.lanes[ln].tid})" for ln in _busiest(trace, by_lane)[0])
+        raise UsageError(f"--calls {regex!r}: nothing on the thread shown matches; "
+                         f"matches on {where}")
     if not picked:
         raise UsageError(f"--calls {regex!r}: no user range, Python frame or host op matches")
     spans = _spans_of_rows(trace, picked, lambda n: _DIGITS.sub("#", n))
@@ -301,7 +310,13 @@ def _option_rows(trace: Trace, window: Window, pat: re.Pattern[str]
 def _busiest(trace: Trace, by_lane: dict[int, np.ndarray]) -> tuple[list[int], list[int]]:
     """The lanes of ``by_lane`` by the calls their rows make (outermost matches), most
     first, ties by lane order; (lanes, calls)."""
-    counts = {ln: len(_spans_of_rows(trace, rows, str)) for ln, rows in by_lane.items()}
+    st, en = trace.slices.start, trace.slices.end
+
+    def outermost(rows: np.ndarray) -> int:
+        rows = rows[np.lexsort((-en[rows], st[rows]))]
+        return int(_outermost(st[rows], en[rows]).sum())
+
+    counts = {ln: outermost(rows) for ln, rows in by_lane.items()}
     order = sorted(counts, key=lambda ln: (-counts[ln], ln))
     return order, [counts[ln] for ln in order]
 
