@@ -521,3 +521,113 @@ def test_events_recorded_per_call_count_every_event_inside_the_call(tb, analyze_
                 and st["ts"].ns <= e["ts"].ns < st["ts"].ns + st["dur"].ns) for st in steps]
     assert want == [5, 5, 5]
     assert r.calls.perturbation.events_per_call == 5
+
+
+def _two_thread_collectives(tb):
+    """Three ``comm`` ranges on the main thread and one on the autograd thread, each with
+    an op and a launch of its own thread; the main thread records nothing during the
+    autograd thread's range (a DLRM rank's all_to_all in backward)."""
+    us = 1_000
+    tb.raw({"ph": "M", "name": "thread_name", "pid": tb.pid, "tid": 200,
+            "args": {"name": "pt_autograd_0"}})
+    for n, tid in enumerate((100, 100, 200, 100)):
+        s = n * 1_000 * us
+        tb.annotation("nccl:all_to_all", s, (60 + n) * us, tid=tid)
+        tb.op("record_param_comms", s + us, (50 + n) * us, tid=tid)
+        tb.launched_kernel("ncclKernel_SendRecv", s + (40 + n) * us, (8 + n) * us,
+                           s + 100 * us, 400 * us, tid=tid)
+    tb.op("aten::mul", 5_000 * us, 10 * us)  # the main thread's last event
+    return [e for e in tb.events if e["name"] == "nccl:all_to_all"]
+
+
+def test_calls_option_keeps_the_calls_on_one_thread_and_counts_the_rest(tb, analyze_builder):
+    """``--calls`` matching ranges on two threads: the calls are those of the thread
+    holding the most, whose host rows the per-call figures read; the match on the
+    autograd thread is left out and said so, with the ``--thread`` that shows it. Measured
+    on the main thread, it read as all untraced time with no launch (the main thread
+    records nothing then)."""
+    ranges = _two_thread_collectives(tb)
+    r = analyze_builder(tb, calls="^nccl:all_to_all$")
+    main = [e for e in ranges if e["tid"] == 100]
+    assert r.host.thread.tid == 100
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == \
+        [(e["ts"].ns, e["ts"].ns + e["dur"].ns) for e in main]
+    # each call's launch API time: its own thread's launch inside the range, from the events
+    launches = [e for e in tb.events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    want = [sum(la["dur"].ns for la in launches if la["tid"] == 100
+                and e["ts"].ns <= la["ts"].ns < e["ts"].ns + e["dur"].ns) for e in main]
+    assert [c.metrics["launch_api_ns"] for c in r.calls.per_call] == want
+    left = [e for e in ranges if e["tid"] != 100]
+    assert [(e.thread, e.calls) for e in r.calls.elsewhere] == \
+        [("pt_autograd_0 [100/200]", len(left))]
+    doc = r.to_dict()
+    assert doc["calls"]["elsewhere"] == [{"thread": "pt_autograd_0 [100/200]", "calls": 1}]
+    assert "1 more on pt_autograd_0 [100/200] left out" in r.calls.description
+    assert "--thread 100/200 to see it" in r.calls.description
+    # the option it names shows that one call, measured on its own thread
+    a = analyze_builder(tb, calls="^nccl:all_to_all$", thread="100/200")
+    (only,) = a.calls.per_call
+    assert (only.start_ns, only.end_ns) == (left[0]["ts"].ns, left[0]["ts"].ns + left[0]["dur"].ns)
+    assert only.metrics["launch_api_ns"] == sum(
+        la["dur"].ns for la in launches if la["tid"] == 200)
+    assert [(e.thread, e.calls) for e in a.calls.elsewhere] == \
+        [("main thread [100/100]", len(main))]
+    from traceview.report.claims import check_all
+
+    assert check_all(r.claims, doc) == [] and check_all(a.claims, a.to_dict()) == []
+
+
+def test_calls_option_left_out_on_several_threads_is_said_once(tb, analyze_builder):
+    """Matches on three threads (ranks' steps fused into one file, one thread each): the
+    calls are the busiest thread's; the others' total is the sum of theirs, each named
+    with its ``--thread``, and the sentence is true of the report's JSON."""
+    from traceview.report.claims import check_all
+
+    us = 1_000
+    for n, tid in enumerate((100, 100, 100, 200, 300, 300)):
+        s = n * 1_000 * us
+        tb.annotation("step", s, 100 * us, tid=tid)
+        tb.launched_kernel("k", s + 10 * us, 5 * us, s + 20 * us, 50 * us, tid=tid)
+    r = analyze_builder(tb, calls="^step$")
+    steps = [e for e in tb.events if e.get("name") == "step"]
+    by_tid: dict[int, int] = {}
+    for e in steps:
+        by_tid[e["tid"]] = by_tid.get(e["tid"], 0) + 1
+    assert r.host.thread.tid == 100 and r.calls.count == by_tid[100]
+    assert [(e.thread, e.calls) for e in r.calls.elsewhere] == [
+        (f"thread 100/{tid}", by_tid[tid]) for tid in (300, 200)]  # most first
+    total = by_tid[200] + by_tid[300]
+    assert (f"; {total} more on 2 other threads left out (the calls and their host rows are "
+            f"one thread's): {by_tid[300]} on thread 100/300 (--thread 100/300), "
+            f"{by_tid[200]} on thread 100/200 (--thread 100/200)") in r.calls.description
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_calls_option_tied_threads_keep_the_default_thread(tb, analyze_builder):
+    """Two threads holding as many matches: the calls are the default thread's (here the
+    one running the profiler step), not the first lane's; the other's are left out."""
+    us = 1_000
+    for n, tid in enumerate((100, 200, 100, 200)):
+        s = n * 1_000 * us
+        tb.annotation("comm", s, 100 * us, tid=tid)
+        tb.launched_kernel("k", s + 10 * us, 5 * us, s + 20 * us, 50 * us, tid=tid)
+    tb.annotation("ProfilerStep#1", 0, 4_000 * us, tid=200)
+    r = analyze_builder(tb, calls="^comm$")
+    mine = [e for e in tb.events if e.get("name") == "comm" and e["tid"] == 200]
+    assert r.host.thread.tid == 200
+    assert [c.start_ns for c in r.calls.per_call] == [e["ts"].ns for e in mine]
+    assert [(e.thread, e.calls) for e in r.calls.elsewhere] == [("thread 100/100", 2)]
+
+
+def test_calls_option_on_a_thread_holding_no_frame_it_matches_says_where_they_are(
+        tb, analysis_builder):
+    """A Python frame matched only on another thread than ``--thread``'s: refused in one
+    line naming the thread that holds it and the option that shows it."""
+    tb.py("a.py(1): f", 0, 1_000, tid=200)
+    tb.launched_kernel("k", 100, 50, 300, 100, tid=200)
+    tb.py("a.py(2): g", 2_000, 1_000)
+    tb.launched_kernel("k", 2_100, 50, 2_300, 100)
+    with pytest.raises(UsageError, match=r"matches on thread 100/200 \(--thread 100/200\)"):
+        analysis_builder(tb, calls=r": f$", thread="100")
+    a = analysis_builder(tb, calls=r": f$")
+    assert a.timeline.lane.tid == 200 and [c.start_ns for c in a.calls.calls] == [0]

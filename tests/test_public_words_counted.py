@@ -84,3 +84,36 @@ def test_alexnets_linear_layers_are_calls_of_their_own():
                    for s in linear for k, a, b in calls)
     said = next(c.text for c in r.claims if c.id == "calls-found")
     assert "join" not in said
+
+
+def test_a_dlrm_ranks_all_to_all_calls_are_one_threads_and_say_the_one_left_out():
+    """``--calls '^nccl:all_to_all$'`` matched 4 ranges on the main thread and 1 on the
+    autograd thread (backward's collective); the fifth was measured on the main thread,
+    idle then: no launch, untraced time, and the table said every call was the main
+    thread's. The calls are now the 4 main-thread ranges, each call's launch API time is
+    its own thread's launches inside it, and the one left out is named with its thread."""
+    path, sl = _trace(DLRM)
+    ranges = [s for s in sl if s.name == "nccl:all_to_all" and s.cat == "user_annotation"]
+    threads: dict = {}
+    for s in ranges:
+        threads.setdefault((s.pid, s.tid), []).append(s)
+    (home, own), (away, other) = sorted(threads.items(), key=lambda kv: -len(kv[1]))
+    assert (len(own), len(other)) == (4, 1)
+    r = traceview.analyze(str(path), traceview.Options(calls="^nccl:all_to_all$"))
+    assert (r.host.thread.pid, r.host.thread.tid) == home
+    own.sort(key=lambda s: s.start)
+    assert [(c.start_ns, c.end_ns) for c in r.calls.per_call] == [(s.start, s.end) for s in own]
+    apis = reference_count.launch_apis()
+    launches = [s for s in sl if s.name in apis and (s.pid, s.tid) == home]
+    assert [c.metrics["launch_api_ns"] for c in r.calls.per_call] == [
+        sum(la.end - la.start for la in launches if c.start <= la.start < c.end) for c in own]
+    spec = f"{away[0]}/{away[1]}"
+    assert [(e.thread.endswith(f"[{spec}]"), e.calls) for e in r.calls.elsewhere] == \
+        [(True, len(other))]
+    assert f"--thread {spec} to see it" in r.calls.description
+    a = traceview.analyze(str(path), traceview.Options(calls="^nccl:all_to_all$", thread=spec))
+    (only,) = a.calls.per_call
+    assert (only.start_ns, only.end_ns) == (other[0].start, other[0].end)
+    away_launches = [s for s in sl if s.name in apis and (s.pid, s.tid) == away]
+    assert only.metrics["launch_api_ns"] == sum(
+        la.end - la.start for la in away_launches if only.start_ns <= la.start < only.end_ns) > 0

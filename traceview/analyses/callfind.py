@@ -4,7 +4,10 @@ A user pastes the per-call view into an issue, so the calls must be what the use
 means, and the output must say what they are and how they were found.
 
 1. ``--calls REGEX`` (``option``): user ranges whose name matches; else Python frames on
-   the launching thread; else host ops (``aten::mul``) there. Outermost matches only.
+   the launching thread; else host ops (``aten::mul``) there. Outermost matches only, and
+   one thread's: a call's host rows are read from one thread's timeline, so matches on
+   other threads are left out and counted (``FoundCalls.elsewhere``), never measured on a
+   thread where they did not run.
 2. ``traceview capture`` metadata (``capture``): the ranges it recorded (``call_{i}``, or
    ``cold_call_0`` in a cold twin, which is cold because capture recorded it so).
 3. A *series* of user ranges (``annotations``): names equal after replacing each run of
@@ -45,7 +48,7 @@ import numpy as np
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.nesting import Levels
-from traceview.analyses.threads import step_thread
+from traceview.analyses.threads import describe, main_thread, step_thread
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import Trace, codes_in
@@ -99,6 +102,9 @@ class FoundCalls:
     # launch-found calls: the rarer outermost events holding compile work that joined the
     # call after them, most frequent first (Dynamo's compile before a compiled region)
     joined: tuple[str, ...] = ()
+    # ``--calls`` matches on other threads than the calls', left out: (thread, its
+    # ``--thread`` PID/TID, calls), most first (``_by_option``)
+    elsewhere: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def how(self) -> str:
@@ -228,13 +234,31 @@ def calls_pattern(regex: str) -> re.Pattern[str]:
 
 
 def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str) -> FoundCalls:
+    """``--calls regex``'s calls, all on one thread: the attributed thread's matches where
+    it holds some, else the matches of the thread holding the most (``option_lanes``).
+    A call's host rows (dispatch, launch, untraced) are read from the attributed thread's
+    timeline, so a match on another thread measured there would show that thread's idle
+    time as the call's (a collective that ran on the autograd thread read off an idle main
+    thread). Matches on other threads are left out and counted (``FoundCalls.elsewhere``,
+    worded with the ``--thread`` that shows them): one thread's calls, said to be so."""
     pat = calls_pattern(regex)
     s = trace.slices
-    rows = _annotation_rows(trace, window)
-    picked = [r for r in rows.tolist() if pat.search(trace.names[int(s.name[r])])]
+    own = None if timeline.lane is None else timeline.lane.index
+    tier, by_lane = _option_rows(trace, window, pat)
+    if tier in ("user_annotation", None) or own is None:
+        if own is None or tier is None:
+            # no host thread to read rows from (or no match on one): every range matching
+            rows = _annotation_rows(trace, window)
+            picked = [r for r in rows.tolist() if pat.search(trace.names[int(s.name[r])])]
+        else:
+            home = own if own in by_lane else _busiest(trace, by_lane)[0][0]
+            picked = by_lane[home].tolist()
+            own = home
+    else:
+        picked = []
     if not picked and timeline.rows.size:
         # Python frames, then host ops (aten::...), on the attributed thread (which is the
-        # thread holding the matches: ``option_thread``)
+        # thread holding the most matches: ``option_lanes``)
         py = trace.cat_code("python_function")
         for want_py in (True, False):
             cand = timeline.rows[(s.cat[timeline.rows] == py) == want_py]
@@ -243,21 +267,29 @@ def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str)
             picked = [r for r in cand.tolist() if int(s.name[r]) in names]
             if picked:
                 break
+    if not picked and by_lane:
+        # ``--thread`` names a thread holding no Python frame or host op it matches
+        where = ", ".join(f"{describe(trace.lanes[ln])} (--thread {trace.lanes[ln].pid}/"
+                          f"{trace.lanes[ln].tid})" for ln in _busiest(trace, by_lane)[0])
+        raise UsageError(f"--calls {regex!r}: nothing on the thread shown matches; "
+                         f"matches on {where}")
     if not picked:
         raise UsageError(f"--calls {regex!r}: no user range, Python frame or host op matches")
     spans = _spans_of_rows(trace, picked, lambda n: _DIGITS.sub("#", n))
-    return FoundCalls(spans, "option", regex)
+    others = [(ln, n) for ln, n in zip(*_busiest(trace, by_lane), strict=True)
+              if own is not None and ln != own]
+    main = main_thread(trace, window) if others else None
+    elsewhere = tuple((describe(trace.lanes[ln], "main" if main is not None
+                                and ln == main.index else None),
+                       f"{trace.lanes[ln].pid}/{trace.lanes[ln].tid}", n) for ln, n in others)
+    return FoundCalls(spans, "option", regex, elsewhere=elsewhere)
 
 
-def option_thread(trace: Trace, window: Window, regex: str) -> int | None:
-    """The host lane that ``--calls regex`` names: the lane of the matching user ranges,
-    else of the matching Python frames, else of the matching host ops, when the matches
-    sit on one thread; None when they are on several (the default thread is kept) or none
-    (``_by_option`` then says so)."""
-    try:
-        pat = re.compile(regex)
-    except re.error:
-        return None
+def _option_rows(trace: Trace, window: Window, pat: re.Pattern[str]
+                 ) -> tuple[str | None, dict[int, np.ndarray]]:
+    """The rows ``--calls`` can mean, by host lane: of the first kind with a match on a
+    host thread, user ranges, else Python frames, else host ops, starting in the window;
+    (that kind, lane -> its rows), (None, {}) where nothing matches."""
     s = trace.slices
     live = (s.start >= window.start_ns) & (s.start < window.end_ns)
     names = np.flatnonzero([bool(pat.search(n)) for n in trace.names])
@@ -269,9 +301,39 @@ def option_thread(trace: Trace, window: Window, regex: str) -> int | None:
         rows = np.flatnonzero(hit & codes_in(s.cat, codes, len(trace.cat_names)))
         rows = rows[host[s.lane[rows]]]
         if rows.size:
-            lanes = np.unique(s.lane[rows])
-            return int(lanes[0]) if lanes.size == 1 else None
-    return None
+            lanes = s.lane[rows]
+            tier = next(iter(cats)) if cats else "host_op"
+            return tier, {int(ln): rows[lanes == ln] for ln in np.unique(lanes).tolist()}
+    return None, {}
+
+
+def _busiest(trace: Trace, by_lane: dict[int, np.ndarray]) -> tuple[list[int], list[int]]:
+    """The lanes of ``by_lane`` by the calls their rows make (outermost matches), most
+    first, ties by lane order; (lanes, calls)."""
+    st, en = trace.slices.start, trace.slices.end
+
+    def outermost(rows: np.ndarray) -> int:
+        rows = rows[np.lexsort((-en[rows], st[rows]))]
+        return int(_outermost(st[rows], en[rows]).sum())
+
+    counts = {ln: outermost(rows) for ln, rows in by_lane.items()}
+    order = sorted(counts, key=lambda ln: (-counts[ln], ln))
+    return order, [counts[ln] for ln in order]
+
+
+def option_lanes(trace: Trace, window: Window, regex: str) -> list[tuple[int, int]]:
+    """(host lane, calls) of the lanes holding what ``--calls regex`` names (its user
+    ranges, else Python frames, else host ops), the one holding the most calls first; ties
+    in lane order. The calls are one thread's (``_by_option``): the attributed thread's,
+    which is one of the first of these unless ``--thread`` names another. Empty for a bad
+    regex or no match (``_by_option`` then says so)."""
+    try:
+        pat = re.compile(regex)
+    except re.error:
+        return []
+    _, by_lane = _option_rows(trace, window, pat)
+    lanes, counts = _busiest(trace, by_lane)
+    return list(zip(lanes, counts, strict=True))
 
 
 def _captured(trace: Trace, window: Window) -> FoundCalls | None:

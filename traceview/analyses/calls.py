@@ -173,6 +173,9 @@ class CallsSummary:
     kinds: list[CallKind] = field(default_factory=list)
     # other numbered series beside the chosen one: (pattern, calls, --calls regex)
     others: tuple[tuple[str, int, str], ...] = ()
+    # ``--calls`` matches on other threads than the calls', left out: (thread, its
+    # ``--thread`` PID/TID, calls)
+    elsewhere: tuple[tuple[str, str, int], ...] = ()
     api_sync: Stats = field(default_factory=lambda: summarize([]))
     # per call (by index): the end of the last device work it launched, None for none
     kernel_end_ns: list[int | None] = field(default_factory=list)
@@ -625,6 +628,7 @@ def analyze_calls(trace: Trace, window: Window, timeline: HostTimeline, launches
                         cold_indices=[c.index for c in calls if c.cold],
                         outlier_indices=[c.index for c in calls if c.outlier],
                         how=found.how, kinds=kinds, others=found.others,
+                        elsewhere=found.elsewhere,
                         api_sync=api_sync, kernel_end_ns=kernel_end,
                         cold_causes=cold_causes,
                         outlier_causes=outlier_causes, startup=tuple(sorted(startup)))

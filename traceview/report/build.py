@@ -420,6 +420,7 @@ def _calls_info(a: Analysis, unprofiled: UnprofiledInfo | None, reasons: list[Cl
             pc.perturbation.python_frames_per_call, pc.perturbation.events_per_call,
             pc.perturbation.profiler_ns_per_call, u_ns if u_share else None, u_share),
         tree_warm_calls=pc.warm_calls if pc else 0,
+        elsewhere=tuple(m.ElsewhereRow(t, n) for t, _, n in calls.elsewhere),
     )
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from traceview import intervals
 from traceview.analyses.breakdown import Cell, breakdown
-from traceview.analyses.callfind import option_thread
+from traceview.analyses.callfind import option_lanes
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
 from traceview.analyses.device import DeviceSummary, analyze_device
@@ -178,15 +178,23 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
 
 
 def _attributed_thread(trace: Trace, rules: RuleSet, window: Window, options: Options):
-    """``--thread``; else the thread holding what ``--calls`` names; else the thread
+    """``--thread``; else the thread holding the most of what ``--calls`` names (the
+    calls are that thread's alone: ``callfind._by_option``); else the thread
     running the profiler steps (a training loop's main thread, not the autograd thread
     that launches more kernels); else the thread that launched the most device work."""
     if options.thread:
         return resolve_thread(trace, options.thread)
     if options.calls:
-        lane = option_thread(trace, window, options.calls)
-        if lane is not None:
-            return trace.lanes[lane]
+        lanes = option_lanes(trace, window, options.calls)
+        # of the threads holding the most calls (ranks' steps fused into one file, one
+        # thread each), the default one where it is one of them
+        most = [ln for ln, n in lanes if n == lanes[0][1]] if lanes else []
+        if len(most) == 1:
+            return trace.lanes[most[0]]
+        default = step_thread(trace, window) or pick_thread(trace, rules, window, None)
+        if most and (default is None or default.index not in most):
+            return trace.lanes[most[0]]
+        return default
     return step_thread(trace, window) or pick_thread(trace, rules, window, None)
 
 

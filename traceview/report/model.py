@@ -197,6 +197,15 @@ class LaunchesInfo:
 
 
 @dataclass(frozen=True)
+class ElsewhereRow:
+    """``--calls`` matches on a thread other than the calls' own, left out of the calls:
+    their host rows would be read from the calls' thread, where they did not run."""
+
+    thread: str  # how the outputs name the thread (``pt_autograd_0 [502/543]``)
+    calls: int  # the calls its matches make there (outermost matches)
+
+
+@dataclass(frozen=True)
 class KindRow:
     """Calls of one kind (frames of one name, or one range series)."""
 
@@ -249,6 +258,8 @@ class CallsInfo:
     tree: tuple[TreeRow, ...] = ()
     perturbation: PerturbationInfo | None = None
     tree_warm_calls: int = 0  # the warm calls the tree and families are over
+    # ``--calls`` matches on other threads, left out (``callfind._by_option``), most first
+    elsewhere: tuple[ElsewhereRow, ...] = ()
 
     @property
     def warm(self) -> tuple[CallRow, ...]:
@@ -618,6 +629,7 @@ def to_dict(r: Report, *, for_orjson: bool = False) -> dict[str, Any]:
         "tree": lists(msgspec.to_builtins(c.tree)),
         "tree_warm_calls": c.tree_warm_calls,
         "perturbation": None if c.perturbation is None else msgspec.to_builtins(c.perturbation),
+        "elsewhere": [{"thread": e.thread, "calls": e.calls} for e in c.elsewhere],
     }
     return d
 
@@ -653,6 +665,8 @@ def from_dict(d: dict[str, Any]) -> Report:
             perturbation=None if calls.get("perturbation") is None else msgspec.convert(
                 calls["perturbation"], PerturbationInfo),
             tree_warm_calls=calls.get("tree_warm_calls", 0),
+            elsewhere=tuple(ElsewhereRow(e["thread"], e["calls"])
+                            for e in calls.get("elsewhere", ())),
         )
         return msgspec.convert(d, Report, from_attributes=True)
     except (msgspec.ValidationError, KeyError, TypeError, AttributeError) as exc:

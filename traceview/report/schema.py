@@ -105,6 +105,6 @@ def _document_layout() -> type[msgspec.Struct]:
     calls = like(model.CallsInfo, {"kinds": tuple[kind, ...]},  # type: ignore[valid-type]
                  ["count", "source", "pattern", "warm_count", "cold", "stats", "categories",
                   "per_call", "description", "how", "outliers", "api_sync", "kinds", "tree",
-                  "tree_warm_calls", "perturbation"], {"api_sync": "api_sync_ns"})
+                  "tree_warm_calls", "perturbation", "elsewhere"], {"api_sync": "api_sync_ns"})
     device = like(model.DeviceInfo, {"kernels": tuple[kernel, ...]})  # type: ignore[valid-type]
     return like(Report, {"device": device, "calls": calls})

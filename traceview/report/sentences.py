@@ -478,8 +478,36 @@ def calls_claim(calls: CallsSummary) -> Claim:
                    for k, c, rx in calls.others[:MAX_KINDS_NAMED])
     if len(calls.others) > MAX_KINDS_NAMED:
         also += f" and {len(calls.others) - MAX_KINDS_NAMED} more numbered series"
+    also += _elsewhere(calls.elsewhere, figs, rels)
     return Claim("calls-found", f"{head}: {what}, {calls.how}{tail}{also}", tuple(figs),
                  tuple(rels))
+
+
+def _elsewhere(elsewhere: Sequence[tuple[str, str, int]], figs: list[Figure],
+               rels: list[Relation]) -> str:
+    """``--calls`` matches on other threads than the calls' (``callfind._by_option``):
+    left out, because a call's host rows are one thread's; said so, with the ``--thread``
+    that shows each (the threads holding the most named, the rest counted). Adds the
+    figures and their sum to ``figs`` and ``rels``."""
+    if not elsewhere:
+        return ""
+    names = []
+    for j, (_, _, c) in enumerate(elsewhere):
+        figs.append(Figure(f"elsewhere:{j}", c, pointer("calls", "elsewhere", j, "calls")))
+        names.append(f"elsewhere:{j}")
+    total = sum(c for _, _, c in elsewhere)
+    if len(elsewhere) == 1:
+        thread, spec, _ = elsewhere[0]
+        return (f"; {total} more on {thread} left out (the calls and their host rows are one "
+                f"thread's: --thread {spec} to see {'them' if total != 1 else 'it'})")
+    figs.append(Figure("elsewhere", total))
+    rels.append(rel("sum", *names, "elsewhere"))
+    shown = ", ".join(f"{c} on {thread} (--thread {spec})"
+                      for thread, spec, c in elsewhere[:MAX_KINDS_NAMED])
+    if len(elsewhere) > MAX_KINDS_NAMED:
+        shown += f", {len(elsewhere) - MAX_KINDS_NAMED} more threads"
+    return (f"; {total} more on {len(elsewhere)} other threads left out (the calls and their "
+            f"host rows are one thread's): {shown}")
 
 
 def unprofiled_claims(u: UnprofiledInfo | None,
