@@ -104,15 +104,14 @@ def autograd_threads(trace: Trace, rules: RuleSet, window: Window,
     marks = [r for r in rules.phases
              if r.phase == "backward" and r.any_thread and r.before is None]
     s = trace.slices
-    inside = (s.start >= window.start_ns) & (s.start < window.end_ns)
     for rule in marks:
         codes = [i for i, n in enumerate(trace.names) if rule.pattern.search(n)]
         if not codes:
             continue
-        hit = inside & trace.has_name(codes)
+        hit = trace.has_name(codes)
         if rule.cats is not None:
             hit &= codes_in(s.cat, [trace.cat_code(c) for c in rule.cats], len(trace.cat_names))
-        rows = np.flatnonzero(hit)
+        rows = _in(trace, np.flatnonzero(hit), window)
         if rows.size:
             break
     else:
