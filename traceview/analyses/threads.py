@@ -12,6 +12,13 @@ The **main thread** is chosen by evidence (``main_thread``: the step ranges, the
 launches, then the most events), never by its ids: Kineto records Python threads it has
 no id for (tqdm's monitor) at TID 0, and a trace's pid and tid can both be 0.
 
+The **autograd thread** is chosen by evidence too (``autograd_threads``): in each process,
+the thread that runs most of its autograd engine work (the ``backward`` phase rules that
+mark engine work on any thread: ``autograd::engine::evaluate_function: ...``, or on
+PyTorch 1.8-1.9 traces without them the backward nodes themselves), unless it is the main
+thread. The ``pt_autograd`` name is only a supporting hint: older profilers name that
+thread ``thread 59977 (python3)``, and its work is what makes it the backward thread.
+
 The **attributed thread** (the one the calls and the per-call table are on) is, in order:
 ``--thread`` (a TID, a thread name such as ``pt_autograd_0``, ``main``, or ``PID/TID``);
 the thread holding the ``ProfilerStep#N`` ranges; the thread that launched the most
@@ -58,10 +65,14 @@ class ThreadFigures:
     work_ns: int  # traced time that is work (not untraced, not waiting)
 
 
-def _role(lane: Lane, main: Lane | None) -> ThreadRole:
-    """A thread's role from evidence: PyTorch's own thread names, and ``main`` for the
-    thread ``main_thread`` picks by what it did. Never from its ids: a helper thread
-    (tqdm's monitor) recorded at ``0/0`` has pid == tid and is no main thread."""
+def _role(lane: Lane, main: Lane | None, autograd: frozenset[int] = frozenset()) -> ThreadRole:
+    """A thread's role from evidence: ``main`` for the thread ``main_thread`` picks by
+    what it did, ``autograd`` for a thread ``autograd_threads`` finds running its
+    process's backward, and PyTorch's own thread names as a supporting hint (a
+    ``pt_autograd`` thread that ran nothing in the window is still the engine's). Never
+    from its ids: a helper thread (tqdm's monitor) recorded at ``0/0`` has pid == tid
+    and is no main thread. ``autograd`` is empty where only the main thread matters
+    (``describe`` words only that role)."""
     name = lane.thread_name
     if name.startswith("pt_autograd"):
         return "autograd"
@@ -69,7 +80,49 @@ def _role(lane: Lane, main: Lane | None) -> ThreadRole:
         return "data"
     if main is not None and lane.index == main.index:
         return "main"
+    if lane.index in autograd:
+        return "autograd"
     return "other"
+
+
+def autograd_threads(trace: Trace, rules: RuleSet, window: Window,
+                     main: Lane | None) -> frozenset[int]:
+    """The lanes that are their process's autograd (backward) thread by what they ran:
+    in each process, the thread holding more than half of the process's autograd engine
+    events that start in the window, unless it is the main thread.
+
+    The engine events are those of the rules file's ``backward`` phase rules that mark
+    engine work on any thread (``any_thread``), the first such rule that matches
+    anything: ``autograd::engine::evaluate_function: ...`` where the profiler wrote it,
+    else (PyTorch 1.8-1.9) the backward nodes themselves (``MmBackward``,
+    ``torch::autograd::AccumulateGrad``). A count of events, not their time: the engine
+    thread runs each node once, whatever it costs. Per process, because ranks fused into
+    one file each have their own engine thread. A majority, not the most: where a
+    process's backward is spread over several engine threads (one per device) none of
+    them is *the* backward thread by this evidence. The main thread is never autograd: on
+    the CPU the engine runs the backward on the thread that called it, which stays main."""
+    marks = [r for r in rules.phases
+             if r.phase == "backward" and r.any_thread and r.before is None]
+    s = trace.slices
+    for rule in marks:
+        codes = [i for i, n in enumerate(trace.names) if rule.pattern.search(n)]
+        if not codes:
+            continue
+        hit = trace.has_name(codes)
+        if rule.cats is not None:
+            hit &= codes_in(s.cat, [trace.cat_code(c) for c in rule.cats], len(trace.cat_names))
+        rows = _in(trace, np.flatnonzero(hit), window)
+        if rows.size:
+            break
+    else:
+        return frozenset()
+    per_lane = Counter(s.lane[rows].tolist())
+    per_pid: Counter[object] = Counter()
+    for idx, n in per_lane.items():
+        per_pid[trace.lanes[idx].pid] += n
+    return frozenset(idx for idx, n in per_lane.items()
+                     if 2 * n > per_pid[trace.lanes[idx].pid]
+                     and (main is None or idx != main.index))
 
 
 def main_thread(trace: Trace, window: Window | None = None) -> Lane | None:
@@ -210,6 +263,7 @@ def thread_figures(trace: Trace, rules: RuleSet, window: Window,
     syncs = Counter(s.lane[sync_rows].tolist())
     py = trace.cat_code("python_function")
     main = main_thread(trace, window)
+    autograd = autograd_threads(trace, rules, window, main)
     out = []
     for idx, tl in timelines.items():
         lane = trace.lanes[idx]
@@ -218,7 +272,7 @@ def thread_figures(trace: Trace, rules: RuleSet, window: Window,
         frames = sum(int(np.count_nonzero(s.cat[tl.rows[lo:lo + FRAME_BLOCK]] == py))
                      for lo in range(0, tl.rows.size, FRAME_BLOCK)) if py >= 0 else 0
         out.append(ThreadFigures(
-            lane=lane, role=_role(lane, main), launches=int(launches.get(idx, 0)),
+            lane=lane, role=_role(lane, main, autograd), launches=int(launches.get(idx, 0)),
             syncs=int(syncs.get(idx, 0)), python_frames=frames,
             categories={c: v for c, v in cats.items() if v},
             work_ns=sum(v for c, v in cats.items() if c not in NOT_WORK)))
