@@ -53,6 +53,9 @@ def _moved_by_hand(doc: dict) -> dict:
     calls["per_call"] = [{**_nest(row, "metrics"), "launches_without_work": 0}
                          for row in calls["per_call"]]
     calls["kinds"] = [_nest(k, "stats") for k in calls["kinds"]]
+    # schema 3 added the matches left out on other threads (none: earlier reports'
+    # calls were every match, on one thread or measured on one)
+    calls["elsewhere"] = []
     # ``unprofiled`` and ``claims`` came later in schema 2: null where no unprofiled figure
     # was recorded; no claims where none was saved (a report's sentences are its findings'
     # messages, read back as they were written); schema 3 added ``integrity`` and ``what_if``
