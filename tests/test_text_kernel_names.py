@@ -67,8 +67,12 @@ def test_the_diff_text_shows_the_top_changes_and_counts_the_rest():
     changed = sum(1 for k in d.kernels if k["status"] != "common")
     text = renderer("text", "diff").render(d, RenderOptions(width=100))
     assert f"+{changed - TOP_KERNELS} more kernel changes (--format json)" in text
-    assert "F19<float>" in text  # the largest change (20 launches of 20 us) is shown
-    assert "F0<float>" not in text
+    table = text.split("kernels added, removed or changed")[1].split("more kernel changes")[0]
+    assert "F19<float>" in table  # the largest change (20 launches of 20 us) is shown
+    assert "F0<float>" not in table
+    # the line of every difference names each kernel apart, the left-out ones too
+    said = text.split("kernels launched DIFFER")[1]
+    assert all(f"F{i}<float>" in said for i in range(20))
     assert "void " not in text  # no full C++ signature
     assert len(text.splitlines()) < 120
     assert "more differences in what was measured" in text

@@ -194,7 +194,11 @@ def parents(st: np.ndarray, en: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
-                     baseline_ns: int | None = None) -> PerCall:
+                     baseline_ns: int | None = None,
+                     zero_rows: np.ndarray | None = None) -> PerCall:
+    """The warm calls' functions, families, tree and perturbation. ``zero_rows``: the
+    trace's zero-length function slices (``hot_functions.zero_length_rows``, found here
+    where not given), which the tree counts as ``host.functions`` does."""
     # Per *warm* call only: with no warm call (a cold twin, a compile trace) there is no
     # steady state to describe, and the per-call pass over a cold compile's millions of
     # Python frames would cost more than the rest of explain together (measured on the
@@ -237,9 +241,44 @@ def analyze_per_call(trace: Trace, timeline: HostTimeline, calls: list[Call],
                                     c_en, n_calls)
     identities = _identities_per_call(trace.names, ci, names[pos], st[pos], ends, self_ns,
                                       c_st, c_en, n_calls)
-    tree = _tree(trace, tl.categories, row_cat, pos, ci, par, names, st, ends, self_ns,
-                 n_calls, api_p50 or 0)
+    # the zero-length calls (under the profiler's resolution) ran: the tree counts them
+    # under the slice owning their instant, with no time, as host.functions counts them
+    zpar, zname, zt, zci, zcat = _zero_rows_in_calls(trace, tl, seg_pos, c_st, c_en, zero_rows)
+    n_rows = names.size
+    tree = _tree(trace, tl.categories, np.concatenate((row_cat, zcat)),
+                 np.concatenate((pos, n_rows + np.arange(zt.size))), np.concatenate((ci, zci)),
+                 np.concatenate((par, zpar)), np.concatenate((names, zname)),
+                 np.concatenate((st, zt)), np.concatenate((ends, zt)),
+                 np.concatenate((self_ns, np.zeros(zt.size, np.int64))),
+                 n_calls, api_p50 or 0, n_rows)
     return PerCall(n_calls, functions, families, tree, perturbation, identities)
+
+
+def _zero_rows_in_calls(trace: Trace, tl: HostTimeline, seg_pos: np.ndarray,
+                        c_st: np.ndarray, c_en: np.ndarray, zero_rows: np.ndarray | None):
+    """The thread's zero-length function slices starting inside a warm call (``c_st``,
+    ``c_en``: sorted), as rows to append to the kept ones: each one's parent (the kept
+    row owning the segment at its instant, the innermost slice around it; -1 where none
+    does), name code, instant, call and category (its segment's, as ``host.functions``
+    gives it). The sweep leaves them out: they own no instant, so the times cannot nest
+    them among themselves, and each goes directly under the slice owning its instant."""
+    from traceview.analyses.hot_functions import zero_length_rows
+
+    empty = np.zeros(0, np.int64)
+    if tl.lane is None or tl.seg_start.size == 0 or c_st.size == 0:
+        return empty, empty, empty, empty, empty
+    z = zero_length_rows(trace) if zero_rows is None else zero_rows
+    s = trace.slices
+    z = z[s.lane[z] == tl.lane.index]
+    t = s.start[z].astype(np.int64)
+    ci = np.searchsorted(c_st, t, side="right") - 1
+    ok = (ci >= 0) & (t < c_en[np.maximum(ci, 0)])
+    ok &= (t >= int(tl.seg_start[0])) & (t < int(tl.seg_end[-1]))
+    z, t, ci = z[ok], t[ok], ci[ok]
+    seg = np.searchsorted(tl.seg_start, t, side="right") - 1
+    par = np.asarray(seg_pos[seg], np.int64)
+    cat = np.asarray(tl.seg_cat[seg], np.int64)
+    return par, s.name[z].astype(np.int64), t, ci.astype(np.int64), cat
 
 
 def _rows_in_calls(trace: Trace, tl: HostTimeline, warm: list[Call]):
@@ -503,9 +542,11 @@ def _paths(trace, pos, par, names):
 
 
 def _tree(trace, categories, row_cat, pos, ci, par, names, st, ends, self_ns, n_calls,
-          api_p50):
+          api_p50, n_timed=None):
     """Merge the calls' rows by path of names; p50 per node over all the warm calls (0
-    where the node is absent; ``calls_with`` says in how many it ran).
+    where the node is absent; ``calls_with`` says in how many it ran). Rows from
+    ``n_timed`` on are zero-length: counted, and a node's category is that of a row with
+    time where it has one (the sweep resolved it), else its zero-length row's instant's.
 
     Path ids are built level by level with array operations (a compile trace puts a
     million frames in one call)."""
@@ -513,6 +554,11 @@ def _tree(trace, categories, row_cat, pos, ci, par, names, st, ends, self_ns, n_
         return []
     path, p_parent, p_name, p_first, next_id = _paths(trace, pos, par, names)
     p_cat = row_cat[p_first]
+    if n_timed is not None and n_timed < par.size:
+        timed = pos[pos < n_timed][::-1]  # reversed: the first row of a path is written last
+        has = np.full(next_id, -1, np.int64)
+        has[path[timed]] = timed
+        p_cat = np.where(has >= 0, row_cat[np.maximum(has, 0)], p_cat)
     # per (path, call): inclusive (sum of the merged siblings' spans), self, count
     incl = ends - st[pos]
     pc = path[pos] * max(n_calls, 1) + ci

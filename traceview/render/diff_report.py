@@ -34,7 +34,7 @@ from traceview.render.diff_top import (
 )
 from traceview.render.labels import METRIC_LABELS
 from traceview.render.markdown import code, esc, table
-from traceview.render.names import kernel_labels, short_frame, short_kernel
+from traceview.render.names import kernel_labels, short_frame
 from traceview.render.text import laid_out
 from traceview.report.claims import Claim, Figure, Relation, pointer
 from traceview.units import fmt_ns, fmt_signed_ns, plural
@@ -231,14 +231,18 @@ def kernels_used_claims(d: Diff) -> list[Claim]:
         out.append(Claim("diff-kernels-launched",
                          f"kernels launched DIFFER ({ku['source']}): " + "; ".join(said),
                          tuple(figs), tuple(rels)))
-    # full C++ signatures stay in the JSON; the text names kernels as the tables do
-    names = sorted({k["name"] for k in d.kernels if isinstance(k.get("name"), str)},
-                   key=len, reverse=True)
+    # full C++ signatures stay in the JSON; the text names kernels as the tables do, by
+    # labels over every kernel of the diff: several kernels fold to the same short name
+    # (``vectorized_elementwise_kernel<…>(…)`` for a fill and an add), and a sentence
+    # naming that short name would not tell the reader which one moved
+    full = [k["name"] for k in d.kernels if isinstance(k.get("name"), str)]
+    labels = kernel_labels(full)
+    names = sorted(set(full), key=len, reverse=True)
     for i, c in enumerate(out):
         line = c.text
         for name in names:
             if name in line:
-                line = line.replace(name, short_kernel(name))
+                line = line.replace(name, labels[name])
         out[i] = Claim(c.id, line, c.figures, c.relations)
     return out
 

@@ -19,7 +19,7 @@ from traceview.metadata import NO_CAPTURE, CaptureMeta
 from traceview.printable import cut, escape_controls
 from traceview.render.labels import shown_metrics
 from traceview.render.labels import unit as unit_word
-from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels, short_kernel
+from traceview.render.names import KERNEL_NAMES_NOTE, kernel_labels
 from traceview.report.claims import Claim, Figure, pointer, rel
 from traceview.report.sentences import step_word
 from traceview.units import fmt_ns, fmt_share, plural
@@ -119,7 +119,10 @@ def reproducer(r: Report) -> list[tuple[str, str]]:
 def _operation(r: Report, cap: CaptureMeta, op_args: dict[str, Any] | None) -> str:
     """What ran: capture's op and impl, else the training step, else the op around the
     launches; then the top kernels."""
-    kernels = ", ".join(f"{code(short_kernel(k.name))} x{k.count}" for k in r.device.kernels[:3])
+    # labelled over every kernel, as the kernels table is: a short name several kernels
+    # fold to would not say which of them this count is
+    labels = kernel_labels([k.name for k in r.device.kernels])
+    kernels = ", ".join(f"{code(labels[k.name])} x{k.count}" for k in r.device.kernels[:3])
     if cap.op:
         op = f"{code(cap.op)} via {code(cap.impl)}"
     elif r.steps is not None:
