@@ -48,7 +48,7 @@ import numpy as np
 from traceview.analyses.host import HostTimeline
 from traceview.analyses.launches import LaunchSummary
 from traceview.analyses.nesting import Levels
-from traceview.analyses.threads import describe, main_thread, step_thread
+from traceview.analyses.threads import describe, main_thread, marked_by, step_thread
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import Trace, codes_in
@@ -540,13 +540,9 @@ def _training_steps(trace: Trace, rules: RuleSet, steps: list[CallSpan]) -> bool
     s = trace.slices
     hit = np.zeros(s.name.size, bool)
     for r in marks:
-        codes = [i for i, n in enumerate(trace.names) if r.pattern.search(n)]
-        if not codes:
-            continue
-        mine = trace.has_name(codes)
-        if r.cats is not None:
-            mine &= codes_in(s.cat, [trace.cat_code(c) for c in r.cats], len(trace.cat_names))
-        hit |= mine
+        mine = marked_by(trace, r)
+        if mine is not None:
+            hit |= mine
     if not hit.any():
         return False
     st = np.sort(s.start[hit])

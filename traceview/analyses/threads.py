@@ -39,7 +39,7 @@ from traceview.analyses.launches import launch_rows
 from traceview.analyses.window import Window
 from traceview.errors import UsageError
 from traceview.model import DEVICE_CATS, NON_ACTIVITY_CATS, Lane, Trace, codes_in
-from traceview.rules import UNTRACED, RuleSet
+from traceview.rules import UNTRACED, PhaseRule, RuleSet
 
 ThreadRole = Literal["main", "autograd", "data", "helper", "other"]
 STEP = re.compile(r"^ProfilerStep#\d+$")
@@ -85,6 +85,19 @@ def _role(lane: Lane, main: Lane | None, autograd: frozenset[int] = frozenset())
     return "other"
 
 
+def marked_by(trace: Trace, rule: PhaseRule) -> np.ndarray | None:
+    """The slices a phase rule marks, as a mask over the trace's slices (its names and,
+    where it names them, its categories), or None where no name matches."""
+    codes = [i for i, n in enumerate(trace.names) if rule.pattern.search(n)]
+    if not codes:
+        return None
+    hit = trace.has_name(codes)
+    if rule.cats is not None:
+        hit &= codes_in(trace.slices.cat, [trace.cat_code(c) for c in rule.cats],
+                        len(trace.cat_names))
+    return hit
+
+
 def autograd_threads(trace: Trace, rules: RuleSet, window: Window,
                      main: Lane | None) -> frozenset[int]:
     """The lanes that are their process's autograd (backward) thread by what they ran:
@@ -105,12 +118,9 @@ def autograd_threads(trace: Trace, rules: RuleSet, window: Window,
              if r.phase == "backward" and r.any_thread and r.before is None]
     s = trace.slices
     for rule in marks:
-        codes = [i for i, n in enumerate(trace.names) if rule.pattern.search(n)]
-        if not codes:
+        hit = marked_by(trace, rule)
+        if hit is None:
             continue
-        hit = trace.has_name(codes)
-        if rule.cats is not None:
-            hit &= codes_in(s.cat, [trace.cat_code(c) for c in rule.cats], len(trace.cat_names))
         rows = _in(trace, np.flatnonzero(hit), window)
         if rows.size:
             break
