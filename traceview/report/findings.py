@@ -169,20 +169,19 @@ def _held_waits(ex: Analysis, typical: int) -> list[tuple[int, int]]:
     from traceview import intervals
 
     j = _step_row(ex, typical)
-    lane = ex.timeline.lane
-    if j is None or lane is None or not ex.steps[j].path.held:
+    tl = ex.timeline
+    if j is None or tl.lane is None or "untraced" not in tl.categories:
         return []
     c = ex.calls.calls[typical]
-    tl = ex.timeline
-    if "untraced" not in tl.categories:
-        return []
+    # the stretches the path stood on each other thread for the calls' thread, in the call
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for holder, other, a, b in ex.steps[j].path.held:
+        if holder == tl.lane.index:
+            spans.setdefault(other, []).append((max(a, c.start_ns), min(b, c.end_ns)))
     code = tl.categories.index("untraced")
     out: dict[int, int] = {}
-    for other in {o for h, o, _, _ in ex.steps[j].path.held if h == lane.index}:
-        st = [max(a, c.start_ns) for h, o, a, b in ex.steps[j].path.held
-              if h == lane.index and o == other]
-        en = [min(b, c.end_ns) for h, o, a, b in ex.steps[j].path.held
-              if h == lane.index and o == other]
+    for other, pairs in spans.items():
+        st, en = zip(*pairs, strict=True)
         us, ue = intervals.union(np.asarray(st, np.int64), np.asarray(en, np.int64))
         keep = ue > us
         if not keep.any():
