@@ -135,11 +135,11 @@ def _differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
 
 def test_corpus_is_described():
     """Every manifest entry names a source, a commit and a licence, and a few are held out
-    (the spent set of seven, and the traces kept for the next final check)."""
+    (the spent set of seven, and the traces kept for the next final checks)."""
     entries = public_corpus.entries()
     assert len(entries) >= 60
     assert all(re.fullmatch(r"[0-9a-f]{40}", e.commit) and e.licence and e.what for e in entries)
-    assert 4 <= sum(e.held_out for e in entries) <= 12
+    assert 4 <= sum(e.held_out for e in entries) <= 20
 
 
 @pytest.mark.parametrize("name", _params())
