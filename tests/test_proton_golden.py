@@ -1,4 +1,4 @@
-"""Golden outputs of the Proton renderers (text at 80 columns, markdown, JSON) for the
+"""Golden outputs of the Proton renderers (text at 80 and 120 columns, markdown, JSON) for the
 four H200 Proton fixtures, byte for byte. Refresh after an intended change with
 ``TRACEVIEW_UPDATE_GOLDEN=1 python -m pytest tests/test_proton_golden.py`` and review the
 diff in git."""
@@ -23,9 +23,10 @@ NAMES = ("proton_mul_20_calls.chrome_trace", "proton_nested.chrome_trace",
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(("suffix", "fmt"), [("text80.txt", "text"), ("md", "md"),
-                                             ("json", "json")])
-def test_proton_golden(name, suffix, fmt):
+@pytest.mark.parametrize(("suffix", "fmt", "width"),
+                         [("text80.txt", "text", 80), ("text120.txt", "text", 120),
+                          ("md", "md", 80), ("json", "json", 80)])
+def test_proton_golden(name, suffix, fmt, width):
     path = FIXTURES / "proton" / f"{name}.gz"
     # the path inside the report is relative, as the CLI from the repository root shows it
     rel = os.path.relpath(path, FIXTURES.parent)
@@ -36,7 +37,7 @@ def test_proton_golden(name, suffix, fmt):
             else tree_report(proton.read_tree(rel))
     finally:
         os.chdir(cwd)
-    out = render(r, fmt, 80)
+    out = render(r, fmt, width)
     golden = GOLDEN / f"{name}.{suffix}"
     if UPDATE:
         golden.write_text(out)

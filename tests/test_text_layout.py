@@ -139,3 +139,105 @@ def test_the_readme_shows_what_explain_prints_today(reports):
     out = text(reports["flaggems_sigmoid_65536_f32_split.json.gz"], 80)
     printed = "\n".join(ln.rstrip() for ln in out.splitlines())
     assert block.strip() in printed
+
+
+# --- Proton views ----------------------------------------------------------------------
+
+PROTON = tuple(sorted(p.name for p in (ROOT / "fixtures" / "proton").glob("*.gz")))
+PROTON_WIDTHS = (80, 100, 120)
+
+
+def _proton_report(path: Path):
+    from traceview.io import proton
+    from traceview.report.proton import trace_report, tree_report
+
+    return trace_report(proton.read_trace(str(path))) if proton.sniff(str(path)) == "trace" \
+        else tree_report(proton.read_tree(str(path)))
+
+
+def _public_proton() -> list[Path]:
+    """The public corpus's Proton profiles here that are not held out and that read (two
+    of a Triton fork's trees are not valid JSON: ``tests/test_public_proton.py``)."""
+    import public_corpus
+
+    from traceview.errors import TraceLoadError
+
+    out = []
+    for e in public_corpus.entries():
+        path = public_corpus.locate(e.name)
+        if not public_corpus.is_proton(e) or e.held_out or path is None:
+            continue
+        try:
+            _proton_report(path)
+        except TraceLoadError:
+            continue
+        out.append(path)
+    return out
+
+
+def _too_wide(out: str, width: int) -> list[str]:
+    return [ln for ln in out.splitlines() if len(ln) > width]
+
+
+def _table_rows(out: str) -> list[list[str]]:
+    """The figure cells of each table row of a Proton view (after its name: cells are
+    two spaces apart, a figure's own spaces single)."""
+    import re
+
+    cells = (re.split(r" {2,}", ln.strip()) for ln in out.splitlines() if ln.startswith("  "))
+    return [c[1:] for c in cells if len(c) > 1]  # a wrapped line of prose has one
+
+
+@pytest.mark.parametrize("width", PROTON_WIDTHS)
+@pytest.mark.parametrize("name", PROTON)
+def test_no_line_of_a_proton_view_is_wider_than_the_width(name, width):
+    from traceview.render.proton import render
+
+    r = _proton_report(ROOT / "fixtures" / "proton" / name)
+    out = render(r, "text", width)
+    assert not _too_wide(out, width), _too_wide(out, width)[:3]
+    assert not broken_units(out), broken_units(out)[:3]
+    # the figures are those of the table laid out with no limit, whole
+    assert _table_rows(out) == _table_rows(render(r, "text", 10_000))
+
+
+def test_no_line_of_a_public_proton_view_is_wider_than_the_width():
+    from traceview.render.proton import render
+
+    paths = _public_proton()
+    if not paths:
+        pytest.skip("no readable public Proton profile in this machine's corpus copy")
+    for path in paths:
+        r = _proton_report(path)
+        for width in PROTON_WIDTHS:
+            out = render(r, "text", width)
+            assert not _too_wide(out, width), (path.name, width, _too_wide(out, width)[:3])
+            assert _table_rows(out) == _table_rows(render(r, "text", 10_000))
+
+
+def test_the_proton_width_check_can_fail():
+    """Laid out with no limit, the nested tree's table is wider than 80 columns (the
+    layout before tables fit the width): the check above would see it."""
+    from traceview.render.proton import render
+
+    r = _proton_report(ROOT / "fixtures" / "proton" / "proton_nested.hatchet.gz")
+    assert _too_wide(render(r, "text", 10_000), 80)
+
+
+def test_a_proton_name_is_cut_in_the_middle_to_fit():
+    from traceview.render.proton import NAME_FLOOR, Label, _fit_labels, middle_cut
+
+    assert middle_cut("abcdefghij", 10) == "abcdefghij"
+    cut = middle_cut("_ZN2at6native18elementwise_kernelILi128ELi2E", 16)
+    # two thirds of what is kept from the start (a kernel's namespace and name)
+    assert cut == "_ZN2at6nat…ELi2E"
+    long = "x_val_" + "9" * 60 + "_tail"
+    header = ["scope", "time"]
+    rows = [[Label("root", 0), "1 us"], [Label(long, 1, kernel=True), "2 us"]]
+    laid, marked = _fit_labels(header, rows, 40)
+    # what the other column and the gaps leave: 40 - 2 (lead) - 4 - 2 = 32
+    assert marked and [r[0] for r in laid] == ["root", " " + middle_cut(long, 29) + " *"]
+    assert max(len(r[0]) for r in laid) == 32
+    # a name is never cut below the floor: the line is then wider than asked
+    laid, _ = _fit_labels(header, rows, 12)
+    assert laid[1][0] == " " + middle_cut(long, NAME_FLOOR) + " *"

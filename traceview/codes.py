@@ -126,7 +126,8 @@ SENTENCES: dict[str, Code] = {c.id: c for c in (
     Code("diff-kernels-launched", "info",
          "whether the two sides launched the same kernels: from the traces' "
          "rows, every kernel on both sides at one count per call, or how "
-         "they differ"),
+         "they differ; the kernels with no launch record each side's counts "
+         "leave out, the rows' own adding up to them"),
     Code("check-failure", "info",
          "the correctness check's failure headline: the wrong elements, some "
          "of the elements, their share and the tolerances, or the time limit "

@@ -60,7 +60,7 @@ LAYOUTS: dict[Kind, str] = {"explain": "traceview.report.schema:document_layout"
 #: changes and this table does not; a change that removes or moves a key or changes its
 #: meaning bumps ``VERSIONS`` as well (``tools/write_document_schemas.py`` rewrites the
 #: schemas and prints the new hashes)
-SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (3, "1e507946d8748f34"),
+SCHEMA_HASHES: dict[Kind, tuple[int, str]] = {"explain": (3, "7dc22e370250d874"),
                                               "ranks": (2, "bba7fcd3dbf5bdee"),
                                               "diff": (3, "1a19a462ba566b04"),
                                               "ab": (2, "cd72a3f64c00012d"),

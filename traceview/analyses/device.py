@@ -8,7 +8,8 @@ too, labelled as a sum, because that is what ``key_averages`` shows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +25,10 @@ class KernelStat:
     count: int
     sum_ns: int
     stats: Stats
+    # of ``count``, the kernels no launch record (runtime/driver event) links to: launched
+    # before the profiler's window, or their correlation dropped. A count of kernels
+    # *launched* leaves them out (``diff``'s "kernels launched"); ``count`` is what ran.
+    unlinked: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,3 +114,20 @@ def analyze_device(trace: Trace, window: Window) -> DeviceSummary:
         kernels=kernels,
         work_rows=rows,
     )
+
+
+def with_unlinked(trace: Trace, device: DeviceSummary, unlinked_rows: np.ndarray) -> DeviceSummary:
+    """``device`` with each kernel's ``unlinked``: how many of ``unlinked_rows`` (the
+    window's device work with no launch record, ``LaunchSummary.unlinked_rows``) are
+    kernels of its name. Only those rows are read, so a trace whose device work is all
+    linked (the usual case) costs nothing here."""
+    if not unlinked_rows.size or not device.kernels:
+        return device
+    s = trace.slices
+    kernel = trace.cat_code("kernel")
+    rows = unlinked_rows[s.cat[unlinked_rows] == kernel]
+    by_name = Counter(trace.names[c] for c in s.name[rows].tolist())
+    if not by_name:
+        return device
+    return replace(device, kernels=[replace(k, unlinked=by_name.get(k.name, 0))
+                                    for k in device.kernels])

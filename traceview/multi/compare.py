@@ -286,10 +286,14 @@ def diff_reports(before: Report, after: Report, before_path: str = "before",
     for name in sorted(set(kb) | set(ka)):
         x, y = kb.get(name), ka.get(name)
         status = "added" if x is None else "removed" if y is None else "common"
-        kernels.append({"name": name, "status": status,
-                        "count_before": x.count if x else 0, "count_after": y.count if y else 0,
-                        "p50_before": x.stats.p50 if x else None,
-                        "p50_after": y.stats.p50 if y else None})
+        row = {"name": name, "status": status,
+               "count_before": x.count if x else 0, "count_after": y.count if y else 0,
+               "p50_before": x.stats.p50 if x else None,
+               "p50_after": y.stats.p50 if y else None}
+        ub, ua = x.unlinked if x else 0, y.unlinked if y else 0
+        if ub or ua:  # of the counts, the kernels no launch record links to
+            row |= {"unlinked_before": ub, "unlinked_after": ua}
+        kernels.append(row)
     unlinked = UnlinkedWork(before.launches.unlinked_device_work,
                             after.launches.unlinked_device_work)
     said = unlinked_claim(unlinked)
@@ -321,39 +325,67 @@ def kernels_used(before: Report, after: Report, kernels: list[dict[str, Any]]
     if not nb or not na or not kernels:
         return None
     diffs = [c.text for c in kernel_row_claims(kernels, nb, na)]
-    return {"source": KERNEL_ROWS, "same": not diffs, "differences": diffs}
+    out: dict[str, Any] = {"source": KERNEL_ROWS, "same": not diffs, "differences": diffs}
+    unlinked = {side: sum(k.get(f"unlinked_{side}", 0) for k in kernels)
+                for side in ("before", "after")}
+    if any(unlinked.values()):  # left out of the counts above: said beside them
+        out["unlinked"] = unlinked
+    return out
 
 
 KERNEL_ROWS = "the traces' kernel rows (launches / calls; grids not compared)"
+
+
+def _launched(k: dict[str, Any], side: str, at: tuple[str | int, ...], suffix: str = ""
+              ) -> tuple[int, str, list[Figure], list[Relation]]:
+    """A kernel row's launches on ``side``: its count less the kernels no launch record
+    links to (they ran in the window, launched before it or with their correlation lost,
+    and nobody launched them there). Returns the count, the name of the figure that holds
+    it, and the figures and relations that fix it: the row's count itself where the row
+    has no such kernels, else ``launched`` = ``count`` - ``unlinked``."""
+    count = k[f"count_{side}"]
+    figs = [Figure(f"count_{side}{suffix}", count, pointer(*at, f"count_{side}"))]
+    if f"unlinked_{side}" not in k:
+        return count, f"count_{side}{suffix}", figs, []
+    u = k[f"unlinked_{side}"]
+    figs += [Figure(f"unlinked_{side}{suffix}", u, pointer(*at, f"unlinked_{side}")),
+             Figure(f"launched_{side}{suffix}", count - u)]
+    return (count - u, f"launched_{side}{suffix}", figs,
+            [rel("sum", f"launched_{side}{suffix}", f"unlinked_{side}{suffix}",
+                 f"count_{side}{suffix}")])
 
 
 def kernel_row_claims(kernels: list[dict[str, Any]], nb: int, na: int) -> list[Claim]:
     """How the traces' kernel rows differ per call, one claim over the diff document per
     kernel that differs: one only one side launched (none on the other), or one launched
     a different number of times per call (each side's launches over its calls, as the
-    sentence shows them)."""
+    sentence shows them). A launch is a kernel a launch record links to: kernels with
+    none (``unlinked_before``/``unlinked_after``, launched before the profiler's window)
+    ran, but nobody launched them in the window, so they are not counted (the line says
+    how many it left out)."""
     out = []
     for i, k in enumerate(kernels):
         at = ("kernels", i)
-        cb, ca = k["count_before"], k["count_after"]
-        figs = (Figure("count_before", cb, pointer(*at, "count_before")),
-                Figure("count_after", ca, pointer(*at, "count_after")))
-        if k["status"] != "common":
-            side, gone, there = (("after", "count_before", "count_after")
-                                 if k["status"] == "added"
-                                 else ("before", "count_after", "count_before"))
+        lb, b_name, b_figs, b_rels = _launched(k, "before", at)
+        la, a_name, a_figs, a_rels = _launched(k, "after", at)
+        figs, rels = (*b_figs, *a_figs), (*b_rels, *a_rels)
+        if not lb and not la:
+            continue  # nobody launched it in either window
+        if not lb or not la:
+            side, gone, there = (("after", b_name, a_name) if not lb
+                                 else ("before", a_name, b_name))
             out.append(Claim("diff-kernel-rows", f"only {side} launched {k['name']}",
                              (*figs, Figure("zero", 0)),
-                             (rel("eq", gone, "zero"), rel("gt", there, "zero"))))
-        elif cb * na != ca * nb:
+                             (*rels, rel("eq", gone, "zero"), rel("gt", there, "zero"))))
+        elif lb * na != la * nb:
             out.append(Claim(
-                "diff-kernel-rows", f"{k['name']}: {cb / nb:.3g} per call before, "
-                f"{ca / na:.3g} after",
+                "diff-kernel-rows", f"{k['name']}: {lb / nb:.3g} per call before, "
+                f"{la / na:.3g} after",
                 (*figs, Figure("calls_before", nb, pointer("calls", "before")),
                  Figure("calls_after", na, pointer("calls", "after")),
-                 Figure("per_call_before", cb / nb), Figure("per_call_after", ca / na)),
-                (rel("ratio", "count_before", "calls_before", "per_call_before"),
-                 rel("ratio", "count_after", "calls_after", "per_call_after"))))
+                 Figure("per_call_before", lb / nb), Figure("per_call_after", la / na)),
+                (*rels, rel("ratio", b_name, "calls_before", "per_call_before"),
+                 rel("ratio", a_name, "calls_after", "per_call_after"))))
     return out
 
 
@@ -361,19 +393,44 @@ def same_rows_figures(kernels: list[dict[str, Any]], nb: int, na: int
                       ) -> tuple[list[Figure], list[Relation]]:
     """What "the same in both" asserts of the traces' kernel rows: every kernel launched
     on both sides, as many times per call (one per-call count, each side's launches over
-    its calls)."""
+    its calls). A kernel nobody launched in either window (every one of it without a
+    launch record) is in none of them."""
     figs = [Figure("calls_before", nb, pointer("calls", "before")),
             Figure("calls_after", na, pointer("calls", "after")), Figure("zero", 0)]
     rels: list[Relation] = []
     for i, k in enumerate(kernels):
         at = ("kernels", i)
-        figs += [Figure(f"count_before:{i}", k["count_before"], pointer(*at, "count_before")),
-                 Figure(f"count_after:{i}", k["count_after"], pointer(*at, "count_after")),
-                 Figure(f"per_call:{i}", k["count_before"] / nb if nb else None)]
-        rels += [rel("gt", f"count_before:{i}", "zero"), rel("gt", f"count_after:{i}", "zero"),
-                 rel("ratio", f"count_before:{i}", "calls_before", f"per_call:{i}"),
-                 rel("ratio", f"count_after:{i}", "calls_after", f"per_call:{i}")]
+        lb, b_name, b_figs, b_rels = _launched(k, "before", at, f":{i}")
+        la, a_name, a_figs, a_rels = _launched(k, "after", at, f":{i}")
+        if not lb and not la:
+            continue
+        figs += [*b_figs, *a_figs, Figure(f"per_call:{i}", lb / nb if nb else None)]
+        rels += [*b_rels, *a_rels, rel("gt", b_name, "zero"), rel("gt", a_name, "zero"),
+                 rel("ratio", b_name, "calls_before", f"per_call:{i}"),
+                 rel("ratio", a_name, "calls_after", f"per_call:{i}")]
     return figs, rels
+
+
+def unlinked_kernels_claim(kernels: list[dict[str, Any]], ku: dict[str, Any]) -> Claim | None:
+    """What the kernel rows' counts leave out, said at the end of their line (the
+    ``diff-kernels-launched`` claim's tail): each side's kernels with no launch record
+    (``kernels_used.unlinked``, the sum of the rows' ``unlinked_before``/
+    ``unlinked_after``). None where there are none."""
+    u = ku.get("unlinked")
+    if not u:
+        return None
+    figs = [Figure(f"unlinked_{side}", u[side], pointer("kernels_used", "unlinked", side))
+            for side in ("before", "after")]
+    rels = []
+    for side in ("before", "after"):
+        parts = [f"unlinked_{side}:{i}" for i, k in enumerate(kernels) if f"unlinked_{side}" in k]
+        figs += [Figure(f"unlinked_{side}:{i}", k[f"unlinked_{side}"],
+                        pointer("kernels", i, f"unlinked_{side}"))
+                 for i, k in enumerate(kernels) if f"unlinked_{side}" in k]
+        rels.append(rel("sum", *parts, f"unlinked_{side}"))
+    return Claim("diff-kernels-launched",
+                 f"not counted: {u['before']} kernel(s) before, {u['after']} after with no "
+                 "launch record", tuple(figs), tuple(rels))
 
 
 def unlinked_claim(u: UnlinkedWork | None) -> Claim | None:

@@ -199,8 +199,14 @@ def kernels_used_claims(d: Diff) -> list[Claim]:
     kernels per call where the probe recorded them, the differences' figures (from the
     traces' kernel rows: each side's launches over its calls; from the probe: each
     side's counts per call) or, where the rows are the same, every kernel's one count
-    per call on both sides."""
-    from traceview.multi.compare import KERNEL_ROWS, kernel_row_claims, same_rows_figures
+    per call on both sides. The rows count launches: where some kernels have no launch
+    record, the line ends with how many it left out on each side."""
+    from traceview.multi.compare import (
+        KERNEL_ROWS,
+        kernel_row_claims,
+        same_rows_figures,
+        unlinked_kernels_claim,
+    )
     from traceview.report.kernel_words import describe_claim, difference_claims
 
     ku = d.kernels_used
@@ -231,6 +237,16 @@ def kernels_used_claims(d: Diff) -> list[Claim]:
         out.append(Claim("diff-kernels-launched",
                          f"kernels launched DIFFER ({ku['source']}): " + "; ".join(said),
                          tuple(figs), tuple(rels)))
+    # kernels no launch record links to ran, but nobody launched them in the window: the
+    # counts leave them out, and the same line says how many
+    left_out = unlinked_kernels_claim(d.kernels, ku) if rows else None
+    if left_out is not None:
+        c = out[-1]
+        out[-1] = Claim(c.id, f"{c.text}; {left_out.text}",
+                        (*c.figures, *(Figure(f"u.{f.name}", f.value, f.path)
+                                       for f in left_out.figures)),
+                        (*c.relations, *(Relation(r.kind, tuple(f"u.{n}" for n in r.figures))
+                                         for r in left_out.relations)))
     # full C++ signatures stay in the JSON; the text names kernels as the tables do, by
     # labels over every kernel of the diff: several kernels fold to the same short name
     # (``vectorized_elementwise_kernel<…>(…)`` for a fill and an add), and a sentence

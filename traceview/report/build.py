@@ -179,7 +179,8 @@ def _device_info(a: Analysis) -> m.DeviceInfo:
         memset_count=d.memset_count, work_sum_ns=d.work_sum_ns,
         per_device=tuple(m.DeviceRow(**r) for r in d.per_device),
         per_stream=tuple(m.StreamRow(**r) for r in d.per_stream),
-        kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats) for k in d.kernels),
+        kernels=tuple(m.KernelRow(k.name, k.count, k.sum_ns, k.stats, k.unlinked)
+                      for k in d.kernels),
         copy_sum_ns=d.copy_sum_ns)
 
 

@@ -16,7 +16,7 @@ from traceview.analyses.breakdown import Cell, breakdown
 from traceview.analyses.callfind import option_lanes
 from traceview.analyses.calls import CallsSummary, analyze_calls
 from traceview.analyses.calltree import PerCall, analyze_per_call
-from traceview.analyses.device import DeviceSummary, analyze_device
+from traceview.analyses.device import DeviceSummary, analyze_device, with_unlinked
 from traceview.analyses.host import OVERLAY_CATS, HostTimeline, attribute_host, host_rows_by_lane
 from traceview.analyses.hot_functions import (
     FunctionStat,
@@ -111,6 +111,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
     device = analyze_device(trace, window)
     thread = _attributed_thread(trace, rules, window, options)
     launches = analyze_launches(trace, rules, window, thread, device.work_rows)
+    device = with_unlinked(trace, device, launches.unlinked_rows)
     by_lane = host_rows_by_lane(trace, window)
     # each lane's rows are handed over (popped): the timeline keeps them in sweep order,
     # and a cold compile's main thread has millions

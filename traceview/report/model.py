@@ -80,6 +80,9 @@ class KernelRow:
     count: int
     sum_ns: int
     stats: Stats  # flattened into the row in JSON (n, p50, p90, p99, min, max, mean)
+    # of ``count``, those no launch record links to (run in the window, launched before
+    # it or their correlation dropped); written in JSON only where nonzero
+    unlinked: int = 0
 
 
 @dataclass(frozen=True)
@@ -605,7 +608,8 @@ def to_dict(r: Report, *, for_orjson: bool = False) -> dict[str, Any]:
     if tc is not None and not tc.get("threads", True):
         del tc["threads"]  # only a training step's other threads: absent, not empty, elsewhere
     dev = d["device"]
-    dev["kernels"] = [{"name": k.name, "count": k.count, "sum_ns": k.sum_ns, **_stats(k.stats)}
+    dev["kernels"] = [{"name": k.name, "count": k.count, "sum_ns": k.sum_ns, **_stats(k.stats),
+                       **({"unlinked": k.unlinked} if k.unlinked else {})}
                       for k in r.device.kernels]
     c = r.calls
     d["calls"] = {
@@ -643,7 +647,8 @@ def from_dict(d: dict[str, Any]) -> Report:
         dev = dict(d["device"])
         dev["kernels"] = [msgspec.convert(
             {"name": k["name"], "count": k["count"], "sum_ns": k["sum_ns"],
-             "stats": {s: k.get(s) for s in _STATS_KEYS}}, KernelRow)
+             "stats": {s: k.get(s) for s in _STATS_KEYS}, "unlinked": k.get("unlinked", 0)},
+            KernelRow)
             for k in dev["kernels"]]
         d["device"] = dev
         calls = d["calls"]

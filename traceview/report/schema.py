@@ -97,9 +97,10 @@ def _document_layout() -> type[msgspec.Struct]:
                                  module=__name__)
 
     stat_fields = [(k, typing.get_type_hints(Stats)[k]) for k in model._STATS_KEYS]
+    # ``unlinked`` is written only where nonzero (``omit_defaults``: as ``to_dict`` does)
     kernel = msgspec.defstruct("KernelRowDocument", [
-        ("name", str), ("count", int), ("sum_ns", int), *stat_fields],
-        forbid_unknown_fields=True, module=__name__)
+        ("name", str), ("count", int), ("sum_ns", int), *stat_fields, ("unlinked", int, 0)],
+        forbid_unknown_fields=True, omit_defaults=True, module=__name__)
     kind = like(model.KindRow, {}, ["name", "count", "warm_count", "stats", "api_sync"],
                 {"api_sync": "api_sync_ns"})
     calls = like(model.CallsInfo, {"kinds": tuple[kind, ...]},  # type: ignore[valid-type]
