@@ -34,7 +34,9 @@ charging every nanosecond it passes to exactly one owner:
   for: the previous work on its stream when that ended after the launch was issued
   (**queued** behind it), else its launch (**launch -> kernel** edge: the time from the
   launch call to the kernel's start is **launch latency**, and the path continues on the
-  launching thread inside the launch call); when neither explains its start and work on
+  launching thread inside the launch call; in a trace that lost events after the profiler
+  wrote it, that stretch is ``NOT_SHOWN``: the kernel may have waited behind removed
+  work, as the device's idle by cause says too); when neither explains its start and work on
   another stream ended later, the path follows that stream (a **cross-stream wait**,
   inferred from the timing; Kineto records no event dependency). CUDA-graph kernels
   link to their ``cudaGraphLaunch`` the same way.
@@ -70,6 +72,11 @@ RUN_MIN = 16
 # a thread waited for by a thread holding only a range fills at least this share of the
 # held stretch, from its first to its last instant of work there (HELD_NUM / HELD_DEN)
 HELD_NUM, HELD_DEN = 1, 2
+LAUNCH_LATENCY = "launch latency"
+# what a launch's wait for its kernel is in a trace that lost events after the profiler
+# wrote it (``integrity.Numbering.removed``): the kernel may have started late behind
+# work that was removed, which no launch path explains (``steps._idle_causes`` too)
+NOT_SHOWN = "not in the trace"
 # the host categories of ranges: labels that own no time (``host.LABEL_CATS``)
 RANGE_CATS = LABEL_CATS - DEVICE_CATS
 
@@ -99,7 +106,9 @@ def host_ranges(trace: Trace) -> Ranges:
 @dataclass(frozen=True)
 class PathItem:
     kind: PathKind
-    lane: int | None  # host lane (host, launch_latency) or device lane (device, queued)
+    # host lane (host, launch_latency) or device lane (device, queued); None for a
+    # launch's wait in a trace that lost events (``NOT_SHOWN``): no thread's
+    lane: int | None
     what: str  # the host category, or the kernel/copy name
     ns: int
 
@@ -197,14 +206,17 @@ class _Device:
 
 def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
                   timelines: dict[int, HostTimeline], work_rows: np.ndarray,
-                  from_work: int | None = None, ranges: Ranges | None = None) -> CriticalPath:
+                  from_work: int | None = None, ranges: Ranges | None = None, *,
+                  removed: bool = False) -> CriticalPath:
     """The path of [start_ns, end_ns), walked back from its end on the step's thread, or
     on the device work row ``from_work`` when the step's extent ends with work it
     launched that outlasted its range (nothing on the host was waiting for it there).
-    ``ranges``: ``host_ranges(trace)``, when the caller has it."""
+    ``ranges``: ``host_ranges(trace)``, when the caller has it. ``removed``: the trace
+    lost events after the profiler wrote it (a launch's wait is then ``NOT_SHOWN``)."""
     if ranges is None:
         ranges = host_ranges(trace)
     w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows), ranges)
+    w.latency = NOT_SHOWN if removed else LAUNCH_LATENCY
     if from_work is not None:
         w.on_device = from_work
     w.budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
@@ -267,6 +279,7 @@ class _Walk:
         self.segments: list[Stretch | _Run] = []
         self.end_ns = end_ns
         self.budget = 0  # steps left (``critical_path`` sets it): a cycle would be a bug
+        self.latency = LAUNCH_LATENCY  # what a launch's wait for its kernel is called
         self._windows: dict[int, _Window] = {}
 
     def window(self, lane: int, tl: HostTimeline) -> _Window:
@@ -482,7 +495,10 @@ class _Walk:
             # a launch made before the step (work queued by the previous one) is
             # charged from the step's start only: the walk ends there
             lo = max(edge_at, start_ns)
-            self.charge("launch_latency", host, "launch latency", lo, t, launch)
+            # a wait the trace cannot explain is no thread's (``NOT_SHOWN``): the launch
+            # stays the stretch's row, the walk goes on inside it all the same
+            self.charge("launch_latency", host if self.latency == LAUNCH_LATENCY else None,
+                        self.latency, lo, t, launch)
             self.t = lo
             if host in self.timelines:
                 self.lane = host
