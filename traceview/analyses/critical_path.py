@@ -410,11 +410,8 @@ class _Walk:
         near = (rs < t) & (rend > max(g0, lo))  # the ranges held over some of (lo, t)
         if not near.any():
             return None
-        mine = self.work(lane)
-        if frame >= 0:  # the frame's own time is the holding, not work
-            _, _, start, end, _ = self.columns(lane, self.timelines[lane])
-            mask = np.asarray(self.window(lane, self.timelines[lane]).owner_a == frame)
-            mine = intervals.subtract(mine, intervals.union(start[mask], end[mask]))
+        mine = self.work(lane) if frame < 0 else self._work_in_frame(lane, frame,
+                                                                      int(rs[0]), int(rend[0]))
         xs, xe = mine
         nx = int(xs.size)
         for r0, r1, row in zip(rs[near].tolist(), rend[near].tolist(), rrows[near].tolist(),
@@ -455,6 +452,22 @@ class _Walk:
         if best is None:
             return None
         return -best[2], best[3], best[1], best[5]
+
+    def _work_in_frame(self, lane: int, frame: int, r0: int, r1: int) -> intervals.Set:
+        """The thread's work inside [r0, r1), the span of its Python frame ``frame``, less
+        the frame's own time (the holding, not work): all ``_held`` reads of the
+        holder's work for a frame (the work before the frame and after it reads as the
+        frame's bounds), cut from the thread's work and segments by position, not by a
+        pass over the step: a walk can stand on thousands of such frames."""
+        xs, xe = self.work(lane)
+        i = int(np.searchsorted(xe, r0, side="right"))
+        k = int(np.searchsorted(xs, r1, side="left"))
+        inside = intervals.clip((xs[i:k], xe[i:k]), r0, r1)
+        _, _, start, end, _ = self.columns(lane, self.timelines[lane])
+        j0 = max(int(np.searchsorted(start, r0, side="left")) - 1, 0)
+        j1 = int(np.searchsorted(start, r1, side="left"))
+        mask = self.window(lane, self.timelines[lane]).owner_a[j0:j1] == frame
+        return intervals.subtract(inside, intervals.union(start[j0:j1][mask], end[j0:j1][mask]))
 
     def _run_from(self, lane: int, start: np.ndarray, end: np.ndarray,
                   cat: np.ndarray, held: np.ndarray, *, inside: bool) -> list[int]:

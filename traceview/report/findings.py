@@ -289,7 +289,7 @@ def _held_categories(ex: Analysis, held: list[HeldWait],
     top = sorted(rest + waits, key=lambda kv: -kv[1])
     found["held_range_waits"] = {who: h.ns for who, h in whose}
     found["held_ranges"] = {who: dict(h.held) for who, h in whose}
-    more = {who: [n for n, _ in h.held[1:]] for who, h in whose if len(h.held) > 1}
+    more = {who: [name for name, _ in h.held[1:]] for who, h in whose if len(h.held) > 1}
     if more:
         found["held_ranges_more"] = more
     found["untraced_not_waiting_ns"] = whole.get("untraced", 0) - taken.get("untraced", 0)
@@ -326,9 +326,9 @@ def _held_categories(ex: Analysis, held: list[HeldWait],
         rels += [rel("sum", *(a for _, a in parts), "held_all"),
                  rel("sum", *(left for left, _ in parts), *wait_names, "held_all")]
     for who, h in whose:
-        names = [f"held:{who}:{n}" for n, _ in h.held]
-        figs += [Figure(f"held:{who}:{n}", ns, evidence("held_ranges" + pointer(who, n)))
-                 for n, ns in h.held]
+        names = [f"held:{who}:{name}" for name, _ in h.held]
+        figs += [Figure(f"held:{who}:{name}", ns, evidence("held_ranges" + pointer(who, name)))
+                 for name, ns in h.held]
         rels.append(rel("sum", *names, f"host:{HELD_WAIT}{who}"))
         rels += [rel("ge", names[0], x) for x in names[1:]]
         if who in more:
