@@ -260,3 +260,27 @@ def _launch_waits(events: list[dict], a: int, b: int) -> int:
             if a <= st < b and c in launch_end:
                 total += max(0, st - launch_end[c])
     return total
+
+
+def test_the_annotated_path_says_what_the_steps_path_says(tb, tmp_path):
+    """``--annotate``'s critical-path track of the hand-worked step numbered every third:
+    the launch's 88 us wait is one slice ``not in the trace`` on ``unknown``, none is
+    launch latency, and the path's slices tile the step."""
+    from typer.testing import CliRunner
+
+    from traceview.cli.app import app
+
+    _waited_step(tb, lambda k: 3 * k)
+    path, out = tb.write(tmp_path / "t.json"), tmp_path / "t.annotated.json.gz"
+    res = CliRunner().invoke(app, ["explain", str(path), "--annotate", str(out)])
+    assert res.exit_code == 0, res.output
+    on_path = [e for e in json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+               if e.get("cat") == "traceview" and e.get("ph") == "X"
+               and "kind" in e.get("args", {}) and "resource" in e["args"]]
+    assert sum(e["args"]["ns"] for e in on_path) == 300 * US
+    latency = [(e["args"]["resource"], e["args"]["ns"]) for e in on_path
+               if e["args"]["kind"] == "launch_latency"]
+    assert latency == [("unknown", 88 * US)]
+    assert not [e for e in on_path if e["name"] == "launch latency"]
+    assert [e["name"] for e in on_path if e["args"]["kind"] == "launch_latency"] == \
+        ["not in the trace"]
