@@ -23,6 +23,7 @@ import pytest
 import traceview
 from tracebuilder import TraceBuilder
 from traceview.report.claims import Relation, check_all
+from traceview.report.claims import from_json as claims_from_json
 from traceview.units import fmt_ns
 
 MAIN, AUTOGRAD, HELPER, BESIDE = 100, 200, 300, 400
@@ -185,19 +186,32 @@ def verdict_of(r):
     return next(f for f in r.findings if f.id in ("host-bound", "sync-stalled", "device-bound"))
 
 
-def held_words(r, thread: str, waited: int, untraced: int) -> None:
+def innermost_range(events: list[dict], tid, a: int, b: int) -> str:
+    """The name of the shortest range (``user_annotation``) of thread ``tid`` holding all
+    of [a, b): the range the thread held while it waited there."""
+    return min(((ns(e["dur"]), e["name"]) for e in events
+                if e.get("ph") == "X" and e["tid"] == tid and e.get("cat") == "user_annotation"
+                and ns(e["ts"]) <= a and b <= ns(e["ts"]) + ns(e["dur"])))[1]
+
+
+def held_words(r, thread: str, waited: int, untraced: int, held: str) -> None:
     """The verdict names the main thread's silence while the path stood on ``thread``
-    as waiting for it, and the rest of its silence as untraced: figures the claim cites,
-    the two adding up to the call's untraced time as its row holds it, and every claim
-    holding against the report's JSON."""
+    as waiting for it, holding ``held``, and the rest of its silence as untraced:
+    figures the claim cites (the range's name in its figure's name and path), the two
+    adding up to the call's untraced time as its row holds it, and every claim holding
+    against the report's JSON."""
     v = verdict_of(r)
     assert v.evidence["held_range_waits"] == {thread: waited}
+    assert v.evidence["held_ranges"] == {thread: {held: waited}}
     assert v.evidence["untraced_not_waiting_ns"] == untraced
-    assert (f"waiting for {thread} {fmt_ns(waited)} (holding a range while that thread "
+    assert (f"waiting for {thread} {fmt_ns(waited)} (holding {held} while that thread "
             "works)") in v.message, v.message
     assert f"untraced {fmt_ns(untraced)}" in v.message, v.message
     claim = next(c for c in r.claims if c.id == v.id)
     assert claim.value(f"host:waiting for {thread}") == waited
+    assert claim.value(f"held:{thread}:{held}") == waited
+    assert Relation("sum", (f"held:{thread}:{held}", f"host:waiting for {thread}")) \
+        in claim.relations
     assert Relation("sum", ("host:untraced", f"host:waiting for {thread}", "untraced_all")) \
         in claim.relations
     assert claim.value("untraced_all") \
@@ -220,7 +234,9 @@ def test_the_verdict_names_the_held_range_as_a_wait_for_the_autograd_thread(tmp_
     untraced = (b - a) - covered(mine, a, b) - waited
     assert (waited, untraced) == (61_400, 14_500)  # the builder's numbers, read back
     assert verdict_of(r).id == "host-bound"
-    held_words(r, "pt_autograd_0 [7/200]", waited, untraced)
+    held = innermost_range(events, MAIN, g0, q)
+    assert held == "## backward ##"  # not the step's own range, which holds it too
+    held_words(r, "pt_autograd_0 [7/200]", waited, untraced, held)
 
 
 def test_without_the_autograd_thread_the_verdict_names_no_wait(tmp_path: Path):
@@ -269,4 +285,226 @@ def test_hta_nccl_verdict_names_the_wait_for_the_autograd_thread():
     waited = q - g0
     untraced = (b - a) - covered(mine, a, b) - waited
     assert waited > untraced  # the wait, not the untraced Python, holds most of it
-    held_words(r, f"pt_autograd_0 [{meta['pid']}/{autograd}]", waited, untraced)
+    held = innermost_range(events, main, g0, q)
+    assert held == "## backward ##"
+    held_words(r, f"pt_autograd_0 [{meta['pid']}/{autograd}]", waited, untraced, held)
+
+
+def two_held_step() -> TraceBuilder:
+    """One 300 us step whose main thread holds two ranges in turn while the autograd
+    thread works inside each: ``## backward ##`` [10, 70) us (the autograd thread's
+    nodes [15, 35) and [36, 60)) and ``## recompute ##`` [180, 220) us (its node
+    [185, 210)), with a 98 us op of the main thread's own between them (the step's
+    range holds both, but the main thread works more than the autograd thread inside
+    it: it is no range the main thread waited in)."""
+    tb = TraceBuilder(pid=7, tid=MAIN)
+    tb.raw({"ph": "M", "name": "thread_name", "pid": 7, "tid": AUTOGRAD,
+            "args": {"name": "pt_autograd_0"}})
+    tb.annotation("ProfilerStep#1", 0, 300_000)
+    tb.op("aten::mm", 1_000, 4_000)
+    tb.launched_kernel("mm_kernel", 2_000, 500, 3_000, 1_000)
+    for name, r0, r1, nodes in (("## backward ##", 10_000, 70_000,
+                                 ((15_000, 35_000), (36_000, 60_000))),
+                                ("## recompute ##", 180_000, 220_000, ((185_000, 210_000),))):
+        tb.annotation(name, r0, r1 - r0)
+        tb.op("aten::ones_like", r0 + 500, 1_000)
+        for a, b in nodes:
+            tb.op("autograd::engine::evaluate_function: MulBackward0", a, b - a, tid=AUTOGRAD)
+            tb.launched_kernel("mul_backward_kernel", a + 1_000, 500, a + 2_000, 1_000,
+                               tid=AUTOGRAD)
+    tb.op("aten::add", 72_000, 98_000)
+    tb.op("Optimizer.step#SGD.step", 225_000, 70_000)
+    tb.launched_kernel("sgd_kernel", 226_000, 500, 227_000, 1_000)
+    return tb
+
+
+def test_a_wait_over_two_ranges_names_the_biggest_and_counts_the_other(tmp_path: Path):
+    """The path crosses to the autograd thread once in each range; the verdict's wait is
+    the main thread's silence in both stretches (counted here from the raw events, each
+    stretch from the main thread's last own event before the autograd thread's first
+    node in the range to the end of its last), names ``## backward ##`` (the bigger
+    part) and says ``and 1 more``: both parts are cited, adding up to the wait."""
+    path = two_held_step().write(tmp_path / "two.json")
+    events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
+    r = traceview.analyze(path)
+    (row,) = r.steps.steps
+    mine = own(events, MAIN)
+    parts = {}
+    for name, r0, r1 in (("## backward ##", 10_000, 70_000), ("## recompute ##", 180_000, 220_000)):
+        g0, q = held_wait(events, MAIN, AUTOGRAD, r0, r1)
+        parts[name] = (q - g0) - covered(mine, g0, q)
+    assert parts == {"## backward ##": 48_500, "## recompute ##": 28_500}  # read back
+    assert row.path_edges.get("range_to_thread") == 2
+    assert on(row, "pt_autograd_0") == 48_500 + 28_500
+    waited = sum(parts.values())
+    thread = "pt_autograd_0 [7/200]"
+    v = verdict_of(r)
+    assert v.evidence["held_range_waits"] == {thread: waited}
+    assert v.evidence["held_ranges"] == {thread: parts}
+    assert v.evidence["held_ranges_more"] == {thread: ["## recompute ##"]}
+    assert (f"waiting for {thread} {fmt_ns(waited)} (holding ## backward ## and 1 more while "
+            "that thread works)") in v.message, v.message
+    claim = next(c for c in r.claims if c.id == v.id)
+    assert claim.value(f"held_more:{thread}") == 1
+    assert Relation("sum", (f"held:{thread}:## backward ##", f"held:{thread}:## recompute ##",
+                            f"host:waiting for {thread}")) in claim.relations
+    assert Relation("ge", (f"held:{thread}:## backward ##",
+                           f"held:{thread}:## recompute ##")) in claim.relations
+    assert check_all(r.claims, r.to_dict()) == []
+    # a claim counting two other ranges is caught
+    doc = r.to_dict()
+    (j,) = [k for k, c in enumerate(doc["claims"]) if c["id"] == v.id]
+    for f in doc["claims"][j]["figures"]:
+        if f["name"] == f"held_more:{thread}":
+            f["value"] = 2
+    assert any("held_more" in p for p in check_all([claims_from_json(doc["claims"][j])], doc))
+
+
+WORKER = 500
+ENGINE = "torch/autograd/graph.py(823): _engine_run_backward"
+
+
+def frame_step(worker_pid: int = 7) -> TraceBuilder:
+    """One 100 us step of a ``with_stack`` trace: the main thread's ``backward`` frames,
+    the innermost, ``_engine_run_backward`` [8.2, 69.8) us, with nothing under it (the
+    engine's own ``run_backward`` not recorded), while a thread of its process (named
+    ``worker``: nothing in its name says autograd) runs two ops [12, 30) and [31, 65) us
+    that launch kernels. The main thread's own ops before and after."""
+    tb = TraceBuilder(pid=7, tid=MAIN)
+    tb.raw({"ph": "M", "name": "thread_name", "pid": worker_pid, "tid": WORKER,
+            "args": {"name": "worker"}})
+    tb.annotation("ProfilerStep#1", 0, 100_000)
+    tb.op("aten::mm", 1_000, 4_000)
+    tb.launched_kernel("mm_kernel", 2_000, 500, 3_000, 1_000)
+    tb.py("torch/_tensor.py(626): backward", 8_000, 62_000)
+    tb.py("torch/autograd/__init__.py(347): backward", 8_100, 61_800)
+    tb.py(ENGINE, 8_200, 61_600)
+    for a, b in ((12_000, 30_000), (31_000, 65_000)):
+        ev = tb.op("aten::mul", a, b - a, tid=WORKER)
+        ev["pid"] = worker_pid
+        tb.launched_kernel("mul_kernel", a + 1_000, 500, a + 2_000, 1_000, tid=WORKER)
+        tb.events[-2]["pid"] = worker_pid  # the launch
+    tb.op("aten::add", 72_000, 4_000)
+    tb.launched_kernel("add_kernel", 73_000, 500, 74_000, 1_000)
+    return tb
+
+
+def blocked_frame(events: list[dict], main, worker) -> tuple[dict, int, int]:
+    """Counted from the raw events: the main thread's Python frame with no event of its
+    thread inside it that holds another thread's ops of its process, and the stretch
+    that thread's work stands for on the path: from the frame's start, or the end of
+    the main thread's last event inside it before the other thread's first op, to the
+    end of the other thread's last op inside the frame."""
+    def span(e):
+        return ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+
+    mine = [e for e in events if e.get("ph") == "X" and e["tid"] == main]
+    for f in mine:
+        if f.get("cat") != "python_function":
+            continue
+        f0, f1 = span(f)
+        if any(e is not f and f0 <= span(e)[0] and span(e)[1] <= f1 for e in mine):
+            continue  # work under the frame
+        theirs = [span(e) for e in events if e.get("ph") == "X" and e["tid"] == worker
+                  and e["pid"] == f["pid"] and f0 <= span(e)[0] and span(e)[1] <= f1]
+        if theirs:
+            first = min(a for a, _ in theirs)
+            g0 = max([f0] + [span(e)[1] for e in mine if f0 <= span(e)[1] <= first
+                             and not (span(e)[0] <= f0 and f1 <= span(e)[1])])
+            return f, g0, max(b for _, b in theirs)
+    raise AssertionError("no blocked frame")
+
+
+def test_a_frame_blocked_while_another_thread_works_hands_the_path_to_it(tmp_path: Path):
+    """The walk crosses from the main thread's blocked frame to the worker as from a
+    held range: the worker stands for the stretch (its ops and its silence between
+    them, each ns once), the main thread keeps the rest of the step (the frame's own
+    time after the worker's last op, the wake-up, among it), and the verdict names the
+    main thread's frame time in the stretch as its wait for the worker, in that frame."""
+    path = frame_step().write(tmp_path / "frame.json")
+    events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
+    frame, g0, q = blocked_frame(events, MAIN, WORKER)
+    assert (frame["name"], g0, q) == (ENGINE, 8_200, 65_000)  # the builder's, read back
+    r = traceview.analyze(path)
+    (row,) = r.steps.steps
+    assert row.path_edges.get("range_to_thread") == 1
+    assert on(row, "worker") == q - g0
+    assert on(row, "worker", "untraced") == (q - g0) - covered(own(events, WORKER), g0, q)
+    assert on(row, "main thread") == row.wall_ns - (q - g0)
+    assert sum(p.ns for p in row.critical_path) == row.wall_ns == 100_000
+    thread = "worker [7/500]"
+    v = verdict_of(r)
+    # the frame has nothing under it: all of the stretch is its own time
+    assert v.evidence["held_range_waits"] == {thread: q - g0}
+    assert v.evidence["held_ranges"] == {thread: {ENGINE: q - g0}}
+    assert (f"waiting for {thread} {fmt_ns(q - g0)} (in {ENGINE} while that thread works)"
+            in v.message), v.message
+    # the wait comes out of the frame's category, whose rest is cited beside it
+    claim = next(c for c in r.claims if c.id == v.id)
+    cat = next(c for c, n in r.calls.per_call[r.typical_call.index].categories.items()
+               if c not in ("untraced", "wait") and f"{c}_all" in
+               {f.name for f in claim.figures})
+    assert v.evidence["held_not_waiting_ns"] == {
+        cat: r.calls.per_call[r.typical_call.index].categories[cat] - (q - g0)}
+    assert check_all(r.claims, r.to_dict()) == []
+
+
+def test_a_blocked_frame_with_no_other_thread_working_stays_the_threads(tmp_path: Path):
+    """The same step with the worker in another process: nothing of the main thread's
+    process worked inside the frame, so the path never crosses and the frame's time is
+    the main thread's own category, as before."""
+    path = frame_step(worker_pid=8).write(tmp_path / "alone.json")
+    r = traceview.analyze(path)
+    (row,) = r.steps.steps
+    assert "range_to_thread" not in row.path_edges
+    assert not any(p.resource.startswith("worker") for p in row.critical_path)
+    assert "held_range_waits" not in verdict_of(r).evidence
+    assert sum(p.ns for p in row.critical_path) == row.wall_ns
+
+
+def test_hta_nccl_with_the_main_thread_in_a_frame_crosses_by_the_frame(tmp_path: Path):
+    """HTA's NCCL trace with a Python frame written on its main thread over each step's
+    held stretch (from its last own event before ``pt_autograd_0``'s first to its next
+    after ``pt_autograd_0``'s last, counted from the raw events): the main thread now
+    sits in a frame with nothing under it, no longer only holds ``## backward ##``, and
+    the path crosses to ``pt_autograd_0`` by the frame, for the same stretch as without
+    it; the main thread's wake-up (``pt_autograd_0``'s last work to the frame's end) is
+    the frame's own time instead of untraced, and the verdict names the frame."""
+    path = public_corpus.locate(HTA_NCCL)
+    if path is None:
+        pytest.skip(f"{HTA_NCCL} is not in this machine's corpus copy")
+    doc = json.loads(gzip.decompress(path.read_bytes()), parse_float=Decimal)
+    events = doc["traceEvents"]
+    meta = next(e for e in events if e.get("ph") == "M"
+                and e.get("name") == "thread_name" and "pt_autograd_0" in e["args"]["name"])
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["tid"]) for e in events
+                   if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
+    (main,) = {tid for _, _, tid in steps}
+    mine = own(events, main)
+    stretch = {}
+    for a, b, _ in steps:
+        g0, q = held_wait(events, main, meta["tid"], a, b)
+        h1 = min(s for s, _ in mine if s >= q)  # the main thread's next own event
+        stretch[a] = (g0, q, h1)
+        events.append({"ph": "X", "cat": "python_function", "name": ENGINE, "pid": meta["pid"],
+                       "tid": main, "ts": Decimal(g0) / 1000, "dur": Decimal(h1 - g0) / 1000,
+                       "args": {}})
+    framed = tmp_path / "framed.json"
+    framed.write_text(json.dumps(doc, default=str))
+    before, after = traceview.analyze(path), traceview.analyze(framed)
+    for b_row, a_row in zip(before.steps.steps, after.steps.steps, strict=True):
+        g0, q, h1 = stretch[a_row.start_ns]
+        assert a_row.path_edges.get("range_to_thread") == 1
+        assert on(a_row, "pt_autograd_0") == on(b_row, "pt_autograd_0") == q - g0
+        # the main thread's wake-up moved from its untraced time to the frame's category
+        assert on(b_row, "pt_main_thread", "untraced") - on(a_row, "pt_main_thread", "untraced") \
+            == h1 - q
+        assert on(a_row, "pt_main_thread") == on(b_row, "pt_main_thread")
+        assert sum(p.ns for p in a_row.critical_path) == a_row.wall_ns
+    g0, q, _ = stretch[after.typical_call.start_ns]
+    thread = f"pt_autograd_0 [{meta['pid']}/{meta['tid']}]"
+    v = verdict_of(after)
+    assert v.evidence["held_ranges"] == {thread: {ENGINE: q - g0}}
+    assert f"waiting for {thread} {fmt_ns(q - g0)} (in {ENGINE} while that thread works)" \
+        in v.message, v.message
+    assert check_all(after.claims, after.to_dict()) == []

@@ -25,7 +25,12 @@ charging every nanosecond it passes to exactly one owner:
     first to its last instant, and outweigh the holder's own work in between (the
     engine's calling thread runs a few nodes itself); of several such threads, the one
     that worked most. A thread working beside the holder, or a short call of a helper
-    thread inside a pause of the Python, fails these and the pause stays untraced;
+    thread inside a pause of the Python, fails these and the pause stays untraced. A
+    Python frame's own time (a frame with nothing under it: ``_engine_run_backward``
+    whose ``run_backward`` the profiler did not record, a ``join()``) is held the same
+    way, the frame for the range, its own time no work of the holder's; the wake-up is
+    then charged to the frame's category. Each crossing keeps the row of the range (or
+    frame) held, the innermost of those that say the same (the verdict names it);
   - a thread other than the step's that has nothing recorded (untraced) or waits itself
     hands the path back to the thread that waited for it, or, reached through a launch,
     to the step's thread, at the same instant; inside a wait, the untraced time of the
@@ -34,7 +39,9 @@ charging every nanosecond it passes to exactly one owner:
   for: the previous work on its stream when that ended after the launch was issued
   (**queued** behind it), else its launch (**launch -> kernel** edge: the time from the
   launch call to the kernel's start is **launch latency**, and the path continues on the
-  launching thread inside the launch call); when neither explains its start and work on
+  launching thread inside the launch call; in a trace that lost events after the profiler
+  wrote it, that stretch is ``NOT_SHOWN``: the kernel may have waited behind removed
+  work, as the device's idle by cause says too); when neither explains its start and work on
   another stream ended later, the path follows that stream (a **cross-stream wait**,
   inferred from the timing; Kineto records no event dependency). CUDA-graph kernels
   link to their ``cudaGraphLaunch`` the same way.
@@ -70,16 +77,22 @@ RUN_MIN = 16
 # a thread waited for by a thread holding only a range fills at least this share of the
 # held stretch, from its first to its last instant of work there (HELD_NUM / HELD_DEN)
 HELD_NUM, HELD_DEN = 1, 2
+LAUNCH_LATENCY = "launch latency"
+# what a launch's wait for its kernel is in a trace that lost events after the profiler
+# wrote it (``integrity.Numbering.removed``): the kernel may have started late behind
+# work that was removed, which no launch path explains (``steps._idle_causes`` too)
+NOT_SHOWN = "not in the trace"
 # the host categories of ranges: labels that own no time (``host.LABEL_CATS``)
 RANGE_CATS = LABEL_CATS - DEVICE_CATS
 
-Ranges = dict[int, tuple[np.ndarray, np.ndarray]]  # host lane -> range starts, ends (int64)
+# host lane -> its ranges' starts, ends (int64) and slice rows
+Ranges = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
 _Columns = tuple[int, int, np.ndarray, np.ndarray, np.ndarray]  # ``_Walk.columns``
 
 
 def host_ranges(trace: Trace) -> Ranges:
     """Each host thread's ranges (``record_function`` labels, profiler spans): their
-    starts and ends, sorted by start. Found once per trace (``analyze_steps``), not per
+    starts, ends and rows, sorted by start. Found once per trace (``analyze_steps``), not per
     step: a step's walk reads those overlapping it."""
     s = trace.slices
     rows = trace.rows_of_cats(RANGE_CATS)
@@ -92,14 +105,17 @@ def host_ranges(trace: Trace) -> Ranges:
         r = rows[lanes == lane]
         st = np.asarray(s.start[r], np.int64)
         order = np.argsort(st, kind="stable")
-        out[int(lane)] = (st[order], np.asarray(s.end[r], np.int64)[order])
+        out[int(lane)] = (st[order], np.asarray(s.end[r], np.int64)[order],
+                          np.asarray(r, np.int64)[order])
     return out
 
 
 @dataclass(frozen=True)
 class PathItem:
     kind: PathKind
-    lane: int | None  # host lane (host, launch_latency) or device lane (device, queued)
+    # host lane (host, launch_latency) or device lane (device, queued); None for a
+    # launch's wait in a trace that lost events (``NOT_SHOWN``): no thread's
+    lane: int | None
     what: str  # the host category, or the kernel/copy name
     ns: int
 
@@ -130,10 +146,10 @@ class CriticalPath:
     # thread's plain segments one after another (``stretches`` reads them out)
     pieces: tuple[Stretch | _Run, ...] = field(default=(), compare=False, repr=False)
     # where the path crossed from a thread holding only a range to the thread working
-    # inside it: (holder lane, that thread's lane, start, end), the stretch the other
-    # thread stands for on the path (the holder waited for it then, whatever its own
-    # timeline calls that time), in the walk's order
-    held: tuple[tuple[int, int, int, int], ...] = field(default=(), compare=False)
+    # inside it: (holder lane, that thread's lane, start, end, the range's slice row),
+    # the stretch the other thread stands for on the path (the holder waited for it
+    # then, whatever its own timeline calls that time), in the walk's order
+    held: tuple[tuple[int, int, int, int, int], ...] = field(default=(), compare=False)
 
     @functools.cached_property
     def stretches(self) -> tuple[Stretch, ...]:
@@ -197,14 +213,17 @@ class _Device:
 
 def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
                   timelines: dict[int, HostTimeline], work_rows: np.ndarray,
-                  from_work: int | None = None, ranges: Ranges | None = None) -> CriticalPath:
+                  from_work: int | None = None, ranges: Ranges | None = None, *,
+                  removed: bool = False) -> CriticalPath:
     """The path of [start_ns, end_ns), walked back from its end on the step's thread, or
     on the device work row ``from_work`` when the step's extent ends with work it
     launched that outlasted its range (nothing on the host was waiting for it there).
-    ``ranges``: ``host_ranges(trace)``, when the caller has it."""
+    ``ranges``: ``host_ranges(trace)``, when the caller has it. ``removed``: the trace
+    lost events after the profiler wrote it (a launch's wait is then ``NOT_SHOWN``)."""
     if ranges is None:
         ranges = host_ranges(trace)
     w = _Walk(trace, start_ns, end_ns, step_lane, timelines, _Device(trace, work_rows), ranges)
+    w.latency = NOT_SHOWN if removed else LAUNCH_LATENCY
     if from_work is not None:
         w.on_device = from_work
     w.budget = 20 * (sum(tl.seg_start.size for tl in timelines.values()) + work_rows.size) + 100
@@ -218,8 +237,8 @@ def critical_path(trace: Trace, start_ns: int, end_ns: int, step_lane: int,
                          key=lambda i: (-i.ns, i.kind, str(i.lane), i.what)))
     # a crossing the walk never came back from (it ended, or left through the device)
     # is taken from the held stretch's start: the holder waited no longer than that
-    held = tuple((int(h), int(o), int(lo if x is None else x), int(q))  # type: ignore[arg-type]
-                 for h, o, x, q, lo in w.held)
+    held = tuple((int(h), int(o), int(lo if x is None else x), int(q), int(r))  # type: ignore[arg-type]
+                 for h, o, x, q, lo, r in w.held)
     path = CriticalPath(start_ns, end_ns, items, w.edges, tuple(w.segments), held)
     if path.total_ns != end_ns - start_ns:
         raise IdentityError(f"critical path {path.total_ns} != step {end_ns - start_ns}")
@@ -243,6 +262,10 @@ class _Walk:
         untraced_code = cats.index(UNTRACED) if UNTRACED in cats else -2
         self.untraced_code = untraced_code
         self.idle_codes = {untraced_code, self.wait_code}
+        # Python frames (``python_function``): a frame with no work under it while another
+        # thread of its process works is held as a range is (``_held``)
+        self.frame_cat = trace.cat_names.index("python_function") \
+            if "python_function" in trace.cat_names else -1
         # the other threads of each thread's process: where a thread holding a range may
         # have waited (``_held``)
         lanes = trace.lanes
@@ -251,7 +274,7 @@ class _Walk:
         self.ranges = ranges
         self._work: dict[int, intervals.Set] = {}
         self._columns: dict[int, _Columns] = {}
-        self._step_ranges: dict[int, intervals.Set] = {}
+        self._step_ranges: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.got: Counter = Counter()
         self.edges: Counter = Counter()
         self.t = end_ns
@@ -259,14 +282,16 @@ class _Walk:
         self.on_device: int | None = None  # device row the walk stands on
         self.returns: list[tuple[int, int]] = []  # (waiting lane, wait start)
         # held-range crossings: [holder, other, where the walk came back (None: not yet),
-        # the other thread's last work before the hop, the held stretch's start]; an open
-        # one ends when ``returns`` is popped back to the depth it was pushed at
+        # the other thread's last work before the hop, the held stretch's start, the
+        # range's row]; an open one ends when ``returns`` is popped back to the depth it
+        # was pushed at
         self.held: list[list[int | None]] = []
         self._held_open: list[tuple[int, int]] = []  # (depth in ``returns``, index in held)
         # PathSegment's fields, or a ``_Run`` of them, in the walk's (backward) order
         self.segments: list[Stretch | _Run] = []
         self.end_ns = end_ns
         self.budget = 0  # steps left (``critical_path`` sets it): a cycle would be a bug
+        self.latency = LAUNCH_LATENCY  # what a launch's wait for its kernel is called
         self._windows: dict[int, _Window] = {}
 
     def window(self, lane: int, tl: HostTimeline) -> _Window:
@@ -278,7 +303,7 @@ class _Walk:
             j0, j1, start, end, cat = self.columns(lane, tl)
             pos = tl.seg_pos[j0:j1]
             owner = np.where(pos >= 0, tl.rows[np.maximum(pos, 0)] if tl.rows.size else -1, -1)
-            held = self._may_cross(lane, start, end, cat)
+            held = self._may_cross(lane, start, end, cat, owner)
             run_from = self._run_from(lane, start, end, cat, held, inside=False)
             w = self._windows[lane] = _Window(
                 start.tolist(), end.tolist(), cat.tolist(), owner.tolist(), run_from,
@@ -311,26 +336,33 @@ class _Walk:
             got = self._work[lane] = intervals.union(start[busy], end[busy])
         return got
 
-    def step_ranges(self, lane: int) -> intervals.Set:
+    def step_ranges(self, lane: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The thread's ranges overlapping the step, clipped to it, sorted by start
-        (nested, so not a disjoint set)."""
+        (nested, so not a disjoint set), and their rows."""
         got = self._step_ranges.get(lane)
         if got is None:
-            st, en = self.ranges.get(lane, intervals.EMPTY)
+            found = self.ranges.get(lane)
+            if found is None:
+                empty = np.zeros(0, np.int64)
+                found = (empty, empty, empty)
+            st, en, rows = found
             keep = (st < self.end_ns) & (en > self.start_ns)
             got = self._step_ranges[lane] = (np.maximum(st[keep], self.start_ns),
-                                             np.minimum(en[keep], self.end_ns))
+                                             np.minimum(en[keep], self.end_ns), rows[keep])
         return got
 
     def _may_cross(self, lane: int, start: np.ndarray, end: np.ndarray,
-                   cat: np.ndarray) -> np.ndarray:
+                   cat: np.ndarray, owner: np.ndarray) -> np.ndarray:
         """For each segment of a window: whether it is untraced time of a thread holding
-        a range while another thread of its process worked (what ``_held`` needs; it
-        decides): only these are looked at when the walk stands on them."""
+        a range, or a Python frame's own time (no sync or wait: those hand the path on
+        themselves), while another thread of its process worked (what ``_held`` needs;
+        it decides): only these are looked at when the walk stands on them."""
         out = np.zeros(start.size, bool)
-        if not self.peers.get(lane) or not self.step_ranges(lane)[0].size:
+        if not self.peers.get(lane):
             return out
-        gap = cat == self.untraced_code
+        gap = self._frames(cat, owner)
+        if self.step_ranges(lane)[0].size:
+            gap |= cat == self.untraced_code
         for other in self.peers[lane]:
             ws, we = self.work(other)
             if ws.size:
@@ -342,27 +374,48 @@ class _Walk:
                 out |= hit
         return out & gap
 
-    def _held(self, lane: int, g0: int, g1: int, t: int, lo: int) -> tuple[int, int, int] | None:
+    def _frames(self, cat: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        """Which segments are a Python frame's own time, of a category the walk does not
+        leave the thread at by itself (a sync, a wait)."""
+        if self.frame_cat < 0 or owner.size == 0:
+            return np.zeros(owner.size, bool)
+        own = owner >= 0
+        own[own] = self.s.cat[owner[own]] == self.frame_cat
+        return own & ~np.isin(cat, [c for c in (self.sync_code, self.wait_code) if c >= 0])
+
+    def _held(self, lane: int, g0: int, g1: int, t: int, lo: int,
+              frame: int = -1) -> tuple[int, int, int, int] | None:
         """Standing at ``t`` in the thread's untraced stretch [g0, g1) (the walk goes no
         further back than ``lo``): the thread of its process it waited for while holding
         a range, as (that thread, the end of its last work before ``t``, where the wait
-        began), or None. For each range held over some of (lo, t) and each other thread,
+        began, the range's row), or None. ``frame``: the stretch is instead that Python
+        frame's own time, and the frame is the range held, its own time no work of the
+        holder's (a frame blocked in ``join()`` or ``backward()`` while another thread
+        does the work). For each range held over some of (lo, t) and each other thread,
         that thread's work over the range must lie inside it and start and end while the
         holder is silent; the held stretch runs from the holder's last own work before it
         to its next after it, inside the range. That work must span at least half the held
         stretch and outweigh the holder's own work inside its span (the autograd engine's
         calling thread runs a few nodes itself, AccumulateGrad), and it must have ended
         after ``g0``: else the holder's own work after it came last. Of several, the one
-        that worked most."""
-        best: tuple[int, int, int, int] | None = None  # (work, held start, other, its end)
-        rs, rend = self.step_ranges(lane)
+        that worked most; of ranges that say the same, the innermost (the one named)."""
+        # (work, held start, other, its end, -the range's length, its row)
+        best: tuple[int, int, int, int, int, int] | None = None
+        if frame >= 0:
+            rs = np.asarray([max(int(self.s.start[frame]), self.start_ns)], np.int64)
+            rend = np.asarray([min(int(self.s.end[frame]), self.end_ns)], np.int64)
+            rrows = np.asarray([frame], np.int64)
+        else:
+            rs, rend, rrows = self.step_ranges(lane)
         near = (rs < t) & (rend > max(g0, lo))  # the ranges held over some of (lo, t)
         if not near.any():
             return None
-        mine = self.work(lane)
+        mine = self.work(lane) if frame < 0 else self._work_in_frame(lane, frame,
+                                                                      int(rs[0]), int(rend[0]))
         xs, xe = mine
         nx = int(xs.size)
-        for r0, r1 in zip(rs[near].tolist(), rend[near].tolist(), strict=True):
+        for r0, r1, row in zip(rs[near].tolist(), rend[near].tolist(), rrows[near].tolist(),
+                               strict=True):
             for other in self.peers[lane]:
                 ws, we = self.work(other)
                 # its work intervals overlapping the range, all inside it
@@ -393,12 +446,28 @@ class _Walk:
                 q = min(int(we[k]), t)
                 if q <= max(g0, lo):
                     continue
-                key = (done, h0, -other, q)
-                if best is None or key > best:
+                key = (done, h0, -other, q, r0 - r1, row)
+                if best is None or key[:5] > best[:5]:
                     best = key
         if best is None:
             return None
-        return -best[2], best[3], best[1]
+        return -best[2], best[3], best[1], best[5]
+
+    def _work_in_frame(self, lane: int, frame: int, r0: int, r1: int) -> intervals.Set:
+        """The thread's work inside [r0, r1), the span of its Python frame ``frame``, less
+        the frame's own time (the holding, not work): all ``_held`` reads of the
+        holder's work for a frame (the work before the frame and after it reads as the
+        frame's bounds), cut from the thread's work and segments by position, not by a
+        pass over the step: a walk can stand on thousands of such frames."""
+        xs, xe = self.work(lane)
+        i = int(np.searchsorted(xe, r0, side="right"))
+        k = int(np.searchsorted(xs, r1, side="left"))
+        inside = intervals.clip((xs[i:k], xe[i:k]), r0, r1)
+        _, _, start, end, _ = self.columns(lane, self.timelines[lane])
+        j0 = max(int(np.searchsorted(start, r0, side="left")) - 1, 0)
+        j1 = int(np.searchsorted(start, r1, side="left"))
+        mask = self.window(lane, self.timelines[lane]).owner_a[j0:j1] == frame
+        return intervals.subtract(inside, intervals.union(start[j0:j1][mask], end[j0:j1][mask]))
 
     def _run_from(self, lane: int, start: np.ndarray, end: np.ndarray,
                   cat: np.ndarray, held: np.ndarray, *, inside: bool) -> list[int]:
@@ -482,7 +551,10 @@ class _Walk:
             # a launch made before the step (work queued by the previous one) is
             # charged from the step's start only: the walk ends there
             lo = max(edge_at, start_ns)
-            self.charge("launch_latency", host, "launch latency", lo, t, launch)
+            # a wait the trace cannot explain is no thread's (``NOT_SHOWN``): the launch
+            # stays the stretch's row, the walk goes on inside it all the same
+            self.charge("launch_latency", host if self.latency == LAUNCH_LATENCY else None,
+                        self.latency, lo, t, launch)
             self.t = lo
             if host in self.timelines:
                 self.lane = host
@@ -501,12 +573,16 @@ class _Walk:
         step_lane, wait_code = self.step_lane, self.wait_code
         code, owner = w.cat[j], w.owner[j]
         if w.held[j]:
-            hop = self._held(lane, w.start[j], w.end[j], t, lower)
+            frame = owner if code != self.untraced_code else -1
+            hop = self._held(lane, w.start[j], w.end[j], t, lower, frame)
             if hop is not None:
-                other, q, h0 = hop
-                self.charge("host", lane, UNTRACED, q, t)
+                other, q, h0, row = hop
+                # the wake-up (the other thread's last work to the instant) is the
+                # holder's: its silence, or its frame's own time
+                self.charge("host", lane, self.cats[code], q, t,
+                            owner if frame >= 0 else None)
                 self._held_open.append((len(returns), len(self.held)))
-                self.held.append([lane, other, None, q, max(h0, lower)])
+                self.held.append([lane, other, None, q, max(h0, lower), row])
                 returns.append((lane, max(h0, lower)))
                 self.lane, self.t = other, q
                 edges["range_to_thread"] += 1

@@ -127,6 +127,13 @@ class Numbering:
         return self.holes >= max(REMOVED_MIN_HOLES, REMOVED_HOLE_SHARE * self.numbered)
 
 
+def lost_events(numbering: Numbering | None) -> bool:
+    """Whether a trace whose numbering is ``numbering`` (``event_numbering``: None where
+    its events carry no numbers, no evidence either way) lost events after the profiler
+    wrote it: launches' waits are then ``not in the trace``, never launch latency."""
+    return numbering is not None and numbering.removed
+
+
 def event_numbering(trace: Trace) -> Numbering | None:
     """The numbering of the trace's CPU ops and ranges (the events whose args the model
     keeps; Kineto numbers its Python frames too, apart), or None where they carry no

@@ -43,7 +43,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import intervals
-from traceview.analyses.critical_path import CriticalPath, critical_path, host_ranges
+from traceview.analyses.critical_path import (
+    LAUNCH_LATENCY,
+    NOT_SHOWN,
+    CriticalPath,
+    critical_path,
+    host_ranges,
+)
 from traceview.analyses.host import LABEL_CATS, HostTimeline
 from traceview.model import Trace, codes_in
 from traceview.rules import UNTRACED, PhaseRule, RuleSet
@@ -51,9 +57,6 @@ from traceview.rules import UNTRACED, PhaseRule, RuleSet
 OTHER_PHASE = "other"
 # the part of a step's extent after its range: device work the step launched still running
 DEVICE_TAIL = "device_tail"
-LAUNCH_LATENCY = "launch latency"
-# the idle after a launch in a trace that lost events (``_idle_causes``)
-NOT_SHOWN = "not in the trace"
 QUEUED = "queued"
 # An ``other`` piece shorter than this share of the step (the instants between two
 # ranges) is no segment of its own in ``StepFigures.segments``.
@@ -366,7 +369,7 @@ def analyze_steps(trace: Trace, rules: RuleSet, calls, step_lane: int,
             communication_ns=intervals.length(comm_set),
             exposed_communication_ns=intervals.length(intervals.subtract(comm_set, comp_set)),
             path=critical_path(trace, a, b, step_lane, timelines, work_rows, last_work,
-                               ranges),
+                               ranges, removed=removed),
             segments=segments(by_phase, int((b - a) * SEGMENT_MIN_SHARE)),
             range_end_ns=b_range,
         ))

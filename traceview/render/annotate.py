@@ -183,7 +183,8 @@ def path_slices(a: Analysis, st) -> tuple[list[AddedSlice], list[AddedFlow]]:
         else:
             runs.append([seg.kind, seg.lane, seg.what, seg.start_ns, seg.end_ns, target])
     for kind, lane, what, a0, a1, target in runs:
-        resource = lane_label(a, lane)
+        # a launch's wait in a trace that lost events: no thread's, as the steps say
+        resource = UNKNOWN if what == NOT_SHOWN else lane_label(a, lane)
         out.append(AddedSlice(PATH, what, a0, a1, {
             "kind": kind, "resource": resource, "ns": a1 - a0, "step": st.index}, st.index))
         if target is not None:
@@ -231,8 +232,7 @@ def idle_segments(a: Analysis, step_lane: int | None, start: int, end: int
     for lo in range(0, g0.size, GAP_BLOCK):
         hi = min(lo + GAP_BLOCK, g0.size)
         yield from _block(timelines, g0[lo:hi], g1[lo:hi], cut[lo:hi], lane[lo:hi],
-                          NOT_SHOWN if a.numbering is not None and a.numbering.removed
-                          else LAUNCH_LATENCY)
+                          NOT_SHOWN if a.events_removed else LAUNCH_LATENCY)
 
 
 # stretches made at a time: one gap of a compile can span millions of host segments,
@@ -395,7 +395,7 @@ def idle_track(a: Analysis, lane: int | None, start: int, end: int, step: int | 
         x0 = x1 = ln = what = np.zeros(0, np.int64)
     # the stretches after a launch are the device's, or, where the trace lost events,
     # waited for what it does not show (as the steps' table says: ``build.UNKNOWN``)
-    removed = a.numbering is not None and a.numbering.removed
+    removed = a.events_removed
     labels = {int(k): (UNKNOWN if k < 0 and removed else lane_label(a, None if k < 0 else int(k)))
               for k in np.unique(ln).tolist()}
     return IdleTrack(x0, x1, ln, what, np.full(x0.size, -1 if step is None else step,

@@ -310,7 +310,10 @@ def steps_info(a: Analysis) -> m.StepsInfo | None:
         return None
     rows = []
     for st in a.steps:
-        path = tuple(m.PathRow(i.kind, _label(a, i.lane), i.what, i.ns) for i in st.path.items)
+        # a launch's wait in a trace that lost events waited for what the trace does
+        # not show: no thread, as the idle causes say
+        path = tuple(m.PathRow(i.kind, UNKNOWN if i.what == NOT_SHOWN else _label(a, i.lane),
+                               i.what, i.ns) for i in st.path.items)
         rows.append(m.StepRow(
             index=st.index, name=st.name, start_ns=st.start_ns, end_ns=st.end_ns,
             wall_ns=st.end_ns - st.start_ns, cold=st.cold, device_busy_ns=st.device_busy_ns,

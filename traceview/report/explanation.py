@@ -30,6 +30,7 @@ from traceview.analyses.integrity import (
     Numbering,
     analyze_integrity,
     event_numbering,
+    lost_events,
 )
 from traceview.analyses.launches import LaunchSummary, analyze_launches, of_process, pick_thread
 from traceview.analyses.steps import NOT_SHOWN, StepFigures, analyze_steps, own_devices
@@ -82,6 +83,13 @@ class Analysis:
     # the trace's CPU event numbering where steps were analysed (None: not read, or no
     # numbers): whether events were removed after the profiler wrote the trace
     numbering: Numbering | None = None
+
+    @property
+    def events_removed(self) -> bool:
+        """Whether the trace evidently lost events after the profiler wrote it
+        (``integrity.lost_events`` of ``numbering``): every output then calls a
+        launch's wait for its work ``not in the trace``, as the steps do."""
+        return lost_events(self.numbering)
 
 
 # Where calls may be analysed as training steps (phases, critical path): profiler steps
@@ -156,7 +164,7 @@ def analyze_trace(trace: Trace, options: Options | None = None) -> Analysis:
         # read only for steps: their idle by cause is what a trace that lost events
         # words otherwise (``steps._idle_causes``)
         numbering = event_numbering(trace)
-        removed = numbering is not None and numbering.removed
+        removed = lost_events(numbering)
         if removed:
             assert numbering is not None
             found.append(_removed_diagnostic(numbering))

@@ -20,6 +20,7 @@ a named constant below, with its reasoning in ``docs/findings.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +107,7 @@ def _verdict(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
     evidence: dict[str, Any] = {"device_idle_share": round(share, 4)}
     held = [] if measured or not calls or typical is None else _held_waits(ex, typical)
     if held:
-        top = _held_categories(ex, held, cats, cat_path, figs, rels, evidence)
+        top = _held_categories(ex, held, cats, cat_path, figs, rels, evidence, terms)
     else:
         # waiting for another thread is not where host time goes: that thread's work is
         # (the steps' critical path says whose)
@@ -159,77 +160,180 @@ def _unprofiled_categories(unprofiled: UnprofiledInfo, call: int, api: int,
                     top_host_categories_unprofiled=dict(top_u))
 
 
-def _held_waits(ex: Analysis, typical: int) -> list[tuple[int, int]]:
+@dataclass(frozen=True)
+class HeldWait:
+    """The calls' thread's wait for another thread of its process while it held a range
+    or sat in a Python frame with no work under it (``critical_path._Walk._held``):
+    that thread's lane, the wait in ns, which of the holder's categories it takes its
+    time from (its untraced time; a frame's own category), and what was held: the
+    ranges' and frames' names with each one's part of the wait, biggest first (the
+    parts add up to the wait), and whether the biggest is a Python frame."""
+
+    lane: int
+    ns: int
+    cats: dict[str, int]
+    held: tuple[tuple[str, int], ...]
+    frame: bool
+
+
+def _held_waits(ex: Analysis, typical: int) -> list[HeldWait]:
     """Where the typical step's critical path crossed from the calls' thread, holding
-    only a range, to another thread of its process working inside it
-    (``critical_path._Walk._held``): (that thread's lane, the calls' thread's untraced
-    time inside the typical call while the path stood on that thread), biggest first.
-    That silence is no untraced work of the thread: it waited for the other one (the
-    main thread holding ``## backward ##`` while the autograd engine's thread runs it)."""
+    only a range (or a Python frame with nothing under it), to another thread of its
+    process working inside it (``critical_path._Walk._held``): the calls' thread's time
+    inside the typical call while the path stood on that thread that was its silence
+    (untraced) or that frame's own time, biggest first. That time is no untraced work
+    of the thread: it waited for the other one (the main thread holding ``## backward
+    ##`` while the autograd engine's thread runs it). Each crossing's stretch is
+    counted once, less what an earlier crossing to the same thread counted, so the
+    held ranges' parts add up to the wait."""
     from traceview import intervals
 
     j = _step_row(ex, typical)
     tl = ex.timeline
     if j is None or tl.lane is None or "untraced" not in tl.categories:
         return []
-    c = ex.calls.calls[typical]
-    # the stretches the path stood on each other thread for the calls' thread, in the call
-    spans: dict[int, list[tuple[int, int]]] = {}
-    for holder, other, a, b in ex.steps[j].path.held:
-        if holder == tl.lane.index:
-            spans.setdefault(other, []).append((max(a, c.start_ns), min(b, c.end_ns)))
+    trace, c = ex.trace, ex.calls.calls[typical]
+    frame_cat = trace.cat_names.index("python_function") \
+        if "python_function" in trace.cat_names else -1
     code = tl.categories.index("untraced")
-    out: dict[int, int] = {}
-    for other, pairs in spans.items():
-        st, en = zip(*pairs, strict=True)
-        us, ue = intervals.union(np.asarray(st, np.int64), np.asarray(en, np.int64))
-        keep = ue > us
-        if not keep.any():
+    # per other thread: the stretches counted so far, ns per category, ns per name
+    seen: dict[int, list[tuple[int, int]]] = {}
+    cats: dict[int, dict[str, int]] = {}
+    names: dict[int, dict[str, int]] = {}
+    frames: dict[int, set[str]] = {}
+    for holder, other, a, b, row in ex.steps[j].path.held:
+        a, b = max(a, c.start_ns), min(b, c.end_ns)
+        if holder != tl.lane.index or b <= a:
             continue
-        ns = int(tl.overlap_by_category(us[keep], ue[keep])[code].sum())
-        if ns > 0:
-            out[other] = ns
-    return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+        done = seen.setdefault(other, [])
+        if done:
+            st, en = zip(*done, strict=True)
+            ps, pe = intervals.subtract((np.asarray([a], np.int64), np.asarray([b], np.int64)),
+                                        intervals.union(np.asarray(st, np.int64),
+                                                        np.asarray(en, np.int64)))
+        else:
+            ps, pe = np.asarray([a], np.int64), np.asarray([b], np.int64)
+        done.append((a, b))
+        if not ps.size:
+            continue
+        frame = int(trace.slices.cat[row]) == frame_cat
+        got: dict[str, int] = {}
+        if frame:
+            got = _owned_by(tl, row, ps, pe)
+        else:
+            ns = int(tl.overlap_by_category(ps, pe)[code].sum())
+            if ns:
+                got = {"untraced": ns}
+        if not got:
+            continue
+        name = trace.names[int(trace.slices.name[row])]
+        mine = cats.setdefault(other, {})
+        for cat, ns in got.items():
+            mine[cat] = mine.get(cat, 0) + ns
+        named = names.setdefault(other, {})
+        named[name] = named.get(name, 0) + sum(got.values())
+        if frame:
+            frames.setdefault(other, set()).add(name)
+    out = []
+    for other, mine in cats.items():
+        held = tuple(sorted(names[other].items(), key=lambda kv: (-kv[1], kv[0])))
+        out.append(HeldWait(other, sum(mine.values()), mine, held,
+                            held[0][0] in frames.get(other, set())))
+    return sorted(out, key=lambda h: (-h.ns, h.lane))
 
 
-def _held_categories(ex: Analysis, held: list[tuple[int, int]],
+def _owned_by(tl: Any, row: int, ps: np.ndarray, pe: np.ndarray) -> dict[str, int]:
+    """The thread's time owned by slice ``row`` (a frame's own time) inside the stretches
+    [ps, pe), per category."""
+    got: dict[str, int] = {}
+    owner, cat = tl.seg_owner, tl.seg_cat
+    for a, b in zip(ps.tolist(), pe.tolist(), strict=True):
+        j = int(tl.seg_end.searchsorted(a, side="right"))
+        j1 = int(tl.seg_start.searchsorted(b, side="left"))
+        for k in range(j, j1):
+            if int(owner[k]) != row:
+                continue
+            ns = min(int(tl.seg_end[k]), b) - max(int(tl.seg_start[k]), a)
+            if ns > 0:
+                what = tl.categories[int(cat[k])]
+                got[what] = got.get(what, 0) + ns
+    return got
+
+
+def _held_categories(ex: Analysis, held: list[HeldWait],
                      cats: list[tuple[str, int]], cat_path: tuple[Any, ...],
                      figs: list[Figure], rels: list[Relation],
-                     found: dict[str, Any]) -> list[tuple[str, int]]:
+                     found: dict[str, Any], terms: dict[str, Any]) -> list[tuple[str, int]]:
     """The host categories to name where the calls' thread waited for another thread
-    while holding a range (``_held_waits``): its untraced time split into that wait, one
-    named category per thread waited for (``waiting for <thread>``, its figure in the
-    finding's evidence), and the untraced rest; the three biggest of the other
-    categories beside them, every wait named, biggest first. The parts add up to the
-    call's untraced time as its row holds it (a ``sum``), each ns once."""
+    while holding a range (``_held_waits``): the time it takes, from its untraced time
+    (or a frame's own category), split into that wait, one named category per thread
+    waited for (``waiting for <thread>``, its figure in the finding's evidence), and the
+    rest; the three biggest of the other categories beside them, every wait named,
+    biggest first. The parts add up to the categories' time as the call's row holds it
+    (a ``sum``), each ns once. Each wait names what was held, the biggest range or
+    frame first (its name in the figure's name and its path; ``held_more`` counts the
+    others), its part of the wait among parts that add up to it."""
     from traceview.analyses.threads import describe
 
     roles = {t.lane.index: t.role for t in ex.threads}
-    untraced = dict(cats).get("untraced", 0)
-    waited = sum(ns for _, ns in held)
-    whose = [(describe(ex.trace.lanes[o], roles.get(o)), ns) for o, ns in held]
-    waits = [(HELD_WAIT + who, ns) for who, ns in whose]
-    rest = [(c, ns - waited if c == "untraced" else ns) for c, ns in cats]
+    whole = dict(cats)
+    taken: dict[str, int] = {}
+    for h in held:
+        for c, ns in h.cats.items():
+            taken[c] = taken.get(c, 0) + ns
+    whose = [(describe(ex.trace.lanes[h.lane], roles.get(h.lane)), h) for h in held]
+    waits = [(HELD_WAIT + who, h.ns) for who, h in whose]
+    rest = [(c, ns - taken.get(c, 0)) for c, ns in cats]
     rest = sorted(((c, ns) for c, ns in rest if ns > 0 and c != "wait"),
                   key=lambda kv: (-kv[1], kv[0]))[:3]
     top = sorted(rest + waits, key=lambda kv: -kv[1])
-    found["held_range_waits"] = dict(whose)
-    found["untraced_not_waiting_ns"] = untraced - waited
-    at = {HELD_WAIT + who: evidence("held_range_waits" + pointer(who))
-          for who, _ in whose}
+    found["held_range_waits"] = {who: h.ns for who, h in whose}
+    found["held_ranges"] = {who: dict(h.held) for who, h in whose}
+    more = {who: [name for name, _ in h.held[1:]] for who, h in whose if len(h.held) > 1}
+    if more:
+        found["held_ranges_more"] = more
+    found["untraced_not_waiting_ns"] = whole.get("untraced", 0) - taken.get("untraced", 0)
+    others = {c: whole.get(c, 0) - ns for c, ns in taken.items() if c != "untraced"}
+    if others:
+        found["held_not_waiting_ns"] = others
+    terms["held_frames"] = {who: h.frame for who, h in whose}
+
+    def left_at(c: str) -> str:
+        return evidence("untraced_not_waiting_ns") if c == "untraced" \
+            else evidence("held_not_waiting_ns" + pointer(c))
+
+    at = {HELD_WAIT + who: evidence("held_range_waits" + pointer(who)) for who, _ in whose}
     for c, ns in top:
         if c in at:
             figs.append(Figure(f"host:{c}", ns, at[c]))
-        elif c == "untraced":
-            figs.append(Figure("host:untraced", ns, evidence("untraced_not_waiting_ns")))
+        elif c in taken:
+            figs.append(Figure(f"host:{c}", ns, left_at(c)))
         else:
             figs.append(Figure(f"host:{c}", ns, pointer(*cat_path, c)))
-    named_rest = "host:untraced" if any(c == "untraced" for c, _ in top) else "untraced_rest"
-    if named_rest == "untraced_rest":
-        figs.append(Figure("untraced_rest", untraced - waited,
-                           evidence("untraced_not_waiting_ns")))
-    figs.append(Figure("untraced_all", untraced, pointer(*cat_path, "untraced")))
-    rels.append(rel("sum", named_rest, *(f"host:{c}" for c, _ in waits), "untraced_all"))
+    named = {c for c, _ in top}
+    parts = []
+    for c in sorted(taken, key=lambda c: (c != "untraced", c)):
+        left = f"host:{c}" if c in named else f"{c}_rest"
+        if c not in named:
+            figs.append(Figure(left, whole.get(c, 0) - taken[c], left_at(c)))
+        figs.append(Figure(f"{c}_all", whole.get(c, 0), pointer(*cat_path, c)))
+        parts.append((left, f"{c}_all"))
+    wait_names = [f"host:{HELD_WAIT}{who}" for who, _ in whose]
+    if len(parts) == 1:
+        rels.append(rel("sum", parts[0][0], *wait_names, parts[0][1]))
+    else:
+        figs.append(Figure("held_all", sum(whole.get(c, 0) for c in taken)))
+        rels += [rel("sum", *(a for _, a in parts), "held_all"),
+                 rel("sum", *(left for left, _ in parts), *wait_names, "held_all")]
+    for who, h in whose:
+        names = [f"held:{who}:{name}" for name, _ in h.held]
+        figs += [Figure(f"held:{who}:{name}", ns, evidence("held_ranges" + pointer(who, name)))
+                 for name, ns in h.held]
+        rels.append(rel("sum", *names, f"host:{HELD_WAIT}{who}"))
+        rels += [rel("ge", names[0], x) for x in names[1:]]
+        if who in more:
+            figs.append(Figure(f"held_more:{who}", len(more[who]),
+                               evidence("held_ranges_more" + pointer(who))))
     rels += _biggest_first("host", top)
     return top
 

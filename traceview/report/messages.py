@@ -42,7 +42,7 @@ def _outlasting(d: Detected) -> str:
         own, others = d.terms["threads"]
         whose = f" ({own}; also working: {', '.join(others)})"
     top = d.cat_figures("host")
-    goes = f"; the {kind}'s host time goes to {_cats(top)}{whose}" if top else whose
+    goes = f"; the {kind}'s host time goes to {_cats(top, d)}{whose}" if top else whose
     return (f"device-bound: a typical {kind} returns after {fmt_ns(d.value('call'))} of host "
             f"time while the device work it launched ({work}) runs on{until}: the device, "
             f"not the host, bounds the work the {kind} starts{goes}")
@@ -60,13 +60,27 @@ def _device_work(d: Detected, ns: int | float | None) -> str:
             f"memcpy/memset {fmt_ns(d.value('copy'))})")
 
 
-def _cats(pairs: list[tuple[str, int]]) -> str:
+def _cats(pairs: list[tuple[str, int]], d: Detected | None = None) -> str:
     """``dispatch 3 us, untraced 1 us``; a thread's untraced time while the critical path
     stood on the thread it held a range for is that wait (``findings._held_categories``),
-    said as such."""
-    return ", ".join(f"{c} {fmt_ns(ns)}" + (" (holding a range while that thread works)"
+    said as such, with what it held (``_held``)."""
+    return ", ".join(f"{c} {fmt_ns(ns)}" + (_held(d, c[len(HELD_WAIT):])
                                             if c.startswith(HELD_WAIT) else "")
                      for c, ns in pairs)
+
+
+def _held(d: Detected | None, who: str) -> str:
+    """`` (holding ## backward ## while that thread works)``: the biggest range (or
+    ``in`` the Python frame) the thread held while it waited for ``who``, and how many
+    more it held, from the figures the claim cites (``held:<who>:<name>``, biggest
+    first; ``held_more:<who>``)."""
+    named = [] if d is None else d.cat_figures(f"held:{who}")
+    if not named:
+        return " (holding a range while that thread works)"
+    how = "in" if d is not None and d.terms.get("held_frames", {}).get(who) else "holding"
+    more = f" and {d.value(f'held_more:{who}')} more" \
+        if d is not None and d.has(f"held_more:{who}") else ""
+    return f" ({how} {named[0][0]}{more} while that thread works)"
 
 
 def _stalled(d: Detected, scope: str) -> str:
@@ -79,7 +93,7 @@ def _stalled(d: Detected, scope: str) -> str:
     assert isinstance(share, float)
     inside = f" (in {d.terms['stalled_in']})" if d.terms.get("stalled_in") else ""
     rest = [(c, ns) for c, ns in d.cat_figures("host") if c != "sync"]
-    others = f"; its other host time goes to {_cats(rest)}" if rest else ""
+    others = f"; its other host time goes to {_cats(rest, d)}" if rest else ""
     why = ("it waits for what the trace does not show (a stream held by an event wait, or "
            "work outside the trace), not for host work")
     if d.terms.get("stream_wait"):
@@ -147,7 +161,7 @@ def verdict_words(d: Detected) -> str:
     if d.id == "host-bound" and d.terms.get("path_on_host"):
         return _path_on_host(d, scope, basis)
     if d.id == "host-bound":
-        top = _cats(d.cat_figures("unprofiled") if unprofiled else d.cat_figures("host"))
+        top = _cats(d.cat_figures("unprofiled") if unprofiled else d.cat_figures("host"), d)
         if unprofiled:
             top += " (profiled: " + _cats(d.cat_figures("host")) + ")"
         work = _device_work(d, d.value("kernel"))
