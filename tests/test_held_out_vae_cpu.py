@@ -137,3 +137,23 @@ def test_vae_diff_of_cpu_cycles_compares_no_host_overhead():
     (row,) = [c for c in json.loads(r.stdout)["comparisons"]
               if c["metric"] == "calls.host_overhead_ns.p50"]
     assert (row["before"], row["after"]) == (None, None), row
+
+
+def test_vae_eval_forward_frames_of_different_functions_are_not_one_call_kind():
+    """``--calls forward`` selects the outermost matching frames: the model's
+    ``vae_mnist_bugs.py(73): forward`` (26.5 ms, holding the encoder's and decoder's) and a
+    later stand-alone ``vae_mnist_bugs.py(59): forward`` (the decoder, 3.15 ms). A frame's
+    number is its ``def`` line: two numbers are two functions, never one call kind whose p50
+    is the decoder's."""
+    path = _path(EVAL)
+    frames = [s for s in _slices(path) if s["cat"] == "python_function"
+              and re.fullmatch(r"vae_mnist_bugs\.py\(\d+\): forward", s["name"])]
+    outer = [f for f in frames if not any(g is not f and g["s"] <= f["s"] and f["e"] <= g["e"]
+                                          for g in frames)]
+    assert sorted(f["name"] for f in outer) == ["vae_mnist_bugs.py(59): forward",
+                                                "vae_mnist_bugs.py(73): forward"]
+    d = _explain(path, "--calls", "forward")
+    names: dict[str, set[str]] = {}
+    for c in d["calls"]["per_call"]:
+        names.setdefault(c["kind"], set()).add(c["name"])
+    assert all(len(v) == 1 for v in names.values()), names
