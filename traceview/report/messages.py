@@ -192,8 +192,6 @@ def _below(share: float, threshold: float) -> str:
     """A share the sentence asserts is under ``threshold``, never printed as 0% when it is
     not zero nor rounded up to the threshold itself (49.6% of a 50% line is not '50%')."""
     text = fmt_pct(share)
-    if share > 0 and text == "0%":
-        return "<1%"
     if share < threshold and text == fmt_pct(threshold):
         return f"{100 * share:.1f}%"
     return text
