@@ -347,6 +347,11 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
     Code("unknown-phase", "warning", "events with an unknown 'ph' ignored"),
     Code("other-phase", "info", "counter/async/object events ignored"),
     Code("unknown-category", "info", "events of an unknown category kept as host work"),
+    Code("nsys-export", "info",
+         "an Nsight Systems capture converted to Chrome JSON, read as kernels, CUDA calls on "
+         "their host threads and NVTX ranges, in exact ns"),
+    Code("nsys-osrt-left-out", "info",
+         "an Nsight Systems capture's OS runtime calls (mostly blocking waits) left out"),
     Code("device-work-after-sync", "warning",
          "device work ending after a later device synchronize returned (impossible); dropped"),
     Code("device-work-past-host", "warning",
