@@ -851,8 +851,13 @@ def _input_problems(ex: Analysis) -> list[Detected]:
                 Figure("linked", ex.launches.linked, pointer("launches", "linked")),
                 Figure("launches", ex.launches.count, pointer("launches", "count")))
         rels = (rel("sum", "count", "linked", "launches"),)
+        unexported = 0 if cut else _unexported_empty(ex)
+        if unexported:  # some of them the file never holds: said apart, with their cause
+            figs += (Figure("unexported", unexported, evidence("unexported")),)
+            rels += (rel("le", "unexported", "count"),)
         out.append(Detected("device-work-cut" if cut else "launch-without-device-work",
                             {"count": unlinked, "launches": ex.launches.count} if cut
+                            else {"count": unlinked, "unexported": unexported} if unexported
                             else {"count": unlinked}, figs, rels))
     return out
 
@@ -862,6 +867,17 @@ DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
     _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
     _reproducer, _no_python_frames, _input_problems,
 ]
+
+
+def _unexported_empty(ex: Analysis) -> int:
+    """The launches without a device record whose device records the file never holds
+    (``analyses.launches.unexported_names``: an Nsight Systems conversion's copies and sets)."""
+    if not ex.launches.unexported:
+        return 0
+    rows = ex.launches.rows
+    names = np.asarray([ex.trace.names[c] for c in ex.trace.slices.name[rows].tolist()], dtype=object)
+    empty = ex.trace.launch_work(rows)[0] == 0
+    return int((empty & np.isin(names, list(ex.launches.unexported))).sum())
 
 
 def _cut_short(ex: Analysis) -> bool:

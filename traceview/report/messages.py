@@ -285,6 +285,19 @@ def _no_py(d: Detected) -> str:
             "untraced host time. Profile with with_stack=True to split it.")
 
 
+def _no_record(d: Detected) -> str:
+    head = f"{d.value('count')} of {d.value('launches')} launches have no device record"
+    lost = "dropped CUPTI records, or work outside the window"
+    if not d.has("unexported"):
+        return f"{head} ({lost})"
+    # an Nsight Systems conversion's copies and sets (analyses.launches.unexported_names)
+    why = ("copy and set calls, whose device records this Nsight Systems conversion does "
+           "not hold (its converter exports kernels only)")
+    if d.value("unexported") == d.value("count"):
+        return f"{head}: {why}"
+    return f"{head}: {d.value('unexported')} of them {why}; the rest {lost}"
+
+
 MESSAGES: dict[str, Callable[[Detected], str]] = {
     "host-bound": verdict_words,
     "sync-stalled": verdict_words,
@@ -324,9 +337,7 @@ MESSAGES: dict[str, Callable[[Detected], str]] = {
         "the devices they ran on; the window's device busy and the host x device table "
         "cover every process's devices. One file per rank (explain DIR) gives a row per "
         "rank"),
-    "launch-without-device-work": lambda d: (
-        f"{d.value('count')} of {d.value('launches')} launches have no device record (dropped CUPTI "
-        "records, or work outside the window)"),
+    "launch-without-device-work": _no_record,
 }
 
 
