@@ -44,7 +44,8 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
          "ratio is known)"),
     Code("reproducer-incomplete", "warning", "the trace lacks items a reproducer needs"),
     Code("no-python-frames", "info",
-         "no Python frames: Triton's host stages cannot be told apart"),
+         "no Python frames: untraced host time cannot be split by function (Triton's host "
+         "stages, where the trace launches Triton kernels)"),
     Code("no-activity", "warning", "no host or device activity with a duration"),
     Code("no-device-work", "info", "no kernels, copies or sets in the window"),
     Code("no-host-events", "warning", "no host thread with events: host time is untraced"),

@@ -19,12 +19,14 @@ a named constant below, with its reasoning in ``docs/findings.md``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from traceview.analyses.launches import NSYS_EXPORT
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
@@ -809,16 +811,50 @@ def _perturbation(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> lis
                      None if spikes or ex.has_python_frames else "info")]
 
 
+# Triton's launchers call the driver API's module launch (PyTorch's own kernels go through
+# cudaLaunchKernel), and name a kernel after its Python function: an identifier, unlike a
+# CUTLASS template's "void cutlass::Kernel2<...>". cuBLAS's kernels named as identifiers
+# (cuBLASLt's nvjet_*, the sm90_xmma_* families), launched the same way, are not Triton's;
+# an Inductor kernel (triton_*) is Triton's however it is launched.
+DRIVER_LAUNCHES = frozenset({"cuLaunchKernel", "cuLaunchKernelEx", "hipModuleLaunchKernel",
+                             "hipExtModuleLaunchKernel"})
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LIBRARY_KERNEL = re.compile(r"^(nvjet_|sm\d+_|(ampere|hopper|volta|turing|maxwell)_|cutlass|cublas)")
+_INDUCTOR_KERNEL = re.compile(r"^triton_")
+
+
+def triton_launches(ex: Analysis) -> int:
+    """The window's launches whose device work is evidently a Triton kernel launched
+    eagerly (not a graph replay's node): what Triton's specialize, cache_key and
+    launch_metadata stages run before."""
+    t, rows = ex.trace, ex.launches.rows
+    names = [t.names[c] for c in t.slices.name[rows].tolist()]
+    n_work, work = t.launch_work(rows)
+    first = np.cumsum(n_work) - n_work
+    count = 0
+    for i, name in enumerate(names):
+        if not n_work[i] or ex.rules.launch_kind(name) != "kernel":
+            continue
+        kernel = t.names[int(t.slices.name[work[first[i]]])]
+        if _INDUCTOR_KERNEL.search(kernel) or (
+                name in DRIVER_LAUNCHES and _IDENTIFIER.match(kernel)
+                and not _LIBRARY_KERNEL.search(kernel)):
+            count += 1
+    return count
+
+
 def _no_python_frames(ex: Analysis) -> list[Detected]:
     if ex.has_python_frames or ex.timeline.lane is None:
         return []
     untraced = ex.host_categories.get("untraced", 0)
     w = max(ex.window.dur_ns, 1)
+    nsys = any(g.code == NSYS_EXPORT for g in ex.trace.diagnostics)
     return [Detected("no-python-frames", {"untraced_ns": untraced},
                      (Figure("untraced", untraced, evidence("untraced_ns")),
                       Figure("window", w, pointer("window", "dur_ns")),
                       Figure("share", untraced / w)),
-                     (rel("ratio", "untraced", "window", "share"), rel("le", "untraced", "window")))]
+                     (rel("ratio", "untraced", "window", "share"), rel("le", "untraced", "window")),
+                     terms={"triton": triton_launches(ex) > 0, "nsys": nsys})]
 
 
 def _input_problems(ex: Analysis) -> list[Detected]:

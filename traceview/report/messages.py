@@ -280,8 +280,17 @@ def _no_py(d: Detected) -> str:
     # a sliver is "<1%", never "0%": 145 ms untraced of a 41.6 s window is not none (the
     # window table beside it says 0.3%)
     said = "<1%" if 0 < share < 0.005 else fmt_pct(share)
-    return ("no Python frames (with_stack off): specialize, cache_key and launch_metadata "
-            f"cannot be told apart; {said} of the window is "
+    # Triton's launch stages only where the trace evidently launches Triton kernels
+    # (findings.triton_launches); an Nsight Systems capture traces no Python at all
+    what = ("specialize, cache_key and launch_metadata cannot be told apart"
+            if d.terms.get("triton") else
+            "what the host did between the recorded events cannot be split by Python "
+            "function")
+    if d.terms.get("nsys"):
+        return (f"no Python frames (Nsight Systems traced CUDA calls and NVTX ranges, not "
+                f"Python): {what}; {said} of the window is untraced host time. A "
+                "torch.profiler trace with with_stack=True splits it.")
+    return (f"no Python frames (with_stack off): {what}; {said} of the window is "
             "untraced host time. Profile with with_stack=True to split it.")
 
 
