@@ -37,6 +37,7 @@ Scheduling instants are instants: counted, as every trace's are, and not shown.
 from __future__ import annotations
 
 import re
+
 import msgspec
 import numpy as np
 

@@ -594,10 +594,16 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
     n = ex.launches.by_kind.get("graph", 0)
     if not n:
         return []
+    figs = (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
+            Figure("kernels", ex.device.kernel_count, pointer("device", "kernel_count")))
+    rels: tuple[Relation, ...] = ()
+    eager = ex.launches.by_kind.get("kernel", 0)
+    if eager:  # eager kernel launches beside the replays: the replays are some of them
+        figs += (Figure("eager_launches", eager, pointer("launches", "by_kind", "kernel")),
+                 Figure("kernel_launches", n + eager))
+        rels = (rel("sum", "graph_launches", "eager_launches", "kernel_launches"),)
     return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count},
-                     (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
-                      Figure("kernels", ex.device.kernel_count,
-                             pointer("device", "kernel_count"))),
+                     figs, rels,
                      terms={"api": runtime_of(ex.trace.metadata, ex.launches.by_api).api})]
 
 
@@ -742,6 +748,27 @@ def _reproducer(ex: Analysis) -> list[Detected]:
                   "driver and CUDA versions": f"add with the profiler's {rt.driver_key}: this "
                                               "file has device work but not the header"}
         missing = [(item, header.get(item, how)) for item, how in missing]
+    if any(g.code == NSYS_EXPORT for g in ex.trace.diagnostics):
+        # an Nsight Systems conversion: torch.profiler's flags and headers are no advice
+        nsys = {"add with record_shapes=True": "an Nsight Systems capture records no op "
+                                               "arguments: a torch.profiler trace with "
+                                               "record_shapes=True does",
+                "device": "the converter writes none of the nsys report's device information",
+                "driver and CUDA versions": "the converter writes none of the nsys report's "
+                                            "driver information"}
+        missing = [(item, nsys.get(how, nsys.get(item, how))) if item in (
+            "device", "driver and CUDA versions") or how in nsys else (item, how)
+            for item, how in missing]
+        said = [item for item, how in missing if how == nsys["add with record_shapes=True"]]
+        if len(said) > 1:  # one reason said once for the op arguments it covers
+            first = next(i for i, (item, _) in enumerate(missing) if item in said)
+            joined = ", ".join(said[:-1]) + " and " + said[-1]
+            rest = [(item, how) for item, how in missing if item not in said]
+            missing = [*rest[:first], (joined, nsys["add with record_shapes=True"]),
+                       *rest[first:]]
+            return [Detected("reproducer-incomplete",
+                             {"missing": [*said, *(m for m, _ in rest)]},
+                             terms={"missing": missing, "steps": bool(ex.steps)})]
     if rt.toolkit != "CUDA":  # the flag keeps its name: ProfilerActivity.CUDA records HIP
         missing = [(f"driver and {rt.toolkit} versions" if item == "driver and CUDA versions"
                     else item, how) for item, how in missing]

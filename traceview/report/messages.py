@@ -203,7 +203,12 @@ def _graph(d: Detected) -> str:
     # integrity block counts those): "1 graph launches, 425 kernels" read as one replay
     # of 425 kernels where it replayed 421
     n = d.value("graph_launches")
-    return (f"results are {d.terms.get('api', 'CUDA')} graph replay "
+    api = d.terms.get("api", "CUDA")
+    if d.has("eager_launches"):  # graph replays beside eager kernel launches (vLLM's)
+        return (f"{n} of the {d.value('kernel_launches')} kernel launches are {api} graph "
+                f"replays ({d.value('kernels')} kernels in the trace, eager ones included); "
+                "those calls do not show eager launch cost")
+    return (f"results are {api} graph replay "
             f"({n} graph launch{'es' if n != 1 else ''}; {d.value('kernels')} kernels in "
             f"the trace); they do not show eager launch cost")
 
