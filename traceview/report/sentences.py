@@ -393,7 +393,7 @@ def cause_claim(cause: Cause, index: int, sid: str,
         rels += [rel("le", "launch", "api"), rel("ratio", "launch", "api", "share"),
                  rel("gt", "share", "share_threshold"), rel("gt", "launch", "median_limit")]
         began = ("before its device work began" if cause.linked
-                 else "(it has no device record)")
+                 else "with no device record")
         text = (f"profiler start-up: the trace's first launch took {fmt_ns(cause.launch_ns)} "
                 f"of the call's {fmt_ns(cause.api_ns)} {began} (the "
                 f"other launches' median {fmt_ns(cause.median_launch_ns)})")
@@ -720,7 +720,11 @@ def device_claim(d: DeviceInfo, window_ns: int) -> Claim:
         figs += [Figure("work_sum", d.work_sum_ns, pointer(*at, "work_sum_ns")),
                  Figure("overlap", d.work_sum_ns - d.busy_ns)]
         rels.append(rel("sum", "busy", "overlap", "work_sum"))
-        text += f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)"
+        # on one stream, work launched to start early (programmatic dependent launch, a
+        # graph's parallel nodes) overlaps: no two streams did
+        who = "work overlapped on its one stream" if len(d.per_stream) == 1 \
+            else "streams overlapped"
+        text += f" ({who}: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)"
     return Claim("device", text, tuple(figs), tuple(rels))
 
 
