@@ -266,9 +266,9 @@ def test_graph_replay_counts_the_trace_s_kernels_as_the_trace_s(tmp_path):
     assert (kernels, graphs) == (4, 1)
     eager = sum(1 for e in events if e.get("name") == "cuLaunchKernelEx")
     f = next(f for f in traceview.analyze(p).findings if f.id == "graph-replay")
-    assert f.message == (f"{graphs} of the {graphs + eager} kernel launches are CUDA graph "
-                         f"replays ({kernels} kernels in the trace, eager ones included); "
-                         "those calls do not show eager launch cost")
+    assert f.message == (f"{graphs} of the {graphs + eager} kernel launches is a CUDA graph "
+                         f"replay ({kernels} kernels in the trace, eager ones included); "
+                         "that call does not show eager launch cost")
 
 
 def test_a_sliver_of_untraced_host_time_is_said_under_one_percent_not_none(tb, analyze_builder):

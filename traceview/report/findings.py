@@ -594,8 +594,9 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
     n = ex.launches.by_kind.get("graph", 0)
     if not n:
         return []
-    figs = (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
-            Figure("kernels", ex.device.kernel_count, pointer("device", "kernel_count")))
+    figs: tuple[Figure, ...] = (
+        Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
+        Figure("kernels", ex.device.kernel_count, pointer("device", "kernel_count")))
     rels: tuple[Relation, ...] = ()
     eager = ex.launches.by_kind.get("kernel", 0)
     if eager:  # eager kernel launches beside the replays: the replays are some of them
@@ -910,10 +911,11 @@ def _input_problems(ex: Analysis) -> list[Detected]:
     unlinked = ex.launches.count - ex.launches.linked
     if unlinked:
         # the launches without a device record are the launches less the linked ones
-        figs = (Figure("count", unlinked, evidence("count")),
-                Figure("linked", ex.launches.linked, pointer("launches", "linked")),
-                Figure("launches", ex.launches.count, pointer("launches", "count")))
-        rels = (rel("sum", "count", "linked", "launches"),)
+        figs: tuple[Figure, ...] = (
+            Figure("count", unlinked, evidence("count")),
+            Figure("linked", ex.launches.linked, pointer("launches", "linked")),
+            Figure("launches", ex.launches.count, pointer("launches", "count")))
+        rels: tuple[Relation, ...] = (rel("sum", "count", "linked", "launches"),)
         unexported = 0 if cut else _unexported_empty(ex)
         if unexported:  # some of them the file never holds: said apart, with their cause
             figs += (Figure("unexported", unexported, evidence("unexported")),)

@@ -205,9 +205,11 @@ def _graph(d: Detected) -> str:
     n = d.value("graph_launches")
     api = d.terms.get("api", "CUDA")
     if d.has("eager_launches"):  # graph replays beside eager kernel launches (vLLM's)
-        return (f"{n} of the {d.value('kernel_launches')} kernel launches are {api} graph "
-                f"replays ({d.value('kernels')} kernels in the trace, eager ones included); "
-                "those calls do not show eager launch cost")
+        are = f"is a {api} graph replay" if n == 1 else f"are {api} graph replays"
+        return (f"{n} of the {d.value('kernel_launches')} kernel launches {are} "
+                f"({d.value('kernels')} kernels in the trace, eager ones included); "
+                f"{'that call does' if n == 1 else 'those calls do'} not show eager launch "
+                "cost")
     return (f"results are {api} graph replay "
             f"({n} graph launch{'es' if n != 1 else ''}; {d.value('kernels')} kernels in "
             f"the trace); they do not show eager launch cost")
