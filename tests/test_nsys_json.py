@@ -165,3 +165,21 @@ def test_later_releases_kernel_category_and_nsys_copy_names(tmp_path):
     assert r.device.busy_ns == BUSY + 100 and r.launches.linked == 4
     ref = reference_count.count(path)
     assert ref.kernels == 4 and ref.busy_ns == BUSY + 100
+
+
+def test_odd_args_cost_only_their_own_event(tmp_path):
+    """A null time and a thread id as text (damage, or another release): the null one
+    keeps its float time, the text one its whole args unread (it stays on the converter's
+    track); every other event reads as before."""
+    events = [dict(e) for e in EVENTS]
+    events[11] = {**events[11], "args": {**events[11]["args"], "start_ns": None}}  # the copy
+    events[12] = {**events[12], "args": {**events[12]["args"], "raw_pid": "x"}}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(events))
+    r = traceview.analyze(str(path))
+    assert r.device.kernel_count == 4 and r.device.busy_ns == BUSY
+    assert dict(r.launches.by_api) == LAUNCHES
+    t = traceview.load(str(path))
+    on = {(t.lanes[int(t.slices.lane[i])].pid, t.names[int(t.slices.name[i])])
+          for i in range(len(t.slices))}
+    assert ("Device 0", "cudaStreamIsCapturing") in on and (100, "cudaMemcpyAsync") in on

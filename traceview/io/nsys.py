@@ -37,6 +37,7 @@ Scheduling instants are instants: counted, as every trace's are, and not shown.
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -57,15 +58,17 @@ _NUMBERED = re.compile(r"^(?:Device|Stream|Process|Thread|(?:CUDA API|NVTX|NVTX 
 
 
 class _Args(msgspec.Struct, gc=False):
-    """The args of an event of the converter that say where and when it ran."""
+    """The args of an event of the converter that say where and when it ran; an absent
+    one reads as ``_NONE`` (every value here is an id or a time, never negative), so
+    that a column of them is made in C (a null stays None)."""
 
-    correlationId: int | None = None
-    deviceId: int | None = None
-    streamId: int | None = None
-    start_ns: int | None = None
-    end_ns: int | None = None
-    raw_pid: int | None = None
-    raw_tid: int | None = None
+    correlationId: int | None = -1
+    deviceId: int | None = -1
+    streamId: int | None = -1
+    start_ns: int | None = -1
+    end_ns: int | None = -1
+    raw_pid: int | None = -1
+    raw_tid: int | None = -1
 
 
 _ARGS = msgspec.json.Decoder(list[_Args])
@@ -121,12 +124,16 @@ _NONE = -1  # an absent or unusable value in the arrays below (every id here is 
 
 
 def _arrays(args: list[_Args]) -> dict[str, np.ndarray]:
-    """The args as int64 arrays, ``_NONE`` where absent or out of range."""
+    """The args as int64 arrays, ``_NONE`` where absent, null or out of range."""
     out = {}
     for field in _Args.__struct_fields__:
-        vals = [getattr(a, field) for a in args]
-        out[field] = np.fromiter((v if v is not None and 0 <= v < 2**62 else _NONE
-                                  for v in vals), np.int64, len(vals))
+        get = attrgetter(field)
+        try:  # the usual column: every value an int64, absent ones -1 already
+            col = np.fromiter(map(get, args), np.int64, len(args))
+        except (TypeError, OverflowError):  # a null, or a value past int64
+            col = np.fromiter((v if v is not None and 0 <= v < 2**62 else _NONE
+                               for v in map(get, args)), np.int64, len(args))
+        out[field] = np.where((col >= 0) & (col < 2**62), col, _NONE)
     return out
 
 
