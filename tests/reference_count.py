@@ -18,6 +18,19 @@ docs/robustness.md, docs/training.md):
   same thing: the device work of a 1.8 trace is device work. Its ``Operator`` slices named
   as the profiler's own ranges (``ProfilerStep#N``, ``enumerate(DataLoader)#...``,
   ``Optimizer.*``) are user ranges, as later releases file them.
+* **Nsight Systems captures converted to Chrome JSON** (nCompass' converter, documented in
+  its ``ncompass/trace/converters``: a bare list of events, every time also given exactly
+  in args ``start_ns``/``end_ns``). Recognised by a ``cuda`` or ``cuda_api`` event (or a
+  ``kernel`` on a ``"Device N"`` pid) with integer ``start_ns``/``end_ns`` and a
+  ``correlationId``. Then: ``cuda`` (and such ``kernel``) events are kernels (a copy or a
+  set where named as nsys names them, ``[CUDA memcpy ...]``, ``[CUDA memset]``), on device
+  ``deviceId`` and stream ``streamId``, their correlation ``correlationId``; ``cuda_api``
+  events are CUDA runtime calls of the host thread ``raw_pid``/``raw_tid``, named without
+  the API version nsys appends (``cudaLaunchKernel_v7000`` is ``cudaLaunchKernel``);
+  ``nvtx`` ranges are user ranges of that host thread; ``nvtx-kernel`` ranges (NVTX
+  ranges projected onto the kernels) are device labels, never activity; ``osrt`` (OS
+  runtime calls) are not counted (traceview leaves them out, saying so); each time is
+  ``start_ns`` to ``end_ns`` where both are there.
 * **Window** (``window.source`` ``activity``): from the earliest start to the latest end
   of every slice except profiler spans (``Trace``), profiler ``overhead``, device labels
   (``gpu_user_annotation``) and flow records (``ac2g``). Host ops, Python frames,
@@ -159,7 +172,55 @@ def load_events(path: Path) -> list[dict]:
     return [e for e in events if isinstance(e, dict)]
 
 
+NSYS_VERSION = re.compile(r"^(cu[A-Za-z0-9]*?)_v\d+$")
+
+
+def _nsys_exact(ev: dict) -> bool:
+    args = ev.get("args")
+    return isinstance(args, dict) and all(
+        isinstance(args.get(k), int) and not isinstance(args.get(k), bool)
+        for k in ("start_ns", "end_ns", "correlationId"))
+
+
+def is_nsys(events: list[dict]) -> bool:
+    """Whether the events are an Nsight Systems capture converted by nCompass' converter."""
+    return any(ev.get("ph") == "X" and _nsys_exact(ev) and (
+        ev.get("cat") in ("cuda", "cuda_api") or (
+            ev.get("cat") == "kernel" and str(ev.get("pid", "")).startswith("Device ")))
+        for ev in events)
+
+
+def _nsys_event(ev: dict) -> dict | None:
+    """One converted event as Kineto would have written it (None: not counted)."""
+    cat, args = ev.get("cat"), ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    if cat == "osrt":
+        return None
+    out = dict(ev)
+    if isinstance(args.get("start_ns"), int) and isinstance(args.get("end_ns"), int):
+        out["ts"] = Decimal(args["start_ns"]) / 1000
+        out["dur"] = Decimal(args["end_ns"] - args["start_ns"]) / 1000
+    if cat in ("cuda", "kernel"):
+        name = str(ev.get("name", ""))
+        out["cat"] = ("gpu_memcpy" if name.startswith("[CUDA memcpy") else
+                      "gpu_memset" if name.startswith("[CUDA memset") else "kernel")
+        out["pid"], out["tid"] = args.get("deviceId", ev.get("pid")), args.get("streamId", ev.get("tid"))
+        out["args"] = {"correlation": args.get("correlationId")}
+    elif cat == "nvtx-kernel":
+        out["cat"] = "gpu_user_annotation"
+    elif cat in ("cuda_api", "nvtx"):
+        out["cat"] = "cuda_runtime" if cat == "cuda_api" else "user_annotation"
+        if "raw_pid" in args and "raw_tid" in args:
+            out["pid"], out["tid"] = args["raw_pid"], args["raw_tid"]
+        m = NSYS_VERSION.match(str(ev.get("name", "")))
+        if cat == "cuda_api" and m:
+            out["name"] = m.group(1)
+        out["args"] = {"correlation": args.get("correlationId")} if cat == "cuda_api" else {}
+    return out
+
+
 def slices(events: list[dict]) -> list[Slice]:
+    if is_nsys(events):
+        events = [e for e in map(_nsys_event, events) if e is not None]
     out: list[Slice] = []
     seen: set[tuple] = set()
     begins: list[tuple[int, int, dict]] = []  # (ts, file order, event) of B and E

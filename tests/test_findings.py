@@ -249,7 +249,9 @@ def test_a_training_trace_keeps_the_advice_the_profiler_can_follow(tmp_path):
 def test_graph_replay_counts_the_trace_s_kernels_as_the_trace_s(tmp_path):
     """One graph launch replaying three nodes beside one eager kernel: the finding counts
     the trace's four kernels as the trace's, and one launch as one launch (it read "1
-    graph launches, 425 kernels" of a vLLM replay of 421 nodes beside 4 eager kernels)."""
+    graph launches, 425 kernels" of a vLLM replay of 421 nodes beside 4 eager kernels),
+    and the replays as some of the kernel launches (it read "results are CUDA graph
+    replay" of a trace launching eagerly too)."""
     from tracebuilder import TraceBuilder
 
     tb = TraceBuilder()
@@ -262,9 +264,11 @@ def test_graph_replay_counts_the_trace_s_kernels_as_the_trace_s(tmp_path):
     kernels = sum(1 for e in events if e["cat"] == "kernel")
     graphs = sum(1 for e in events if e.get("name") == "cudaGraphLaunch")
     assert (kernels, graphs) == (4, 1)
+    eager = sum(1 for e in events if e.get("name") == "cuLaunchKernelEx")
     f = next(f for f in traceview.analyze(p).findings if f.id == "graph-replay")
-    assert f.message == (f"results are CUDA graph replay ({graphs} graph launch; {kernels} "
-                         "kernels in the trace); they do not show eager launch cost")
+    assert f.message == (f"{graphs} of the {graphs + eager} kernel launches is a CUDA graph "
+                         f"replay ({kernels} kernels in the trace, eager ones included); "
+                         "that call does not show eager launch cost")
 
 
 def test_a_sliver_of_untraced_host_time_is_said_under_one_percent_not_none(tb, analyze_builder):

@@ -335,3 +335,19 @@ def test_the_step_holding_launchless_device_work_is_named_as_a_step_not_a_count(
     said = [x.text for x in r.claims if x.id == "integrity-check"]
     assert said == ["2 device records have no launch record (call #0): their launch latency "
                     "is unknown; steps touched: #0"]
+
+
+def test_work_launched_to_start_early_is_no_overrun(tb, analyze_builder):
+    """A kernel launched with attributes (cudaLaunchKernelExC: programmatic dependent
+    launch lets it start before the one before it ends) or as a graph node may overlap
+    its predecessor on the stream: no recording error. An eager launch's overlap still is."""
+    tb.launched_kernel("a", 0, 2 * US, 5 * US, 10 * US)
+    corr = tb.launch(3 * US, 2 * US, api="cudaLaunchKernelExC")
+    tb.kernel("pdl", 14 * US, 10 * US, corr=corr)  # a ends at 15 us: starts 1 us early
+    corr = tb.launch(6 * US, 2 * US, api="cudaGraphLaunch")
+    tb.kernel("node0", 25 * US, 10 * US, corr=corr)
+    tb.kernel("node1", 33 * US, 10 * US, corr=corr)  # a parallel branch: 2 us together
+    tb.launched_kernel("eager", 40 * US, 2 * US, 42 * US, 10 * US)  # node1 ends at 43 us
+    r = analyze_builder(tb)
+    c = {c.id: c for c in r.integrity.checks}["duration-overrun"]
+    assert (c.count, c.ns) == (1, 1 * US)

@@ -44,7 +44,8 @@ FINDINGS: dict[str, Code] = {c.id: c for c in (
          "ratio is known)"),
     Code("reproducer-incomplete", "warning", "the trace lacks items a reproducer needs"),
     Code("no-python-frames", "info",
-         "no Python frames: Triton's host stages cannot be told apart"),
+         "no Python frames: untraced host time cannot be split by function (Triton's host "
+         "stages, where the trace launches Triton kernels)"),
     Code("no-activity", "warning", "no host or device activity with a duration"),
     Code("no-device-work", "info", "no kernels, copies or sets in the window"),
     Code("no-host-events", "warning", "no host thread with events: host time is untraced"),
@@ -348,6 +349,11 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
     Code("unknown-phase", "warning", "events with an unknown 'ph' ignored"),
     Code("other-phase", "info", "counter/async/object events ignored"),
     Code("unknown-category", "info", "events of an unknown category kept as host work"),
+    Code("nsys-export", "info",
+         "an Nsight Systems capture converted to Chrome JSON, read as kernels, CUDA calls on "
+         "their host threads and NVTX ranges, in exact ns"),
+    Code("nsys-osrt-left-out", "info",
+         "an Nsight Systems capture's OS runtime calls (mostly blocking waits) left out"),
     Code("device-work-after-sync", "warning",
          "device work ending after a later device synchronize returned (impossible); dropped"),
     Code("device-work-past-host", "warning",

@@ -263,7 +263,7 @@ def startup_calls(trace: Trace, calls: Sequence[Call], l_rows: np.ndarray,
         return {}
     for c in calls:
         if lo[c.index] == 0 < hi[c.index] and first > STARTUP_SHARE * c.api_ns:
-            return {c.index: ProfilerStartup(first, c.api_ns, others)}
+            return {c.index: ProfilerStartup(first, c.api_ns, others, linked=bool(work))}
     return {}
 
 

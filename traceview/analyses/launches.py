@@ -47,6 +47,24 @@ def capture_spans(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(st, np.int64), np.asarray(en, np.int64)
 
 
+# The diagnostic of a trace read as an Nsight Systems capture converted to Chrome JSON
+# (``io/nsys.py``): nCompass' converter exports kernels, not copies or sets.
+NSYS_EXPORT = "nsys-export"
+
+
+def unexported_names(trace: Trace, rules: RuleSet) -> frozenset[str]:
+    """The launch APIs whose device records the file does not hold by its making: in an
+    Nsight Systems conversion without a single copy (set) record, the copy (set) calls.
+    Their missing records are no loss, and say nothing of records lost before them."""
+    if not any(g.code == NSYS_EXPORT for g in trace.diagnostics):
+        return frozenset()
+    out: set[str] = set()
+    for kind, cat in (("memcpy", "gpu_memcpy"), ("memset", "gpu_memset")):
+        if not trace.rows_of_cats({cat}).size:
+            out |= rules.launch_apis.get(kind, frozenset())
+    return frozenset(out)
+
+
 def no_record_due(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """Which launch rows put no record on the device by design: host functions, and
     launches inside a graph capture."""
@@ -75,6 +93,9 @@ class LaunchSummary:
     # the device work rows counted in ``unlinked_work``, by start: per-call device work
     # counts them in the call they start in (``analyses.calls``)
     unlinked_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # launch APIs whose device records the file does not hold by its making
+    # (``unexported_names``)
+    unexported: frozenset[str] = frozenset()
 
 
 def launch_rows(trace: Trace, rules: RuleSet) -> np.ndarray:
@@ -166,7 +187,7 @@ def analyze_launches(trace: Trace, rules: RuleSet, window: Window, thread: Lane 
         rows=rows, count=int(rows.size), linked=linked, by_api=by_api,
         by_kind=dict(by_kind), unlinked_work=int(unlinked.size), latency=summarize(latencies),
         thread=thread, threads={int(k): int(v) for k, v in threads.items()},
-        unlinked_rows=unlinked,
+        unlinked_rows=unlinked, unexported=unexported_names(trace, rules),
     )
 
 

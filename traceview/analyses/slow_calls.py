@@ -122,6 +122,8 @@ class ProfilerStartup:
     launch_ns: int  # the first launch's time before its device work began
     api_ns: int  # the call's wall time
     median_launch_ns: int  # the median duration of the trace's other launches
+    # the launch has a device record (without one, ``launch_ns`` is its whole duration)
+    linked: bool = True
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from traceview.coerce import INT64, NO_ID, id_or_no_id, int_or_none, thread_id
-from traceview.io import fastscan, limits
+from traceview.io import fastscan, limits, nsys
 from traceview.io.annotations import ANNOTATION_CAT
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, IdColumn, LazyArgs, Phases
 from traceview.io.events import (
@@ -283,8 +283,8 @@ class Collector:
         self.name_parts.append(_own_map(nc))
         self.ts_parts.append(_own_map(ts_ns))
         self.dur_parts.append(_own_map(dur_ns))
-        keep_lut = np.fromiter((k[0] == "X" and k[1] in ARGS_KEPT_CATS for k in self.keys),
-                               np.bool_, len(self.keys))
+        keep_lut = np.fromiter((k[0] == "X" and (k[1] in ARGS_KEPT_CATS or k[1] in nsys.ARGS_CATS)
+                                for k in self.keys), np.bool_, len(self.keys))
         kept = np.flatnonzero(keep_lut[kc])
         has, blobs = raw_args(xi[kept])
         rows = (kept + self.rows)[has].tolist()

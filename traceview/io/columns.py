@@ -59,6 +59,12 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._raw)
 
+    def raw(self, rows: list[int]) -> list[bytes]:
+        """Each row's args as the file wrote them (``b""`` for a row without), for a
+        reader that decodes many rows' args in one call."""
+        raw = self._raw
+        return [raw.get(r, b"") for r in rows]
+
     def keys_present(self, rows: list[int], keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` the args of any of ``rows`` have at the top level. The rows'
         raw bytes are joined once for all the keys and searched in C; only rows whose

@@ -24,6 +24,8 @@ One idea per module under ``io/``:
   nothing usable raises ``TraceLoadError``.
 * **The rarer phases** (``phases.py``): B/E pairs join the X columns; flows, thread
   names and instants are read once.
+* **Other writers' shapes** (``nsys.py``): an Nsight Systems capture converted to Chrome
+  JSON becomes Kineto's categories, threads and exact times, recognised by its events.
 * **What the model gets** (``columns.py``): finished columns, args decoded lazily.
 """
 
@@ -36,7 +38,7 @@ from typing import Any
 import msgspec
 
 from traceview.errors import TraceLoadError
-from traceview.io import limits
+from traceview.io import limits, nsys
 from traceview.io.collector import Collector
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
 from traceview.io.events import ANY, decode_args
@@ -116,6 +118,8 @@ def _decode(src: Source, progress: Callable[[int], object] | None) -> Decoded:
     names = list(collector.names)
     # B/E pairs join the columns
     x, phases = fold_phases(x, keys, names, collector.others, collector.phases)
+    x, converted = nsys.read(x, keys, names)  # an Nsight Systems capture as Kineto's events
+    problems += converted
     long = limits.cut_long_names(names)
     if long:
         problems.append(("name-too-long", long,

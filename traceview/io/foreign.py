@@ -2,7 +2,9 @@
 
 traceview reads Chrome/Kineto JSON (what ``torch.profiler`` writes). Three other formats
 reach it often: Perfetto's protobuf traces, and Nsight Systems' ``.nsys-rep`` / ``.qdrep``
-reports. Each gets one line naming the format and how to get a JSON trace (exit 2).
+reports. Each gets one line naming the format and how to get a JSON trace (exit 2); an
+Nsight Systems report converted to Chrome JSON by nCompass' converter is read
+(``io/nsys.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def _check_name(name: str, p: str | Path) -> None:
     if name.endswith(NSIGHT_SUFFIXES):
         raise TraceLoadError(p, "an Nsight Systems report, not a Chrome/Kineto JSON trace "
                                 "(nsys export writes SQLite or its own JSON, neither of which "
-                                f"is Kineto's): {TORCH_JSON}")
+                                "is Kineto's): convert it with nCompass' `ncompass convert` "
+                                f"(Chrome JSON traceview reads), or {TORCH_JSON}")
 
 
 def check_foreign(path: str | Path | Source) -> None:

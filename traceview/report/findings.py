@@ -19,6 +19,7 @@ a named constant below, with its reasoning in ``docs/findings.md``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from traceview.analyses.launches import NSYS_EXPORT
 from traceview.codes import FINDINGS, SEVERITY_ORDER
 from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
@@ -696,10 +698,17 @@ def _graph_replay(ex: Analysis) -> list[Detected]:
     n = ex.launches.by_kind.get("graph", 0)
     if not n:
         return []
+    figs: tuple[Figure, ...] = (
+        Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
+        Figure("kernels", ex.device.kernel_count, pointer("device", "kernel_count")))
+    rels: tuple[Relation, ...] = ()
+    eager = ex.launches.by_kind.get("kernel", 0)
+    if eager:  # eager kernel launches beside the replays: the replays are some of them
+        figs += (Figure("eager_launches", eager, pointer("launches", "by_kind", "kernel")),
+                 Figure("kernel_launches", n + eager))
+        rels = (rel("sum", "graph_launches", "eager_launches", "kernel_launches"),)
     return [Detected("graph-replay", {"graph_launches": n, "kernels": ex.device.kernel_count},
-                     (Figure("graph_launches", n, pointer("launches", "by_kind", "graph")),
-                      Figure("kernels", ex.device.kernel_count,
-                             pointer("device", "kernel_count"))),
+                     figs, rels,
                      terms={"api": runtime_of(ex.trace.metadata, ex.launches.by_api).api})]
 
 
@@ -844,6 +853,27 @@ def _reproducer(ex: Analysis) -> list[Detected]:
                   "driver and CUDA versions": f"add with the profiler's {rt.driver_key}: this "
                                               "file has device work but not the header"}
         missing = [(item, header.get(item, how)) for item, how in missing]
+    if any(g.code == NSYS_EXPORT for g in ex.trace.diagnostics):
+        # an Nsight Systems conversion: torch.profiler's flags and headers are no advice
+        nsys = {"add with record_shapes=True": "an Nsight Systems capture records no op "
+                                               "arguments: a torch.profiler trace with "
+                                               "record_shapes=True does",
+                "device": "the converter writes none of the nsys report's device information",
+                "driver and CUDA versions": "the converter writes none of the nsys report's "
+                                            "driver information"}
+        missing = [(item, nsys.get(how, nsys.get(item, how))) if item in (
+            "device", "driver and CUDA versions") or how in nsys else (item, how)
+            for item, how in missing]
+        said = [item for item, how in missing if how == nsys["add with record_shapes=True"]]
+        if len(said) > 1:  # one reason said once for the op arguments it covers
+            first = next(i for i, (item, _) in enumerate(missing) if item in said)
+            joined = ", ".join(said[:-1]) + " and " + said[-1]
+            rest = [(item, how) for item, how in missing if item not in said]
+            missing = [*rest[:first], (joined, nsys["add with record_shapes=True"]),
+                       *rest[first:]]
+            return [Detected("reproducer-incomplete",
+                             {"missing": [*said, *(m for m, _ in rest)]},
+                             terms={"missing": missing, "steps": bool(ex.steps)})]
     if rt.toolkit != "CUDA":  # the flag keeps its name: ProfilerActivity.CUDA records HIP
         missing = [(f"driver and {rt.toolkit} versions" if item == "driver and CUDA versions"
                     else item, how) for item, how in missing]
@@ -913,16 +943,50 @@ def _perturbation(ex: Analysis, unprofiled: UnprofiledInfo | None = None) -> lis
                      None if spikes or ex.has_python_frames else "info")]
 
 
+# Triton's launchers call the driver API's module launch (PyTorch's own kernels go through
+# cudaLaunchKernel), and name a kernel after its Python function: an identifier, unlike a
+# CUTLASS template's "void cutlass::Kernel2<...>". cuBLAS's kernels named as identifiers
+# (cuBLASLt's nvjet_*, the sm90_xmma_* families), launched the same way, are not Triton's;
+# an Inductor kernel (triton_*) is Triton's however it is launched.
+DRIVER_LAUNCHES = frozenset({"cuLaunchKernel", "cuLaunchKernelEx", "hipModuleLaunchKernel",
+                             "hipExtModuleLaunchKernel"})
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LIBRARY_KERNEL = re.compile(r"^(nvjet_|sm\d+_|(ampere|hopper|volta|turing|maxwell)_|cutlass|cublas)")
+_INDUCTOR_KERNEL = re.compile(r"^triton_")
+
+
+def triton_launches(ex: Analysis) -> int:
+    """The window's launches whose device work is evidently a Triton kernel launched
+    eagerly (not a graph replay's node): what Triton's specialize, cache_key and
+    launch_metadata stages run before."""
+    t, rows = ex.trace, ex.launches.rows
+    names = [t.names[c] for c in t.slices.name[rows].tolist()]
+    n_work, work = t.launch_work(rows)
+    first = np.cumsum(n_work) - n_work
+    count = 0
+    for i, name in enumerate(names):
+        if not n_work[i] or ex.rules.launch_kind(name) != "kernel":
+            continue
+        kernel = t.names[int(t.slices.name[work[first[i]]])]
+        if _INDUCTOR_KERNEL.search(kernel) or (
+                name in DRIVER_LAUNCHES and _IDENTIFIER.match(kernel)
+                and not _LIBRARY_KERNEL.search(kernel)):
+            count += 1
+    return count
+
+
 def _no_python_frames(ex: Analysis) -> list[Detected]:
     if ex.has_python_frames or ex.timeline.lane is None:
         return []
     untraced = ex.host_categories.get("untraced", 0)
     w = max(ex.window.dur_ns, 1)
+    nsys = any(g.code == NSYS_EXPORT for g in ex.trace.diagnostics)
     return [Detected("no-python-frames", {"untraced_ns": untraced},
                      (Figure("untraced", untraced, evidence("untraced_ns")),
                       Figure("window", w, pointer("window", "dur_ns")),
                       Figure("share", untraced / w)),
-                     (rel("ratio", "untraced", "window", "share"), rel("le", "untraced", "window")))]
+                     (rel("ratio", "untraced", "window", "share"), rel("le", "untraced", "window")),
+                     terms={"triton": triton_launches(ex) > 0, "nsys": nsys})]
 
 
 def _input_problems(ex: Analysis) -> list[Detected]:
@@ -951,12 +1015,18 @@ def _input_problems(ex: Analysis) -> list[Detected]:
     unlinked = ex.launches.count - ex.launches.linked
     if unlinked:
         # the launches without a device record are the launches less the linked ones
-        figs = (Figure("count", unlinked, evidence("count")),
-                Figure("linked", ex.launches.linked, pointer("launches", "linked")),
-                Figure("launches", ex.launches.count, pointer("launches", "count")))
-        rels = (rel("sum", "count", "linked", "launches"),)
+        figs: tuple[Figure, ...] = (
+            Figure("count", unlinked, evidence("count")),
+            Figure("linked", ex.launches.linked, pointer("launches", "linked")),
+            Figure("launches", ex.launches.count, pointer("launches", "count")))
+        rels: tuple[Relation, ...] = (rel("sum", "count", "linked", "launches"),)
+        unexported = 0 if cut else _unexported_empty(ex)
+        if unexported:  # some of them the file never holds: said apart, with their cause
+            figs += (Figure("unexported", unexported, evidence("unexported")),)
+            rels += (rel("le", "unexported", "count"),)
         out.append(Detected("device-work-cut" if cut else "launch-without-device-work",
                             {"count": unlinked, "launches": ex.launches.count} if cut
+                            else {"count": unlinked, "unexported": unexported} if unexported
                             else {"count": unlinked}, figs, rels))
     return out
 
@@ -966,6 +1036,17 @@ DETECTORS: list[Callable[[Analysis], list[Detected]]] = [
     _unsynchronized, _range_idle, _graph_replay, _cold_path, _perturbation,
     _reproducer, _no_python_frames, _input_problems,
 ]
+
+
+def _unexported_empty(ex: Analysis) -> int:
+    """The launches without a device record whose device records the file never holds
+    (``analyses.launches.unexported_names``: an Nsight Systems conversion's copies and sets)."""
+    if not ex.launches.unexported:
+        return 0
+    rows = ex.launches.rows
+    names = np.asarray([ex.trace.names[c] for c in ex.trace.slices.name[rows].tolist()], dtype=object)
+    empty = ex.trace.launch_work(rows)[0] == 0
+    return int((empty & np.isin(names, list(ex.launches.unexported))).sum())
 
 
 def _cut_short(ex: Analysis) -> bool:

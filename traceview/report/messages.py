@@ -215,7 +215,14 @@ def _graph(d: Detected) -> str:
     # integrity block counts those): "1 graph launches, 425 kernels" read as one replay
     # of 425 kernels where it replayed 421
     n = d.value("graph_launches")
-    return (f"results are {d.terms.get('api', 'CUDA')} graph replay "
+    api = d.terms.get("api", "CUDA")
+    if d.has("eager_launches"):  # graph replays beside eager kernel launches (vLLM's)
+        are = f"is a {api} graph replay" if n == 1 else f"are {api} graph replays"
+        return (f"{n} of the {d.value('kernel_launches')} kernel launches {are} "
+                f"({d.value('kernels')} kernels in the trace, eager ones included); "
+                f"{'that call does' if n == 1 else 'those calls do'} not show eager launch "
+                "cost")
+    return (f"results are {api} graph replay "
             f"({n} graph launch{'es' if n != 1 else ''}; {d.value('kernels')} kernels in "
             f"the trace); they do not show eager launch cost")
 
@@ -292,9 +299,31 @@ def _no_py(d: Detected) -> str:
     # a sliver is "<1%", never "0%": 145 ms untraced of a 41.6 s window is not none (the
     # window table beside it says 0.3%)
     said = "<1%" if 0 < share < 0.005 else fmt_pct(share)
-    return ("no Python frames (with_stack off): specialize, cache_key and launch_metadata "
-            f"cannot be told apart; {said} of the window is "
+    # Triton's launch stages only where the trace evidently launches Triton kernels
+    # (findings.triton_launches); an Nsight Systems capture traces no Python at all
+    what = ("specialize, cache_key and launch_metadata cannot be told apart"
+            if d.terms.get("triton") else
+            "what the host did between the recorded events cannot be split by Python "
+            "function")
+    if d.terms.get("nsys"):
+        return (f"no Python frames (Nsight Systems traced CUDA calls and NVTX ranges, not "
+                f"Python): {what}; {said} of the window is untraced host time. A "
+                "torch.profiler trace with with_stack=True splits it.")
+    return (f"no Python frames (with_stack off): {what}; {said} of the window is "
             "untraced host time. Profile with with_stack=True to split it.")
+
+
+def _no_record(d: Detected) -> str:
+    head = f"{d.value('count')} of {d.value('launches')} launches have no device record"
+    lost = "dropped CUPTI records, or work outside the window"
+    if not d.has("unexported"):
+        return f"{head} ({lost})"
+    # an Nsight Systems conversion's copies and sets (analyses.launches.unexported_names)
+    why = ("copy and set calls, whose device records this Nsight Systems conversion does "
+           "not hold (its converter exports kernels only)")
+    if d.value("unexported") == d.value("count"):
+        return f"{head}: {why}"
+    return f"{head}: {d.value('unexported')} of them {why}; the rest {lost}"
 
 
 MESSAGES: dict[str, Callable[[Detected], str]] = {
@@ -336,9 +365,7 @@ MESSAGES: dict[str, Callable[[Detected], str]] = {
         "the devices they ran on; the window's device busy and the host x device table "
         "cover every process's devices. One file per rank (explain DIR) gives a row per "
         "rank"),
-    "launch-without-device-work": lambda d: (
-        f"{d.value('count')} of {d.value('launches')} launches have no device record (dropped CUPTI "
-        "records, or work outside the window)"),
+    "launch-without-device-work": _no_record,
 }
 
 

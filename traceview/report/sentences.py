@@ -16,7 +16,7 @@ p50, rounded as ``analyses.kernel_bytes.gb_per_s`` rounds it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -392,8 +392,10 @@ def cause_claim(cause: Cause, index: int, sid: str,
                  Figure("median_limit", STARTUP_LAUNCH_RATIO * cause.median_launch_ns)]
         rels += [rel("le", "launch", "api"), rel("ratio", "launch", "api", "share"),
                  rel("gt", "share", "share_threshold"), rel("gt", "launch", "median_limit")]
+        began = ("before its device work began" if cause.linked
+                 else "with no device record")
         text = (f"profiler start-up: the trace's first launch took {fmt_ns(cause.launch_ns)} "
-                f"of the call's {fmt_ns(cause.api_ns)} before its device work began (the "
+                f"of the call's {fmt_ns(cause.api_ns)} {began} (the "
                 f"other launches' median {fmt_ns(cause.median_launch_ns)})")
     elif isinstance(cause, FirstUse):
         figs += [Figure("api", cause.api_ns, pointer(*at, "metrics", "api_ns")),
@@ -718,7 +720,11 @@ def device_claim(d: DeviceInfo, window_ns: int) -> Claim:
         figs += [Figure("work_sum", d.work_sum_ns, pointer(*at, "work_sum_ns")),
                  Figure("overlap", d.work_sum_ns - d.busy_ns)]
         rels.append(rel("sum", "busy", "overlap", "work_sum"))
-        text += f" (streams overlapped: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)"
+        # on one stream, work launched to start early (programmatic dependent launch, a
+        # graph's parallel nodes) overlaps: no two streams did
+        who = "work overlapped on its one stream" if len(d.per_stream) == 1 \
+            else "streams overlapped"
+        text += f" ({who}: {fmt_ns(d.work_sum_ns - d.busy_ns)} counted once)"
     return Claim("device", text, tuple(figs), tuple(rels))
 
 
@@ -1011,16 +1017,27 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def profiler_of(diagnostics: Iterable[Any]) -> str:
+    """What recorded the trace, as the reproducer's timer field names it: an Nsight
+    Systems capture where the loader read one (``io/nsys.py``'s diagnostic), else the
+    PyTorch profiler."""
+    if any(g.code == "nsys-export" for g in diagnostics):
+        return "Nsight Systems capture (converted to Chrome JSON)"
+    return "torch.profiler trace"
+
+
 def warm_mode_claim(calls: CallsInfo, cap: CaptureMeta | None, *, graph: bool,
-                    unit: str) -> Claim:
+                    unit: str, eager: bool = False) -> Claim:
     """The reproducer template's "Cold or warmed? Eager or graph replay?" field (``29 warm
     calls; cold call(s) #0 reported apart; cold first call measured apart: 7.05 ms;
     eager``): the warm calls are some of the calls, each cold call named is one the
     report marks cold, capture's cold call cited where it timed one; ``graph``: the
-    graph-replay finding, the mode where capture recorded none."""
+    graph-replay finding, the mode where capture recorded none; ``eager``: eager kernel
+    launches beside the replays."""
     proto = cap.protocol if cap is not None else None
     mode = (proto.mode if proto is not None else None) or (
-        "graph replay" if graph else "eager (no graph launches seen)")
+        ("graph replay and eager launches" if eager else "graph replay") if graph
+        else "eager (no graph launches seen)")
     figs = [Figure("warm", calls.warm_count, pointer("calls", "warm_count")),
             Figure("count", calls.count, pointer("calls", "count"))]
     text = plural(calls.warm_count, f"warm {unit}")
@@ -1035,7 +1052,8 @@ def warm_mode_claim(calls: CallsInfo, cap: CaptureMeta | None, *, graph: bool,
     return Claim("warm-mode", f"{text}; {mode}", tuple(figs), (rel("le", "warm", "count"),))
 
 
-def timer_claim(calls: CallsInfo, cap: CaptureMeta | None) -> Claim:
+def timer_claim(calls: CallsInfo, cap: CaptureMeta | None,
+                profiler: str = "torch.profiler trace") -> Claim:
     """The reproducer template's "Timer, synchronization points and repetitions" field:
     capture's protocol (its timer, sync, warm-up and profiled calls: the calls the
     report finds are at most those, and a cold trace holds its cold call alone), or, for
@@ -1043,7 +1061,7 @@ def timer_claim(calls: CallsInfo, cap: CaptureMeta | None) -> Claim:
     proto = cap.protocol if cap is not None else None
     count = Figure("count", calls.count, pointer("calls", "count"))
     if proto is None:
-        return Claim("timer", f"torch.profiler trace; {plural(calls.count, 'call')} from "
+        return Claim("timer", f"{profiler}; {plural(calls.count, 'call')} from "
                      f"{calls.source}; sync points not recorded", (count,))
     at = ("trace", "capture", "protocol")
     figs = [count]
@@ -1114,14 +1132,16 @@ def warm_mode_words(r: Report) -> str:
     """The reproducer's cold-or-warm field, as its claim says it."""
     claim = claim_of(r, "warm-mode", lambda: warm_mode_claim(
         r.calls, r.capture_meta, graph=_graph_replay(r),
-        unit="step" if r.steps is not None else "call"))
+        unit="step" if r.steps is not None else "call",
+        eager=bool(r.launches.by_kind.get("kernel"))))
     assert claim is not None
     return claim.text
 
 
 def timer_words(r: Report) -> str:
     """The reproducer's timer field, as its claim says it."""
-    claim = claim_of(r, "timer", lambda: timer_claim(r.calls, r.capture_meta))
+    claim = claim_of(r, "timer", lambda: timer_claim(r.calls, r.capture_meta,
+                                                      profiler_of(r.diagnostics)))
     assert claim is not None
     return claim.text
 
