@@ -12,7 +12,12 @@ charging every nanosecond it passes to exactly one owner:
     the thread waited for another thread. The path charges the wake-up to the wait and
     moves to the host thread whose work ended last before the wait ended (the autograd
     engine's thread during ``backward``), until it reaches the wait's start, where it
-    returns: the **main thread's wait -> the other thread's work** edge;
+    returns: the **main thread's wait -> the other thread's work** edge. Only work that
+    ended after the waiting thread's own last work can have released it: on a CPU-only
+    step the engine runs its nodes on the calling thread, under ``run_backward``, and
+    the wait between two of them is the engine's own, not a wait for a thread that
+    worked earlier in the backward. A thread blocked in a wait frame (a poll, a lock,
+    a join) is never work for these edges, nor for the held-range crossing below;
   - ``untraced`` on a thread that holds only a range (a ``record_function`` label such as
     ``## backward ##``, or the step's own range) while another thread of its process does
     the work inside that range's time (the autograd engine's thread running a backward
