@@ -208,6 +208,7 @@ def test_the_path_of_a_cpu_step_stays_on_the_thread_that_works(tmp_path: Path):
     the event loop 0."""
     path = cpu_step().write(tmp_path / "cpu.json")
     r = traceview.analyze(path)
+    assert r.steps is not None
     (row,) = r.steps.steps
     assert (row.start_ns, row.end_ns) == (0, 100_000)
     assert _path(row, "main thread", "dispatch") == 7_000 + 1_000 + 8_000 + 3 * 9_000 + 1_000 \
@@ -233,6 +234,7 @@ def test_a_wait_takes_no_work_that_ended_before_the_threads_own(tmp_path: Path):
     tb.events = [e for e in tb.events if not (e.get("tid") == LOGGER and e.get("ts") == 76)]
     path = tb.write(tmp_path / "cpu.json")
     r = traceview.analyze(path)
+    assert r.steps is not None
     (row,) = r.steps.steps
     assert _path(row, "logger") == 0
     assert _path(row, "wandb loop") == 0
