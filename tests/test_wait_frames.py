@@ -240,3 +240,26 @@ def test_a_wait_takes_no_work_that_ended_before_the_threads_own(tmp_path: Path):
     assert _path(row, "wandb loop") == 0
     assert _path(row, "main thread") == row.wall_ns == 100_000
     assert "wait_to_thread" not in row.path_edges
+
+
+def test_a_wait_frame_of_the_thread_waited_for_is_not_its_work(tmp_path: Path):
+    """The logger blocked in ``threading.py: wait`` [56, 75.5) us for its next record
+    before the frame [76, 88): walked back from the logger's frame, the path charges its
+    silence [75.5, 76) (inside the main thread's wait, the silence of the thread waited for
+    is that thread's: untraced 500 ns) and, at its wait, goes back to the main thread at
+    75.5 us, whose lock acquire [75.1, 75.5) and wait frame [75, 75.1) are its own wait
+    (400 + 100 ns): no other thread's work ended in them. By hand: the logger user 12,000
+    and untraced 500; the main thread 100,000 - 12,500, its wait 2,000 + 400 + 100 + the
+    five 1,000 ns of ``run_backward``; never any of the logger's 19,500 ns of wait."""
+    tb = cpu_step()
+    tb.py("threading.py(359): wait", 56_000, 19_500, tid=LOGGER)
+    path = tb.write(tmp_path / "cpu.json")
+    r = traceview.analyze(path)
+    assert r.steps is not None
+    (row,) = r.steps.steps
+    assert _path(row, "logger", "user") == 12_000
+    assert _path(row, "logger", "untraced") == 500
+    assert _path(row, "logger", "wait") == 0
+    assert _path(row, "main thread") == 100_000 - 12_500
+    assert _path(row, "main thread", "wait") == 2_000 + 400 + 100 + 5 * 1_000
+    assert sum(p.ns for p in row.critical_path) == row.wall_ns
