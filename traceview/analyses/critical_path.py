@@ -12,7 +12,12 @@ charging every nanosecond it passes to exactly one owner:
     the thread waited for another thread. The path charges the wake-up to the wait and
     moves to the host thread whose work ended last before the wait ended (the autograd
     engine's thread during ``backward``), until it reaches the wait's start, where it
-    returns: the **main thread's wait -> the other thread's work** edge;
+    returns: the **main thread's wait -> the other thread's work** edge. Only work that
+    ended after the waiting thread's own last work can have released it: on a CPU-only
+    step the engine runs its nodes on the calling thread, under ``run_backward``, and
+    the wait between two of them is the engine's own, not a wait for a thread that
+    worked earlier in the backward. A thread blocked in a wait frame (a poll, a lock,
+    a join) is never work for these edges, nor for the held-range crossing below;
   - ``untraced`` on a thread that holds only a range (a ``record_function`` label such as
     ``## backward ##``, or the step's own range) while another thread of its process does
     the work inside that range's time (the autograd engine's thread running a backward
@@ -500,6 +505,13 @@ class _Walk:
         lo = np.maximum.accumulate(np.where(first, idx, -1))
         return np.where(plain, lo, -1).tolist()
 
+    def _own_last(self, lane: int, t: int) -> int:
+        """The end of the thread's own last work (``work``) before ``t``, or the step's
+        start where it has none."""
+        _, xe = self.work(lane)
+        k = int(np.searchsorted(xe, t, side="right")) - 1
+        return min(int(xe[k]), t) if k >= 0 else self.start_ns
+
     def pop_return(self, at: int) -> int:
         """Back to the thread that waited, at ``at``: its lane. A held-range crossing
         waiting for this return ends there (the walk stood on the other thread from its
@@ -603,7 +615,12 @@ class _Walk:
                 return True
         if code == wait_code and owner >= 0:
             ws = max(int(s.start[owner]), start_ns)
-            src = _last_worker(self.timelines, lane, ws, t, self.idle_codes)
+            # only work that ended after the thread's own last work can have released it:
+            # work of another thread before that ran beside it (the autograd engine runs
+            # its nodes on the calling thread inside ``run_backward`` on a CPU-only step,
+            # and another thread's call from before the last of them woke nothing)
+            src = _last_worker(self.timelines, lane, max(ws, self._own_last(lane, t)), t,
+                               self.idle_codes)
             if src is not None:
                 q_lane, q = src
                 self.charge("host", lane, "wait", q, t, owner)
