@@ -7,16 +7,20 @@ means, and the output must say what they are and how they were found.
    the launching thread; else host ops (``aten::mul``) there. Outermost matches only, and
    one thread's: a call's host rows are read from one thread's timeline, so matches on
    other threads are left out and counted (``FoundCalls.elsewhere``), never measured on a
-   thread where they did not run.
+   thread where they did not run. Kinds: ranges whose digits count (as in 3) are one
+   kind, ``call_#``, other ranges a kind per name; a frame or host op is a kind per name
+   (``option_kinds``: a frame's number is its ``def`` line).
 2. ``traceview capture`` metadata (``capture``): the ranges it recorded (``call_{i}``, or
    ``cold_call_0`` in a cold twin, which is cold because capture recorded it so).
 3. A *series* of user ranges (``annotations``): names equal after replacing each run of
    digits with ``#``, with at least two distinct names (a constant hash in every member is
-   not numbering), more than half of whose members contain a launch. Framework ranges
+   not numbering), whose digits count (``counting_keys``: most names once on their
+   thread; source-line names that each repeat are kinds of fixed code, not a counter),
+   more than half of whose members contain a launch. Framework ranges
    (rules file ``framework_ranges``: ``## Call CompiledFxGraph ##``, compiler passes
-   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series, nor one whose
-   numbers label parts of every profiler step (``Add & Norm 1``, ``Add & Norm 2`` in each
-   step: the same names in every step that holds them). Among series, the
+   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series; nor are numbers
+   that label parts of every profiler step (``Add & Norm 1``, ``Add & Norm 2`` in each
+   step), since each of those names repeats. Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
 4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame repeats inside a step,
@@ -453,8 +457,6 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
     rows = _annotation_rows(trace, window)
     rows = rows[~_name_mask(trace, rows, _search_any(rules.framework_ranges))]
     groups = _series_groups(trace, rows, l_st)
-    for key in [k for k in groups if _labels_parts_of_steps(trace, k)]:
-        del groups[key]
     if not groups:
         return None
 
@@ -479,33 +481,6 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
                    for k in ranked[1:])
     return FoundCalls(_spans_of_rows(trace, groups[best].tolist(), lambda n: best),
                       "annotations", best, others)
-
-
-def _labels_parts_of_steps(trace: Trace, key: str) -> bool:
-    """Are the series ``key``'s numbers labels of a step's parts rather than a count?
-    ``Add & Norm 1`` and ``Add & Norm 2`` in every ``ProfilerStep#N`` (a model's two
-    norms) are two parts of each step, not calls numbered 1 and 2: so when at least two
-    profiler steps hold members and every one of them holds the same set of two or more
-    names, the series is no call series. Counted over the whole trace, so a window of one
-    step reads the same steps as the whole trace does."""
-    s = trace.slices
-    rows = trace.rows_of_cats({"user_annotation"})
-    if rows.size == 0:
-        return False
-    is_step = _name_mask(trace, rows, _STEP.match)
-    steps = rows[is_step]
-    if steps.size < 2:
-        return False
-    members = rows[_name_mask(trace, rows, lambda n: n != key and _DIGITS.sub("#", n) == key)]
-    steps = steps[np.argsort(s.start[steps], kind="stable")]
-    st, en = s.start[steps], s.end[steps]
-    held: dict[int, set[str]] = defaultdict(set)
-    for r in members.tolist():
-        i = int(np.searchsorted(st, s.start[r], side="right")) - 1
-        if i >= 0 and s.end[r] <= en[i]:
-            held[i].add(trace.names[int(s.name[r])])
-    sets = list(held.values())
-    return len(sets) >= 2 and len(sets[0]) >= 2 and all(x == sets[0] for x in sets)
 
 
 def _series_regex(member: str) -> str:
