@@ -405,9 +405,8 @@ def counting_keys(trace: Trace, keys: Collection[str]) -> set[str]:
     for pair, n in zip(pairs.tolist(), counts.tolist(), strict=True):
         code = pair % n_names
         if code not in key_of:
-            name = trace.names[code]
-            k = _DIGITS.sub("#", name)
-            key_of[code] = k if k in want else None
+            key = _DIGITS.sub("#", trace.names[code])
+            key_of[code] = key if key in want else None
         k = key_of[code]
         if k is not None:
             seen[k] += 1
