@@ -57,10 +57,13 @@ docs/robustness.md, docs/training.md):
   ``torch/autograd/__init__.py: backward`` frames plus the envelope (first start to last
   end) of the ``autograd::engine::evaluate_function:`` ops and of the autograd nodes
   (``*Backward``, ``torch::autograd::AccumulateGrad``) on any thread of the step thread's
-  process (docs/training.md: a rank fused into the same file is another process), less the two
-  before (one envelope: the corpus holds no step of two micro-batches); ``forward`` the step thread's ``nn.Module:`` frames (their union is the union of
-  the top ones), or, in a trace without Python frames, the time from the step's start to
-  the first backward instant, less the phases before it. ``other`` is the rest (not
+  process (docs/training.md: a rank fused into the same file is another process), one
+  envelope per run of that work (a run ends where the step thread does work of its own,
+  any event but a user range, wholly between two pieces of it: a step of ten iterations
+  holds ten runs), less the two before; ``forward`` the step thread's ``nn.Module:``
+  frames (their union is the union of the top ones), or, in a trace without Python
+  frames, the time before each backward segment back to the previous one (or the step's
+  start), less the phases before it. ``other`` is the rest (not
   counted). A step without frames and without backward has no forward figure here.
 """
 
@@ -69,6 +72,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -303,6 +307,24 @@ def count(path: Path | str) -> Figures:
         has_frames=any(s.cat == "python_function" for s in sl))
 
 
+def _runs(pieces: list[list[int]], on_thread: list[Slice]) -> list[list[int]]:
+    """The envelope of each run of autograd work (docs/training.md): ``pieces`` is the
+    work's union in time order; a run ends where the step thread does work of its own
+    (any of its events but a user range) wholly between two pieces, as the next
+    micro-batch's forward or the next iteration's optimizer between two backward passes."""
+    own = sorted((s.start, s.end) for s in on_thread if s.cat != "user_annotation")
+    starts = [s for s, _ in own]
+    runs: list[list[int]] = []
+    for a, b in pieces:
+        # the thread's events starting in the gap, any of them ending in it too
+        gap = own[bisect_left(starts, runs[-1][1]):bisect_right(starts, a)] if runs else []
+        if runs and not any(e <= a for _, e in gap):
+            runs[-1][1] = b
+        else:
+            runs.append([a, b])
+    return runs
+
+
 def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
     marks = [s for s in sl if s.cat in ("user_annotation", "cpu_op") and STEP.match(s.name)]
     if not marks:
@@ -347,15 +369,15 @@ def _steps(sl: list[Slice], work: list[Slice], apis: set[str]) -> list[Step]:
                                 if s.cat == "user_annotation" and OPTIMIZER.search(s.name)], lo, hi)), dl)
         bwd_iv = [[s.start, s.end] for s in on_thread if s.cat == "python_function" and BACKWARD_FRAME.search(s.name)]
         inside = [s for s in evaluate if s.start < hi and s.end > lo]
-        if inside:
-            bwd_iv.append([min(s.start for s in inside), max(s.end for s in inside)])
+        bwd_iv += _runs(union([[s.start, s.end] for s in inside]), on_thread)
         bwd = minus(minus(union(clip(bwd_iv, lo, hi)), dl), union(opt))
         claimed = union(dl + opt + bwd)
         if frames:
             fwd_iv = union(clip([[s.start, s.end] for s in on_thread
                                  if s.cat == "python_function" and s.name.startswith(MODULE)], lo, hi))
         else:
-            fwd_iv = [[lo, bwd[0][0]]] if bwd else []
+            # before each backward segment, back to the previous one (each micro-batch's)
+            fwd_iv = [[bwd[j - 1][1] if j else lo, b[0]] for j, b in enumerate(bwd)]
         fwd = minus(fwd_iv, claimed)
         step.phases = {"data_loading": length(dl), "optimizer": length(opt), "backward": length(bwd)}
         if frames or bwd:

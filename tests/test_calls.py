@@ -127,6 +127,69 @@ def test_nested_series_the_outermost_with_launches_wins(tb, analysis_builder):
     assert c.stats["launch_api_ns"].p50 == 2 * 500
 
 
+def source_line_loop(tb, iters, *, start=0, backward=False):
+    """An SDK's ranges named by the source lines they wrap (``train.py:10-10``, the
+    forward, 3,000 ns; ``train.py:12-12``, the backward, 7,000 ns), once per iteration
+    each, one launch in each; with ``backward`` the second holds an autograd op."""
+    for i in range(iters):
+        s = start + i * 20_000
+        tb.annotation("train.py:10-10", s, 3_000)
+        tb.launched_kernel("fwd", s + 1_000, 500, s + 1_600, 800)
+        tb.annotation("train.py:12-12", s + 5_000, 7_000)
+        if backward:
+            tb.op("autograd::engine::evaluate_function: MulBackward0", s + 5_500, 4_000)
+        tb.launched_kernel("bwd", s + 6_000, 500, s + 6_600, 800)
+
+
+def test_source_line_ranges_that_repeat_are_kinds_not_a_series(tb, analysis_builder):
+    """Names that differ only in digits are one series only where the digits count:
+    ``train.py:10-10`` and ``train.py:12-12`` four times each are two pieces of code, not
+    eight calls of one. By default they are no series; chosen by ``--calls`` they are
+    two kinds, each with its own median (3,000 and 7,000 ns, as written), and no
+    backward range is an outlier against forward ones."""
+    source_line_loop(tb, 4)
+    c = analysis_builder(tb).calls
+    assert c.source != "annotations"
+    c = analysis_builder(tb, calls=r"^train\.py:").calls
+    assert [(k.name, k.count, k.stats["api_ns"].p50) for k in c.kinds] == [
+        ("train.py:10-10", 4, 3_000), ("train.py:12-12", 4, 7_000)]
+    assert c.outlier_indices == []
+    assert calls_claim(c).text.startswith(
+        "8 calls of 2 kinds: train.py:10-10 (4), train.py:12-12 (4), chosen by --calls")
+
+
+def test_source_line_ranges_once_each_in_a_window_are_still_no_series(tb, analysis_builder):
+    """A window holding each name once reads the names as the whole trace does: the
+    repeats are counted over the trace, so one iteration is not a series of two calls."""
+    source_line_loop(tb, 4)
+    c = analysis_builder(tb, window="20000ns:40000ns").calls
+    assert c.source != "annotations"
+
+
+def test_counted_series_whose_names_each_occur_once_stay_one_kind(tb, analysis_builder):
+    """The converse: ``call_0`` .. ``call_5`` each once is a counter, one kind ``call_#``
+    by default and by ``--calls`` alike, p50 of the six walls written."""
+    durs = [4_000 + 100 * i for i in range(6)]
+    for i, d in enumerate(durs):
+        loop_call(tb, i * 20_000, i=i, dur=d)
+    for opts in ({}, {"calls": "^call_"}):
+        c = analysis_builder(tb, **opts).calls
+        assert [(k.name, k.count, k.stats["api_ns"].p50) for k in c.kinds] == [
+            ("call_#", 6, p50(durs))]
+
+
+def test_training_step_holding_source_line_ranges_is_the_call(tb, analysis_builder):
+    """One ``ProfilerStep#2`` training step (its backward ranges hold autograd ops)
+    holding four iterations of source-line ranges, as an SDK's basic example profiles:
+    the ranges are no series, so the step is the call, with its wall as written, as in
+    every other training trace."""
+    tb.annotation("ProfilerStep#2", 0, 90_000)
+    source_line_loop(tb, 4, start=1_000, backward=True)
+    c = analysis_builder(tb).calls
+    assert (c.source, [(x.start_ns, x.end_ns) for x in c.calls]) == (
+        "profiler_steps", [(0, 90_000)])
+
+
 # ------------------------------------------------------------------ Python frames
 
 
@@ -196,6 +259,42 @@ def test_calls_option_takes_a_function_an_op_or_a_range(tb, analysis_builder):
     assert (len(c.calls), c.stats["api_ns"].p50) == (3, p50([d - 200 for d in g_d]))
     with pytest.raises(UsageError):
         analysis_builder(tb, calls="^nothing$")
+
+
+def test_calls_option_tells_frames_of_different_def_lines_apart(tb, analysis_builder):
+    """A frame's number is its ``def`` line: ``vae.py(73): forward`` (the model, holding
+    the encoder's ``(36)`` and the decoder's ``(59)``) and a stand-alone ``vae.py(59):
+    forward`` are two functions. ``--calls forward`` takes the outermost matches, the
+    model's two (30,000 and 32,000 ns) and the decoder's one (5,000 ns): two kinds, the
+    model's p50 the lower median of its two, and the header names both."""
+    tb.py("vae.py(1): <module>", 0, 100_000)
+    for s, d in ((1_000, 30_000), (40_000, 32_000)):
+        tb.py("vae.py(73): forward", s, d)
+        tb.py("vae.py(36): forward", s + 1_000, 8_000)
+        tb.launched_kernel("enc", s + 2_000, 500, s + 3_000, 800)
+        tb.py("vae.py(59): forward", s + 11_000, 8_000)
+        tb.launched_kernel("dec", s + 12_000, 500, s + 13_000, 800)
+    tb.py("vae.py(59): forward", 80_000, 5_000)
+    tb.launched_kernel("dec", 81_000, 500, 82_000, 800)
+    c = analysis_builder(tb, calls="forward").calls
+    assert [(k.name, k.count, k.stats["api_ns"].p50) for k in c.kinds] == [
+        ("vae.py(73): forward", 2, 30_000), ("vae.py(59): forward", 1, 5_000)]
+    assert calls_claim(c).text.startswith(
+        "3 calls of 2 kinds: vae.py(73): forward (2), vae.py(59): forward (1), chosen by --calls")
+
+
+def test_calls_option_tells_host_ops_of_different_names_apart(tb, analysis_builder):
+    """An op's digits are part of its name: ``aten::conv1d`` (2,000 ns) and
+    ``aten::conv2d`` (6,000 ns), twice each, are two kinds under ``--calls conv``."""
+    for i in range(2):
+        s = i * 20_000
+        tb.op("aten::conv1d", s, 2_000)
+        tb.launched_kernel("c1", s + 500, 500, s + 1_500, 800)
+        tb.op("aten::conv2d", s + 5_000, 6_000)
+        tb.launched_kernel("c2", s + 5_500, 500, s + 6_500, 800)
+    c = analysis_builder(tb, calls="conv").calls
+    assert [(k.name, k.count, k.stats["api_ns"].p50) for k in c.kinds] == [
+        ("aten::conv1d", 2, 2_000), ("aten::conv2d", 2, 6_000)]
 
 
 def test_calls_depth_goes_one_level_down(tb, analysis_builder):

@@ -240,3 +240,33 @@ def test_hta_trace_compare_tells_compared_calls_from_all():
     line = profiled_line(diff_reports(before, after))
     assert f"({compared[0]} against {compared[1]} calls compared: no interval)" in line
     assert line.endswith(f"; {counts[0]} vs {counts[1]} calls in all")
+
+
+def cpu_steps(tmp_path: Path, name: str, walls: list[int]) -> Path:
+    """A CPU-only run: ``ProfilerStep#N`` ranges of the walls given, each holding an
+    ``aten::mm`` of half its wall; no kernel, memcpy or memset anywhere."""
+    tb = TraceBuilder()
+    s = 0
+    for i, w in enumerate(walls):
+        tb.annotation(f"ProfilerStep#{i + 1}", s, w)
+        tb.op("aten::mm", s + 100, w // 2)
+        s += w + 1_000
+    return tb.write(tmp_path / name)
+
+
+def test_cpu_only_sides_compare_no_device_idle(tmp_path):
+    """With no device work on either side there is no host overhead (device idle) and no
+    sync wait per call to compare: both are null (``-`` in the text), as explain says "no
+    device work, so no host overhead"; the wall is still compared, p50 the middle
+    of the three walls written on each side (12,000 and 9,000 ns)."""
+    before = traceview.analyze(cpu_steps(tmp_path, "a.json", [10_000, 12_000, 14_000]))
+    after = traceview.analyze(cpu_steps(tmp_path, "b.json", [8_000, 9_000, 11_000]))
+    assert before.device.busy_ns == after.device.busy_ns == 0
+    assert before.calls.source == after.calls.source == "profiler_steps"
+    d = diff_reports(before, after)
+    got = {c.metric: (c.before, c.after) for c in d.comparisons}
+    assert got["calls.api_ns.p50"] == (12_000, 9_000)
+    assert got["calls.host_overhead_ns.p50"] == got["calls.sync_ns.p50"] == (None, None)
+    text = renderer("text", "diff").render(d, RenderOptions(width=120))
+    (row,) = [ln for ln in text.splitlines() if "host overhead (device idle)" in ln]
+    assert "-" in row and "us" not in row and "ns" not in row, row

@@ -137,6 +137,22 @@ def test_ncompass_line_ranges_of_different_lines_are_not_one_call_kind():
             assert (api["min"], api["max"]) == (min(by_name[name]), max(by_name[name])), name
 
 
+def test_ncompass_line_ranges_chosen_by_option_are_a_kind_per_line():
+    """``--calls train_simple_network`` takes all 21 ranges: three kinds, one per source
+    line, each with its count and its fastest, median (the lower one, docs/json.md) and
+    slowest wall as counted from that name's ranges alone."""
+    path = _path()
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for s in _slices(path):
+        if s["cat"] == "user_annotation" and SERIES.fullmatch(s["name"]):
+            by_name[s["name"]].append(s["e"] - s["s"])
+    want = {n: (len(v), min(v), sorted(v)[(len(v) + 1) // 2 - 1], max(v)) for n, v in by_name.items()}
+    d = _explain(path, "--calls", "train_simple_network")
+    got = {k["name"]: (k["count"], k["stats"]["api_ns"]["min"], k["stats"]["api_ns"]["p50"],
+                       k["stats"]["api_ns"]["max"]) for k in d["calls"]["kinds"]}
+    assert got == want
+
+
 def test_ncompass_profiler_step_phases_as_counted():
     path = _path()
     sl = _slices(path)

@@ -7,16 +7,20 @@ means, and the output must say what they are and how they were found.
    the launching thread; else host ops (``aten::mul``) there. Outermost matches only, and
    one thread's: a call's host rows are read from one thread's timeline, so matches on
    other threads are left out and counted (``FoundCalls.elsewhere``), never measured on a
-   thread where they did not run.
+   thread where they did not run. Kinds: ranges whose digits count (as in 3) are one
+   kind, ``call_#``, other ranges a kind per name; a frame or host op is a kind per name
+   (``option_kinds``: a frame's number is its ``def`` line).
 2. ``traceview capture`` metadata (``capture``): the ranges it recorded (``call_{i}``, or
    ``cold_call_0`` in a cold twin, which is cold because capture recorded it so).
 3. A *series* of user ranges (``annotations``): names equal after replacing each run of
    digits with ``#``, with at least two distinct names (a constant hash in every member is
-   not numbering), more than half of whose members contain a launch. Framework ranges
+   not numbering), whose digits count (``counting_keys``: most names once on their
+   thread; source-line names that each repeat are kinds of fixed code, not a counter),
+   more than half of whose members contain a launch. Framework ranges
    (rules file ``framework_ranges``: ``## Call CompiledFxGraph ##``, compiler passes
-   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series, nor one whose
-   numbers label parts of every profiler step (``Add & Norm 1``, ``Add & Norm 2`` in each
-   step: the same names in every step that holds them). Among series, the
+   ``...: compile_id=N/N``, ``ProfilerStep#N``) are never such a series; nor are numbers
+   that label parts of every profiler step (``Add & Norm 1``, ``Add & Norm 2`` in each
+   step), since each of those names repeats. Among series, the
    outermost: one whose members mostly sit inside another series' members is inner; of
    the rest the most members wins, then the name.
 4. ``ProfilerStep#N`` (``profiler_steps``), when no Python frame repeats inside a step,
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -275,7 +280,9 @@ def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str)
                          f"matches on {where}")
     if not picked:
         raise UsageError(f"--calls {regex!r}: no user range, Python frame or host op matches")
-    spans = _spans_of_rows(trace, picked, lambda n: _DIGITS.sub("#", n))
+    spans = _spans_of_rows(trace, picked, lambda n: n)
+    spans = option_kinds(trace, spans, is_range=trace.cat_names[int(s.cat[picked[0]])]
+                         == "user_annotation")
     others = [(ln, n) for ln, n in zip(*_busiest(trace, by_lane), strict=True)
               if own is not None and ln != own]
     main = main_thread(trace, window) if others else None
@@ -283,6 +290,23 @@ def _by_option(trace: Trace, window: Window, timeline: HostTimeline, regex: str)
                                 and ln == main.index else None),
                        f"{trace.lanes[ln].pid}/{trace.lanes[ln].tid}", n) for ln, n in others)
     return FoundCalls(spans, "option", regex, elsewhere=elsewhere)
+
+
+def option_kinds(trace: Trace, spans: list[CallSpan], *, is_range: bool) -> list[CallSpan]:
+    """The kinds of ``--calls``' calls. User ranges whose digits count (``counting_keys``:
+    ``call_0`` .. ``call_9``) are one kind, ``call_#``; ranges whose numbers name fixed
+    code (an SDK's source-line ranges, ``...:67-67`` and ``...:72-72``) are a kind per
+    name. A Python frame's number is its ``def`` line and a host op's digits are part of
+    its name (``aten::conv1d``, ``aten::conv2d``): a frame or op is a kind per name,
+    only the instances of one module class folded (``module_kinds``), as the frames the
+    default rule finds are. Pooled, the model's forward and its decoder's made one kind
+    whose typical call was the decoder's."""
+    if not is_range:
+        return module_kinds(spans)
+    keys = {_DIGITS.sub("#", sp.name) for sp in spans}
+    counting = counting_keys(trace, keys)
+    return [replace(sp, kind=k) if (k := _DIGITS.sub("#", sp.name)) in counting else sp
+            for sp in spans]
 
 
 def _option_rows(trace: Trace, window: Window, pat: re.Pattern[str]
@@ -356,10 +380,45 @@ def _captured(trace: Trace, window: Window) -> FoundCalls | None:
     return FoundCalls(spans, "capture", label)
 
 
+def counting_keys(trace: Trace, keys: Collection[str]) -> set[str]:
+    """Of the series keys (range names with each run of digits a ``#``), those whose
+    digits count: at least half of the key's names occur once on their thread, over the
+    whole trace's user ranges. A counter gives each call a new number (``call_0`` ..
+    ``call_9``, each once), so its names are rare. Names that each repeat (an SDK's
+    ranges named by the source lines they wrap, ``...:67-67`` ten times and ``...:72-72``
+    ten times; a model's ``Add & Norm 1``/``2`` in every step) are different code under
+    fixed numbers: kinds of their own, never one series, so that a forward is never the
+    backward's "nearby call". Counted over the whole trace, so that a window holding each
+    name once reads the names as the trace does; per thread, so that ranks fused into one
+    file (a ``step_3`` on each) still count."""
+    want = set(keys)
+    if not want:
+        return set()
+    s = trace.slices
+    rows = trace.rows_of_cats({"user_annotation"})
+    n_names = len(trace.names)
+    pairs, counts = np.unique(s.lane[rows].astype(np.int64) * n_names + s.name[rows],
+                              return_counts=True)
+    key_of: dict[int, str | None] = {}
+    once: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    for pair, n in zip(pairs.tolist(), counts.tolist(), strict=True):
+        code = pair % n_names
+        if code not in key_of:
+            key = _DIGITS.sub("#", trace.names[code])
+            key_of[code] = key if key in want else None
+        k = key_of[code]
+        if k is not None:
+            seen[k] += 1
+            once[k] += n == 1
+    return {k for k in want if seen[k] and 2 * once[k] >= seen[k]}
+
+
 def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray, *,
                    need_launch: bool = True):
     """Numbered series: key -> member rows, for keys with two distinct names whose
-    members mostly contain a launch (any such key without ``need_launch``)."""
+    digits count (``counting_keys``) and whose members mostly contain a launch (any such
+    key without ``need_launch``)."""
     s = trace.slices
     # the series key of each distinct name, then of each row (keys in order of first sight)
     codes, first, inverse = np.unique(s.name[rows], return_index=True, return_inverse=True)
@@ -379,9 +438,12 @@ def _series_groups(trace: Trace, rows: np.ndarray, l_st: np.ndarray, *,
     # keys in order of their first row, as rows are met
     order = sorted(keys, key=lambda k: int(by_key[bounds[keys[k]]]))
     out = {}
+    counting = counting_keys(trace, [k for k in order if len(names[k]) >= 2])
     for k in order:
         if len(names[k]) < 2:
             continue  # one name repeated: a constant hash or id, not numbering
+        if k not in counting:
+            continue  # names that each repeat: different code under fixed numbers
         a = rows[by_key[bounds[keys[k]]:bounds[keys[k] + 1]]]
         n_launch = np.searchsorted(l_st, s.end[a]) - np.searchsorted(l_st, s.start[a])
         if not need_launch or 2 * int((n_launch > 0).sum()) > a.size:
@@ -394,8 +456,6 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
     rows = _annotation_rows(trace, window)
     rows = rows[~_name_mask(trace, rows, _search_any(rules.framework_ranges))]
     groups = _series_groups(trace, rows, l_st)
-    for key in [k for k in groups if _labels_parts_of_steps(trace, k)]:
-        del groups[key]
     if not groups:
         return None
 
@@ -420,33 +480,6 @@ def _user_series(trace: Trace, window: Window, l_st: np.ndarray, rules: RuleSet)
                    for k in ranked[1:])
     return FoundCalls(_spans_of_rows(trace, groups[best].tolist(), lambda n: best),
                       "annotations", best, others)
-
-
-def _labels_parts_of_steps(trace: Trace, key: str) -> bool:
-    """Are the series ``key``'s numbers labels of a step's parts rather than a count?
-    ``Add & Norm 1`` and ``Add & Norm 2`` in every ``ProfilerStep#N`` (a model's two
-    norms) are two parts of each step, not calls numbered 1 and 2: so when at least two
-    profiler steps hold members and every one of them holds the same set of two or more
-    names, the series is no call series. Counted over the whole trace, so a window of one
-    step reads the same steps as the whole trace does."""
-    s = trace.slices
-    rows = trace.rows_of_cats({"user_annotation"})
-    if rows.size == 0:
-        return False
-    is_step = _name_mask(trace, rows, _STEP.match)
-    steps = rows[is_step]
-    if steps.size < 2:
-        return False
-    members = rows[_name_mask(trace, rows, lambda n: n != key and _DIGITS.sub("#", n) == key)]
-    steps = steps[np.argsort(s.start[steps], kind="stable")]
-    st, en = s.start[steps], s.end[steps]
-    held: dict[int, set[str]] = defaultdict(set)
-    for r in members.tolist():
-        i = int(np.searchsorted(st, s.start[r], side="right")) - 1
-        if i >= 0 and s.end[r] <= en[i]:
-            held[i].add(trace.names[int(s.name[r])])
-    sets = list(held.values())
-    return len(sets) >= 2 and len(sets[0]) >= 2 and all(x == sets[0] for x in sets)
 
 
 def _series_regex(member: str) -> str:

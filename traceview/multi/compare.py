@@ -36,6 +36,10 @@ CONFIDENCE = 0.95
 SEED = 20_261_130
 CALL_METRICS = ("api_ns", "kernel_ns", "launch_latency_ns", "host_overhead_ns", "pre_launch_ns",
                 "launch_api_ns", "sync_ns")
+# Per-call figures of the device's idle time or of waiting for the device: a side whose
+# window holds no device work (a CPU-only trace) has none to compare, as explain says
+# ("no device work, so no host overhead"); its calls' host time is the work itself.
+DEVICE_ONLY_METRICS = ("host_overhead_ns", "sync_ns")
 # ``host.functions`` rows diff asks of a trace it analyses: all of them.
 ALL_FUNCTIONS = 10**9
 # Capture metadata fields that must match for a comparison to answer one question.
@@ -205,6 +209,10 @@ def _report_problem(doc: dict[str, Any]) -> str | None:
 
 
 def _warm(report: Report, metric: str) -> np.ndarray:
+    """The warm calls' figures of ``metric``; none of a device-only figure where the
+    window holds no device work (``DEVICE_ONLY_METRICS``)."""
+    if metric in DEVICE_ONLY_METRICS and report.device.busy_ns == 0:
+        return np.zeros(0, dtype=np.int64)
     vals = [r.metrics.get(metric) for r in report.calls.warm]
     return np.asarray([v for v in vals if v is not None], dtype=np.int64)
 
