@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 import numpy as np
 
 from traceview import intervals, native
-from traceview.codes import Severity
+from traceview.codes import DIAGNOSTICS, Severity
 from traceview.coerce import NO_ID, id_or_no_id, thread_id
 from traceview.diagnostics import Diagnostic
 from traceview.io.columns import (
@@ -565,7 +565,8 @@ def _diagnostics(problems: list[tuple[str, int, str]], counts: dict[str, int],
                  unknown: dict[str, int]) -> list[Diagnostic]:
     """The decoder's problems, then the model's counts in a fixed order (whatever the
     event order), then the unknown categories by name."""
-    diags = [Diagnostic(code, "warning", count, desc) for code, count, desc in problems]
+    diags = [Diagnostic(code, DIAGNOSTICS[code].severity if code in DIAGNOSTICS else "warning",
+                        count, desc) for code, count, desc in problems]
     for code, (sev, msg) in _MESSAGES.items():
         if counts.get(code):
             diags.append(Diagnostic(code, sev, counts[code], msg))

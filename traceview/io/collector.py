@@ -81,7 +81,7 @@ def _kind(ph: str, cat: str) -> int:
         return SKIP
     if ph == "s":
         return FLOW_START
-    if ph == "f":
+    if ph in ("f", "t"):  # an arrow lands at a step too: rocprof ends its flows with one
         return FLOW_END
     if ph in ("B", "E", "M"):
         return KEPT
@@ -89,7 +89,7 @@ def _kind(ph: str, cat: str) -> int:
         return INSTANT
     if ph in ("C", "b", "e", "N", "O", "D"):
         return OTHER_PHASE
-    if ph in ("t", "X"):  # a flow step links nothing here
+    if ph == "X":
         return SKIP
     return UNKNOWN_PHASE
 

@@ -35,9 +35,11 @@ LEGACY_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset
                "Runtime": "cuda_runtime", "Operator": "cpu_op"}
 
 # Event categories whose args the model reads (kept as raw bytes, decoded on access).
+# No category at all (``""``) too: rocprof writes none, and its args say what an event is
+# and when exactly it ran (``io/rocprof.py``, which lets go of them in any other trace).
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
                             "cuda_driver", "user_annotation", "gpu_user_annotation", "cuda_sync",
-                            *LEGACY_CATS})
+                            "", *LEGACY_CATS})
 
 
 class LazyArgs(Mapping[int, dict[str, Any]]):
@@ -58,6 +60,12 @@ class LazyArgs(Mapping[int, dict[str, Any]]):
 
     def __len__(self) -> int:
         return len(self._raw)
+
+    def raw(self, rows: list[int]) -> list[bytes]:
+        """Each row's args as the file wrote them (``b""`` for a row without), for a
+        reader that decodes many rows' args in one call."""
+        raw = self._raw
+        return [raw.get(r, b"") for r in rows]
 
     def keys_present(self, rows: list[int], keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` the args of any of ``rows`` have at the top level. The rows'

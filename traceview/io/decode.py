@@ -24,6 +24,8 @@ One idea per module under ``io/``:
   nothing usable raises ``TraceLoadError``.
 * **The rarer phases** (``phases.py``): B/E pairs join the X columns; flows, thread
   names and instants are read once.
+* **rocprof's own traces** (``rocprof.py``): lanes named GPU/COPY/HIP API, exact ns in
+  args, flow arrows for links, read as Kineto's categories, streams and correlations.
 * **What the model gets** (``columns.py``): finished columns, args decoded lazily.
 """
 
@@ -36,7 +38,7 @@ from typing import Any
 import msgspec
 
 from traceview.errors import TraceLoadError
-from traceview.io import limits
+from traceview.io import limits, rocprof
 from traceview.io.collector import Collector
 from traceview.io.columns import ARGS_KEPT_CATS, Columns, Decoded, LazyArgs
 from traceview.io.events import ANY, decode_args
@@ -121,6 +123,8 @@ def _decode(src: Source, progress: Callable[[int], object] | None) -> Decoded:
         problems.append(("name-too-long", long,
                          f"names over {limits.MAX_NAME_CHARS:,} characters cut (the note "
                          "after the cut gives each one's length)"))
+    x, read_as = rocprof.read(x, keys, names, phases)  # a rocprof trace as Kineto's events
+    problems += read_as
     return Decoded(path=printable_path(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0],
