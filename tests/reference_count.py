@@ -18,6 +18,13 @@ docs/robustness.md, docs/training.md):
   same thing: the device work of a 1.8 trace is device work. Its ``Operator`` slices named
   as the profiler's own ranges (``ProfilerStep#N``, ``enumerate(DataLoader)#...``,
   ``Optimizer.*``) are user ranges, as later releases file them.
+* **rocprof (v1) Chrome traces** (``rocprof --hip-trace``'s ``results.json``, as its
+  documentation and the file show it): events without ``cat``, on processes that
+  ``process_name`` metadata names ``GPU<N>`` (kernels), ``COPY`` (copies), ``CPU HIP API``
+  (HIP calls); ``ts``/``dur`` whole microseconds, the exact time in args
+  ``BeginNs``/``EndNs`` (text). Recognised by an event on such a process with both of
+  those args. Then: an event on a GPU process is a kernel, on COPY a memcpy, on CPU HIP
+  API a runtime call (``cuda_runtime``); each time is ``BeginNs`` to ``EndNs`` where both are there.
 * **Window** (``window.source`` ``activity``): from the earliest start to the latest end
   of every slice except profiler spans (``Trace``), profiler ``overhead``, device labels
   (``gpu_user_annotation``) and flow records (``ac2g``). Host ops, Python frames,
@@ -156,7 +163,63 @@ def load_events(path: Path) -> list[dict]:
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise ValueError(f"{path}: no traceEvents list")
-    return [e for e in events if isinstance(e, dict)]
+    events = [e for e in events if isinstance(e, dict)]
+    return rocprof_as_kineto(events) if is_rocprof(events) else events
+
+
+ROCPROF_LANES = {"COPY": "gpu_memcpy", "CPU HIP API": "cuda_runtime"}
+
+
+def _rocprof_lanes(events: list[dict]) -> dict[Any, str]:
+    """pid -> the category of its events, for the processes a rocprof trace names."""
+    out = {}
+    for ev in events:
+        if ev.get("ph") == "M" and ev.get("name") == "process_name" and isinstance(ev.get("args"), dict):
+            name = ev["args"].get("name")
+            cat = "kernel" if isinstance(name, str) and re.fullmatch(r"GPU\d+", name) \
+                else ROCPROF_LANES.get(name) if isinstance(name, str) else None
+            if cat:
+                out[_id(ev.get("pid"))] = cat
+    return out
+
+
+def _rocprof_exact(ev: dict) -> tuple[int, int] | None:
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        return None
+    try:
+        begin, end = int(str(args.get("BeginNs"))), int(str(args.get("EndNs")))
+    except ValueError:
+        return None
+    return (begin, end) if 0 <= begin <= end else None
+
+
+def is_rocprof(events: list[dict]) -> bool:
+    """Whether the events are rocprof's own Chrome trace."""
+    lanes = _rocprof_lanes(events)
+    return any(ev.get("ph") == "X" and "cat" not in ev and _id(ev.get("pid")) in lanes
+               and _rocprof_exact(ev) is not None for ev in events)
+
+
+def rocprof_as_kineto(events: list[dict]) -> list[dict]:
+    """A rocprof trace's events as Kineto would have written them (what they are by the
+    process they are on; their exact times)."""
+    lanes = _rocprof_lanes(events)
+    out = []
+    for ev in events:
+        cat = lanes.get(_id(ev.get("pid"))) if ev.get("ph") == "X" and "cat" not in ev else None
+        if cat is None:
+            out.append(ev)
+            continue
+        ev = dict(ev)
+        ev["cat"] = cat
+        exact = _rocprof_exact(ev)
+        if exact is not None:
+            ev["ts"] = Decimal(exact[0]) / 1000
+            ev["dur"] = Decimal(exact[1] - exact[0]) / 1000
+        ev["args"] = {}  # rocprof's args hold no Kineto link
+        out.append(ev)
+    return out
 
 
 def slices(events: list[dict]) -> list[Slice]:

@@ -6,7 +6,8 @@ a Chrome trace of its own, not Kineto's:
 * no event has a ``cat``: what an event is, is said by the lane it is on, a process named
   by ``process_name`` metadata: ``GPU0``, ``GPU1``, ... (kernels dispatched to that agent),
   ``COPY`` (copies of every device), ``CPU HIP API`` (HIP calls), ``CPU HSA API`` (HSA
-  calls), ``KFD API``, ``Markers and Ranges`` (roctx ranges);
+  calls), ``CPU KFD API``, ``Markers and Ranges`` (roctx ranges); ``GPU Barriers<N>``
+  (barrier packets, waits in a queue, no work) is left as it is;
 * ``ts`` and ``dur`` are whole microseconds written as text; the exact nanoseconds are in
   args ``BeginNs``/``EndNs`` (text too). Two calls in one microsecond share ``ts`` and
   ``dur`` and are two calls all the same;
@@ -20,7 +21,8 @@ a Chrome trace of its own, not Kineto's:
 The trace is recognised by that evidence, never by its file name: lanes named as rocprof
 names them holding events without a category whose args give ``BeginNs``/``EndNs``. Its
 events then become what Kineto would have written: ``kernel`` on a GPU lane,
-``gpu_memcpy`` (``gpu_memset`` for a fill) on the COPY lane, each on its device and stream
+``gpu_memcpy`` on the COPY lane (rocprof records the runtime's copies there; a memset
+runs as a kernel), each on its device and stream
 (as Kineto puts a copy on the stream that ran it, so a stream's kernels and copies are one
 lane); ``cuda_runtime`` for a HIP call and ``cuda_driver`` for an HSA or KFD call on the
 host thread that made it; ``user_annotation`` for a roctx range; their times the exact ns;
@@ -44,8 +46,7 @@ from traceview.io.columns import Columns, Phases
 
 _GPU = re.compile(r"^GPU(\d+)$")
 _HOST_CATS = {"CPU HIP API": "cuda_runtime", "CPU HSA API": "cuda_driver",
-              "KFD API": "cuda_driver", "Markers and Ranges": "user_annotation"}
-_FILL = re.compile(r"fill|memset", re.IGNORECASE)
+              "CPU KFD API": "cuda_driver", "Markers and Ranges": "user_annotation"}
 _NONE = -1  # an absent or unusable value in the arrays below (every id here is >= 0)
 
 
@@ -105,8 +106,7 @@ def _lanes(thread_names: Mapping[tuple[str, int | str, int | str], str]
     return out
 
 
-def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], names: list[str],
-         phases: Phases) -> tuple[Columns, list[tuple[str, int, str]]]:
+def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], phases: Phases) -> tuple[Columns, list[tuple[str, int, str]]]:
     """The columns of a rocprof trace as Kineto's (``keys`` grows in place), and the
     diagnostic saying so; any other trace's columns with the args of its events without a
     category let go, and no diagnostic."""
@@ -127,7 +127,7 @@ def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], names: l
     for k in ours:
         at = np.flatnonzero(row_key == k)
         cat, device = lanes[thread_id(keys[k][2])]
-        out.group(k, cat, device, names, rows[at], {f: v[at] for f, v in a.items()}, exact[at])
+        out.group(k, cat, device, rows[at], {f: v[at] for f, v in a.items()}, exact[at])
     out.link(phases)
     x = _let_go(out.columns(), [k for k in bare if k not in ours])
     return x, [("rocprof-json", int(rows.size),
@@ -173,7 +173,7 @@ class _Rewrite:
             self.keys.append(key)
         return code
 
-    def group(self, k: int, cat: str, device: int, names: list[str], rows: np.ndarray,
+    def group(self, k: int, cat: str, device: int, rows: np.ndarray,
               a: dict[str, np.ndarray], exact: np.ndarray) -> None:
         """The rows of key ``k``, on a lane whose events are ``cat`` (of ``device``, from
         the lane's name): their args ``a``, and whether their exact times are there."""
@@ -185,10 +185,7 @@ class _Rewrite:
             self.host.append(rows)
             self.calls += int(rows.size) if cat != "user_annotation" else 0
             return
-        codes = self.x.name[rows]
-        for code in np.unique(codes).tolist():
-            kind = "gpu_memset" if cat == "gpu_memcpy" and _FILL.search(names[code]) else cat
-            self.key[rows[codes == code]] = self._key(("X", kind, pid, tid))
+        self.key[rows] = self._key(("X", cat, pid, tid))
         # the agent's own id, else the number of the GPU lane's name
         self._id("device", rows, np.where(a["dev_id"] != _NONE, a["dev_id"], device))
         self._id("stream", rows, a["stream_id"])

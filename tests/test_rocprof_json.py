@@ -1,0 +1,124 @@
+"""rocprof (v1) Chrome JSON, read as what it records (``traceview/io/rocprof.py``).
+
+A small trace of rocprof's shape, every figure worked out by hand below from the events
+as written here: no ``cat``; lanes named by ``process_name`` metadata (pid 2 ``CPU HIP
+API``, pid 1 ``COPY``, pid 6 ``GPU0``); ``ts``/``dur`` whole microseconds as text, the
+exact ns in args ``BeginNs``/``EndNs``; a flow ``s`` in the middle of each launch or copy
+call and its step ``t`` at the start of the work it made.
+
+Host thread 2/100 (ns):
+  hipMalloc            1,000,000 - 1,002,000
+  hipMemcpyWithStream  1,010,000 - 1,030,500   flow 0 s at 1,020 us -> copy A
+  hipLaunchKernel      1,040,000 - 1,045,000   flow 1 s at 1,042 us -> kernel
+  hipGetDevice         1,060,100 - 1,060,250   } one microsecond (ts 1060, dur 0):
+  hipGetDevice         1,060,600 - 1,060,750   } two calls, no duplicate
+  hipMemcpyWithStream  1,070,000 - 1,090,000   flow 2 s at 1,080 us -> copy B
+Device 0 stream 0:
+  copy A (COPY)        1,012,250 - 1,020,750   8,500
+  kernel (GPU0)        1,046,100 - 1,056,600  10,500
+  copy B (COPY)        1,075,000 - 1,080,000   5,000
+
+Window 1,000,000 - 1,090,000 (90,000 ns); device busy 8,500 + 10,500 + 5,000 = 24,000
+(no overlap); 1 kernel, 2 copies; 3 launches (2 hipMemcpyWithStream, 1 hipLaunchKernel),
+each linked to its work; 6 HIP calls on one host thread; from the microsecond fields the
+busy time would be 8,000 + 10,000 + 5,000 = 23,000 and the two hipGetDevice one event.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import reference_count
+from typer.testing import CliRunner
+
+import traceview
+from traceview.cli.app import app
+from traceview.io.decode import decode
+
+runner = CliRunner()
+
+
+def _x(name: str, lane: tuple[str, str], begin: int, end: int, args: dict[str, str]) -> dict:
+    return {"ph": "X", "name": name, "pid": lane[0], "tid": lane[1], "ts": str(begin // 1000),
+            "dur": str(end // 1000 - begin // 1000),
+            "args": {"BeginNs": str(begin), "EndNs": str(end), "Name": name,
+                     "DurationNs": str(end - begin), **args}}
+
+
+def _flow(fid: int, s_us: int, t_us: int, pid: int, tid: int) -> list[dict]:
+    return [{"ts": s_us, "ph": "s", "cat": "DataFlow", "id": fid, "pid": 2, "tid": 100, "name": "dep"},
+            {"ts": t_us, "ph": "t", "cat": "DataFlow", "id": fid, "pid": pid, "tid": tid, "name": "dep"}]
+
+
+def _events() -> list[dict]:
+    dev = {"dev-id": "0", "queue-id": "0", "stream-id": "0", "pid": "100", "tid": "100"}
+    host = {"pid": "100", "tid": "100"}
+    return [
+        {},  # rocprof opens its event list with an empty object
+        {"args": {"name": "CPU HIP API"}, "ph": "M", "pid": 2, "name": "process_name"},
+        {"args": {"name": "COPY"}, "ph": "M", "pid": 1, "name": "process_name"},
+        {"args": {"name": "GPU0"}, "ph": "M", "pid": 6, "name": "process_name"},
+        _x("CopyHostToDevice", ("1", "1"), 1_012_250, 1_020_750, dev),
+        _x("CopyDeviceToHost", ("1", "1"), 1_075_000, 1_080_000, dev),
+        _x("elementwise_kernel", ("6", "1"), 1_046_100, 1_056_600, dev),
+        _x("hipMalloc", ("2", "100"), 1_000_000, 1_002_000, host),
+        _x("hipMemcpyWithStream", ("2", "100"), 1_010_000, 1_030_500, host),
+        _x("hipLaunchKernel", ("2", "100"), 1_040_000, 1_045_000, host),
+        _x("hipGetDevice", ("2", "100"), 1_060_100, 1_060_250, host),
+        _x("hipGetDevice", ("2", "100"), 1_060_600, 1_060_750, host),
+        _x("hipMemcpyWithStream", ("2", "100"), 1_070_000, 1_090_000, host),
+        *_flow(0, 1020, 1012, 1, 1), *_flow(1, 1042, 1046, 6, 1), *_flow(2, 1080, 1075, 1, 1),
+    ]
+
+
+def _write(tmp_path: Path, events: list[dict]) -> Path:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"traceEvents": events, "otherData": {"CMD": "rocminfo"}}))
+    return path
+
+
+def test_rocprof_figures_are_the_hand_worked_ones(tmp_path):
+    path = _write(tmp_path, _events())
+    r = traceview.analyze(str(path))
+    assert (r.window.start_ns, r.window.end_ns) == (1_000_000, 1_090_000)
+    assert r.device.busy_ns == 24_000
+    assert (r.device.kernel_count, r.device.memcpy_count, r.device.memset_count) == (1, 2, 0)
+    assert r.device.kernel_sum_ns == 10_500
+    assert r.launches.count == 3
+    assert dict(r.launches.by_api) == {"hipMemcpyWithStream": 2, "hipLaunchKernel": 1}
+
+
+def test_rocprof_launches_are_linked_by_the_flows_and_lanes_are_right(tmp_path):
+    d = json.loads(runner.invoke(app, ["explain", str(_write(tmp_path, _events())),
+                                       "--format", "json"]).stdout)
+    assert d["launches"]["linked"] == 3, d["launches"]
+    assert {(t["pid"], t["tid"]) for t in d["threads"]} == {(2, 100)}, d["threads"]
+    codes = {x["code"] for x in d["diagnostics"]}
+    assert "rocprof-json" in codes and "duplicate" not in codes, d["diagnostics"]
+    assert "no-device-work" not in {f["id"] for f in d["findings"]}
+
+
+def test_the_reference_counts_rocprof_as_worked_by_hand(tmp_path):
+    ref = reference_count.count(_write(tmp_path, _events()))
+    assert (ref.window_start, ref.window_end, ref.busy_ns) == (1_000_000, 1_090_000, 24_000)
+    assert (ref.kernels, ref.memcpys, ref.memsets, ref.launches) == (1, 2, 0, 3)
+
+
+def test_two_calls_in_one_microsecond_stay_two(tmp_path):
+    r = traceview.analyze(str(_write(tmp_path, _events())))
+    assert "duplicate" not in {x.code for x in r.diagnostics}
+    trace = traceview.load(str(_write(tmp_path, _events())))
+    code = trace.names.index("hipGetDevice")
+    assert int((trace.slices.name == code).sum()) == 2
+
+
+def test_without_process_names_nothing_is_read_as_rocprof(tmp_path):
+    """The same events without the lanes' names are no rocprof trace: nothing becomes
+    device work, and the args kept for the reader are let go."""
+    events = [e for e in _events() if e.get("ph") != "M"]
+    path = _write(tmp_path, events)
+    r = traceview.analyze(str(path))
+    assert r.device.kernel_count == 0 and r.launches.count == 0
+    assert "rocprof-json" not in {x.code for x in r.diagnostics}
+    assert len(decode(path).x.args) == 0
