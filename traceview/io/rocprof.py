@@ -44,6 +44,9 @@ import numpy as np
 from traceview.coerce import NO_ID, thread_id
 from traceview.io.columns import Columns, Phases
 
+# the diagnostic that says a trace was read as rocprof's (the findings word their advice
+# in rocprof's terms by it: report/recorded_by.py)
+DIAGNOSTIC = "rocprof-json"
 _GPU = re.compile(r"^GPU(\d+)$")
 _HOST_CATS = {"CPU HIP API": "cuda_runtime", "CPU HSA API": "cuda_driver",
               "CPU KFD API": "cuda_driver", "Markers and Ranges": "user_annotation"}
@@ -130,11 +133,16 @@ def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], phases: 
         out.group(k, cat, device, rows[at], {f: v[at] for f, v in a.items()}, exact[at])
     out.link(phases)
     x = _let_go(out.columns(), [k for k in bare if k not in ours])
-    return x, [("rocprof-json", int(rows.size),
-                f"events read from a rocprof Chrome trace: {out.work} kernels and copies "
-                f"on their devices' streams (its GPU and COPY lanes), {out.calls} HIP/HSA "
-                f"calls on their host threads, {out.linked} of them linked to their work by "
-                "rocprof's flow arrows, times exact from args BeginNs/EndNs")]
+    return x, [(DIAGNOSTIC, int(rows.size),
+                f"events read from a rocprof Chrome trace: {_n(out.kernels, 'kernel')} "
+                f"(its GPU lanes) and {_n(out.copies, 'copy', 'copies')} (its COPY lane) on "
+                f"their devices' streams, {_n(out.calls, 'API call')} on their host "
+                f"threads, {out.linked} of them linked to their work by rocprof's flow "
+                "arrows, times exact from args BeginNs/EndNs")]
+
+
+def _n(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _let_go(x: Columns, bare: list[int]) -> Columns:
@@ -164,7 +172,7 @@ class _Rewrite:
             "corr": [], "stream": [], "device": []}
         self.host: list[np.ndarray] = []  # rows of calls, to bind flow starts to
         self.device: list[np.ndarray] = []  # rows of device work, to bind flow ends to
-        self.work = self.calls = self.linked = 0
+        self.kernels = self.copies = self.calls = self.linked = 0
 
     def _key(self, key: tuple[str, str, int | str, int | str]) -> int:
         code = self.key_index.get(key)
@@ -190,7 +198,10 @@ class _Rewrite:
         self._id("device", rows, np.where(a["dev_id"] != _NONE, a["dev_id"], device))
         self._id("stream", rows, a["stream_id"])
         self.device.append(rows)
-        self.work += int(rows.size)
+        if cat == "kernel":
+            self.kernels += int(rows.size)
+        else:
+            self.copies += int(rows.size)
 
     def _id(self, what: str, rows: np.ndarray, values: np.ndarray) -> None:
         ok = values != _NONE

@@ -16,7 +16,7 @@ p50, rounded as ``analyses.kernel_bytes.gb_per_s`` rounds it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -1011,6 +1011,15 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def profiler_of(diagnostics: Iterable[Any]) -> str:
+    """What recorded the trace, as the reproducer's timer field names it: rocprof where
+    the loader read its trace (``io/rocprof.py``'s diagnostic), else the PyTorch
+    profiler."""
+    if any(g.code == "rocprof-json" for g in diagnostics):
+        return "rocprof trace (its own Chrome JSON)"
+    return "torch.profiler trace"
+
+
 def warm_mode_claim(calls: CallsInfo, cap: CaptureMeta | None, *, graph: bool,
                     unit: str) -> Claim:
     """The reproducer template's "Cold or warmed? Eager or graph replay?" field (``29 warm
@@ -1035,7 +1044,8 @@ def warm_mode_claim(calls: CallsInfo, cap: CaptureMeta | None, *, graph: bool,
     return Claim("warm-mode", f"{text}; {mode}", tuple(figs), (rel("le", "warm", "count"),))
 
 
-def timer_claim(calls: CallsInfo, cap: CaptureMeta | None) -> Claim:
+def timer_claim(calls: CallsInfo, cap: CaptureMeta | None,
+                profiler: str = "torch.profiler trace") -> Claim:
     """The reproducer template's "Timer, synchronization points and repetitions" field:
     capture's protocol (its timer, sync, warm-up and profiled calls: the calls the
     report finds are at most those, and a cold trace holds its cold call alone), or, for
@@ -1043,7 +1053,7 @@ def timer_claim(calls: CallsInfo, cap: CaptureMeta | None) -> Claim:
     proto = cap.protocol if cap is not None else None
     count = Figure("count", calls.count, pointer("calls", "count"))
     if proto is None:
-        return Claim("timer", f"torch.profiler trace; {plural(calls.count, 'call')} from "
+        return Claim("timer", f"{profiler}; {plural(calls.count, 'call')} from "
                      f"{calls.source}; sync points not recorded", (count,))
     at = ("trace", "capture", "protocol")
     figs = [count]
@@ -1121,7 +1131,8 @@ def warm_mode_words(r: Report) -> str:
 
 def timer_words(r: Report) -> str:
     """The reproducer's timer field, as its claim says it."""
-    claim = claim_of(r, "timer", lambda: timer_claim(r.calls, r.capture_meta))
+    claim = claim_of(r, "timer", lambda: timer_claim(r.calls, r.capture_meta,
+                                                      profiler_of(r.diagnostics)))
     assert claim is not None
     return claim.text
 
