@@ -23,8 +23,11 @@ docs/robustness.md, docs/training.md):
   ``process_name`` metadata names ``GPU<N>`` (kernels), ``COPY`` (copies), ``CPU HIP API``
   (HIP calls); ``ts``/``dur`` whole microseconds, the exact time in args
   ``BeginNs``/``EndNs`` (text). Recognised by an event on such a process with both of
-  those args. Then: an event on a GPU process is a kernel, on COPY a memcpy, on CPU HIP
-  API a runtime call (``cuda_runtime``); each time is ``BeginNs`` to ``EndNs`` where both are there.
+  those args. Then: an event on a GPU process is a kernel, on COPY a memcpy (a memset
+  where its name says ``Fill``: rocprof's tblextr.py files copies and fills there by
+  name), on CPU HIP API a runtime call (``cuda_runtime``); an event on a ``GPU
+  Barriers<N>`` process (a barrier packet: a wait in a device queue) is not counted; each
+  time is ``BeginNs`` to ``EndNs`` where both are there.
 * **Window** (``window.source`` ``activity``): from the earliest start to the latest end
   of every slice except profiler spans (``Trace``), profiler ``overhead``, device labels
   (``gpu_user_annotation``) and flow records (``ac2g``). Host ops, Python frames,
@@ -178,6 +181,8 @@ def _rocprof_lanes(events: list[dict]) -> dict[Any, str]:
             name = ev["args"].get("name")
             cat = "kernel" if isinstance(name, str) and re.fullmatch(r"GPU\d+", name) \
                 else ROCPROF_LANES.get(name) if isinstance(name, str) else None
+            if isinstance(name, str) and re.fullmatch(r"GPU Barriers\d+", name):
+                cat = "barrier"
             if cat:
                 out[_id(ev.get("pid"))] = cat
     return out
@@ -211,8 +216,12 @@ def rocprof_as_kineto(events: list[dict]) -> list[dict]:
         if cat is None:
             out.append(ev)
             continue
+        if cat == "barrier":
+            continue
         ev = dict(ev)
-        ev["cat"] = cat
+        name = ev.get("name")
+        ev["cat"] = "gpu_memset" if cat == "gpu_memcpy" and isinstance(name, str) \
+            and "Fill" in name else cat
         exact = _rocprof_exact(ev)
         if exact is not None:
             ev["ts"] = Decimal(exact[0]) / 1000

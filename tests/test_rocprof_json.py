@@ -2,7 +2,8 @@
 
 A small trace of rocprof's shape, every figure worked out by hand below from the events
 as written here: no ``cat``; lanes named by ``process_name`` metadata (pid 2 ``CPU HIP
-API``, pid 1 ``COPY``, pid 6 ``GPU0``); ``ts``/``dur`` whole microseconds as text, the
+API``, pid 1 ``COPY``, pid 6 ``GPU0``, pid 518 ``GPU Barriers0``); ``ts``/``dur`` whole
+microseconds as text, the
 exact ns in args ``BeginNs``/``EndNs``; a flow ``s`` in the middle of each launch or copy
 call and its step ``t`` at the start of the work it made.
 
@@ -13,15 +14,19 @@ Host thread 2/100 (ns):
   hipGetDevice         1,060,100 - 1,060,250   } one microsecond (ts 1060, dur 0):
   hipGetDevice         1,060,600 - 1,060,750   } two calls, no duplicate
   hipMemcpyWithStream  1,070,000 - 1,090,000   flow 2 s at 1,080 us -> copy B
+  hipMemsetAsync       1,095,000 - 1,097,000   flow 3 s at 1,096 us -> fill
 Device 0 stream 0:
   copy A (COPY)        1,012,250 - 1,020,750   8,500
   kernel (GPU0)        1,046,100 - 1,056,600  10,500
   copy B (COPY)        1,075,000 - 1,080,000   5,000
+  FillBuffer (COPY)    1,100,000 - 1,101,000   1,000  (a memset)
+  <barrier packet>     1,050,000 - 1,200,000  on GPU Barriers0: a wait, not counted
 
-Window 1,000,000 - 1,090,000 (90,000 ns); device busy 8,500 + 10,500 + 5,000 = 24,000
-(no overlap); 1 kernel, 2 copies; 3 launches (2 hipMemcpyWithStream, 1 hipLaunchKernel),
-each linked to its work; 6 HIP calls on one host thread; from the microsecond fields the
-busy time would be 8,000 + 10,000 + 5,000 = 23,000 and the two hipGetDevice one event.
+Window 1,000,000 - 1,101,000 (101,000 ns; the barrier packet would take it to 1,200,000);
+device busy 8,500 + 10,500 + 5,000 + 1,000 = 25,000 (no overlap); 1 kernel, 2 copies,
+1 memset; 4 launches (2 hipMemcpyWithStream, 1 hipLaunchKernel, 1 hipMemsetAsync), each
+linked to its work; 7 HIP calls on one host thread; from the microsecond fields the busy
+time would be 8,000 + 10,000 + 5,000 + 1,000 = 24,000 and the two hipGetDevice one event.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ def _events() -> list[dict]:
         {"args": {"name": "CPU HIP API"}, "ph": "M", "pid": 2, "name": "process_name"},
         {"args": {"name": "COPY"}, "ph": "M", "pid": 1, "name": "process_name"},
         {"args": {"name": "GPU0"}, "ph": "M", "pid": 6, "name": "process_name"},
+        {"args": {"name": "GPU Barriers0"}, "ph": "M", "pid": 518, "name": "process_name"},
         _x("CopyHostToDevice", ("1", "1"), 1_012_250, 1_020_750, dev),
         _x("CopyDeviceToHost", ("1", "1"), 1_075_000, 1_080_000, dev),
         _x("elementwise_kernel", ("6", "1"), 1_046_100, 1_056_600, dev),
@@ -68,7 +74,11 @@ def _events() -> list[dict]:
         _x("hipGetDevice", ("2", "100"), 1_060_100, 1_060_250, host),
         _x("hipGetDevice", ("2", "100"), 1_060_600, 1_060_750, host),
         _x("hipMemcpyWithStream", ("2", "100"), 1_070_000, 1_090_000, host),
+        _x("hipMemsetAsync", ("2", "100"), 1_095_000, 1_097_000, host),
+        _x("FillBuffer", ("1", "1"), 1_100_000, 1_101_000, dev),
+        _x("<barrier packet>", ("518", "0"), 1_050_000, 1_200_000, dev),
         *_flow(0, 1020, 1012, 1, 1), *_flow(1, 1042, 1046, 6, 1), *_flow(2, 1080, 1075, 1, 1),
+        *_flow(3, 1096, 1100, 1, 1),
     ]
 
 
@@ -81,18 +91,19 @@ def _write(tmp_path: Path, events: list[dict]) -> Path:
 def test_rocprof_figures_are_the_hand_worked_ones(tmp_path):
     path = _write(tmp_path, _events())
     r = traceview.analyze(str(path))
-    assert (r.window.start_ns, r.window.end_ns) == (1_000_000, 1_090_000)
-    assert r.device.busy_ns == 24_000
-    assert (r.device.kernel_count, r.device.memcpy_count, r.device.memset_count) == (1, 2, 0)
+    assert (r.window.start_ns, r.window.end_ns) == (1_000_000, 1_101_000)
+    assert r.device.busy_ns == 25_000
+    assert (r.device.kernel_count, r.device.memcpy_count, r.device.memset_count) == (1, 2, 1)
     assert r.device.kernel_sum_ns == 10_500
-    assert r.launches.count == 3
-    assert dict(r.launches.by_api) == {"hipMemcpyWithStream": 2, "hipLaunchKernel": 1}
+    assert r.launches.count == 4
+    assert dict(r.launches.by_api) == {"hipMemcpyWithStream": 2, "hipLaunchKernel": 1,
+                                       "hipMemsetAsync": 1}
 
 
 def test_rocprof_launches_are_linked_by_the_flows_and_lanes_are_right(tmp_path):
     d = json.loads(runner.invoke(app, ["explain", str(_write(tmp_path, _events())),
                                        "--format", "json"]).stdout)
-    assert d["launches"]["linked"] == 3, d["launches"]
+    assert d["launches"]["linked"] == 4, d["launches"]
     assert {(t["pid"], t["tid"]) for t in d["threads"]} == {(2, 100)}, d["threads"]
     codes = {x["code"] for x in d["diagnostics"]}
     assert "rocprof-json" in codes and "duplicate" not in codes, d["diagnostics"]
@@ -101,8 +112,8 @@ def test_rocprof_launches_are_linked_by_the_flows_and_lanes_are_right(tmp_path):
 
 def test_the_reference_counts_rocprof_as_worked_by_hand(tmp_path):
     ref = reference_count.count(_write(tmp_path, _events()))
-    assert (ref.window_start, ref.window_end, ref.busy_ns) == (1_000_000, 1_090_000, 24_000)
-    assert (ref.kernels, ref.memcpys, ref.memsets, ref.launches) == (1, 2, 0, 3)
+    assert (ref.window_start, ref.window_end, ref.busy_ns) == (1_000_000, 1_101_000, 25_000)
+    assert (ref.kernels, ref.memcpys, ref.memsets, ref.launches) == (1, 2, 1, 4)
 
 
 def test_two_calls_in_one_microsecond_stay_two(tmp_path):
@@ -122,3 +133,19 @@ def test_without_process_names_nothing_is_read_as_rocprof(tmp_path):
     assert r.device.kernel_count == 0 and r.launches.count == 0
     assert "rocprof-json" not in {x.code for x in r.diagnostics}
     assert len(decode(path).x.args) == 0
+
+
+def test_rocprof_findings_advise_in_rocprofs_terms(tmp_path):
+    """No torch.profiler advice a rocprof user cannot follow, nor a CPU-only verdict: the
+    op arguments rocprof does not record, no "with_stack off", no CUDA activity to add."""
+    path = _write(tmp_path, _events())
+    for view in (["--width", "80"], ["--format", "md"], ["--format", "json"]):
+        out = runner.invoke(app, ["explain", str(path), *view]).stdout
+        for wrong in ("add with record_shapes=True", "with_stack off", "CUDA profiler activity",
+                      "deviceProperties", "specialize, cache_key", "no device work",
+                      "torch.profiler trace;"):
+            assert wrong not in out.replace("\n", " "), (view, wrong)
+    d = json.loads(runner.invoke(app, ["explain", str(path), "--format", "json"]).stdout)
+    texts = {f["id"]: f["message"] for f in d["findings"]}
+    assert "rocprof records no op arguments" in texts["reproducer-incomplete"]
+    assert "rocprof traced HIP calls, not Python" in texts["no-python-frames"]

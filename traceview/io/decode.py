@@ -123,7 +123,7 @@ def _decode(src: Source, progress: Callable[[int], object] | None) -> Decoded:
         problems.append(("name-too-long", long,
                          f"names over {limits.MAX_NAME_CHARS:,} characters cut (the note "
                          "after the cut gives each one's length)"))
-    x, read_as = rocprof.read(x, keys, phases)  # a rocprof trace as Kineto's events
+    x, read_as = rocprof.read(x, keys, names, phases)  # a rocprof trace as Kineto's events
     problems += read_as
     return Decoded(path=printable_path(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,

@@ -6,8 +6,8 @@ a Chrome trace of its own, not Kineto's:
 * no event has a ``cat``: what an event is, is said by the lane it is on, a process named
   by ``process_name`` metadata: ``GPU0``, ``GPU1``, ... (kernels dispatched to that agent),
   ``COPY`` (copies of every device), ``CPU HIP API`` (HIP calls), ``CPU HSA API`` (HSA
-  calls), ``CPU KFD API``, ``Markers and Ranges`` (roctx ranges); ``GPU Barriers<N>``
-  (barrier packets, waits in a queue, no work) is left as it is;
+  calls), ``CPU KFD API``, ``Markers and Ranges`` (roctx ranges), ``GPU Barriers<N>`` (barrier
+  packets: waits in a device queue, no work; left out, counted in the diagnostic);
 * ``ts`` and ``dur`` are whole microseconds written as text; the exact nanoseconds are in
   args ``BeginNs``/``EndNs`` (text too). Two calls in one microsecond share ``ts`` and
   ``dur`` and are two calls all the same;
@@ -21,8 +21,8 @@ a Chrome trace of its own, not Kineto's:
 The trace is recognised by that evidence, never by its file name: lanes named as rocprof
 names them holding events without a category whose args give ``BeginNs``/``EndNs``. Its
 events then become what Kineto would have written: ``kernel`` on a GPU lane,
-``gpu_memcpy`` on the COPY lane (rocprof records the runtime's copies there; a memset
-runs as a kernel), each on its device and stream
+``gpu_memcpy`` on the COPY lane (``gpu_memset`` for a ``Fill``: rocprof files copies and
+fills there by name), each on its device and stream
 (as Kineto puts a copy on the stream that ran it, so a stream's kernels and copies are one
 lane); ``cuda_runtime`` for a HIP call and ``cuda_driver`` for an HSA or KFD call on the
 host thread that made it; ``user_annotation`` for a roctx range; their times the exact ns;
@@ -48,9 +48,14 @@ from traceview.io.columns import Columns, Phases
 # in rocprof's terms by it: report/recorded_by.py)
 DIAGNOSTIC = "rocprof-json"
 _GPU = re.compile(r"^GPU(\d+)$")
+_BARRIERS = re.compile(r"^GPU Barriers(\d+)$")
+# rocprof files an operation on the COPY lane by its name (Memcpy, Copy or Fill): a fill
+# is a memset
+_FILL = re.compile(r"Fill")
 _HOST_CATS = {"CPU HIP API": "cuda_runtime", "CPU HSA API": "cuda_driver",
               "CPU KFD API": "cuda_driver", "Markers and Ranges": "user_annotation"}
 _NONE = -1  # an absent or unusable value in the arrays below (every id here is >= 0)
+_BARRIER = "barrier"  # a barrier packet: left out
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -99,9 +104,11 @@ def _lanes(thread_names: Mapping[tuple[str, int | str, int | str], str]
     for (kind, pid, _), name in thread_names.items():
         if kind != "process_name":
             continue
-        gpu = _GPU.match(name)
+        gpu, barriers = _GPU.match(name), _BARRIERS.match(name)
         if gpu:
             out[pid] = ("kernel", int(gpu.group(1)))
+        elif barriers:
+            out[pid] = (_BARRIER, int(barriers.group(1)))
         elif name == "COPY":
             out[pid] = ("gpu_memcpy", _NONE)
         elif name in _HOST_CATS:
@@ -109,7 +116,8 @@ def _lanes(thread_names: Mapping[tuple[str, int | str, int | str], str]
     return out
 
 
-def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], phases: Phases) -> tuple[Columns, list[tuple[str, int, str]]]:
+def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], names: list[str],
+         phases: Phases) -> tuple[Columns, list[tuple[str, int, str]]]:
     """The columns of a rocprof trace as Kineto's (``keys`` grows in place), and the
     diagnostic saying so; any other trace's columns with the args of its events without a
     category let go, and no diagnostic."""
@@ -125,7 +133,7 @@ def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], phases: 
     exact = (a["BeginNs"] != _NONE) & (a["EndNs"] >= a["BeginNs"])
     if not exact.any():
         return _let_go(x, bare), []
-    out = _Rewrite(x, keys)
+    out = _Rewrite(x, keys, names)
     row_key = x.key[rows]
     for k in ours:
         at = np.flatnonzero(row_key == k)
@@ -133,12 +141,14 @@ def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], phases: 
         out.group(k, cat, device, rows[at], {f: v[at] for f, v in a.items()}, exact[at])
     out.link(phases)
     x = _let_go(out.columns(), [k for k in bare if k not in ours])
+    left_out = (f"; {_n(out.barriers, 'barrier packet')} (its GPU Barriers lanes: waits "
+                "in a device queue, no work) left out" if out.barriers else "")
     return x, [(DIAGNOSTIC, int(rows.size),
                 f"events read from a rocprof Chrome trace: {_n(out.kernels, 'kernel')} "
                 f"(its GPU lanes) and {_n(out.copies, 'copy', 'copies')} (its COPY lane) on "
                 f"their devices' streams, {_n(out.calls, 'API call')} on their host "
                 f"threads, {out.linked} of them linked to their work by rocprof's flow "
-                "arrows, times exact from args BeginNs/EndNs")]
+                f"arrows, times exact from args BeginNs/EndNs{left_out}")]
 
 
 def _n(n: int, one: str, many: str = "") -> str:
@@ -164,15 +174,17 @@ def _let_go(x: Columns, bare: list[int]) -> Columns:
 class _Rewrite:
     """The rewritten columns, a key's rows at a time."""
 
-    def __init__(self, x: Columns, keys: list[tuple[str, str, int | str, int | str]]) -> None:
-        self.x, self.keys = x, keys
+    def __init__(self, x: Columns, keys: list[tuple[str, str, int | str, int | str]],
+                 names: list[str]) -> None:
+        self.x, self.keys, self.names = x, keys, names
         self.key_index = {k: i for i, k in enumerate(keys)}
         self.key, self.ts, self.dur = x.key.copy(), x.ts.copy(), x.dur.copy()
         self.ids: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {
             "corr": [], "stream": [], "device": []}
         self.host: list[np.ndarray] = []  # rows of calls, to bind flow starts to
         self.device: list[np.ndarray] = []  # rows of device work, to bind flow ends to
-        self.kernels = self.copies = self.calls = self.linked = 0
+        self.kernels = self.copies = self.calls = self.linked = self.barriers = 0
+        self.keep = np.ones(x.key.size, bool)
 
     def _key(self, key: tuple[str, str, int | str, int | str]) -> int:
         code = self.key_index.get(key)
@@ -186,6 +198,10 @@ class _Rewrite:
         """The rows of key ``k``, on a lane whose events are ``cat`` (of ``device``, from
         the lane's name): their args ``a``, and whether their exact times are there."""
         _, _, pid, tid = self.keys[k]
+        if cat == _BARRIER:
+            self.keep[rows] = False
+            self.barriers += int(rows.size)
+            return
         self.ts[rows[exact]] = a["BeginNs"][exact]
         self.dur[rows[exact]] = a["EndNs"][exact] - a["BeginNs"][exact]
         if cat not in ("kernel", "gpu_memcpy"):
@@ -193,7 +209,11 @@ class _Rewrite:
             self.host.append(rows)
             self.calls += int(rows.size) if cat != "user_annotation" else 0
             return
+        names = self.x.name[rows]
+        fills = np.isin(names, [c for c in np.unique(names).tolist() if _FILL.search(self.names[c])])
         self.key[rows] = self._key(("X", cat, pid, tid))
+        if cat == "gpu_memcpy" and fills.any():
+            self.key[rows[fills]] = self._key(("X", "gpu_memset", pid, tid))
         # the agent's own id, else the number of the GPU lane's name
         self._id("device", rows, np.where(a["dev_id"] != _NONE, a["dev_id"], device))
         self._id("stream", rows, a["stream_id"])
@@ -235,8 +255,18 @@ class _Rewrite:
             parts = self.ids[what]
             cols[what] = col if not parts else col.with_ids(
                 np.concatenate([r for r, _ in parts]), np.concatenate([v for _, v in parts]))
-        return Columns(self.key, x.name, self.ts, self.dur, cols["corr"], cols["stream"],
-                       cols["device"], x.args)
+        out = Columns(self.key, x.name, self.ts, self.dur, cols["corr"], cols["stream"],
+                      cols["device"], x.args)
+        return out if self.keep.all() else _take(out, self.keep)
+
+
+def _take(x: Columns, keep: np.ndarray) -> Columns:
+    """The columns of the rows ``keep`` marks, renumbered (their args with them)."""
+    rows = np.flatnonzero(keep)
+    new = np.cumsum(keep) - 1
+    renumber = {r: int(new[r]) for r in x.args if keep[r]}
+    return Columns(x.key[rows], x.name[rows], x.ts[rows], x.dur[rows], x.corr.take(rows),
+                   x.stream.take(rows), x.device.take(rows), x.args.subset(renumber))
 
 
 def _binder(keys: list[tuple[str, str, int | str, int | str]], key_of_row: np.ndarray,
