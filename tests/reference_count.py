@@ -12,12 +12,6 @@ docs/robustness.md, docs/training.md):
   times 1000, rounded half-even). An event without a usable ``ts`` is dropped; without
   ``dur`` it is zero-length; a negative ``dur`` or one over an hour is dropped. Exact
   duplicates (same category, name, thread, start, end and correlation id) count once.
-* **Categories.** PyTorch 1.8/1.9 Kineto wrote ``Kernel``, ``Memcpy``, ``Memset``,
-  ``Runtime``, ``Operator`` where later releases write ``kernel``, ``gpu_memcpy``,
-  ``gpu_memset``, ``cuda_runtime``, ``cpu_op``. The reference reads both spellings as the
-  same thing: the device work of a 1.8 trace is device work. Its ``Operator`` slices named
-  as the profiler's own ranges (``ProfilerStep#N``, ``enumerate(DataLoader)#...``,
-  ``Optimizer.*``) are user ranges, as later releases file them.
 * **rocprof (v1) Chrome traces** (``rocprof --hip-trace``'s ``results.json``, as its
   documentation and the file show it): events without ``cat``, on processes that
   ``process_name`` metadata names ``GPU<N>`` (kernels), ``COPY`` (copies), ``CPU HIP API``
@@ -28,6 +22,12 @@ docs/robustness.md, docs/training.md):
   name), on CPU HIP API a runtime call (``cuda_runtime``); an event on a ``GPU
   Barriers<N>`` process (a barrier packet: a wait in a device queue) is not counted; each
   time is ``BeginNs`` to ``EndNs`` where both are there.
+* **Categories.** PyTorch 1.8/1.9 Kineto wrote ``Kernel``, ``Memcpy``, ``Memset``,
+  ``Runtime``, ``Operator`` where later releases write ``kernel``, ``gpu_memcpy``,
+  ``gpu_memset``, ``cuda_runtime``, ``cpu_op``. The reference reads both spellings as the
+  same thing: the device work of a 1.8 trace is device work. Its ``Operator`` slices named
+  as the profiler's own ranges (``ProfilerStep#N``, ``enumerate(DataLoader)#...``,
+  ``Optimizer.*``) are user ranges, as later releases file them.
 * **Window** (``window.source`` ``activity``): from the earliest start to the latest end
   of every slice except profiler spans (``Trace``), profiler ``overhead``, device labels
   (``gpu_user_annotation``) and flow records (``ac2g``). Host ops, Python frames,
