@@ -35,11 +35,9 @@ LEGACY_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset
                "Runtime": "cuda_runtime", "Operator": "cpu_op"}
 
 # Event categories whose args the model reads (kept as raw bytes, decoded on access).
-# No category at all (``""``) too: rocprof writes none, and its args say what an event is
-# and when exactly it ran (``io/rocprof.py``, which lets go of them in any other trace).
 ARGS_KEPT_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime",
                             "cuda_driver", "user_annotation", "gpu_user_annotation", "cuda_sync",
-                            "", *LEGACY_CATS})
+                            *LEGACY_CATS})
 
 
 class LazyArgs(Mapping[int, dict[str, Any]]):

@@ -126,7 +126,7 @@ def read(x: Columns, keys: list[tuple[str, str, int | str, int | str]], names: l
         return x, []
     lanes = _lanes(phases.thread_names)
     ours = [k for k in bare if thread_id(keys[k][2]) in lanes]
-    rows = np.flatnonzero(np.isin(x.key, ours))
+    rows = np.flatnonzero(np.isin(x.key, ours)) if ours else np.zeros(0, np.int64)
     if not rows.size:
         return _let_go(x, bare), []
     a = _decode(x.args.raw(rows.tolist()))
@@ -158,7 +158,7 @@ def _n(n: int, one: str, many: str = "") -> str:
 def _let_go(x: Columns, bare: list[int]) -> Columns:
     """The columns with the args (and ids read from them) of the ``bare`` keys' rows let
     go: kept only for this reader, they are no other trace's to read."""
-    if not bare:
+    if not bare or not len(x.args):
         return x
     drop = np.flatnonzero(np.isin(x.key, bare))
     held = np.fromiter(x.args, np.int64, len(x.args))
