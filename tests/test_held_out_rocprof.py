@@ -81,8 +81,10 @@ def test_rocprof_trace_is_read_with_its_device_work_or_refused_in_one_line():
     assert dev["busy_ns"] in raw["busy"], (dev["busy_ns"], raw["busy"])
     assert dev["kernel_sum_ns"] in raw["kernel_sum"], (dev["kernel_sum_ns"], raw["kernel_sum"])
     assert "no-device-work" not in {f["id"] for f in d["findings"]}
-    # the device lanes are no host threads
-    assert {(str(t["pid"])) for t in d["threads"]} == {"2"}, d["threads"]
+    # the device lanes are no host threads: the one host thread is the HIP calls' (on
+    # rocprof's "CPU HIP API" lane, pid 2; the thread their args name)
+    assert {(t["pid"], t["tid"]) for t in d["threads"]} == {
+        (int(h["args"]["pid"]), int(h["args"]["tid"])) for h in raw["host"]}, d["threads"]
 
 
 def test_rocprof_hip_calls_that_share_a_microsecond_are_not_called_duplicates():

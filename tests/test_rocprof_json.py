@@ -7,7 +7,8 @@ microseconds as text, the
 exact ns in args ``BeginNs``/``EndNs``; a flow ``s`` in the middle of each launch or copy
 call and its step ``t`` at the start of the work it made.
 
-Host thread 2/100 (ns):
+Host thread 100/100 (args pid/tid; HIP calls drawn on lane 2/100, the roctx range
+"iteration" 1,008,000 - 1,058,000 on lane 0/100) (ns):
   hipMalloc            1,000,000 - 1,002,000
   hipMemcpyWithStream  1,010,000 - 1,030,500   flow 0 s at 1,020 us -> copy A
   hipLaunchKernel      1,040,000 - 1,045,000   flow 1 s at 1,042 us -> kernel
@@ -65,6 +66,8 @@ def _events() -> list[dict]:
         {"args": {"name": "COPY"}, "ph": "M", "pid": 1, "name": "process_name"},
         {"args": {"name": "GPU0"}, "ph": "M", "pid": 6, "name": "process_name"},
         {"args": {"name": "GPU Barriers0"}, "ph": "M", "pid": 518, "name": "process_name"},
+        {"args": {"name": "Markers and Ranges"}, "ph": "M", "pid": 0, "name": "process_name"},
+        _x("iteration", ("0", "100"), 1_008_000, 1_058_000, host),
         _x("CopyHostToDevice", ("1", "1"), 1_012_250, 1_020_750, dev),
         _x("CopyDeviceToHost", ("1", "1"), 1_075_000, 1_080_000, dev),
         _x("elementwise_kernel", ("6", "1"), 1_046_100, 1_056_600, dev),
@@ -104,7 +107,9 @@ def test_rocprof_launches_are_linked_by_the_flows_and_lanes_are_right(tmp_path):
     d = json.loads(runner.invoke(app, ["explain", str(_write(tmp_path, _events())),
                                        "--format", "json"]).stdout)
     assert d["launches"]["linked"] == 4, d["launches"]
-    assert {(t["pid"], t["tid"]) for t in d["threads"]} == {(2, 100)}, d["threads"]
+    # the HIP calls and the roctx range on the thread their args name, not on the lanes
+    # rocprof draws them on (pid 2, pid 0)
+    assert {(t["pid"], t["tid"]) for t in d["threads"]} == {(100, 100)}, d["threads"]
     codes = {x["code"] for x in d["diagnostics"]}
     assert "rocprof-json" in codes and "duplicate" not in codes, d["diagnostics"]
     assert "no-device-work" not in {f["id"] for f in d["findings"]}

@@ -11,8 +11,9 @@ a Chrome trace of its own, not Kineto's:
 * ``ts`` and ``dur`` are whole microseconds written as text; the exact nanoseconds are in
   args ``BeginNs``/``EndNs`` (text too). Two calls in one microsecond share ``ts`` and
   ``dur`` and are two calls all the same;
-* device work carries its agent and stream in args ``dev-id`` and ``stream-id``; a HIP
-  call lies on its host thread (tid);
+* device work carries its agent and stream in args ``dev-id`` and ``stream-id``; a call
+  or roctx range lies on its API's lane (pid) and its thread's tid, and names its own
+  process and thread in args ``pid``/``tid``;
 * a flow (``s`` in the HIP call, its step ``t`` at the start of the kernel or copy; no
   ``f``) links each launch or copy call to the work it made. The ``s`` is in the middle
   of the call, not at its start, so the arrow is bound as Chrome binds it: to the slice
@@ -22,10 +23,10 @@ The trace is recognised by that evidence, never by its file name: lanes named as
 names them holding events without a category whose args give ``BeginNs``/``EndNs``. Its
 events then become what Kineto would have written: ``kernel`` on a GPU lane,
 ``gpu_memcpy`` on the COPY lane (``gpu_memset`` for a ``Fill``: rocprof files copies and
-fills there by name), each on its device and stream
-(as Kineto puts a copy on the stream that ran it, so a stream's kernels and copies are one
-lane); ``cuda_runtime`` for a HIP call and ``cuda_driver`` for an HSA or KFD call on the
-host thread that made it; ``user_annotation`` for a roctx range; their times the exact ns;
+fills there by name), each on its device and stream (as Kineto puts a copy on the stream
+that ran it, so a stream's kernels and copies are one lane); ``cuda_runtime`` for a HIP call and ``cuda_driver`` for an HSA or KFD call on the
+host thread that made it (args ``pid``/``tid``, so its HIP and HSA calls and roctx
+ranges are one thread); ``user_annotation`` for a roctx range; their times the exact ns;
 each launch and its work given the flow's id as their correlation, so every analysis reads
 them as it reads Kineto's.
 
@@ -45,7 +46,7 @@ from traceview.coerce import NO_ID, thread_id
 from traceview.io.columns import Columns, Phases
 
 # the diagnostic that says a trace was read as rocprof's (the findings word their advice
-# in rocprof's terms by it: report/recorded_by.py)
+# in rocprof's terms by it: report/findings.py, recorded_by)
 DIAGNOSTIC = "rocprof-json"
 _GPU = re.compile(r"^GPU(\d+)$")
 _BARRIERS = re.compile(r"^GPU Barriers(\d+)$")
@@ -65,6 +66,8 @@ class _Args(msgspec.Struct, gc=False):
     EndNs: str | int | None = None
     dev_id: str | int | None = msgspec.field(default=None, name="dev-id")
     stream_id: str | int | None = msgspec.field(default=None, name="stream-id")
+    pid: str | int | None = None  # the process and thread that made a call
+    tid: str | int | None = None
 
 
 _ONE = msgspec.json.Decoder(_Args)
@@ -205,7 +208,16 @@ class _Rewrite:
         self.ts[rows[exact]] = a["BeginNs"][exact]
         self.dur[rows[exact]] = a["EndNs"][exact] - a["BeginNs"][exact]
         if cat not in ("kernel", "gpu_memcpy"):
-            self.key[rows] = self._key(("X", cat, pid, tid))
+            # on the thread its args name: the lane is the API's (HIP calls on one pid,
+            # HSA calls on another, roctx ranges on a third), so one thread's HIP and HSA
+            # calls and roctx ranges become one host thread
+            own = (a["pid"] != _NONE) & (a["tid"] != _NONE)
+            self.key[rows[~own]] = self._key(("X", cat, pid, tid))
+            if own.any():
+                threads, inverse = np.unique(np.stack([a["pid"][own], a["tid"][own]]), axis=1,
+                                             return_inverse=True)
+                codes = [self._key(("X", cat, p, t)) for p, t in threads.T.tolist()]
+                self.key[rows[own]] = np.asarray(codes, self.key.dtype)[inverse.ravel()]
             self.host.append(rows)
             self.calls += int(rows.size) if cat != "user_annotation" else 0
             return
@@ -234,8 +246,9 @@ class _Rewrite:
         if not phases.has_flows() or not self.host or not self.device:
             return
         x = self.x
-        starts = _binder(self.keys, self.key, x.ts, x.dur, np.concatenate(self.host))
-        ends = _binder(self.keys, self.key, x.ts, x.dur, np.concatenate(self.device))
+        # bound on the lanes as the file drew them, as its flows were (x.key, not self.key)
+        starts = _binder(self.keys, x.key, x.ts, x.dur, np.concatenate(self.host))
+        ends = _binder(self.keys, x.key, x.ts, x.dur, np.concatenate(self.device))
         at_start = {fid: starts(key) for key, fid in phases.flow_start.items()}
         pairs = [(at_start[fid], ends(key), fid) for key, fid in phases.flow_end.items()
                  if at_start.get(fid) is not None]
