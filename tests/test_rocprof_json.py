@@ -154,3 +154,25 @@ def test_rocprof_findings_advise_in_rocprofs_terms(tmp_path):
     texts = {f["id"]: f["message"] for f in d["findings"]}
     assert "rocprof records no op arguments" in texts["reproducer-incomplete"]
     assert "rocprof traced HIP calls, not Python" in texts["no-python-frames"]
+
+
+def test_odd_rocprof_args_cost_only_their_own_exact_times(tmp_path):
+    """An event whose ``BeginNs``/``EndNs`` are not whole numbers, run backwards or are
+    absent keeps its microsecond fields; an args value of an odd type is no traceback.
+    Here copy A's ``EndNs`` is text, so it reads 1,012 us to 1,020 us (8,000 ns, from
+    ``ts``/``dur``) and the busy time is 25,000 - 8,500 + 8,000 = 24,500 ns."""
+    events = _events()
+    for e in events:
+        if e.get("name") == "CopyHostToDevice":
+            e["args"]["EndNs"] = "soon"
+        if e.get("name") == "hipMalloc":
+            e["args"]["BeginNs"], e["args"]["EndNs"] = "1002000", "1000000"  # backwards
+        if e.get("name") == "hipMemsetAsync":
+            e["args"]["dev-id"] = {"odd": [1]}
+            e["args"]["BeginNs"] = 1_095_000  # a number, not text: read the same
+    r = runner.invoke(app, ["explain", str(_write(tmp_path, events)), "--format", "json"])
+    assert r.exit_code == 0, r.output[:400]
+    d = json.loads(r.stdout)
+    assert d["device"]["busy_ns"] == 24_500
+    assert (d["window"]["start_ns"], d["window"]["end_ns"]) == (1_000_000, 1_101_000)
+    assert d["launches"]["linked"] == 4
