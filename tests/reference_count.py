@@ -12,6 +12,16 @@ docs/robustness.md, docs/training.md):
   times 1000, rounded half-even). An event without a usable ``ts`` is dropped; without
   ``dur`` it is zero-length; a negative ``dur`` or one over an hour is dropped. Exact
   duplicates (same category, name, thread, start, end and correlation id) count once.
+* **rocprof (v1) Chrome traces** (``rocprof --hip-trace``'s ``results.json``, as its
+  documentation and the file show it): events without ``cat``, on processes that
+  ``process_name`` metadata names ``GPU<N>`` (kernels), ``COPY`` (copies), ``CPU HIP API``
+  (HIP calls); ``ts``/``dur`` whole microseconds, the exact time in args
+  ``BeginNs``/``EndNs`` (text). Recognised by an event on such a process with both of
+  those args. Then: an event on a GPU process is a kernel, on COPY a memcpy (a memset
+  where its name says ``Fill``: rocprof's tblextr.py files copies and fills there by
+  name), on CPU HIP API a runtime call (``cuda_runtime``); an event on a ``GPU
+  Barriers<N>`` process (a barrier packet: a wait in a device queue) is not counted; each
+  time is ``BeginNs`` to ``EndNs`` where both are there.
 * **Categories.** PyTorch 1.8/1.9 Kineto wrote ``Kernel``, ``Memcpy``, ``Memset``,
   ``Runtime``, ``Operator`` where later releases write ``kernel``, ``gpu_memcpy``,
   ``gpu_memset``, ``cuda_runtime``, ``cpu_op``. The reference reads both spellings as the
@@ -173,7 +183,69 @@ def load_events(path: Path) -> list[dict]:
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise ValueError(f"{path}: no traceEvents list")
-    return [e for e in events if isinstance(e, dict)]
+    events = [e for e in events if isinstance(e, dict)]
+    return rocprof_as_kineto(events) if is_rocprof(events) else events
+
+
+ROCPROF_LANES = {"COPY": "gpu_memcpy", "CPU HIP API": "cuda_runtime"}
+
+
+def _rocprof_lanes(events: list[dict]) -> dict[Any, str]:
+    """pid -> the category of its events, for the processes a rocprof trace names."""
+    out = {}
+    for ev in events:
+        if ev.get("ph") == "M" and ev.get("name") == "process_name" and isinstance(ev.get("args"), dict):
+            name = ev["args"].get("name")
+            cat = "kernel" if isinstance(name, str) and re.fullmatch(r"GPU\d+", name) \
+                else ROCPROF_LANES.get(name) if isinstance(name, str) else None
+            if isinstance(name, str) and re.fullmatch(r"GPU Barriers\d+", name):
+                cat = "barrier"
+            if cat:
+                out[_id(ev.get("pid"))] = cat
+    return out
+
+
+def _rocprof_exact(ev: dict) -> tuple[int, int] | None:
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        return None
+    try:
+        begin, end = int(str(args.get("BeginNs"))), int(str(args.get("EndNs")))
+    except ValueError:
+        return None
+    return (begin, end) if 0 <= begin <= end else None
+
+
+def is_rocprof(events: list[dict]) -> bool:
+    """Whether the events are rocprof's own Chrome trace."""
+    lanes = _rocprof_lanes(events)
+    return any(ev.get("ph") == "X" and "cat" not in ev and _id(ev.get("pid")) in lanes
+               and _rocprof_exact(ev) is not None for ev in events)
+
+
+def rocprof_as_kineto(events: list[dict]) -> list[dict]:
+    """A rocprof trace's events as Kineto would have written them (what they are by the
+    process they are on; their exact times)."""
+    lanes = _rocprof_lanes(events)
+    out = []
+    for ev in events:
+        cat = lanes.get(_id(ev.get("pid"))) if ev.get("ph") == "X" and "cat" not in ev else None
+        if cat is None:
+            out.append(ev)
+            continue
+        if cat == "barrier":
+            continue
+        ev = dict(ev)
+        name = ev.get("name")
+        ev["cat"] = "gpu_memset" if cat == "gpu_memcpy" and isinstance(name, str) \
+            and "Fill" in name else cat
+        exact = _rocprof_exact(ev)
+        if exact is not None:
+            ev["ts"] = Decimal(exact[0]) / 1000
+            ev["dur"] = Decimal(exact[1] - exact[0]) / 1000
+        ev["args"] = {}  # rocprof's args hold no Kineto link
+        out.append(ev)
+    return out
 
 
 NSYS_VERSION = re.compile(r"^(cu[A-Za-z0-9]*?)_v\d+$")

@@ -81,8 +81,10 @@ def test_rocprof_trace_is_read_with_its_device_work_or_refused_in_one_line():
     assert dev["busy_ns"] in raw["busy"], (dev["busy_ns"], raw["busy"])
     assert dev["kernel_sum_ns"] in raw["kernel_sum"], (dev["kernel_sum_ns"], raw["kernel_sum"])
     assert "no-device-work" not in {f["id"] for f in d["findings"]}
-    # the device lanes are no host threads
-    assert {(str(t["pid"])) for t in d["threads"]} == {"2"}, d["threads"]
+    # the device lanes are no host threads: the one host thread is the HIP calls' (on
+    # rocprof's "CPU HIP API" lane, pid 2; the thread their args name)
+    assert {(t["pid"], t["tid"]) for t in d["threads"]} == {
+        (int(h["args"]["pid"]), int(h["args"]["tid"])) for h in raw["host"]}, d["threads"]
 
 
 def test_rocprof_hip_calls_that_share_a_microsecond_are_not_called_duplicates():
@@ -97,3 +99,31 @@ def test_rocprof_hip_calls_that_share_a_microsecond_are_not_called_duplicates():
         return  # refused whole: nothing was dropped
     d = json.loads(r.stdout)
     assert "duplicate" not in {x["code"] for x in d["diagnostics"]}, d["diagnostics"]
+
+
+def test_rocprof_trace_is_read_in_exact_ns_with_its_launches_linked_by_the_flows():
+    """Read, not refused: busy and kernel time from ``BeginNs``/``EndNs`` (691,961 ns and
+    5,280 ns counted here), each HIP launch or copy call linked to its work by the flow
+    whose ``s`` lies in the call and whose ``t`` starts the work (7 here)."""
+    path = _path()
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    raw = _raw(path)
+    procs = {str(e["pid"]): e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    work = [e for e in events if e.get("ph") == "X" and procs[e["pid"]] != "CPU HIP API"]
+    exact = [[int(e["args"]["BeginNs"]), int(e["args"]["EndNs"])] for e in work]
+    busy = length(union(exact))
+    kernel = sum(b - a for (a, b), e in zip(exact, work, strict=True)
+                 if procs[e["pid"]].startswith("GPU"))
+    host = raw["host"]
+    starts = {e["id"]: int(e["ts"]) for e in events if e.get("ph") == "s"}
+    ends = {e["id"]: int(e["ts"]) for e in events if e.get("ph") == "t"}
+    linked = {fid for fid, t in starts.items() if fid in ends and any(
+        int(h["ts"]) <= t <= int(h["ts"]) + int(h["dur"]) for h in host)
+        and any(int(w["ts"]) == ends[fid] for w in work)}
+    r = runner.invoke(app, ["explain", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.output[:400]
+    d = json.loads(r.stdout)
+    assert (d["device"]["busy_ns"], d["device"]["kernel_sum_ns"]) == (busy, kernel)
+    assert d["launches"]["count"] == d["launches"]["linked"] == len(linked), d["launches"]
+    assert "rocprof-json" in {x["code"] for x in d["diagnostics"]}

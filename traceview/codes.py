@@ -336,6 +336,9 @@ DIAGNOSTICS: dict[str, Code] = {c.id: c for c in (
     Code("int-out-of-range", "warning", "integers outside 64 bits kept as their text"),
     Code("name-too-long", "warning",
          "names over 10,000 characters cut, with a note of their length"),
+    Code("rocprof-json", "info",
+         "a rocprof Chrome trace, read as kernels and copies on their streams, HIP calls on "
+         "their host threads linked by its flow arrows, in exact ns"),
     Code("threads-over-limit", "warning",
          "more host threads than are attributed one by one; the others left out of the "
          "per-thread figures"),

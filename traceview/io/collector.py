@@ -11,6 +11,7 @@ alone (``events.coerce``), so one odd event never costs the whole file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from operator import attrgetter
 from pathlib import Path
@@ -81,7 +82,7 @@ def _kind(ph: str, cat: str) -> int:
         return SKIP
     if ph == "s":
         return FLOW_START
-    if ph == "f":
+    if ph in ("f", "t"):  # an arrow lands at a step too: rocprof ends its flows with one
         return FLOW_END
     if ph in ("B", "E", "M"):
         return KEPT
@@ -89,9 +90,17 @@ def _kind(ph: str, cat: str) -> int:
         return INSTANT
     if ph in ("C", "b", "e", "N", "O", "D"):
         return OTHER_PHASE
-    if ph in ("t", "X"):  # a flow step links nothing here
+    if ph == "X":
         return SKIP
     return UNKNOWN_PHASE
+
+
+# rocprof writes no category; every event's args say when exactly it ran (``BeginNs``),
+# and ``io/rocprof.py`` reads what they are. The args of events without a category are
+# kept only where the first chunk holding such events holds that key (a search of that
+# one chunk's text, no copy): a Kineto trace has no such events and searches nothing,
+# another trace's uncategorised events keep no args.
+_EXACT_NS = re.compile(rb'"BeginNs"')
 
 
 def _flow_id(fid: Any) -> int:
@@ -171,6 +180,8 @@ class Collector:
         self.rows = 0
         self.malformed = 0
         self.too_deep = 0  # values nested past ``limits.MAX_DEPTH``, replaced by null
+        self._bare_args: bool | None = None  # uncategorised events keep args (undecided)
+        self._text: bytes | None = None  # the chunk being added
 
     def chunk(self, text: bytes) -> None:
         """One chunk ``[{...}, ...]``. Nesting deep enough to exhaust the decoder's
@@ -187,10 +198,21 @@ class Collector:
 
     def _chunk(self, text: bytes) -> None:
         """The scanner's columns, else the reference's."""
-        scanned = fastscan.scan(text)
-        if scanned is not None and self._add_scanned(text, scanned):
-            return
-        self._reference(text)
+        self._text = text  # for ``_keeps_bare_args`` only, while the chunk is added
+        try:
+            scanned = fastscan.scan(text)
+            if scanned is not None and self._add_scanned(text, scanned):
+                return
+            self._reference(text)
+        finally:
+            self._text = None
+
+    def _keeps_bare_args(self) -> bool:
+        """Whether events without a category keep their args (``_EXACT_NS``): decided at
+        the first chunk that holds such events."""
+        if self._bare_args is None and any(k[0] == "X" and not k[1] for k in self.keys):
+            self._bare_args = self._text is not None and _EXACT_NS.search(self._text) is not None
+        return bool(self._bare_args)
 
     def _reference(self, text: bytes) -> None:
         try:
@@ -283,7 +305,9 @@ class Collector:
         self.name_parts.append(_own_map(nc))
         self.ts_parts.append(_own_map(ts_ns))
         self.dur_parts.append(_own_map(dur_ns))
-        keep_lut = np.fromiter((k[0] == "X" and (k[1] in ARGS_KEPT_CATS or k[1] in nsys.ARGS_CATS)
+        bare = self._keeps_bare_args()
+        keep_lut = np.fromiter((k[0] == "X" and (k[1] in ARGS_KEPT_CATS or k[1] in nsys.ARGS_CATS
+                                                 or bare and not k[1])
                                 for k in self.keys), np.bool_, len(self.keys))
         kept = np.flatnonzero(keep_lut[kc])
         has, blobs = raw_args(xi[kept])

@@ -17,6 +17,8 @@ One idea per module under ``io/``:
   1.5 CPU s with the scanner, 2.7 s without (``docs/performance.md``).
 * **Exact time** (``exact_time.py``): microsecond floats to exact integer ns; clocks
   past 2**43 us are parsed from their text.
+* **rocprof's own traces** (``rocprof.py``): lanes named GPU/COPY/HIP API, exact ns in
+  args, flow arrows for links, read as Kineto's categories, streams and correlations.
 * **Damage.** A file cut short (a killed writer; a gzip stream cut short too) keeps every
   complete event before the cut and records a ``truncated`` problem (``splitter.py``). A
   chunk whose fields have unexpected types is decoded again permissively, one event at a
@@ -45,6 +47,7 @@ from traceview.io.events import ANY, decode_args
 from traceview.io.exact_time import MISSING, value_to_ns
 from traceview.io.phases import fold_phases
 from traceview.io.pieces import pieces
+from traceview.io.rocprof import read as read_rocprof
 from traceview.io.sources import Source
 from traceview.io.splitter import Splitter
 from traceview.printable import printable_path
@@ -125,6 +128,8 @@ def _decode(src: Source, progress: Callable[[int], object] | None) -> Decoded:
         problems.append(("name-too-long", long,
                          f"names over {limits.MAX_NAME_CHARS:,} characters cut (the note "
                          "after the cut gives each one's length)"))
+    x, read_as = read_rocprof(x, keys, names, phases)  # a rocprof trace as Kineto's events
+    problems += read_as
     return Decoded(path=printable_path(p), keys=keys, names=names, x=x, phases=phases,
                    metadata=metadata, problems=problems, compressed_bytes=compressed,
                    decoded_bytes=counter[0],

@@ -95,8 +95,8 @@ def _pair_and_collect(others: list[tuple[LooseEvent, int | None]], phases: Phase
                        thread_id(ev.tid) if tid is None else tid, ts)
                 if ph == "s":
                     phases.flow_start[key] = fid
-                elif ph == "f":
-                    phases.flow_end[key] = fid  # 't' (flow step) links nothing here
+                else:  # 'f', or a step 't' (where rocprof's arrows land)
+                    phases.flow_end[key] = fid
         elif ph in ("B", "E"):
             paired.append(o)
         elif ph == "M":

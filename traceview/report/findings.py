@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from traceview.analyses.launches import NSYS_EXPORT
 from traceview.codes import FINDINGS, SEVERITY_ORDER
+from traceview.io.rocprof import DIAGNOSTIC as ROCPROF
 from traceview.metadata import NO_CAPTURE, runtime_of
 from traceview.report.claims import Claim, Figure, Relation, RelationKind, pointer, rel
 from traceview.report.detected import HELD_WAIT, Detected, evidence
@@ -1069,9 +1070,51 @@ def detect(ex: Analysis, unprofiled: UnprofiledInfo | None = None,
         d for det in DETECTORS
         # the perturbation finding cites the report's one unprofiled call figure
         for d in (_perturbation(ex, unprofiled) if det is _perturbation else det(ex))]
+    detected = recorded_by(ex, detected)  # advice in the terms of the profiler that wrote it
     kept = sorted((d for d in detected if not (cut and d.id in FROM_ABSENCE)),
                   key=lambda d: SEVERITY_ORDER.get(d.severity or FINDINGS[d.id].severity, 9))
     claims = [claim_of(d, pointer("findings", i, "evidence")) for i, d in enumerate(kept)]
     found = [Finding(d.id, d.severity or FINDINGS[d.id].severity, c.text, d.evidence)
              for d, c in zip(kept, claims, strict=True)]
     return found, claims
+
+
+# ---------------------------------------------------------------- another profiler's trace
+# The detectors advise in torch.profiler's terms (record_shapes=True, the deviceProperties
+# header, with_stack=True, a schedule with warm-up steps). A rocprof trace (read by
+# io/rocprof.py, which says so in its diagnostic) was recorded by a tool that has none of
+# those: its findings say what rocprof records and what records the rest; the figures stay
+# as they were detected.
+
+# what torch.profiler's record_shapes adds to the ops, which a rocprof trace has none of
+_OP_ARGUMENTS = ("shapes", "dtypes", "strides", "scalar arguments")
+_NO_OP_ARGUMENTS = ("rocprof records no op arguments: a torch.profiler trace with "
+                    "record_shapes=True does")
+_ROCPROF_HOW = {
+    "device": "rocprof writes rocminfo's agent list, not a device header traceview reads",
+    "driver and ROCm versions": "rocprof writes none",
+    "driver and CUDA versions": "rocprof writes none",
+}
+
+
+def recorded_by(ex: Analysis, detected: list[Detected]) -> list[Detected]:
+    """``detected`` with the advice of a rocprof trace's findings in rocprof's terms
+    (any other trace's as they are)."""
+    if not any(g.code == ROCPROF for g in ex.trace.diagnostics):
+        return detected
+    return [_rocprof(d) for d in detected]
+
+
+def _rocprof(d: Detected) -> Detected:
+    if d.id in ("no-python-frames", "cold-path"):
+        return replace(d, terms={**d.terms, "recorder": "rocprof"})
+    if d.id != "reproducer-incomplete":
+        return d
+    missing = d.terms["missing"]
+    args = [item for item, _ in missing if item in _OP_ARGUMENTS]
+    rest = [(item, _ROCPROF_HOW.get(item, how)) for item, how in missing
+            if item not in _OP_ARGUMENTS]
+    if args:  # one reason, said once, for the op arguments it covers
+        joined = ", ".join(args[:-1]) + " and " + args[-1] if len(args) > 1 else args[0]
+        rest = [(joined, _NO_OP_ARGUMENTS), *rest]
+    return replace(d, terms={**d.terms, "missing": rest})

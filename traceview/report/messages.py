@@ -239,6 +239,10 @@ def _cold(d: Detected) -> str:
                         if d.has("ratio") else ""))
     cause = ("; mostly profiler start-up (the first profiled launch): profile with a "
              "schedule that has warm-up steps") if d.terms["profiler_start"] else ""
+    if cause and d.terms.get("recorder") == "rocprof":  # rocprof has no schedule
+        cause = ("; mostly the start-up the trace's first launch paid (rocprof traces from "
+                 "the program's start, runtime and profiler start-up included): compare warm "
+                 "calls")
     if d.terms.get("cold_reasons"):
         reasons = d.terms["cold_reasons"]
         why = "; ".join(f"#{i} {r}" for i, r in reasons[:3])
@@ -294,7 +298,19 @@ def _perturbation(d: Detected) -> str:
             + ". Compare speed with unprofiled runs; use traces to diagnose.")
 
 
+def _no_py_rocprof(d: Detected) -> str:
+    """``no-python-frames`` of a rocprof trace: rocprof traces no Python at all, and its
+    HIP calls are no Triton launches; the untraced share said as ``_no_py`` says it."""
+    share = d.value("share") or 0
+    said = "<1%" if 0 < share < 0.005 else fmt_pct(share)
+    return (f"no Python frames (rocprof traced HIP calls, not Python): what the host did "
+            f"between the recorded calls cannot be split by function; {said} of the window "
+            "is untraced host time. A torch.profiler trace with with_stack=True splits it.")
+
+
 def _no_py(d: Detected) -> str:
+    if d.terms.get("recorder") == "rocprof":
+        return _no_py_rocprof(d)
     share = d.value("share") or 0
     # a sliver is "<1%", never "0%": 145 ms untraced of a 41.6 s window is not none (the
     # window table beside it says 0.3%)

@@ -1019,10 +1019,13 @@ def _int(v: Any) -> int | None:
 
 def profiler_of(diagnostics: Iterable[Any]) -> str:
     """What recorded the trace, as the reproducer's timer field names it: an Nsight
-    Systems capture where the loader read one (``io/nsys.py``'s diagnostic), else the
-    PyTorch profiler."""
-    if any(g.code == "nsys-export" for g in diagnostics):
+    Systems capture or rocprof where the loader read one (``io/nsys.py``'s and
+    ``io/rocprof.py``'s diagnostics), else the PyTorch profiler."""
+    codes = {g.code for g in diagnostics}
+    if "nsys-export" in codes:
         return "Nsight Systems capture (converted to Chrome JSON)"
+    if "rocprof-json" in codes:
+        return "rocprof trace (its own Chrome JSON)"
     return "torch.profiler trace"
 
 
