@@ -42,6 +42,7 @@ TRAIN = [DIR + "log__vae_profile_train__LAPTOP-E0BGNU52_16984.176941619258951260
 EVAL = DIR + ("s4_debugging_and_logging__exercise_files__log__vae_profile_eval__"
               "LAPTOP-E0BGNU52_1836.1769163881600203200.pt.trace.json.gz")
 POLL = re.compile(r"asyncio/windows_events\.py\(\d+\): _poll")
+GQCS = "<built-in function GetQueuedCompletionStatus>"
 runner = CliRunner()
 
 
@@ -84,15 +85,24 @@ def test_vae_step_walls_as_counted(name):
 
 
 def _wandb_loop(path: Path) -> tuple[int, list[list[int]]]:
-    """The wandb event loop's TID and the instants it is traced outside a blocking poll."""
+    """The wandb event loop's TID and the instants it is traced and not blocked: outside
+    a ``_poll``, or inside one running the Python that handles a completion once
+    ``GetQueuedCompletionStatus`` returned (``finish_socket_func``, ``set_result``: work,
+    under 1 ms of the 193 ms)."""
     sl = _slices(path)
     (tid,) = {s["tid"] for s in sl if s["name"].startswith("wandb/sdk/lib/asyncio_manager.py(")
               and s["name"].endswith("): _main")}
     mine = [s for s in sl if s["tid"] == tid]
     traced = union([[s["s"], s["e"]] for s in mine])
-    poll = union([[s["s"], s["e"]] for s in mine if POLL.fullmatch(s["name"])])
-    assert length(poll) > 0.9 * length(traced)  # the count itself: mostly blocked
-    return tid, minus(traced, poll)
+    polls = [s for s in mine if POLL.fullmatch(s["name"])]
+    poll = union([[s["s"], s["e"]] for s in polls])
+    handling = union([[s["s"], s["e"]] for s in mine if not POLL.fullmatch(s["name"])
+                      and s["name"] != GQCS
+                      and any(p["s"] <= s["s"] and s["e"] <= p["e"] for p in polls)])
+    blocked = minus(poll, handling)
+    assert length(blocked) > 0.9 * length(traced)  # the count itself: mostly blocked
+    assert length(handling) < 1_000_000
+    return tid, minus(traced, blocked)
 
 
 @pytest.mark.parametrize("name", TRAIN, ids=["cycle1", "cycle2"])

@@ -82,6 +82,11 @@ from traceview.stats import (
 
 METRICS = ("api_ns", "pre_launch_ns", "launch_api_ns", "launch_latency_ns", "kernel_ns",
            "kernel_only_ns", "copy_ns", "sync_ns", "device_busy_ns", "host_overhead_ns")
+# Per-call figures of waiting for the device or leaving it idle: a window with no device
+# work (a CPU-only trace) has none, its calls' host time being the work itself, neither a
+# wait nor overhead ("no device work, so no host overhead"). Explain's views leave them
+# out there and diff compares none.
+DEVICE_ONLY_METRICS = ("sync_ns", "host_overhead_ns")
 # Host categories whose presence makes a call cold, with what they mean.
 COLD_CATEGORIES = {"compile": "compile/autotune/module-load work", "import": "imports"}
 # Dynamo/Inductor write these ranges around their compiler passes.

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
+from traceview.analyses.calls import DEVICE_ONLY_METRICS
 from traceview.documents import VERSIONS, builtins, read
 from traceview.metadata import NO_CAPTURE
 from traceview.printable import printable_path
@@ -36,10 +37,6 @@ CONFIDENCE = 0.95
 SEED = 20_261_130
 CALL_METRICS = ("api_ns", "kernel_ns", "launch_latency_ns", "host_overhead_ns", "pre_launch_ns",
                 "launch_api_ns", "sync_ns")
-# Per-call figures of the device's idle time or of waiting for the device: a side whose
-# window holds no device work (a CPU-only trace) has none to compare, as explain says
-# ("no device work, so no host overhead"); its calls' host time is the work itself.
-DEVICE_ONLY_METRICS = ("host_overhead_ns", "sync_ns")
 # ``host.functions`` rows diff asks of a trace it analyses: all of them.
 ALL_FUNCTIONS = 10**9
 # Capture metadata fields that must match for a comparison to answer one question.

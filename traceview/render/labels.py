@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from traceview.analyses.calls import DEVICE_ONLY_METRICS
+
 # Human labels for per-call metrics, in display order.
 METRIC_LABELS = {
     "api_ns": "full API call (wall)",
@@ -21,16 +23,11 @@ METRIC_LABELS = {
 COPY_SPLIT = ("kernel_only_ns", "copy_ns")
 
 
-# Shown only where the window holds device work: without a device to wait for or to leave
-# idle (a CPU-only trace), the host's time is the work itself, neither a wait nor overhead.
-DEVICE_ONLY = ("sync_ns", "host_overhead_ns")
-
-
 def shown_metrics(*, copies: bool, device: bool = True) -> dict[str, str]:
     """``METRIC_LABELS`` less the kernel/copy split when no call launched copies, and
     less the sync wait and host overhead when the window holds no device work."""
     return {m: label for m, label in METRIC_LABELS.items()
-            if (copies or m not in COPY_SPLIT) and (device or m not in DEVICE_ONLY)}
+            if (copies or m not in COPY_SPLIT) and (device or m not in DEVICE_ONLY_METRICS)}
 
 
 def display_pattern(pattern: str | None) -> str | None:
