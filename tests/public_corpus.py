@@ -78,6 +78,19 @@ def held_out_runs() -> bool:
     return os.environ.get("TRACEVIEW_HELD_OUT") == "1"
 
 
+def held_out_path(name: str) -> Path:
+    """The held-out trace ``name`` for a final-check test, which skips unless the final
+    check is running and this machine holds the trace's bytes."""
+    import pytest
+
+    if not held_out_runs():
+        pytest.skip(f"{name} is held out (TRACEVIEW_HELD_OUT=1 runs it)")
+    path = locate(name)
+    if path is None:
+        pytest.skip(f"{name} is not in this machine's corpus copy")
+    return path
+
+
 def kineto_entries() -> tuple[Entry, ...]:
     """The Chrome/Kineto traces a test that reads every trace may run: no Proton profile,
     and no held-out trace unless the final check is running, so that no test reads a

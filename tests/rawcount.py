@@ -4,6 +4,12 @@ implementation that traceview's figures are checked against)."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Any
+
 
 def union(iv):
     """The union of intervals as sorted, disjoint [start, end] pairs."""
@@ -44,4 +50,20 @@ def minus(iv, sub):
             cur = max(cur, d)
         if cur < b:
             out.append([cur, b])
+    return out
+
+
+def us_to_ns(us: Any) -> int:
+    """A Chrome trace's microseconds (a number or a string) as integer ns, read in decimal."""
+    return int((Decimal(str(us)) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+
+
+def complete_slices(path: Path) -> list[dict[str, Any]]:
+    """A gzipped trace's complete (``X``) events, each with its start ``s`` and end ``e`` in
+    ns and its category (None where it has none)."""
+    out = []
+    for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]:
+        if e.get("ph") == "X":
+            s = us_to_ns(e["ts"])
+            out.append({**e, "cat": e.get("cat"), "s": s, "e": s + us_to_ns(e.get("dur", 0))})
     return out

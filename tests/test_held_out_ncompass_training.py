@@ -24,19 +24,16 @@ They run only with ``TRACEVIEW_HELD_OUT=1`` and skip where the corpus copy lacks
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections import Counter, defaultdict
-from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
 import public_corpus
-import pytest
 from typer.testing import CliRunner
 
-from rawcount import clip, length, minus, union
+from rawcount import clip, complete_slices, length, minus, union
 from traceview.cli.app import app
 
 NAME = "nCompass-tech__ncompass/examples__basic_example__test_files__test_trace.pt.trace.json.gz"
@@ -52,25 +49,7 @@ runner = CliRunner()
 
 
 def _path() -> Path:
-    if not public_corpus.held_out_runs():
-        pytest.skip(f"{NAME} is held out (TRACEVIEW_HELD_OUT=1 runs it)")
-    path = public_corpus.locate(NAME)
-    if path is None:
-        pytest.skip(f"{NAME} is not in this machine's corpus copy")
-    return path
-
-
-def _ns(us: Any) -> int:
-    return int((Decimal(str(us)) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
-
-
-def _slices(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]:
-        if e.get("ph") == "X":
-            s = _ns(e["ts"])
-            out.append({**e, "cat": e.get("cat"), "s": s, "e": s + _ns(e.get("dur", 0))})
-    return out
+    return public_corpus.held_out_path(NAME)
 
 
 def _explain(path: Path, *extra: str) -> dict[str, Any]:
@@ -81,7 +60,7 @@ def _explain(path: Path, *extra: str) -> dict[str, Any]:
 
 def test_ncompass_headline_figures_as_counted():
     path = _path()
-    sl = _slices(path)
+    sl = complete_slices(path)
     act = [s for s in sl if s["cat"] not in NOT_WINDOW]
     lo, hi = min(s["s"] for s in act), max(s["e"] for s in act)
     work = [s for s in sl if s["cat"] in WORK]
@@ -117,7 +96,7 @@ def test_ncompass_line_ranges_of_different_lines_are_not_one_call_kind():
     as one series: its p50 and its outliers (every backward range, "run_backward took
     851 us more than in nearby calls", nearby being forward ranges) then mean nothing."""
     path = _path()
-    sl = _slices(path)
+    sl = complete_slices(path)
     by_name: dict[str, list[int]] = defaultdict(list)
     for s in sl:
         if s["cat"] == "user_annotation" and SERIES.fullmatch(s["name"]):
@@ -143,7 +122,7 @@ def test_ncompass_line_ranges_chosen_by_option_are_a_kind_per_line():
     slowest wall as counted from that name's ranges alone."""
     path = _path()
     by_name: dict[str, list[int]] = defaultdict(list)
-    for s in _slices(path):
+    for s in complete_slices(path):
         if s["cat"] == "user_annotation" and SERIES.fullmatch(s["name"]):
             by_name[s["name"]].append(s["e"] - s["s"])
     want = {n: (len(v), min(v), sorted(v)[(len(v) + 1) // 2 - 1], max(v)) for n, v in by_name.items()}
@@ -155,7 +134,7 @@ def test_ncompass_line_ranges_chosen_by_option_are_a_kind_per_line():
 
 def test_ncompass_profiler_step_phases_as_counted():
     path = _path()
-    sl = _slices(path)
+    sl = complete_slices(path)
     (step,) = [s for s in sl if s["cat"] == "user_annotation"
                and re.fullmatch(r"ProfilerStep#\d+", s["name"])]
     s0, s1, main = step["s"], step["e"], (step["pid"], step["tid"])

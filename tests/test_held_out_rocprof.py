@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import public_corpus
-import pytest
 from typer.testing import CliRunner
 
 from rawcount import length, union
@@ -32,12 +31,7 @@ runner = CliRunner()
 
 
 def _path() -> Path:
-    if not public_corpus.held_out_runs():
-        pytest.skip(f"{NAME} is held out (TRACEVIEW_HELD_OUT=1 runs it)")
-    path = public_corpus.locate(NAME)
-    if path is None:
-        pytest.skip(f"{NAME} is not in this machine's corpus copy")
-    return path
+    return public_corpus.held_out_path(NAME)
 
 
 def _raw(path: Path) -> dict[str, Any]:

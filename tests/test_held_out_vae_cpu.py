@@ -22,10 +22,8 @@ They run only with ``TRACEVIEW_HELD_OUT=1`` and skip where the corpus copy lacks
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,7 @@ import public_corpus
 import pytest
 from typer.testing import CliRunner
 
-from rawcount import clip, length, minus, union
+from rawcount import clip, complete_slices, length, minus, union
 from traceview.cli.app import app
 
 DIR = "JeolKorpi__dtu_mlops/"
@@ -46,28 +44,6 @@ GQCS = "<built-in function GetQueuedCompletionStatus>"
 runner = CliRunner()
 
 
-def _path(name: str) -> Path:
-    if not public_corpus.held_out_runs():
-        pytest.skip(f"{name} is held out (TRACEVIEW_HELD_OUT=1 runs it)")
-    path = public_corpus.locate(name)
-    if path is None:
-        pytest.skip(f"{name} is not in this machine's corpus copy")
-    return path
-
-
-def _ns(us: Any) -> int:
-    return int((Decimal(str(us)) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
-
-
-def _slices(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]:
-        if e.get("ph") == "X":
-            s = _ns(e["ts"])
-            out.append({**e, "cat": e.get("cat"), "s": s, "e": s + _ns(e.get("dur", 0))})
-    return out
-
-
 def _explain(path: Path, *extra: str) -> dict[str, Any]:
     r = runner.invoke(app, ["explain", str(path), "--format", "json", *extra])
     assert r.exit_code == 0, r.output[:400]
@@ -76,8 +52,8 @@ def _explain(path: Path, *extra: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", TRAIN, ids=["cycle1", "cycle2"])
 def test_vae_step_walls_as_counted(name):
-    path = _path(name)
-    want = {s["name"]: s["e"] - s["s"] for s in _slices(path)
+    path = public_corpus.held_out_path(name)
+    want = {s["name"]: s["e"] - s["s"] for s in complete_slices(path)
             if s["cat"] == "user_annotation" and s["name"].startswith("ProfilerStep#")}
     assert len(want) == 3
     d = _explain(path)
@@ -89,7 +65,7 @@ def _wandb_loop(path: Path) -> tuple[int, list[list[int]]]:
     a ``_poll``, or inside one running the Python that handles a completion once
     ``GetQueuedCompletionStatus`` returned (``finish_socket_func``, ``set_result``: work,
     under 1 ms of the 193 ms)."""
-    sl = _slices(path)
+    sl = complete_slices(path)
     (tid,) = {s["tid"] for s in sl if s["name"].startswith("wandb/sdk/lib/asyncio_manager.py(")
               and s["name"].endswith("): _main")}
     mine = [s for s in sl if s["tid"] == tid]
@@ -107,7 +83,7 @@ def _wandb_loop(path: Path) -> tuple[int, list[list[int]]]:
 
 @pytest.mark.parametrize("name", TRAIN, ids=["cycle1", "cycle2"])
 def test_vae_wandb_event_loop_blocked_in_poll_is_no_work(name):
-    path = _path(name)
+    path = public_corpus.held_out_path(name)
     tid, busy = _wandb_loop(path)
     (t,) = [t for t in _explain(path)["threads"] if t["tid"] == tid]
     assert t["work_ns"] <= length(busy), (t["label"], t["work_ns"], length(busy), t["categories"])
@@ -115,7 +91,7 @@ def test_vae_wandb_event_loop_blocked_in_poll_is_no_work(name):
 
 @pytest.mark.parametrize("name", TRAIN, ids=["cycle1", "cycle2"])
 def test_vae_wandb_event_loop_blocked_in_poll_is_off_the_critical_path(name):
-    path = _path(name)
+    path = public_corpus.held_out_path(name)
     tid, busy = _wandb_loop(path)
     d = _explain(path)
     (t,) = [t for t in d["threads"] if t["tid"] == tid]
@@ -126,8 +102,8 @@ def test_vae_wandb_event_loop_blocked_in_poll_is_off_the_critical_path(name):
 
 
 def test_vae_eval_blocking_waits_for_workers_are_wait():
-    path = _path(EVAL)
-    sl = _slices(path)
+    path = public_corpus.held_out_path(EVAL)
+    sl = complete_slices(path)
     waits = [s for s in sl if s["name"] in ("<built-in function WaitForSingleObject>",
                                             "<built-in function WaitForMultipleObjects>")]
     blocked = union([[s["s"], s["e"]] for s in waits])
@@ -139,9 +115,9 @@ def test_vae_eval_blocking_waits_for_workers_are_wait():
 
 
 def test_vae_diff_of_cpu_cycles_compares_no_host_overhead():
-    before, after = _path(TRAIN[0]), _path(TRAIN[1])
+    before, after = public_corpus.held_out_path(TRAIN[0]), public_corpus.held_out_path(TRAIN[1])
     for p in (before, after):  # no device work on either side, counted
-        assert not [s for s in _slices(p) if s["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+        assert not [s for s in complete_slices(p) if s["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
     r = runner.invoke(app, ["diff", str(before), str(after), "--format", "json"])
     assert r.exit_code == 0, r.output[:400]
     (row,) = [c for c in json.loads(r.stdout)["comparisons"]
@@ -155,8 +131,8 @@ def test_vae_eval_forward_frames_of_different_functions_are_not_one_call_kind():
     later stand-alone ``vae_mnist_bugs.py(59): forward`` (the decoder, 3.15 ms). A frame's
     number is its ``def`` line: two numbers are two functions, never one call kind whose p50
     is the decoder's."""
-    path = _path(EVAL)
-    frames = [s for s in _slices(path) if s["cat"] == "python_function"
+    path = public_corpus.held_out_path(EVAL)
+    frames = [s for s in complete_slices(path) if s["cat"] == "python_function"
               and re.fullmatch(r"vae_mnist_bugs\.py\(\d+\): forward", s["name"])]
     outer = [f for f in frames if not any(g is not f and g["s"] <= f["s"] and f["e"] <= g["e"]
                                           for g in frames)]
