@@ -40,7 +40,7 @@ TRAIN = [DIR + "log__vae_profile_train__LAPTOP-E0BGNU52_16984.176941619258951260
 EVAL = DIR + ("s4_debugging_and_logging__exercise_files__log__vae_profile_eval__"
               "LAPTOP-E0BGNU52_1836.1769163881600203200.pt.trace.json.gz")
 POLL = re.compile(r"asyncio/windows_events\.py\(\d+\): _poll")
-GQCS = "<built-in function GetQueuedCompletionStatus>"
+WAIT = re.compile(r"threading\.py\(\d+\): wait")
 runner = CliRunner()
 
 
@@ -61,24 +61,15 @@ def test_vae_step_walls_as_counted(name):
 
 
 def _wandb_loop(path: Path) -> tuple[int, list[list[int]]]:
-    """The wandb event loop's TID and the instants it is traced and not blocked: outside
-    a ``_poll``, or inside one running the Python that handles a completion once
-    ``GetQueuedCompletionStatus`` returned (``finish_socket_func``, ``set_result``: work,
-    under 1 ms of the 193 ms)."""
+    """The wandb event loop's TID and the instants it is traced outside a blocking poll."""
     sl = complete_slices(path)
     (tid,) = {s["tid"] for s in sl if s["name"].startswith("wandb/sdk/lib/asyncio_manager.py(")
               and s["name"].endswith("): _main")}
     mine = [s for s in sl if s["tid"] == tid]
     traced = union([[s["s"], s["e"]] for s in mine])
-    polls = [s for s in mine if POLL.fullmatch(s["name"])]
-    poll = union([[s["s"], s["e"]] for s in polls])
-    handling = union([[s["s"], s["e"]] for s in mine if not POLL.fullmatch(s["name"])
-                      and s["name"] != GQCS
-                      and any(p["s"] <= s["s"] and s["e"] <= p["e"] for p in polls)])
-    blocked = minus(poll, handling)
-    assert length(blocked) > 0.9 * length(traced)  # the count itself: mostly blocked
-    assert length(handling) < 1_000_000
-    return tid, minus(traced, blocked)
+    poll = union([[s["s"], s["e"]] for s in mine if POLL.fullmatch(s["name"])])
+    assert length(poll) > 0.9 * length(traced)  # the count itself: mostly blocked
+    return tid, minus(traced, poll)
 
 
 @pytest.mark.parametrize("name", TRAIN, ids=["cycle1", "cycle2"])
@@ -143,3 +134,24 @@ def test_vae_eval_forward_frames_of_different_functions_are_not_one_call_kind():
     for c in d["calls"]["per_call"]:
         names.setdefault(c["kind"], set()).add(c["name"])
     assert all(len(v) == 1 for v in names.values()), names
+
+
+@pytest.mark.parametrize("name", TRAIN, ids=["cycle1", "cycle2"])
+def test_vae_threads_without_an_id_blocked_in_waits_are_off_the_critical_path(name):
+    """Kineto writes several Python threads without an id at thread id 0 (wandb's status
+    checkers, a queue feeder, an idle pool worker), their stacks overlapping: each sits
+    in ``threading.py: wait`` from before the profiler started (or, the pool worker, with
+    nothing recorded under its loop, inside a waiting stack that began before it). Their
+    time outside the outermost wait that holds them is microseconds, and no step's
+    critical path may put more than that on them."""
+    path = public_corpus.held_out_path(name)
+    mine = [s for s in complete_slices(path) if s["tid"] == 0 and s["cat"] == "python_function"]
+    traced = union([[s["s"], s["e"]] for s in mine])
+    waits = union([[s["s"], s["e"]] for s in mine if WAIT.fullmatch(s["name"])])
+    busy = minus(traced, waits)
+    assert length(busy) < 0.001 * length(traced)  # the count itself: blocked throughout
+    d = _explain(path)
+    (t,) = [t for t in d["threads"] if t["tid"] == 0]
+    for st in d["steps"]["steps"]:
+        on_path = sum(p["ns"] for p in st["critical_path"] if p["resource"] == t["label"])
+        assert on_path <= length(clip(busy, st["start_ns"], st["end_ns"])), (st["name"], on_path)

@@ -25,7 +25,7 @@ import pytest
 
 import traceview
 from tracebuilder import TraceBuilder
-from traceview.rules import load_rules
+from traceview.rules import STICKS_UNLESS_ENCLOSED, load_rules
 
 MAIN, POLL, LOGGER = 100, 200, 300
 RUN_BACKWARD = "<built-in method run_backward of torch._C._EngineBase object at 0x7f01>"
@@ -87,10 +87,10 @@ NOT_BLOCKING = [
 
 
 @pytest.mark.parametrize("name", BLOCKING)
-def test_blocking_primitives_are_wait_and_leave_an_enclosing_rule_standing(name):
-    # not ``subtree``: inside a compile or import region the wait is that region's cost
-    # (Triton's build waits 300 ms on the compiler it spawned), elsewhere it is wait
-    assert load_rules().classify("python_function", name) == ("wait", False)
+def test_blocking_primitives_are_wait_and_stick_where_no_enclosing_rule_does(name):
+    # inside a compile or import region the wait is that region's cost (Triton's build
+    # waits 300 ms on the compiler it spawned), elsewhere it is wait with what it holds
+    assert load_rules().sticks("python_function", name) == ("wait", STICKS_UNLESS_ENCLOSED)
 
 
 @pytest.mark.parametrize("name", NOT_BLOCKING)
@@ -273,7 +273,7 @@ def test_a_wait_inside_compile_is_the_compile_and_elsewhere_a_wait(tmp_path: Pat
     ``subprocess.py: wait`` [20, 85) over ``waitpid`` [21, 84). That wait is the compile's
     cost (the compiler runs in the child), so all 80 us are compile. The same chain under a
     user's own frame on another thread, [10, 90) with the same children, is 65 us of wait
-    (the wrapper [20, 85)) and 15 us of user."""
+    (the wrapper [20, 85) with what it holds) and 15 us of user."""
     tb = TraceBuilder(pid=7, tid=MAIN)
     for tid, top in ((MAIN, "triton/runtime/build.py(20): _build"), (LOGGER, "tool.py(5): run")):
         tb.py(top, 10_000, 80_000, tid=tid)

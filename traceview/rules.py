@@ -6,7 +6,10 @@ category and a regular expression searched in the event name. ``subtree`` rules 
 category stick to everything nested inside the matching event — all of
 ``torch.cuda.synchronize`` is ``sync``, everything under Triton's compiler is
 ``compile`` — and the *nearest* such ancestor wins, so a launcher build triggered
-inside ``launch_metadata`` on the first call still counts as ``compile``. ``inherit``
+inside ``launch_metadata`` on the first call still counts as ``compile``. A ``yields``
+rule sticks to its subtree only where no enclosing rule already sticks: a blocking wait is
+``wait`` with everything under it, except inside compile, import or sync, whose own waits
+(Triton's build waiting for the compiler it spawned) are that work's cost. ``inherit``
 (builtins, stdlib helpers) takes the enclosing event's category.
 """
 
@@ -35,6 +38,12 @@ class Rule:
     pattern: re.Pattern[str] | None
     launch_api: bool
     subtree: bool
+    yields: bool = False  # sticks to its subtree only where no enclosing rule sticks
+
+
+# How a rule's category spreads to the events nested in its match (``RuleSet.sticks``):
+# not at all, always (the nearest such ancestor wins), or where no enclosing rule sticks.
+OWN, STICKS, STICKS_UNLESS_ENCLOSED = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,19 @@ class RuleSet:
 
     def classify(self, cat: str, name: str) -> tuple[str, bool]:
         """(category, sticks to subtree) for one event; first matching rule wins."""
+        rule = self._match(cat, name)
+        return (OTHER, False) if rule is None else (rule.category, rule.subtree)
+
+    def sticks(self, cat: str, name: str) -> tuple[str, int]:
+        """(category, ``OWN``, ``STICKS`` or ``STICKS_UNLESS_ENCLOSED``) for one event, as
+        the host sweep applies it (``traceview.analyses.host``)."""
+        rule = self._match(cat, name)
+        if rule is None or not rule.subtree:
+            return (OTHER if rule is None else rule.category), OWN
+        return rule.category, STICKS_UNLESS_ENCLOSED if rule.yields else STICKS
+
+    def _match(self, cat: str, name: str) -> Rule | None:
+        """The first rule matching the event, or None."""
         for rule in self.rules:
             if rule.cats is not None and cat not in rule.cats:
                 continue
@@ -94,8 +116,8 @@ class RuleSet:
                 continue
             if rule.pattern is not None and rule.pattern.search(name) is None:
                 continue
-            return rule.category, rule.subtree
-        return OTHER, False
+            return rule
+        return None
 
 
 class _RuleSpec(msgspec.Struct, frozen=True):
@@ -106,6 +128,7 @@ class _RuleSpec(msgspec.Struct, frozen=True):
     name: str | None = None
     launch_api: bool = False
     subtree: bool = False
+    yields: bool = False
 
 
 class _PhaseSpec(msgspec.Struct, frozen=True):
@@ -168,7 +191,7 @@ def _cats(cats: list[str] | None) -> frozenset[str] | None:
 def _rules(doc: _RulesFile, source: str) -> list[Rule]:
     return [Rule(category=r.category, cats=_cats(r.cats),
                  pattern=_regex(r.name, source, f"rule {i}") if r.name else None,
-                 launch_api=r.launch_api, subtree=r.subtree)
+                 launch_api=r.launch_api, subtree=r.subtree, yields=r.yields)
             for i, r in enumerate(doc.rules)]
 
 

@@ -12,7 +12,8 @@
  * Inputs: rows (the thread's slice rows in sweep order: start, then longest first; int32,
  * as the caller holds them: an int64 copy of a cold compile's rows was the peak), the
  * trace's start and end columns (indexed by row; clipped to [w0, w1) here, so no clipped
- * copies of them are made), own (category code per position, -1 inherit), subtree (0/1).
+ * copies of them are made), own (category code per position, -1 inherit), subtree (0: its
+ * own rule only, 1: sticks to its subtree, 2: sticks where no enclosing rule does).
  * Outputs: the bounds (segments + 1 times; the segments are contiguous from w0 to w1), as
  * int64 in bounds, or, where off is not NULL, packed as intervals.py's PackedTimes holds
  * them (base: the first bound of each block of 1 << PACK_SHIFT, off: each bound less its
@@ -112,7 +113,8 @@ int64_t tv_host_sweep(int64_t n, const int32_t *rows, const int64_t *start_col,
         } else {
             forced = -1;
         }
-        if (subtree[pos]) {
+        /* 1: sticks to its subtree; 2: sticks only where no enclosing rule does */
+        if (subtree[pos] == 1 || (subtree[pos] == 2 && forced == -1)) {
             forced = res = oc;
         } else if (forced != -1) {
             res = forced;

@@ -9,8 +9,9 @@ spans) own nothing; profiler ``overhead`` slices (CUPTI buffer requests), which 
 puts on a lane of their own, are laid over the thread they interrupted.
 
 The same sweep resolves each slice's category through the rule table (see
-``traceview.rules``): a ``subtree`` rule on an ancestor wins, then the slice's own
-rule, and ``inherit`` takes the parent's category.
+``traceview.rules``): a ``subtree`` rule on an ancestor wins (the nearest one; a
+``yields`` rule only where no ancestor's rule sticks), then the slice's own rule, and
+``inherit`` takes the parent's category.
 
 Two implementations of that one sweep give the same answer (``tests/test_sweep.py``):
 the plain Python loop (``general=True``, the reference, and the path taken when the
@@ -28,7 +29,14 @@ from traceview import intervals
 from traceview.analyses.host_sweep_native import compiled_sweep
 from traceview.analyses.window import Window
 from traceview.model import DEVICE_CATS, Lane, Trace
-from traceview.rules import INHERIT, OTHER, UNTRACED, RuleSet
+from traceview.rules import (
+    INHERIT,
+    OTHER,
+    STICKS,
+    STICKS_UNLESS_ENCLOSED,
+    UNTRACED,
+    RuleSet,
+)
 
 # -- the slices a host thread owns in the window: its own slices less labels (user ranges,
 # profiler spans, device work), plus the profiler's ``overhead`` slices, which Kineto puts
@@ -245,13 +253,14 @@ def sweep_order(trace: Trace, rows: np.ndarray, starts: np.ndarray, w1: int) -> 
 
 def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[str, int],
                    other: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's own rule result: (category code or -1 for inherit, sticks to subtree).
+    """Each row's own rule result: (category code or -1 for inherit, how it sticks to its
+    subtree: ``rules.OWN``, ``STICKS`` or ``STICKS_UNLESS_ENCLOSED``).
 
     Classified once per distinct (category, name) pair, then spread over the rows.
     """
     s = trace.slices
     if rows.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, bool)
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
     width = len(trace.names) + 1
     pair = s.cat[rows].astype(np.int64)
     pair *= width
@@ -268,10 +277,10 @@ def _classify_rows(trace: Trace, rows: np.ndarray, rules: RuleSet, code: dict[st
     else:
         uniq, inverse = np.unique(pair, return_inverse=True)
     codes = np.empty(uniq.size, np.int8 if len(code) < 127 else np.int32)
-    subtree = np.empty(uniq.size, bool)
+    subtree = np.empty(uniq.size, np.uint8)
     for k, p in enumerate(uniq.tolist()):
         cat, name = divmod(p, width)
-        category, sub = rules.classify(trace.cat_names[cat], trace.names[name])
+        category, sub = rules.sticks(trace.cat_names[cat], trace.names[name])
         codes[k] = code.get(category, other) if category != INHERIT else -1
         subtree[k] = sub
     inverse = inverse.ravel()
@@ -370,7 +379,7 @@ def _loop_sweep(starts: np.ndarray, ends: np.ndarray, own_code: np.ndarray,
         else:
             parent = None
             forced = -1
-        if sub:
+        if sub == STICKS or sub == STICKS_UNLESS_ENCLOSED and forced == -1:
             forced = resolved = oc
         elif forced != -1:
             resolved = forced
