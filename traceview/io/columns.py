@@ -253,6 +253,31 @@ class Columns:
     device: IdColumn
     args: LazyArgs
 
+    def rewritten(self, key: np.ndarray, name: np.ndarray, ts: np.ndarray, dur: np.ndarray,
+                  ids: Mapping[str, list[tuple[np.ndarray, np.ndarray]]],
+                  keep: np.ndarray) -> Columns:
+        """These columns as a foreign format's reader rewrites them into Kineto's
+        (``io/nsys.py``, ``io/rocprof.py``): new keys, names and exact times, the link ids
+        it found (``ids``: ``corr``, ``stream``, ``device`` -> (rows, values) parts) laid
+        over the file's own, and only the rows ``keep`` marks, renumbered with their args."""
+        cols = {}
+        for what, col in (("corr", self.corr), ("stream", self.stream), ("device", self.device)):
+            parts = ids.get(what)
+            cols[what] = col if not parts else col.with_ids(
+                np.concatenate([r for r, _ in parts]), np.concatenate([v for _, v in parts]))
+        if keep.all():
+            return Columns(key, name, ts, dur, cols["corr"], cols["stream"], cols["device"],
+                           self.args)
+        rows = np.flatnonzero(keep)
+        old = np.fromiter(self.args, np.int64, len(self.args))
+        at = np.searchsorted(rows, old)
+        ok = at < rows.size
+        ok[ok] = rows[at[ok]] == old[ok]
+        renumber = dict(zip(old[ok].tolist(), at[ok].tolist(), strict=True))
+        return Columns(key[rows], name[rows], ts[rows], dur[rows], cols["corr"].take(rows),
+                       cols["stream"].take(rows), cols["device"].take(rows),
+                       self.args.subset(renumber))
+
 
 FlowKey = tuple[int | str, int | str, int]  # (pid, tid, ts ns) of a flow event
 

@@ -249,28 +249,10 @@ class _Rewrite:
             self.ids[what].append((rows[ok], values[ok]))
 
     def columns(self) -> Columns:
-        x = self.x
-        cols = {}
-        for what, col in (("corr", x.corr), ("stream", x.stream), ("device", x.device)):
-            parts = self.ids[what]
-            cols[what] = col if not parts else col.with_ids(
-                np.concatenate([r for r, _ in parts]), np.concatenate([v for _, v in parts]))
-        out = Columns(self.key, self.name, self.ts, self.dur, cols["corr"], cols["stream"],
-                      cols["device"], x.args)
-        return out if self.keep.all() else _take(out, self.keep)
+        return self.x.rewritten(self.key, self.name, self.ts, self.dur, self.ids,
+                                self.keep)
 
 
 def _or(values: np.ndarray, fallback: int | None) -> np.ndarray:
     return values if fallback is None else np.where(values != _NONE, values, fallback)
 
-
-def _take(x: Columns, keep: np.ndarray) -> Columns:
-    """The columns of the rows ``keep`` marks, renumbered (their args with them)."""
-    rows = np.flatnonzero(keep)
-    old = np.fromiter(x.args, np.int64, len(x.args))
-    at = np.searchsorted(rows, old)
-    ok = at < rows.size
-    ok[ok] = rows[at[ok]] == old[ok]
-    renumber = dict(zip(old[ok].tolist(), at[ok].tolist(), strict=True))
-    return Columns(x.key[rows], x.name[rows], x.ts[rows], x.dur[rows], x.corr.take(rows),
-                   x.stream.take(rows), x.device.take(rows), x.args.subset(renumber))

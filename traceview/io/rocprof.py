@@ -262,24 +262,8 @@ class _Rewrite:
         self.linked = len(pairs)
 
     def columns(self) -> Columns:
-        x = self.x
-        cols = {}
-        for what, col in (("corr", x.corr), ("stream", x.stream), ("device", x.device)):
-            parts = self.ids[what]
-            cols[what] = col if not parts else col.with_ids(
-                np.concatenate([r for r, _ in parts]), np.concatenate([v for _, v in parts]))
-        out = Columns(self.key, x.name, self.ts, self.dur, cols["corr"], cols["stream"],
-                      cols["device"], x.args)
-        return out if self.keep.all() else _take(out, self.keep)
-
-
-def _take(x: Columns, keep: np.ndarray) -> Columns:
-    """The columns of the rows ``keep`` marks, renumbered (their args with them)."""
-    rows = np.flatnonzero(keep)
-    new = np.cumsum(keep) - 1
-    renumber = {r: int(new[r]) for r in x.args if keep[r]}
-    return Columns(x.key[rows], x.name[rows], x.ts[rows], x.dur[rows], x.corr.take(rows),
-                   x.stream.take(rows), x.device.take(rows), x.args.subset(renumber))
+        return self.x.rewritten(self.key, self.x.name, self.ts, self.dur, self.ids,
+                                self.keep)
 
 
 def _binder(keys: list[tuple[str, str, int | str, int | str]], key_of_row: np.ndarray,
