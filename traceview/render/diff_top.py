@@ -81,4 +81,7 @@ def top_kernels(kernels: list[dict[str, Any]]) -> tuple[list[list[str]], str]:
     return rows, more(kernels_claim(kernels))
 
 
-KERNEL_HEADER = ["kernel", "status", "launches", "p50 before", "p50 after"]
+# "runs": the kernel's records in each trace, launched in the window or not (a kernel no
+# launch record links to, such as an optimizer step launched before the profiler started,
+# still ran there); "kernels launched" below the table counts launches alone
+KERNEL_HEADER = ["kernel", "status", "runs", "p50 before", "p50 after"]
