@@ -183,3 +183,19 @@ def test_odd_args_cost_only_their_own_event(tmp_path):
     on = {(t.lanes[int(t.slices.lane[i])].pid, t.names[int(t.slices.name[i])])
           for i in range(len(t.slices))}
     assert ("Device 0", "cudaStreamIsCapturing") in on and (100, "cudaMemcpyAsync") in on
+
+
+def test_a_track_numbered_past_int64_is_no_traceback(tmp_path):
+    """A converter's track named "Device 99999999999999999999" holds no usable device
+    number: its kernel is still device work (its figures as by hand), and no traceback."""
+    events = [dict(e) for e in EVENTS]
+    for e in events:
+        if e.get("cat") == "cuda" and e["name"] == "k1":
+            e["pid"] = "Device 99999999999999999999"
+    path = tmp_path / "capture.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(events).encode()))
+    from typer.testing import CliRunner
+
+    r = CliRunner().invoke(app, ["explain", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.output[:400]
+    assert json.loads(r.stdout)["device"]["busy_ns"] == BUSY

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import reference_count
 from typer.testing import CliRunner
 
@@ -176,3 +177,21 @@ def test_odd_rocprof_args_cost_only_their_own_exact_times(tmp_path):
     assert d["device"]["busy_ns"] == 24_500
     assert (d["window"]["start_ns"], d["window"]["end_ns"]) == (1_000_000, 1_101_000)
     assert d["launches"]["linked"] == 4
+
+
+@pytest.mark.parametrize("odd", ["²", "9" * 5000, "99999999999999999999"])
+def test_unreadable_rocprof_numbers_are_no_traceback(tmp_path, odd):
+    """A ``BeginNs`` of a digit Python's ``int`` refuses (a superscript), of more digits
+    than it converts, or past int64, and a GPU lane numbered past int64, cost that event
+    its exact time and the lane its device number, never the run: the copy keeps its
+    microsecond fields (1,012 us to 1,020 us), so busy is 24,500 ns as in the test above."""
+    events = _events()
+    for e in events:
+        if e.get("name") == "CopyHostToDevice":
+            e["args"]["BeginNs"] = odd
+        if e.get("args", {}).get("name") == "GPU0":
+            e["args"]["name"] = "GPU" + "9" * 20
+    r = runner.invoke(app, ["explain", str(_write(tmp_path, events)), "--format", "json"])
+    assert r.exit_code == 0, r.output[:400]
+    d = json.loads(r.stdout)
+    assert d["device"]["busy_ns"] == 24_500

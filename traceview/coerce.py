@@ -33,6 +33,14 @@ def int_or_none(v: Any) -> int | None:
     return None
 
 
+def small_whole(value: Any) -> int | None:
+    """A non-negative whole number below 2**62 (integer text too), None otherwise: what a
+    reader takes from a foreign format's args or track names ("GPU3", "Device 0") as an
+    id or an exact time, with room left for int64 arithmetic on it."""
+    v = int_or_none(value)
+    return v if v is not None and 0 <= v < 2**62 else None
+
+
 def id_or_no_id(value: Any) -> int:
     """An id as an int64 column value: ``NO_ID`` when absent, not integral, or out of range."""
     v = int_or_none(value)

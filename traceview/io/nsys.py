@@ -42,6 +42,7 @@ from operator import attrgetter
 import msgspec
 import numpy as np
 
+from traceview.coerce import small_whole
 from traceview.io.columns import Columns
 
 # the converter's categories whose args say what an event is (the collector keeps them)
@@ -79,9 +80,9 @@ Key = tuple[str, str, int | str, int | str]
 def _number(value: int | str) -> int | None:
     """The number of a converter's track name (``"Device 0"`` -> 0), else None."""
     if isinstance(value, int):
-        return value
+        return small_whole(value)
     m = _NUMBERED.match(value)
-    return int(m.group(1)) if m else None
+    return small_whole(m.group(1)) if m else None
 
 
 def _is_candidate(key: Key) -> bool:

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 import msgspec
 import numpy as np
 
-from traceview.coerce import NO_ID, thread_id
+from traceview.coerce import NO_ID, small_whole, thread_id
 from traceview.io.columns import Columns, Phases
 
 # the diagnostic that says a trace was read as rocprof's (the findings word their advice
@@ -75,14 +75,8 @@ _ONE = msgspec.json.Decoder(_Args)
 
 def _whole(value: str | int | None) -> int:
     """A non-negative whole number of rocprof's args (text or int), else ``_NONE``."""
-    if isinstance(value, str):
-        value = value.strip()
-        if not value.isdigit():
-            return _NONE
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**62:
-        return value
-    return _NONE
+    v = small_whole(value)
+    return _NONE if v is None else v
 
 
 def _decode(blobs: list[bytes]) -> dict[str, np.ndarray]:
@@ -109,9 +103,9 @@ def _lanes(thread_names: Mapping[tuple[str, int | str, int | str], str]
             continue
         gpu, barriers = _GPU.match(name), _BARRIERS.match(name)
         if gpu:
-            out[pid] = ("kernel", int(gpu.group(1)))
+            out[pid] = ("kernel", _whole(gpu.group(1)))
         elif barriers:
-            out[pid] = (_BARRIER, int(barriers.group(1)))
+            out[pid] = (_BARRIER, _whole(barriers.group(1)))
         elif name == "COPY":
             out[pid] = ("gpu_memcpy", _NONE)
         elif name in _HOST_CATS:
