@@ -331,6 +331,8 @@ USER_RULES = [
     {"phases": {}}, {"phases": [{"phase": 1}]}, {"phases": [{"phase": "x", "name": 5}]},
     {"rules": [{"category": "nowhere"}]}, {"rules": [{"category": "launch", "name": "("}]},
     {"framework_ranges": [1]}, {"communication_kernels": 7}, [], 5, None,
+    {"rules": [{"category": "wait", "name": "x", "yields": True}]},  # yields, no subtree
+    {"rules": [{"category": "wait", "name": "x", "subtree": True, "yields": "yes"}]},
 ]
 
 

@@ -189,6 +189,9 @@ def _cats(cats: list[str] | None) -> frozenset[str] | None:
 
 
 def _rules(doc: _RulesFile, source: str) -> list[Rule]:
+    for i, r in enumerate(doc.rules):
+        if r.yields and not r.subtree:  # a rule that does not stick has nothing to yield
+            raise UsageError(f"{source}: bad rules file: rule {i}: yields needs subtree")
     return [Rule(category=r.category, cats=_cats(r.cats),
                  pattern=_regex(r.name, source, f"rule {i}") if r.name else None,
                  launch_api=r.launch_api, subtree=r.subtree, yields=r.yields)

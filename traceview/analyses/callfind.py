@@ -299,8 +299,8 @@ def option_kinds(trace: Trace, spans: list[CallSpan], *, is_range: bool) -> list
     name. A Python frame's number is its ``def`` line and a host op's digits are part of
     its name (``aten::conv1d``, ``aten::conv2d``): a frame or op is a kind per name,
     only the instances of one module class folded (``module_kinds``), as the frames the
-    default rule finds are. Pooled, the model's forward and its decoder's made one kind
-    whose typical call was the decoder's."""
+    default rule finds are: pooled, two functions named ``forward`` would be one kind
+    whose typical call is whichever is more frequent."""
     if not is_range:
         return module_kinds(spans)
     keys = {_DIGITS.sub("#", sp.name) for sp in spans}

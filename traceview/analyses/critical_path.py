@@ -269,8 +269,7 @@ class _Walk:
         self.idle_codes = {untraced_code, self.wait_code}
         # Python frames (``python_function``): a frame with no work under it while another
         # thread of its process works is held as a range is (``_held``)
-        self.frame_cat = trace.cat_names.index("python_function") \
-            if "python_function" in trace.cat_names else -1
+        self.frame_cat = trace.cat_code("python_function")
         # the other threads of each thread's process: where a thread holding a range may
         # have waited (``_held``)
         lanes = trace.lanes

@@ -196,8 +196,7 @@ def _held_waits(ex: Analysis, typical: int) -> list[HeldWait]:
     if j is None or tl.lane is None or "untraced" not in tl.categories:
         return []
     trace, c = ex.trace, ex.calls.calls[typical]
-    frame_cat = trace.cat_names.index("python_function") \
-        if "python_function" in trace.cat_names else -1
+    frame_cat = trace.cat_code("python_function")
     code = tl.categories.index("untraced")
     # per other thread: the stretches counted so far, ns per category, ns per name
     seen: dict[int, list[tuple[int, int]]] = {}

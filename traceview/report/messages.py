@@ -301,8 +301,7 @@ def _perturbation(d: Detected) -> str:
 def _no_py_rocprof(d: Detected) -> str:
     """``no-python-frames`` of a rocprof trace: rocprof traces no Python at all, and its
     HIP calls are no Triton launches; the untraced share said as ``_no_py`` says it."""
-    share = d.value("share") or 0
-    said = "<1%" if 0 < share < 0.005 else fmt_pct(share)
+    said = fmt_pct(d.value("share") or 0)
     return (f"no Python frames (rocprof traced HIP calls, not Python): what the host did "
             f"between the recorded calls cannot be split by function; {said} of the window "
             "is untraced host time. A torch.profiler trace with with_stack=True splits it.")
@@ -311,10 +310,7 @@ def _no_py_rocprof(d: Detected) -> str:
 def _no_py(d: Detected) -> str:
     if d.terms.get("recorder") == "rocprof":
         return _no_py_rocprof(d)
-    share = d.value("share") or 0
-    # a sliver is "<1%", never "0%": 145 ms untraced of a 41.6 s window is not none (the
-    # window table beside it says 0.3%)
-    said = "<1%" if 0 < share < 0.005 else fmt_pct(share)
+    said = fmt_pct(d.value("share") or 0)  # a sliver is "<1%", never "0%"
     # Triton's launch stages only where the trace evidently launches Triton kernels
     # (findings.triton_launches); an Nsight Systems capture traces no Python at all
     what = ("specialize, cache_key and launch_metadata cannot be told apart"
