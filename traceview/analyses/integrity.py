@@ -188,7 +188,9 @@ def _may_start_early(trace: Trace, rows: np.ndarray) -> np.ndarray:
 
 def _overlapping(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the device work rows that end after the next work on their stream starts, where
-    that next work was not launched to start early; each one's excess ns)."""
+    that next work was not launched to start early; each one's excess ns): one stream
+    runs one thing at a time, so such an overlap is a recording error, unless the next
+    work was launched to start early (``MAY_START_EARLY``)."""
     s = trace.slices
     if rows.size < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -200,14 +202,6 @@ def _overlapping(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if bad.any():
         bad[bad] = ~_may_start_early(trace, r[1:][bad])
     return r[:-1][bad], excess[bad]
-
-
-def overruns(trace: Trace, rows: np.ndarray) -> tuple[int, int]:
-    """(count, excess ns) of device work that ends after the next work on its stream
-    starts: one stream runs one thing at a time, so the overlap is a recording error,
-    unless that next work was launched to start early (``MAY_START_EARLY``)."""
-    bad, excess = _overlapping(trace, rows)
-    return int(bad.size), int(excess.sum())
 
 
 def analyze_integrity(trace: Trace, window: Window, launches: LaunchSummary,
@@ -257,10 +251,9 @@ def analyze_integrity(trace: Trace, window: Window, launches: LaunchSummary,
     if short.any():
         add("dropped-device-records", int(short.sum()), s.start[g_rows[short > 0]])
 
-    n_over, over_ns = overruns(trace, device.work_rows)
-    if n_over:
-        bad = _overrun_rows(trace, device.work_rows)
-        add("duration-overrun", n_over, s.start[bad], over_ns)
+    bad, excess = _overlapping(trace, device.work_rows)
+    if bad.size:
+        add("duration-overrun", int(bad.size), s.start[bad], int(excess.sum()))
     if launches.unlinked_work:
         add("device-work-without-launch", launches.unlinked_work,
             s.start[launches.unlinked_rows])
@@ -312,10 +305,6 @@ def _other_graphs(trace: Trace, work_rows: np.ndarray, rows: np.ndarray, n_work:
         if others.size and int(s.start[others].min()) - first < OTHER_GRAPH_SPAN_SHARE * usual:
             out[i] = 0
     return out
-
-
-def _overrun_rows(trace: Trace, rows: np.ndarray) -> np.ndarray:
-    return _overlapping(trace, rows)[0]
 
 
 def _graph_id(trace: Trace, work: list[int] | tuple[int, ...]) -> object:
