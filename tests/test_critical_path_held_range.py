@@ -136,14 +136,19 @@ def test_main_thread_holding_backward_waits_for_the_autograd_thread(tmp_path: Pa
     assert sum(p.ns for p in row.critical_path) == row.wall_ns
 
 
-def test_without_the_autograd_thread_the_held_range_stays_untraced(tmp_path: Path):
-    """The same step with the autograd thread's events moved to another process: nothing
-    of the main thread's process worked in the range, so its silence is its own."""
+def _autograd_elsewhere(tmp_path: Path) -> Path:
+    """The held step with the autograd thread's events moved to another process."""
     tb = held_step()
     for e in tb.events:
         if e.get("tid") == AUTOGRAD:
             e["pid"] = 8
-    path = tb.write(tmp_path / "alone.json")
+    return tb.write(tmp_path / "alone.json")
+
+
+def test_without_the_autograd_thread_the_held_range_stays_untraced(tmp_path: Path):
+    """The same step with the autograd thread's events moved to another process: nothing
+    of the main thread's process worked in the range, so its silence is its own."""
+    path = _autograd_elsewhere(tmp_path)
     events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
     (row,) = traceview.analyze(path).steps.steps
     silent = (row.end_ns - row.start_ns) - covered(own(events, MAIN), row.start_ns, row.end_ns)
@@ -242,11 +247,7 @@ def test_the_verdict_names_the_held_range_as_a_wait_for_the_autograd_thread(tmp_
 def test_without_the_autograd_thread_the_verdict_names_no_wait(tmp_path: Path):
     """The same step with the autograd thread in another process: the path never
     crossed, and the main thread's silence is named untraced, whole, as before."""
-    tb = held_step()
-    for e in tb.events:
-        if e.get("tid") == AUTOGRAD:
-            e["pid"] = 8
-    path = tb.write(tmp_path / "alone.json")
+    path = _autograd_elsewhere(tmp_path)
     events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
     r = traceview.analyze(path)
     v = verdict_of(r)

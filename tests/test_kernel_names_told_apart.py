@@ -119,19 +119,25 @@ def test_the_differ_line_names_the_kernel_that_moved_among_its_template(tmp_path
     assert (int(nb), int(na)) == (cb[FILL_F], ca[FILL_F])
 
 
-def test_the_markdown_reproducer_names_its_top_kernels_apart(tmp_path):
-    tb = _side(4)
-    path = tb.write(tmp_path / "t.json")
-    res = runner.invoke(app, ["explain", str(path), "-f", "md"])
-    assert res.exit_code == 0, res.output
-    counts = _kernel_counts(tb.events)
-    line = next(ln for ln in res.output.splitlines() if ln.startswith("| Operation / model"))
+def _assert_top_kernels_each_one(md: str, counts: dict[str, int]) -> None:
+    """The reproducer's three top kernels each name one kernel of the raw events, with
+    that kernel's count."""
+    line = next(ln for ln in md.splitlines() if ln.startswith("| Operation / model"))
     shown = re.findall(r"`([^`]+)` x(\d+)", line.split("kernels: ", 1)[1])
     assert len(shown) == 3
     for name, n in shown:
         found = matches(name, set(counts))
         assert len(found) == 1, (name, found)
         assert counts[found.pop()] == int(n)
+
+
+def test_the_markdown_reproducer_names_its_top_kernels_apart(tmp_path):
+    tb = _side(4)
+    path = tb.write(tmp_path / "t.json")
+    res = runner.invoke(app, ["explain", str(path), "-f", "md"])
+    assert res.exit_code == 0, res.output
+    counts = _kernel_counts(tb.events)
+    _assert_top_kernels_each_one(res.output, counts)
 
 
 def _corpus(w: int) -> Path:
@@ -180,10 +186,4 @@ def test_dlrm_reproducer_top_kernels_are_each_one_kernel(w):
     counts = _raw_kernels(path)
     res = runner.invoke(app, ["explain", str(path), "-f", "md"])
     assert res.exit_code == 0, res.output
-    line = next(ln for ln in res.output.splitlines() if ln.startswith("| Operation / model"))
-    shown = re.findall(r"`([^`]+)` x(\d+)", line.split("kernels: ", 1)[1])
-    assert len(shown) == 3
-    for name, n in shown:
-        found = matches(name, set(counts))
-        assert len(found) == 1, (name, found)
-        assert counts[found.pop()] == int(n)
+    _assert_top_kernels_each_one(res.output, counts)

@@ -19,6 +19,7 @@ import public_corpus
 import pytest
 
 import traceview
+from rawcount import length, union
 from tracebuilder import TraceBuilder
 from traceview.report.claims import check_all
 from traceview.report.explanation import analyze_trace
@@ -39,20 +40,12 @@ def _ns(x) -> int:
     return int(Decimal(x) * 1000)
 
 
+def _covered(spans) -> int:
+    return length(union(spans))
+
+
 def _span(e) -> tuple[int, int]:
     return _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
-
-
-def _union_length(spans) -> int:
-    total, end = 0, None
-    for a, b in sorted(spans):
-        if end is None or a > end:
-            total += b - a
-            end = b
-        elif b > end:
-            total += b - end
-            end = b
-    return total
 
 
 def _launched(ev, a: int, b: int) -> list[tuple[int, int]]:
@@ -87,8 +80,8 @@ def test_a_call_whose_device_work_runs_after_it_is_device_bound(tmp_path):
     assert t is not None
     a, b = next(c for c in calls if c[0] == t.start_ns)
     mine = _launched(ev, a, b)
-    work, work_end = _union_length(mine), max(e for _, e in mine)
-    busy_in_call = _union_length([(max(s, a), min(e, b)) for s, e in
+    work, work_end = _covered(mine), max(e for _, e in mine)
+    busy_in_call = _covered([(max(s, a), min(e, b)) for s, e in
                                   (_span(x) for x in ev if x.get("cat") in WORK)
                                   if e > a and s < b])
     assert busy_in_call == 0 and work > b - a  # the shape: idle over the call, longer work
@@ -132,7 +125,7 @@ def _step_rows(ev) -> list[tuple[int, int, int, int]]:
         last = max((e for _, e in _launched(ev, a, b)), default=b)
         nxt = ranges[k + 1][0] if k + 1 < len(ranges) else last
         end = max(b, min(last, nxt))
-        on = _union_length([(max(s, a), min(e, end)) for s, e in busy if e > a and s < end])
+        on = _covered([(max(s, a), min(e, end)) for s, e in busy if e > a and s < end])
         out.append((a, b, end, on))
     return out
 
@@ -151,9 +144,9 @@ def test_a_step_whose_device_work_runs_past_its_range_is_judged_over_its_extent(
     t = r.typical
     assert t is not None and r.steps is not None
     a, b, end, on = next(x for x in _step_rows(ev) if x[0] == t.start_ns)
-    kernel = _union_length(_launched(ev, a, b))
+    kernel = _covered(_launched(ev, a, b))
     assert end > b and kernel <= end - a  # the shape: work past the range, inside the extent
-    busy_in_range = _union_length([(max(s, a), min(e, b)) for s, e in _launched(ev, a, b)
+    busy_in_range = _covered([(max(s, a), min(e, b)) for s, e in _launched(ev, a, b)
                                    if e > a and s < b])
     assert 2 * busy_in_range < b - a < 2 * on  # idle most of the range, busy most of the extent
     row = next(s for s in r.steps.steps if s.start_ns == a)
@@ -184,7 +177,7 @@ def test_a_step_whose_device_work_outlasts_its_extent_is_device_bound(tmp_path):
     rows = _step_rows(ev)
     a, b, end, _ = next(x for x in rows if x[0] == t.start_ns)
     mine = _launched(ev, a, b)
-    kernel, work_end = _union_length(mine), max(e for _, e in mine)
+    kernel, work_end = _covered(mine), max(e for _, e in mine)
     assert kernel > end - a  # the shape: the step's work is longer than its extent
     assert all(x[3] == 0 for x in rows[:-1])  # the device idle over every step but the last
     assert [(x[2] - x[0], x[3]) for x in rows[-1:]] == [
@@ -224,7 +217,7 @@ def test_a_real_replay_of_short_steps_is_device_bound_over_every_step():
     assert t is not None
     a, b, end, _ = next(x for x in rows if x[0] == t.start_ns)
     mine = _launched(ev, a, b)
-    kernel, work_end = _union_length(mine), max(e for _, e in mine)
+    kernel, work_end = _covered(mine), max(e for _, e in mine)
     assert kernel > end - a
     v = _verdict(r)
     assert v.id == "device-bound" and v.message.startswith(
@@ -233,7 +226,7 @@ def test_a_real_replay_of_short_steps_is_device_bound_over_every_step():
         f"{fmt_ns(work_end - b)} after it"), v.message
     # the last step: its range idle, its extent busy most of it
     a, b, end, on = rows[-1]
-    busy_in_range = _union_length([(max(s, a), min(e, b)) for s, e in
+    busy_in_range = _covered([(max(s, a), min(e, b)) for s, e in
                                    (_span(x) for x in ev if x.get("cat") in WORK)
                                    if e > a and s < b])
     assert busy_in_range == 0 and 2 * on > end - a

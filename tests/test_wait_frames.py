@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import traceview
+from rawcount import length, union, us_to_ns
 from tracebuilder import TraceBuilder
 from traceview.rules import STICKS_UNLESS_ENCLOSED, load_rules
 
@@ -149,22 +150,6 @@ def cpu_step() -> TraceBuilder:
     return tb
 
 
-def _ns(x: Decimal) -> int:
-    return int((x * 1000).to_integral_value())
-
-
-def _union(spans: list[tuple[int, int]]) -> int:
-    total, end = 0, None
-    for a, b in sorted(spans):
-        if end is None or a > end:
-            total += b - a
-            end = b
-        elif b > end:
-            total += b - end
-            end = b
-    return total
-
-
 def _path(row, label_start: str, what: str | None = None) -> int:
     return sum(p.ns for p in row.critical_path if p.kind == "host"
                and p.resource.startswith(label_start) and what in (None, p.what))
@@ -176,17 +161,17 @@ def test_a_thread_blocked_in_a_poll_does_no_work(tmp_path: Path):
     [20, 20.7), [45, 46.1) and [99.6, 100) us, 2.6 us of its 100 us."""
     path = cpu_step().write(tmp_path / "cpu.json")
     events = json.loads(path.read_text(), parse_float=Decimal)["traceEvents"]
-    mine = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
+    mine = [(us_to_ns(e["ts"]), us_to_ns(e["ts"]) + us_to_ns(e["dur"])) for e in events
             if e.get("ph") == "X" and e["tid"] == POLL]
-    polls = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
+    polls = [(us_to_ns(e["ts"]), us_to_ns(e["ts"]) + us_to_ns(e["dur"])) for e in events
              if e.get("ph") == "X" and e["tid"] == POLL and e["name"].startswith("asyncio/windows_events.py(")
              and e["name"].endswith(("): _poll", "): select"))]
-    busy = _union(mine) - _union(polls)
+    busy = length(union(mine)) - length(union(polls))
     assert busy == 400 + 700 + 1_100 + 400  # the docstring's: can fail
     r = traceview.analyze(path)
     (t,) = [t for t in r.threads if t.tid == POLL]
     assert t.work_ns == busy
-    assert t.categories["wait"] == _union(polls)
+    assert t.categories["wait"] == length(union(polls))
 
 
 def test_the_path_of_a_cpu_step_stays_on_the_thread_that_works(tmp_path: Path):
